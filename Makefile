@@ -1,0 +1,63 @@
+# holdfast - top-level entry points. `make run`: install what is missing,
+# build, run the demo. `make test`: install, build, run every test suite
+# (release build with -Werror, then the same suites under ASan+UBSan).
+
+SHELL := /bin/bash
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+# Debian packages needed to build, test and benchmark. Each is checked with
+# dpkg and installed only when missing (apt-get update runs once first).
+PKGS := meson ninja-build pkg-config gcc libjansson-dev libcriterion-dev spin
+BENCH_PKGS := hyperfine liblockfile-bin lockfile-progs util-linux nodejs npm
+
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+bench-deps: deps
+	@missing=""; for p in $(BENCH_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) --buildtype=release -Dwerror=true
+
+$(ASAN_BUILD)/build.ninja: | deps
+	meson setup $(ASAN_BUILD) --buildtype=debug -Dwerror=true -Db_sanitize=address,undefined \
+	  -Db_lundef=false -Dbench=false
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+build-asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+
+run: build
+	@bash demo/demo.sh $(BUILD)/holdfast
+
+test: test-release test-asan
+	@echo "make test: all suites passed (release and ASan+UBSan)"
+
+test-release: build
+	meson test -C $(BUILD) --print-errorlogs
+
+test-asan: build-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3
+
+bench: bench-deps build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,198 @@
+/*
+ * holdfast.h - cooperating processes excluding each other through the file system.
+ *
+ * This header is the manual of libholdfast. It offers three lock kinds:
+ *
+ *   session lock     one holder per work tree, by lane      hf_session_take / _release
+ *   directory lock   short mkdir lock with owner record      hf_lock_acquire / _release
+ *   scope registry   machine-wide table of path scopes       hf_scope_register / _delegate
+ *                                                             / _release / _reap
+ *
+ * Error handling
+ * --------------
+ * Every function returns 0 (or a count) on success and a negative code on
+ * failure: either a negated errno value (-ENOENT, -EACCES, ...) for a system
+ * error, or one of the HF_E* codes below for a lock outcome that is not a
+ * system error. hf_strerror() names either kind. Nothing here prints, exits,
+ * or touches errno-visible global state the caller did not ask for. Output
+ * parameters named ret_* are written only on success; those named reterr_*
+ * only on the failure they document ("who holds it").
+ *
+ * Owners and liveness
+ * -------------------
+ * An owner record carries a random token (getrandom), the pid, the pid's
+ * start time (/proc/<pid>/stat field 22), the boot id, the host name and
+ * wall-clock times. An owner is dead only on proof: on this host and this
+ * boot, no such pid, or the pid alive with another start time (pid reuse).
+ * Another host's owner, another boot's, or anything unknown counts as alive.
+ * Ages come from times written inside records, never from mtime.
+ *
+ * Threads: the library keeps no locks of its own; a process may use it from
+ * several threads as long as they do not share one hf_* object.
+ */
+#ifndef HOLDFAST_H
+#define HOLDFAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Lock outcomes that are not system errors. All negative, far below errno.
+ * ------------------------------------------------------------------------- */
+#define HF_EHELD       (-1001) /* held by another (conflict); holder filled in      */
+#define HF_EUNREADABLE (-1002) /* a record or the registry is unreadable or corrupt */
+#define HF_ENOTHELD    (-1003) /* nothing to release                                */
+#define HF_ENOTYOURS   (-1004) /* held, but by another lane / owner token           */
+#define HF_ETIMEDOUT   (-1005) /* the wait reached its deadline                     */
+#define HF_ECONFLICT   (-1006) /* a scope overlaps another pod's write scope        */
+#define HF_EUNSAFE     (-1007) /* refused for permissions or safety (owner, mode,
+                                  symlink)                                          */
+#define HF_EBARRIER    (-1008) /* a claim (barrier) beside the lock denies entry    */
+#define HF_ELOST       (-1009) /* the holder's lock or scope is gone (reaped)       */
+
+/* A name for any return code of this library (HF_E* or -errno). Never NULL. */
+const char *hf_strerror(int rc);
+
+/* ---------------------------------------------------------------------------
+ * Owner records
+ * ------------------------------------------------------------------------- */
+#define HF_TOKEN_LEN 32   /* hex characters of a generated token (128 bits)   */
+#define HF_HOST_MAX  64
+#define HF_BOOTID_LEN 36
+
+struct hf_owner {
+	char token[HF_TOKEN_LEN + 1];     /* random, hex                           */
+	int64_t pid;                      /* the process whose life holds the lock */
+	uint64_t pid_start;               /* /proc/<pid>/stat field 22; 0: unknown */
+	char boot_id[HF_BOOTID_LEN + 1];  /* /proc/sys/kernel/random/boot_id       */
+	char host[HF_HOST_MAX + 1];
+	int64_t time_ms;                  /* wall clock, Unix ms, when recorded    */
+};
+
+/* Fill *ret for process pid (0: the caller) with a fresh token and now. */
+int hf_owner_init(struct hf_owner *ret, pid_t pid);
+
+enum hf_liveness {
+	HF_ALIVE = 0,   /* proven alive, or not provably dead (other host, unknown) */
+	HF_DEAD = 1,    /* proven dead: no such pid, or pid reused (start differs)  */
+};
+/* HF_ALIVE or HF_DEAD; never an error: whatever cannot be proven is alive. */
+int hf_owner_liveness(const struct hf_owner *o);
+
+/* ---------------------------------------------------------------------------
+ * Session lock (seed 002) — see src/lib/session.c for the protocol.
+ * ------------------------------------------------------------------------- */
+#define HF_LANE_MAX 64
+#define HF_OWNER_MAX 64
+#define HF_SESSION_STALE_MS_DEFAULT (90LL * 60 * 1000)
+
+struct hf_session_record {
+	char lane[HF_LANE_MAX + 1];
+	char owner[HF_OWNER_MAX + 1];     /* the caller's token, or a generated one */
+	int64_t pid;
+	char host[HF_HOST_MAX + 1];
+	int64_t started_ms;               /* Unix ms                                */
+	int legacy;                       /* 1: a bare ISO-8601 timestamp lock      */
+	int has_broke;                    /* 1: this take broke a stale lock        */
+	struct {
+		char lane[HF_LANE_MAX + 1];
+		char owner[HF_OWNER_MAX + 1];
+		int64_t started_ms;
+		int64_t age_s;
+	} broke;
+};
+
+struct hf_session_opts {
+	const char *path;                 /* the lock file                          */
+	const char *lane;                 /* required for take and release          */
+	const char *owner;                /* NULL: take generates; release: unchecked */
+	int64_t stale_ms;                 /* 0: HF_SESSION_STALE_MS_DEFAULT         */
+};
+
+enum hf_session_state {
+	HF_SESSION_FREE = 0,
+	HF_SESSION_HELD = 1,              /* a live lock                            */
+	HF_SESSION_STALE = 2,             /* older than the stale window            */
+	HF_SESSION_SKEW = 3,              /* dated in the future: live, clock skew  */
+	HF_SESSION_UNREADABLE = 4,        /* garbage, unparseable, unreadable       */
+};
+
+struct hf_session_status {
+	int state;                        /* enum hf_session_state                  */
+	struct hf_session_record rec;     /* valid for HELD, STALE, SKEW            */
+	int64_t age_ms;                   /* from rec.started_ms, never from mtime  */
+	int64_t mtime_ms;                 /* evidence only (UNREADABLE included)    */
+	int in_aside;                     /* 1: the live lock sits in an aside      */
+	char reason[160];                 /* UNREADABLE: what was wrong             */
+};
+
+int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *ret_taken,
+		    struct hf_session_status *reterr_holder);
+int hf_session_release(const struct hf_session_opts *o, struct hf_session_status *reterr_holder);
+int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_status *ret);
+/* .session.lock at the top of the enclosing git work tree, else in cwd. */
+int hf_session_default_path(char *buf, size_t n);
+
+/* ---------------------------------------------------------------------------
+ * Directory lock (seed 000, hardened) — see src/lib/dirlock.c.
+ * ------------------------------------------------------------------------- */
+#define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
+#define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
+
+struct hf_lock_opts {
+	const char *path;                 /* the lock directory                     */
+	int64_t wait_ms;                  /* 0: try once; <0: forever; else deadline */
+	int64_t stale_ms;                 /* 0: default                             */
+	int64_t max_hold_ms;              /* 0: default                             */
+	pid_t pid;                        /* whose life holds the lock; 0: caller   */
+};
+
+struct hf_lock_info {
+	struct hf_owner owner;
+	uint64_t fence;                   /* strictly increasing per lock           */
+	int64_t age_ms;
+	int partial;                      /* 1: no complete owner record            */
+};
+
+int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
+		    struct hf_lock_info *reterr_holder);
+int hf_lock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder);
+/* 0 and *ret filled when held, HF_ENOTHELD when free. */
+int hf_lock_status(const char *path, struct hf_lock_info *ret);
+
+/* ---------------------------------------------------------------------------
+ * Scope registry (seed 001) — see src/lib/registry.c and src/lib/scope.c.
+ * ------------------------------------------------------------------------- */
+#define HF_POD_NAME_MAX 128
+
+struct hf_scope_request {
+	const char *registry;             /* NULL: hf_scope_registry_path()         */
+	const char *name;
+	const char *const *specs;         /* "PATH:MODE[:recursive]"                */
+	size_t nspecs;
+	pid_t pid;                        /* 0: the caller                          */
+	const char *socket;               /* may be NULL                            */
+	const char *from;                 /* delegating parent, or NULL             */
+};
+
+struct hf_scope_holder {
+	char name[HF_POD_NAME_MAX + 1];
+	int64_t pid;
+	char scope[4200];                 /* the holder's conflicting spec          */
+	uint64_t generation;
+};
+
+int hf_scope_registry_path(char *buf, size_t n);
+int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generation,
+		      struct hf_scope_holder *reterr_holder);
+int hf_scope_release(const char *registry, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOLDFAST_H */

@@ -1,0 +1,58 @@
+/*
+ * cli.h - what every command family shares: exit codes, messages, parsing.
+ */
+#ifndef HF_CLI_H
+#define HF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_t;
+
+/* Exit codes (the contract; flock(1)-style, sysexits for the rest). */
+enum {
+	HF_EXIT_OK = 0,
+	HF_EXIT_CONFLICT = 1,   /* held by another, or the wait timed out       */
+	HF_EXIT_USAGE = 64,
+	HF_EXIT_DATAERR = 65,   /* a record or the registry is unreadable       */
+	HF_EXIT_NOTHELD = 69,   /* nothing to release                           */
+	HF_EXIT_SOFTWARE = 70,  /* internal error                               */
+	HF_EXIT_OSERR = 71,
+	HF_EXIT_CANTCREAT = 73,
+	HF_EXIT_IOERR = 74,
+	HF_EXIT_NOPERM = 77,    /* refused for permissions or safety            */
+};
+
+/* The exit code for a library return code. */
+int cli_exit_for(int rc);
+
+/* "holdfast: " + message + newline, on stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "90m", "1.5h", "30s", "500ms", "2d"; a bare number is seconds. */
+int cli_parse_duration(const char *s, int64_t *ret_ms);
+/* "4.1 min", "12 s", "2.0 h", "3.0 d". */
+void cli_format_age(int64_t ms, char *buf, size_t n);
+
+/* Print exactly one JSON object on stdout, then a newline; steals obj. */
+void cli_json_print(struct json_t *obj);
+
+/* `run --scope` support, implemented with the scope commands (cmd_scope.c):
+ * register specs for pid under name (NULL: a generated name), delegating
+ * from $HOLDFAST_POD when it is set. Prints its own message on failure and
+ * returns the exit code; 0 and ret_name (n bytes) on success. */
+int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
+			   char *ret_name, size_t n);
+/* Release what cli_scope_run_register registered; the exit code. */
+int cli_scope_run_release(const char *name);
+
+/* Each family: argv[0] is the family name. Returns the exit code. */
+int cmd_session(int argc, char **argv);
+int cmd_selftest(int argc, char **argv);
+int cmd_lock(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_edit(int argc, char **argv);
+int cmd_scope(int argc, char **argv);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * main.c - `holdfast`: dispatch to the command families.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: holdfast COMMAND [ARGS]\n"
+	"\n"
+	"Cooperating processes excluding each other through the file system.\n"
+	"\n"
+	"commands:\n"
+	"  session take|release|status|assert-held|race   one holder per work tree, by lane\n"
+	"  lock acquire|release|status PATH               short directory lock\n"
+	"  scope register|release|list|effective|check|reap   machine-wide path scopes\n"
+	"  run [--session LANE] [--lock PATH]... [--scope SPEC]... -- CMD [ARG...]\n"
+	"                                                 hold locks while CMD runs\n"
+	"  edit FILE -- CMD [ARG...]                      locked, atomic read-modify-write\n"
+	"  selftest [DIR]                                 scripted interleavings on DIR's fs\n"
+	"\n"
+	"'holdfast COMMAND --help' for each. Exit codes: 0 done, 1 held by another or\n"
+	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
+	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n";
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return HF_EXIT_USAGE;
+	}
+	const char *c = argv[1];
+	if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+		fputs(usage, stdout);
+		return HF_EXIT_OK;
+	}
+	if (!strcmp(c, "--version")) {
+		puts("holdfast 0.1.0");
+		return HF_EXIT_OK;
+	}
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {
+		{ "session", cmd_session }, { "selftest", cmd_selftest }, { "lock", cmd_lock },
+		{ "run", cmd_run },         { "edit", cmd_edit },         { "scope", cmd_scope },
+	};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strcmp(c, cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	cli_err("unknown command '%s' (see 'holdfast --help')", c);
+	return HF_EXIT_USAGE;
+}

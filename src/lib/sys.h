@@ -1,0 +1,85 @@
+/*
+ * sys.h - the only door from libholdfast to the kernel for files and processes.
+ *
+ * Every call returns >= 0 on success and -errno on failure (errno itself is
+ * left alone). EINTR is retried inside where a retry is always right (open,
+ * read, write, flock, waitpid); close is never retried (the fd may already be
+ * reused). Each call first passes its fault-injection point, named after the
+ * call ("open", "rename", "link", ...), so a test can:
+ *
+ *   fail:CALL:N:ERRNO[:persist]  make the Nth next CALL fail with ERRNO
+ *                                 (and every later one with :persist);
+ *   pause:POINT[:N]               at the Nth hit of POINT, write "POINT\n" to
+ *                                 the notify fd and block until one byte
+ *                                 arrives on the go fd;
+ *   crash:POINT[:N]               at the Nth hit of POINT, SIGKILL itself.
+ *
+ * POINT is a call name, "*" (every call), or a named protocol point passed to
+ * hf_sys_point() ("session.take.judged", ...). N counts from 1 (default 1).
+ * Rules are separated by ';'. They come from hf_sys_inject() or, once, from
+ * the environment: HOLDFAST_FAULTS=<rules>, HOLDFAST_PAUSE_FDS=<notify>,<go>.
+ * With no rule armed the cost is one predictable branch per call.
+ */
+#ifndef HF_SYS_H
+#define HF_SYS_H
+
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+int hf_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
+int hf_sys_close(int fd);
+ssize_t hf_sys_read(int fd, void *buf, size_t n);
+ssize_t hf_sys_pread(int fd, void *buf, size_t n, off_t off);
+/* Writes all n bytes or fails; a short write is an error (-EIO / -ENOSPC). */
+ssize_t hf_sys_write(int fd, const void *buf, size_t n);
+int hf_sys_ftruncate(int fd, off_t len);
+int hf_sys_fsync(int fd);
+int hf_sys_fstat(int fd, struct stat *st);
+int hf_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags);
+int hf_sys_fchmod(int fd, mode_t mode);
+int hf_sys_mkdirat(int dirfd, const char *path, mode_t mode);
+int hf_sys_unlinkat(int dirfd, const char *path, int flags);
+/* flags: 0 or RENAME_NOREPLACE. NOREPLACE is never emulated by check-then-
+ * rename: where the kernel refuses it, a file is moved by link+unlink and a
+ * directory move fails with -ENOSYS. */
+int hf_sys_renameat2(int odir, const char *oldp, int ndir, const char *newp, unsigned flags);
+int hf_sys_linkat(int odir, const char *oldp, int ndir, const char *newp, int flags);
+int hf_sys_symlinkat(const char *target, int dirfd, const char *path);
+ssize_t hf_sys_readlinkat(int dirfd, const char *path, char *buf, size_t n);
+int hf_sys_flock(int fd, int op);
+/* Raw getdents64 into buf; 0 at the end. */
+ssize_t hf_sys_getdents(int fd, void *buf, size_t n);
+int hf_sys_pipe2(int fds[2], int flags);
+int hf_sys_dup2(int oldfd, int newfd);
+int hf_sys_kill(pid_t pid, int sig);
+int hf_sys_getrandom(void *buf, size_t n);
+pid_t hf_sys_fork(void);
+pid_t hf_sys_waitpid(pid_t pid, int *status, int options);
+/* execvp; returns only on failure (-errno). */
+int hf_sys_execvp(const char *file, char *const argv[]);
+int hf_sys_uname_host(char *buf, size_t n);
+int hf_sys_inotify_init(void);
+int hf_sys_inotify_add_watch(int fd, const char *path, uint32_t mask);
+int hf_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+int hf_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+int hf_sys_realpath(const char *path, char *buf); /* buf: PATH_MAX */
+
+/* Clocks (vDSO; no fault point): wall Unix ms and monotonic ns. */
+int64_t hf_sys_now_ms(void);
+int64_t hf_sys_mono_ns(void);
+
+/* A named protocol point: a place a test may pause or crash a process. */
+void hf_sys_point(const char *name);
+
+/* Arm rules (grammar above); NULL or "" disarms everything. -EINVAL on a bad
+ * rule, with nothing armed. */
+int hf_sys_inject(const char *rules);
+/* The fds a "pause" rule reports to and waits on. */
+void hf_sys_pause_fds(int notify_fd, int go_fd);
+
+#endif

@@ -1,0 +1,122 @@
+/* sys.c: fault injection, pause points and crash points. */
+#include "hft.h"
+#include "sys.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static void disarm(void)
+{
+	hf_sys_inject(NULL);
+}
+
+TestSuite(sys, .fini = disarm);
+
+Test(sys, fail_nth_call_of_a_kind)
+{
+	cr_assert_eq(hf_sys_inject("fail:open:2:EACCES"), 0);
+	int a = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
+	int b = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
+	int c = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
+	cr_assert_geq(a, 0);
+	cr_assert_eq(b, -EACCES, "second open must fail, got %d", b);
+	cr_assert_geq(c, 0, "third open must succeed (not persistent)");
+	close(a);
+	close(c);
+}
+
+Test(sys, fail_persist_and_other_calls_untouched)
+{
+	cr_assert_eq(hf_sys_inject("fail:mkdir:1:ENOSPC:persist"), 0);
+	cr_assert_eq(hf_sys_mkdirat(AT_FDCWD, "/nonexistent-hf/x", 0700), -ENOSPC);
+	cr_assert_eq(hf_sys_mkdirat(AT_FDCWD, "/nonexistent-hf/y", 0700), -ENOSPC);
+	int fd = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	disarm();
+	cr_assert_eq(hf_sys_mkdirat(AT_FDCWD, "/nonexistent-hf/y", 0700), -ENOENT);
+}
+
+Test(sys, bad_rules_arm_nothing)
+{
+	cr_assert_eq(hf_sys_inject("fail:open"), -EINVAL);
+	cr_assert_eq(hf_sys_inject("fail:open:0:EIO"), -EINVAL);
+	cr_assert_eq(hf_sys_inject("explode:open:1"), -EINVAL);
+	cr_assert_eq(hf_sys_inject("fail:open:1:NOTANERRNO"), -EINVAL);
+	int fd = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
+	cr_assert_geq(fd, 0);
+	close(fd);
+}
+
+Test(sys, failed_close_still_closes)
+{
+	int fd = open("/dev/null", O_RDONLY);
+	cr_assert_eq(hf_sys_inject("fail:close:1:EIO"), 0);
+	cr_assert_eq(hf_sys_close(fd), -EIO);
+	cr_assert_eq(fcntl(fd, F_GETFD), -1, "S3: the fd must be closed");
+}
+
+static int named_points(void *arg)
+{
+	(void)arg;
+	hf_sys_point("alpha");
+	hf_sys_point("beta");
+	hf_sys_point("beta");
+	return 7;
+}
+
+Test(sys, pause_reports_and_waits)
+{
+	struct hft_child c;
+	hft_spawn_fn(&c, "pause:alpha;pause:beta:2", named_points, NULL);
+	hft_expect(&c, "alpha");
+	hft_go(&c);
+	hft_expect(&c, "beta");
+	hft_go(&c);
+	cr_assert_eq(hft_wait(&c), 7);
+}
+
+static int crash_in_calls(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 10; i++) {
+		hf_sys_point("not-a-call");
+		int fd = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
+		hf_sys_close(fd);
+	}
+	return 0;
+}
+
+Test(sys, crash_at_nth_call_counts_calls_only)
+{
+	struct hft_child c;
+	/* S2: "*" counts calls (open, close...) not named points: the 3rd call
+	 * is the second open; pause just before to prove where it died. */
+	hft_spawn_fn(&c, "pause:*:3;crash:*:3", crash_in_calls, NULL);
+	hft_expect(&c, "open");
+	hft_go(&c);
+	cr_assert_eq(hft_wait(&c), 128 + SIGKILL);
+}
+
+Test(sys, renameat2_noreplace_never_replaces)
+{
+	char *d = hft_tmpdir();
+	char a[512], b[512];
+	snprintf(a, sizeof a, "%s/a", d);
+	snprintf(b, sizeof b, "%s/b", d);
+	hft_write(a, "A");
+	hft_write(b, "B");
+	cr_assert_eq(hf_sys_renameat2(AT_FDCWD, a, AT_FDCWD, b, 1 /* NOREPLACE */), -EEXIST);
+	char *sb = hft_slurp(b);
+	cr_assert_str_eq(sb, "B");
+	free(sb);
+	hft_rmtree(d);
+	free(d);
+}

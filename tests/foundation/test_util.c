@@ -1,0 +1,113 @@
+/* util.c: times, publication, atomic replacement, text validation. */
+#include "hft.h"
+#include "internal.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+Test(util, time_round_trip)
+{
+	char buf[64];
+	int64_t ms;
+	hf_time_format(1758535200000LL, buf, sizeof buf);
+	cr_assert_str_eq(buf, "2025-09-22T10:00:00Z");
+	cr_assert_eq(hf_time_parse(buf, &ms), 0);
+	cr_assert_eq(ms, 1758535200000LL);
+	hf_time_format(1758535200123LL, buf, sizeof buf);
+	cr_assert_str_eq(buf, "2025-09-22T10:00:00.123Z");
+	cr_assert_eq(hf_time_parse(buf, &ms), 0);
+	cr_assert_eq(ms, 1758535200123LL);
+}
+
+Test(util, time_parse_forms)
+{
+	int64_t ms;
+	cr_assert_eq(hf_time_parse("2026-09-22T10:00:00Z\n", &ms), 0);
+	int64_t z = ms;
+	cr_assert_eq(hf_time_parse("2026-09-22T12:00:00+02:00", &ms), 0);
+	cr_assert_eq(ms, z);
+	cr_assert_eq(hf_time_parse("2026-09-22T05:30:00-0430", &ms), 0);
+	cr_assert_eq(ms, z);
+	cr_assert_eq(hf_time_parse("2026-09-22T10:00:00.5Z", &ms), 0);
+	cr_assert_eq(ms, z + 500);
+	cr_assert_eq(hf_time_parse("2026-09-22T10:00:00", &ms), -EINVAL, "no zone: ambiguous");
+	cr_assert_eq(hf_time_parse("garbage", &ms), -EINVAL);
+	cr_assert_eq(hf_time_parse("2026-13-22T10:00:00Z", &ms), -EINVAL);
+	cr_assert_eq(hf_time_parse("2026-09-22T10:00:00Zjunk", &ms), -EINVAL);
+	cr_assert_eq(hf_time_parse("", &ms), -EINVAL);
+}
+
+Test(util, publish_is_test_and_set)
+{
+	char *d = hft_tmpdir();
+	int dfd = open(d, O_RDONLY | O_DIRECTORY);
+	cr_assert_eq(hf_publish_file_at(dfd, "rec", "first\n", 6, 0644, false), 0);
+	cr_assert_eq(hf_publish_file_at(dfd, "rec", "second\n", 7, 0644, false), -EEXIST);
+	char p[600];
+	snprintf(p, sizeof p, "%s/rec", d);
+	char *s = hft_slurp(p);
+	cr_assert_str_eq(s, "first\n", "U1: never replaced");
+	free(s);
+	cr_assert_eq(hft_count_prefix(d, ""), 1, "no temporary left beside it");
+	close(dfd);
+	hft_rmtree(d);
+	free(d);
+}
+
+Test(util, publish_failure_leaves_nothing)
+{
+	char *d = hft_tmpdir();
+	int dfd = open(d, O_RDONLY | O_DIRECTORY);
+	cr_assert_eq(hf_sys_inject("fail:write:1:ENOSPC"), 0);
+	cr_assert_eq(hf_publish_file_at(dfd, "rec", "data", 4, 0644, false), -ENOSPC);
+	hf_sys_inject(NULL);
+	cr_assert_eq(hft_count_prefix(d, ""), 0, "U1: nothing visible after a failed publish");
+	close(dfd);
+	hft_rmtree(d);
+	free(d);
+}
+
+Test(util, replace_keeps_mode_and_leaves_no_temporary)
+{
+	char *d = hft_tmpdir();
+	char p[600];
+	snprintf(p, sizeof p, "%s/f", d);
+	hft_write(p, "old");
+	chmod(p, 0640);
+	int dfd = open(d, O_RDONLY | O_DIRECTORY);
+	cr_assert_eq(hf_replace_file_at(dfd, "f", "new", 3, 0600, true), 0);
+	struct stat st;
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640);
+	char *s = hft_slurp(p);
+	cr_assert_str_eq(s, "new");
+	free(s);
+	cr_assert_eq(hf_sys_inject("fail:rename:1:EIO"), 0);
+	cr_assert_eq(hf_replace_file_at(dfd, "f", "newer", 5, 0600, true), -EIO);
+	hf_sys_inject(NULL);
+	s = hft_slurp(p);
+	cr_assert_str_eq(s, "new", "U2: a failed replace leaves the old content");
+	free(s);
+	cr_assert_eq(hft_count_prefix(d, "f.tmp-"), 0);
+	close(dfd);
+	hft_rmtree(d);
+	free(d);
+}
+
+Test(util, text_validation)
+{
+	cr_assert(hf_text_ok("data-lane_1", 64));
+	cr_assert(hf_text_ok("caf\xc3\xa9", 64));
+	cr_assert_not(hf_text_ok("a\nb", 64));
+	cr_assert_not(hf_text_ok("a\x1b[31m", 64));
+	cr_assert_not(hf_text_ok("\xff\xfe", 64));
+	cr_assert_not(hf_text_ok("\xc3", 64), "truncated sequence");
+	cr_assert_not(hf_text_ok("abcdef", 5));
+}

@@ -1,0 +1,298 @@
+/*
+ * hft.c - test support: scripted schedules of real processes (see hft.h).
+ */
+#include "hft.h"
+
+#include "sys.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void xpipe(int p[2])
+{
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0, "pipe: %s", strerror(errno));
+}
+
+static void child_pause_fds(int notify_wr, int go_rd)
+{
+	/* Move the pipe ends to fds 3 and 4 for CLI children; keep them for
+	 * in-process children. */
+	hf_sys_pause_fds(notify_wr, go_rd);
+}
+
+void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), void *arg)
+{
+	int n[2], g[2];
+	xpipe(n);
+	xpipe(g);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(n[0]);
+		close(g[1]);
+		child_pause_fds(n[1], g[0]);
+		if (hf_sys_inject(rules) < 0)
+			_exit(99);
+		_exit(fn(arg));
+	}
+	close(n[1]);
+	close(g[0]);
+	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = -1,
+				 .err_rd = -1 };
+}
+
+const char *hft_bin(void)
+{
+	const char *b = getenv("HOLDFAST_BIN");
+	cr_assert(b && *b, "HOLDFAST_BIN is not set (run through meson test)");
+	return b;
+}
+
+static void apply_env(const char *env)
+{
+	if (!env)
+		return;
+	char *copy = strdup(env), *save = NULL;
+	for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		setenv(kv, eq + 1, 1);
+	}
+	free(copy);
+}
+
+void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *argv,
+		   const char *extra_env)
+{
+	int n[2], g[2], o[2], e[2];
+	xpipe(n);
+	xpipe(g);
+	xpipe(o);
+	xpipe(e);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		/* pause fds at 3 (notify) and 4 (go), inherited across exec */
+		int nw = dup(n[1]), gr = dup(g[0]);
+		dup2(nw, 3);
+		dup2(gr, 4);
+		int devnull = open("/dev/null", O_RDONLY);
+		dup2(devnull, 0);
+		setenv("HOLDFAST_PAUSE_FDS", "3,4", 1);
+		if (rules)
+			setenv("HOLDFAST_FAULTS", rules, 1);
+		else
+			unsetenv("HOLDFAST_FAULTS");
+		apply_env(extra_env);
+		size_t argc = 0;
+		while (argv[argc])
+			argc++;
+		char **av = calloc(argc + 2, sizeof *av);
+		av[0] = (char *)hft_bin();
+		for (size_t i = 1; i < argc; i++)
+			av[i] = (char *)argv[i];
+		execv(av[0], av);
+		_exit(127);
+	}
+	close(n[1]);
+	close(g[0]);
+	close(o[1]);
+	close(e[1]);
+	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = o[0],
+				 .err_rd = e[0] };
+}
+
+void hft_expect(struct hft_child *c, const char *point)
+{
+	char line[128];
+	size_t len = 0;
+	for (;;) {
+		char ch;
+		ssize_t r = read(c->notify_rd, &ch, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		cr_assert_eq(r, 1, "child %d ended before reaching point '%s'", (int)c->pid, point);
+		if (ch == '\n')
+			break;
+		if (len < sizeof line - 1)
+			line[len++] = ch;
+	}
+	line[len] = '\0';
+	cr_assert_str_eq(line, point, "child %d reached '%s', expected '%s'", (int)c->pid, line,
+			 point);
+}
+
+void hft_go(struct hft_child *c)
+{
+	char ch = 'g';
+	cr_assert_eq(write(c->go_wr, &ch, 1), 1);
+}
+
+char *hft_read_all(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (len + 1024 > cap)
+			buf = realloc(buf, cap *= 2);
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+int hft_wait(struct hft_child *c)
+{
+	int st;
+	pid_t r;
+	do
+		r = waitpid(c->pid, &st, 0);
+	while (r < 0 && errno == EINTR);
+	cr_assert_eq(r, c->pid, "waitpid: %s", strerror(errno));
+	close(c->notify_rd);
+	close(c->go_wr);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int hft_cli_env(char **out, char **err, const char *env, const char *input,
+		const char *const *argv)
+{
+	int o[2], e[2], i[2];
+	xpipe(o);
+	xpipe(e);
+	xpipe(i);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		dup2(i[0], 0);
+		unsetenv("HOLDFAST_FAULTS");
+		apply_env(env);
+		size_t argc = 0;
+		while (argv[argc])
+			argc++;
+		char **av = calloc(argc + 2, sizeof *av);
+		av[0] = (char *)hft_bin();
+		for (size_t k = 1; k < argc; k++)
+			av[k] = (char *)argv[k];
+		execv(av[0], av);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	close(i[0]);
+	if (input) {
+		size_t len = strlen(input);
+		cr_assert_eq(write(i[1], input, len), (ssize_t)len);
+	}
+	close(i[1]);
+	/* Read stderr after stdout: both are small in every test; a child that
+	 * fills a pipe would block, so keep outputs under 64 KiB. */
+	char *so = hft_read_all(o[0]);
+	char *se = hft_read_all(e[0]);
+	close(o[0]);
+	close(e[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (out)
+		*out = so;
+	else
+		free(so);
+	if (err)
+		*err = se;
+	else
+		free(se);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int hft_cli(char **out, char **err, const char *const *argv)
+{
+	return hft_cli_env(out, err, NULL, NULL, argv);
+}
+
+char *hft_tmpdir(void)
+{
+	const char *base = getenv("HFT_TMPDIR");
+	if (!base || !*base)
+		base = "/dev/shm";
+	char *tmpl;
+	cr_assert_geq(asprintf(&tmpl, "%s/hft.XXXXXX", base), 0);
+	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp in %s: %s", base, strerror(errno));
+	return tmpl;
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(p);
+	return 0;
+}
+
+void hft_rmtree(const char *path)
+{
+	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void hft_write(const char *path, const char *content)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "fopen %s: %s", path, strerror(errno));
+	fputs(content, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+char *hft_slurp(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	char *s = hft_read_all(fd);
+	close(fd);
+	return s;
+}
+
+bool hft_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+int hft_count_prefix(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d, "opendir %s", dir);
+	int n = 0;
+	struct dirent *e;
+	size_t pl = strlen(prefix);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, pl) && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}

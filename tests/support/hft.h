@@ -1,0 +1,63 @@
+/*
+ * hft.h - test support: scripted schedules of real processes.
+ *
+ * A child process arms sys.c rules ("pause:POINT[:N]", "crash:...",
+ * "fail:...") and runs a function or the holdfast binary. When it reaches a
+ * pause point it writes the point's name on a pipe and blocks until the test
+ * lets it go. Tests drive interleavings with hft_expect() and hft_go(): no
+ * sleeps, every schedule deterministic.
+ */
+#ifndef HFT_H
+#define HFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct hft_child {
+	pid_t pid;
+	int notify_rd;   /* points reached, one line each   */
+	int go_wr;       /* one byte lets the child go on    */
+	int out_rd;      /* the child's stdout (CLI children) */
+	int err_rd;      /* the child's stderr (CLI children) */
+};
+
+/* Fork a child that arms rules, then exits with fn(arg)'s value. */
+void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), void *arg);
+/* Fork a child that runs the holdfast binary with argv (NULL-terminated,
+ * argv[0] ignored) and HOLDFAST_FAULTS=rules; extra_env "K=V" or NULL. */
+void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *argv,
+		   const char *extra_env);
+/* Block until the child reports a point; it must be `point` (Criterion
+ * assertion). */
+void hft_expect(struct hft_child *c, const char *point);
+/* Let the child go on from its pause. */
+void hft_go(struct hft_child *c);
+/* Wait for the child: its exit code, or 128+N when killed by signal N. */
+int hft_wait(struct hft_child *c);
+/* Collected stdout/stderr of a CLI child (valid after hft_wait, malloc'd). */
+char *hft_read_all(int fd);
+
+/* Run the holdfast binary to completion: exit status; out/err malloc'd if
+ * non-NULL. */
+int hft_cli(char **out, char **err, const char *const *argv);
+/* Same with environment additions ("K=V;K2=V2", NULL for none) and stdin. */
+int hft_cli_env(char **out, char **err, const char *env, const char *input,
+		const char *const *argv);
+
+/* The path of the holdfast binary under test ($HOLDFAST_BIN). */
+const char *hft_bin(void);
+/* A fresh empty directory for one test, under $HFT_TMPDIR or /dev/shm. */
+char *hft_tmpdir(void);
+/* Remove a directory tree (best effort, for test clean-up). */
+void hft_rmtree(const char *path);
+/* Write a whole file (test set-up). */
+void hft_write(const char *path, const char *content);
+/* Read a whole file, malloc'd; NULL when absent. */
+char *hft_slurp(const char *path);
+/* Does path exist (lstat)? */
+bool hft_exists(const char *path);
+/* Count entries in dir whose names start with prefix. */
+int hft_count_prefix(const char *dir, const char *prefix);
+
+#endif
