@@ -167,30 +167,139 @@ int hf_lock_status(const char *path, struct hf_lock_info *ret);
 
 /* ---------------------------------------------------------------------------
  * Scope registry (seed 001) — see src/lib/registry.c and src/lib/scope.c.
+ *
+ * One JSON table per machine (hf_scope_registry_path) of pods and the path
+ * scopes they were granted. A spec is "PATH:MODE[:recursive]", MODE read or
+ * write; recursive covers PATH and everything below it, otherwise PATH and
+ * its direct children. Paths are made absolute and canonical (symbolic links
+ * of the existing part resolved, "."/".." removed) and compared by whole
+ * components. Two live pods never hold overlapping write specs unless one
+ * descends from the other (delegation); read specs never conflict. A pod's
+ * effective scope is its own specs minus the write specs of its live
+ * descendants. A pod whose process is proven dead is reaped on every change
+ * (its live children go to its nearest live ancestor). The registry's
+ * generation grows with every change; each allocation keeps the one it was
+ * granted (a fencing token: hf_scope_check with it tells a pod it lost its
+ * scope).
+ *
+ * Errors: -EINVAL (a bad name, spec, socket; reterr->reason says which),
+ * HF_EHELD (the name is taken), HF_ECONFLICT (reterr names the holder: the
+ * deepest live pod whose write spec overlaps), HF_ENOTYOURS (a delegated
+ * spec not inside the parent's effective scope; reterr names the parent),
+ * HF_ELOST (the parent is not registered), HF_ENOTHELD (nothing to release),
+ * HF_EUNREADABLE (the registry does not parse: nothing changed, reason and
+ * path in reterr), HF_EUNSAFE (a registry directory or file not ours,
+ * group/world-writable, a symbolic link), other -errno.
  * ------------------------------------------------------------------------- */
 #define HF_POD_NAME_MAX 128
+#define HF_SCOPE_SPEC_MAX 4200            /* PATH_MAX + ":write:recursive"   */
+#define HF_SCOPE_SOCKET_MAX 4095
 
 struct hf_scope_request {
 	const char *registry;             /* NULL: hf_scope_registry_path()         */
 	const char *name;
-	const char *const *specs;         /* "PATH:MODE[:recursive]"                */
+	const char *const *specs;         /* "PATH:MODE[:recursive]", 1 or more     */
 	size_t nspecs;
 	pid_t pid;                        /* 0: the caller                          */
-	const char *socket;               /* may be NULL                            */
+	const char *socket;               /* absolute path, or NULL                 */
 	const char *from;                 /* delegating parent, or NULL             */
 };
 
+/* What went wrong, for the message: the holder on HF_ECONFLICT (or the
+ * parent on HF_ENOTYOURS, the owner of the name on HF_EHELD), the reason
+ * and the registry's path on the other errors. */
 struct hf_scope_holder {
 	char name[HF_POD_NAME_MAX + 1];
 	int64_t pid;
-	char scope[4200];                 /* the holder's conflicting spec          */
+	char host[HF_HOST_MAX + 1];
+	int64_t registered_ms;            /* Unix ms; 0: unknown                    */
 	uint64_t generation;
+	char scope[HF_SCOPE_SPEC_MAX];    /* the holder's overlapping spec          */
+	size_t request_index;             /* which spec of the request              */
+	char request[HF_SCOPE_SPEC_MAX];  /* that spec, canonical                   */
+	size_t others;                    /* more live holders overlapping it       */
+	char registry[4096];              /* the registry file                      */
+	char reason[512];
 };
 
+/* $HOLDFAST_REGISTRY, else $XDG_RUNTIME_DIR/holdfast/scope.lock, else
+ * /tmp/holdfast-<uid>/scope.lock. */
 int hf_scope_registry_path(char *buf, size_t n);
+/* "PATH:MODE[:recursive]" with PATH canonical, into buf (n bytes). */
+int hf_scope_canonical(const char *spec, char *buf, size_t n);
+/* An absolute canonical path (see above) into buf. */
+int hf_scope_canonical_path(const char *path, char *buf, size_t n);
+
+/* Register req->name for req->pid with every spec, or nothing (all or
+ * nothing); delegated from req->from when set. 0 and the generation granted. */
 int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generation,
 		      struct hf_scope_holder *reterr_holder);
-int hf_scope_release(const char *registry, const char *name);
+/* Remove name's allocation (generation 0: whatever its generation; else
+ * HF_ENOTYOURS when the name now belongs to another registration). Its scope
+ * returns to its parent; its live children are re-parented to it. */
+int hf_scope_release(const char *registry, const char *name, uint64_t generation,
+		     struct hf_scope_holder *reterr);
+
+/* A snapshot of the registry, each allocation judged alive or dead. */
+struct hf_scope_table;
+struct hf_scope_alloc {
+	const char *name;
+	int64_t pid;
+	uint64_t pid_start;
+	const char *boot_id;
+	const char *host;
+	const char *socket;               /* NULL: none                             */
+	const char *delegated_from;       /* NULL: top level                        */
+	uint64_t generation;
+	int64_t registered_ms;
+	const char *const *scope_allow;   /* canonical specs                        */
+	size_t nscope;
+	int live;                         /* HF_ALIVE / HF_DEAD                     */
+	unsigned depth;                   /* in the delegation tree (live pods)     */
+	const char *returned_to;          /* hf_scope_reap: who got the scope back  */
+};
+/* Read the registry without changing it (a missing registry is empty). */
+int hf_scope_read(const char *registry, struct hf_scope_table **ret,
+		  struct hf_scope_holder *reterr);
+/* Reap every pod proven dead; *ret (may be NULL) holds the reaped ones and
+ * the new generation. The number reaped. */
+int hf_scope_reap(const char *registry, struct hf_scope_table **ret,
+		  struct hf_scope_holder *reterr);
+size_t hf_scope_count(const struct hf_scope_table *t);
+uint64_t hf_scope_generation(const struct hf_scope_table *t);
+/* The i-th allocation; its strings live as long as the table. */
+void hf_scope_get(const struct hf_scope_table *t, size_t i, struct hf_scope_alloc *ret);
+/* Index of name, or -1. */
+long hf_scope_find(const struct hf_scope_table *t, const char *name);
+void hf_scope_free(struct hf_scope_table *t);
+
+/* A pod's effective scope: its own specs minus these, the write specs of its
+ * live descendants that overlap its own. *ret malloc'd (free it). */
+struct hf_scope_deny {
+	const char *scope;
+	const char *name;
+	int64_t pid;
+};
+int hf_scope_effective(const struct hf_scope_table *t, const char *name,
+		       struct hf_scope_deny **ret, size_t *ret_n);
+
+/* May anyone, or pod, write at a canonical path? */
+enum hf_scope_state {
+	HF_SCOPE_FREE = 0,                /* no live write spec covers it           */
+	HF_SCOPE_HELD = 1,                /* another pod's (holder set)             */
+	HF_SCOPE_YOURS = 2,               /* the pod's effective write scope        */
+	HF_SCOPE_OUTSIDE = 3,             /* nobody's, and not the pod's            */
+	HF_SCOPE_LOST = 4,                /* the pod (or that generation) is gone   */
+};
+struct hf_scope_verdict {
+	int state;                        /* enum hf_scope_state                    */
+	long holder;                      /* index of the deepest live holder, -1   */
+	const char *holder_scope;         /* its spec covering the path             */
+	long pod;                         /* index of the pod, -1                   */
+};
+/* pod may be NULL (is it held at all?); pod_generation 0: any. */
+int hf_scope_check(const struct hf_scope_table *t, const char *canonical_path,
+		   const char *pod, uint64_t pod_generation, struct hf_scope_verdict *ret);
 
 #ifdef __cplusplus
 }
