@@ -123,6 +123,7 @@ static int report(const char *verb, const char *name, const char *const *specs, 
 			"group or others, and not a symbolic link)",
 			h->registry, h->reason);
 		break;
+	case -ESRCH: /* --pid names no process */
 	case -EINVAL:
 		cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
 			h->reason[0] ? h->reason : "invalid argument");

@@ -1,0 +1,47 @@
+/*
+ * scope_support.h - shared set-up for the scope registry suites: a scratch
+ * registry per test, sleeper processes to own allocations, and the registry
+ * file read back with jansson.
+ */
+#ifndef SCOPE_SUPPORT_H
+#define SCOPE_SUPPORT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* The test's scratch directory and registry ($HOLDFAST_REGISTRY points at
+ * it for the library and for every CLI child). */
+extern char *sc_dir;
+extern char sc_reg[512];
+void sc_setup(void);
+void sc_teardown(void);
+
+/* A process that blocks until killed (or sc_sleeper_end): owns allocations. */
+struct sc_sleeper {
+	pid_t pid;
+	int wr; /* closing it ends the sleeper */
+};
+void sc_sleeper_start(struct sc_sleeper *s);
+/* End it (sig 0: close its pipe, else kill with sig) and wait for it, so it
+ * is no zombie: its pid is dead as far as liveness can tell. */
+void sc_sleeper_end(struct sc_sleeper *s, int sig);
+
+/* Run `holdfast ARGS...` (NULL-terminated after the first); the exit code,
+ * stdout and stderr in *out / *err (malloc'd; NULL to drop). */
+int sc_cli(char **out, char **err, ...) __attribute__((sentinel));
+/* The same with environment additions "K=V;K2=V2". */
+int sc_cli_env(const char *env, char **out, char **err, ...) __attribute__((sentinel));
+
+/* "%d" of a pid, in a static ring of buffers (for argument lists). */
+const char *sc_num(long long v);
+/* sc_dir + "/" + rel, in a static ring of buffers. */
+const char *sc_path(const char *rel);
+
+/* The registry file parsed (asserts it parses); json_decref it. */
+json_t *sc_registry_json(void);
+/* The allocation named name in the registry file, or NULL (borrowed from
+ * root). */
+json_t *sc_alloc(json_t *root, const char *name);
+
+#endif

@@ -1,0 +1,267 @@
+/* The registry's files: permissions whatever the umask, unsafe directories
+ * and files refused (77), a corrupt table refused and left untouched (65),
+ * SIGKILL at every system call of an update, crash temporaries swept, the
+ * lock file swapped under a locker, and the default location. */
+#include "hft.h"
+#include "scope_support.h"
+
+#include "holdfast.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(files, .timeout = 90);
+
+#define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
+
+static struct sc_sleeper owner;
+
+static int reg(const char *name, const char *rel, char **err)
+{
+	return sc_cli(NULL, err, "scope", "register", name, sc_path(rel), "--pid",
+		      sc_num(owner.pid), NULL);
+}
+
+static void start(void)
+{
+	sc_setup();
+	sc_sleeper_start(&owner);
+}
+
+static void stop(void)
+{
+	sc_sleeper_end(&owner, SIGKILL);
+	sc_teardown();
+}
+
+Test(files, modes_whatever_the_umask, .init = start, .fini = stop)
+{
+	umask(0);
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	struct stat st;
+	cr_assert_eq(stat(sc_path("reg"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700, "directory 0%o", st.st_mode & 07777);
+	cr_assert_eq(stat(sc_reg, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600, "registry 0%o", st.st_mode & 07777);
+	char lock[600];
+	snprintf(lock, sizeof lock, "%s.flock", sc_reg);
+	cr_assert_eq(stat(lock, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600, "lock file 0%o", st.st_mode & 07777);
+	umask(0277);
+	cr_assert_eq(reg("B", "q:write", NULL), 0, "a tight umask does not lock us out");
+	cr_assert_eq(stat(sc_reg, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+}
+
+static void expect_unsafe(const char *what)
+{
+	char *err;
+	cr_assert_eq(reg("X", "x:write", &err), 77, "%s: register must exit 77: %s", what, err);
+	HAS(err, "refusing the scope registry");
+	free(err);
+	cr_assert_eq(sc_cli(NULL, &err, "scope", "list", NULL), 77, "%s: list too: %s", what, err);
+	free(err);
+}
+
+Test(files, unsafe_directory_refused, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	cr_assert_eq(chmod(sc_path("reg"), 0770), 0);
+	expect_unsafe("group-writable directory");
+	cr_assert_eq(chmod(sc_path("reg"), 0700), 0);
+	cr_assert_eq(chown(sc_path("reg"), 65534, 65534), 0);
+	expect_unsafe("directory of another user");
+	cr_assert_eq(chown(sc_path("reg"), geteuid(), getegid()), 0);
+	cr_assert_eq(rename(sc_path("reg"), sc_path("real")), 0);
+	cr_assert_eq(symlink(sc_path("real"), sc_path("reg")), 0);
+	expect_unsafe("symlinked directory");
+}
+
+Test(files, unsafe_files_refused, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	char lock[600], aside[600];
+	snprintf(lock, sizeof lock, "%s.flock", sc_reg);
+	snprintf(aside, sizeof aside, "%s.real", sc_reg);
+	cr_assert_eq(chmod(sc_reg, 0666), 0);
+	expect_unsafe("world-writable registry");
+	cr_assert_eq(chmod(sc_reg, 0600), 0);
+	cr_assert_eq(chown(sc_reg, 65534, 65534), 0);
+	expect_unsafe("registry of another user");
+	cr_assert_eq(chown(sc_reg, geteuid(), getegid()), 0);
+	cr_assert_eq(rename(sc_reg, aside), 0);
+	cr_assert_eq(symlink(aside, sc_reg), 0);
+	expect_unsafe("symlinked registry");
+	cr_assert_eq(unlink(sc_reg), 0);
+	cr_assert_eq(rename(aside, sc_reg), 0);
+	cr_assert_eq(chown(lock, 65534, 65534), 0);
+	char *err;
+	cr_assert_eq(reg("X", "x:write", &err), 77, "lock file of another user: %s", err);
+	free(err);
+	cr_assert_eq(unlink(lock), 0);
+	cr_assert_eq(symlink(aside, lock), 0);
+	cr_assert_eq(reg("X", "x:write", &err), 77, "symlinked lock file: %s", err);
+	free(err);
+	cr_assert_eq(unlink(lock), 0);
+	cr_assert_eq(reg("X", "x:write", NULL), 0, "and all is well again");
+}
+
+Test(files, corrupt_registry_refused_untouched, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	const char *garbage[] = { "{\"version\":1,\"generation\":1,\"allocations\":[{\"name\":",
+				  "not json at all\n", "" };
+	for (size_t i = 0; i < sizeof garbage / sizeof *garbage; i++) {
+		hft_write(sc_reg, garbage[i]);
+		char *err;
+		cr_assert_eq(reg("B", "q:write", &err), 65, "case %zu: %s", i, err);
+		HAS(err, sc_reg);
+		HAS(err, "corrupt");
+		HAS(err, "mv ");
+		HAS(err, "Nothing was changed");
+		free(err);
+		cr_assert_eq(sc_cli(NULL, NULL, "scope", "reap", NULL), 65);
+		cr_assert_eq(sc_cli(NULL, NULL, "scope", "check", "/q", NULL), 65);
+		char *now = hft_slurp(sc_reg);
+		cr_assert_str_eq(now, garbage[i], "case %zu: left untouched", i);
+		free(now);
+	}
+}
+
+Test(files, crash_temporaries_swept, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp-0123456789abcdef", sc_reg);
+	hft_write(tmp, "{\"half");
+	cr_assert_eq(reg("B", "q:write", NULL), 0);
+	cr_assert(!hft_exists(tmp));
+}
+
+/* R2: SIGKILL at the Nth system call of a register, for every N until it
+ * completes: the registry always parses and holds the old table or the new. */
+Test(files, sigkill_at_every_step_leaves_old_or_new, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write:recursive", NULL), 0);
+	char *old = hft_slurp(sc_reg);
+	const char *argv[] = { "holdfast", "scope", "register", "B", sc_path("q:write"),
+			       "--pid", sc_num(owner.pid), NULL };
+	int crashed = 0, n;
+	for (n = 1; n < 400; n++) {
+		hft_write(sc_reg, old);
+		char rules[32];
+		snprintf(rules, sizeof rules, "crash:*:%d", n);
+		struct hft_child c;
+		hft_spawn_cli(&c, rules, argv, NULL);
+		int rc = hft_wait(&c);
+		close(c.out_rd);
+		close(c.err_rd);
+		json_t *root = sc_registry_json(); /* parses, whatever happened */
+		bool has_b = sc_alloc(root, "B") != NULL;
+		long long gen = json_integer_value(json_object_get(root, "generation"));
+		json_decref(root);
+		char *now = hft_slurp(sc_reg);
+		if (!has_b)
+			cr_assert_str_eq(now, old, "N=%d: the old table, byte for byte", n);
+		else
+			cr_assert_eq(gen, 2, "N=%d: the new table", n);
+		free(now);
+		cr_assert_eq(sc_cli(NULL, NULL, "scope", "list", NULL), 0, "N=%d: readable", n);
+		if (rc == 0) {
+			cr_assert(has_b, "N=%d: completed, so B is there", n);
+			break;
+		}
+		cr_assert_eq(rc, 128 + SIGKILL, "N=%d: exit %d", n, rc);
+		crashed++;
+	}
+	cr_assert_lt(n, 400, "the register completes eventually");
+	cr_assert_gt(crashed, 10, "it was killed at many steps (%d)", crashed);
+	/* whatever a crash left behind is swept by the next change */
+	cr_assert_eq(reg("C", "r:write", NULL), 0);
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/reg", sc_dir);
+	cr_assert_eq(hft_count_prefix(dir, "scope.lock.tmp-"), 0);
+	free(old);
+}
+
+/* R1: the lock file is deleted and recreated between a locker's open and
+ * its flock; the locker must notice and lock the file now at the name, or
+ * the two writers would both think they hold the lock (a lost update). */
+Test(files, lock_file_swapped_under_a_locker, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	char lock[600];
+	snprintf(lock, sizeof lock, "%s.flock", sc_reg);
+	const char *argv1[] = { "holdfast", "scope", "register", "B", sc_path("b:write"), "--pid",
+				sc_num(owner.pid), NULL };
+	const char *argv2[] = { "holdfast", "scope", "register", "C", sc_path("c:write"), "--pid",
+				sc_num(owner.pid), NULL };
+	struct hft_child b, c;
+	hft_spawn_cli(&b, "pause:flock:1;pause:flock:2", argv1, NULL);
+	hft_expect(&b, "flock"); /* B opened the old lock file */
+	cr_assert_eq(unlink(lock), 0);
+	hft_spawn_cli(&c, "pause:scope.register.judged", argv2, NULL);
+	hft_expect(&c, "scope.register.judged"); /* C holds the new lock file */
+	hft_go(&b);
+	hft_expect(&b, "flock"); /* B saw the swap and goes for the new one */
+	hft_go(&b);
+	hft_go(&c);
+	cr_assert_eq(hft_wait(&c), 0);
+	cr_assert_eq(hft_wait(&b), 0);
+	close(b.out_rd);
+	close(b.err_rd);
+	close(c.out_rd);
+	close(c.err_rd);
+	json_t *root = sc_registry_json();
+	cr_assert_not_null(sc_alloc(root, "A"));
+	cr_assert_not_null(sc_alloc(root, "B"), "B's update is there");
+	cr_assert_not_null(sc_alloc(root, "C"), "C's update is not lost");
+	cr_assert_eq(json_integer_value(json_object_get(root, "generation")), 3);
+	json_decref(root);
+}
+
+Test(files, default_location)
+{
+	char buf[PATH_MAX], exp[PATH_MAX];
+	setenv("HOLDFAST_REGISTRY", "/some/where/reg.json", 1);
+	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
+	cr_assert_str_eq(buf, "/some/where/reg.json");
+	unsetenv("HOLDFAST_REGISTRY");
+	setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
+	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
+	cr_assert_str_eq(buf, "/run/user/1234/holdfast/scope.lock");
+	unsetenv("XDG_RUNTIME_DIR");
+	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
+	snprintf(exp, sizeof exp, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
+	cr_assert_str_eq(buf, exp);
+}
+
+Test(files, xdg_directory_created_private)
+{
+	char *dir = hft_tmpdir();
+	struct sc_sleeper s;
+	sc_sleeper_start(&s);
+	unsetenv("HOLDFAST_REGISTRY");
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	const char *argv[] = { "holdfast", "scope", "register", "A", "/x:write", "--pid",
+			       sc_num(s.pid), NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, argv), 0);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/holdfast", dir);
+	struct stat st;
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700);
+	snprintf(p, sizeof p, "%s/holdfast/scope.lock", dir);
+	cr_assert(hft_exists(p));
+	sc_sleeper_end(&s, SIGKILL);
+	hft_rmtree(dir);
+	free(dir);
+}
