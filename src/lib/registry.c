@@ -773,9 +773,12 @@ static int reg_open(const char *registry, bool create, bool lock, struct reg *r,
 	const char *base = slash ? slash + 1 : path;
 	if (!strcmp(base, ".") || !strcmp(base, "..") || strlen(base) + 24 > NAME_MAX)
 		return -EINVAL;
-	snprintf(r->base, sizeof r->base, "%s", base);
-	snprintf(r->lockname, sizeof r->lockname, "%s.flock", base);
-	snprintf(r->tmpprefix, sizeof r->tmpprefix, "%s.tmp-", base);
+	size_t blen = strlen(base); /* + 24 <= NAME_MAX: every name below fits */
+	memcpy(r->base, base, blen + 1);
+	memcpy(r->lockname, base, blen);
+	memcpy(r->lockname + blen, ".flock", 7);
+	memcpy(r->tmpprefix, base, blen);
+	memcpy(r->tmpprefix + blen, ".tmp-", 6);
 	char dir[PATH_MAX];
 	if (!slash)
 		strcpy(dir, ".");

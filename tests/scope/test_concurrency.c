@@ -14,7 +14,7 @@
 
 #define NPROC 200
 
-TestSuite(concurrency, .init = sc_setup, .fini = sc_teardown, .timeout = 120);
+TestSuite(concurrency, .init = sc_setup, .fini = sc_teardown);
 
 static int worker(void *arg)
 {

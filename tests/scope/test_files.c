@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-TestSuite(files, .timeout = 90);
+TestSuite(files);
 
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
 
