@@ -82,4 +82,11 @@ int hf_sys_inject(const char *rules);
 /* The fds a "pause" rule reports to and waits on. */
 void hf_sys_pause_fds(int notify_fd, int go_fd);
 
+/* ---- run/edit: signals and the file-creation mask ------------------------ */
+int hf_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+/* A new signalfd (CLOEXEC, NONBLOCK) for mask; read struct signalfd_siginfo. */
+int hf_sys_signalfd(const sigset_t *mask);
+/* The process's file-creation mask (read without changing it). */
+mode_t hf_sys_umask_get(void);
+
 #endif
