@@ -527,6 +527,27 @@ int64_t hf_sys_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* --- directory lock (dirlock.c) ------------------------------------------ */
+#include <sys/vfs.h>
+
+int hf_sys_fstatfs(int fd, struct statfs *st)
+{
+	PASS("statfs");
+	return NEG(fstatfs(fd, st));
+}
+
+ssize_t hf_sys_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	PASS("write");
+	ssize_t w;
+	do
+		w = pwrite(fd, buf, n, off);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	return (size_t)w == n ? w : -EIO;
+}
+
 /* ---- run/edit: signals and the file-creation mask ------------------------ */
 
 int hf_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old)
