@@ -32,9 +32,10 @@
  *   (E3) Temporaries are made and swept only by the lock's holder, so one
  *        found while holding it was left by a dead edit (or by one whose
  *        lock was reaped: its rename then fails and it commits nothing).
- *   (E4) The result is committed only if the lock still carries our token
- *        just before the rename: an edit whose lock was reaped (it outlived
- *        the max-hold window) does not overwrite its successor's work.
+ *   (E4) The result is committed only if the lock is still ours just
+ *        before the rename: an edit whose lock was reaped as leaked (it
+ *        outlived its recorded max-hold window, 10 min) does not overwrite
+ *        its successor's work.
  *   (E5) FILE's mode is kept; a new FILE gets 0666 minus the umask.
  *   (E6) Every exit after step 1 releases the lock.
  *
@@ -79,6 +80,9 @@ static const char edit_usage[] =
 	"died of signal N; 126 cannot run, 127 not found); 1 (or -E CODE) held by\n"
 	"another or timed out; 64 usage; 77 FILE is a symlink; 70/71/73/74 errors.\n";
 
+/* An edit is short: past this its lock may be reaped as leaked (E4). */
+#define EDIT_MAX_HOLD_MS HF_LOCK_MAX_HOLD_MS_DEFAULT
+
 struct sweep_ctx {
 	size_t plen;
 	int swept;
@@ -104,9 +108,17 @@ struct edit {
 	struct hf_lock_info held; /* our lock                          */
 };
 
-/* E4: does FILE.lock still carry our token? */
+/* E4: is FILE.lock still ours? A live holder loses its lock only by being
+ * judged leaked: older, by its record's own time, than the max-hold window
+ * it recorded (dirlock D6; the same wall clock as the reapers'). Younger, it
+ * is ours for sure. Older, it must still be at FILE.lock with our token
+ * (while a live lock sits in a claim as a barrier, this says no: refusing
+ * is the safe side). */
 static bool lock_still_ours(const struct edit *e)
 {
+	int64_t age = hf_sys_now_ms() - e->held.owner.time_ms;
+	if (age >= 0 && age < EDIT_MAX_HOLD_MS - 1000)
+		return true;
 	struct hf_lock_info now;
 	memset(&now, 0, sizeof now);
 	return hf_lock_status(e->lock, &now) == 0 && !now.partial &&
@@ -258,7 +270,8 @@ int cmd_edit(int argc, char **argv)
 	/* Signals first, so a stop while waiting for the lock is seen. */
 	rc = cli_child_init(&child);
 	if (rc == 0) {
-		struct hf_lock_opts o = { .path = e.lock }; /* holdfast commits: its pid */
+		/* holdfast commits the result: the lock is its own (pid 0) */
+		struct hf_lock_opts o = { .path = e.lock, .max_hold_ms = EDIT_MAX_HOLD_MS };
 		code = cli_lock_acquire(&o, cli_deadline(w.wait_ms), &w, &child, &e.held);
 		if (code == 0) {
 			hf_sys_point("edit.locked");
