@@ -139,7 +139,23 @@ int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_stat
 int hf_session_default_path(char *buf, size_t n);
 
 /* ---------------------------------------------------------------------------
- * Directory lock (seed 000, hardened) — see src/lib/dirlock.c.
+ * Directory lock (seed 000, hardened) — see src/lib/dirlock.c for the protocol.
+ *
+ * A lock is a directory PATH created by mkdir, holding an owner record
+ * PATH/owner (JSON: token, pid, pid_start, boot_id, host, acquired, fence,
+ * max_hold_ms). Beside it, PATH.holdfast/ (created on first use, never
+ * removed) keeps the fence counter and the claims (directories moved aside
+ * before anything is deleted). Names ending in ".holdfast" are reserved.
+ *
+ * Staleness: an owner proven dead (hf_owner_liveness) is reaped at once; a
+ * lock without a complete owner record after stale_ms (its age from the
+ * directory's ctime, which only the kernel sets); a live owner older than
+ * max(max_hold_ms, stale_ms) as leaked. The holder's max_hold_ms is recorded
+ * in its owner record and wins over the reaper's default.
+ *
+ * Fencing: every successful acquisition gets a fence strictly greater than
+ * every earlier acquisition's of the same lock, across reaps, process
+ * crashes and reboots (a durable reservation, fsync'ed once per 1024).
  * ------------------------------------------------------------------------- */
 #define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
 #define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
@@ -147,22 +163,51 @@ int hf_session_default_path(char *buf, size_t n);
 struct hf_lock_opts {
 	const char *path;                 /* the lock directory                     */
 	int64_t wait_ms;                  /* 0: try once; <0: forever; else deadline */
-	int64_t stale_ms;                 /* 0: default                             */
-	int64_t max_hold_ms;              /* 0: default                             */
+	int64_t stale_ms;                 /* 0: HF_LOCK_STALE_MS_DEFAULT            */
+	int64_t max_hold_ms;              /* 0: HF_LOCK_MAX_HOLD_MS_DEFAULT         */
 	pid_t pid;                        /* whose life holds the lock; 0: caller   */
 };
 
-struct hf_lock_info {
-	struct hf_owner owner;
-	uint64_t fence;                   /* strictly increasing per lock           */
-	int64_t age_ms;
-	int partial;                      /* 1: no complete owner record            */
+enum hf_lock_state {
+	HF_LOCK_FREE = 0,       /* no lock directory (claims may still deny entry) */
+	HF_LOCK_HELD = 1,       /* a live owner                                    */
+	HF_LOCK_DEAD = 2,       /* owner proven dead: the next acquirer reaps it   */
+	HF_LOCK_LEAKED = 3,     /* live owner older than max(max-hold, stale)      */
+	HF_LOCK_PARTIAL = 4,    /* no complete owner record, within the stale window */
+	HF_LOCK_ABANDONED = 5,  /* no complete owner record, past the stale window */
+	HF_LOCK_SKEW = 6,       /* dated in the future: counts as live, clock skew */
 };
 
+struct hf_lock_info {
+	struct hf_owner owner;            /* owner.time_ms: when acquired           */
+	uint64_t fence;                   /* strictly increasing per lock           */
+	int64_t age_ms;                   /* from the record; partial: from ctime   */
+	int64_t max_hold_ms;              /* recorded by the holder; 0: none        */
+	int partial;                      /* 1: no complete owner record            */
+	int state;                        /* enum hf_lock_state                     */
+	int in_claim;                     /* 1: the holder's directory sits in a
+					     claim (a barrier), not at PATH        */
+	int claims;                       /* claims beside the lock (status only)   */
+};
+
+/* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence). Failure:
+ * HF_EHELD (try once: held by another; *reterr_holder), HF_EBARRIER (a
+ * claim beside the lock denies entry; its owner in *reterr_holder when
+ * readable), HF_EUNREADABLE (an unreadable owner record within the stale
+ * window), HF_ETIMEDOUT (the wait reached its deadline; the last holder
+ * seen), HF_EUNSAFE (state directory of another user or writable by
+ * others), -EINVAL (a name ending in ".holdfast"), -ESRCH (no such pid),
+ * other -errno. Waiting wakes on the lock's removal (inotify on PATH's
+ * parent) with a jittered backoff fallback; never past the deadline. */
 int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		    struct hf_lock_info *reterr_holder);
+/* Release the lock acquired with token: 0; HF_ENOTHELD when no record with
+ * this token exists (nothing to release); HF_ENOTYOURS when another token
+ * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. */
 int hf_lock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder);
-/* 0 and *ret filled when held, HF_ENOTHELD when free. */
+/* Read-only: 0 and *ret filled (state HF_LOCK_FREE when no lock directory;
+ * claims counts claims beside it); -errno on errors. Uses the default stale
+ * and max-hold windows unless the record carries its own max-hold. */
 int hf_lock_status(const char *path, struct hf_lock_info *ret);
 
 /* ---------------------------------------------------------------------------

@@ -1,7 +1,365 @@
-/* SCAFFOLD: replaced by the command's own implementation (see the issues). */
+/*
+ * cmd_lock.c - `holdfast lock acquire|release|status PATH`: the short
+ * directory lock (src/lib/dirlock.c) from the shell.
+ */
 #include "cli.h"
+
+#include "holdfast.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: holdfast lock acquire PATH [-n | -w SECS] [--stale DUR] [--max-hold DUR]\n"
+	"                                  [--pid PID] [--json]\n"
+	"       holdfast lock release PATH --token TOKEN\n"
+	"       holdfast lock status PATH [--json]\n"
+	"\n"
+	"A short lock: the directory PATH, made by mkdir, with its owner record\n"
+	"PATH/owner; PATH.holdfast/ beside it keeps the fence counter and the claims.\n"
+	"\n"
+	"acquire   take the lock for PID (default: holdfast's parent, the calling\n"
+	"          shell or script) and print 'TOKEN FENCE'. The fence is strictly\n"
+	"          greater than every earlier acquisition's of PATH: give it to the\n"
+	"          resource you protect, so it can refuse a holder that was reaped.\n"
+	"          Waits forever by default; -n tries once, -w SECS waits at most SECS.\n"
+	"          A dead owner is reaped at once; a lock without a complete owner\n"
+	"          record after --stale (default 60s); a live owner older than\n"
+	"          max(--max-hold, --stale) as leaked (--max-hold default 10m; it is\n"
+	"          recorded, so it is the holder's own ceiling).\n"
+	"release   release the lock acquired with TOKEN.\n"
+	"status    one line: 'free', or 'held by pid P on HOST, AGE old, fence F', ...\n"
+	"\n"
+	"--json prints one JSON object with the owner record's fields.\n"
+	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
+	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
+	"it); 64 usage; 65 unreadable owner record; 69 release: not held; 77 unsafe.\n";
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case HF_LOCK_FREE:
+		return "free";
+	case HF_LOCK_HELD:
+		return "held";
+	case HF_LOCK_DEAD:
+		return "dead";
+	case HF_LOCK_LEAKED:
+		return "leaked";
+	case HF_LOCK_PARTIAL:
+		return "partial";
+	case HF_LOCK_ABANDONED:
+		return "abandoned";
+	case HF_LOCK_SKEW:
+		return "skew";
+	}
+	return "unknown";
+}
+
+static void iso_time(int64_t ms, char *buf, size_t n)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	int frac = (int)(ms % 1000);
+	if (frac)
+		snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+	else
+		snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* The owner record's fields (the file's names), plus path and, for status
+ * and conflicts, the judgement. */
+static json_t *info_json(const char *path, const struct hf_lock_info *i, bool judged)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "path", json_string(path));
+	if (!i->partial && i->owner.token[0]) {
+		char when[64];
+		iso_time(i->owner.time_ms, when, sizeof when);
+		json_object_set_new(j, "token", json_string(i->owner.token));
+		json_object_set_new(j, "pid", json_integer(i->owner.pid));
+		json_object_set_new(j, "pid_start", json_integer((json_int_t)i->owner.pid_start));
+		json_object_set_new(j, "boot_id", json_string(i->owner.boot_id));
+		json_object_set_new(j, "host", json_string(i->owner.host));
+		json_object_set_new(j, "acquired", json_string(when));
+		json_object_set_new(j, "fence", json_integer((json_int_t)i->fence));
+		if (i->max_hold_ms > 0)
+			json_object_set_new(j, "max_hold_ms", json_integer(i->max_hold_ms));
+	}
+	if (judged) {
+		json_object_set_new(j, "state", json_string(state_name(i->state)));
+		json_object_set_new(j, "age_ms", json_integer(i->age_ms));
+		json_object_set_new(j, "partial", json_boolean(i->partial));
+		json_object_set_new(j, "in_claim", json_boolean(i->in_claim));
+		json_object_set_new(j, "claims", json_integer(i->claims));
+	}
+	return j;
+}
+
+/* "pid 4242 on box, 4.1 min old, fence 7" or "no complete owner record, 3 s old" */
+static void describe(const struct hf_lock_info *i, char *buf, size_t n)
+{
+	char age[32];
+	cli_format_age(i->age_ms, age, sizeof age);
+	if (i->partial)
+		snprintf(buf, n, "no complete owner record, %s old%s", age,
+			 i->in_claim ? ", in a claim beside it" : "");
+	else
+		snprintf(buf, n, "pid %" PRId64 " on %s, %s old, fence %" PRIu64 "%s%s",
+			 i->owner.pid, i->owner.host[0] ? i->owner.host : "?", age, i->fence,
+			 i->state == HF_LOCK_SKEW ? " (dated in the future: clock skew)" : "",
+			 i->in_claim ? ", in a claim beside it" : "");
+}
+
+enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP };
+
+static const struct option longopts[] = {
+	{ "stale", required_argument, NULL, OPT_STALE },
+	{ "max-hold", required_argument, NULL, OPT_MAXHOLD },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct args {
+	const char *path, *token;
+	int64_t wait_ms, stale_ms, max_hold_ms;
+	long pid;
+	bool json, nowait, waitset, pidset;
+};
+
+/* 0, or an exit code (usage printed). */
+static int parse(int argc, char **argv, const char *sub, struct args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->wait_ms = -1;
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "nw:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			a->nowait = true;
+			a->wait_ms = 0;
+			break;
+		case 'w': {
+			if (cli_parse_duration(optarg, &a->wait_ms) < 0) {
+				cli_err("lock %s: bad -w '%s' (seconds, or a duration like 500ms)", sub,
+					optarg);
+				return HF_EXIT_USAGE;
+			}
+			a->waitset = true;
+			break;
+		}
+		case OPT_STALE:
+		case OPT_MAXHOLD: {
+			int64_t *dst = c == OPT_STALE ? &a->stale_ms : &a->max_hold_ms;
+			if (cli_parse_duration(optarg, dst) < 0 || *dst == 0) {
+				cli_err("lock %s: bad %s '%s' (a duration like 30s, 5m)", sub,
+					c == OPT_STALE ? "--stale" : "--max-hold", optarg);
+				return HF_EXIT_USAGE;
+			}
+			break;
+		}
+		case OPT_PID: {
+			char *end;
+			a->pid = strtol(optarg, &end, 10);
+			if (*end || a->pid <= 0 || a->pid > 0x7fffffff) {
+				cli_err("lock %s: bad --pid '%s'", sub, optarg);
+				return HF_EXIT_USAGE;
+			}
+			a->pidset = true;
+			break;
+		}
+		case OPT_JSON:
+			a->json = true;
+			break;
+		case OPT_TOKEN:
+			a->token = optarg;
+			break;
+		case 'h':
+		case OPT_HELP:
+			fputs(usage, stdout);
+			return -1;
+		default:
+			cli_err("lock %s: unknown option '%s' (see 'holdfast lock --help')", sub,
+				argv[optind - 1]);
+			return HF_EXIT_USAGE;
+		}
+	}
+	if (a->nowait && a->waitset) {
+		cli_err("lock %s: -n and -w exclude each other", sub);
+		return HF_EXIT_USAGE;
+	}
+	if (optind != argc - 1) {
+		cli_err("lock %s: %s", sub, optind >= argc ? "PATH is missing" : "one PATH only");
+		return HF_EXIT_USAGE;
+	}
+	a->path = argv[optind];
+	return 0;
+}
+
+static int conflict(const char *path, int rc, const struct hf_lock_info *h, bool json)
+{
+	char d[256];
+	describe(h, d, sizeof d);
+	if (rc == HF_ETIMEDOUT)
+		cli_err("lock %s: timed out; held by %s", path, d);
+	else if (rc == HF_EBARRIER)
+		cli_err("lock %s: a claim beside it denies entry (held by %s)", path, d);
+	else if (rc == HF_EUNREADABLE)
+		cli_err("lock %s: the owner record is unreadable (%s); refused until it is "
+			"past the stale window", path, d);
+	else
+		cli_err("lock %s: held by %s", path, d);
+	if (json)
+		cli_json_print(info_json(path, h, true));
+	return cli_exit_for(rc);
+}
+
+static int do_acquire(int argc, char **argv)
+{
+	struct args a;
+	int rc = parse(argc, argv, "acquire", &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (a.token) {
+		cli_err("lock acquire: --token belongs to release");
+		return HF_EXIT_USAGE;
+	}
+	struct hf_lock_opts o = {
+		.path = a.path,
+		.wait_ms = a.wait_ms,
+		.stale_ms = a.stale_ms,
+		.max_hold_ms = a.max_hold_ms,
+		/* holdfast itself exits at once: the lock lives with its caller */
+		.pid = a.pidset ? (pid_t)a.pid : getppid(),
+	};
+	struct hf_lock_info got, holder;
+	memset(&holder, 0, sizeof holder);
+	rc = hf_lock_acquire(&o, &got, &holder);
+	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER || rc == HF_EUNREADABLE)
+		return conflict(a.path, rc, &holder, a.json);
+	if (rc == -ESRCH) {
+		cli_err("lock acquire %s: no process %d to hold it", a.path, (int)o.pid);
+		return HF_EXIT_USAGE;
+	}
+	if (rc == -EINVAL) {
+		cli_err("lock acquire %s: invalid lock path (names ending in .holdfast are "
+			"reserved)", a.path);
+		return HF_EXIT_USAGE;
+	}
+	if (rc == HF_EUNSAFE) {
+		cli_err("lock acquire %s: refused: %s.holdfast is not a private directory of "
+			"this user (or is a symlink)", a.path, a.path);
+		return HF_EXIT_NOPERM;
+	}
+	if (rc < 0) {
+		cli_err("lock acquire %s: %s", a.path, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
+	if (a.json)
+		cli_json_print(info_json(a.path, &got, false));
+	else
+		printf("%s %" PRIu64 "\n", got.owner.token, got.fence);
+	return HF_EXIT_OK;
+}
+
+static int do_release(int argc, char **argv)
+{
+	struct args a;
+	int rc = parse(argc, argv, "release", &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (!a.token) {
+		cli_err("lock release %s: --token TOKEN is required (printed by lock acquire)",
+			a.path);
+		return HF_EXIT_USAGE;
+	}
+	struct hf_lock_info holder;
+	memset(&holder, 0, sizeof holder);
+	rc = hf_lock_release(a.path, a.token, &holder);
+	if (rc == HF_ENOTHELD) {
+		cli_err("lock release %s: not held (no record with token %s)", a.path, a.token);
+		return HF_EXIT_NOTHELD;
+	}
+	if (rc == HF_ENOTYOURS) {
+		char d[256];
+		describe(&holder, d, sizeof d);
+		cli_err("lock release %s: held by another owner: %s", a.path, d);
+		return HF_EXIT_CONFLICT;
+	}
+	if (rc == HF_EUNSAFE) {
+		cli_err("lock release %s: refused: %s.holdfast is not a private directory of "
+			"this user (or is a symlink)", a.path, a.path);
+		return HF_EXIT_NOPERM;
+	}
+	if (rc < 0) {
+		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
+	return HF_EXIT_OK;
+}
+
+static int do_status(int argc, char **argv)
+{
+	struct args a;
+	int rc = parse(argc, argv, "status", &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct hf_lock_info i;
+	rc = hf_lock_status(a.path, &i);
+	if (rc < 0) {
+		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
+	if (a.json) {
+		cli_json_print(info_json(a.path, &i, true));
+		return HF_EXIT_OK;
+	}
+	char d[256], extra[64] = "";
+	if (i.claims)
+		snprintf(extra, sizeof extra, " (%d claim%s beside it)", i.claims,
+			 i.claims == 1 ? "" : "s");
+	if (i.state == HF_LOCK_FREE) {
+		printf("free%s\n", extra);
+		return HF_EXIT_OK;
+	}
+	describe(&i, d, sizeof d);
+	const char *what = i.state == HF_LOCK_DEAD        ? "stale (owner dead)"
+			   : i.state == HF_LOCK_LEAKED    ? "stale (leaked)"
+			   : i.state == HF_LOCK_ABANDONED ? "stale (abandoned)"
+			   : i.state == HF_LOCK_PARTIAL   ? "being acquired or partial"
+							  : "held";
+	printf("%s: %s%s\n", what, d, extra);
+	return HF_EXIT_OK;
+}
+
 int cmd_lock(int argc, char **argv)
 {
-	cli_err("%s: not built yet", argv[0]);
-	return HF_EXIT_SOFTWARE;
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? HF_EXIT_USAGE : HF_EXIT_OK;
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "acquire"))
+		return do_acquire(argc - 1, argv + 1);
+	if (!strcmp(sub, "release"))
+		return do_release(argc - 1, argv + 1);
+	if (!strcmp(sub, "status"))
+		return do_status(argc - 1, argv + 1);
+	cli_err("lock: unknown subcommand '%s' (acquire, release, status)", sub);
+	return HF_EXIT_USAGE;
 }

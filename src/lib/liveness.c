@@ -10,10 +10,11 @@
  * system), a record without start time or boot id, EPERM from kill (the
  * process exists, owned by another user), any error reading /proc.
  *
- * Hazard: a zombie (exited, not yet waited for) still has its pid and start
- * time, so it counts as alive until its parent reaps it. `holdfast run`
- * waits for its child at once, so a lock held by a run's child is released
- * or reapable as soon as the child is reaped.
+ * A zombie (exited, not yet waited for) still has its pid and start time;
+ * hf_pid_start reports it as gone (-ESRCH), since it can never act again: an
+ * orphaned command whose init never reaps it (some container inits do not)
+ * must not hold a lock forever. A thread-group leader that exited while its
+ * other threads run shows as a zombie too; it counts as alive.
  */
 #include "internal.h"
 

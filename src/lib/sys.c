@@ -27,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -524,4 +525,47 @@ int64_t hf_sys_mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* --- directory lock (dirlock.c) ------------------------------------------ */
+#include <sys/vfs.h>
+
+int hf_sys_fstatfs(int fd, struct statfs *st)
+{
+	PASS("statfs");
+	return NEG(fstatfs(fd, st));
+}
+
+ssize_t hf_sys_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	PASS("write");
+	ssize_t w;
+	do
+		w = pwrite(fd, buf, n, off);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	return (size_t)w == n ? w : -EIO;
+}
+
+/* ---- run/edit: signals and the file-creation mask ------------------------ */
+
+int hf_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	PASS("sigprocmask");
+	return NEG(sigprocmask(how, set, old));
+}
+
+int hf_sys_signalfd(const sigset_t *mask)
+{
+	PASS("signalfd");
+	int fd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+mode_t hf_sys_umask_get(void)
+{
+	mode_t m = umask(022); /* no fault point: cannot fail */
+	umask(m);
+	return m;
 }

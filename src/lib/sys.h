@@ -82,4 +82,19 @@ int hf_sys_inject(const char *rules);
 /* The fds a "pause" rule reports to and waits on. */
 void hf_sys_pause_fds(int notify_fd, int go_fd);
 
+/* --- directory lock (dirlock.c) ---------------------------------------- */
+struct statfs;
+/* fstatfs(2): the file system type decides whether a directory's link count
+ * tells how many subdirectories it has. */
+int hf_sys_fstatfs(int fd, struct statfs *st);
+/* pwrite(2) of all n bytes at off, or an error (the fence counter). */
+ssize_t hf_sys_pwrite(int fd, const void *buf, size_t n, off_t off);
+
+/* ---- run/edit: signals and the file-creation mask ------------------------ */
+int hf_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+/* A new signalfd (CLOEXEC, NONBLOCK) for mask; read struct signalfd_siginfo. */
+int hf_sys_signalfd(const sigset_t *mask);
+/* The process's file-creation mask (read without changing it). */
+mode_t hf_sys_umask_get(void);
+
 #endif

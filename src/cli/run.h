@@ -1,0 +1,74 @@
+/*
+ * run.h - what `holdfast run` and `holdfast edit` share (cmd_run.c): a
+ * command started blocked, released once its locks are held, waited for with
+ * signals forwarded; directory locks acquired in slices that a stop signal
+ * can interrupt; the words for a holder.
+ */
+#ifndef HF_CLI_RUN_H
+#define HF_CLI_RUN_H
+
+#include "holdfast.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The signals holdfast forwards to CMD; while waiting for locks they stop
+ * the wait (everything acquired is released, exit 128+N). */
+#define CLI_FWD_SIGNALS { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 }
+
+struct cli_child {
+	pid_t pid;
+	int go_wr;          /* the go pipe's write end; -1 once used      */
+	int sigfd;          /* forwarded signals and SIGCHLD              */
+	sigset_t oldmask;   /* restored in the child before exec          */
+	int status;         /* wait status, once reaped                   */
+	bool reaped;
+	int stop_signal;    /* a forwarded signal received (0: none)      */
+};
+
+/* Block the forwarded signals (those not ignored at start) and SIGCHLD, to
+ * be read from c->sigfd. 0 or -errno. */
+int cli_child_init(struct cli_child *c);
+/* Fork a child (c initialized) that waits on a pipe for the go message.
+ * stdin_fd / stdout_fd: dup'ed onto 0 / 1 in the child (-1: inherited).
+ * 0 or -errno (nothing left running). */
+int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int stdout_fd);
+/* Let the child run CMD with env ("K=V" strings) added. 0 or -errno. */
+int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv);
+/* The child exits without running CMD; reaped. */
+void cli_child_abort(struct cli_child *c);
+/* A forwarded signal that arrived so far (0: none), without blocking. */
+int cli_child_stop_pending(struct cli_child *c);
+/* Wait until CMD ends, forwarding signals. If out_fd >= 0,
+ * CMD's stdout is collected from it into *out / *outlen (malloc'd): what is
+ * in the pipe when CMD exits, never waiting for its leftover background
+ * processes. Returns CMD's exit code (128+N for signal N), or -errno. */
+int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen);
+void cli_child_done(struct cli_child *c);
+
+/* Waiting options shared by run and edit: -n, -w SECS, -E CODE. */
+struct cli_wait_opts {
+	int64_t wait_ms;        /* <0 forever (default), 0 try once, >0 bound */
+	int conflict_exit;      /* 1, or -E CODE                             */
+};
+/* Parse one of -n / -w / -E (opt is the getopt character, arg optarg).
+ * 0, or the usage exit code with a message printed. */
+int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg);
+
+/* Acquire the directory lock o->path (o->wait_ms ignored) for o->pid before
+ * deadline_ns (CLOCK_MONOTONIC; <0 none; 0 try once), in slices so that a
+ * stop signal on c (may be NULL) ends the wait. 0 and *ret; otherwise a
+ * message naming the path and the holder is printed and the exit code
+ * returned (w->conflict_exit for a conflict or timeout, 128+N when stopped
+ * by signal N). */
+int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, const struct cli_wait_opts *w,
+		     struct cli_child *c, struct hf_lock_info *ret);
+/* The CLOCK_MONOTONIC deadline for a wait: <0 none, 0 try once. */
+int64_t cli_deadline(int64_t wait_ms);
+/* "pid 4242 on box, acquired 12 s ago, fence 17" */
+void cli_lock_holder(const struct hf_lock_info *h, char *buf, size_t n);
+
+#endif

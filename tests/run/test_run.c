@@ -1,0 +1,292 @@
+/* holdfast run: status passthrough, signals, conflicts, fences, and the lock
+ * held on behalf of CMD (a SIGKILLed wrapper does not free it). Real
+ * processes through the binary; coordination by pipes and FIFOs. */
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = hft_tmpdir();
+}
+
+static void teardown(void)
+{
+	hft_rmtree(dir);
+	free(dir);
+}
+
+TestSuite(run, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Block until process pid (not our child) has exited. */
+static void await_exit(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		cr_assert_eq(errno, ESRCH, "pidfd_open: %s", strerror(errno));
+		return; /* already gone */
+	}
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
+Test(run, status_passes_through_and_lock_is_released)
+{
+	char *L = rt_path(dir, "L");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", "exit 7")), 7);
+	cr_assert(rt_lock_free(L), "released after CMD exited 7");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", "kill -USR1 $$")),
+		     128 + SIGUSR1, "a CMD killed by signal N gives 128+N");
+	cr_assert(rt_lock_free(L), "released after CMD was killed");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--lock", L, "true")), 0,
+		     "CMD without -- works as with flock(1)");
+	free(L);
+}
+
+Test(run, not_found_127_cannot_run_126)
+{
+	char *L = rt_path(dir, "L");
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "--lock", L, "--", "/nonexistent/cmd")), 127);
+	cr_assert(strstr(err, "/nonexistent/cmd: command not found"), "stderr: %s", err);
+	free(err);
+	cr_assert(rt_lock_free(L));
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "--lock", L, "--", dir)), 126,
+		     "a directory cannot run");
+	cr_assert(strstr(err, "cannot run"), "stderr: %s", err);
+	free(err);
+	cr_assert(rt_lock_free(L));
+	free(L);
+}
+
+Test(run, conflict_names_holder_and_honours_E)
+{
+	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
+	struct hf_lock_info held = rt_hold(L);
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "touch", marker)), 1);
+	cr_assert_not(hft_exists(marker), "CMD never runs without its locks");
+	char want[64];
+	snprintf(want, sizeof want, "pid %d", (int)getpid());
+	cr_assert(strstr(err, L), "the message names the path: %s", err);
+	cr_assert(strstr(err, want), "the message names the holder's pid: %s", err);
+	cr_assert(strstr(err, hf_host_name()), "and its host: %s", err);
+	cr_assert(strstr(err, "fence"), "and its fence: %s", err);
+	free(err);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-n", "-E", "75", "--lock", L, "--", "touch",
+						 marker)),
+		     75);
+	cr_assert_not(hft_exists(marker));
+	rt_release(L, &held);
+	free(L);
+	free(marker);
+}
+
+static unsigned long long fence_of(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	cr_assert(end != s, "a fence in '%s'", s);
+	return v;
+}
+
+Test(run, fence_exported_and_increasing)
+{
+	char *L = rt_path(dir, "L");
+	char *o1, *o2;
+	cr_assert_eq(hft_cli(&o1, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c",
+						"echo \"$HOLDFAST_FENCE\"")),
+		     0);
+	cr_assert_eq(hft_cli(&o2, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c",
+						"echo \"$HOLDFAST_FENCE\"")),
+		     0);
+	cr_assert_gt(fence_of(o2), fence_of(o1), "fences strictly increase: %s then %s", o1, o2);
+	free(o1);
+	free(o2);
+
+	/* Several locks: the fences in command-line order, space-separated. A
+	 * has been acquired more often, so its fence is the larger. */
+	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B");
+	for (int i = 0; i < 3; i++)
+		cr_assert(rt_lock_free(A));
+	char *ab, *ba;
+	cr_assert_eq(hft_cli(&ba, NULL, RT_ARGV("run", "--lock", B, "--lock", A, "--", "sh", "-c",
+						"echo \"$HOLDFAST_FENCE\"")),
+		     0);
+	cr_assert_eq(hft_cli(&ab, NULL, RT_ARGV("run", "--lock", A, "--lock", B, "--", "sh", "-c",
+						"echo \"$HOLDFAST_FENCE\"")),
+		     0);
+	unsigned long long b1, a1, a2, b2;
+	cr_assert_eq(sscanf(ba, "%llu %llu", &b1, &a1), 2, "two fences: '%s'", ba);
+	cr_assert_eq(sscanf(ab, "%llu %llu", &a2, &b2), 2, "two fences: '%s'", ab);
+	cr_assert_gt(a1, b1, "B then A: '%s'", ba);
+	cr_assert_gt(a2, b2, "A then B: '%s'", ab);
+	cr_assert_gt(a2, a1);
+	cr_assert_gt(b2, b1);
+	free(ab);
+	free(ba);
+	free(A);
+	free(B);
+	free(L);
+}
+
+Test(run, lock_is_owned_by_cmd_pid)
+{
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char script[600];
+	snprintf(script, sizeof script, "echo $$; read x < '%s'", fifo);
+	struct hft_child c;
+	hft_spawn_cli(&c, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert_not_null(line, "CMD started");
+	pid_t cmd = (pid_t)atoi(line);
+	struct hf_lock_info st;
+	cr_assert_eq(hf_lock_status(L, &st), 0);
+	cr_assert_eq(st.owner.pid, cmd, "R1: the owner is CMD (%d), not holdfast (%d)", (int)cmd,
+		     (int)c.pid);
+	int w = open(fifo, O_WRONLY);
+	cr_assert_geq(w, 0);
+	cr_assert_eq(write(w, "x\n", 2), 2);
+	close(w);
+	cr_assert_eq(hft_wait(&c), 0);
+	cr_assert(rt_lock_free(L));
+	free(line);
+	free(L);
+	free(fifo);
+}
+
+/* SIGTERM / SIGINT to holdfast reach CMD (a trap in CMD decides the status)
+ * and the lock is released after. */
+static void signal_case(int sig, const char *trap, int want)
+{
+	char *L = rt_path(dir, "L");
+	char script[300];
+	snprintf(script, sizeof script, "trap 'kill $!; exit %d' %s; sleep 1000 & echo ready; wait",
+		 want, trap);
+	struct hft_child c;
+	hft_spawn_cli(&c, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert_not_null(line);
+	cr_assert_str_eq(line, "ready");
+	cr_assert_not(rt_lock_free(L), "held while CMD runs");
+	cr_assert_eq(kill(c.pid, sig), 0); /* to holdfast only, never to CMD */
+	cr_assert_eq(hft_wait(&c), want, "CMD's trap ran: the signal was forwarded");
+	cr_assert(rt_lock_free(L), "released after a forwarded %s", trap);
+	free(line);
+	free(L);
+}
+
+Test(run, sigterm_forwarded_and_lock_released)
+{
+	signal_case(SIGTERM, "TERM", 42);
+}
+
+Test(run, sigint_forwarded_and_lock_released)
+{
+	signal_case(SIGINT, "INT", 43);
+}
+
+Test(run, sigterm_kills_untrapping_cmd_143)
+{
+	char *L = rt_path(dir, "L");
+	struct hft_child c;
+	hft_spawn_cli(&c, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", "echo ready; exec sleep 1000"),
+		      NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert_not_null(line);
+	cr_assert_eq(kill(c.pid, SIGTERM), 0);
+	cr_assert_eq(hft_wait(&c), 128 + SIGTERM);
+	cr_assert(rt_lock_free(L));
+	free(line);
+	free(L);
+}
+
+/* The design's point: holdfast SIGKILLed while CMD runs. The lock names CMD,
+ * so it stays held until CMD ends, then a new acquirer gets it. */
+Test(run, sigkill_of_wrapper_keeps_lock_until_cmd_ends)
+{
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char script[600];
+	snprintf(script, sizeof script, "echo $$; read x < '%s'", fifo);
+	struct hft_child c;
+	hft_spawn_cli(&c, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert_not_null(line);
+	pid_t cmd = (pid_t)atoi(line);
+	cr_assert_eq(kill(c.pid, SIGKILL), 0);
+	cr_assert_eq(hft_wait(&c), 128 + SIGKILL);
+
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "true")), 1,
+		     "CMD still runs: the lock is still held");
+	char want[64];
+	snprintf(want, sizeof want, "pid %d", (int)cmd);
+	cr_assert(strstr(err, want), "the holder is CMD: %s", err);
+	free(err);
+
+	int w = open(fifo, O_WRONLY); /* CMD ends */
+	cr_assert_geq(w, 0);
+	cr_assert_eq(write(w, "x\n", 2), 2);
+	close(w);
+	await_exit(cmd);
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "true")), 0,
+		     "CMD gone: the next acquirer reaps the lock: %s", err);
+	free(err);
+	free(line);
+	free(L);
+	free(fifo);
+}
+
+Test(run, several_locks_all_or_nothing)
+{
+	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B"), *marker = rt_path(dir, "ran");
+	struct hf_lock_info held = rt_hold(B);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-n", "--lock", A, "--lock", B, "--", "touch",
+						 marker)),
+		     1);
+	cr_assert_not(hft_exists(marker));
+	cr_assert(rt_lock_free(A), "A was released when B could not be had");
+	rt_release(B, &held);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-n", "--lock", B, "--lock", A, "--", "touch",
+						 marker)),
+		     0);
+	cr_assert(hft_exists(marker));
+	cr_assert(rt_lock_free(A));
+	cr_assert(rt_lock_free(B));
+	free(A);
+	free(B);
+	free(marker);
+}
+
+Test(run, usage_errors_and_help)
+{
+	char *L = rt_path(dir, "L"), *L2 = rt_path(dir, "./L");
+	char *out;
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--lock", L)), 64, "no command");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-E", "300", "--", "true")), 64);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-w", "soon", "--", "true")), 64);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--bogus", "--", "true")), 64);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--name", "x", "--", "true")), 64,
+		     "--name without --scope");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "--lock", L, "--lock", L2, "--", "true")),
+		     64, "the same lock twice would wait for itself");
+	cr_assert_eq(hft_cli(&out, NULL, RT_ARGV("run", "--help")), 0);
+	cr_assert(strstr(out, "usage: holdfast run"));
+	cr_assert(strstr(out, "HOLDFAST_FENCE"));
+	free(out);
+	free(L);
+	free(L2);
+}

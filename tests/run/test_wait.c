@@ -1,0 +1,135 @@
+/* Waiting (issue 3 item 7) through `holdfast run`: -n fails at once, -w
+ * waits and wakes on the release, never past the deadline, and a signal
+ * ends a wait with everything already acquired released. */
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = hft_tmpdir();
+}
+
+static void teardown(void)
+{
+	hft_rmtree(dir);
+	free(dir);
+}
+
+TestSuite(wait, .init = setup, .fini = teardown, .timeout = 60);
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+Test(wait, nonblock_fails_at_once)
+{
+	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
+	struct hf_lock_info held = rt_hold(L);
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "touch", marker)), 1);
+	cr_assert(strstr(err, "is held by"), "stderr: %s", err);
+	cr_assert_not(hft_exists(marker));
+	free(err);
+	rt_release(L, &held);
+	free(L);
+	free(marker);
+}
+
+/* A waiter with a long -w gets the lock when the holder releases it: it
+ * sleeps on an inotify watch of the lock's parent and wakes on the release
+ * itself (no timing is asserted; the test just finishes promptly). */
+Test(wait, waiter_gets_lock_on_release)
+{
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char script[600];
+	snprintf(script, sizeof script, "echo held; read x < '%s'", fifo);
+	struct hft_child holder, waiter;
+	hft_spawn_cli(&holder, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
+	char *line = rt_line(holder.out_rd);
+	cr_assert_not_null(line);
+	cr_assert_str_eq(line, "held");
+	free(line);
+
+	/* The waiter's first poll(2) is its first sleep after a failed try. */
+	hft_spawn_cli(&waiter, "pause:poll:1",
+		      RT_ARGV("run", "-w", "3600", "--lock", L, "--", "sh", "-c", "echo got"), NULL);
+	hft_expect(&waiter, "poll");
+	hft_go(&waiter); /* it sleeps now, the lock still held */
+
+	int w = open(fifo, O_WRONLY); /* the holder's CMD ends: run releases */
+	cr_assert_geq(w, 0);
+	cr_assert_eq(write(w, "x\n", 2), 2);
+	close(w);
+	cr_assert_eq(hft_wait(&holder), 0);
+	cr_assert_eq(hft_wait(&waiter), 0, "the waiter got the lock");
+	char *out = hft_read_all(waiter.out_rd);
+	cr_assert_str_eq(out, "got\n");
+	free(out);
+	cr_assert(rt_lock_free(L));
+	free(L);
+	free(fifo);
+}
+
+/* -w is a bound: the command returns 1 once the deadline passed, not before
+ * (asserting only the lower bound: an upper bound would be a race). */
+Test(wait, never_past_deadline)
+{
+	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
+	struct hf_lock_info held = rt_hold(L);
+	char *err;
+	double t0 = now_s();
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-w", "0.3", "--lock", L, "--", "touch",
+						 marker)),
+		     1);
+	double took = now_s() - t0;
+	cr_assert_geq(took, 0.3, "returned after %.3f s, before the deadline", took);
+	cr_assert(strstr(err, "timed out"), "stderr: %s", err);
+	cr_assert_not(hft_exists(marker));
+	free(err);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-w", "0.05", "-E", "9", "--lock", L, "--",
+						 "true")),
+		     9, "-E applies to a timeout too");
+	rt_release(L, &held);
+	free(L);
+	free(marker);
+}
+
+/* A signal while waiting for the second lock ends the wait: the first lock
+ * (already acquired for CMD) is released and CMD never runs. */
+Test(wait, signal_ends_wait_and_releases)
+{
+	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B"), *marker = rt_path(dir, "ran");
+	struct hf_lock_info held = rt_hold(B);
+	struct hft_child waiter;
+	hft_spawn_cli(&waiter, "pause:poll:1",
+		      RT_ARGV("run", "--lock", A, "--lock", B, "--", "touch", marker), NULL);
+	hft_expect(&waiter, "poll"); /* A held, waiting for B */
+	cr_assert_not(rt_lock_free(A), "A is held for the waiter's CMD");
+	cr_assert_eq(kill(waiter.pid, SIGTERM), 0);
+	hft_go(&waiter);
+	cr_assert_eq(hft_wait(&waiter), 128 + SIGTERM);
+	char *err = hft_read_all(waiter.err_rd);
+	cr_assert(strstr(err, "while waiting"), "stderr: %s", err);
+	free(err);
+	cr_assert_not(hft_exists(marker), "CMD never ran");
+	cr_assert(rt_lock_free(A), "A was released");
+	struct hf_lock_info st;
+	cr_assert_eq(hf_lock_status(B, &st), 0);
+	cr_assert_str_eq(st.owner.token, held.owner.token, "B is still ours");
+	rt_release(B, &held);
+	free(A);
+	free(B);
+	free(marker);
+}
