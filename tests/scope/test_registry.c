@@ -30,6 +30,22 @@ static void reg_ok(const char *name, const char *spec, pid_t pid, const char *fr
 	free(err);
 }
 
+/* A -> B -> D: A top level with rel_a, B from A with rel_b, D from B. */
+static void chain(struct sc_sleeper s[3], const char *rel_a, const char *rel_b, const char *rel_d)
+{
+	for (int i = 0; i < 3; i++)
+		sc_sleeper_start(&s[i]);
+	reg_ok("A", sc_path(rel_a), s[0].pid, NULL);
+	reg_ok("B", sc_path(rel_b), s[1].pid, "A");
+	reg_ok("D", sc_path(rel_d), s[2].pid, "B");
+}
+
+static void chain_end(struct sc_sleeper s[3])
+{
+	for (int i = 0; i < 3; i++)
+		sc_sleeper_end(&s[i], SIGKILL);
+}
+
 Test(registry, register_records_every_field)
 {
 	struct sc_sleeper s;
@@ -70,14 +86,9 @@ Test(registry, register_records_every_field)
 
 Test(registry, overlapping_write_refused_naming_the_deepest_holder)
 {
-	struct sc_sleeper a, b, d, x;
-	sc_sleeper_start(&a);
-	sc_sleeper_start(&b);
-	sc_sleeper_start(&d);
+	struct sc_sleeper c[3], x;
+	chain(c, "p:write:recursive", "p/src:write:recursive", "p/src/core:write:recursive");
 	sc_sleeper_start(&x);
-	reg_ok("A", sc_path("p:write:recursive"), a.pid, NULL);
-	reg_ok("B", sc_path("p/src:write:recursive"), b.pid, "A");
-	reg_ok("D", sc_path("p/src/core:write:recursive"), d.pid, "B");
 	char *err, *out;
 	cr_assert_eq(chdir(sc_dir), 0);
 	int rc = sc_cli(&out, &err, "scope", "register", "X", "p/src/core/../core/x:write", "--pid",
@@ -88,7 +99,7 @@ Test(registry, overlapping_write_refused_naming_the_deepest_holder)
 	snprintf(canon, sizeof canon, "canonical %s:write", sc_path("p/src/core/x"));
 	HAS(err, canon);
 	HAS(err, "of D (pid ");
-	HAS(err, sc_num(d.pid));
+	HAS(err, sc_num(c[2].pid));
 	HAS(err, sc_path("p/src/core:write:recursive"));
 	HAS(err, "and of more live pods");
 	free(err);
@@ -98,9 +109,7 @@ Test(registry, overlapping_write_refused_naming_the_deepest_holder)
 	cr_assert_null(sc_alloc(root, "X"));
 	cr_assert_eq(json_integer_value(json_object_get(root, "generation")), 3);
 	json_decref(root);
-	sc_sleeper_end(&a, SIGKILL);
-	sc_sleeper_end(&b, SIGKILL);
-	sc_sleeper_end(&d, SIGKILL);
+	chain_end(c);
 	sc_sleeper_end(&x, SIGKILL);
 }
 
@@ -265,13 +274,8 @@ Test(registry, effective_and_check)
 
 Test(registry, release_returns_scope_and_reparents_children)
 {
-	struct sc_sleeper a, b, d;
-	sc_sleeper_start(&a);
-	sc_sleeper_start(&b);
-	sc_sleeper_start(&d);
-	reg_ok("A", sc_path("p:write:recursive"), a.pid, NULL);
-	reg_ok("B", sc_path("p/b:write:recursive"), b.pid, "A");
-	reg_ok("D", sc_path("p/b/d:write:recursive"), d.pid, "B");
+	struct sc_sleeper c[3];
+	chain(c, "p:write:recursive", "p/b:write:recursive", "p/b/d:write:recursive");
 	cr_assert_eq(sc_cli(NULL, NULL, "scope", "release", "B", NULL), 0);
 	json_t *root = sc_registry_json();
 	cr_assert_null(sc_alloc(root, "B"));
@@ -288,21 +292,14 @@ Test(registry, release_returns_scope_and_reparents_children)
 	root = sc_registry_json();
 	cr_assert(json_is_null(json_object_get(sc_alloc(root, "D"), "delegated_from")));
 	json_decref(root);
-	sc_sleeper_end(&a, SIGKILL);
-	sc_sleeper_end(&b, SIGKILL);
-	sc_sleeper_end(&d, SIGKILL);
+	chain_end(c);
 }
 
 Test(registry, chain_with_middle_killed_is_reaped)
 {
-	struct sc_sleeper a, b, d;
-	sc_sleeper_start(&a);
-	sc_sleeper_start(&b);
-	sc_sleeper_start(&d);
-	reg_ok("A", sc_path("p:write:recursive"), a.pid, NULL);
-	reg_ok("B", sc_path("p/src:write:recursive"), b.pid, "A");
-	reg_ok("D", sc_path("p/src/core:write:recursive"), d.pid, "B");
-	sc_sleeper_end(&b, SIGKILL);
+	struct sc_sleeper c[3];
+	chain(c, "p:write:recursive", "p/src:write:recursive", "p/src/core:write:recursive");
+	sc_sleeper_end(&c[1], SIGKILL);
 	char *out;
 	cr_assert_eq(sc_cli(&out, NULL, "scope", "reap", "--json", NULL), 0);
 	json_t *r = json_loads(out, 0, NULL);
@@ -329,8 +326,8 @@ Test(registry, chain_with_middle_killed_is_reaped)
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(deny, 0), "scope")), exp);
 	json_decref(e);
 	free(out);
-	sc_sleeper_end(&a, SIGKILL);
-	sc_sleeper_end(&d, SIGKILL);
+	sc_sleeper_end(&c[0], SIGKILL);
+	sc_sleeper_end(&c[2], SIGKILL);
 }
 
 Test(registry, stale_reclaimed_on_every_change_and_pid_reuse_is_death)
