@@ -146,14 +146,13 @@ Test(files, crash_temporaries_swept, .init = start, .fini = stop)
 	cr_assert(!hft_exists(tmp));
 }
 
-/* R2: SIGKILL at the Nth system call of a register, for every N until it
- * completes: the registry always parses and holds the old table or the new. */
-Test(files, sigkill_at_every_step_leaves_old_or_new, .init = start, .fini = stop)
+/* R2: SIGKILL at the Nth system call of an update, for every N until it
+ * completes: the registry always parses and holds the old table or the new.
+ * The new table is told from the old by whether `name` is in it. */
+static void crash_every_step(const char *const *argv, const char *name, bool in_new,
+			     long long new_gen)
 {
-	cr_assert_eq(reg("A", "p:write:recursive", NULL), 0);
 	char *old = hft_slurp(sc_reg);
-	const char *argv[] = { "holdfast", "scope", "register", "B", sc_path("q:write"),
-			       "--pid", sc_num(owner.pid), NULL };
 	int crashed = 0, n;
 	for (n = 1; n < 400; n++) {
 		hft_write(sc_reg, old);
@@ -165,31 +164,47 @@ Test(files, sigkill_at_every_step_leaves_old_or_new, .init = start, .fini = stop
 		close(c.out_rd);
 		close(c.err_rd);
 		json_t *root = sc_registry_json(); /* parses, whatever happened */
-		bool has_b = sc_alloc(root, "B") != NULL;
+		bool is_new = (sc_alloc(root, name) != NULL) == in_new;
 		long long gen = json_integer_value(json_object_get(root, "generation"));
 		json_decref(root);
 		char *now = hft_slurp(sc_reg);
-		if (!has_b)
+		if (!is_new)
 			cr_assert_str_eq(now, old, "N=%d: the old table, byte for byte", n);
 		else
-			cr_assert_eq(gen, 2, "N=%d: the new table", n);
+			cr_assert_eq(gen, new_gen, "N=%d: the new table", n);
 		free(now);
 		cr_assert_eq(sc_cli(NULL, NULL, "scope", "list", NULL), 0, "N=%d: readable", n);
 		if (rc == 0) {
-			cr_assert(has_b, "N=%d: completed, so B is there", n);
+			cr_assert(is_new, "N=%d: completed, so the table is the new one", n);
 			break;
 		}
 		cr_assert_eq(rc, 128 + SIGKILL, "N=%d: exit %d", n, rc);
 		crashed++;
 	}
-	cr_assert_lt(n, 400, "the register completes eventually");
+	cr_assert_lt(n, 400, "the update completes eventually");
 	cr_assert_gt(crashed, 10, "it was killed at many steps (%d)", crashed);
+	free(old);
+}
+
+Test(files, sigkill_at_every_step_of_register, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write:recursive", NULL), 0);
+	const char *argv[] = { "holdfast", "scope", "register", "B", sc_path("q:write"),
+			       "--pid", sc_num(owner.pid), NULL };
+	crash_every_step(argv, "B", true, 2);
 	/* whatever a crash left behind is swept by the next change */
 	cr_assert_eq(reg("C", "r:write", NULL), 0);
 	char dir[600];
 	snprintf(dir, sizeof dir, "%s/reg", sc_dir);
 	cr_assert_eq(hft_count_prefix(dir, "scope.lock.tmp-"), 0);
-	free(old);
+}
+
+Test(files, sigkill_at_every_step_of_release, .init = start, .fini = stop)
+{
+	cr_assert_eq(reg("A", "p:write:recursive", NULL), 0);
+	cr_assert_eq(reg("B", "q:write", NULL), 0);
+	const char *argv[] = { "holdfast", "scope", "release", "B", NULL };
+	crash_every_step(argv, "B", false, 3);
 }
 
 /* R1: the lock file is deleted and recreated between a locker's open and
