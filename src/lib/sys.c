@@ -569,3 +569,9 @@ mode_t hf_sys_umask_get(void)
 	umask(m);
 	return m;
 }
+
+int hf_sys_inotify_rm_watch(int fd, int wd)
+{
+	PASS("inotify");
+	return NEG(inotify_rm_watch(fd, wd));
+}

@@ -96,5 +96,7 @@ int hf_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 int hf_sys_signalfd(const sigset_t *mask);
 /* The process's file-creation mask (read without changing it). */
 mode_t hf_sys_umask_get(void);
+/* inotify_rm_watch(2) (wait.c keeps its inotify instance between waits). */
+int hf_sys_inotify_rm_watch(int fd, int wd);
 
 #endif
