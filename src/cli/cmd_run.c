@@ -499,9 +499,17 @@ struct run_lock {
 	bool held;
 };
 
-static int cmp_lock(const void *a, const void *b)
+/* Insertion sort by canonical path: a handful of locks (glibc's qsort
+ * asks the kernel for the memory size first). */
+static void sort_locks(struct run_lock *l, size_t n)
 {
-	return strcmp(((const struct run_lock *)a)->canon, ((const struct run_lock *)b)->canon);
+	for (size_t i = 1; i < n; i++) {
+		struct run_lock t = l[i];
+		size_t j = i;
+		for (; j > 0 && strcmp(l[j - 1].canon, t.canon) > 0; j--)
+			l[j] = l[j - 1];
+		l[j] = t;
+	}
 }
 
 /* The canonical path of a lock that may not exist yet: realpath of the
@@ -746,9 +754,14 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: --name names the scope allocation: give --scope too");
 		code = HF_EXIT_USAGE;
 	}
-	/* Canonical paths, one global order (R3), no lock twice. */
+	/* Canonical paths, one global order (R3), no lock twice. A single lock
+	 * needs no order: it is used as given. */
 	for (size_t i = 0; !code && i < s.nlocks; i++) {
-		int rc = canon_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
+		int rc = 0;
+		if (s.nlocks == 1 && strlen(s.locks[i].given) < sizeof s.locks[i].canon)
+			strcpy(s.locks[i].canon, s.locks[i].given);
+		else
+			rc = canon_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
 		if (rc < 0) {
 			cli_err("lock %s: %s", s.locks[i].given, hf_strerror(rc));
 			code = cli_exit_for(rc);
@@ -759,7 +772,7 @@ int cmd_run(int argc, char **argv)
 	if (!code) {
 		for (size_t i = 0; i < s.nlocks; i++)
 			order[i] = s.locks[i].given;
-		qsort(s.locks, s.nlocks, sizeof *s.locks, cmp_lock);
+		sort_locks(s.locks, s.nlocks);
 		for (size_t i = 1; i < s.nlocks; i++)
 			if (!strcmp(s.locks[i].canon, s.locks[i - 1].canon)) {
 				cli_err("run: lock %s given twice", s.locks[i].canon);
