@@ -82,4 +82,9 @@ int hf_sys_inject(const char *rules);
 /* The fds a "pause" rule reports to and waits on. */
 void hf_sys_pause_fds(int notify_fd, int go_fd);
 
+/* --- session lock (session.c) ----------------------------------------- */
+
+/* The current directory into buf (n bytes). */
+int hf_sys_getcwd(char *buf, size_t n);
+
 #endif
