@@ -99,4 +99,9 @@ mode_t hf_sys_umask_get(void);
 /* inotify_rm_watch(2) (wait.c keeps its inotify instance between waits). */
 int hf_sys_inotify_rm_watch(int fd, int wd);
 
+/* --- session lock (session.c) ----------------------------------------- */
+
+/* The current directory into buf (n bytes). */
+int hf_sys_getcwd(char *buf, size_t n);
+
 #endif
