@@ -24,10 +24,11 @@
  *   4. Send the go message - 'G', "K=V\0"..., 'E' - in one write(2); the
  *      child sets HOLDFAST_FENCE / HOLDFAST_POD and execs CMD (127: not
  *      found, 126: cannot run).
- *   5. Wait for CMD, forwarding every forwarded signal to it (except one the
- *      terminal sent to the whole foreground group, si_code SI_KERNEL: CMD
- *      got it too).
- *   6. Release everything, in the reverse order of step 3.
+ *   5. Wait for CMD's exit, forwarding every forwarded signal to it (except
+ *      one the terminal sent to the whole foreground group, si_code
+ *      SI_KERNEL: CMD got it too). The exit is seen with waitid(WNOWAIT):
+ *      CMD stays a zombie, not yet collected.
+ *   6. Release everything, in the reverse order of step 3; then collect CMD.
  *   7. Exit with CMD's status (128+N when it died of signal N).
  *
  * Invariants
@@ -47,6 +48,9 @@
  *        stop signal to holdfast) releases what was acquired.
  *   (R5) The wait never passes the deadline: each slice is min(SLICE_MS,
  *        time left), and the library's waits never sleep past theirs (W1).
+ *   (R6) CMD is collected only after its locks were released: a zombie
+ *        whose parent lives counts as alive (owner.c), so no acquirer reaps
+ *        a lock in the instant between CMD's exit and run's release.
  *
  * Hazards
  * -------
@@ -205,14 +209,31 @@ int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv)
 	return w < 0 ? (int)w : 0;
 }
 
-static void child_reaped(struct cli_child *c)
+/* Has CMD exited? Seen with WNOWAIT: it stays a zombie until reaped. */
+static void child_check(struct cli_child *c)
 {
-	int st;
-	if (c->reaped || c->pid <= 0)
+	if (c->exited || c->pid <= 0)
 		return;
-	if (hf_sys_waitpid(c->pid, &st, WNOHANG) == c->pid) {
-		c->status = st;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (hf_sys_waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	    si.si_pid == c->pid) {
+		c->exited = true;
+		c->code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+	}
+}
+
+void cli_child_reap(struct cli_child *c)
+{
+	if (c->pid <= 0 || c->reaped)
+		return;
+	int st;
+	if (hf_sys_waitpid(c->pid, &st, 0) == c->pid) {
 		c->reaped = true;
+		if (!c->exited) {
+			c->exited = true;
+			c->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
 	}
 }
 
@@ -227,13 +248,13 @@ static void child_signals_read(struct cli_child *c, bool forward)
 		for (size_t i = 0; i < (size_t)r / sizeof si[0]; i++) {
 			int sig = (int)si[i].ssi_signo;
 			if (sig == SIGCHLD) {
-				child_reaped(c);
+				child_check(c);
 				continue;
 			}
 			c->stop_signal = sig;
 			/* The terminal signals the whole foreground group: CMD has
 			 * it already, a second copy could mean "force quit". */
-			if (forward && !c->reaped && si[i].ssi_code != SI_KERNEL)
+			if (forward && !c->exited && si[i].ssi_code != SI_KERNEL)
 				hf_sys_kill(c->pid, sig);
 		}
 	}
@@ -252,13 +273,7 @@ void cli_child_abort(struct cli_child *c)
 		hf_sys_close(c->go_wr); /* R2: EOF, the child exits */
 		c->go_wr = -1;
 	}
-	if (c->pid > 0 && !c->reaped) {
-		int st;
-		if (hf_sys_waitpid(c->pid, &st, 0) == c->pid) {
-			c->status = st;
-			c->reaped = true;
-		}
-	}
+	cli_child_reap(c);
 }
 
 /* One read of fd into the growing buffer: >0 bytes read, 0 EOF, <0 error. */
@@ -278,38 +293,29 @@ static ssize_t grow_read(int fd, char **buf, size_t *len, size_t *cap)
 	return r;
 }
 
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return HF_EXIT_SOFTWARE;
-}
-
 int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int rc = 0;
-	child_reaped(c);
+	child_check(c);
 	for (;;) {
 		struct pollfd pf[2] = { { .fd = c->sigfd, .events = POLLIN },
 					{ .fd = out_fd, .events = POLLIN } };
 		/* Once CMD has exited all it wrote is in the pipe: take what is
 		 * there, never waiting for leftover background processes. */
-		if (c->reaped && out_fd < 0)
+		if (c->exited && out_fd < 0)
 			break;
-		int n = c->reaped ? hf_sys_poll(pf + 1, 1, 0) : hf_sys_poll(pf, out_fd >= 0 ? 2 : 1, -1);
+		int n = c->exited ? hf_sys_poll(pf + 1, 1, 0) : hf_sys_poll(pf, out_fd >= 0 ? 2 : 1, -1);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
 			rc = n;
 			break;
 		}
-		if (c->reaped && n == 0)
+		if (c->exited && n == 0)
 			break;
-		if (!c->reaped && pf[0].revents)
+		if (!c->exited && pf[0].revents)
 			child_signals_read(c, true);
 		if (out_fd >= 0 && pf[1].revents) {
 			ssize_t r = grow_read(out_fd, &buf, &len, &cap);
@@ -323,10 +329,9 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 	}
 	if (rc < 0) {
 		/* cannot wait any more: CMD must not outlive our locks */
-		if (!c->reaped) {
+		if (!c->exited)
 			hf_sys_kill(c->pid, SIGKILL);
-			cli_child_abort(c);
-		}
+		cli_child_reap(c);
 		free(buf);
 		return rc;
 	}
@@ -336,11 +341,12 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 	} else {
 		free(buf);
 	}
-	return status_code(c->status);
+	return c->code;
 }
 
 void cli_child_done(struct cli_child *c)
 {
+	cli_child_reap(c);
 	if (c->go_wr >= 0)
 		hf_sys_close(c->go_wr);
 	if (c->sigfd >= 0)
@@ -835,8 +841,9 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: waiting for %s: %s", argv[optind], hf_strerror(code));
 		code = cli_exit_for(code);
 	}
-	hf_sys_point("run.reaped");
-	run_release(&s); /* R4 */
+	hf_sys_point("run.exited");
+	run_release(&s); /* R4: CMD is still a zombie: its locks are released, not reaped */
+	cli_child_reap(&s.child);
 out:
 	cli_child_done(&s.child);
 	free(order);

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 
 int hf_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
@@ -98,6 +99,9 @@ int hf_sys_signalfd(const sigset_t *mask);
 mode_t hf_sys_umask_get(void);
 /* inotify_rm_watch(2) (wait.c keeps its inotify instance between waits). */
 int hf_sys_inotify_rm_watch(int fd, int wd);
+/* waitid(2); with WNOWAIT a command's exit is seen while it stays a zombie
+ * (its locks are released before it is collected). */
+int hf_sys_waitid(idtype_t type, id_t id, siginfo_t *info, int options);
 
 /* --- session lock (session.c) ----------------------------------------- */
 
