@@ -22,7 +22,7 @@ static void teardown(void)
 	free(dir);
 }
 
-TestSuite(edit, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(edit, .init = setup, .fini = teardown, .timeout = 60);
 
 static const char incr[] = "read n; echo $((n+1))";
 
