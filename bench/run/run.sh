@@ -38,13 +38,26 @@ echo "# holdfast run: $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/
 echo
 echo "## 1. contention: 4 processes, ${SECS} s window, tmpfs, ${ROUNDS} rounds"
 echo "   (goal: holdfast cross-process handoff p99 <= 150 us, fairness >= 0.7)"
-for r in $(seq 1 "$ROUNDS"); do
-	for mech in holdfast flock mkdir; do
-		"$CONTEND" "$mech" 4 "$SECS" "$work" | sed "s/^{/{\"round\":$r,/" >>"$work/contend.jsonl"
+for think in 0 100; do
+	for r in $(seq 1 "$ROUNDS"); do
+		for mech in holdfast flock mkdir; do
+			"$CONTEND" "$mech" 4 "$SECS" "$work" "$think" |
+				sed "s/^{/{\"round\":$r,/" >>"$work/contend.$think.jsonl"
+		done
 	done
 done
-if [ -n "$py" ]; then
-	$py - "$work/contend.jsonl" <<'EOF'
+for think in 0 100; do
+	if [ "$think" = 0 ]; then
+		echo "   zero think time (each process contends again at once after releasing):"
+	else
+		echo "   think time 100 us after each release (the lock really changes hands; handoffs"
+		echo "   then include idle gaps, an upper bound on the wake-up latency):"
+	fi
+	if [ -z "$py" ]; then
+		cat "$work/contend.$think.jsonl"
+		continue
+	fi
+	$py - "$work/contend.$think.jsonl" <<'EOF'
 import json, statistics as st, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 med = lambda m, k: st.median(r[k] for r in rows if r["mech"] == m)
@@ -59,9 +72,7 @@ print(f"   holdfast: x-handoff p99 {p99:.0f} us ({'meets' if p99 <= 150 else 'mi
       f"fairness {fair:.2f} ({'meets' if fair >= 0.7 else 'misses'} >= 0.7); "
       f"x-p99 vs 1 ms polling: {med('mkdir','xhandoff_p99_us') / p99:.1f}x better")
 EOF
-else
-	cat "$work/contend.jsonl"
-fi
+done
 
 # --- 2. whole command -----------------------------------------------------------
 echo
