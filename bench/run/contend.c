@@ -60,6 +60,16 @@ static void sleep_us(long us)
 	nanosleep(&ts, NULL);
 }
 
+/* A library call that must succeed in a contender: else count and stop. */
+static void must(int rc, const char *what, struct shared *sh)
+{
+	if (rc >= 0)
+		return;
+	fprintf(stderr, "%s: %s\n", what, hf_strerror(rc));
+	atomic_fetch_add(&sh->errors, 1);
+	_exit(1);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -137,12 +147,7 @@ int main(int argc, char **argv)
 			switch (m) {
 			case 1: {
 				struct hf_lock_opts o = { .path = lockp, .wait_ms = -1 };
-				int rc = hf_lock_acquire(&o, &info, &holder);
-				if (rc < 0) {
-					fprintf(stderr, "acquire: %s\n", hf_strerror(rc));
-					atomic_fetch_add(&sh->errors, 1);
-					_exit(1);
-				}
+				must(hf_lock_acquire(&o, &info, &holder), "acquire", sh);
 				break;
 			}
 			case 2:
@@ -163,15 +168,9 @@ int main(int argc, char **argv)
 			atomic_fetch_sub(&sh->holders, 1);
 			uint64_t tr = now_ns();
 			switch (m) {
-			case 1: {
-				int rc = hf_lock_release(lockp, info.owner.token, NULL);
-				if (rc < 0) {
-					fprintf(stderr, "release: %s\n", hf_strerror(rc));
-					atomic_fetch_add(&sh->errors, 1);
-					_exit(1);
-				}
+			case 1:
+				must(hf_lock_release(lockp, info.owner.token, NULL), "release", sh);
 				break;
-			}
 			case 2:
 				flock(lfd, LOCK_UN);
 				break;

@@ -54,9 +54,10 @@ static pid_t child(int *go_wr)
 	return pid;
 }
 
-/* An orphan (its parent exited: now init's, or a subreaper's), blocked;
- * *go_wr lets it go. Its parent pid in *ppid. */
-static pid_t orphan(int *go_wr, int mode, int *ppid)
+/* An orphan (its parent exited: now init's), blocked, its owner record in
+ * *o; *go_wr lets it go. Skips the test when the orphan went to a subreaper
+ * instead of init. */
+static pid_t orphan(int *go_wr, int mode, struct hf_owner *o)
 {
 	int p[2], go[2];
 	cr_assert_eq(pipe(p), 0);
@@ -87,22 +88,15 @@ static pid_t orphan(int *go_wr, int mode, int *ppid)
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)b);
 	char *s = hft_slurp(path);
 	cr_assert_not_null(s);
-	*ppid = atoi(strchr(strrchr(s, ')') + 2, ' ') + 1);
+	int ppid = atoi(strchr(strrchr(s, ')') + 2, ' ') + 1);
 	free(s);
+	if (ppid != 1) {
+		close(go[1]);
+		cr_skip_test("the orphan went to a subreaper (pid %d), not to init", ppid);
+	}
+	cr_assert_eq(hf_owner_init(o, b), 0);
 	*go_wr = go[1];
 	return b;
-}
-
-/* Block until pid (any process) has exited: pidfd readable. */
-static void await_exit(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0)
-		return; /* already gone */
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	while (poll(&p, 1, -1) < 0 && errno == EINTR)
-		;
-	close(fd);
 }
 
 static char state_of(pid_t pid)
@@ -134,35 +128,25 @@ Test(liveness, zombie_with_live_parent_is_alive)
 
 Test(liveness, orphaned_zombie_is_dead)
 {
-	int go, ppid;
-	pid_t pid = orphan(&go, 0, &ppid);
-	if (ppid != 1) {
-		close(go);
-		cr_skip_test("the orphan went to a subreaper (pid %d), not to init", ppid);
-	}
+	int go;
 	struct hf_owner o;
-	cr_assert_eq(hf_owner_init(&o, pid), 0);
+	pid_t pid = orphan(&go, 0, &o);
 	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE);
 	close(go);
-	await_exit(pid); /* init reaps it at once, or never */
+	rt_await_exit(pid); /* init reaps it at once, or never */
 	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "an exited orphan is gone, collected or not");
 }
 
 Test(liveness, orphaned_leader_with_live_thread_is_alive)
 {
-	int go, ppid;
-	pid_t pid = orphan(&go, 1, &ppid);
-	if (ppid != 1) {
-		close(go);
-		cr_skip_test("the orphan went to a subreaper (pid %d), not to init", ppid);
-	}
+	int go;
 	struct hf_owner o;
-	cr_assert_eq(hf_owner_init(&o, pid), 0);
+	pid_t pid = orphan(&go, 1, &o);
 	close(go); /* the leader exits; /proc shows Z while its thread runs */
 	while (state_of(pid) != 'Z')
 		sched_yield();
 	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "its other thread still runs");
 	cr_assert_eq(kill(pid, SIGKILL), 0);
-	await_exit(pid);
+	rt_await_exit(pid);
 	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD);
 }
