@@ -81,6 +81,8 @@
 #include <unistd.h>
 
 #define SLICE_MS 100
+/* Their fences (20 digits each) must fit the go message (R2). */
+#define RUN_MAX_LOCKS 64
 /* run's locks live as long as CMD, like flock(1)'s: recorded in the owner
  * record so that no acquirer judges a long CMD leaked (100 years). */
 #define RUN_MAX_HOLD_MS (100LL * 365 * 86400 * 1000)
@@ -730,6 +732,11 @@ int cmd_run(int argc, char **argv)
 			s.lane = optarg;
 			break;
 		case 'L':
+			if (s.nlocks == RUN_MAX_LOCKS) {
+				cli_err("run: at most %d --lock", RUN_MAX_LOCKS);
+				code = HF_EXIT_USAGE;
+				break;
+			}
 			s.locks[s.nlocks++].given = optarg;
 			break;
 		case 'P':
