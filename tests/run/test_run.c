@@ -158,6 +158,9 @@ Test(run, lock_is_owned_by_cmd_pid)
 static void signal_case(int sig, const char *trap, int want)
 {
 	char *L = rt_path(dir, "L");
+	/* A runner that started us with the signal ignored would pass that on
+	 * (holdfast then leaves it alone, and sh cannot trap it). */
+	signal(sig, SIG_DFL);
 	char script[300];
 	snprintf(script, sizeof script, "trap 'kill $!; exit %d' %s; sleep 1000 & echo ready; wait",
 		 want, trap);
