@@ -86,15 +86,46 @@ int hf_owner_liveness(const struct hf_owner *o);
 
 /* ---------------------------------------------------------------------------
  * Session lock (seed 002) — see src/lib/session.c for the protocol.
+ *
+ * One holder per work tree, by lane: a file (default `.session.lock` at the
+ * top of the enclosing git work tree) holding one line of JSON
+ *
+ *   {"lane":"data","owner":"<token>","pid":4242,"host":"box",
+ *    "started":"2026-09-22T10:00:00Z","broke":{"lane":…,"owner":…,
+ *    "started":…,"age_s":5520}}
+ *
+ * or, in the legacy form, a bare ISO-8601 timestamp (honoured, never written).
+ *
+ * Calling sequence: hf_session_take() once at the start of a session,
+ * hf_session_release() at its end (from any process: ownership is the lane,
+ * and the owner token when the caller has a stable one), hf_session_status()
+ * for a look that changes nothing. Ages come from the record's "started",
+ * never from mtime; a record dated in the future is live (clock skew).
+ *
+ * Returns of take: 0 (ret_taken filled); HF_EHELD (a live lock, whoever holds
+ * it — there is no "you already hold it" outcome — or a live record beside it
+ * in an aside; reterr_holder filled); HF_EUNREADABLE (the lock is garbage,
+ * unparseable or cannot be read: refused, untouched; reterr_holder has the
+ * reason and the mtime as evidence); -EINVAL (bad lane/owner); -errno.
+ * Returns of release: 0; HF_ENOTHELD (nothing to release); HF_ENOTYOURS
+ * (another lane holds it, or the owner token differs; reterr_holder filled);
+ * HF_EUNREADABLE; -errno.
+ *
+ * Asides: breaking, releasing and withdrawing first rename the lock to
+ * `<name>.aside-<16 hex>` (never unlink at the name). A successful step
+ * leaves none; one left by a killed process is swept or restored by the next
+ * taker. Ignore them in git with the line `.session.lock.aside-*`.
  * ------------------------------------------------------------------------- */
 #define HF_LANE_MAX 64
 #define HF_OWNER_MAX 64
 #define HF_SESSION_STALE_MS_DEFAULT (90LL * 60 * 1000)
+#define HF_SESSION_FILE ".session.lock"
+#define HF_SESSION_ASIDE_INFIX ".aside-"  /* <name>.aside-<16 hex>             */
 
 struct hf_session_record {
-	char lane[HF_LANE_MAX + 1];
+	char lane[HF_LANE_MAX + 1];       /* "" only for a legacy record             */
 	char owner[HF_OWNER_MAX + 1];     /* the caller's token, or a generated one */
-	int64_t pid;
+	int64_t pid;                      /* the process that wrote it (0: unknown) */
 	char host[HF_HOST_MAX + 1];
 	int64_t started_ms;               /* Unix ms                                */
 	int legacy;                       /* 1: a bare ISO-8601 timestamp lock      */
@@ -104,14 +135,15 @@ struct hf_session_record {
 		char owner[HF_OWNER_MAX + 1];
 		int64_t started_ms;
 		int64_t age_s;
+		int legacy;
 	} broke;
 };
 
 struct hf_session_opts {
-	const char *path;                 /* the lock file                          */
+	const char *path;                 /* the lock file; NULL: the default path  */
 	const char *lane;                 /* required for take and release          */
 	const char *owner;                /* NULL: take generates; release: unchecked */
-	int64_t stale_ms;                 /* 0: HF_SESSION_STALE_MS_DEFAULT         */
+	int64_t stale_ms;                 /* <= 0: HF_SESSION_STALE_MS_DEFAULT      */
 };
 
 enum hf_session_state {
@@ -127,15 +159,21 @@ struct hf_session_status {
 	struct hf_session_record rec;     /* valid for HELD, STALE, SKEW            */
 	int64_t age_ms;                   /* from rec.started_ms, never from mtime  */
 	int64_t mtime_ms;                 /* evidence only (UNREADABLE included)    */
-	int in_aside;                     /* 1: the live lock sits in an aside      */
+	int in_aside;                     /* 1: the record sits in an aside         */
+	char aside[96];                   /* its name, when in_aside                */
 	char reason[160];                 /* UNREADABLE: what was wrong             */
 };
 
 int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *ret_taken,
 		    struct hf_session_status *reterr_holder);
 int hf_session_release(const struct hf_session_opts *o, struct hf_session_status *reterr_holder);
+/* 0 and *ret filled (any state, UNREADABLE included); -errno when the
+ * directory cannot be read. path NULL: the default path; stale_ms <= 0:
+ * the default window. */
 int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_status *ret);
-/* .session.lock at the top of the enclosing git work tree, else in cwd. */
+/* .session.lock at the top of the enclosing git work tree (the nearest
+ * ancestor of the current directory holding a .git directory or file), else
+ * in the current directory. */
 int hf_session_default_path(char *buf, size_t n);
 
 /* ---------------------------------------------------------------------------

@@ -257,6 +257,11 @@ int cmd_edit(int argc, char **argv)
 		return HF_EXIT_USAGE;
 	}
 	char *const *cmd = argv + optind;
+	size_t flen = strlen(e.file);
+	if (flen == 0 || e.file[flen - 1] == '/') {
+		cli_err("edit %s: not a file name", e.file);
+		return HF_EXIT_USAGE;
+	}
 	int rc = hf_open_parent(e.file, &e.dirfd, e.base, sizeof e.base);
 	if (rc == 0 && (size_t)snprintf(e.lock, sizeof e.lock, "%s.lock", e.file) >= sizeof e.lock)
 		rc = -ENAMETOOLONG;

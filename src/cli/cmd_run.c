@@ -24,10 +24,11 @@
  *   4. Send the go message - 'G', "K=V\0"..., 'E' - in one write(2); the
  *      child sets HOLDFAST_FENCE / HOLDFAST_POD and execs CMD (127: not
  *      found, 126: cannot run).
- *   5. Wait for CMD, forwarding every forwarded signal to it (except one the
- *      terminal sent to the whole foreground group, si_code SI_KERNEL: CMD
- *      got it too).
- *   6. Release everything, in the reverse order of step 3.
+ *   5. Wait for CMD's exit, forwarding every forwarded signal to it (except
+ *      one the terminal sent to the whole foreground group, si_code
+ *      SI_KERNEL: CMD got it too). The exit is seen with waitid(WNOWAIT):
+ *      CMD stays a zombie, not yet collected.
+ *   6. Release everything, in the reverse order of step 3; then collect CMD.
  *   7. Exit with CMD's status (128+N when it died of signal N).
  *
  * Invariants
@@ -47,6 +48,9 @@
  *        stop signal to holdfast) releases what was acquired.
  *   (R5) The wait never passes the deadline: each slice is min(SLICE_MS,
  *        time left), and the library's waits never sleep past theirs (W1).
+ *   (R6) CMD is collected only after its locks were released: a zombie
+ *        whose parent lives counts as alive (owner.c), so no acquirer reaps
+ *        a lock in the instant between CMD's exit and run's release.
  *
  * Hazards
  * -------
@@ -77,6 +81,8 @@
 #include <unistd.h>
 
 #define SLICE_MS 100
+/* Their fences (20 digits each) must fit the go message (R2). */
+#define RUN_MAX_LOCKS 64
 /* run's locks live as long as CMD, like flock(1)'s: recorded in the owner
  * record so that no acquirer judges a long CMD leaked (100 years). */
 #define RUN_MAX_HOLD_MS (100LL * 365 * 86400 * 1000)
@@ -205,14 +211,31 @@ int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv)
 	return w < 0 ? (int)w : 0;
 }
 
-static void child_reaped(struct cli_child *c)
+/* Has CMD exited? Seen with WNOWAIT: it stays a zombie until reaped. */
+static void child_check(struct cli_child *c)
 {
-	int st;
-	if (c->reaped || c->pid <= 0)
+	if (c->exited || c->pid <= 0)
 		return;
-	if (hf_sys_waitpid(c->pid, &st, WNOHANG) == c->pid) {
-		c->status = st;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (hf_sys_waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	    si.si_pid == c->pid) {
+		c->exited = true;
+		c->code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+	}
+}
+
+void cli_child_reap(struct cli_child *c)
+{
+	if (c->pid <= 0 || c->reaped)
+		return;
+	int st;
+	if (hf_sys_waitpid(c->pid, &st, 0) == c->pid) {
 		c->reaped = true;
+		if (!c->exited) {
+			c->exited = true;
+			c->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
 	}
 }
 
@@ -227,13 +250,13 @@ static void child_signals_read(struct cli_child *c, bool forward)
 		for (size_t i = 0; i < (size_t)r / sizeof si[0]; i++) {
 			int sig = (int)si[i].ssi_signo;
 			if (sig == SIGCHLD) {
-				child_reaped(c);
+				child_check(c);
 				continue;
 			}
 			c->stop_signal = sig;
 			/* The terminal signals the whole foreground group: CMD has
 			 * it already, a second copy could mean "force quit". */
-			if (forward && !c->reaped && si[i].ssi_code != SI_KERNEL)
+			if (forward && !c->exited && si[i].ssi_code != SI_KERNEL)
 				hf_sys_kill(c->pid, sig);
 		}
 	}
@@ -252,13 +275,7 @@ void cli_child_abort(struct cli_child *c)
 		hf_sys_close(c->go_wr); /* R2: EOF, the child exits */
 		c->go_wr = -1;
 	}
-	if (c->pid > 0 && !c->reaped) {
-		int st;
-		if (hf_sys_waitpid(c->pid, &st, 0) == c->pid) {
-			c->status = st;
-			c->reaped = true;
-		}
-	}
+	cli_child_reap(c);
 }
 
 /* One read of fd into the growing buffer: >0 bytes read, 0 EOF, <0 error. */
@@ -278,38 +295,29 @@ static ssize_t grow_read(int fd, char **buf, size_t *len, size_t *cap)
 	return r;
 }
 
-static int status_code(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return HF_EXIT_SOFTWARE;
-}
-
 int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int rc = 0;
-	child_reaped(c);
+	child_check(c);
 	for (;;) {
 		struct pollfd pf[2] = { { .fd = c->sigfd, .events = POLLIN },
 					{ .fd = out_fd, .events = POLLIN } };
 		/* Once CMD has exited all it wrote is in the pipe: take what is
 		 * there, never waiting for leftover background processes. */
-		if (c->reaped && out_fd < 0)
+		if (c->exited && out_fd < 0)
 			break;
-		int n = c->reaped ? hf_sys_poll(pf + 1, 1, 0) : hf_sys_poll(pf, out_fd >= 0 ? 2 : 1, -1);
+		int n = c->exited ? hf_sys_poll(pf + 1, 1, 0) : hf_sys_poll(pf, out_fd >= 0 ? 2 : 1, -1);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
 			rc = n;
 			break;
 		}
-		if (c->reaped && n == 0)
+		if (c->exited && n == 0)
 			break;
-		if (!c->reaped && pf[0].revents)
+		if (!c->exited && pf[0].revents)
 			child_signals_read(c, true);
 		if (out_fd >= 0 && pf[1].revents) {
 			ssize_t r = grow_read(out_fd, &buf, &len, &cap);
@@ -323,10 +331,9 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 	}
 	if (rc < 0) {
 		/* cannot wait any more: CMD must not outlive our locks */
-		if (!c->reaped) {
+		if (!c->exited)
 			hf_sys_kill(c->pid, SIGKILL);
-			cli_child_abort(c);
-		}
+		cli_child_reap(c);
 		free(buf);
 		return rc;
 	}
@@ -336,11 +343,12 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 	} else {
 		free(buf);
 	}
-	return status_code(c->status);
+	return c->code;
 }
 
 void cli_child_done(struct cli_child *c)
 {
+	cli_child_reap(c);
 	if (c->go_wr >= 0)
 		hf_sys_close(c->go_wr);
 	if (c->sigfd >= 0)
@@ -499,9 +507,17 @@ struct run_lock {
 	bool held;
 };
 
-static int cmp_lock(const void *a, const void *b)
+/* Insertion sort by canonical path: a handful of locks (glibc's qsort
+ * asks the kernel for the memory size first). */
+static void sort_locks(struct run_lock *l, size_t n)
 {
-	return strcmp(((const struct run_lock *)a)->canon, ((const struct run_lock *)b)->canon);
+	for (size_t i = 1; i < n; i++) {
+		struct run_lock t = l[i];
+		size_t j = i;
+		for (; j > 0 && strcmp(l[j - 1].canon, t.canon) > 0; j--)
+			l[j] = l[j - 1];
+		l[j] = t;
+	}
 }
 
 /* The canonical path of a lock that may not exist yet: realpath of the
@@ -716,6 +732,11 @@ int cmd_run(int argc, char **argv)
 			s.lane = optarg;
 			break;
 		case 'L':
+			if (s.nlocks == RUN_MAX_LOCKS) {
+				cli_err("run: at most %d --lock", RUN_MAX_LOCKS);
+				code = HF_EXIT_USAGE;
+				break;
+			}
 			s.locks[s.nlocks++].given = optarg;
 			break;
 		case 'P':
@@ -746,9 +767,14 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: --name names the scope allocation: give --scope too");
 		code = HF_EXIT_USAGE;
 	}
-	/* Canonical paths, one global order (R3), no lock twice. */
+	/* Canonical paths, one global order (R3), no lock twice. A single lock
+	 * needs no order: it is used as given. */
 	for (size_t i = 0; !code && i < s.nlocks; i++) {
-		int rc = canon_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
+		int rc = 0;
+		if (s.nlocks == 1 && strlen(s.locks[i].given) < sizeof s.locks[i].canon)
+			strcpy(s.locks[i].canon, s.locks[i].given);
+		else
+			rc = canon_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
 		if (rc < 0) {
 			cli_err("lock %s: %s", s.locks[i].given, hf_strerror(rc));
 			code = cli_exit_for(rc);
@@ -759,7 +785,7 @@ int cmd_run(int argc, char **argv)
 	if (!code) {
 		for (size_t i = 0; i < s.nlocks; i++)
 			order[i] = s.locks[i].given;
-		qsort(s.locks, s.nlocks, sizeof *s.locks, cmp_lock);
+		sort_locks(s.locks, s.nlocks);
 		for (size_t i = 1; i < s.nlocks; i++)
 			if (!strcmp(s.locks[i].canon, s.locks[i - 1].canon)) {
 				cli_err("run: lock %s given twice", s.locks[i].canon);
@@ -822,8 +848,9 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: waiting for %s: %s", argv[optind], hf_strerror(code));
 		code = cli_exit_for(code);
 	}
-	hf_sys_point("run.reaped");
-	run_release(&s); /* R4 */
+	hf_sys_point("run.exited");
+	run_release(&s); /* R4: CMD is still a zombie: its locks are released, not reaped */
+	cli_child_reap(&s.child);
 out:
 	cli_child_done(&s.child);
 	free(order);

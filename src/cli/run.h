@@ -24,8 +24,9 @@ struct cli_child {
 	int go_wr;          /* the go pipe's write end; -1 once used      */
 	int sigfd;          /* forwarded signals and SIGCHLD              */
 	sigset_t oldmask;   /* restored in the child before exec          */
-	int status;         /* wait status, once reaped                   */
-	bool reaped;
+	int code;           /* CMD's exit code (128+N: signal N), once exited */
+	bool exited;        /* exited: a zombie, not yet collected         */
+	bool reaped;        /* collected (waitpid)                         */
 	int stop_signal;    /* a forwarded signal received (0: none)      */
 };
 
@@ -42,11 +43,17 @@ int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv);
 void cli_child_abort(struct cli_child *c);
 /* A forwarded signal that arrived so far (0: none), without blocking. */
 int cli_child_stop_pending(struct cli_child *c);
-/* Wait until CMD ends, forwarding signals. If out_fd >= 0,
+/* Wait until CMD has exited, forwarding signals, WITHOUT collecting it: it
+ * stays a zombie, alive for liveness checks while we live (owner.c), so its
+ * locks are released, not reaped by another, before cli_child_reap. If
+ * out_fd >= 0,
  * CMD's stdout is collected from it into *out / *outlen (malloc'd): what is
  * in the pipe when CMD exits, never waiting for its leftover background
  * processes. Returns CMD's exit code (128+N for signal N), or -errno. */
 int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen);
+/* Collect the exited child (waitpid). */
+void cli_child_reap(struct cli_child *c);
+/* Collect the child if need be; close what is open. */
 void cli_child_done(struct cli_child *c);
 
 /* Waiting options shared by run and edit: -n, -w SECS, -E CODE. */

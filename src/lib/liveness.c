@@ -10,11 +10,13 @@
  * system), a record without start time or boot id, EPERM from kill (the
  * process exists, owned by another user), any error reading /proc.
  *
- * A zombie (exited, not yet waited for) still has its pid and start time;
- * hf_pid_start reports it as gone (-ESRCH), since it can never act again: an
- * orphaned command whose init never reaps it (some container inits do not)
- * must not hold a lock forever. A thread-group leader that exited while its
- * other threads run shows as a zombie too; it counts as alive.
+ * A zombie (exited, not yet waited for) still has its pid and start time.
+ * While its parent lives it counts as alive: the parent may still act for
+ * it (`holdfast run` releases its command's locks, then collects it). An
+ * orphaned zombie under init (pid 1) is gone (hf_pid_start says -ESRCH):
+ * no one acts for it, and an init that never reaps (some container inits
+ * do not) must not keep its locks forever. A thread-group leader that
+ * exited while its other threads run shows as a zombie too: alive.
  */
 #include "internal.h"
 

@@ -41,19 +41,23 @@ int hf_pid_start(pid_t pid, uint64_t *ret)
 	/* p points at " S ppid ..."; field 3 is the state. Field 22 is the 20th
 	 * field after comm. */
 	char state = p[1];
-	long threads = -1;
+	long ppid = -1, threads = -1;
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p + 1, ' ');
 		if (!p)
 			return -EINVAL;
+		if (field == 3) /* p now precedes field 4, ppid */
+			ppid = strtol(p + 1, NULL, 10);
 		if (field == 19) /* p now precedes field 20, num_threads */
 			threads = strtol(p + 1, NULL, 10);
 	}
-	/* A zombie has exited: only its exit status is left for a parent that
-	 * may never collect it (an orphan under an init that does not reap).
-	 * It is dead unless it is a thread-group leader whose other threads
-	 * still run (state Z, num_threads > 1). */
-	if ((state == 'Z' || state == 'X') && threads == 1)
+	/* A zombie has exited. While its parent lives, the parent may still act
+	 * for it (holdfast run releases its command's locks before collecting
+	 * it): alive. An orphan under init (pid 1) has no one left to act for
+	 * it, and may never be collected (an init that does not reap): gone.
+	 * A thread-group leader whose other threads run shows as a zombie too
+	 * (num_threads > 1): alive. */
+	if ((state == 'Z' || state == 'X') && threads == 1 && ppid == 1)
 		return -ESRCH;
 	char *end;
 	unsigned long long v = strtoull(p + 1, &end, 10);

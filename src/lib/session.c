@@ -1,7 +1,1011 @@
-/* SCAFFOLD: replaced by the module's own implementation (see the issues). */
+/*
+ * session.c - the session lock (seed 002): one holder per work tree, by lane.
+ *
+ * A "session" is an operator working through a protocol, not a process:
+ * every `holdfast session ...` is a fresh process, so ownership is the lane
+ * (plus an owner token when the caller has a stable one), and a lock ends by
+ * an explicit release or by growing older than the stale window (90 min by
+ * default), never by a pid dying.
+ *
+ * On-disk artifacts
+ * -----------------
+ *   <dir>/<name>                the lock (default <work tree>/.session.lock):
+ *                               one line of JSON + "\n",
+ *                               {"lane","owner","pid","host","started",
+ *                                "broke":{"lane","owner","started","age_s"}}
+ *                               or, legacy, a bare ISO-8601 timestamp.
+ *   <dir>/<name>.aside-<16 hex> a claim (claim.c): the lock renamed aside by a
+ *                               breaker, a releaser, a withdrawing taker or a
+ *                               sweeper. Gone when the step completes; left
+ *                               only by a killed process or as a barrier.
+ *                               .gitignore: `.session.lock.aside-*`
+ *   No named temporaries: a record is written to an unnamed O_TMPFILE and
+ *   linked into place (util.c, hf_publish_file_at).
+ *
+ * Steps
+ * -----
+ *   take (hf_session_take):
+ *     T1 publish own record at <name> by link (test-and-set)      -> T5
+ *        EEXIST: read the lock and judge it:
+ *          unreadable  -> refuse (HF_EUNREADABLE), untouched
+ *          live / skew -> refuse (HF_EHELD), untouched
+ *          stale       -> T2
+ *     T2 move it to a fresh aside (hf_claim_take)                 [judged]
+ *        ENOENT: someone else moved it first -> T1
+ *     T3 verify the aside byte for byte against what was judged   [moved]
+ *        mismatch: it was a fresh lock (a winner's): put it back with
+ *        hf_claim_restore (NOREPLACE) or leave it as a barrier -> T1
+ *     T4 record the broken lock in own "broke" -> T1, then delete the
+ *        judged aside once T1 has published (or failed to)      [verified]
+ *     T5 scan the asides                                         [published]
+ *          own record (displaced by a mismatching breaker): still ours
+ *          stale record (a breaker killed mid-steal): sweep it (claim)
+ *          live record: a barrier -> withdraw own record through the
+ *          claim (wherever it now is), try to restore the barrier to
+ *          <name>, refuse (HF_EHELD, the barrier's lane)
+ *          nothing live: taken.
+ *   release (hf_session_release):
+ *     R1 read <name>; ours (lane, and owner token when given)?    [read]
+ *     R2 move it aside, verify byte for byte, delete the aside    [moved]
+ *        mismatch (a stealer's lock): restore it, go back to R1
+ *     R3 not at <name>: look for our record in the asides (a barrier, or
+ *        a breaker's claim) and delete it the same way.
+ *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS.
+ *   status: read <name>; when absent, an aside holding a live record.
+ *
+ * Invariants
+ * ----------
+ *   (SL1) Publication is a test-and-set of a complete record (linkat of a
+ *         written O_TMPFILE; EEXIST means held). No reader ever sees an empty
+ *         or partial record, and no record is ever rewritten in place.
+ *   (SL2) A lock's age is now - its record's "started", never its mtime
+ *         (printed as evidence only). A lock that cannot be read or parsed
+ *         is refused, never aged and never moved. A record dated in the
+ *         future is live (clock skew).
+ *   (SL3) Nothing is ever unlinked at <name>: every destructive step (break,
+ *         release, withdraw, sweep) first renames the file to its own unique
+ *         aside and verifies that the moved bytes are the bytes it judged
+ *         (token and content, never an inode number: C1, C2).
+ *   (SL4) A file moved that is not the one judged is put back with
+ *         RENAME_NOREPLACE, re-checked before and after (C3); when <name> is
+ *         taken again it stays in its aside as a barrier (C4).
+ *   (SL5) A taker reports success only after a scan of the asides, made
+ *         after its own record was published, found no live record but its
+ *         own. On a barrier it withdraws through the claim (never by unlink
+ *         at <name>), including from an aside its record was displaced to.
+ *         A scan that cannot read the directory or an aside denies.
+ *   (SL6) A live lock refuses every taker, the same lane included: there is
+ *         no "you already hold it" outcome.
+ *   (SL7) A release deletes only a record judged the caller's (lane; owner
+ *         token when given), after moving it aside and verifying it: a
+ *         release racing a steal never deletes the stealer's lock.
+ *   (SL8) A successful break leaves no aside: the judged lock's aside is
+ *         deleted once the breaker's own record is published or refused.
+ *   (SL9) Only stale records are swept from asides; a live record in an
+ *         aside is restored to <name> or released by its lane, never swept.
+ *
+ * Hazards
+ * -------
+ *   (SH1) Two sessions of one lane are the same owner unless they pass
+ *         --owner: a release by lane releases either (the seed's limit).
+ *   (SH2) A session that runs past the stale window is broken while it
+ *         still believes it holds the tree (no file protocol can stop that;
+ *         REPORT.md, ORACLE=1). Takers with different --stale windows
+ *         disagree about which asides are stale.
+ *   (SH3) A live record left in an aside (a breaker killed between its move
+ *         and its restore) blocks every taker until a taker restores it, its
+ *         lane releases it, or it turns stale and is swept.
+ *   (SH4) A taker racing a release or a withdrawal may see the releaser's
+ *         live aside as a barrier and refuse (spuriously, never unsafely).
+ *   (SH5) No fsync: after a power loss the lock may be gone (every session
+ *         ended with the machine) or, on some file systems, empty; an empty
+ *         lock is refused as unreadable (SL2) and cleared by a human.
+ *   (SH6) A legacy lock has no lane: no release matches it; it is broken
+ *         when stale or removed by the old protocol's own "delete it".
+ *   (SH7) hf_session_naive_take is the seed's read-then-write guard, kept
+ *         only to measure against: it admits two holders.
+ */
+#include "session.h"
+
+#include "claim.h"
 #include "internal.h"
+
 #include <errno.h>
-int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r, struct hf_session_status *h) { return -ENOSYS; }
-int hf_session_release(const struct hf_session_opts *o, struct hf_session_status *h) { return -ENOSYS; }
-int hf_session_status(const char *p, int64_t s, struct hf_session_status *r) { return -ENOSYS; }
-int hf_session_default_path(char *b, size_t n) { return -ENOSYS; }
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROUNDS_MAX 32      /* each round is a lost race; bounded, never spins */
+#define ID_MAX 128         /* identity for the claim core: "<token>:<hash>"   */
+
+/* ------------------------------------------------------------------------
+ * The record: format, parse, judge
+ * ---------------------------------------------------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t n, len;
+	int over;
+};
+
+static void sb_putn(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->len + n >= b->n) {
+		b->over = 1;
+		return;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_put(struct sbuf *b, const char *s)
+{
+	sb_putn(b, s, strlen(s));
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+	sb_putn(b, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char esc[8];
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			sb_putn(b, esc, 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			snprintf(esc, sizeof esc, "\\u%04x", *p);
+			sb_put(b, esc);
+		} else {
+			sb_putn(b, (const char *)p, 1);
+		}
+	}
+	sb_putn(b, "\"", 1);
+}
+
+static void sb_key_str(struct sbuf *b, const char *key, const char *v)
+{
+	sb_str(b, key);
+	sb_putn(b, ":", 1);
+	sb_str(b, v);
+}
+
+static void sb_key_int(struct sbuf *b, const char *key, int64_t v)
+{
+	char num[32];
+	snprintf(num, sizeof num, ":%lld", (long long)v);
+	sb_str(b, key);
+	sb_put(b, num);
+}
+
+int hf_session_format(const struct hf_session_record *r, char *buf, size_t n)
+{
+	struct sbuf b = { buf, n, 0, 0 };
+	char when[40];
+	if (n == 0)
+		return -ENAMETOOLONG;
+	buf[0] = '\0';
+	hf_time_format(r->started_ms, when, sizeof when);
+	sb_put(&b, "{");
+	sb_key_str(&b, "lane", r->lane);
+	sb_put(&b, ",");
+	sb_key_str(&b, "owner", r->owner);
+	sb_put(&b, ",");
+	sb_key_int(&b, "pid", r->pid);
+	sb_put(&b, ",");
+	sb_key_str(&b, "host", r->host);
+	sb_put(&b, ",");
+	sb_key_str(&b, "started", when);
+	if (r->has_broke) {
+		hf_time_format(r->broke.started_ms, when, sizeof when);
+		sb_put(&b, ",\"broke\":{");
+		sb_key_str(&b, "lane", r->broke.lane);
+		sb_put(&b, ",");
+		sb_key_str(&b, "owner", r->broke.owner);
+		sb_put(&b, ",");
+		sb_key_str(&b, "started", when);
+		sb_put(&b, ",");
+		sb_key_int(&b, "age_s", r->broke.age_s);
+		if (r->broke.legacy)
+			sb_put(&b, ",\"legacy\":true");
+		sb_put(&b, "}");
+	}
+	sb_put(&b, "}\n");
+	return b.over ? -ENAMETOOLONG : (int)b.len;
+}
+
+static int unreadable(char *why, size_t n, const char *msg)
+{
+	snprintf(why, n, "%s", msg);
+	return HF_EUNREADABLE;
+}
+
+/* An optional text field: absent is "", present must be a string of at most
+ * max bytes of text. -1 when present and wrong. */
+static int get_text(const json_t *obj, const char *key, char *dst, size_t max)
+{
+	const json_t *v = json_object_get(obj, key);
+	dst[0] = '\0';
+	if (!v || json_is_null(v))
+		return 0;
+	const char *s = json_string_value(v);
+	if (!s || !hf_text_ok(s, max))
+		return -1;
+	strcpy(dst, s);
+	return 0;
+}
+
+static int get_time(const json_t *obj, const char *key, int64_t *ret)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s ? hf_time_parse(s, ret) : -EINVAL;
+}
+
+static int parse_json(const char *buf, size_t len, struct hf_session_record *r, char *why,
+		      size_t n)
+{
+	json_error_t err;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+	int rc = 0;
+	if (!root) {
+		snprintf(why, n, "not JSON (%s)", err.text);
+		return HF_EUNREADABLE;
+	}
+	if (!json_is_object(root)) {
+		rc = unreadable(why, n, "JSON but not an object");
+		goto out;
+	}
+	if (get_text(root, "lane", r->lane, HF_LANE_MAX) < 0 || !r->lane[0]) {
+		rc = unreadable(why, n, "no \"lane\" (a string of 1 to 64 bytes)");
+		goto out;
+	}
+	if (get_time(root, "started", &r->started_ms) < 0) {
+		rc = unreadable(why, n, "no \"started\" ISO-8601 time");
+		goto out;
+	}
+	const json_t *pid = json_object_get(root, "pid");
+	if (get_text(root, "owner", r->owner, HF_OWNER_MAX) < 0 ||
+	    get_text(root, "host", r->host, HF_HOST_MAX) < 0 ||
+	    (pid && !json_is_null(pid) && (!json_is_integer(pid) || json_integer_value(pid) < 0))) {
+		rc = unreadable(why, n, "a field of the wrong type or size (owner, host or pid)");
+		goto out;
+	}
+	r->pid = pid && json_is_integer(pid) ? json_integer_value(pid) : 0;
+	const json_t *b = json_object_get(root, "broke");
+	if (json_is_object(b)) {
+		const json_t *age = json_object_get(b, "age_s");
+		r->has_broke = 1;
+		r->broke.legacy = json_is_true(json_object_get(b, "legacy"));
+		if (get_text(b, "lane", r->broke.lane, HF_LANE_MAX) < 0 ||
+		    get_text(b, "owner", r->broke.owner, HF_OWNER_MAX) < 0)
+			r->broke.lane[0] = r->broke.owner[0] = '\0';
+		if (get_time(b, "started", &r->broke.started_ms) < 0)
+			r->broke.started_ms = 0;
+		r->broke.age_s = json_is_integer(age) ? json_integer_value(age) : 0;
+	}
+out:
+	json_decref(root);
+	return rc;
+}
+
+int hf_session_parse(const char *buf, size_t len, struct hf_session_record *ret, char *why,
+		     size_t n)
+{
+	struct hf_session_record r;
+	memset(&r, 0, sizeof r);
+	size_t i = 0;
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	if (i == len)
+		return unreadable(why, n, "empty (no record, no timestamp)");
+	if (memchr(buf, '\0', len))
+		return unreadable(why, n, "binary content (NUL bytes)");
+	int rc;
+	if (buf[i] == '{') {
+		rc = parse_json(buf + i, len - i, &r, why, n);
+	} else {
+		/* SL2: the legacy form is honoured, never guessed at. */
+		rc = hf_time_parse(buf + i, &r.started_ms);
+		if (rc < 0)
+			rc = unreadable(why, n,
+					"neither a JSON record nor an ISO-8601 timestamp");
+		r.legacy = 1;
+	}
+	if (rc == 0)
+		*ret = r;
+	return rc;
+}
+
+int hf_session_judge(const struct hf_session_record *r, int64_t now_ms, int64_t stale_ms,
+		     int64_t *ret_age_ms)
+{
+	int64_t age = now_ms - r->started_ms;
+	if (stale_ms <= 0)
+		stale_ms = HF_SESSION_STALE_MS_DEFAULT;
+	if (ret_age_ms)
+		*ret_age_ms = age;
+	if (age < 0)
+		return HF_SESSION_SKEW; /* SL2: live, reported as clock skew */
+	return age > stale_ms ? HF_SESSION_STALE : HF_SESSION_HELD;
+}
+
+int hf_session_is_aside(const char *lock_name, const char *name)
+{
+	size_t l = strlen(lock_name), k = strlen(HF_SESSION_ASIDE_INFIX);
+	if (strncmp(name, lock_name, l) || strncmp(name + l, HF_SESSION_ASIDE_INFIX, k))
+		return 0;
+	const char *hex = name + l + k;
+	if (strlen(hex) != 16)
+		return 0;
+	return strspn(hex, "0123456789abcdef") == 16;
+}
+
+/* ------------------------------------------------------------------------
+ * Reading a lock file, and its identity for the claim core
+ * ---------------------------------------------------------------------- */
+
+/* One operation on one lock: its directory and names. */
+struct lk {
+	int dfd;
+	char name[NAME_MAX + 1];
+	char prefix[NAME_MAX + 1]; /* <name>.aside- */
+	int64_t stale_ms;
+};
+
+/* A lock file as read. */
+struct seen {
+	char *buf;
+	size_t len;
+	struct stat st;
+	int rc;        /* 0 parsed; -ENOENT; HF_EUNREADABLE; other -errno     */
+	int read_err;  /* the read itself failed (rc is then HF_EUNREADABLE) */
+	struct hf_session_record rec;
+	char why[160];
+};
+
+static void seen_free(struct seen *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+	s->len = 0;
+}
+
+static int same_bytes(const struct seen *a, const char *buf, size_t len)
+{
+	return a->buf && a->len == len && memcmp(a->buf, buf, len) == 0;
+}
+
+/* Read and parse dfd/name into s (any old content freed): s->rc. */
+static int look(int dfd, const char *name, struct seen *s)
+{
+	seen_free(s);
+	memset(s, 0, sizeof *s);
+	/* O_NONBLOCK: a FIFO at the path must not hang a reader. */
+	int rc = hf_read_file_at(dfd, name, O_NONBLOCK, HF_SESSION_FILE_MAX, &s->buf, &s->len,
+				 &s->st);
+	if (rc == 0) {
+		if (!S_ISREG(s->st.st_mode))
+			return s->rc = unreadable(s->why, sizeof s->why, "not a regular file");
+		return s->rc = hf_session_parse(s->buf, s->len, &s->rec, s->why, sizeof s->why);
+	}
+	if (rc == -ENOENT)
+		return s->rc = -ENOENT;
+	const char *what;
+	switch (rc) {
+	case -EACCES:
+	case -EPERM:
+		what = "cannot be read: permission denied";
+		break;
+	case -EISDIR:
+		what = "a directory, not a lock record";
+		break;
+	case -ELOOP:
+		what = "a symbolic link (never followed)";
+		break;
+	case -EFBIG:
+		what = "larger than 4096 bytes: not a lock record";
+		break;
+	case -ENXIO:
+	case -EINVAL:
+		what = "not a regular file";
+		break;
+	default:
+		return s->rc = rc; /* a system error, not a verdict on the lock */
+	}
+	/* SL2: the mtime is evidence for a human, never an age. */
+	if (hf_sys_fstatat(dfd, name, &s->st, AT_SYMLINK_NOFOLLOW) == -ENOENT)
+		return s->rc = -ENOENT;
+	s->read_err = rc;
+	snprintf(s->why, sizeof s->why, "%s", what);
+	return s->rc = HF_EUNREADABLE;
+}
+
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* C1: a record's identity is its owner token and a digest of its bytes
+ * (the bytes themselves are compared where a verdict is acted on). */
+static void identity(const struct seen *s, char *id, size_t n)
+{
+	snprintf(id, n, "%s:%016llx",
+		 s->rec.legacy ? "legacy" : s->rec.owner[0] ? s->rec.owner : "-",
+		 (unsigned long long)fnv1a(s->buf, s->len));
+}
+
+/* The claim core's identify callback. ctx (may be NULL) keeps what was read,
+ * so the caller can compare bytes after the token. */
+static int ident_record(int dfd, const char *name, char *token, size_t n, void *ctx)
+{
+	struct seen s = { 0 }, *keep = ctx;
+	int rc = look(dfd, name, &s);
+	if (rc == 0)
+		identity(&s, token, n);
+	if (keep) {
+		seen_free(keep);
+		*keep = s;
+	} else {
+		seen_free(&s);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Claims: move aside, verify, delete or restore
+ * ---------------------------------------------------------------------- */
+
+enum { PT_TAKE, PT_RELEASE, PT_WITHDRAW, PT_SWEEP };
+static const struct {
+	const char *moved, *mismatch;
+} points[] = {
+	[PT_TAKE] = { "session.take.moved", "session.take.mismatch" },
+	[PT_RELEASE] = { "session.release.moved", "session.release.mismatch" },
+	[PT_WITHDRAW] = { "session.withdraw.moved", "session.withdraw.mismatch" },
+	[PT_SWEEP] = { "session.sweep.moved", "session.sweep.mismatch" },
+};
+
+#define TAKEN_FROM_CLAIM 1 /* verified ours, then gone from our claim */
+
+/* Move lk's src to a fresh aside (ret_aside) and verify it is byte for byte
+ * what was judged (expect). 0: it is, and the aside is ours (C2); -ENOENT:
+ * nothing was at src, or the file left our aside before we read it (a
+ * sweeper or a restorer took it on); HF_ENOTYOURS: it was another file, now
+ * put back at src or left as a barrier; other -errno. */
+static int move_verified(struct lk *l, const char *src, const struct seen *expect, int pt,
+			 char *ret_aside, size_t n)
+{
+	int rc = hf_claim_take(l->dfd, src, l->dfd, l->prefix, ret_aside, n); /* SL3 */
+	if (rc < 0)
+		return rc;
+	hf_sys_point(points[pt].moved);
+	char judged[ID_MAX];
+	identity(expect, judged, sizeof judged);
+	struct seen got = { 0 };
+	rc = hf_claim_verify(l->dfd, ret_aside, judged, ident_record, &got);
+	if (rc == 1 && same_bytes(&got, expect->buf, expect->len)) { /* C1: token and bytes */
+		seen_free(&got);
+		return 0;
+	}
+	if (got.rc == -ENOENT) {
+		seen_free(&got);
+		return -ENOENT;
+	}
+	if (rc < 0 && got.rc != HF_EUNREADABLE) {
+		/* Cannot tell what we moved: leave it where it is; a live record
+		 * there is a barrier every taker sees (SL5). */
+		seen_free(&got);
+		return rc;
+	}
+	/* SL4: we moved a file we did not judge (a winner's fresh lock): put
+	 * it back without replacing anything, or leave it as a barrier. */
+	hf_sys_point(points[pt].mismatch);
+	char moved[ID_MAX];
+	if (got.rc == 0)
+		identity(&got, moved, sizeof moved);
+	seen_free(&got);
+	hf_claim_restore(l->dfd, ret_aside, l->dfd, src, got.rc == 0 ? moved : NULL,
+			 ident_record, NULL);
+	return HF_ENOTYOURS;
+}
+
+/* Delete lk's src only if it is byte for byte expect: move_verified, then
+ * unlink our own claim (SL3). 0 deleted; TAKEN_FROM_CLAIM when it was
+ * verified ours but left our claim before the unlink (swept, or restored to
+ * the name by a taker that saw it as a barrier: the caller looks again);
+ * else as move_verified. */
+static int delete_verified(struct lk *l, const char *src, const struct seen *expect, int pt)
+{
+	char aside[HF_CLAIM_NAME_MAX];
+	int rc = move_verified(l, src, expect, pt, aside, sizeof aside);
+	if (rc < 0)
+		return rc;
+	rc = hf_sys_unlinkat(l->dfd, aside, 0);
+	return rc == -ENOENT ? TAKEN_FROM_CLAIM : rc;
+}
+
+/* Find an aside whose record satisfies pred: 1 and ret_name/ret_seen filled
+ * (ret_seen to be freed), 0 none, <0 a scan error (C4). */
+typedef int (*seen_pred)(const struct seen *s, const void *arg);
+struct find {
+	seen_pred pred;
+	const void *arg;
+	char *name;
+	size_t n;
+	struct seen *out;
+};
+
+static int find_cb(int cfd, const char *name, void *ctx)
+{
+	struct find *f = ctx;
+	struct seen s = { 0 };
+	int rc = look(cfd, name, &s);
+	if (rc == 0 && f->pred(&s, f->arg)) {
+		snprintf(f->name, f->n, "%s", name);
+		*f->out = s;
+		return 1;
+	}
+	seen_free(&s);
+	return rc == -ENOENT || rc == HF_EUNREADABLE ? 0 : rc;
+}
+
+static int find_aside(struct lk *l, seen_pred pred, const void *arg, char *ret_name, size_t n,
+		      struct seen *ret_seen)
+{
+	struct find f = { pred, arg, ret_name, n, ret_seen };
+	return hf_claim_scan(l->dfd, l->prefix, find_cb, &f);
+}
+
+/* ------------------------------------------------------------------------
+ * Opening a lock, the default path
+ * ---------------------------------------------------------------------- */
+
+int hf_session_default_path(char *buf, size_t n)
+{
+	char dir[PATH_MAX], probe[PATH_MAX + 8];
+	int rc = hf_sys_getcwd(dir, sizeof dir);
+	if (rc < 0)
+		return rc;
+	size_t len = strlen(dir);
+	for (;;) {
+		struct stat st;
+		/* A .git directory (a work tree) or file (a linked work tree or a
+		 * submodule) marks the top of the work tree. */
+		snprintf(probe, sizeof probe, "%.*s/.git", (int)(len == 1 ? 0 : len), dir);
+		if (hf_sys_fstatat(AT_FDCWD, probe, &st, 0) == 0 &&
+		    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+			break;
+		if (len == 1) { /* reached "/" without a work tree: the cwd */
+			len = strlen(dir);
+			break;
+		}
+		while (len > 1 && dir[len - 1] != '/')
+			len--;
+		if (len > 1)
+			len--; /* drop the slash, keep "/" itself */
+	}
+	if ((size_t)snprintf(buf, n, "%.*s/%s", (int)(len == 1 ? 0 : len), dir,
+			     HF_SESSION_FILE) >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int lk_open(struct lk *l, const char *path, int64_t stale_ms)
+{
+	char def[PATH_MAX];
+	if (!path) {
+		int rc = hf_session_default_path(def, sizeof def);
+		if (rc < 0)
+			return rc;
+		path = def;
+	}
+	int rc = hf_open_parent(path, &l->dfd, l->name, sizeof l->name);
+	if (rc < 0)
+		return rc;
+	/* an aside is <name>.aside-<16 hex>: it must fit in a file name */
+	if (strlen(l->name) + strlen(HF_SESSION_ASIDE_INFIX) + 16 > NAME_MAX) {
+		hf_sys_close(l->dfd);
+		return -ENAMETOOLONG;
+	}
+	snprintf(l->prefix, sizeof l->prefix, "%s%s", l->name, HF_SESSION_ASIDE_INFIX);
+	l->stale_ms = stale_ms > 0 ? stale_ms : HF_SESSION_STALE_MS_DEFAULT;
+	return 0;
+}
+
+static int64_t mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
+static void fill_status(struct hf_session_status *st, const struct seen *s, int64_t stale_ms,
+			const char *aside)
+{
+	if (!st)
+		return;
+	memset(st, 0, sizeof *st);
+	st->mtime_ms = mtime_ms(&s->st);
+	if (s->rc == 0) {
+		st->rec = s->rec;
+		st->state = hf_session_judge(&s->rec, hf_sys_now_ms(), stale_ms, &st->age_ms);
+	} else {
+		st->state = HF_SESSION_UNREADABLE;
+		snprintf(st->reason, sizeof st->reason, "%s", s->why);
+	}
+	if (aside) {
+		st->in_aside = 1;
+		snprintf(st->aside, sizeof st->aside, "%s", aside);
+	}
+}
+
+static int check_name(const char *s, size_t max, int required)
+{
+	if (!s)
+		return required ? -EINVAL : 0;
+	return *s && hf_text_ok(s, max) ? 0 : -EINVAL;
+}
+
+/* ------------------------------------------------------------------------
+ * take
+ * ---------------------------------------------------------------------- */
+
+struct scan {
+	struct lk *l;
+	const struct seen *mine;
+	struct hf_session_status *holder;
+	char barrier[HF_CLAIM_NAME_MAX];
+	struct seen bseen;
+	int denied;   /* HF_EHELD (live record) or HF_EUNREADABLE (cannot read) */
+};
+
+static int take_scan_cb(int cfd, const char *name, void *ctx)
+{
+	struct scan *sc = ctx;
+	struct seen s = { 0 };
+	int rc = look(cfd, name, &s);
+	if (rc == -ENOENT || (rc == HF_EUNREADABLE && !s.read_err)) {
+		/* Gone, or garbage: holdfast moves only records it has read and
+		 * parsed, so unparseable content in an aside was never a lock. */
+		seen_free(&s);
+		return 0;
+	}
+	if (rc == 0 && same_bytes(&s, sc->mine->buf, sc->mine->len)) {
+		/* Our own record, displaced by a mismatching breaker: still ours
+		 * (it restores it, or a later taker sees it as a barrier). */
+		seen_free(&s);
+		return 0;
+	}
+	if (rc == 0 &&
+	    hf_session_judge(&s.rec, hf_sys_now_ms(), sc->l->stale_ms, NULL) == HF_SESSION_STALE) {
+		/* SL9: a breaker killed mid-steal left it; sweep it (SL3). */
+		delete_verified(sc->l, name, &s, PT_SWEEP);
+		seen_free(&s);
+		return 0;
+	}
+	if (rc < 0 && rc != HF_EUNREADABLE) {
+		seen_free(&s);
+		return rc; /* C4: a claim we cannot read denies */
+	}
+	/* SL5: a live record (or one we cannot read) beside the lock. */
+	fill_status(sc->holder, &s, sc->l->stale_ms, name);
+	snprintf(sc->barrier, sizeof sc->barrier, "%s", name);
+	sc->bseen = s;
+	sc->denied = rc == 0 ? HF_EHELD : HF_EUNREADABLE;
+	return 1;
+}
+
+static int pred_same_bytes(const struct seen *s, const void *arg)
+{
+	const struct seen *mine = arg;
+	return same_bytes(s, mine->buf, mine->len);
+}
+
+/* SL5: take back our published record through the claim, from <name> or
+ * from the aside a mismatching breaker moved it to; never unlink at <name>. */
+static void withdraw(struct lk *l, const struct seen *mine)
+{
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		int rc = delete_verified(l, l->name, mine, PT_WITHDRAW);
+		if (rc == 0 || (rc < 0 && rc != -ENOENT && rc != HF_ENOTYOURS))
+			return; /* taken back; or an error: it ages out (SH2) */
+		if (rc == TAKEN_FROM_CLAIM)
+			continue; /* restored to the name by a taker: look again */
+		/* Not at the name: a breaker's mismatched move may hold it. */
+		char where[HF_CLAIM_NAME_MAX];
+		struct seen found = { 0 };
+		rc = find_aside(l, pred_same_bytes, mine, where, sizeof where, &found);
+		if (rc == 1)
+			rc = delete_verified(l, where, &found, PT_WITHDRAW);
+		else
+			rc = 0; /* nowhere (or no scan): nothing of ours to take back */
+		seen_free(&found);
+		if (rc == 0 || (rc < 0 && rc != -ENOENT && rc != HF_ENOTYOURS))
+			return;
+	}
+}
+
+static void copy_broke(struct hf_session_record *r, const struct seen *j, int64_t now)
+{
+	r->has_broke = 1;
+	snprintf(r->broke.lane, sizeof r->broke.lane, "%s", j->rec.lane);
+	snprintf(r->broke.owner, sizeof r->broke.owner, "%s", j->rec.owner);
+	r->broke.started_ms = j->rec.started_ms;
+	r->broke.age_s = (now - j->rec.started_ms) / 1000;
+	r->broke.legacy = j->rec.legacy;
+}
+
+#define MINE_MAX 2048
+
+/* Our own record, formatted into mine->buf (MINE_MAX bytes, not the heap:
+ * a free take never calls malloc, which spares its first-use set-up). */
+static int set_mine(struct seen *mine, const struct hf_session_record *r)
+{
+	int len = hf_session_format(r, mine->buf, MINE_MAX);
+	if (len < 0)
+		return len;
+	mine->len = (size_t)len;
+	mine->rec = *r; /* identity() reads the owner token from here (C1) */
+	return 0;
+}
+
+/* SL8: the judged lock's aside goes once our publication is decided. */
+static void drop_stolen(struct lk *l, char *stolen)
+{
+	if (stolen[0])
+		hf_sys_unlinkat(l->dfd, stolen, 0); /* our verified claim (C2) */
+	stolen[0] = '\0';
+}
+
+int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *ret_taken,
+		    struct hf_session_status *reterr_holder)
+{
+	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
+		return -EINVAL;
+	struct hf_session_record r;
+	memset(&r, 0, sizeof r);
+	strcpy(r.lane, o->lane);
+	int rc = o->owner ? (strcpy(r.owner, o->owner), 0) : hf_random_hex(r.owner, 16);
+	if (rc < 0)
+		return rc;
+	struct lk l;
+	rc = lk_open(&l, o->path, o->stale_ms);
+	if (rc < 0)
+		return rc;
+	r.pid = getpid();
+	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
+	r.started_ms = hf_sys_now_ms();
+	char minebuf[MINE_MAX];
+	struct seen mine = { .buf = minebuf }, j = { 0 };
+	char stolen[HF_CLAIM_NAME_MAX] = "";
+	rc = set_mine(&mine, &r);
+	if (rc < 0)
+		goto out;
+	hf_sys_point("session.take.begin");
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		rc = hf_publish_file_at(l.dfd, l.name, mine.buf, mine.len, 0644, false); /* SL1 */
+		if (rc == 0) {
+			hf_sys_point("session.take.published");
+			drop_stolen(&l, stolen); /* SL8 */
+			struct scan sc = { .l = &l, .mine = &mine, .holder = reterr_holder };
+			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, &sc); /* SL5 */
+			if (rc == 0) {
+				if (ret_taken)
+					*ret_taken = r;
+				goto out;
+			}
+			hf_sys_point("session.take.barrier");
+			withdraw(&l, &mine);
+			hf_sys_point("session.take.withdrawn");
+			if (sc.denied) {
+				/* SL4: try to put the barrier back, so the lock it
+				 * holds is at the name again. */
+				char id[ID_MAX];
+				if (sc.bseen.rc == 0) {
+					identity(&sc.bseen, id, sizeof id);
+					hf_claim_restore(l.dfd, sc.barrier, l.dfd, l.name, id,
+							 ident_record, NULL);
+				}
+				rc = sc.denied;
+			}
+			seen_free(&sc.bseen);
+			goto out;
+		}
+		if (rc != -EEXIST)
+			goto out;
+		if (stolen[0]) {
+			/* We broke a lock but another taker published first. */
+			drop_stolen(&l, stolen); /* SL8 */
+			r.has_broke = 0;
+			if ((rc = set_mine(&mine, &r)) < 0)
+				goto out;
+		}
+		rc = look(l.dfd, l.name, &j);
+		if (rc == -ENOENT)
+			continue; /* released or moved since our link failed */
+		if (rc == HF_EUNREADABLE)
+			fill_status(reterr_holder, &j, l.stale_ms, NULL); /* SL2: refused, untouched */
+		if (rc < 0)
+			goto out;
+		int64_t now = hf_sys_now_ms();
+		if (hf_session_judge(&j.rec, now, l.stale_ms, NULL) != HF_SESSION_STALE) {
+			fill_status(reterr_holder, &j, l.stale_ms, NULL);
+			rc = HF_EHELD; /* SL6 */
+			goto out;
+		}
+		hf_sys_point("session.take.judged");
+		rc = move_verified(&l, l.name, &j, PT_TAKE, stolen, sizeof stolen);
+		if (rc < 0) {
+			stolen[0] = '\0';
+			if (rc == -ENOENT || rc == HF_ENOTYOURS)
+				continue; /* another mover got there first: T1 again */
+			goto out;
+		}
+		hf_sys_point("session.take.verified");
+		copy_broke(&r, &j, now);
+		if ((rc = set_mine(&mine, &r)) < 0)
+			goto out;
+	}
+	rc = -EAGAIN; /* the lock changed hands ROUNDS_MAX times under us */
+out:
+	drop_stolen(&l, stolen);
+	seen_free(&j);
+	hf_sys_close(l.dfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * release
+ * ---------------------------------------------------------------------- */
+
+static int pred_ours(const struct seen *s, const void *arg)
+{
+	const struct hf_session_opts *o = arg;
+	return s->rc == 0 && !s->rec.legacy && !strcmp(s->rec.lane, o->lane) &&
+	       (!o->owner || !strcmp(s->rec.owner, o->owner)); /* SL7 */
+}
+
+int hf_session_release(const struct hf_session_opts *o, struct hf_session_status *reterr_holder)
+{
+	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
+		return -EINVAL;
+	struct lk l;
+	int rc = lk_open(&l, o->path, o->stale_ms);
+	if (rc < 0)
+		return rc;
+	struct seen s = { 0 }, a = { 0 };
+	int released = 0; /* ours was moved and verified at least once */
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		rc = look(l.dfd, l.name, &s);
+		if (rc == 0 && pred_ours(&s, o)) {
+			hf_sys_point("session.release.read");
+			rc = delete_verified(&l, l.name, &s, PT_RELEASE); /* SL3, SL7 */
+			if (rc == 0)
+				goto out;
+			if (rc == TAKEN_FROM_CLAIM)
+				released = 1;
+			else if (rc != -ENOENT && rc != HF_ENOTYOURS)
+				goto out;
+			continue; /* a stealer's lock went back, or ours moved: look again */
+		}
+		if (rc < 0 && rc != -ENOENT && rc != HF_EUNREADABLE)
+			goto out;
+		/* Not ours at the name: our record may sit in an aside (a barrier,
+		 * or a breaker's claim); release it there. */
+		char where[HF_CLAIM_NAME_MAX];
+		int found = find_aside(&l, pred_ours, o, where, sizeof where, &a);
+		if (found < 0) {
+			rc = found;
+			goto out;
+		}
+		if (found) {
+			hf_sys_point("session.release.read");
+			int d = delete_verified(&l, where, &a, PT_RELEASE);
+			seen_free(&a);
+			if (d == 0) {
+				rc = 0;
+				goto out;
+			}
+			if (d == TAKEN_FROM_CLAIM)
+				released = 1;
+			else if (d != -ENOENT && d != HF_ENOTYOURS) {
+				rc = d;
+				goto out;
+			}
+			continue;
+		}
+		if (released) {
+			rc = 0; /* ours is gone; whatever is there now is not ours */
+		} else if (rc == -ENOENT) {
+			rc = HF_ENOTHELD;
+		} else {
+			fill_status(reterr_holder, &s, l.stale_ms, NULL);
+			rc = rc == HF_EUNREADABLE ? HF_EUNREADABLE : HF_ENOTYOURS;
+		}
+		goto out;
+	}
+	rc = -EAGAIN;
+out:
+	seen_free(&s);
+	seen_free(&a);
+	hf_sys_close(l.dfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * status, and the seed's old guard
+ * ---------------------------------------------------------------------- */
+
+static int pred_live(const struct seen *s, const void *arg)
+{
+	const struct lk *l = arg;
+	return s->rc == 0 &&
+	       hf_session_judge(&s->rec, hf_sys_now_ms(), l->stale_ms, NULL) != HF_SESSION_STALE;
+}
+
+int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_status *ret)
+{
+	struct lk l;
+	int rc = lk_open(&l, path, stale_ms);
+	if (rc < 0)
+		return rc;
+	struct seen s = { 0 };
+	rc = look(l.dfd, l.name, &s);
+	if (rc == 0 || rc == HF_EUNREADABLE) {
+		fill_status(ret, &s, l.stale_ms, NULL);
+		rc = 0;
+	} else if (rc == -ENOENT) {
+		/* Free at the name; a live record in an aside still holds it. */
+		char where[HF_CLAIM_NAME_MAX];
+		rc = find_aside(&l, pred_live, &l, where, sizeof where, &s);
+		if (rc == 1)
+			fill_status(ret, &s, l.stale_ms, where);
+		else if (rc == 0)
+			memset(ret, 0, sizeof *ret); /* HF_SESSION_FREE */
+		rc = rc < 0 ? rc : 0;
+	}
+	seen_free(&s);
+	hf_sys_close(l.dfd);
+	return rc;
+}
+
+int hf_session_naive_take(const char *path, int64_t stale_ms)
+{
+	/* SH7: read, judge, then write - the window this library exists to
+	 * close. Kept only to be measured against. */
+	struct lk l;
+	int rc = lk_open(&l, path, stale_ms);
+	if (rc < 0)
+		return rc;
+	struct seen s = { 0 };
+	rc = look(l.dfd, l.name, &s);
+	if (rc == 0 && hf_session_judge(&s.rec, hf_sys_now_ms(), l.stale_ms, NULL) !=
+			       HF_SESSION_STALE) {
+		rc = HF_EHELD;
+		goto out;
+	}
+	hf_sys_point("session.naive.read");
+	char when[48];
+	hf_time_format(hf_sys_now_ms(), when, sizeof when - 1);
+	strcat(when, "\n");
+	int fd = hf_sys_openat(l.dfd, l.name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		rc = fd;
+		goto out;
+	}
+	rc = (int)hf_sys_write(fd, when, strlen(when));
+	hf_sys_close(fd);
+	rc = rc < 0 ? rc : 0;
+	hf_sys_point("session.naive.wrote");
+out:
+	seen_free(&s);
+	hf_sys_close(l.dfd);
+	return rc;
+}

@@ -569,3 +569,27 @@ mode_t hf_sys_umask_get(void)
 	umask(m);
 	return m;
 }
+
+int hf_sys_inotify_rm_watch(int fd, int wd)
+{
+	PASS("inotify");
+	return NEG(inotify_rm_watch(fd, wd));
+}
+
+int hf_sys_waitid(idtype_t type, id_t id, siginfo_t *info, int options)
+{
+	PASS("wait");
+	int rc;
+	do
+		rc = waitid(type, id, info, options);
+	while (rc < 0 && errno == EINTR);
+	return rc < 0 ? -errno : 0;
+}
+
+/* --- session lock (session.c) ------------------------------------------- */
+
+int hf_sys_getcwd(char *buf, size_t n)
+{
+	PASS("getcwd");
+	return getcwd(buf, n) ? 0 : -errno;
+}

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 
 int hf_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
@@ -96,5 +97,15 @@ int hf_sys_sigprocmask(int how, const sigset_t *set, sigset_t *old);
 int hf_sys_signalfd(const sigset_t *mask);
 /* The process's file-creation mask (read without changing it). */
 mode_t hf_sys_umask_get(void);
+/* inotify_rm_watch(2) (wait.c keeps its inotify instance between waits). */
+int hf_sys_inotify_rm_watch(int fd, int wd);
+/* waitid(2); with WNOWAIT a command's exit is seen while it stays a zombie
+ * (its locks are released before it is collected). */
+int hf_sys_waitid(idtype_t type, id_t id, siginfo_t *info, int options);
+
+/* --- session lock (session.c) ----------------------------------------- */
+
+/* The current directory into buf (n bytes). */
+int hf_sys_getcwd(char *buf, size_t n);
 
 #endif

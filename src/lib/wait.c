@@ -10,11 +10,29 @@
  * capped by a backoff that grows quadratically from 1 ms with +-25 % jitter
  * (git's lockfile.c schedule) up to 100 ms.
  *
+ * The watch is set up lazily, by the first hf_wait_next: an acquisition that
+ * succeeds at once never touches inotify. The inotify instance is cached per
+ * thread and reused (the watch removed, the instance kept), because closing
+ * an instance that ever had a watch waits for an SRCU grace period in the
+ * kernel (fsnotify_destroy_group): about 10 ms on the reference VM, paid by a
+ * waiter right after it acquired, i.e. inside every contended handoff. The
+ * cache belongs to one pid: a forked child never reads its parent's queue.
+ *
  * Invariants:
  *  (W1) hf_wait_next never sleeps past the deadline: each poll's timeout is
  *       min(backoff, time left), and it returns HF_ETIMEDOUT once none is left.
- *  (W2) The watch is set up before the first attempt (hf_wait_init), so a
- *       release between an attempt and the wait is seen as an event.
+ *  (W2) Every sleep follows an attempt made while the watch was in place: the
+ *       first hf_wait_next sets the watch up and returns at once, so the
+ *       caller attempts again before any sleep; a release between that
+ *       attempt and the poll is then an event in the queue.
+ *  (W3) Only events of the current watch count (by watch descriptor): events
+ *       of an earlier waiter's watch left in a reused instance never wake.
+ *
+ * Hazards:
+ *  - Each thread that ever waited keeps one inotify fd (close-on-exec) until
+ *    it exits; a thread that exits leaks it.
+ *  - Every waiter on one lock wakes on each release and tries (a thundering
+ *    herd of N-1 attempts per handoff).
  */
 #include "wait.h"
 
@@ -27,32 +45,76 @@
 
 #define BACKOFF_MAX_US 100000
 
+/* This thread's idle inotify instance (no watch), and the pid it is for. */
+static __thread int cached_ifd = -1;
+static __thread pid_t cached_pid;
+
+static int ifd_get(void)
+{
+	pid_t me = getpid();
+	int fd = cached_ifd;
+	cached_ifd = -1;
+	if (fd >= 0 && cached_pid == me)
+		return fd;
+	if (fd >= 0)
+		hf_sys_close(fd); /* inherited across fork: the parent's queue */
+	return hf_sys_inotify_init();
+}
+
+static void ifd_put(int fd)
+{
+	if (cached_ifd < 0) {
+		cached_ifd = fd;
+		cached_pid = getpid();
+	} else {
+		hf_sys_close(fd); /* two waits at once in one thread: keep one */
+	}
+}
+
 int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t wait_ms)
 {
-	memset(w, 0, sizeof *w);
 	w->ifd = -1;
+	w->wd = -1;
+	w->armed = 0;
+	w->tries = 0;
 	w->backoff_us = 1000;
+	w->name[0] = '\0';
+	w->dir[0] = '\0';
 	if (wait_ms == 0) {
 		w->deadline_ns = 0; /* try once: hf_wait_next times out at once */
+		w->armed = 1;
 		return 0;
 	}
 	w->deadline_ns = wait_ms < 0 ? -1 : hf_sys_mono_ns() + wait_ms * 1000000LL;
 	if (name && strlen(name) < sizeof w->name)
 		strcpy(w->name, name);
-	int fd = hf_sys_inotify_init();
+	if (dir && strlen(dir) < sizeof w->dir)
+		strcpy(w->dir, dir);
+	else
+		w->armed = 1; /* nothing to watch: backoff only */
+	return 0;
+}
+
+/* Set up the watch (W2). 0 when set up; <0 when inotify is refused. */
+static int arm(struct hf_waiter *w)
+{
+	w->armed = 1;
+	int fd = ifd_get();
 	if (fd < 0)
-		return 0; /* fallback: backoff only */
-	if (hf_sys_inotify_add_watch(fd, dir, IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR) < 0) {
-		hf_sys_close(fd);
-		return 0;
+		return fd;
+	int wd = hf_sys_inotify_add_watch(fd, w->dir, IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR);
+	if (wd < 0) {
+		ifd_put(fd);
+		return wd;
 	}
 	w->ifd = fd;
+	w->wd = wd;
 	return 0;
 }
 
 static uint32_t jitter_rand(void)
 {
-	static uint64_t state;
+	static __thread uint64_t state;
 	if (!state)
 		state = (uint64_t)hf_sys_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
 	state ^= state << 13;
@@ -61,7 +123,7 @@ static uint32_t jitter_rand(void)
 	return (uint32_t)state;
 }
 
-/* 1: an event for our name arrived; 0: none (drained). */
+/* 1: an event for our name on our watch arrived; 0: none (drained). */
 static int drain(struct hf_waiter *w)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -74,7 +136,8 @@ static int drain(struct hf_waiter *w)
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->mask & IN_Q_OVERFLOW)
 				hit = 1;
-			else if (!w->name[0] || (ev->len && !strcmp(ev->name, w->name)))
+			else if (ev->wd == w->wd && /* W3 */
+				 (!w->name[0] || (ev->len && !strcmp(ev->name, w->name))))
 				hit = 1;
 			p += sizeof *ev + ev->len;
 		}
@@ -84,6 +147,12 @@ static int drain(struct hf_waiter *w)
 
 int hf_wait_next(struct hf_waiter *w)
 {
+	if (!w->armed) {
+		if (w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns)
+			return HF_ETIMEDOUT; /* W1 */
+		if (arm(w) == 0)
+			return 0; /* W2: attempt again, now watched */
+	}
 	for (;;) {
 		int64_t left_ms = -1;
 		if (w->deadline_ns >= 0) {
@@ -127,7 +196,11 @@ int hf_wait_next(struct hf_waiter *w)
 
 void hf_wait_done(struct hf_waiter *w)
 {
-	if (w->ifd >= 0)
-		hf_sys_close(w->ifd);
+	if (w->ifd >= 0) {
+		if (w->wd >= 0)
+			hf_sys_inotify_rm_watch(w->ifd, w->wd);
+		ifd_put(w->ifd);
+	}
 	w->ifd = -1;
+	w->wd = -1;
 }

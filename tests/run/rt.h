@@ -9,9 +9,11 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* argv for hft_cli: RT_ARGV("run", "--lock", p, "--", "true") */
@@ -54,6 +56,21 @@ static inline bool rt_lock_free(const char *path)
 		return false;
 	rt_release(path, &info);
 	return true;
+}
+
+/* Block until process pid (any process, not only a child) has exited:
+ * its pidfd becomes readable (a zombie counts as exited). */
+static inline void rt_await_exit(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		cr_assert_eq(errno, ESRCH, "pidfd_open: %s", strerror(errno));
+		return; /* already gone */
+	}
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	close(fd);
 }
 
 /* Read one line (up to '\n') from fd; malloc'd, without the newline. NULL at

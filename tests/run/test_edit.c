@@ -22,7 +22,7 @@ static void teardown(void)
 	free(dir);
 }
 
-TestSuite(edit, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(edit, .init = setup, .fini = teardown, .timeout = 60);
 
 static const char incr[] = "read n; echo $((n+1))";
 
@@ -260,4 +260,25 @@ Test(edit, sigterm_forwarded_file_untouched)
 	free(line);
 	free(F);
 	free(lock);
+}
+
+Test(edit, usage_errors_and_help)
+{
+	char *F = rt_path(dir, "f"), *out;
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", F)), 64, "no command");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "--", "cat")), 64, "no FILE");
+	char *sub = rt_path(dir, "sub");
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", sub, "--", "cat")), 64, "a directory");
+	free(sub);
+	char *slash = rt_path(dir, "");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", slash, "--", "cat")), 64, "FILE/");
+	free(slash);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "-w", "x", F, "--", "cat")), 64);
+	cr_assert_not(hft_exists(F), "nothing was created");
+	cr_assert_eq(hft_cli(&out, NULL, RT_ARGV("edit", "--help")), 0);
+	cr_assert(strstr(out, "usage: holdfast edit FILE"));
+	cr_assert(strstr(out, "FILE.lock"));
+	free(out);
+	free(F);
 }

@@ -27,20 +27,6 @@ static void teardown(void)
 
 TestSuite(run, .init = setup, .fini = teardown, .timeout = 60);
 
-/* Block until process pid (not our child) has exited. */
-static void await_exit(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0) {
-		cr_assert_eq(errno, ESRCH, "pidfd_open: %s", strerror(errno));
-		return; /* already gone */
-	}
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	while (poll(&p, 1, -1) < 0 && errno == EINTR)
-		;
-	close(fd);
-}
-
 Test(run, status_passes_through_and_lock_is_released)
 {
 	char *L = rt_path(dir, "L");
@@ -172,6 +158,9 @@ Test(run, lock_is_owned_by_cmd_pid)
 static void signal_case(int sig, const char *trap, int want)
 {
 	char *L = rt_path(dir, "L");
+	/* A runner that started us with the signal ignored would pass that on
+	 * (holdfast then leaves it alone, and sh cannot trap it). */
+	signal(sig, SIG_DFL);
 	char script[300];
 	snprintf(script, sizeof script, "trap 'kill $!; exit %d' %s; sleep 1000 & echo ready; wait",
 		 want, trap);
@@ -241,7 +230,7 @@ Test(run, sigkill_of_wrapper_keeps_lock_until_cmd_ends)
 	cr_assert_geq(w, 0);
 	cr_assert_eq(write(w, "x\n", 2), 2);
 	close(w);
-	await_exit(cmd);
+	rt_await_exit(cmd);
 	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "true")), 0,
 		     "CMD gone: the next acquirer reaps the lock: %s", err);
 	free(err);

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# bench/run/run.sh BUILD_DIR - holdfast run (and its lock) against its peers,
+# every comparison measured side by side in one run of this script:
+#   1. contention through the library: 4 processes on tmpfs, cross-process
+#      handoff and fairness, holdfast's directory lock beside flock(2) and
+#      1 ms-polling mkdir (contend.c);
+#   2. the whole command `holdfast run --lock L -- /bin/true` beside
+#      util-linux `flock L /bin/true`, dotlockfile and lockfile-progs
+#      (hyperfine, one invocation per round, ratios per round);
+#   3. npm proper-lockfile doing the same (plf_run.js), installed into
+#      /tmp/hfbench when missing, skipped with a note when it cannot be;
+#   4. the wrapper SIGKILLed while its command runs: who lets a second
+#      holder in (holdfast run vs dotlockfile).
+# Environment: ROUNDS (3), SECS (2, contention window), RUNS (300, hyperfine
+# runs per command), NODE_RUNS (30), HFBENCH (/tmp/hfbench).
+set -u
+build=$(cd "${1:-build}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+HF=$build/holdfast
+CONTEND=$build/bench/run/contend-run
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-2}
+RUNS=${RUNS:-300}
+NODE_RUNS=${NODE_RUNS:-30}
+HFBENCH=${HFBENCH:-/tmp/hfbench}
+for f in "$HF" "$CONTEND"; do
+	[ -x "$f" ] || { echo "bench/run: $f missing (build first)"; exit 1; }
+done
+work=$(mktemp -d /dev/shm/hf-bench-run.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+have() { command -v "$1" >/dev/null 2>&1; }
+py=python3
+have $py || py=
+
+echo "# holdfast run: $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- 1. contention ------------------------------------------------------------
+echo
+echo "## 1. contention: 4 processes, ${SECS} s window, tmpfs, ${ROUNDS} rounds"
+echo "   (goal: holdfast cross-process handoff p99 <= 150 us, fairness >= 0.7)"
+for think in 0 100; do
+	for r in $(seq 1 "$ROUNDS"); do
+		for mech in holdfast flock mkdir; do
+			"$CONTEND" "$mech" 4 "$SECS" "$work" "$think" |
+				sed "s/^{/{\"round\":$r,/" >>"$work/contend.$think.jsonl"
+		done
+	done
+done
+for think in 0 100; do
+	if [ "$think" = 0 ]; then
+		echo "   zero think time (each process contends again at once after releasing):"
+	else
+		echo "   think time 100 us after each release (the lock really changes hands; handoffs"
+		echo "   then include idle gaps, an upper bound on the wake-up latency):"
+	fi
+	if [ -z "$py" ]; then
+		cat "$work/contend.$think.jsonl"
+		continue
+	fi
+	$py - "$work/contend.$think.jsonl" <<'EOF'
+import json, statistics as st, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = lambda m, k: st.median(r[k] for r in rows if r["mech"] == m)
+print(f"   {'mechanism':<22}{'acq/s':>9}{'x-handoffs':>11}{'x-p50 us':>10}{'x-p99 us':>10}{'same-proc':>10}{'fairness':>9}{'overlaps':>9}")
+names = {"holdfast": "holdfast (library)", "flock": "flock(2)", "mkdir": "mkdir, 1 ms polling"}
+for m in ("holdfast", "flock", "mkdir"):
+    ov = sum(r["overlaps"] + r["ts_overlaps"] for r in rows if r["mech"] == m)
+    print(f"   {names[m]:<22}{med(m,'acq_per_s'):>9.0f}{med(m,'xhandoffs'):>11.0f}{med(m,'xhandoff_p50_us'):>10.1f}"
+          f"{med(m,'xhandoff_p99_us'):>10.1f}{med(m,'same_frac'):>10.3f}{med(m,'fairness'):>9.2f}{ov:>9}")
+p99, fair = med("holdfast", "xhandoff_p99_us"), med("holdfast", "fairness")
+print(f"   holdfast: x-handoff p99 {p99:.0f} us ({'meets' if p99 <= 150 else 'misses'} <= 150 us), "
+      f"fairness {fair:.2f} ({'meets' if fair >= 0.7 else 'misses'} >= 0.7); "
+      f"x-p99 vs 1 ms polling: {med('mkdir','xhandoff_p99_us') / p99:.1f}x better")
+EOF
+done
+
+# --- 2. whole command -----------------------------------------------------------
+echo
+echo "## 2. lock + run /bin/true + release, whole command (hyperfine -N, ${RUNS} runs, ${ROUNDS} rounds)"
+if ! have hyperfine; then
+	echo "   skipped: hyperfine is not installed (make bench-deps)"
+else
+	cmds=(-n true "/bin/true"
+		-n "holdfast run" "$HF run --lock $work/hf.L -- /bin/true"
+		-n "flock" "flock $work/fl.L /bin/true")
+	if have dotlockfile; then
+		cmds+=(-n "dotlockfile" "dotlockfile -l -p -r 0 $work/dl.L /bin/true")
+	else
+		echo "   dotlockfile: skipped (liblockfile-bin not installed)"
+	fi
+	# lockfile-progs has no run-a-command mode: lock; run; unlock under sh,
+	# beside holdfast run under the same sh.
+	cmds+=(-n "sh: holdfast run" "sh -c '$HF run --lock $work/hf2.L -- /bin/true'")
+	if have lockfile-create; then
+		cmds+=(-n "sh: lockfile-progs" "sh -c 'lockfile-create --use-pid -r 0 $work/lp && /bin/true; lockfile-remove $work/lp'")
+	else
+		echo "   lockfile-progs: skipped (not installed)"
+	fi
+	for r in $(seq 1 "$ROUNDS"); do
+		hyperfine -N --style none --warmup 20 --runs "$RUNS" --export-json "$work/cmd.$r.json" \
+			"${cmds[@]}" >/dev/null 2>&1 || echo "   round $r: hyperfine failed"
+	done
+	if [ -n "$py" ]; then
+		$py - "$work" "$ROUNDS" <<'EOF'
+import json, statistics as st, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+per = {}
+for r in range(1, rounds + 1):
+    try:
+        res = json.load(open(f"{work}/cmd.{r}.json"))["results"]
+    except OSError:
+        continue
+    m = {x["command"]: st.median(x["times"]) for x in res}
+    for name, t in m.items():
+        per.setdefault(name, []).append((t, t / m["flock"], t / m["true"],
+                                         t / m["holdfast run"] if not name.startswith("sh:") else t / m["sh: holdfast run"]))
+print(f"   {'command':<22}{'median ms':>10}{'x flock':>9}{'x true':>8}{'x holdfast':>11}   (per-round ratios, median of rounds)")
+for name, v in per.items():
+    med = lambda i: st.median(x[i] for x in v)
+    print(f"   {name:<22}{med(0)*1e3:>10.2f}{med(1):>9.2f}{med(2):>8.2f}{med(3):>11.2f}")
+ratio = st.median(x[1] for x in per["holdfast run"])
+print(f"   holdfast run / flock = {ratio:.3f} per round: " + ", ".join(f"{x[1]:.3f}" for x in per["holdfast run"]) +
+      f" ({'meets' if ratio <= 1.1 else 'misses'} <= 1.1)")
+EOF
+	fi
+fi
+
+# --- 3. proper-lockfile -----------------------------------------------------------
+echo
+echo "## 3. npm proper-lockfile: lock + spawn /bin/true + release in node (${NODE_RUNS} runs)"
+plf_ok=
+if have node; then
+	if [ ! -d "$HFBENCH/node_modules/proper-lockfile" ] && have npm; then
+		mkdir -p "$HFBENCH"
+		npm install --prefix "$HFBENCH" --no-audit --no-fund --loglevel=error proper-lockfile >/dev/null 2>&1
+	fi
+	[ -d "$HFBENCH/node_modules/proper-lockfile" ] && plf_ok=1
+fi
+if [ -z "$plf_ok" ]; then
+	echo "   skipped: node/npm missing or proper-lockfile could not be installed into $HFBENCH"
+elif have hyperfine; then
+	NODE_PATH=$HFBENCH/node_modules hyperfine -N --style none --warmup 3 --runs "$NODE_RUNS" \
+		--export-json "$work/plf.json" \
+		-n "node -e 0" "node -e 0" \
+		-n "proper-lockfile" "node $here/plf_run.js $work/plf.target /bin/true" \
+		-n "holdfast run" "$HF run --lock $work/hf3.L -- /bin/true" >/dev/null 2>&1
+	if [ -n "$py" ]; then
+		$py - "$work/plf.json" <<'EOF'
+import json, statistics as st, sys
+m = {x["command"]: st.median(x["times"]) for x in json.load(open(sys.argv[1]))["results"]}
+for k, v in m.items():
+    print(f"   {k:<22}{v*1e3:>10.2f} ms")
+print(f"   proper-lockfile / holdfast run = {m['proper-lockfile'] / m['holdfast run']:.0f}x; "
+      f"proper-lockfile / node -e 0 = {m['proper-lockfile'] / m['node -e 0']:.2f}")
+EOF
+	fi
+fi
+
+# --- 4. the wrapper killed while its command runs -------------------------------------
+echo
+echo "## 4. wrapper SIGKILLed while CMD runs: does a second holder get in while CMD still runs?"
+"$here/killed_wrapper.sh" "$HF" "$work"
+exit 0

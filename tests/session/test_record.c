@@ -1,0 +1,190 @@
+/* session.c's record: format, parse (JSON and legacy), judge; aside names;
+ * the default lock path (issue 2, items 7, 12, 13). */
+#include "hft.h"
+#include "internal.h"
+#include "session.h"
+#include "sx.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct hf_session_record sample(void)
+{
+	struct hf_session_record r;
+	memset(&r, 0, sizeof r);
+	strcpy(r.lane, "data");
+	strcpy(r.owner, "tok\"en\\1");
+	r.pid = 4242;
+	strcpy(r.host, "box");
+	r.started_ms = 1790071200000LL; /* 2026-09-22T10:00:00Z */
+	return r;
+}
+
+Test(record, format_is_one_line_in_contract_order)
+{
+	struct hf_session_record r = sample();
+	r.has_broke = 1;
+	strcpy(r.broke.lane, "dist");
+	strcpy(r.broke.owner, "o2");
+	r.broke.started_ms = r.started_ms - 5520000;
+	r.broke.age_s = 5520;
+	char buf[1024];
+	int len = hf_session_format(&r, buf, sizeof buf);
+	cr_assert_str_eq(buf, "{\"lane\":\"data\",\"owner\":\"tok\\\"en\\\\1\",\"pid\":4242,"
+			      "\"host\":\"box\",\"started\":\"2026-09-22T10:00:00Z\","
+			      "\"broke\":{\"lane\":\"dist\",\"owner\":\"o2\","
+			      "\"started\":\"2026-09-22T08:28:00Z\",\"age_s\":5520}}\n");
+	cr_assert_eq(len, (int)strlen(buf));
+	cr_assert_eq(hf_session_format(&r, buf, 40), -ENAMETOOLONG, "never truncated silently");
+}
+
+Test(record, parse_round_trip)
+{
+	struct hf_session_record r = sample(), back;
+	char buf[1024], why[160];
+	int len = hf_session_format(&r, buf, sizeof buf);
+	cr_assert_eq(hf_session_parse(buf, (size_t)len, &back, why, sizeof why), 0, "%s", why);
+	cr_assert_str_eq(back.lane, "data");
+	cr_assert_str_eq(back.owner, "tok\"en\\1");
+	cr_assert_eq(back.pid, 4242);
+	cr_assert_str_eq(back.host, "box");
+	cr_assert_eq(back.started_ms, r.started_ms);
+	cr_assert_not(back.legacy);
+	cr_assert_not(back.has_broke);
+}
+
+Test(record, legacy_timestamp_is_a_record)
+{
+	struct hf_session_record r;
+	char why[160];
+	const char *s = "2026-09-22T10:00:00Z\n";
+	cr_assert_eq(hf_session_parse(s, strlen(s), &r, why, sizeof why), 0);
+	cr_assert(r.legacy);
+	cr_assert_str_eq(r.lane, "");
+	cr_assert_eq(r.started_ms, 1790071200000LL);
+	const char *js = "2026-09-22T10:00:00.123Z"; /* JavaScript's toISOString() */
+	cr_assert_eq(hf_session_parse(js, strlen(js), &r, why, sizeof why), 0);
+	cr_assert_eq(r.started_ms, 1790071200123LL);
+}
+
+Test(record, unreadable_content_is_refused_with_a_reason)
+{
+	static const char *const bad[] = {
+		"",                                   /* empty                          */
+		"  \n",                               /* blank                          */
+		"garbage\n",                          /* neither JSON nor a timestamp   */
+		"2026-09-22T10:00:00\n",              /* no zone: ambiguous             */
+		"{\"lane\":\"data\",",                /* truncated JSON                 */
+		"[1,2]\n",                            /* JSON, not an object            */
+		"{\"started\":\"2026-09-22T10:00:00Z\"}", /* no lane                    */
+		"{\"lane\":\"data\"}",                /* no started                     */
+		"{\"lane\":\"data\",\"started\":\"yesterday\"}",
+		"{\"lane\":7,\"started\":\"2026-09-22T10:00:00Z\"}",
+		"{\"lane\":\"d\",\"pid\":\"x\",\"started\":\"2026-09-22T10:00:00Z\"}",
+		"{\"lane\":\"d\",\"lane\":\"e\",\"started\":\"2026-09-22T10:00:00Z\"}",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct hf_session_record r;
+		char why[160] = "";
+		cr_assert_eq(hf_session_parse(bad[i], strlen(bad[i]), &r, why, sizeof why),
+			     HF_EUNREADABLE, "case %zu '%s' must be unreadable", i, bad[i]);
+		cr_assert_neq(why[0], '\0', "case %zu: a reason for the human", i);
+	}
+	char nul[] = "2026-09-22T10:00:00Z\0junk";
+	struct hf_session_record r;
+	char why[160];
+	cr_assert_eq(hf_session_parse(nul, sizeof nul - 1, &r, why, sizeof why), HF_EUNREADABLE,
+		     "NUL bytes: not a text record");
+}
+
+Test(record, judge_ages_from_started_and_sees_skew)
+{
+	struct hf_session_record r = sample();
+	int64_t age;
+	int64_t now = r.started_ms + 10 * 60 * 1000;
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_HELD);
+	cr_assert_eq(age, 600000);
+	now = r.started_ms + 91 * 60 * 1000;
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_STALE, "default window 90 min");
+	cr_assert_eq(hf_session_judge(&r, now, 2 * SX_HOUR, &age), HF_SESSION_HELD);
+	cr_assert_eq(hf_session_judge(&r, r.started_ms - 1000, 0, &age), HF_SESSION_SKEW);
+	cr_assert_eq(age, -1000);
+}
+
+Test(record, aside_names_follow_one_pattern)
+{
+	cr_assert(hf_session_is_aside(".session.lock", ".session.lock.aside-0123456789abcdef"));
+	cr_assert_not(hf_session_is_aside(".session.lock", ".session.lock.aside-0123"));
+	cr_assert_not(hf_session_is_aside(".session.lock", ".session.lock.aside-0123456789ABCDEF"));
+	cr_assert_not(hf_session_is_aside(".session.lock", ".session.lock"));
+	cr_assert_not(hf_session_is_aside(".session.lock", "x.session.lock.aside-0123456789abcdef"));
+}
+
+/* --- default path (item 13) ----------------------------------------------- */
+
+static char *real(const char *p)
+{
+	char *r = realpath(p, NULL);
+	cr_assert_not_null(r, "realpath %s", p);
+	return r;
+}
+
+Test(default_path, top_of_the_git_work_tree)
+{
+	struct sx x;
+	sx_init(&x);
+	char sub[700], dotgit[700], want[800], got[PATH_MAX];
+	snprintf(dotgit, sizeof dotgit, "%s/.git", x.dir);
+	snprintf(sub, sizeof sub, "%s/a/b", x.dir);
+	cr_assert_eq(mkdir(dotgit, 0700), 0);
+	snprintf(want, sizeof want, "%s/a", x.dir);
+	cr_assert_eq(mkdir(want, 0700), 0);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(chdir(sub), 0);
+	cr_assert_eq(hf_session_default_path(got, sizeof got), 0);
+	char *top = real(x.dir);
+	snprintf(want, sizeof want, "%s/.session.lock", top);
+	cr_assert_str_eq(got, want, "walks up to the directory holding .git");
+	free(top);
+	sx_fini(&x);
+}
+
+Test(default_path, a_git_file_marks_a_linked_work_tree)
+{
+	struct sx x;
+	sx_init(&x);
+	char dotgit[700], sub[700], want[800], got[PATH_MAX];
+	snprintf(dotgit, sizeof dotgit, "%s/.git", x.dir);
+	hft_write(dotgit, "gitdir: /elsewhere/.git/worktrees/wt\n");
+	snprintf(sub, sizeof sub, "%s/src", x.dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(chdir(sub), 0);
+	cr_assert_eq(hf_session_default_path(got, sizeof got), 0);
+	char *top = real(x.dir);
+	snprintf(want, sizeof want, "%s/.session.lock", top);
+	cr_assert_str_eq(got, want);
+	free(top);
+	sx_fini(&x);
+}
+
+Test(default_path, outside_a_work_tree_the_current_directory)
+{
+	struct sx x;
+	sx_init(&x);
+	char want[800], got[PATH_MAX];
+	cr_assert_eq(chdir(x.dir), 0);
+	/* /dev/shm (or $HFT_TMPDIR) is not inside a work tree: nothing above
+	 * holds a .git, so the lock goes in the current directory. */
+	cr_assert_eq(hf_session_default_path(got, sizeof got), 0);
+	char *here = real(".");
+	snprintf(want, sizeof want, "%s/.session.lock", here);
+	cr_assert_str_eq(got, want);
+	free(here);
+	sx_fini(&x);
+}
