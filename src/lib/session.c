@@ -53,6 +53,16 @@
  *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS.
  *   status: read <name>; when absent, an aside holding a live record.
  *
+ *   Named points (hf_sys_point; a test pauses or kills a process there):
+ *   session.take.begin (record built, nothing published), .judged (a stale
+ *   verdict, before the rename), .moved (renamed aside, not yet verified),
+ *   .mismatch (moved a lock it did not judge, before putting it back),
+ *   .verified (broke it, before publishing), .published (before the scan),
+ *   .barrier (a live aside found, before withdrawing), .withdrawn;
+ *   session.release.read (judged its own, before the rename), .moved,
+ *   .mismatch; session.withdraw.moved/.mismatch; session.sweep.moved/
+ *   .mismatch; session.naive.read/.wrote; claim.c's claim.restore.checked.
+ *
  * Invariants
  * ----------
  *   (SL1) Publication is a test-and-set of a complete record (linkat of a
@@ -64,8 +74,10 @@
  *         future is live (clock skew).
  *   (SL3) Nothing is ever unlinked at <name>: every destructive step (break,
  *         release, withdraw, sweep) first renames the file to its own unique
- *         aside and verifies that the moved bytes are the bytes it judged
- *         (token and content, never an inode number: C1, C2).
+ *         aside and verifies that the moved bytes are, byte for byte, the
+ *         bytes it judged - the owner token among them; never an inode
+ *         number (C1, C2). The claim core's identity is a digest of those
+ *         bytes; the bytes themselves are compared on top of it.
  *   (SL4) A file moved that is not the one judged is put back with
  *         RENAME_NOREPLACE, re-checked before and after (C3); when <name> is
  *         taken again it stays in its aside as a barrier (C4).
