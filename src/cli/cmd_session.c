@@ -613,7 +613,7 @@ int cmd_session(int argc, char **argv)
 	/* A lock file is at most 4 KiB of JSON: hash flooding cannot hurt, and
 	 * a fixed seed spares jansson's open/read/close of /dev/urandom. */
 	json_object_seed(0x9e3779b9u);
-	struct opts o;
+	static struct opts o; /* static: its 4 KiB path stays off the stack */
 	memset(&o, 0, sizeof o);
 	o.procs = 8;
 	o.runs = 10;

@@ -368,15 +368,16 @@ struct lk {
 	int64_t stale_ms;
 };
 
-/* A lock file as read (the bytes live inside: no heap on any path). */
+/* A lock file as read (the bytes live inside: no heap on any path; the
+ * buffer last, so a short record and the fields share a page of stack). */
 struct seen {
-	char buf[HF_SESSION_FILE_MAX + 2];
 	size_t len;
 	int64_t mtime_ms;  /* evidence, filled when unreadable                 */
 	int rc;            /* 0 read/parsed; -ENOENT; HF_EUNREADABLE; -errno  */
 	int read_err;      /* the read itself failed (rc is then UNREADABLE) */
 	struct hf_session_record rec;
 	char why[160];
+	char buf[HF_SESSION_FILE_MAX + 2];
 };
 
 static int same_bytes(const struct seen *a, const char *buf, size_t len)
@@ -793,7 +794,11 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 	r.pid = getpid();
 	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
 	r.started_ms = hf_sys_now_ms();
-	struct seen mine, j;
+	struct seen mine;
+	union { /* never live together: 4 KiB less stack to fault in */
+		struct seen j;    /* the lock found at the name (T1-T3) */
+		struct scan sc;   /* the asides after publishing (T5)   */
+	} u;
 	char stolen[HF_CLAIM_NAME_MAX] = "";
 	rc = set_mine(&mine, &r);
 	if (rc < 0)
@@ -804,8 +809,12 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 		if (rc == 0) {
 			hf_sys_point("session.take.published");
 			drop_stolen(&l, stolen); /* SL8 */
-			struct scan sc = { .l = &l, .mine = &mine, .holder = reterr_holder };
-			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, &sc); /* SL5 */
+			struct scan *sc = &u.sc; /* not zero-filled: 4 KiB of stack */
+			sc->l = &l;
+			sc->mine = &mine;
+			sc->holder = reterr_holder;
+			sc->denied = 0;
+			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, sc); /* SL5 */
 			if (rc == 0) {
 				if (ret_taken)
 					*ret_taken = r;
@@ -814,16 +823,16 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			hf_sys_point("session.take.barrier");
 			withdraw(&l, &mine);
 			hf_sys_point("session.take.withdrawn");
-			if (sc.denied) {
+			if (sc->denied) {
 				/* SL4: try to put the barrier back, so the lock it
 				 * holds is at the name again. */
 				char id[ID_MAX];
-				if (sc.bseen.rc == 0) {
-					identity(&sc.bseen, id, sizeof id);
-					hf_claim_restore(l.dfd, sc.barrier, l.dfd, l.name, id,
+				if (sc->denied == HF_EHELD) { /* sc->bseen holds it */
+					identity(&sc->bseen, id, sizeof id);
+					hf_claim_restore(l.dfd, sc->barrier, l.dfd, l.name, id,
 							 ident_record, NULL);
 				}
-				rc = sc.denied;
+				rc = sc->denied;
 			}
 			goto out;
 		}
@@ -836,21 +845,21 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			if ((rc = set_mine(&mine, &r)) < 0)
 				goto out;
 		}
-		rc = look(l.dfd, l.name, &j);
+		rc = look(l.dfd, l.name, &u.j);
 		if (rc == -ENOENT)
 			continue; /* released or moved since our link failed */
 		if (rc == HF_EUNREADABLE)
-			fill_status(reterr_holder, &j, l.stale_ms, NULL); /* SL2: refused, untouched */
+			fill_status(reterr_holder, &u.j, l.stale_ms, NULL); /* SL2: refused, untouched */
 		if (rc < 0)
 			goto out;
 		int64_t now = hf_sys_now_ms();
-		if (hf_session_judge(&j.rec, now, l.stale_ms, NULL) != HF_SESSION_STALE) {
-			fill_status(reterr_holder, &j, l.stale_ms, NULL);
+		if (hf_session_judge(&u.j.rec, now, l.stale_ms, NULL) != HF_SESSION_STALE) {
+			fill_status(reterr_holder, &u.j, l.stale_ms, NULL);
 			rc = HF_EHELD; /* SL6 */
 			goto out;
 		}
 		hf_sys_point("session.take.judged");
-		rc = move_verified(&l, l.name, &j, PT_TAKE, stolen, sizeof stolen);
+		rc = move_verified(&l, l.name, &u.j, PT_TAKE, stolen, sizeof stolen);
 		if (rc < 0) {
 			stolen[0] = '\0';
 			if (rc == -ENOENT || rc == HF_ENOTYOURS)
@@ -858,7 +867,7 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			goto out;
 		}
 		hf_sys_point("session.take.verified");
-		copy_broke(&r, &j, now);
+		copy_broke(&r, &u.j, now);
 		if ((rc = set_mine(&mine, &r)) < 0)
 			goto out;
 	}
