@@ -160,7 +160,7 @@ struct hf_session_status {
 	int64_t age_ms;                   /* from rec.started_ms, never from mtime  */
 	int64_t mtime_ms;                 /* evidence only (UNREADABLE included)    */
 	int in_aside;                     /* 1: the record sits in an aside         */
-	char aside[96];                   /* its name, when in_aside                */
+	char aside[256];                  /* its name, when in_aside                */
 	char reason[160];                 /* UNREADABLE: what was wrong             */
 };
 

@@ -481,11 +481,12 @@ static int c_unreadable(struct t *t)
 		if (!same || asides(t))
 			return fail(t, "an unreadable lock (case %zu) was changed or moved", i + 1);
 	}
-	/* cannot be read at all: a permission error (fault injection works
-	 * for root too: open #1 the directory, #2 the O_TMPFILE, #3 the lock) */
+	/* cannot be read at all: a permission error, by fault injection so that
+	 * root sees it too. The lock's read is the taker's first read(2) on
+	 * every file system (opens differ: no O_TMPFILE adds one). */
 	put_record(t, "alpha", 0);
 	struct kid k;
-	kid_start(t, &k, "fail:open:3:EACCES", TAKE(t, "beta"));
+	kid_start(t, &k, "fail:read:1:EACCES", TAKE(t, "beta"));
 	if (expect_exit(t, "take of a lock it cannot read", kid_wait(&k), 65) < 0)
 		return -1;
 	hf_sys_unlinkat(AT_FDCWD, t->lock, 0);

@@ -53,6 +53,16 @@
  *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS.
  *   status: read <name>; when absent, an aside holding a live record.
  *
+ *   Named points (hf_sys_point; a test pauses or kills a process there):
+ *   session.take.begin (record built, nothing published), .judged (a stale
+ *   verdict, before the rename), .moved (renamed aside, not yet verified),
+ *   .mismatch (moved a lock it did not judge, before putting it back),
+ *   .verified (broke it, before publishing), .published (before the scan),
+ *   .barrier (a live aside found, before withdrawing), .withdrawn;
+ *   session.release.read (judged its own, before the rename), .moved,
+ *   .mismatch; session.withdraw.moved/.mismatch; session.sweep.moved/
+ *   .mismatch; session.naive.read/.wrote; claim.c's claim.restore.checked.
+ *
  * Invariants
  * ----------
  *   (SL1) Publication is a test-and-set of a complete record (linkat of a
@@ -64,8 +74,10 @@
  *         future is live (clock skew).
  *   (SL3) Nothing is ever unlinked at <name>: every destructive step (break,
  *         release, withdraw, sweep) first renames the file to its own unique
- *         aside and verifies that the moved bytes are the bytes it judged
- *         (token and content, never an inode number: C1, C2).
+ *         aside and verifies that the moved bytes are, byte for byte, the
+ *         bytes it judged - the owner token among them; never an inode
+ *         number (C1, C2). The claim core's identity is a digest of those
+ *         bytes; the bytes themselves are compared on top of it.
  *   (SL4) A file moved that is not the one judged is put back with
  *         RENAME_NOREPLACE, re-checked before and after (C3); when <name> is
  *         taken again it stays in its aside as a barrier (C4).
@@ -120,7 +132,7 @@
 #include <unistd.h>
 
 #define ROUNDS_MAX 32      /* each round is a lost race; bounded, never spins */
-#define ID_MAX 128         /* identity for the claim core: "<token>:<hash>"   */
+#define ID_MAX 128         /* identity for the claim core: "<len>:<digest>"    */
 
 /* ------------------------------------------------------------------------
  * The record: format, parse, judge
@@ -352,48 +364,63 @@ int hf_session_is_aside(const char *lock_name, const char *name)
 struct lk {
 	int dfd;
 	char name[NAME_MAX + 1];
-	char prefix[NAME_MAX + 1]; /* <name>.aside- */
+	char prefix[NAME_MAX + 16]; /* <name>.aside- */
 	int64_t stale_ms;
 };
 
-/* A lock file as read. */
+/* A lock file as read (the bytes live inside: no heap on any path; the
+ * buffer last, so a short record and the fields share a page of stack). */
 struct seen {
-	char *buf;
 	size_t len;
-	struct stat st;
-	int rc;        /* 0 parsed; -ENOENT; HF_EUNREADABLE; other -errno     */
-	int read_err;  /* the read itself failed (rc is then HF_EUNREADABLE) */
+	int64_t mtime_ms;  /* evidence, filled when unreadable                 */
+	int rc;            /* 0 read/parsed; -ENOENT; HF_EUNREADABLE; -errno  */
+	int read_err;      /* the read itself failed (rc is then UNREADABLE) */
 	struct hf_session_record rec;
 	char why[160];
+	char buf[HF_SESSION_FILE_MAX + 2];
 };
-
-static void seen_free(struct seen *s)
-{
-	free(s->buf);
-	s->buf = NULL;
-	s->len = 0;
-}
 
 static int same_bytes(const struct seen *a, const char *buf, size_t len)
 {
-	return a->buf && a->len == len && memcmp(a->buf, buf, len) == 0;
+	return a->len == len && memcmp(a->buf, buf, len) == 0;
 }
 
-/* Read and parse dfd/name into s (any old content freed): s->rc. */
-static int look(int dfd, const char *name, struct seen *s)
+static int64_t mtime_ms(const struct stat *st)
 {
-	seen_free(s);
-	memset(s, 0, sizeof *s);
-	/* O_NONBLOCK: a FIFO at the path must not hang a reader. */
-	int rc = hf_read_file_at(dfd, name, O_NONBLOCK, HF_SESSION_FILE_MAX, &s->buf, &s->len,
-				 &s->st);
-	if (rc == 0) {
-		if (!S_ISREG(s->st.st_mode))
-			return s->rc = unreadable(s->why, sizeof s->why, "not a regular file");
-		return s->rc = hf_session_parse(s->buf, s->len, &s->rec, s->why, sizeof s->why);
-	}
-	if (rc == -ENOENT)
-		return s->rc = -ENOENT;
+	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
+/* One read: a lock is a few hundred bytes, so open, read, close - no fstat,
+ * no heap. A regular file's read is short only at its end; a longer file
+ * overflows the buffer, a FIFO or device reads nothing or overflows: both
+ * are refused as not a record (SL2). */
+static int read_small(int dfd, const char *name, struct seen *s)
+{
+	int fd = hf_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t n = hf_sys_read(fd, s->buf, HF_SESSION_FILE_MAX + 1);
+	hf_sys_close(fd);
+	if (n < 0)
+		return (int)n;
+	if (n > HF_SESSION_FILE_MAX)
+		return -EFBIG;
+	s->len = (size_t)n;
+	s->buf[n] = '\0';
+	return 0;
+}
+
+/* Read dfd/name into s, without parsing it: 0, -ENOENT, HF_EUNREADABLE
+ * (with s->why and the mtime as evidence) or another -errno. */
+static int look_raw(int dfd, const char *name, struct seen *s)
+{
+	s->len = 0;
+	s->rc = s->read_err = 0;
+	s->mtime_ms = 0;
+	s->why[0] = '\0';
+	int rc = read_small(dfd, name, s);
+	if (rc == 0 || rc == -ENOENT)
+		return s->rc = rc;
 	const char *what;
 	switch (rc) {
 	case -EACCES:
@@ -407,21 +434,41 @@ static int look(int dfd, const char *name, struct seen *s)
 		what = "a symbolic link (never followed)";
 		break;
 	case -EFBIG:
-		what = "larger than 4096 bytes: not a lock record";
+		what = "larger than 4096 bytes (or a device): not a lock record";
 		break;
 	case -ENXIO:
 	case -EINVAL:
+	case -EAGAIN:
 		what = "not a regular file";
 		break;
 	default:
 		return s->rc = rc; /* a system error, not a verdict on the lock */
 	}
 	/* SL2: the mtime is evidence for a human, never an age. */
-	if (hf_sys_fstatat(dfd, name, &s->st, AT_SYMLINK_NOFOLLOW) == -ENOENT)
+	struct stat st;
+	rc = hf_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc == -ENOENT)
 		return s->rc = -ENOENT;
-	s->read_err = rc;
+	if (rc == 0)
+		s->mtime_ms = mtime_ms(&st);
+	s->read_err = 1;
 	snprintf(s->why, sizeof s->why, "%s", what);
 	return s->rc = HF_EUNREADABLE;
+}
+
+/* Read and parse dfd/name into s: s->rc (0 means s->rec is valid). */
+static int look(int dfd, const char *name, struct seen *s)
+{
+	int rc = look_raw(dfd, name, s);
+	if (rc < 0)
+		return rc;
+	rc = hf_session_parse(s->buf, s->len, &s->rec, s->why, sizeof s->why);
+	if (rc == HF_EUNREADABLE) {
+		struct stat st; /* SL2: evidence for the human */
+		if (hf_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			s->mtime_ms = mtime_ms(&st);
+	}
+	return s->rc = rc;
 }
 
 static uint64_t fnv1a(const char *p, size_t n)
@@ -434,29 +481,23 @@ static uint64_t fnv1a(const char *p, size_t n)
 	return h;
 }
 
-/* C1: a record's identity is its owner token and a digest of its bytes
- * (the bytes themselves are compared where a verdict is acted on). */
+/* C1: a record's identity, for the claim core, is a digest of all its bytes
+ * (the owner token is among them) and their length. Where a verdict is acted
+ * on, the bytes themselves are compared as well: see move_verified. No
+ * parsing: the verifying read of a claim costs a read, not a JSON parse. */
 static void identity(const struct seen *s, char *id, size_t n)
 {
-	snprintf(id, n, "%s:%016llx",
-		 s->rec.legacy ? "legacy" : s->rec.owner[0] ? s->rec.owner : "-",
-		 (unsigned long long)fnv1a(s->buf, s->len));
+	snprintf(id, n, "%zu:%016llx", s->len, (unsigned long long)fnv1a(s->buf, s->len));
 }
 
 /* The claim core's identify callback. ctx (may be NULL) keeps what was read,
- * so the caller can compare bytes after the token. */
+ * so the caller can compare the bytes themselves. */
 static int ident_record(int dfd, const char *name, char *token, size_t n, void *ctx)
 {
-	struct seen s = { 0 }, *keep = ctx;
-	int rc = look(dfd, name, &s);
+	struct seen local, *s = ctx ? ctx : &local;
+	int rc = look_raw(dfd, name, s);
 	if (rc == 0)
-		identity(&s, token, n);
-	if (keep) {
-		seen_free(keep);
-		*keep = s;
-	} else {
-		seen_free(&s);
-	}
+		identity(s, token, n);
 	return rc;
 }
 
@@ -490,29 +531,21 @@ static int move_verified(struct lk *l, const char *src, const struct seen *expec
 	hf_sys_point(points[pt].moved);
 	char judged[ID_MAX];
 	identity(expect, judged, sizeof judged);
-	struct seen got = { 0 };
+	struct seen got;
+	got.rc = -ENOENT;
 	rc = hf_claim_verify(l->dfd, ret_aside, judged, ident_record, &got);
-	if (rc == 1 && same_bytes(&got, expect->buf, expect->len)) { /* C1: token and bytes */
-		seen_free(&got);
-		return 0;
-	}
-	if (got.rc == -ENOENT) {
-		seen_free(&got);
+	if (rc == 1 && same_bytes(&got, expect->buf, expect->len))
+		return 0; /* C1: digest and bytes */
+	if (got.rc == -ENOENT)
 		return -ENOENT;
-	}
-	if (rc < 0 && got.rc != HF_EUNREADABLE) {
-		/* Cannot tell what we moved: leave it where it is; a live record
-		 * there is a barrier every taker sees (SL5). */
-		seen_free(&got);
-		return rc;
-	}
+	if (rc < 0 && got.rc != HF_EUNREADABLE)
+		return rc; /* cannot tell what we moved: it stays; if live, a barrier (SL5) */
 	/* SL4: we moved a file we did not judge (a winner's fresh lock): put
 	 * it back without replacing anything, or leave it as a barrier. */
 	hf_sys_point(points[pt].mismatch);
 	char moved[ID_MAX];
 	if (got.rc == 0)
 		identity(&got, moved, sizeof moved);
-	seen_free(&got);
 	hf_claim_restore(l->dfd, ret_aside, l->dfd, src, got.rc == 0 ? moved : NULL,
 			 ident_record, NULL);
 	return HF_ENOTYOURS;
@@ -533,8 +566,8 @@ static int delete_verified(struct lk *l, const char *src, const struct seen *exp
 	return rc == -ENOENT ? TAKEN_FROM_CLAIM : rc;
 }
 
-/* Find an aside whose record satisfies pred: 1 and ret_name/ret_seen filled
- * (ret_seen to be freed), 0 none, <0 a scan error (C4). */
+/* Find an aside whose record satisfies pred: 1 and ret_name/ret_seen filled,
+ * 0 none, <0 a scan error (C4). */
 typedef int (*seen_pred)(const struct seen *s, const void *arg);
 struct find {
 	seen_pred pred;
@@ -547,14 +580,11 @@ struct find {
 static int find_cb(int cfd, const char *name, void *ctx)
 {
 	struct find *f = ctx;
-	struct seen s = { 0 };
-	int rc = look(cfd, name, &s);
-	if (rc == 0 && f->pred(&s, f->arg)) {
+	int rc = look(cfd, name, f->out);
+	if (rc == 0 && f->pred(f->out, f->arg)) {
 		snprintf(f->name, f->n, "%s", name);
-		*f->out = s;
 		return 1;
 	}
-	seen_free(&s);
 	return rc == -ENOENT || rc == HF_EUNREADABLE ? 0 : rc;
 }
 
@@ -621,18 +651,13 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms)
 	return 0;
 }
 
-static int64_t mtime_ms(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
-}
-
 static void fill_status(struct hf_session_status *st, const struct seen *s, int64_t stale_ms,
 			const char *aside)
 {
 	if (!st)
 		return;
 	memset(st, 0, sizeof *st);
-	st->mtime_ms = mtime_ms(&s->st);
+	st->mtime_ms = s->mtime_ms;
 	if (s->rc == 0) {
 		st->rec = s->rec;
 		st->state = hf_session_judge(&s->rec, hf_sys_now_ms(), stale_ms, &st->age_ms);
@@ -669,35 +694,25 @@ struct scan {
 static int take_scan_cb(int cfd, const char *name, void *ctx)
 {
 	struct scan *sc = ctx;
-	struct seen s = { 0 };
-	int rc = look(cfd, name, &s);
-	if (rc == -ENOENT || (rc == HF_EUNREADABLE && !s.read_err)) {
-		/* Gone, or garbage: holdfast moves only records it has read and
-		 * parsed, so unparseable content in an aside was never a lock. */
-		seen_free(&s);
-		return 0;
-	}
-	if (rc == 0 && same_bytes(&s, sc->mine->buf, sc->mine->len)) {
-		/* Our own record, displaced by a mismatching breaker: still ours
-		 * (it restores it, or a later taker sees it as a barrier). */
-		seen_free(&s);
-		return 0;
-	}
+	struct seen *s = &sc->bseen; /* kept when it turns out to be a barrier */
+	int rc = look(cfd, name, s);
+	if (rc == -ENOENT || (rc == HF_EUNREADABLE && !s->read_err))
+		return 0; /* gone; or garbage: holdfast moves only records it has
+			     read and parsed, so that was never a lock */
+	if (rc == 0 && same_bytes(s, sc->mine->buf, sc->mine->len))
+		return 0; /* our own record, displaced by a mismatching breaker:
+			     still ours (it restores it, or a later taker sees
+			     it as a barrier) */
 	if (rc == 0 &&
-	    hf_session_judge(&s.rec, hf_sys_now_ms(), sc->l->stale_ms, NULL) == HF_SESSION_STALE) {
-		/* SL9: a breaker killed mid-steal left it; sweep it (SL3). */
-		delete_verified(sc->l, name, &s, PT_SWEEP);
-		seen_free(&s);
+	    hf_session_judge(&s->rec, hf_sys_now_ms(), sc->l->stale_ms, NULL) == HF_SESSION_STALE) {
+		delete_verified(sc->l, name, s, PT_SWEEP); /* SL9: a killed breaker's; SL3 */
 		return 0;
 	}
-	if (rc < 0 && rc != HF_EUNREADABLE) {
-		seen_free(&s);
+	if (rc < 0 && rc != HF_EUNREADABLE)
 		return rc; /* C4: a claim we cannot read denies */
-	}
 	/* SL5: a live record (or one we cannot read) beside the lock. */
-	fill_status(sc->holder, &s, sc->l->stale_ms, name);
+	fill_status(sc->holder, s, sc->l->stale_ms, name);
 	snprintf(sc->barrier, sizeof sc->barrier, "%s", name);
-	sc->bseen = s;
 	sc->denied = rc == 0 ? HF_EHELD : HF_EUNREADABLE;
 	return 1;
 }
@@ -720,13 +735,12 @@ static void withdraw(struct lk *l, const struct seen *mine)
 			continue; /* restored to the name by a taker: look again */
 		/* Not at the name: a breaker's mismatched move may hold it. */
 		char where[HF_CLAIM_NAME_MAX];
-		struct seen found = { 0 };
+		struct seen found;
 		rc = find_aside(l, pred_same_bytes, mine, where, sizeof where, &found);
 		if (rc == 1)
 			rc = delete_verified(l, where, &found, PT_WITHDRAW);
 		else
 			rc = 0; /* nowhere (or no scan): nothing of ours to take back */
-		seen_free(&found);
 		if (rc == 0 || (rc < 0 && rc != -ENOENT && rc != HF_ENOTYOURS))
 			return;
 	}
@@ -742,17 +756,15 @@ static void copy_broke(struct hf_session_record *r, const struct seen *j, int64_
 	r->broke.legacy = j->rec.legacy;
 }
 
-#define MINE_MAX 2048
-
-/* Our own record, formatted into mine->buf (MINE_MAX bytes, not the heap:
- * a free take never calls malloc, which spares its first-use set-up). */
+/* Our own record, formatted into mine->buf (not the heap: a free take never
+ * calls malloc, which spares its first-use set-up). */
 static int set_mine(struct seen *mine, const struct hf_session_record *r)
 {
-	int len = hf_session_format(r, mine->buf, MINE_MAX);
+	int len = hf_session_format(r, mine->buf, sizeof mine->buf);
 	if (len < 0)
 		return len;
 	mine->len = (size_t)len;
-	mine->rec = *r; /* identity() reads the owner token from here (C1) */
+	mine->rec = *r;
 	return 0;
 }
 
@@ -782,8 +794,11 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 	r.pid = getpid();
 	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
 	r.started_ms = hf_sys_now_ms();
-	char minebuf[MINE_MAX];
-	struct seen mine = { .buf = minebuf }, j = { 0 };
+	struct seen mine;
+	union { /* never live together: 4 KiB less stack to fault in */
+		struct seen j;    /* the lock found at the name (T1-T3) */
+		struct scan sc;   /* the asides after publishing (T5)   */
+	} u;
 	char stolen[HF_CLAIM_NAME_MAX] = "";
 	rc = set_mine(&mine, &r);
 	if (rc < 0)
@@ -794,8 +809,12 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 		if (rc == 0) {
 			hf_sys_point("session.take.published");
 			drop_stolen(&l, stolen); /* SL8 */
-			struct scan sc = { .l = &l, .mine = &mine, .holder = reterr_holder };
-			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, &sc); /* SL5 */
+			struct scan *sc = &u.sc; /* not zero-filled: 4 KiB of stack */
+			sc->l = &l;
+			sc->mine = &mine;
+			sc->holder = reterr_holder;
+			sc->denied = 0;
+			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, sc); /* SL5 */
 			if (rc == 0) {
 				if (ret_taken)
 					*ret_taken = r;
@@ -804,18 +823,17 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			hf_sys_point("session.take.barrier");
 			withdraw(&l, &mine);
 			hf_sys_point("session.take.withdrawn");
-			if (sc.denied) {
+			if (sc->denied) {
 				/* SL4: try to put the barrier back, so the lock it
 				 * holds is at the name again. */
 				char id[ID_MAX];
-				if (sc.bseen.rc == 0) {
-					identity(&sc.bseen, id, sizeof id);
-					hf_claim_restore(l.dfd, sc.barrier, l.dfd, l.name, id,
+				if (sc->denied == HF_EHELD) { /* sc->bseen holds it */
+					identity(&sc->bseen, id, sizeof id);
+					hf_claim_restore(l.dfd, sc->barrier, l.dfd, l.name, id,
 							 ident_record, NULL);
 				}
-				rc = sc.denied;
+				rc = sc->denied;
 			}
-			seen_free(&sc.bseen);
 			goto out;
 		}
 		if (rc != -EEXIST)
@@ -827,21 +845,21 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			if ((rc = set_mine(&mine, &r)) < 0)
 				goto out;
 		}
-		rc = look(l.dfd, l.name, &j);
+		rc = look(l.dfd, l.name, &u.j);
 		if (rc == -ENOENT)
 			continue; /* released or moved since our link failed */
 		if (rc == HF_EUNREADABLE)
-			fill_status(reterr_holder, &j, l.stale_ms, NULL); /* SL2: refused, untouched */
+			fill_status(reterr_holder, &u.j, l.stale_ms, NULL); /* SL2: refused, untouched */
 		if (rc < 0)
 			goto out;
 		int64_t now = hf_sys_now_ms();
-		if (hf_session_judge(&j.rec, now, l.stale_ms, NULL) != HF_SESSION_STALE) {
-			fill_status(reterr_holder, &j, l.stale_ms, NULL);
+		if (hf_session_judge(&u.j.rec, now, l.stale_ms, NULL) != HF_SESSION_STALE) {
+			fill_status(reterr_holder, &u.j, l.stale_ms, NULL);
 			rc = HF_EHELD; /* SL6 */
 			goto out;
 		}
 		hf_sys_point("session.take.judged");
-		rc = move_verified(&l, l.name, &j, PT_TAKE, stolen, sizeof stolen);
+		rc = move_verified(&l, l.name, &u.j, PT_TAKE, stolen, sizeof stolen);
 		if (rc < 0) {
 			stolen[0] = '\0';
 			if (rc == -ENOENT || rc == HF_ENOTYOURS)
@@ -849,14 +867,13 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			goto out;
 		}
 		hf_sys_point("session.take.verified");
-		copy_broke(&r, &j, now);
+		copy_broke(&r, &u.j, now);
 		if ((rc = set_mine(&mine, &r)) < 0)
 			goto out;
 	}
 	rc = -EAGAIN; /* the lock changed hands ROUNDS_MAX times under us */
 out:
 	drop_stolen(&l, stolen);
-	seen_free(&j);
 	hf_sys_close(l.dfd);
 	return rc;
 }
@@ -880,7 +897,7 @@ int hf_session_release(const struct hf_session_opts *o, struct hf_session_status
 	int rc = lk_open(&l, o->path, o->stale_ms);
 	if (rc < 0)
 		return rc;
-	struct seen s = { 0 }, a = { 0 };
+	struct seen s, a;
 	int released = 0; /* ours was moved and verified at least once */
 	for (int round = 0; round < ROUNDS_MAX; round++) {
 		rc = look(l.dfd, l.name, &s);
@@ -908,7 +925,6 @@ int hf_session_release(const struct hf_session_opts *o, struct hf_session_status
 		if (found) {
 			hf_sys_point("session.release.read");
 			int d = delete_verified(&l, where, &a, PT_RELEASE);
-			seen_free(&a);
 			if (d == 0) {
 				rc = 0;
 				goto out;
@@ -933,8 +949,6 @@ int hf_session_release(const struct hf_session_opts *o, struct hf_session_status
 	}
 	rc = -EAGAIN;
 out:
-	seen_free(&s);
-	seen_free(&a);
 	hf_sys_close(l.dfd);
 	return rc;
 }
@@ -956,7 +970,7 @@ int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_stat
 	int rc = lk_open(&l, path, stale_ms);
 	if (rc < 0)
 		return rc;
-	struct seen s = { 0 };
+	struct seen s;
 	rc = look(l.dfd, l.name, &s);
 	if (rc == 0 || rc == HF_EUNREADABLE) {
 		fill_status(ret, &s, l.stale_ms, NULL);
@@ -971,7 +985,6 @@ int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_stat
 			memset(ret, 0, sizeof *ret); /* HF_SESSION_FREE */
 		rc = rc < 0 ? rc : 0;
 	}
-	seen_free(&s);
 	hf_sys_close(l.dfd);
 	return rc;
 }
@@ -984,7 +997,7 @@ int hf_session_naive_take(const char *path, int64_t stale_ms)
 	int rc = lk_open(&l, path, stale_ms);
 	if (rc < 0)
 		return rc;
-	struct seen s = { 0 };
+	struct seen s;
 	rc = look(l.dfd, l.name, &s);
 	if (rc == 0 && hf_session_judge(&s.rec, hf_sys_now_ms(), l.stale_ms, NULL) !=
 			       HF_SESSION_STALE) {
@@ -1005,7 +1018,6 @@ int hf_session_naive_take(const char *path, int64_t stale_ms)
 	rc = rc < 0 ? rc : 0;
 	hf_sys_point("session.naive.wrote");
 out:
-	seen_free(&s);
 	hf_sys_close(l.dfd);
 	return rc;
 }
