@@ -7,7 +7,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
-PKGS := meson ninja-build pkg-config gcc libjansson-dev libcriterion-dev spin
+PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
 BENCH_PKGS := hyperfine liblockfile-bin lockfile-progs util-linux nodejs npm
 
 .PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
@@ -35,7 +35,7 @@ $(BUILD)/build.ninja: | deps
 
 $(ASAN_BUILD)/build.ninja: | deps
 	meson setup $(ASAN_BUILD) --buildtype=debug -Dwerror=true -Db_sanitize=address,undefined \
-	  -Db_lundef=false -Dbench=false
+	  -Db_lundef=false -Dbench=false -Dstatic_cli=false
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
