@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
-BENCH_PKGS := hyperfine liblockfile-bin lockfile-progs util-linux nodejs npm
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux nodejs npm
 
 .PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
 
