@@ -623,7 +623,7 @@ static int sweep(struct lk *l)
 
 /* Find our own record in a claim; steal it into our own claim, verify,
  * remove (D5). 1 found and removed, 0 not found, <0 error. */
-static int find_own(struct lk *l, const char *token, const char *role)
+static int find_own(struct lk *l, const char *token)
 {
 	struct claim_list *cl = malloc(sizeof *cl);
 	if (!cl)
@@ -634,7 +634,7 @@ static int find_own(struct lk *l, const char *token, const char *role)
 		rc = place_read(l->sfd, cl->names[i], &p);
 		if (rc < 0 || p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, role);
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, "find");
 		found = rc > 0;
 	}
 	free(cl);
@@ -654,7 +654,7 @@ static int withdraw(struct lk *l, const char *token, const char *role)
 		if (rc != 0)
 			return rc;
 	}
-	return find_own(l, token, role);
+	return find_own(l, token);
 }
 
 /* An attempt that published nothing: the directory it opened (lfd pins it,
