@@ -686,6 +686,8 @@ static int fence_read(int fd, struct fence_line *fl)
 	ssize_t n = hf_sys_pread(fd, buf, sizeof buf - 1, 0);
 	if (n < 0)
 		return (int)n;
+	if (n == 0)
+		return -ENODATA; /* a new counter */
 	buf[n] = '\0';
 	unsigned long long f, r;
 	char boot[64];
@@ -698,14 +700,18 @@ static int fence_read(int fd, struct fence_line *fl)
 	return 0;
 }
 
-static int reserve_read(struct lk *l, uint64_t *ret)
+/* The durable reservation; 0 when there is none and the counter is new
+ * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
+static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret)
 {
 	char *buf;
 	int rc = hf_read_file_at(l->sfd, RESERVE_FILE, 0, 64, &buf, NULL, NULL);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && missing_ok) {
 		*ret = 0;
 		return 0;
 	}
+	if (rc == -ENOENT)
+		return HF_EUNREADABLE;
 	if (rc < 0)
 		return rc;
 	char *end;
@@ -730,11 +736,12 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f)
 	struct fence_line fl;
 	const char *boot = hf_boot_id();
 	rc = fence_read(fd, &fl);
-	if (rc < 0 && rc != HF_EUNREADABLE)
+	if (rc < 0 && rc != HF_EUNREADABLE && rc != -ENODATA)
 		goto unlock;
-	if (rc == HF_EUNREADABLE || strcmp(fl.boot, boot) != 0) {
-		/* new file, or a new boot: unsynced counts may be lost (D7) */
-		rc = reserve_read(l, &fl.reserve);
+	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
+		/* new, unreadable, or from another boot (unsynced counts may be
+		 * lost): restart from the durable reservation (D7) */
+		rc = reserve_read(l, rc == -ENODATA, &fl.reserve);
 		if (rc < 0)
 			goto unlock;
 		fl.fence = fl.reserve;
