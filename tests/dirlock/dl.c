@@ -215,8 +215,10 @@ void dl_result(const char *file, int *rc, uint64_t *fence, char *token)
 	char tok[64] = "";
 	cr_assert_eq(sscanf(s, "%d %llu %63s", rc, &f, tok), 3, "result '%s'", s);
 	*fence = f;
-	if (token)
-		snprintf(token, HF_TOKEN_LEN + 1, "%s", tok);
+	if (token) {
+		tok[HF_TOKEN_LEN] = '\0';
+		memcpy(token, tok, HF_TOKEN_LEN + 1);
+	}
 	free(s);
 }
 

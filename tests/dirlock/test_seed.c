@@ -277,7 +277,7 @@ Test(seed, old_dated_live_claim_is_a_barrier)
 	cr_assert_eq(dl_claims(lock), 0);
 }
 
-Test(seed, repeated_contention, .timeout = 120)
+Test(seed, repeated_contention)
 {
 	struct hft_child c[4];
 	struct dl_acq a = { .path = lock, .ovl = ovl, .wait_ms = -1, .repeat = 150 };

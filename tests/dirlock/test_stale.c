@@ -36,7 +36,7 @@ static void teardown(void)
 	free(state);
 }
 
-TestSuite(stale, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(stale, .init = setup, .fini = teardown, .timeout = 120);
 TestSuite(fence, .init = setup, .fini = teardown, .timeout = 120);
 
 #define HOUR (3600LL * 1000)

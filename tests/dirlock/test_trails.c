@@ -212,8 +212,9 @@ Test(trail, full_protocol_withdraw_by_path)
  * pin its directory) judged "L/owner is mine"; its directory is reaped and
  * the successor's fresh L may carry the same inode number. Identity is the
  * token: the release takes L into its own claim, finds token 5, restores. */
-Test(trail, inode_number_reuse, .init = NULL)
+Test(trail, inode_number_reuse)
 {
+	teardown(); /* this one runs on /tmp, not on the suite's tmpfs */
 	setup_in("/tmp");
 	pid_t life2 = dl_life(), life5 = dl_life();
 	char *ra0 = res("A0"), *ra1 = res("A1");
