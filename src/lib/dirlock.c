@@ -197,8 +197,28 @@ static int record_parse(const char *buf, struct hf_lock_info *ret)
 	return 0;
 }
 
+/* Read a small regular file whole: bytes read (< cap, NUL-terminated), or
+ * -EFBIG when it does not fit, or -errno. One read: a regular file returns
+ * fewer bytes than asked only at its end. */
+static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
+{
+	int fd = hf_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t n = hf_sys_read(fd, buf, cap);
+	hf_sys_close(fd);
+	if (n < 0)
+		return n;
+	if ((size_t)n == cap)
+		return -EFBIG;
+	buf[n] = '\0';
+	return n;
+}
+
 /* Read what is at dirfd/name. 0 and *p (kind REC_NONE when nothing is
- * there); -errno on errors; HF_EUNSAFE when it is not a directory. */
+ * there); -errno on errors; HF_EUNSAFE when it is not a directory. The
+ * directory is opened without following a symlink; its inode and ctime are
+ * read only when it has no readable record (they identify and date it). */
 static int place_read(int dirfd, const char *name, struct place *p)
 {
 	memset(p, 0, sizeof *p);
@@ -211,26 +231,24 @@ static int place_read(int dirfd, const char *name, struct place *p)
 		return HF_EUNSAFE;
 	if (dfd < 0)
 		return dfd;
-	struct stat st;
-	int rc = hf_sys_fstat(dfd, &st);
-	if (rc < 0)
-		goto out;
-	p->dev = st.st_dev;
-	p->ino = st.st_ino;
-	p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
-	char *buf = NULL;
-	rc = hf_read_file_at(dfd, "owner", 0, OWNER_MAX, &buf, NULL, NULL);
-	if (rc == -ENOENT) {
+	char buf[OWNER_MAX + 1];
+	ssize_t n = read_small(dfd, "owner", buf, sizeof buf);
+	int rc = 0;
+	if (n == -ENOENT)
 		p->kind = REC_EMPTY;
-		rc = 0;
-	} else if (rc == -EFBIG || rc == -ELOOP || rc == -EISDIR) {
+	else if (n == -EFBIG || n == -ELOOP || n == -EISDIR)
 		p->kind = REC_BAD;
-		rc = 0;
-	} else if (rc == 0) {
+	else if (n < 0)
+		rc = (int)n;
+	else
 		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
-		free(buf);
+	if (rc == 0 && p->kind != REC_OK) {
+		struct stat st;
+		rc = hf_sys_fstat(dfd, &st);
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
 	}
-out:
 	hf_sys_close(dfd);
 	return rc;
 }
@@ -866,15 +884,14 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 		goto denied;
 	hf_sys_point("dirlock.acquire.scanned");
 
-	char *back = NULL; /* A6, D2c */
-	size_t backlen = 0;
-	rc = hf_read_file_at(l->pfd, opath, 0, OWNER_MAX, &back, &backlen, NULL);
-	if (rc == 0) {
-		rc = backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
-		free(back);
-	} else if (rc == -ENOENT || rc == -ENOTDIR) {
+	char back[OWNER_MAX + 1]; /* A6, D2c */
+	ssize_t backlen = read_small(l->pfd, opath, back, sizeof back);
+	if (backlen >= 0)
+		rc = (size_t)backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
+	else if (backlen == -ENOENT || backlen == -ENOTDIR || backlen == -EFBIG)
 		rc = RETRY;
-	}
+	else
+		rc = (int)backlen;
 	if (rc != 0)
 		goto denied;
 	hf_sys_point("dirlock.acquire.readback");
