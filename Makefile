@@ -56,6 +56,12 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3
 
+# The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion
+# and fence monotonicity at bound B1, and two weakened variants that must
+# fail. Other bounds: bash model/check.sh b2 h3 ... (see model/README.md).
+model: deps
+	bash model/check.sh test
+
 bench: bench-deps build
 	@bash bench/run.sh $(BUILD)
 

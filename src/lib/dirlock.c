@@ -117,7 +117,6 @@
 #define OWNER_MAX 4096
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
-#define QUICK_RETRIES 4   /* a barrier that is in flight: retry at once      */
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342
@@ -198,8 +197,28 @@ static int record_parse(const char *buf, struct hf_lock_info *ret)
 	return 0;
 }
 
+/* Read a small regular file whole: bytes read (< cap, NUL-terminated), or
+ * -EFBIG when it does not fit, or -errno. One read: a regular file returns
+ * fewer bytes than asked only at its end. */
+static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
+{
+	int fd = hf_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t n = hf_sys_read(fd, buf, cap);
+	hf_sys_close(fd);
+	if (n < 0)
+		return n;
+	if ((size_t)n == cap)
+		return -EFBIG;
+	buf[n] = '\0';
+	return n;
+}
+
 /* Read what is at dirfd/name. 0 and *p (kind REC_NONE when nothing is
- * there); -errno on errors; HF_EUNSAFE when it is not a directory. */
+ * there); -errno on errors; HF_EUNSAFE when it is not a directory. The
+ * directory is opened without following a symlink; its inode and ctime are
+ * read only when it has no readable record (they identify and date it). */
 static int place_read(int dirfd, const char *name, struct place *p)
 {
 	memset(p, 0, sizeof *p);
@@ -212,26 +231,24 @@ static int place_read(int dirfd, const char *name, struct place *p)
 		return HF_EUNSAFE;
 	if (dfd < 0)
 		return dfd;
-	struct stat st;
-	int rc = hf_sys_fstat(dfd, &st);
-	if (rc < 0)
-		goto out;
-	p->dev = st.st_dev;
-	p->ino = st.st_ino;
-	p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
-	char *buf = NULL;
-	rc = hf_read_file_at(dfd, "owner", 0, OWNER_MAX, &buf, NULL, NULL);
-	if (rc == -ENOENT) {
+	char buf[OWNER_MAX + 1];
+	ssize_t n = read_small(dfd, "owner", buf, sizeof buf);
+	int rc = 0;
+	if (n == -ENOENT)
 		p->kind = REC_EMPTY;
-		rc = 0;
-	} else if (rc == -EFBIG || rc == -ELOOP || rc == -EISDIR) {
+	else if (n == -EFBIG || n == -ELOOP || n == -EISDIR)
 		p->kind = REC_BAD;
-		rc = 0;
-	} else if (rc == 0) {
+	else if (n < 0)
+		rc = (int)n;
+	else
 		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
-		free(buf);
+	if (rc == 0 && p->kind != REC_OK) {
+		struct stat st;
+		rc = hf_sys_fstat(dfd, &st);
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
 	}
-out:
 	hf_sys_close(dfd);
 	return rc;
 }
@@ -389,39 +406,60 @@ fail:
 
 /* --- claims ------------------------------------------------------------------ */
 
-static void claim_prefix(char *buf, size_t n)
+/* "c-<ms>-" or, for a claim its owner makes of its own record (release,
+ * withdrawal), "c-<ms>-<token>-": the owner declares it has left (or never
+ * entered) its critical section. */
+static void claim_prefix(char *buf, size_t n, const char *self_token)
 {
-	snprintf(buf, n, CLAIM_PREFIX "%013" PRId64 "-", hf_sys_now_ms());
+	if (self_token)
+		snprintf(buf, n, CLAIM_PREFIX "%013" PRId64 "-%s-", hf_sys_now_ms(), self_token);
+	else
+		snprintf(buf, n, CLAIM_PREFIX "%013" PRId64 "-", hf_sys_now_ms());
 }
 
-/* The time in a claim's name, or -1. */
+/* The time in a claim's name, or -1 when it is not a claim's name. */
 static int64_t claim_time(const char *name)
 {
 	if (strncmp(name, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) != 0)
 		return -1;
+	const char *p = name + strlen(CLAIM_PREFIX);
 	char *end;
-	long long v = strtoll(name + strlen(CLAIM_PREFIX), &end, 10);
-	return *end == '-' && v >= 0 ? (int64_t)v : -1;
+	long long v = strtoll(p, &end, 10);
+	return end != p && *end == '-' && v >= 0 ? (int64_t)v : -1;
+}
+
+/* Does the claim's name declare token as its owner's own (a self-claim)? */
+static bool claim_declares(const char *name, const char *token)
+{
+	const char *p = strchr(name + strlen(CLAIM_PREFIX), '-');
+	size_t n = strlen(token);
+	return p && !strncmp(p + 1, token, n) && p[1 + n] == '-';
 }
 
 /* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. */
-static int claim_take(struct lk *l, int dirfd, const char *name, char *mine, size_t n)
+static int claim_take(struct lk *l, int dirfd, const char *name, const char *self_token,
+		      char *mine, size_t n)
 {
-	char prefix[40];
-	claim_prefix(prefix, sizeof prefix);
+	char prefix[40 + HF_TOKEN_LEN];
+	claim_prefix(prefix, sizeof prefix, self_token);
 	return hf_claim_take(dirfd, name, l->sfd, prefix, mine, n);
 }
 
 static int rm_files_cb(int dirfd, const char *name, void *ctx)
 {
 	(void)ctx;
+	if (strcmp(name, "owner") == 0)
+		return 0;
 	int rc = hf_sys_unlinkat(dirfd, name, 0);
 	return rc == -EISDIR || rc == -EPERM || rc == -ENOENT ? 0 : rc < 0 ? rc : 0;
 }
 
-/* Remove our own verified claim: the record, then the directory (D3). A
- * stalled acquirer's temporary (the named fallback of hf_publish_file_at)
- * may sit in it: files go too, never a subdirectory (never recursive). */
+/* Remove our own verified claim: the record, then the directory (D3). 1
+ * removed; 0 when it stays: a record appeared in it meanwhile (an acquirer
+ * publishing through an fd it opened while the directory was at L: it
+ * cannot enter, its directory is not at L, and it will find its record
+ * here); <0 on errors. Stray temporaries (the named fallback of
+ * hf_publish_file_at) are removed; never a subdirectory (never recursive). */
 static int claim_remove(struct lk *l, const char *mine, const char *role)
 {
 	char p[HF_CLAIM_NAME_MAX + 16], pt[64];
@@ -435,13 +473,21 @@ static int claim_remove(struct lk *l, const char *mine, const char *role)
 	if (rc == -ENOTEMPTY || rc == -EEXIST) {
 		int cfd = hf_sys_openat(l->sfd, mine, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		if (cfd < 0)
-			return cfd;
-		rc = hf_claim_scan(cfd, "", rm_files_cb, NULL);
+			return cfd == -ENOENT ? 0 : cfd;
+		struct stat st;
+		rc = hf_sys_fstatat(cfd, "owner", &st, AT_SYMLINK_NOFOLLOW);
+		if (rc == -ENOENT)
+			rc = hf_claim_scan(cfd, "", rm_files_cb, NULL);
+		else if (rc == 0)
+			rc = 1; /* a record appeared: the claim stays */
 		hf_sys_close(cfd);
-		if (rc == 0)
-			rc = hf_sys_unlinkat(l->sfd, mine, AT_REMOVEDIR);
+		if (rc != 0)
+			return rc > 0 ? 0 : rc;
+		rc = hf_sys_unlinkat(l->sfd, mine, AT_REMOVEDIR);
 	}
-	return rc;
+	if (rc == -ENOENT)
+		return 0; /* stolen from us after the record went (D5) */
+	return rc < 0 ? rc : 1;
 }
 
 /* Put our own claim back at L, or leave it as a barrier (D4). */
@@ -457,12 +503,12 @@ static int claim_putback(struct lk *l, const char *mine, const struct place *fou
  * claim stays under our name (still a claim, judged again later). 1 when
  * removed, 0 when not (gone, or not what was judged), <0 on errors. */
 static int take_verify_remove(struct lk *l, int dirfd, const char *name,
-			      const struct place *judged, const char *role)
+			      const struct place *judged, const char *self_token, const char *role)
 {
 	char mine[HF_CLAIM_NAME_MAX], pt[64];
 	snprintf(pt, sizeof pt, "dirlock.%s.judged", role);
 	hf_sys_point(pt);
-	int rc = claim_take(l, dirfd, name, mine, sizeof mine);
+	int rc = claim_take(l, dirfd, name, self_token, mine, sizeof mine);
 	if (rc == -ENOENT)
 		return 0; /* someone else moved it first */
 	if (rc < 0)
@@ -475,10 +521,8 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 		return rc; /* our claim stays: a barrier, swept when stale */
 	snprintf(pt, sizeof pt, "dirlock.%s.verified", role);
 	hf_sys_point(pt);
-	if (now.kind != REC_NONE && same_as_judged(judged, &now)) {
-		rc = claim_remove(l, mine, role);
-		return rc < 0 ? rc : 1;
-	}
+	if (now.kind != REC_NONE && same_as_judged(judged, &now))
+		return claim_remove(l, mine, role);
 	if (now.kind == REC_NONE)
 		return 0; /* stolen from us meanwhile (D5) */
 	if (dirfd == l->pfd)
@@ -503,27 +547,9 @@ static int list_cb(int dirfd, const char *name, void *ctx)
 	return 0;
 }
 
-/* D8: is there any claim? 0 no, 1 yes, <0 error (denies, C4). */
-static int claims_present(struct lk *l)
-{
-	struct stat st;
-	int rc = hf_sys_fstat(l->sfd, &st);
-	if (rc < 0)
-		return rc;
-	if (l->nlink_counts && st.st_nlink == 2)
-		return 0;
-	struct claim_list *cl = malloc(sizeof *cl);
-	if (!cl)
-		return -ENOMEM;
-	cl->n = 0;
-	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, list_cb, cl);
-	int n = cl->n;
-	free(cl);
-	if (rc < 0)
-		return rc;
-	return n > 0 || rc > 0;
-}
-
+/* The claims beside the lock: none at all in one fstat when the link count
+ * says there is no subdirectory (D8), else readdir. Errors are returned:
+ * a look that could not see every claim denies (C4). */
 static int claims_list(struct lk *l, struct claim_list *cl)
 {
 	cl->n = 0;
@@ -534,49 +560,88 @@ static int claims_list(struct lk *l, struct claim_list *cl)
 	if (l->nlink_counts && st.st_nlink == 2)
 		return 0;
 	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, list_cb, cl);
-	return rc < 0 ? rc : 0;
+	return rc < 0 ? rc : rc > 0 ? -EMFILE : 0; /* too many to see: deny */
 }
 
-/* Sweep: remove every claim whose owner is stale (D5, D6). Returns the
- * number removed; fills *barrier with a live claim's owner when one stays
- * (and *inflight = 1 when every one left is young and alive). */
-static int sweep(struct lk *l, struct hf_lock_info *barrier, int *inflight)
+/* How a claim stands for an acquirer's look (D2b). */
+enum { CLAIM_GONE, CLAIM_HARMLESS, CLAIM_STALE, CLAIM_BARRIER };
+
+/* A claim can hide a holder in its critical section only if it holds a
+ * complete record whose owner is live and did not declare the claim its own
+ * (a holder's record stays in its directory all through its critical
+ * section, and an owner claims its own record only after leaving it or
+ * instead of entering). Unreadable records count as barriers. *p is filled. */
+static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t now)
+{
+	if (place_read(l->sfd, name, p) < 0)
+		return -1;
+	if (p->kind == REC_NONE)
+		return CLAIM_GONE;
+	judge(l, p, claim_time(name), now);
+	p->info.in_claim = 1;
+	if (p->kind == REC_BAD)
+		return p->info.state == HF_LOCK_ABANDONED ? CLAIM_STALE : CLAIM_BARRIER;
+	if (p->kind == REC_EMPTY)
+		return p->info.state == HF_LOCK_ABANDONED ? CLAIM_STALE : CLAIM_HARMLESS;
+	if (reapable(p->info.state))
+		return CLAIM_STALE;
+	if (claim_declares(name, p->info.owner.token))
+		/* a release in flight; left behind when older than the stale window */
+		return now - claim_time(name) > l->stale_ms ? CLAIM_STALE : CLAIM_HARMLESS;
+	return CLAIM_BARRIER;
+}
+
+/* A5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
+ * claim; *barrier filled), <0 error (denies). *stale counts claims to sweep. */
+static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
+{
+	*stale = 0;
+	struct claim_list *cl = malloc(sizeof *cl);
+	if (!cl)
+		return -ENOMEM;
+	int rc = claims_list(l, cl);
+	int64_t now = hf_sys_now_ms();
+	for (int i = 0; rc == 0 && i < cl->n; i++) {
+		struct place p;
+		int v = claim_judge(l, cl->names[i], &p, now);
+		if (v < 0) {
+			rc = -EIO; /* C4: a claim we could not read denies */
+		} else if (v == CLAIM_BARRIER) {
+			if (barrier)
+				*barrier = p.info;
+			rc = HF_EBARRIER;
+		} else if (v == CLAIM_STALE) {
+			(*stale)++;
+		}
+	}
+	free(cl);
+	return rc;
+}
+
+/* Sweep: remove every stale claim (D5, D6): steal it into our own claim,
+ * verify it is what was judged, remove it. Returns the number removed. */
+static int sweep(struct lk *l)
 {
 	struct claim_list *cl = malloc(sizeof *cl);
 	if (!cl)
 		return -ENOMEM;
-	int rc = claims_list(l, cl), removed = 0, live = 0, young = 1;
+	int rc = claims_list(l, cl), removed = 0;
+	int64_t now = hf_sys_now_ms();
 	for (int i = 0; rc >= 0 && i < cl->n; i++) {
 		struct place p;
-		rc = place_read(l->sfd, cl->names[i], &p);
-		if (rc < 0)
-			break;
-		if (p.kind == REC_NONE)
+		if (claim_judge(l, cl->names[i], &p, now) != CLAIM_STALE)
 			continue;
-		int64_t now = hf_sys_now_ms(), t = claim_time(cl->names[i]);
-		judge(l, &p, t, now);
-		if (!reapable(p.info.state)) {
-			p.info.in_claim = 1;
-			if (barrier && (!live || p.kind == REC_OK))
-				*barrier = p.info;
-			if (now - t > 100 || p.kind != REC_OK)
-				young = 0;
-			live++;
-			continue;
-		}
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, "sweep");
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, "sweep");
 		if (rc > 0)
 			removed++;
 	}
 	free(cl);
-	if (inflight)
-		*inflight = live > 0 && young;
 	return rc < 0 ? rc : removed;
 }
 
-/* Find our own record in a claim; steal, verify, remove it (D5). 1 found
- * and removed, 0 not found, <0 error. */
-static int find_own(struct lk *l, const char *token, const char *role)
+/* Find our own record in a claim; steal it into our own claim, verify,
+ * remove (D5). 1 found and removed, 0 not found, <0 error. */
+static int find_own(struct lk *l, const char *token)
 {
 	struct claim_list *cl = malloc(sizeof *cl);
 	if (!cl)
@@ -587,7 +652,7 @@ static int find_own(struct lk *l, const char *token, const char *role)
 		rc = place_read(l->sfd, cl->names[i], &p);
 		if (rc < 0 || p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, role);
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, "find");
 		found = rc > 0;
 	}
 	free(cl);
@@ -603,15 +668,16 @@ static int withdraw(struct lk *l, const char *token, const char *role)
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_OK && !strcmp(p.info.owner.token, token)) {
-		rc = take_verify_remove(l, l->pfd, l->base, &p, role);
+		rc = take_verify_remove(l, l->pfd, l->base, &p, token, role);
 		if (rc != 0)
 			return rc;
 	}
-	return find_own(l, token, role);
+	return find_own(l, token);
 }
 
-/* An attempt that published nothing: the directory it opened (lfd pins it)
- * goes only if it is at L with no record, and only from our own claim. */
+/* An attempt that published nothing: the directory it opened (lfd pins it,
+ * so its inode number cannot be reused) goes only if it is at L with no
+ * record, and only from our own claim. */
 static void withdraw_unpublished(struct lk *l, int lfd)
 {
 	struct stat st;
@@ -622,7 +688,7 @@ static void withdraw_unpublished(struct lk *l, int lfd)
 	if (place_read(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
 	    !same_as_judged(&judged, &p))
 		return;
-	take_verify_remove(l, l->pfd, l->base, &judged, "withdraw");
+	take_verify_remove(l, l->pfd, l->base, &judged, NULL, "withdraw");
 }
 
 /* --- fences (D7) -------------------------------------------------------------- */
@@ -638,6 +704,8 @@ static int fence_read(int fd, struct fence_line *fl)
 	ssize_t n = hf_sys_pread(fd, buf, sizeof buf - 1, 0);
 	if (n < 0)
 		return (int)n;
+	if (n == 0)
+		return -ENODATA; /* a new counter */
 	buf[n] = '\0';
 	unsigned long long f, r;
 	char boot[64];
@@ -650,14 +718,18 @@ static int fence_read(int fd, struct fence_line *fl)
 	return 0;
 }
 
-static int reserve_read(struct lk *l, uint64_t *ret)
+/* The durable reservation; 0 when there is none and the counter is new
+ * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
+static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret)
 {
 	char *buf;
 	int rc = hf_read_file_at(l->sfd, RESERVE_FILE, 0, 64, &buf, NULL, NULL);
-	if (rc == -ENOENT) {
+	if (rc == -ENOENT && missing_ok) {
 		*ret = 0;
 		return 0;
 	}
+	if (rc == -ENOENT)
+		return HF_EUNREADABLE;
 	if (rc < 0)
 		return rc;
 	char *end;
@@ -682,11 +754,12 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f)
 	struct fence_line fl;
 	const char *boot = hf_boot_id();
 	rc = fence_read(fd, &fl);
-	if (rc < 0 && rc != HF_EUNREADABLE)
+	if (rc < 0 && rc != HF_EUNREADABLE && rc != -ENODATA)
 		goto unlock;
-	if (rc == HF_EUNREADABLE || strcmp(fl.boot, boot) != 0) {
-		/* new file, or a new boot: unsynced counts may be lost (D7) */
-		rc = reserve_read(l, &fl.reserve);
+	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
+		/* new, unreadable, or from another boot (unsynced counts may be
+		 * lost): restart from the durable reservation (D7) */
+		rc = reserve_read(l, rc == -ENODATA, &fl.reserve);
 		if (rc < 0)
 			goto unlock;
 		fl.fence = fl.reserve;
@@ -756,7 +829,7 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 		holder_from(holder, &p);
 		return p.kind == REC_BAD ? HF_EUNREADABLE : HF_EHELD;
 	}
-	rc = take_verify_remove(l, l->pfd, l->base, &p, "reap");
+	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, "reap");
 	return rc < 0 ? rc : RETRY;
 }
 
@@ -792,33 +865,33 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 		goto unpublished;
 	}
 	size_t reclen = strlen(rec);
-	rc = hf_publish_file_at(lfd, "owner", rec, reclen, 0600, false); /* A4, D1 */
-	if (rc == -EEXIST || rc == -ENOENT) {
-		rc = RETRY; /* another's record is in it, or it was removed */
+	char opath[NAME_MAX + 8];
+	snprintf(opath, sizeof opath, "%s/owner", l->base);
+	/* A4, D1: by path, so a record only ever appears in the directory at
+	 * L, never in one that was moved into a claim meanwhile */
+	rc = hf_publish_file_at(l->pfd, opath, rec, reclen, 0600, false);
+	if (rc == -EEXIST || rc == -ENOENT || rc == -ENOTDIR) {
+		rc = RETRY; /* another's record is there, or L is gone */
 		goto out;
 	}
 	if (rc < 0)
 		goto unpublished;
 	hf_sys_point("dirlock.acquire.published");
 
-	rc = claims_present(l); /* A5, D2b, D8 */
-	if (rc != 0) {
-		if (rc > 0)
-			rc = HF_EBARRIER;
+	int stale = 0;
+	rc = claims_check(l, holder, &stale); /* A5, D2b, D8 */
+	if (rc != 0)
 		goto denied;
-	}
 	hf_sys_point("dirlock.acquire.scanned");
 
-	char path[NAME_MAX + 8], *back = NULL; /* A6, D2c */
-	size_t backlen = 0;
-	snprintf(path, sizeof path, "%s/owner", l->base);
-	rc = hf_read_file_at(l->pfd, path, 0, OWNER_MAX, &back, &backlen, NULL);
-	if (rc == 0) {
-		rc = backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
-		free(back);
-	} else if (rc == -ENOENT || rc == -ENOTDIR) {
+	char back[OWNER_MAX + 1]; /* A6, D2c */
+	ssize_t backlen = read_small(l->pfd, opath, back, sizeof back);
+	if (backlen >= 0)
+		rc = (size_t)backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
+	else if (backlen == -ENOENT || backlen == -ENOTDIR || backlen == -EFBIG)
 		rc = RETRY;
-	}
+	else
+		rc = (int)backlen;
 	if (rc != 0)
 		goto denied;
 	hf_sys_point("dirlock.acquire.readback");
@@ -836,6 +909,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
 	ret->state = HF_LOCK_HELD;
 	rc = 0;
+	if (stale > 0)
+		sweep(l); /* left-overs of crashes: tidy up, as the holder */
 	goto out;
 
 denied:
@@ -867,7 +942,7 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	hf_wait_init(&w, l.parent, l.base, o->wait_ms);
 	struct hf_lock_info holder, got;
 	memset(&holder, 0, sizeof holder);
-	int quick = 0, retries = 0;
+	int retries = 0;
 	for (;;) {
 		rc = attempt(&l, o, &got, &holder);
 		if (rc == 0)
@@ -878,14 +953,13 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 			rc = HF_EHELD; /* try once, but the lock kept changing hands */
 		}
 		if (rc == HF_EBARRIER) {
-			int inflight = 0;
-			int n = sweep(&l, &holder, &inflight);
+			int n = sweep(&l);
 			if (n < 0) {
 				rc = n;
 				break;
 			}
-			if (n > 0 || (inflight && quick++ < QUICK_RETRIES))
-				continue; /* swept, or a release about to finish */
+			if (n > 0)
+				continue;
 		} else if (rc != HF_EHELD && rc != HF_EUNREADABLE) {
 			break; /* a system error */
 		}
@@ -900,7 +974,6 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 			rc = wrc;
 			break;
 		}
-		quick = 0;
 	}
 	hf_wait_done(&w);
 	lk_close(&l);

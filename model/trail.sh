@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# model/trail.sh DIR - replay the trail SPIN left in DIR (made by
+# `model/check.sh -k ...`) as a story, with process names: A0, A1, ... are
+# acquirer/holders, R0, R1, ... reapers/sweepers; tok 1 is the dead owner
+# the lock starts with; claimN is a claim name (self-claims of attempt t are
+# claim 2(t-2) and 2(t-2)+1, the reapers' come after).
+set -u
+cd "$1" || exit 1
+na=$(grep -oP '(?<=-DNA=)\d+' flags 2>/dev/null || echo 2)
+# shellcheck disable=SC2046
+spin -t $(cat flags) dirlock.pml 2>&1 | grep -E "MSC:|assertion violated" | sed 's/^ *//' |
+	awk -v na="$na" '{
+		line = $0
+		out = ""
+		while (match(line, /P[0-9]+/)) {
+			p = substr(line, RSTART + 1, RLENGTH - 1) + 0
+			nm = (p <= na) ? ("A" (p - 1)) : ("R" (p - na - 1))
+			out = out substr(line, 1, RSTART - 1) nm
+			line = substr(line, RSTART + RLENGTH)
+		}
+		print out line
+	}' | sed 's/MSC: //' | nl

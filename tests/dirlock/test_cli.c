@@ -1,0 +1,264 @@
+/* `holdfast lock acquire|release|status` driven from outside, through the
+ * binary, as a user would: output, messages naming path and holder, exit
+ * codes of the contract. */
+#include "dl.h"
+#include "hft.h"
+#include "internal.h"
+
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *dir, *lock;
+
+static void setup(void)
+{
+	dir = hft_tmpdir();
+	lock = dl_path(dir, "L");
+}
+
+static void teardown(void)
+{
+	hft_rmtree(dir);
+	free(dir);
+	free(lock);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
+
+/* acquire, parse "TOKEN FENCE" */
+static void acquire(char *token, uint64_t *fence, const char *extra)
+{
+	char *out, *err;
+	const char *argv[] = { "holdfast", "lock", "acquire", lock, extra, NULL };
+	int st = hft_cli(&out, &err, argv);
+	cr_assert_eq(st, 0, "exit %d: %s", st, err);
+	unsigned long long f;
+	char tok[64];
+	cr_assert_eq(sscanf(out, "%63s %llu", tok, &f), 2, "stdout '%s'", out);
+	cr_assert_eq(strlen(tok), HF_TOKEN_LEN);
+	strcpy(token, tok);
+	*fence = f;
+	free(out);
+	free(err);
+}
+
+static int release(const char *token, char **err)
+{
+	const char *argv[] = { "holdfast", "lock", "release", lock, "--token", token, NULL };
+	return hft_cli(NULL, err, argv);
+}
+
+Test(cli, acquire_prints_token_and_fence_release_frees)
+{
+	char t1[64], t2[64];
+	uint64_t f1, f2;
+	acquire(t1, &f1, NULL);
+	cr_assert_eq(f1, 1);
+	char *p = dl_path(lock, "owner"), *rec = hft_slurp(p);
+	cr_assert_not_null(strstr(rec, t1), "the record carries the token");
+	char mine[32];
+	snprintf(mine, sizeof mine, "\"pid\":%d,", (int)getpid());
+	cr_assert_not_null(strstr(rec, mine), "held for the caller (holdfast's parent): %s", rec);
+	cr_assert_eq(release(t1, NULL), 0);
+	cr_assert(!hft_exists(lock));
+	acquire(t2, &f2, NULL);
+	cr_assert_gt(f2, f1);
+	cr_assert_eq(release(t2, NULL), 0);
+	free(p);
+	free(rec);
+}
+
+Test(cli, conflict_exit_1_names_holder_path_host_age)
+{
+	char t[64];
+	uint64_t f;
+	acquire(t, &f, NULL);
+	char *out, *err;
+	const char *argv[] = { "holdfast", "lock", "acquire", "-n", lock, NULL };
+	cr_assert_eq(hft_cli(&out, &err, argv), 1);
+	char pid[32];
+	snprintf(pid, sizeof pid, "pid %d", (int)getpid());
+	cr_assert_not_null(strstr(err, lock), "%s", err);
+	cr_assert_not_null(strstr(err, pid), "%s", err);
+	cr_assert_not_null(strstr(err, hf_host_name()), "%s", err);
+	cr_assert_not_null(strstr(err, " old"), "%s", err);
+	cr_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	const char *w[] = { "holdfast", "lock", "acquire", "-w", "0.1", lock, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, w), 1);
+	cr_assert_not_null(strstr(err, "timed out"), "%s", err);
+	free(err);
+	cr_assert_eq(release(t, NULL), 0);
+}
+
+Test(cli, json_gives_the_record)
+{
+	char *out, *err;
+	const char *argv[] = { "holdfast", "lock", "acquire", "--json", lock, NULL };
+	cr_assert_eq(hft_cli(&out, &err, argv), 0, "%s", err);
+	json_error_t e;
+	json_t *j = json_loads(out, 0, &e);
+	cr_assert_not_null(j, "one JSON object: %s", out);
+	static const char *fields[] = { "token", "pid", "pid_start", "boot_id", "host",
+					"acquired", "fence" };
+	for (size_t i = 0; i < HF_ARRAY_SIZE(fields); i++)
+		cr_assert_not_null(json_object_get(j, fields[i]), "field %s", fields[i]);
+	cr_assert_eq(json_integer_value(json_object_get(j, "pid")), getpid());
+	const char *tok = json_string_value(json_object_get(j, "token"));
+	char *s;
+	const char *st[] = { "holdfast", "lock", "status", "--json", lock, NULL };
+	cr_assert_eq(hft_cli(&s, NULL, st), 0);
+	json_t *k = json_loads(s, 0, &e);
+	cr_assert_not_null(k, "%s", s);
+	cr_assert_str_eq(json_string_value(json_object_get(k, "state")), "held");
+	cr_assert_str_eq(json_string_value(json_object_get(k, "token")), tok);
+	cr_assert_eq(json_integer_value(json_object_get(k, "fence")),
+		     json_integer_value(json_object_get(j, "fence")));
+	cr_assert_eq(release(tok, NULL), 0);
+	json_decref(j);
+	json_decref(k);
+	free(out);
+	free(err);
+	free(s);
+}
+
+Test(cli, release_exit_codes)
+{
+	char t[64];
+	uint64_t f;
+	acquire(t, &f, NULL);
+	char *err;
+	cr_assert_eq(release("0123456789abcdef0123456789abcdef", &err), 1,
+		     "another token holds it");
+	cr_assert_not_null(strstr(err, lock), "%s", err);
+	cr_assert_not_null(strstr(err, "held by another owner"), "%s", err);
+	free(err);
+	cr_assert_eq(release(t, NULL), 0);
+	cr_assert_eq(release(t, &err), 69, "not held");
+	cr_assert_not_null(strstr(err, "not held"), "%s", err);
+	free(err);
+}
+
+Test(cli, status_lines)
+{
+	char *out;
+	const char *st[] = { "holdfast", "lock", "status", lock, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, st), 0);
+	cr_assert_str_eq(out, "free\n");
+	free(out);
+	char t[64];
+	uint64_t f;
+	acquire(t, &f, NULL);
+	cr_assert_eq(hft_cli(&out, NULL, st), 0);
+	char pid[32];
+	snprintf(pid, sizeof pid, "held: pid %d on ", (int)getpid());
+	cr_assert_eq(strncmp(out, pid, strlen(pid)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "fence 1"), "%s", out);
+	free(out);
+	cr_assert_eq(release(t, NULL), 0);
+}
+
+/* --pid: the lock lives with that process; when it dies, the next
+ * acquirer takes over at once with a greater fence. */
+Test(cli, pid_option_and_dead_owner_recovery)
+{
+	pid_t life = dl_life();
+	char arg[32], t[64], t2[64];
+	snprintf(arg, sizeof arg, "--pid=%d", (int)life);
+	uint64_t f, f2;
+	acquire(t, &f, arg);
+	char *out;
+	const char *st[] = { "holdfast", "lock", "status", lock, NULL };
+	dl_kill(life);
+	cr_assert_eq(hft_cli(&out, NULL, st), 0);
+	cr_assert_eq(strncmp(out, "stale (owner dead)", 18), 0, "%s", out);
+	free(out);
+	acquire(t2, &f2, "-n");
+	cr_assert_gt(f2, f);
+	cr_assert_eq(release(t2, NULL), 0);
+	char *err;
+	const char *bad[] = { "holdfast", "lock", "acquire", lock, arg, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, bad), 64, "no such process");
+	cr_assert_not_null(strstr(err, "no process"), "%s", err);
+	free(err);
+}
+
+Test(cli, usage_errors_exit_64)
+{
+	const char *cases[][8] = {
+		{ "holdfast", "lock", "acquire", NULL },
+		{ "holdfast", "lock", "acquire", "-n", "-w", "3", "X", NULL },
+		{ "holdfast", "lock", "acquire", "-w", "soon", "X", NULL },
+		{ "holdfast", "lock", "acquire", "--stale", "0", "X", NULL },
+		{ "holdfast", "lock", "acquire", "--bogus", "X", NULL },
+		{ "holdfast", "lock", "acquire", "A", "B", NULL },
+		{ "holdfast", "lock", "release", "X", NULL },
+		{ "holdfast", "lock", "frobnicate", "X", NULL },
+		{ "holdfast", "lock", "acquire", "--pid", "0", "X", NULL },
+	};
+	for (size_t i = 0; i < HF_ARRAY_SIZE(cases); i++) {
+		char *err;
+		cr_assert_eq(hft_cli(NULL, &err, cases[i]), 64, "case %zu", i);
+		cr_assert_neq(strlen(err), 0, "case %zu explains itself", i);
+		free(err);
+	}
+	char *reserved = dl_path(dir, "X.holdfast"), *err;
+	const char *r[] = { "holdfast", "lock", "acquire", reserved, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, r), 64);
+	cr_assert_not_null(strstr(err, "reserved"), "%s", err);
+	free(err);
+	free(reserved);
+}
+
+Test(cli, help_is_true)
+{
+	char *out;
+	const char *h[] = { "holdfast", "lock", "--help", NULL };
+	cr_assert_eq(hft_cli(&out, NULL, h), 0);
+	cr_assert_not_null(strstr(out, "lock acquire PATH"));
+	cr_assert_not_null(strstr(out, "--max-hold"));
+	cr_assert_not_null(strstr(out, "default 60s"));
+	cr_assert_not_null(strstr(out, "default 10m"));
+	free(out);
+	const char *h2[] = { "holdfast", "lock", "acquire", "--help", NULL };
+	cr_assert_eq(hft_cli(&out, NULL, h2), 0);
+	cr_assert_not_null(strstr(out, "--token"));
+	free(out);
+}
+
+/* A state directory writable by others (or another user's) is refused. */
+Test(cli, unsafe_state_directory_exit_77)
+{
+	char *s = dl_path(dir, "L.holdfast"), *err;
+	cr_assert_eq(mkdir(s, 0700), 0);
+	cr_assert_eq(chmod(s, 0777), 0);
+	const char *a[] = { "holdfast", "lock", "acquire", "-n", lock, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, a), 77);
+	cr_assert_not_null(strstr(err, "L.holdfast"), "%s", err);
+	cr_assert(!hft_exists(lock));
+	free(err);
+	free(s);
+}
+
+/* An unreadable owner record within the stale window: 65, nothing changed. */
+Test(cli, unreadable_record_exit_65)
+{
+	cr_assert_eq(mkdir(lock, 0700), 0);
+	char *p = dl_path(lock, "owner"), *err;
+	hft_write(p, "not json");
+	const char *a[] = { "holdfast", "lock", "acquire", "-n", lock, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, a), 65);
+	cr_assert_not_null(strstr(err, "unreadable"), "%s", err);
+	char *c = hft_slurp(p);
+	cr_assert_str_eq(c, "not json");
+	free(c);
+	free(err);
+	free(p);
+}

@@ -1,0 +1,203 @@
+/* Stress with an overlap detector: 8 processes x thousands of acquisitions,
+ * then the same under a storm of SIGKILLs aimed at holders and acquirers
+ * alike. Never two live holders, fences strictly increasing, and the lock
+ * always comes back. No sleeps: the storm is paced by the acquisitions it
+ * watches in shared memory.
+ *
+ * HF_STRESS_SCALE=PERCENT scales the work (the ASan build uses 25 % by
+ * default: it is several times slower). */
+#include "dl.h"
+#include "hft.h"
+#include "internal.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WORKERS 8
+
+struct shared {
+	int inside;              /* holders in their critical section       */
+	int64_t holder;          /* pid of the last holder to enter         */
+	uint64_t holder_start;
+	uint64_t last_fence;
+	long acquisitions;
+	long overlaps;           /* entered beside a live holder            */
+	long fence_bad;          /* a fence not above the previous one      */
+	long errors;
+};
+
+static char *dir, *lock;
+static struct shared *sh;
+
+static void setup(void)
+{
+	dir = hft_tmpdir();
+	lock = dl_path(dir, "L");
+	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(sh, MAP_FAILED);
+	memset(sh, 0, sizeof *sh);
+}
+
+static void teardown(void)
+{
+	munmap(sh, sizeof *sh);
+	hft_rmtree(dir);
+	free(dir);
+	free(lock);
+}
+
+TestSuite(stress, .init = setup, .fini = teardown, .timeout = 240);
+
+static int scaled(int n)
+{
+	const char *s = getenv("HF_STRESS_SCALE");
+	int pct = s ? atoi(s) : 100;
+#if defined(__SANITIZE_ADDRESS__)
+	if (!s)
+		pct = 25;
+#endif
+	int v = n * pct / 100;
+	return v > 10 ? v : 10;
+}
+
+static bool alive(int64_t pid, uint64_t start)
+{
+	uint64_t now;
+	return pid > 0 && hf_pid_start((pid_t)pid, &now) == 0 && now == start;
+}
+
+static void enter(uint64_t fence, uint64_t my_start)
+{
+	if (__atomic_fetch_add(&sh->inside, 1, __ATOMIC_SEQ_CST) != 0 ||
+	    (sh->holder && sh->holder != getpid() && alive(sh->holder, sh->holder_start)))
+		__atomic_fetch_add(&sh->overlaps, 1, __ATOMIC_SEQ_CST);
+	if (fence <= sh->last_fence)
+		__atomic_fetch_add(&sh->fence_bad, 1, __ATOMIC_SEQ_CST);
+	sh->last_fence = fence;
+	sh->holder_start = my_start;
+	sh->holder = getpid();
+	__atomic_fetch_add(&sh->acquisitions, 1, __ATOMIC_SEQ_CST);
+}
+
+static void leave(void)
+{
+	sh->holder = 0;
+	__atomic_fetch_sub(&sh->inside, 1, __ATOMIC_SEQ_CST);
+}
+
+/* n acquisitions (n < 0: until killed) */
+static void worker(int n, int64_t stale_ms)
+{
+	dl_orphan_guard();
+	uint64_t start = 0;
+	hf_pid_start(getpid(), &start);
+	for (int i = 0; n < 0 || i < n; i++) {
+		struct hf_lock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms };
+		struct hf_lock_info got, h;
+		int rc = hf_lock_acquire(&o, &got, &h);
+		if (rc != 0) {
+			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		/* a killed holder leaves "inside" raised: the next holder may
+		 * only enter once it is dead, so reset it under the lock */
+		if (sh->holder && !alive(sh->holder, sh->holder_start) && sh->inside > 0)
+			__atomic_store_n(&sh->inside, 0, __ATOMIC_SEQ_CST);
+		enter(got.fence, start);
+		leave();
+		if (hf_lock_release(lock, got.owner.token, &h) != 0)
+			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
+	}
+	_exit(0);
+}
+
+static pid_t spawn(int n, int64_t stale_ms)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0)
+		worker(n, stale_ms);
+	return p;
+}
+
+Test(stress, eight_processes_no_overlap)
+{
+	int n = scaled(1500);
+	pid_t w[WORKERS];
+	int64_t t0 = hf_sys_mono_ns();
+	for (int i = 0; i < WORKERS; i++)
+		w[i] = spawn(n, 0);
+	for (int i = 0; i < WORKERS; i++) {
+		int st;
+		cr_assert_eq(waitpid(w[i], &st, 0), w[i]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	double s = (hf_sys_mono_ns() - t0) / 1e9;
+	cr_log_info("%d x %d acquisitions in %.2f s (%.0f/s)", WORKERS, n, s, WORKERS * n / s);
+	cr_assert_eq(sh->acquisitions, (long)WORKERS * n);
+	cr_assert_eq(sh->overlaps, 0);
+	cr_assert_eq(sh->fence_bad, 0);
+	cr_assert_eq(sh->errors, 0);
+	cr_assert_eq(sh->last_fence, (uint64_t)WORKERS * n, "no fence wasted under contention");
+	cr_assert(!hft_exists(lock));
+	cr_assert_eq(dl_claims(lock), 0);
+}
+
+static unsigned rnd(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return (*s >> 16) & 0x7fff;
+}
+
+/* SIGKILLs at random moments (paced by progress, not by time): holders in
+ * their critical section, acquirers between any two system calls, releasers
+ * with their directory in a claim. Record-less leftovers are reaped after a
+ * 200 ms stale window; dead owners at once. */
+Test(stress, kill_storm_no_overlap_and_recovery)
+{
+	const int64_t stale = 200;
+	int kills = scaled(400);
+	unsigned seed = (unsigned)getpid();
+	pid_t w[WORKERS];
+	for (int i = 0; i < WORKERS; i++)
+		w[i] = spawn(-1, stale);
+	int64_t t0 = hf_sys_mono_ns();
+	for (int k = 0; k < kills; k++) {
+		long target = __atomic_load_n(&sh->acquisitions, __ATOMIC_SEQ_CST) + rnd(&seed) % 3;
+		int64_t until = hf_sys_mono_ns() + 2000000000LL; /* progress or 2 s */
+		while (__atomic_load_n(&sh->acquisitions, __ATOMIC_SEQ_CST) < target &&
+		       hf_sys_mono_ns() < until)
+			sched_yield();
+		for (unsigned spin = rnd(&seed) % 2000; spin > 0; spin--)
+			__asm__ volatile("" ::: "memory"); /* a random point in between */
+		int i = (int)(rnd(&seed) % WORKERS);
+		dl_kill(w[i]);
+		w[i] = spawn(-1, stale);
+	}
+	long during = sh->acquisitions;
+	for (int i = 0; i < WORKERS; i++)
+		dl_kill(w[i]);
+	double s = (hf_sys_mono_ns() - t0) / 1e9;
+	cr_log_info("%d kills, %ld acquisitions in %.2f s", kills, during, s);
+	cr_assert_eq(sh->overlaps, 0, "two live holders");
+	cr_assert_eq(sh->fence_bad, 0);
+	cr_assert_gt(during, kills / 2, "the lock kept changing hands during the storm");
+
+	/* the lock always comes back */
+	struct hf_lock_opts o = { .path = lock, .wait_ms = 10000, .stale_ms = stale };
+	struct hf_lock_info got, h;
+	int rc = hf_lock_acquire(&o, &got, &h);
+	cr_assert_eq(rc, 0, "after the storm: %s", hf_strerror(rc));
+	cr_assert_gt(got.fence, sh->last_fence);
+	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+}
