@@ -54,7 +54,7 @@ test-release: build
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3
+	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model
 
 # The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion
 # and fence monotonicity at bound B1, and two weakened variants that must
