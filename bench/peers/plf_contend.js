@@ -13,10 +13,18 @@ const lockfile = require('proper-lockfile');
 
 const [, , file, dir, staleMs] = process.argv;
 const fifo = (name) => path.join(dir, name);
-const readByte = (name) => {
+const readByte = (name) => { // blocks the whole process: before the race only
   const fd = fs.openSync(fifo(name), 'r');
-  fs.readSync(fd, Buffer.alloc(1), 0, 1, null); // blocks: the driver's byte
+  fs.readSync(fd, Buffer.alloc(1), 0, 1, null);
   fs.closeSync(fd);
+};
+// A holder waits for its byte off the event loop (libuv's thread pool), so
+// proper-lockfile's timer keeps refreshing the lock's mtime as it would in a
+// real holder.
+const readByteAsync = async (name) => {
+  const fh = await fs.promises.open(fifo(name), 'r');
+  await fh.read(Buffer.alloc(1), 0, 1, null);
+  await fh.close();
 };
 
 fs.appendFileSync(fifo('ready'), 'x');
@@ -30,9 +38,10 @@ lockfile.lock(file, {
 }).then((release) => {
   fs.appendFileSync(fifo('log'), `enter ${process.pid}\n`);
   fs.appendFileSync(fifo('tried'), 'x');
-  readByte('leave');
-  fs.appendFileSync(fifo('log'), `exit ${process.pid}\n`);
-  return release().catch(() => {}).then(() => process.exit(0));
+  return readByteAsync('leave').then(() => {
+    fs.appendFileSync(fifo('log'), `exit ${process.pid}\n`);
+    return release().catch(() => {});
+  }).then(() => process.exit(0));
 }, (e) => {
   if (e.code !== 'ELOCKED')
     console.error(`plf_contend ${process.pid}: ${file}: ${e.code || e.message}`);

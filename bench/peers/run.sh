@@ -12,7 +12,10 @@
 #   1. stale-lock steal race: a stale lock is in place (backdated beyond each
 #      tool's stale window, or naming an owner that exited); K contenders are
 #      released together by a FIFO barrier (no sleeps) and each tries once.
-#      Every holder keeps the lock until every contender has tried.
+#      Every holder keeps the lock until every contender has tried; the time
+#      from "go" to the last try is reported, and must stay well under the
+#      stale windows (1-2 s) for a count to mean a race rather than a held
+#      lock that aged past the window.
 #   2. killed wrapper: the wrapper is SIGKILLed while its command runs, then a
 #      second wrapper tries once (bench/run/killed_wrapper.sh, run as is for
 #      holdfast run and dotlockfile, and behind flock_as_run.sh for flock(1)):
@@ -57,8 +60,8 @@ trap 'exit 130' INT TERM
 have() { command -v "$1" >/dev/null 2>&1; }
 wanted() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; } # WORD LIST
 version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo '?'; }
-results=$work/results # scenario TAB tool TAB max holders TAB aux (per round)
-record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
+results=$work/results # scenario TAB tool TAB max holders TAB aux [TAB spread ms] (per round)
+record() { local IFS=$'\t'; echo "$*" >>"$results"; }
 ago() { echo "@$(($(date +%s) - $1))"; } # touch -d argument: $1 s ago
 
 # Max simultaneous believers and number of "enter" lines of a log.
@@ -165,8 +168,8 @@ contender() { # TOOL PATH I DIR
 	exit 0
 }
 
-race_round() { # TOOL PATH: prints "max takers"
-	local tool=$1 path=$2 dir=$work/round i readyfd gofd triedfd leavefd
+race_round() { # TOOL PATH: prints "max takers spread_ms" (spread: go to the last try)
+	local tool=$1 path=$2 dir=$work/round i readyfd gofd triedfd leavefd t0 t1
 	rm -rf "$dir"
 	mkdir "$dir"
 	: >"$dir/log"
@@ -184,13 +187,15 @@ race_round() { # TOOL PATH: prints "max takers"
 	done
 	read -r -t 60 -N "$K" -u "$readyfd" _ ||
 		echo "race $tool: not all $K contenders were ready within 60 s" >>"$work/errors"
+	t0=$EPOCHREALTIME
 	printf '%*s' "$K" '' | tr ' ' '\n' >&"$gofd"
 	read -r -t 60 -N "$K" -u "$triedfd" _ ||
 		echo "race $tool: not all $K contenders tried within 60 s" >>"$work/errors"
+	t1=$EPOCHREALTIME
 	printf '%*s' "$K" '' | tr ' ' '\n' >&"$leavefd"
 	wait "${pids[@]}"
 	exec {readyfd}>&- {gofd}>&- {triedfd}>&- {leavefd}>&-
-	overlap "$dir/log"
+	echo "$(overlap "$dir/log") $(((${t1//[.,]/} - ${t0//[.,]/}) / 1000))"
 }
 
 declare -A label=(
@@ -209,7 +214,7 @@ declare -A short=([plf]=proper-lockfile [lfprogs]=lockfile-progs [dotlock]=dotlo
 	[hfsession]="holdfast session")
 
 scenario1() {
-	local t r m n path left maxes rounds tools=()
+	local t r m n spread path left maxes rounds tools=()
 	sh -c 'exit 0' &
 	dead_pid=$!
 	wait "$dead_pid"
@@ -246,8 +251,8 @@ scenario1() {
 			*) path=$work/s1/$t ;;
 			esac
 			"stale_$t" "$path" 2>>"$work/errors" || echo "setup $t round $r failed" >>"$work/errors"
-			read -r m n < <(race_round "$t" "$path")
-			record 1 "$t" "$m" "$n"
+			read -r m n spread < <(race_round "$t" "$path")
+			record 1 "$t" "$m" "$n" "$spread"
 			maxes+=("$m/$n")
 		done
 		printf '   %-72s %s\n' "${label[$t]}:" "${maxes[*]}"
@@ -354,11 +359,11 @@ summary() {
 			$1 == s && $2 == t {
 				n++; if ($3 >= 2) multi++; if ($3 > max) max = $3
 				if (n == 1 || $4 < amin) amin = $4; if ($4 > amax) amax = $4
-				if ($4 == 0) zero++
+				if ($4 == 0) zero++; if ($5 > spread) spread = $5
 			}
 			END {
-				if (s == 1) note = sprintf("took it per round %d-%d%s", amin, amax,
-					zero ? sprintf(", none in %d rounds", zero) : "")
+				if (s == 1) note = sprintf("took it per round: %d-%d%s; tries within %d ms of go",
+					amin, amax, zero ? sprintf(", none in %d rounds", zero) : "", spread)
 				else if (s == 2) note = sprintf("2nd try after CMD ended got it %d/%d", zero, n)
 				else note = sprintf("C got it %d/%d", zero, n)
 				printf "   %-17s %-23s %6d %10d %5d  %s\n", sn, name, n, multi, max, note
