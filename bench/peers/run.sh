@@ -24,18 +24,20 @@
 #      as its last act and exits; B gets the lock on the unlinked inode, then
 #      a new C tries L once. holdfast run beside it, with the same script.
 #
-# Environment: ROUNDS (30), PLF_ROUNDS (10: proper-lockfile's rounds, each
-# starts K node processes), K (16 contenders), HFBENCH (/tmp/hfbench:
-# proper-lockfile 4.1.2 is installed there with npm when missing), SCENARIOS
-# ("1 2 3"), TOOLS (scenario 1's rows, default all: plf lfprogs dotlock
-# dotlockp hfdead hfleaked hfnorecord hfsession).
+# Environment: RACE_ROUNDS (100: scenario 1's rows, whose races are rare for
+# some tools), PLF_ROUNDS (10: proper-lockfile's, each round starts K node
+# processes), ROUNDS (30: scenarios 2 and 3), K (16 contenders), HFBENCH
+# (/tmp/hfbench: proper-lockfile 4.1.2 is installed there with npm when
+# missing), SCENARIOS ("1 2 3"), TOOLS (scenario 1's rows, default all: plf
+# lfprogs dotlock dotlockp hfdead hfleaked hfnorecord hfsession).
 set -u
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 HF=$build/holdfast
 KILLED_WRAPPER=$here/../run/killed_wrapper.sh
+RACE_ROUNDS=${RACE_ROUNDS:-100}
+PLF_ROUNDS=${PLF_ROUNDS:-10}
 ROUNDS=${ROUNDS:-30}
-PLF_ROUNDS=${PLF_ROUNDS:-10} # each of its rounds starts K node processes
 K=${K:-16}
 HFBENCH=${HFBENCH:-/tmp/hfbench}
 SCENARIOS=${SCENARIOS:-1 2 3}
@@ -64,13 +66,18 @@ results=$work/results # scenario TAB tool TAB max holders TAB aux [TAB spread ms
 record() { local IFS=$'\t'; echo "$*" >>"$results"; }
 ago() { echo "@$(($(date +%s) - $1))"; } # touch -d argument: $1 s ago
 
+# "1 holder in R rounds, 2 holders in R2 rounds, ..." for per-round maxima.
+histogram() {
+	printf '%s\n' "$@" | sort -n | uniq -c | awk '{ printf "%s%d holder%s in %d round%s", (NR > 1 ? ", " : ""), $2, ($2 == 1 ? "" : "s"), $1, ($1 == 1 ? "" : "s") }'
+}
+
 # Max simultaneous believers and number of "enter" lines of a log.
 overlap() {
 	awk '$1 == "enter" { n++; t++; if (n > m) m = n } $1 == "exit" { n-- }
 	     END { print m + 0, t + 0 }' "$1"
 }
 
-echo "# peers: $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); rounds $ROUNDS (proper-lockfile $PLF_ROUNDS), K $K"
+echo "# peers: $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); K $K; rounds: race $RACE_ROUNDS (proper-lockfile $PLF_ROUNDS), others $ROUNDS"
 echo "# util-linux $(version util-linux), liblockfile-bin $(version liblockfile-bin), lockfile-progs $(version lockfile-progs)"
 
 # --- proper-lockfile ----------------------------------------------------------
@@ -223,7 +230,7 @@ scenario1() {
 	sleep 600 &
 	local live_owner=$!
 	owners+=("$live_owner")
-	for ((r = 1; r <= ROUNDS; r++)); do
+	for ((r = 1; r <= RACE_ROUNDS; r++)); do
 		"$HF" lock acquire "$work/s1/hfleaked.$r" -n --pid "$live_owner" --max-hold 1s >/dev/null ||
 			echo "setup: acquire hfleaked.$r failed" >>"$work/errors"
 		mkdir "$work/s1/hfnorecord.$r"
@@ -243,7 +250,7 @@ scenario1() {
 			[ "$left" -gt 0 ] && sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
 		fi
 		maxes=()
-		rounds=$ROUNDS
+		rounds=$RACE_ROUNDS
 		[ "$t" = plf ] && rounds=$PLF_ROUNDS
 		for ((r = 1; r <= rounds; r++)); do
 			case $t in
@@ -253,11 +260,11 @@ scenario1() {
 			"stale_$t" "$path" 2>>"$work/errors" || echo "setup $t round $r failed" >>"$work/errors"
 			read -r m n spread < <(race_round "$t" "$path")
 			record 1 "$t" "$m" "$n" "$spread"
-			maxes+=("$m/$n")
+			maxes+=("$m")
 		done
-		printf '   %-72s %s\n' "${label[$t]}:" "${maxes[*]}"
+		printf '   %-72s %s\n' "${label[$t]}:" "$(histogram "${maxes[@]}")"
 	done
-	echo "   (per round: most simultaneous holders / processes that held it at some point)"
+	echo "   (rounds by the most processes that believed they held the lock at once)"
 	kill "$live_owner" 2>/dev/null
 	wait "$live_owner" 2>/dev/null
 }
@@ -343,7 +350,7 @@ scenario3() {
 			record 3 "$tool" "$m" "$crc"
 			maxes+=("$m")
 		done
-		printf '   %-10s most simultaneous holders per round: %s\n' "$tool" "${maxes[*]}"
+		printf '   %-10s %s\n' "$tool:" "$(histogram "${maxes[@]}")"
 	done
 }
 
