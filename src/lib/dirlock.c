@@ -24,7 +24,7 @@
  *     A1 mkdir L                         (EEXIST: J1)
  *     A2 open L (O_PATH): the directory at L now, maybe not the one made
  *     A3 fence f = counter + 1, under flock                        (D7)
- *     A4 publish L/owner with f: O_TMPFILE + linkat                (D1)
+ *     A4 publish L/owner with f by path: O_TMPFILE + linkat        (D1)
  *     A5 look for claims: fstat(L.holdfast) link count, readdir only when
  *        it says there are subdirectories; any claim or error denies (D2, D8)
  *     A6 read L/owner back at the canonical path: byte-identical   (D2)
@@ -148,25 +148,34 @@ struct place {
 
 /* --- owner records ---------------------------------------------------------- */
 
+/* JSON string body of s (printable UTF-8 checked by the caller): escape
+ * '"' and '\\'. */
+static void json_escape(char *dst, size_t n, const char *s)
+{
+	size_t o = 0;
+	for (; *s && o + 3 < n; s++) {
+		if (*s == '"' || *s == '\\')
+			dst[o++] = '\\';
+		dst[o++] = *s;
+	}
+	dst[o] = '\0';
+}
+
+/* The owner record: one line of JSON, fields in this order (the token
+ * first: readers that only need it find it without a parse, place_peek). */
 static char *record_format(const struct hf_owner *me, uint64_t fence, int64_t max_hold_ms)
 {
-	json_t *j = hf_owner_to_json(me, "acquired");
-	if (!j)
+	char when[40], host[2 * HF_HOST_MAX + 1];
+	hf_time_format(me->time_ms, when, sizeof when);
+	json_escape(host, sizeof host, me->host);
+	char *r = NULL;
+	if (asprintf(&r,
+		     "{\"token\":\"%s\",\"pid\":%" PRId64 ",\"pid_start\":%" PRIu64
+		     ",\"boot_id\":\"%s\",\"host\":\"%s\",\"acquired\":\"%s\",\"fence\":%" PRIu64
+		     ",\"max_hold_ms\":%" PRId64 "}\n",
+		     me->token, me->pid, me->pid_start, me->boot_id, host, when, fence,
+		     max_hold_ms) < 0)
 		return NULL;
-	json_object_set_new(j, "fence", json_integer((json_int_t)fence));
-	json_object_set_new(j, "max_hold_ms", json_integer((json_int_t)max_hold_ms));
-	char *s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *r = realloc(s, n + 2);
-	if (!r) {
-		free(s);
-		return NULL;
-	}
-	r[n] = '\n';
-	r[n + 1] = '\0';
 	return r;
 }
 
@@ -219,7 +228,27 @@ static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
  * there); -errno on errors; HF_EUNSAFE when it is not a directory. The
  * directory is opened without following a symlink; its inode and ctime are
  * read only when it has no readable record (they identify and date it). */
-static int place_read(int dirfd, const char *name, struct place *p)
+#define TOKEN_PREFIX "{\"token\":\""
+
+/* Our own records start with the token: take it without a parse. Only for
+ * identity checks (a token is 128 random bits); judging parses in full. */
+static bool token_peek(const char *buf, struct hf_lock_info *i)
+{
+	size_t pl = strlen(TOKEN_PREFIX);
+	if (strncmp(buf, TOKEN_PREFIX, pl) != 0)
+		return false;
+	const char *t = buf + pl;
+	for (int k = 0; k < HF_TOKEN_LEN; k++)
+		if (!((t[k] >= '0' && t[k] <= '9') || (t[k] >= 'a' && t[k] <= 'f')))
+			return false;
+	if (t[HF_TOKEN_LEN] != '"')
+		return false;
+	memcpy(i->owner.token, t, HF_TOKEN_LEN);
+	i->owner.token[HF_TOKEN_LEN] = '\0';
+	return true;
+}
+
+static int place_read_mode(int dirfd, const char *name, struct place *p, bool peek)
 {
 	memset(p, 0, sizeof *p);
 	int dfd = hf_sys_openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
@@ -240,6 +269,8 @@ static int place_read(int dirfd, const char *name, struct place *p)
 		p->kind = REC_BAD;
 	else if (n < 0)
 		rc = (int)n;
+	else if (peek && token_peek(buf, &p->info))
+		p->kind = REC_OK;
 	else
 		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
 	if (rc == 0 && p->kind != REC_OK) {
@@ -253,12 +284,23 @@ static int place_read(int dirfd, const char *name, struct place *p)
 	return rc;
 }
 
+static int place_read(int dirfd, const char *name, struct place *p)
+{
+	return place_read_mode(dirfd, name, p, false);
+}
+
+/* The identity (token) and kind only: for verifications, not verdicts. */
+static int place_peek(int dirfd, const char *name, struct place *p)
+{
+	return place_read_mode(dirfd, name, p, true);
+}
+
 /* The claim core's identity of a lock directory: its owner token. */
 static int dir_identify(int dirfd, const char *name, char *token, size_t n, void *ctx)
 {
 	(void)ctx;
 	struct place p;
-	int rc = place_read(dirfd, name, &p);
+	int rc = place_peek(dirfd, name, &p);
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_NONE || p.kind == REC_EMPTY)
@@ -516,7 +558,7 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 	snprintf(pt, sizeof pt, "dirlock.%s.taken", role);
 	hf_sys_point(pt);
 	struct place now;
-	rc = place_read(l->sfd, mine, &now);
+	rc = place_peek(l->sfd, mine, &now);
 	if (rc < 0)
 		return rc; /* our claim stays: a barrier, swept when stale */
 	snprintf(pt, sizeof pt, "dirlock.%s.verified", role);
@@ -649,7 +691,7 @@ static int find_own(struct lk *l, const char *token)
 	int rc = claims_list(l, cl), found = 0;
 	for (int i = 0; rc >= 0 && i < cl->n && !found; i++) {
 		struct place p;
-		rc = place_read(l->sfd, cl->names[i], &p);
+		rc = place_peek(l->sfd, cl->names[i], &p);
 		if (rc < 0 || p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
 		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, "find");
@@ -664,7 +706,7 @@ static int find_own(struct lk *l, const char *token)
 static int withdraw(struct lk *l, const char *token, const char *role)
 {
 	struct place p;
-	int rc = place_read(l->pfd, l->base, &p);
+	int rc = place_peek(l->pfd, l->base, &p);
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_OK && !strcmp(p.info.owner.token, token)) {
@@ -685,7 +727,7 @@ static void withdraw_unpublished(struct lk *l, int lfd)
 		return;
 	struct place judged = { .kind = REC_EMPTY, .dev = st.st_dev, .ino = st.st_ino };
 	struct place p;
-	if (place_read(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
+	if (place_peek(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
 	    !same_as_judged(&judged, &p))
 		return;
 	take_verify_remove(l, l->pfd, l->base, &judged, NULL, "withdraw");
@@ -707,14 +749,23 @@ static int fence_read(int fd, struct fence_line *fl)
 	if (n == 0)
 		return -ENODATA; /* a new counter */
 	buf[n] = '\0';
-	unsigned long long f, r;
-	char boot[64];
-	if (sscanf(buf, "%llu %llu %63s", &f, &r, boot) != 3 || strlen(boot) > HF_BOOTID_LEN ||
-	    f > r)
+	char *p = buf, *end;
+	errno = 0;
+	unsigned long long f = strtoull(p, &end, 10);
+	if (end == p || *end != ' ')
+		return HF_EUNREADABLE;
+	p = end + 1;
+	unsigned long long r = strtoull(p, &end, 10);
+	if (end == p || *end != ' ' || errno || f > r)
+		return HF_EUNREADABLE;
+	p = end + 1;
+	size_t bl = strcspn(p, " \n");
+	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0'))
 		return HF_EUNREADABLE;
 	fl->fence = f;
 	fl->reserve = r;
-	strcpy(fl->boot, boot);
+	memcpy(fl->boot, p, bl);
+	fl->boot[bl] = '\0';
 	return 0;
 }
 
@@ -865,11 +916,16 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 		goto unpublished;
 	}
 	size_t reclen = strlen(rec);
-	char opath[NAME_MAX + 8];
+	char opath[NAME_MAX + 8], spath[NAME_MAX + 16];
 	snprintf(opath, sizeof opath, "%s/owner", l->base);
+	snprintf(spath, sizeof spath, "../%s/owner", l->base);
 	/* A4, D1: by path, so a record only ever appears in the directory at
-	 * L, never in one that was moved into a claim meanwhile */
-	rc = hf_publish_file_at(l->pfd, opath, rec, reclen, 0600, false);
+	 * L, never in one that was moved into a claim meanwhile. The unnamed
+	 * temporary is made in the state directory and linked through its
+	 * parent (ours, never moved): a crowded parent's full inode groups
+	 * would make an inode allocated beside it slow (ext4), and a named
+	 * fallback temporary left by a crash lands in the state directory. */
+	rc = hf_publish_file_at(l->sfd, spath, rec, reclen, 0600, false);
 	if (rc == -EEXIST || rc == -ENOENT || rc == -ENOTDIR) {
 		rc = RETRY; /* another's record is there, or L is gone */
 		goto out;
