@@ -10,6 +10,7 @@
  *        (makes DIR/empty and DIR/crowded; keeps DIR/crowded between runs)
  */
 #include "holdfast.h"
+#include "pairs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,15 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_us(void)
+static void cycle(const void *arg)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static void cycle(const char *lock)
-{
+	const char *lock = arg;
 	struct hf_lock_opts o = { .path = lock };
 	struct hf_lock_info got, h;
 	int rc = hf_lock_acquire(&o, &got, &h);
@@ -41,18 +36,13 @@ static void cycle(const char *lock)
 }
 
 /* The floor every mkdir lock pays: the directory entry itself. */
-static void mkdir_cycle(const char *lock)
+static void mkdir_cycle(const void *arg)
 {
+	const char *lock = arg;
 	if (mkdir(lock, 0700) < 0 || rmdir(lock) < 0) {
 		perror(lock);
 		exit(1);
 	}
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -69,7 +59,7 @@ int main(int argc, char **argv)
 	snprintf(crowded, sizeof crowded, "%s/crowded", dir);
 	mkdir(empty, 0700);
 	mkdir(crowded, 0700);
-	double t0 = now_us();
+	double t0 = pairs_now_us();
 	int made = 0;
 	for (int i = 0; i < entries; i++) {
 		snprintf(p, sizeof p, "%s/entry-%06d", crowded, i);
@@ -83,54 +73,23 @@ int main(int argc, char **argv)
 		}
 	}
 	if (made)
-		fprintf(stderr, "made %d entries in %.1f s\n", made, (now_us() - t0) / 1e6);
+		fprintf(stderr, "made %d entries in %.1f s\n", made, (pairs_now_us() - t0) / 1e6);
 	snprintf(le, sizeof le, "%s/L", empty);
 	snprintf(lc, sizeof lc, "%s/L", crowded);
-	for (int i = 0; i < n / 10 + 1; i++) {
-		cycle(le);
-		cycle(lc);
-	}
+	pairs_measure(cycle, le, cycle, lc, (size_t)n / 10 + 1); /* warm-up */
 	size_t total = (size_t)n * (size_t)rounds;
-	double *a = malloc(total * sizeof *a), *b = malloc(total * sizeof *b);
-	if (!a || !b)
-		return 1;
-	double sa = 0, sb = 0;
-	for (size_t i = 0; i < total; i++) {
-		double s0 = now_us();
-		cycle(le);
-		double s1 = now_us();
-		cycle(lc);
-		double s2 = now_us();
-		a[i] = s1 - s0;
-		b[i] = s2 - s1;
-		sa += a[i];
-		sb += b[i];
-	}
-	qsort(a, total, sizeof a[0], cmp);
-	qsort(b, total, sizeof b[0], cmp);
-	double ma = a[total / 2], mb = b[total / 2];
+	struct pairs r = pairs_measure(cycle, le, cycle, lc, total);
 	printf("acquire+release beside %d entries  %-12s crowded %7.2f us  empty %7.2f us  "
 	       "ratio %.3f  (medians of %zu alternating cycles; means %.2f / %.2f us, ratio %.3f)\n",
-	       entries, dir, mb, ma, mb / ma, total, sb / total, sa / total, sb / sa);
-	/* the same alternation for bare mkdir+rmdir of the lock's name */
+	       entries, dir, r.med_b, r.med_a, r.med_b / r.med_a, r.n, r.mean_b, r.mean_a,
+	       r.mean_b / r.mean_a);
+	/* the floor every mkdir lock pays: the directory entry itself */
 	char fe[4300], fc[4300];
 	snprintf(fe, sizeof fe, "%s/F", empty);
 	snprintf(fc, sizeof fc, "%s/F", crowded);
-	for (size_t i = 0; i < total; i++) {
-		double s0 = now_us();
-		mkdir_cycle(fe);
-		double s1 = now_us();
-		mkdir_cycle(fc);
-		double s2 = now_us();
-		a[i] = s1 - s0;
-		b[i] = s2 - s1;
-	}
-	qsort(a, total, sizeof a[0], cmp);
-	qsort(b, total, sizeof b[0], cmp);
+	struct pairs f = pairs_measure(mkdir_cycle, fe, mkdir_cycle, fc, total);
 	printf("  floor: bare mkdir+rmdir beside %d entries: crowded %7.2f us  empty %7.2f us  "
 	       "ratio %.3f\n",
-	       entries, b[total / 2], a[total / 2], b[total / 2] / a[total / 2]);
-	free(a);
-	free(b);
+	       entries, f.med_b, f.med_a, f.med_b / f.med_a);
 	return 0;
 }

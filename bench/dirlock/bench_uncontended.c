@@ -9,6 +9,7 @@
  * usage: bench-dirlock-uncontended DIR [CYCLES [ROUNDS]]  (CYCLES x ROUNDS pairs)
  */
 #include "holdfast.h"
+#include "pairs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,13 +29,6 @@
 #define RENAME_NOREPLACE 1
 #endif
 
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 static void die(const char *what)
 {
 	perror(what);
@@ -44,8 +38,9 @@ static void die(const char *what)
 static const char *dir;
 static char lockpath[4096];
 
-static void lib_cycle(void)
+static void lib_cycle(const void *unused)
 {
+	(void)unused;
 	struct hf_lock_opts o = { .path = lockpath };
 	struct hf_lock_info got, h;
 	int rc = hf_lock_acquire(&o, &got, &h);
@@ -58,8 +53,9 @@ static void lib_cycle(void)
 
 /* The same calls, in the same order, with the same flags and sizes. */
 static char record[206];
-static void bare_cycle(void)
+static void bare_cycle(const void *unused)
 {
+	(void)unused;
 	char buf[4097], name[128], path[160], proc[64];
 	unsigned char rnd[16];
 	struct stat st;
@@ -139,12 +135,6 @@ static void bare_cycle(void)
 	close(p);
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -155,36 +145,13 @@ int main(int argc, char **argv)
 	int n = argc > 2 ? atoi(argv[2]) : 2000, rounds = argc > 3 ? atoi(argv[3]) : 10;
 	snprintf(lockpath, sizeof lockpath, "%s/L", dir);
 	memset(record, 'x', sizeof record);
-	lib_cycle(); /* creates L.holdfast and the fence counter */
-	for (int i = 0; i < n / 10; i++) {
-		lib_cycle();
-		bare_cycle();
-	}
-	/* alternate single cycles, so that noise from other processes hits
-	 * both sides alike; compare the medians of the per-cycle times */
-	size_t total = (size_t)n * (size_t)rounds;
-	double *lib = malloc(total * sizeof *lib), *bare = malloc(total * sizeof *bare);
-	if (!lib || !bare)
-		return 1;
-	double sl = 0, sb = 0;
-	for (size_t i = 0; i < total; i++) {
-		double t0 = now_us();
-		lib_cycle();
-		double t1 = now_us();
-		bare_cycle();
-		double t2 = now_us();
-		lib[i] = t1 - t0;
-		bare[i] = t2 - t1;
-		sl += lib[i];
-		sb += bare[i];
-	}
-	qsort(lib, total, sizeof lib[0], cmp);
-	qsort(bare, total, sizeof bare[0], cmp);
-	double ml = lib[total / 2], mb = bare[total / 2];
+	lib_cycle(NULL); /* creates L.holdfast and the fence counter */
+	struct pairs w = pairs_measure(lib_cycle, NULL, bare_cycle, NULL, (size_t)n / 10 + 1);
+	(void)w; /* warm-up */
+	struct pairs r = pairs_measure(lib_cycle, NULL, bare_cycle, NULL, (size_t)n * rounds);
 	printf("uncontended acquire+release  %-12s library %7.2f us  bare syscalls %7.2f us  "
 	       "ratio %.3f  (medians of %zu alternating cycles; means %.2f / %.2f us, ratio %.3f)\n",
-	       dir, ml, mb, ml / mb, total, sl / total, sb / total, sl / sb);
-	free(lib);
-	free(bare);
+	       dir, r.med_a, r.med_b, r.med_a / r.med_b, r.n, r.mean_a, r.mean_b,
+	       r.mean_a / r.mean_b);
 	return 0;
 }
