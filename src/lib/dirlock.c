@@ -13,10 +13,12 @@
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>",
  *                           read and written in place under flock(2)
  *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
- *   P/L.holdfast/c-<ms>-<hex>/   a claim: a lock directory moved aside by
- *                           someone about to destroy or inspect it; <ms> is
- *                           the wall-clock time it was taken (the claim's
- *                           age), <hex> 64 random bits (never reused)
+ *   P/L.holdfast/c-<ms>-[<token>-]<hex>/   a claim: a lock directory moved
+ *                           aside by someone about to destroy or inspect it;
+ *                           <ms> is the wall-clock time it was taken (the
+ *                           claim's age), <hex> 64 random bits (never
+ *                           reused); <token> when an owner claims its own
+ *                           record (release, withdrawal): a self-claim
  *
  * Steps
  * -----
@@ -25,8 +27,12 @@
  *     A2 open L (O_PATH): the directory at L now, maybe not the one made
  *     A3 fence f = counter + 1, under flock                        (D7)
  *     A4 publish L/owner with f by path: O_TMPFILE + linkat        (D1)
- *     A5 look for claims: fstat(L.holdfast) link count, readdir only when
- *        it says there are subdirectories; any claim or error denies (D2, D8)
+ *     A5 look at the claims: fstat(L.holdfast) link count, readdir only when
+ *        it says there are subdirectories. A claim holding a complete record
+ *        whose owner is live and did not declare the claim its own denies;
+ *        so does an unreadable record or any error (D2, D8, C4). Record-less,
+ *        stale and self-declared claims cannot hide a holder in its critical
+ *        section (its record stays in its directory all through it).
  *     A6 read L/owner back at the canonical path: byte-identical   (D2)
  *     A7 under flock, counter == f: entered. Last step.            (D7)
  *     A failed attempt withdraws (W) and retries or waits.
@@ -43,16 +49,31 @@
  *     An attempt that published nothing removes the directory it opened
  *     only from its own claim, if it has no record and is the very object
  *     its fd pins (an open fd pins the inode number: no reuse).
- *   Sweep: a claim whose owner is proven dead or leaked, or that has no
- *     complete record and is older than the stale window by its name, is
- *     stolen into one's own claim, verified, removed.             (D5, D6)
+ *   Sweep: a claim whose record's owner is proven dead or leaked (at any
+ *     age), or a record-less, unreadable or self-claim older than the stale
+ *     window by its name, is stolen into one's own claim, verified, removed
+ *     (by an acquirer denied by a barrier, and by a holder that saw stale
+ *     claims on its way in). The seed swept only old claims, to spare a
+ *     claimer still at work; stealing before removing spares it anyway (its
+ *     next step finds its claim gone; the model sweeps at any age), and a
+ *     dead holder's claim must not block the lock for a whole window. (D5, D6)
+ *
+ * Named points (hf_sys_point; tests pause or crash processes there):
+ *   dirlock.acquire.{made,opened,fenced,published,scanned,readback,entered}
+ *     after A1, A2, A3, A4, A5, A6, A7; dirlock.acquire.judged (J1 verdict
+ *     made), .denied (before withdrawing), .waiting (before a wait);
+ *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
+ *     withdraw, release, find (one's record found in a claim): before the
+ *     take, after it, after reading the claim, after unlinking its record;
+ *   claim.restore.checked (claim.c): after the re-check, before the rename.
  *
  * Invariants
  * ----------
  *   (D1) Publication is a test-and-set: the record appears complete under
  *        L/owner (linkat) or not at all, and never replaces another.
  *   (D2) A holder enters only after (a) its record was published, (b) a
- *        look after publication found no claim (an error denies), (c) the
+ *        look after publication found no claim that may hide a live holder
+ *        (an error denies), (c) the
  *        record read back at the canonical path is the one it published,
  *        (d) the fence check (D7) passed.
  *   (D3) Nothing is removed from a lock directory except in one's own
