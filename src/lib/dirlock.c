@@ -610,9 +610,9 @@ static int list_cb(int dirfd, const char *name, void *ctx)
 	return 0;
 }
 
-/* The claims beside the lock: none at all in one fstat when the link count
- * says there is no subdirectory (D8), else readdir. Errors are returned:
- * a look that could not see every claim denies (C4). */
+/* The claims beside the lock, at most MAX_CLAIMS (a sweep or a search
+ * handles the rest in a later pass): none at all in one fstat when the link
+ * count says there is no subdirectory (D8), else readdir. */
 static int claims_list(struct lk *l, struct claim_list *cl)
 {
 	cl->n = 0;
@@ -623,7 +623,7 @@ static int claims_list(struct lk *l, struct claim_list *cl)
 	if (l->nlink_counts && st.st_nlink == 2)
 		return 0;
 	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, list_cb, cl);
-	return rc < 0 ? rc : rc > 0 ? -EMFILE : 0; /* too many to see: deny */
+	return rc < 0 ? rc : 0;
 }
 
 /* How a claim stands for an acquirer's look (D2b). */
@@ -654,30 +654,48 @@ static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t 
 	return CLAIM_BARRIER;
 }
 
+struct look {
+	struct lk *l;
+	struct hf_lock_info *barrier;
+	int stale;
+	int64_t now;
+};
+
+static int look_cb(int dirfd, const char *name, void *ctx)
+{
+	(void)dirfd;
+	struct look *k = ctx;
+	if (claim_time(name) < 0)
+		return 0; /* not a claim */
+	struct place p;
+	int v = claim_judge(k->l, name, &p, k->now);
+	if (v < 0)
+		return -EIO; /* C4: a claim we could not read denies */
+	if (v == CLAIM_BARRIER) {
+		if (k->barrier)
+			*k->barrier = p.info;
+		return HF_EBARRIER;
+	}
+	if (v == CLAIM_STALE)
+		k->stale++;
+	return 0;
+}
+
 /* A5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
- * claim; *barrier filled), <0 error (denies). *stale counts claims to sweep. */
+ * claim; *barrier filled), <0 error (denies, C4). Every claim is judged
+ * as the directory is read (no limit); *stale counts claims to sweep. */
 static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
 {
 	*stale = 0;
-	struct claim_list *cl = malloc(sizeof *cl);
-	if (!cl)
-		return -ENOMEM;
-	int rc = claims_list(l, cl);
-	int64_t now = hf_sys_now_ms();
-	for (int i = 0; rc == 0 && i < cl->n; i++) {
-		struct place p;
-		int v = claim_judge(l, cl->names[i], &p, now);
-		if (v < 0) {
-			rc = -EIO; /* C4: a claim we could not read denies */
-		} else if (v == CLAIM_BARRIER) {
-			if (barrier)
-				*barrier = p.info;
-			rc = HF_EBARRIER;
-		} else if (v == CLAIM_STALE) {
-			(*stale)++;
-		}
-	}
-	free(cl);
+	struct stat st;
+	int rc = hf_sys_fstat(l->sfd, &st);
+	if (rc < 0)
+		return rc;
+	if (l->nlink_counts && st.st_nlink == 2)
+		return 0; /* D8 */
+	struct look k = { .l = l, .barrier = barrier, .now = hf_sys_now_ms() };
+	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, look_cb, &k);
+	*stale = k.stale;
 	return rc;
 }
 
