@@ -89,12 +89,12 @@ for name in "${expand[@]}"; do
 	secs=$(awk '{ printf "%.1f", $2 - $1 }' "$d/time")
 	states=$(grep -oE '^ *[0-9.e+]+ states, stored' "$d/pan.log" | awk '{ printf "%.0f", $1 }')
 	errors=$(grep -oE 'errors: [0-9]+' "$d/pan.log" | awk '{ print $2 }')
-	if grep -q 'max search depth too small\|pan: out of memory\|aborting' "$d/pan.log"; then
+	if grep -q 'errors: [1-9]' "$d/pan.log"; then
+		result=fails # a violation found is a verdict even in a partial search
+	elif grep -q 'Search not completed\|reached -DMEMLIM\|max search depth too small\|pan: out of memory\|aborting' "$d/pan.log"; then
 		result=INCOMPLETE
 	elif [ "${errors:-x}" = 0 ]; then
 		result=holds
-	elif [ -n "${errors:-}" ]; then
-		result=fails
 	else
 		result=ERROR
 	fi

@@ -13,10 +13,12 @@
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>",
  *                           read and written in place under flock(2)
  *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
- *   P/L.holdfast/c-<ms>-<hex>/   a claim: a lock directory moved aside by
- *                           someone about to destroy or inspect it; <ms> is
- *                           the wall-clock time it was taken (the claim's
- *                           age), <hex> 64 random bits (never reused)
+ *   P/L.holdfast/c-<ms>-[<token>-]<hex>/   a claim: a lock directory moved
+ *                           aside by someone about to destroy or inspect it;
+ *                           <ms> is the wall-clock time it was taken (the
+ *                           claim's age), <hex> 64 random bits (never
+ *                           reused); <token> when an owner claims its own
+ *                           record (release, withdrawal): a self-claim
  *
  * Steps
  * -----
@@ -24,9 +26,13 @@
  *     A1 mkdir L                         (EEXIST: J1)
  *     A2 open L (O_PATH): the directory at L now, maybe not the one made
  *     A3 fence f = counter + 1, under flock                        (D7)
- *     A4 publish L/owner with f: O_TMPFILE + linkat                (D1)
- *     A5 look for claims: fstat(L.holdfast) link count, readdir only when
- *        it says there are subdirectories; any claim or error denies (D2, D8)
+ *     A4 publish L/owner with f by path: O_TMPFILE + linkat        (D1)
+ *     A5 look at the claims: fstat(L.holdfast) link count, readdir only when
+ *        it says there are subdirectories. A claim holding a complete record
+ *        whose owner is live and did not declare the claim its own denies;
+ *        so does an unreadable record or any error (D2, D8, C4). Record-less,
+ *        stale and self-declared claims cannot hide a holder in its critical
+ *        section (its record stays in its directory all through it).
  *     A6 read L/owner back at the canonical path: byte-identical   (D2)
  *     A7 under flock, counter == f: entered. Last step.            (D7)
  *     A failed attempt withdraws (W) and retries or waits.
@@ -43,16 +49,31 @@
  *     An attempt that published nothing removes the directory it opened
  *     only from its own claim, if it has no record and is the very object
  *     its fd pins (an open fd pins the inode number: no reuse).
- *   Sweep: a claim whose owner is proven dead or leaked, or that has no
- *     complete record and is older than the stale window by its name, is
- *     stolen into one's own claim, verified, removed.             (D5, D6)
+ *   Sweep: a claim whose record's owner is proven dead or leaked (at any
+ *     age), or a record-less, unreadable or self-claim older than the stale
+ *     window by its name, is stolen into one's own claim, verified, removed
+ *     (by an acquirer denied by a barrier, and by a holder that saw stale
+ *     claims on its way in). The seed swept only old claims, to spare a
+ *     claimer still at work; stealing before removing spares it anyway (its
+ *     next step finds its claim gone; the model sweeps at any age), and a
+ *     dead holder's claim must not block the lock for a whole window. (D5, D6)
+ *
+ * Named points (hf_sys_point; tests pause or crash processes there):
+ *   dirlock.acquire.{made,opened,fenced,published,scanned,readback,entered}
+ *     after A1, A2, A3, A4, A5, A6, A7; dirlock.acquire.judged (J1 verdict
+ *     made), .denied (before withdrawing), .waiting (before a wait);
+ *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
+ *     withdraw, release, find (one's record found in a claim): before the
+ *     take, after it, after reading the claim, after unlinking its record;
+ *   claim.restore.checked (claim.c): after the re-check, before the rename.
  *
  * Invariants
  * ----------
  *   (D1) Publication is a test-and-set: the record appears complete under
  *        L/owner (linkat) or not at all, and never replaces another.
  *   (D2) A holder enters only after (a) its record was published, (b) a
- *        look after publication found no claim (an error denies), (c) the
+ *        look after publication found no claim that may hide a live holder
+ *        (an error denies), (c) the
  *        record read back at the canonical path is the one it published,
  *        (d) the fence check (D7) passed.
  *   (D3) Nothing is removed from a lock directory except in one's own
@@ -148,25 +169,34 @@ struct place {
 
 /* --- owner records ---------------------------------------------------------- */
 
+/* JSON string body of s (printable UTF-8 checked by the caller): escape
+ * '"' and '\\'. */
+static void json_escape(char *dst, size_t n, const char *s)
+{
+	size_t o = 0;
+	for (; *s && o + 3 < n; s++) {
+		if (*s == '"' || *s == '\\')
+			dst[o++] = '\\';
+		dst[o++] = *s;
+	}
+	dst[o] = '\0';
+}
+
+/* The owner record: one line of JSON, fields in this order (the token
+ * first: readers that only need it find it without a parse, place_peek). */
 static char *record_format(const struct hf_owner *me, uint64_t fence, int64_t max_hold_ms)
 {
-	json_t *j = hf_owner_to_json(me, "acquired");
-	if (!j)
+	char when[40], host[2 * HF_HOST_MAX + 1];
+	hf_time_format(me->time_ms, when, sizeof when);
+	json_escape(host, sizeof host, me->host);
+	char *r = NULL;
+	if (asprintf(&r,
+		     "{\"token\":\"%s\",\"pid\":%" PRId64 ",\"pid_start\":%" PRIu64
+		     ",\"boot_id\":\"%s\",\"host\":\"%s\",\"acquired\":\"%s\",\"fence\":%" PRIu64
+		     ",\"max_hold_ms\":%" PRId64 "}\n",
+		     me->token, me->pid, me->pid_start, me->boot_id, host, when, fence,
+		     max_hold_ms) < 0)
 		return NULL;
-	json_object_set_new(j, "fence", json_integer((json_int_t)fence));
-	json_object_set_new(j, "max_hold_ms", json_integer((json_int_t)max_hold_ms));
-	char *s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *r = realloc(s, n + 2);
-	if (!r) {
-		free(s);
-		return NULL;
-	}
-	r[n] = '\n';
-	r[n + 1] = '\0';
 	return r;
 }
 
@@ -219,7 +249,27 @@ static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
  * there); -errno on errors; HF_EUNSAFE when it is not a directory. The
  * directory is opened without following a symlink; its inode and ctime are
  * read only when it has no readable record (they identify and date it). */
-static int place_read(int dirfd, const char *name, struct place *p)
+#define TOKEN_PREFIX "{\"token\":\""
+
+/* Our own records start with the token: take it without a parse. Only for
+ * identity checks (a token is 128 random bits); judging parses in full. */
+static bool token_peek(const char *buf, struct hf_lock_info *i)
+{
+	size_t pl = strlen(TOKEN_PREFIX);
+	if (strncmp(buf, TOKEN_PREFIX, pl) != 0)
+		return false;
+	const char *t = buf + pl;
+	for (int k = 0; k < HF_TOKEN_LEN; k++)
+		if (!((t[k] >= '0' && t[k] <= '9') || (t[k] >= 'a' && t[k] <= 'f')))
+			return false;
+	if (t[HF_TOKEN_LEN] != '"')
+		return false;
+	memcpy(i->owner.token, t, HF_TOKEN_LEN);
+	i->owner.token[HF_TOKEN_LEN] = '\0';
+	return true;
+}
+
+static int place_read_mode(int dirfd, const char *name, struct place *p, bool peek)
 {
 	memset(p, 0, sizeof *p);
 	int dfd = hf_sys_openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
@@ -240,6 +290,8 @@ static int place_read(int dirfd, const char *name, struct place *p)
 		p->kind = REC_BAD;
 	else if (n < 0)
 		rc = (int)n;
+	else if (peek && token_peek(buf, &p->info))
+		p->kind = REC_OK;
 	else
 		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
 	if (rc == 0 && p->kind != REC_OK) {
@@ -253,12 +305,23 @@ static int place_read(int dirfd, const char *name, struct place *p)
 	return rc;
 }
 
+static int place_read(int dirfd, const char *name, struct place *p)
+{
+	return place_read_mode(dirfd, name, p, false);
+}
+
+/* The identity (token) and kind only: for verifications, not verdicts. */
+static int place_peek(int dirfd, const char *name, struct place *p)
+{
+	return place_read_mode(dirfd, name, p, true);
+}
+
 /* The claim core's identity of a lock directory: its owner token. */
 static int dir_identify(int dirfd, const char *name, char *token, size_t n, void *ctx)
 {
 	(void)ctx;
 	struct place p;
-	int rc = place_read(dirfd, name, &p);
+	int rc = place_peek(dirfd, name, &p);
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_NONE || p.kind == REC_EMPTY)
@@ -516,7 +579,7 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 	snprintf(pt, sizeof pt, "dirlock.%s.taken", role);
 	hf_sys_point(pt);
 	struct place now;
-	rc = place_read(l->sfd, mine, &now);
+	rc = place_peek(l->sfd, mine, &now);
 	if (rc < 0)
 		return rc; /* our claim stays: a barrier, swept when stale */
 	snprintf(pt, sizeof pt, "dirlock.%s.verified", role);
@@ -547,9 +610,9 @@ static int list_cb(int dirfd, const char *name, void *ctx)
 	return 0;
 }
 
-/* The claims beside the lock: none at all in one fstat when the link count
- * says there is no subdirectory (D8), else readdir. Errors are returned:
- * a look that could not see every claim denies (C4). */
+/* The claims beside the lock, at most MAX_CLAIMS (a sweep or a search
+ * handles the rest in a later pass): none at all in one fstat when the link
+ * count says there is no subdirectory (D8), else readdir. */
 static int claims_list(struct lk *l, struct claim_list *cl)
 {
 	cl->n = 0;
@@ -560,7 +623,7 @@ static int claims_list(struct lk *l, struct claim_list *cl)
 	if (l->nlink_counts && st.st_nlink == 2)
 		return 0;
 	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, list_cb, cl);
-	return rc < 0 ? rc : rc > 0 ? -EMFILE : 0; /* too many to see: deny */
+	return rc < 0 ? rc : 0;
 }
 
 /* How a claim stands for an acquirer's look (D2b). */
@@ -591,30 +654,48 @@ static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t 
 	return CLAIM_BARRIER;
 }
 
+struct look {
+	struct lk *l;
+	struct hf_lock_info *barrier;
+	int stale;
+	int64_t now;
+};
+
+static int look_cb(int dirfd, const char *name, void *ctx)
+{
+	(void)dirfd;
+	struct look *k = ctx;
+	if (claim_time(name) < 0)
+		return 0; /* not a claim */
+	struct place p;
+	int v = claim_judge(k->l, name, &p, k->now);
+	if (v < 0)
+		return -EIO; /* C4: a claim we could not read denies */
+	if (v == CLAIM_BARRIER) {
+		if (k->barrier)
+			*k->barrier = p.info;
+		return HF_EBARRIER;
+	}
+	if (v == CLAIM_STALE)
+		k->stale++;
+	return 0;
+}
+
 /* A5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
- * claim; *barrier filled), <0 error (denies). *stale counts claims to sweep. */
+ * claim; *barrier filled), <0 error (denies, C4). Every claim is judged
+ * as the directory is read (no limit); *stale counts claims to sweep. */
 static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
 {
 	*stale = 0;
-	struct claim_list *cl = malloc(sizeof *cl);
-	if (!cl)
-		return -ENOMEM;
-	int rc = claims_list(l, cl);
-	int64_t now = hf_sys_now_ms();
-	for (int i = 0; rc == 0 && i < cl->n; i++) {
-		struct place p;
-		int v = claim_judge(l, cl->names[i], &p, now);
-		if (v < 0) {
-			rc = -EIO; /* C4: a claim we could not read denies */
-		} else if (v == CLAIM_BARRIER) {
-			if (barrier)
-				*barrier = p.info;
-			rc = HF_EBARRIER;
-		} else if (v == CLAIM_STALE) {
-			(*stale)++;
-		}
-	}
-	free(cl);
+	struct stat st;
+	int rc = hf_sys_fstat(l->sfd, &st);
+	if (rc < 0)
+		return rc;
+	if (l->nlink_counts && st.st_nlink == 2)
+		return 0; /* D8 */
+	struct look k = { .l = l, .barrier = barrier, .now = hf_sys_now_ms() };
+	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, look_cb, &k);
+	*stale = k.stale;
 	return rc;
 }
 
@@ -649,7 +730,7 @@ static int find_own(struct lk *l, const char *token)
 	int rc = claims_list(l, cl), found = 0;
 	for (int i = 0; rc >= 0 && i < cl->n && !found; i++) {
 		struct place p;
-		rc = place_read(l->sfd, cl->names[i], &p);
+		rc = place_peek(l->sfd, cl->names[i], &p);
 		if (rc < 0 || p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
 		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, "find");
@@ -664,7 +745,7 @@ static int find_own(struct lk *l, const char *token)
 static int withdraw(struct lk *l, const char *token, const char *role)
 {
 	struct place p;
-	int rc = place_read(l->pfd, l->base, &p);
+	int rc = place_peek(l->pfd, l->base, &p);
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_OK && !strcmp(p.info.owner.token, token)) {
@@ -685,7 +766,7 @@ static void withdraw_unpublished(struct lk *l, int lfd)
 		return;
 	struct place judged = { .kind = REC_EMPTY, .dev = st.st_dev, .ino = st.st_ino };
 	struct place p;
-	if (place_read(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
+	if (place_peek(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
 	    !same_as_judged(&judged, &p))
 		return;
 	take_verify_remove(l, l->pfd, l->base, &judged, NULL, "withdraw");
@@ -707,14 +788,23 @@ static int fence_read(int fd, struct fence_line *fl)
 	if (n == 0)
 		return -ENODATA; /* a new counter */
 	buf[n] = '\0';
-	unsigned long long f, r;
-	char boot[64];
-	if (sscanf(buf, "%llu %llu %63s", &f, &r, boot) != 3 || strlen(boot) > HF_BOOTID_LEN ||
-	    f > r)
+	char *p = buf, *end;
+	errno = 0;
+	unsigned long long f = strtoull(p, &end, 10);
+	if (end == p || *end != ' ')
+		return HF_EUNREADABLE;
+	p = end + 1;
+	unsigned long long r = strtoull(p, &end, 10);
+	if (end == p || *end != ' ' || errno || f > r)
+		return HF_EUNREADABLE;
+	p = end + 1;
+	size_t bl = strcspn(p, " \n");
+	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0'))
 		return HF_EUNREADABLE;
 	fl->fence = f;
 	fl->reserve = r;
-	strcpy(fl->boot, boot);
+	memcpy(fl->boot, p, bl);
+	fl->boot[bl] = '\0';
 	return 0;
 }
 
@@ -865,11 +955,16 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 		goto unpublished;
 	}
 	size_t reclen = strlen(rec);
-	char opath[NAME_MAX + 8];
+	char opath[NAME_MAX + 8], spath[NAME_MAX + 16];
 	snprintf(opath, sizeof opath, "%s/owner", l->base);
+	snprintf(spath, sizeof spath, "../%s/owner", l->base);
 	/* A4, D1: by path, so a record only ever appears in the directory at
-	 * L, never in one that was moved into a claim meanwhile */
-	rc = hf_publish_file_at(l->pfd, opath, rec, reclen, 0600, false);
+	 * L, never in one that was moved into a claim meanwhile. The unnamed
+	 * temporary is made in the state directory and linked through its
+	 * parent (ours, never moved): a crowded parent's full inode groups
+	 * would make an inode allocated beside it slow (ext4), and a named
+	 * fallback temporary left by a crash lands in the state directory. */
+	rc = hf_publish_file_at(l->sfd, spath, rec, reclen, 0600, false);
 	if (rc == -EEXIST || rc == -ENOENT || rc == -ENOTDIR) {
 		rc = RETRY; /* another's record is there, or L is gone */
 		goto out;

@@ -497,3 +497,21 @@ Test(seed, dead_owner_recovery)
 	cr_assert_gt(f, fa);
 	free(ra);
 }
+
+/* More claims than one pass handles: harmless ones never block, stale ones
+ * go over successive passes. */
+Test(seed, many_claims_neither_block_nor_stay)
+{
+	acquire_now(NULL);
+	for (int i = 0; i < 150; i++)
+		plant_claim(hf_sys_now_ms(), 0, NULL); /* young, record-less */
+	acquire_now(NULL);
+	cr_assert_eq(dl_claims(lock), 150, "young record-less claims are left alone");
+	hft_rmtree(state);
+	acquire_now(NULL);
+	for (int i = 0; i < 150; i++)
+		plant_claim(1, 0, NULL); /* abandoned */
+	for (int pass = 0; pass < 3 && dl_claims(lock) > 0; pass++)
+		acquire_now(NULL);
+	cr_assert_eq(dl_claims(lock), 0, "swept over successive passes");
+}
