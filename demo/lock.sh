@@ -64,8 +64,7 @@ mkfifo "$D/go" "$D/ready"
 wrapper=$!
 read -r cmd <"$D/ready"
 say "   \$ holdfast lock status job.lock   ->  $("$HF" lock status "$D/job.lock")"
-kill -9 "$wrapper"
-wait "$wrapper" 2>/dev/null
+{ kill -9 "$wrapper"; wait "$wrapper"; } 2>/dev/null
 say "   (kill -9 of the wrapper, pid $wrapper; its command, pid $cmd, still runs)"
 say "   \$ holdfast run -n --lock job.lock -- echo second"
 "$HF" run -n --lock "$D/job.lock" -- echo second 2>&1 | sed 's/^/   | /'

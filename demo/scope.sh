@@ -40,7 +40,7 @@ run "$HF" scope release alice
 run "$HF" scope release bob
 run "$HF" scope register A .:write:recursive --pid "$A"
 run "$HF" scope register B src:write:recursive --pid "$B" --from A
-HOLDFAST_POD=B run "$HF" scope register D src/core:write:recursive --pid "$D"
+run env HOLDFAST_POD=B "$HF" scope register D src/core:write:recursive --pid "$D"
 echo "   A sibling of B cannot take what B holds:"
 run "$HF" scope register C src/util:write --pid "$D" --from A
 run "$HF" scope effective A
