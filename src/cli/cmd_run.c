@@ -183,7 +183,7 @@ int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int s
 		return pid;
 	}
 	if (pid == 0) {
-		close(p[1]);
+		hf_sys_close(p[1]);
 		child_main(c, p[0], argv, stdin_fd, stdout_fd);
 	}
 	hf_sys_close(p[0]);

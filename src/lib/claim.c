@@ -35,10 +35,15 @@
  *        mine, unlink it": only after it was moved to one's own claim (the
  *        check-then-unlink race of REPORT.md's full-protocol trail).
  *   (C3) A restore never replaces anything (RENAME_NOREPLACE; where the file
- *        system refuses that flag a file is moved by link+unlink and a
- *        directory not at all), and re-checks the token just before and just
- *        after the rename: a sweeper may have emptied the claim meanwhile
- *        (REPORT.md point 4).
+ *        system refuses that flag, nothing is restored and the claim stays a
+ *        barrier), and re-checks the token just before and just after the
+ *        rename: a sweeper may have emptied the claim meanwhile (REPORT.md
+ *        point 4).
+ *   (C5) A take moves to a name drawn from 64 random bits that nobody else
+ *        uses: where the file system refuses RENAME_NOREPLACE, a plain rename
+ *        to that fresh name replaces nothing (short of a 2^-64 collision).
+ *        Nothing is ever emulated by link + unlink, which would unlink the
+ *        canonical name after the check (C2).
  *   (C4) A claim that could not be restored is a barrier: every taker scans
  *        for claims after publishing its own record and withdraws if one may
  *        hold a live owner. A scan that fails (any readdir error) denies.
@@ -75,6 +80,8 @@ int hf_claim_take(int dirfd, const char *canon, int claimdirfd, const char *pref
 		if ((size_t)snprintf(ret_name, n, "%s%s", prefix, hex) >= n)
 			return -ENAMETOOLONG;
 		rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, RENAME_NOREPLACE);
+		if (rc == -EOPNOTSUPP) /* C5: a fresh random name; nothing to replace */
+			rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, 0);
 		if (rc != -EEXIST)
 			return rc; /* 0, -ENOENT (nothing there), or an error */
 		/* 64 random bits collided: draw again, never replace */
@@ -108,8 +115,9 @@ int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *ca
 	}
 	hf_sys_point("claim.restore.checked");
 	rc = hf_sys_renameat2(claimdirfd, name, dirfd, canon, RENAME_NOREPLACE);
-	if (rc == -EEXIST || rc == -ENOTEMPTY || rc == -ENOSYS)
-		return HF_EBARRIER; /* C4: canon is taken again; the claim stays */
+	if (rc == -EEXIST || rc == -ENOTEMPTY || rc == -EOPNOTSUPP)
+		return HF_EBARRIER; /* C3, C4: canon is taken again (or the file system
+				     * cannot refuse to replace it): the claim stays */
 	if (rc < 0)
 		return rc;
 	if (expect_token) {

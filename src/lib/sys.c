@@ -352,21 +352,13 @@ int hf_sys_renameat2(int odir, const char *oldp, int ndir, const char *newp, uns
 	if (rc == 0)
 		return 0;
 	int e = errno;
-	if (!(flags & RENAME_NOREPLACE) || (e != EINVAL && e != ENOSYS))
-		return -e;
-	/* The file system refuses RENAME_NOREPLACE. A file can still be moved
-	 * without replacing: link (fails on EEXIST), then unlink the old name.
-	 * A directory cannot: say so rather than check-then-rename. */
-	struct stat st;
-	if (fstatat(odir, oldp, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -ENOSYS;
-	if (linkat(odir, oldp, ndir, newp, 0) < 0)
-		return -errno;
-	if (unlinkat(odir, oldp, 0) < 0)
-		return -errno;
-	return 0;
+	/* A file system that refuses RENAME_NOREPLACE (some network and FUSE
+	 * file systems) says EINVAL. It is never emulated here: link + unlink
+	 * would unlink the source by name, a check-then-act at a canonical
+	 * name (C2). The caller decides what is safe without the flag. */
+	if ((flags & RENAME_NOREPLACE) && e == EINVAL)
+		return -EOPNOTSUPP;
+	return -e;
 }
 
 int hf_sys_linkat(int odir, const char *oldp, int ndir, const char *newp, int flags)

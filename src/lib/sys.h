@@ -45,9 +45,8 @@ int hf_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags);
 int hf_sys_fchmod(int fd, mode_t mode);
 int hf_sys_mkdirat(int dirfd, const char *path, mode_t mode);
 int hf_sys_unlinkat(int dirfd, const char *path, int flags);
-/* flags: 0 or RENAME_NOREPLACE. NOREPLACE is never emulated by check-then-
- * rename: where the kernel refuses it, a file is moved by link+unlink and a
- * directory move fails with -ENOSYS. */
+/* flags: 0 or RENAME_NOREPLACE. NOREPLACE is never emulated: where the file
+ * system refuses it, the call fails with -EOPNOTSUPP and moves nothing. */
 int hf_sys_renameat2(int odir, const char *oldp, int ndir, const char *newp, unsigned flags);
 int hf_sys_linkat(int odir, const char *oldp, int ndir, const char *newp, int flags);
 int hf_sys_symlinkat(const char *target, int dirfd, const char *path);

@@ -136,3 +136,25 @@ Test(claim, scan_finds_prefixed_and_errors_deny)
 	n = 0;
 	cr_assert_eq(hf_claim_scan(dfd, "L.aside-", count_cb, &n), -EIO, "C4: a scan error denies");
 }
+
+Test(claim, without_noreplace_take_still_moves_and_restore_leaves_a_barrier)
+{
+	/* A file system that refuses RENAME_NOREPLACE: the kernel's EINVAL is
+	 * reported by sys.c as EOPNOTSUPP (simulated here for every rename). */
+	put("L", "fresh");
+	cr_assert_eq(hf_sys_inject("fail:rename:1:EOPNOTSUPP"), 0);
+	char claim[HF_CLAIM_NAME_MAX];
+	cr_assert_eq(hf_claim_take(dfd, "L", dfd, "L.aside-", claim, sizeof claim), 0,
+		     "C5: a plain rename to the fresh random name");
+	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1);
+	put("L", "third");
+	cr_assert_eq(hf_sys_inject("fail:rename:1:EOPNOTSUPP"), 0);
+	cr_assert_eq(hf_claim_restore(dfd, claim, dfd, "L", "fresh", ident_file, NULL),
+		     HF_EBARRIER, "C3: no restore without NOREPLACE");
+	char p[600];
+	snprintf(p, sizeof p, "%s/L", dir);
+	char *s = hft_slurp(p);
+	cr_assert_str_eq(s, "third", "never replaced");
+	free(s);
+	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1, "C4: the claim stays a barrier");
+}

@@ -56,7 +56,7 @@ static void two_stealers(int a_first)
 	cr_assert_eq(done(second), 1, "the second finds the winner's live lock");
 	sx_assert_held(&x, a_first ? "alpha" : "beta");
 	struct hf_session_status st;
-	hf_session_status(x.lock, 0, &st);
+	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
 	cr_assert(st.rec.has_broke && !strcmp(st.rec.broke.lane, "old"));
 }
 
