@@ -926,7 +926,11 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		   struct hf_lock_info *holder)
 {
-	int rc = hf_sys_mkdirat(l->pfd, l->base, 0700); /* A1 */
+	struct hf_owner me;
+	int rc = hf_owner_init(&me, o->pid);
+	if (rc < 0)
+		return rc;
+	rc = hf_sys_mkdirat(l->pfd, l->base, 0700); /* A1 */
 	if (rc == -EEXIST)
 		return judge_and_reap(l, holder);
 	if (rc < 0)
@@ -941,13 +945,6 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 	int ffd = -1;
 	uint64_t f = 0;
 	char *rec = NULL;
-	/* The identity is made only now, by a process that made L: a waiter
-	 * that finds L there (most attempts under contention) pays nothing for
-	 * it (a token, /proc/PID/stat). Failing, L goes as unpublished. */
-	struct hf_owner me;
-	rc = hf_owner_init(&me, o->pid);
-	if (rc < 0)
-		goto unpublished;
 	rc = fence_alloc(l, &ffd, &f); /* A3 */
 	if (rc < 0)
 		goto unpublished;
