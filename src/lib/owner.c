@@ -106,12 +106,25 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 	int rc = hf_random_hex(o.token, HF_TOKEN_LEN / 2);
 	if (rc < 0)
 		return rc;
+	/* Our own start time never changes while our pid is ours: read
+	 * /proc once per process (a fork's child has another pid). */
+	static __thread pid_t self_pid;
+	static __thread uint64_t self_start;
+	pid_t me = getpid();
 	if (pid == 0)
-		pid = getpid();
+		pid = me;
 	o.pid = pid;
-	rc = hf_pid_start(pid, &o.pid_start);
-	if (rc < 0)
-		return rc; /* -ESRCH: no such process to own anything */
+	if (pid == me && self_pid == me) {
+		o.pid_start = self_start;
+	} else {
+		rc = hf_pid_start(pid, &o.pid_start);
+		if (rc < 0)
+			return rc; /* -ESRCH: no such process to own anything */
+		if (pid == me) {
+			self_pid = me;
+			self_start = o.pid_start;
+		}
+	}
 	snprintf(o.boot_id, sizeof o.boot_id, "%s", hf_boot_id());
 	snprintf(o.host, sizeof o.host, "%s", hf_host_name());
 	o.time_ms = hf_sys_now_ms();
