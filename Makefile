@@ -8,7 +8,10 @@ ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
-BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux nodejs npm
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
+# node and npm (for the proper-lockfile peer) only when no node is on PATH:
+# a machine may have them from elsewhere, and Debian's npm conflicts with those.
+NODE_PKGS := nodejs npm
 
 .PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
 
@@ -24,6 +27,7 @@ deps:
 
 bench-deps: deps
 	@missing=""; for p in $(BENCH_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing="$$missing $(NODE_PKGS)"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
