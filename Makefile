@@ -52,6 +52,9 @@ run: build
 
 test: test-release test-asan
 	@echo "make test: all suites passed (release and ASan+UBSan)"
+	@cat $(BUILD)/meson-logs/testlog.txt $(ASAN_BUILD)/meson-logs/testlog.txt | \
+	  sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\) | Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2 \3/p' | \
+	  awk '{ p += $$1; f += $$2 + $$3 } END { print "tests: " p " passed, " f " failed" }'
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs

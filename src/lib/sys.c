@@ -585,3 +585,16 @@ int hf_sys_getcwd(char *buf, size_t n)
 	PASS("getcwd");
 	return getcwd(buf, n) ? 0 : -errno;
 }
+
+/* --- wait.c ---------------------------------------------------------------- */
+
+int hf_sys_sleep_ms(int64_t ms)
+{
+	PASS("sleep");
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}

@@ -107,4 +107,10 @@ int hf_sys_waitid(idtype_t type, id_t id, siginfo_t *info, int options);
 /* The current directory into buf (n bytes). */
 int hf_sys_getcwd(char *buf, size_t n);
 
+
+
+/* --- wait.c -------------------------------------------------------------- */
+/* Sleep ms milliseconds (EINTR resumes the rest); a point "sleep". */
+int hf_sys_sleep_ms(int64_t ms);
+
 #endif

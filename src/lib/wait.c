@@ -173,10 +173,8 @@ int hf_wait_next(struct hf_waiter *w)
 		if (left_ms >= 0 && sleep_ms > left_ms)
 			sleep_ms = left_ms; /* W1 */
 		if (w->ifd < 0) {
-			struct timespec ts = { sleep_ms / 1000, (sleep_ms % 1000) * 1000000L };
-			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-				;
-			return 0;
+			int rc = hf_sys_sleep_ms(sleep_ms);
+			return rc < 0 ? rc : 0;
 		}
 		struct pollfd p = { .fd = w->ifd, .events = POLLIN };
 		int64_t start = hf_sys_mono_ns();
