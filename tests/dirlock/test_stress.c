@@ -25,7 +25,6 @@
 #define WORKERS 8
 
 struct shared {
-	int inside;              /* holders in their critical section       */
 	int64_t holder;          /* pid of the last holder to enter         */
 	uint64_t holder_start;
 	uint64_t last_fence;
@@ -75,23 +74,38 @@ static bool alive(int64_t pid, uint64_t start)
 	return pid > 0 && hf_pid_start((pid_t)pid, &now) == 0 && now == start;
 }
 
+/* The overlap detector. A holder publishes itself (pid, start time) on
+ * entry and clears the pid on exit. Entering while another LIVE process is
+ * published as inside is an overlap, and so is finding, on leaving, that
+ * another live process overwrote one's entry. A holder SIGKILLed anywhere in here
+ * leaves at most its own (dead) pid behind, which no later entry counts:
+ * the detector needs no repair after a kill (a counter of "inside" would
+ * stay raised by a holder killed between its two updates: a false alarm). */
 static void enter(uint64_t fence, uint64_t my_start)
 {
-	if (__atomic_fetch_add(&sh->inside, 1, __ATOMIC_SEQ_CST) != 0 ||
-	    (sh->holder && sh->holder != getpid() && alive(sh->holder, sh->holder_start)))
+	int64_t h = __atomic_load_n(&sh->holder, __ATOMIC_SEQ_CST);
+	uint64_t hs = __atomic_load_n(&sh->holder_start, __ATOMIC_SEQ_CST);
+	if (h && h != getpid() && alive(h, hs))
 		__atomic_fetch_add(&sh->overlaps, 1, __ATOMIC_SEQ_CST);
 	if (fence <= sh->last_fence)
 		__atomic_fetch_add(&sh->fence_bad, 1, __ATOMIC_SEQ_CST);
 	sh->last_fence = fence;
-	sh->holder_start = my_start;
-	sh->holder = getpid();
+	__atomic_store_n(&sh->holder, 0, __ATOMIC_SEQ_CST); /* never a torn pair */
+	__atomic_store_n(&sh->holder_start, my_start, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->holder, (int64_t)getpid(), __ATOMIC_SEQ_CST);
 	__atomic_fetch_add(&sh->acquisitions, 1, __ATOMIC_SEQ_CST);
 }
 
 static void leave(void)
 {
-	sh->holder = 0;
-	__atomic_fetch_sub(&sh->inside, 1, __ATOMIC_SEQ_CST);
+	/* two entering at once both saw nobody: the later one overwrote the
+	 * earlier, who sees it here, still alive, before leaving */
+	int64_t h = __atomic_load_n(&sh->holder, __ATOMIC_SEQ_CST);
+	uint64_t hs = __atomic_load_n(&sh->holder_start, __ATOMIC_SEQ_CST);
+	if (h != getpid() && h && alive(h, hs))
+		__atomic_fetch_add(&sh->overlaps, 1, __ATOMIC_SEQ_CST);
+	if (h == getpid())
+		__atomic_store_n(&sh->holder, 0, __ATOMIC_SEQ_CST);
 }
 
 /* n acquisitions (n < 0: until killed) */
@@ -108,10 +122,6 @@ static void worker(int n, int64_t stale_ms)
 			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
 			continue;
 		}
-		/* a killed holder leaves "inside" raised: the next holder may
-		 * only enter once it is dead, so reset it under the lock */
-		if (sh->holder && !alive(sh->holder, sh->holder_start) && sh->inside > 0)
-			__atomic_store_n(&sh->inside, 0, __ATOMIC_SEQ_CST);
 		enter(got.fence, start);
 		leave();
 		if (hf_lock_release(lock, got.owner.token, &h) != 0)
