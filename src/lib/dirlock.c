@@ -163,6 +163,10 @@ struct place {
 	dev_t dev;
 	ino_t ino;
 	int64_t ctime_ms;
+	int pin;                        /* REC_EMPTY/REC_BAD judged for a
+					   destructive step: an open fd on the
+					   directory, so its inode number cannot
+					   be reused while we act (C1); else -1 */
 };
 
 #define RETRY 1 /* internal: try again at once */
@@ -269,9 +273,10 @@ static bool token_peek(const char *buf, struct hf_lock_info *i)
 	return true;
 }
 
-static int place_read_mode(int dirfd, const char *name, struct place *p, bool peek)
+static int place_read_mode(int dirfd, const char *name, struct place *p, bool peek, bool pin)
 {
 	memset(p, 0, sizeof *p);
+	p->pin = -1;
 	int dfd = hf_sys_openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
 	if (dfd == -ENOENT) {
 		p->kind = REC_NONE;
@@ -300,20 +305,38 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		p->dev = st.st_dev;
 		p->ino = st.st_ino;
 		p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
+		if (rc == 0 && pin) {
+			p->pin = dfd; /* C1: the inode stays ours to compare with */
+			return 0;
+		}
 	}
 	hf_sys_close(dfd);
 	return rc;
 }
 
+static void place_unpin(struct place *p)
+{
+	if (p->pin >= 0)
+		hf_sys_close(p->pin);
+	p->pin = -1;
+}
+
 static int place_read(int dirfd, const char *name, struct place *p)
 {
-	return place_read_mode(dirfd, name, p, false);
+	return place_read_mode(dirfd, name, p, false, false);
+}
+
+/* A verdict that may lead to a destructive step: a directory without a
+ * readable record keeps an fd open (place.pin) until the step is done. */
+static int place_read_pinned(int dirfd, const char *name, struct place *p)
+{
+	return place_read_mode(dirfd, name, p, false, true);
 }
 
 /* The identity (token) and kind only: for verifications, not verdicts. */
 static int place_peek(int dirfd, const char *name, struct place *p)
 {
-	return place_read_mode(dirfd, name, p, true);
+	return place_read_mode(dirfd, name, p, true, false);
 }
 
 /* The claim core's identity of a lock directory: its owner token. */
@@ -386,7 +409,10 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 		return false;
 	if (judged->kind == REC_OK)
 		return strcmp(judged->info.owner.token, now->info.owner.token) == 0; /* C1 */
-	return judged->dev == now->dev && judged->ino == now->ino;
+	/* C1: no token to compare. An inode number is identity only while an
+	 * open fd pins the judged directory: then the number cannot have been
+	 * handed to a new directory meanwhile. Unpinned: never the same. */
+	return judged->pin >= 0 && judged->dev == now->dev && judged->ino == now->ino;
 }
 
 /* --- opening a lock --------------------------------------------------------- */
@@ -634,9 +660,9 @@ enum { CLAIM_GONE, CLAIM_HARMLESS, CLAIM_STALE, CLAIM_BARRIER };
  * (a holder's record stays in its directory all through its critical
  * section, and an owner claims its own record only after leaving it or
  * instead of entering). Unreadable records count as barriers. *p is filled. */
-static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t now)
+static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t now, bool pin)
 {
-	if (place_read(l->sfd, name, p) < 0)
+	if (place_read_mode(l->sfd, name, p, false, pin) < 0)
 		return -1;
 	if (p->kind == REC_NONE)
 		return CLAIM_GONE;
@@ -668,7 +694,7 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 	if (claim_time(name) < 0)
 		return 0; /* not a claim */
 	struct place p;
-	int v = claim_judge(k->l, name, &p, k->now);
+	int v = claim_judge(k->l, name, &p, k->now, false);
 	if (v < 0)
 		return -EIO; /* C4: a claim we could not read denies */
 	if (v == CLAIM_BARRIER) {
@@ -710,9 +736,14 @@ static int sweep(struct lk *l)
 	int64_t now = hf_sys_now_ms();
 	for (int i = 0; rc >= 0 && i < cl->n; i++) {
 		struct place p;
-		if (claim_judge(l, cl->names[i], &p, now) != CLAIM_STALE)
+		int v = claim_judge(l, cl->names[i], &p, now, true);
+		if (v != CLAIM_STALE) {
+			if (v >= 0)
+				place_unpin(&p);
 			continue;
+		}
 		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, "sweep");
+		place_unpin(&p);
 		if (rc > 0)
 			removed++;
 	}
@@ -764,7 +795,7 @@ static void withdraw_unpublished(struct lk *l, int lfd)
 	struct stat st;
 	if (hf_sys_fstat(lfd, &st) < 0)
 		return;
-	struct place judged = { .kind = REC_EMPTY, .dev = st.st_dev, .ino = st.st_ino };
+	struct place judged = { .kind = REC_EMPTY, .dev = st.st_dev, .ino = st.st_ino, .pin = lfd };
 	struct place p;
 	if (place_peek(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
 	    !same_as_judged(&judged, &p))
@@ -908,7 +939,7 @@ static void holder_from(struct hf_lock_info *h, const struct place *p)
 static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 {
 	struct place p;
-	int rc = place_read(l->pfd, l->base, &p);
+	int rc = place_read_pinned(l->pfd, l->base, &p);
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_NONE)
@@ -916,10 +947,12 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
 	hf_sys_point("dirlock.acquire.judged");
 	if (!reapable(p.info.state)) {
+		place_unpin(&p);
 		holder_from(holder, &p);
 		return p.kind == REC_BAD ? HF_EUNREADABLE : HF_EHELD;
 	}
 	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, "reap");
+	place_unpin(&p);
 	return rc < 0 ? rc : RETRY;
 }
 
