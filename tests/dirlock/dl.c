@@ -267,3 +267,13 @@ void dl_wait_age(const char *path, int64_t ms)
 	}
 	cr_assert_fail("%s never got %" PRId64 " ms old", path, ms);
 }
+
+uint64_t dl_dead_holder(const char *lock)
+{
+	pid_t life = dl_life();
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info got, h;
+	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
+	dl_kill(life);
+	return got.fence;
+}

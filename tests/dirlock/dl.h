@@ -81,4 +81,8 @@ void dl_write_record(const char *dir, pid_t pid, int64_t acquired_ms, uint64_t f
  * processes. */
 void dl_wait_age(const char *path, int64_t ms);
 
+/* The lock acquired for a process that is then killed (a dead owner X):
+ * returns X's fence. */
+uint64_t dl_dead_holder(const char *lock);
+
 #endif

@@ -43,16 +43,6 @@ static char *res(const char *name)
 	return dl_path(dir, name);
 }
 
-/* The lock held by a dead owner X (its life killed): returns X's fence. */
-static uint64_t dead_holder(void)
-{
-	pid_t life = dl_life();
-	struct hf_lock_opts o = { .path = lock, .pid = life };
-	struct hf_lock_info got, h;
-	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
-	dl_kill(life);
-	return got.fence;
-}
 
 static void acquire_now(uint64_t *fence)
 {
@@ -77,7 +67,7 @@ static void held_by(const char *token)
  * directory into its claim. restored: R1 puts it back, B is refused. */
 Test(seed, r1_r2_a_b_restoration_succeeds)
 {
-	dead_holder();
+	dl_dead_holder(lock);
 	char *ra = res("A"), *rb = res("B"), *r1r = res("R1");
 	struct dl_acq r1 = { .path = lock, .result = r1r };
 	struct hft_child R1, A, B;
@@ -119,7 +109,7 @@ Test(seed, r1_r2_a_b_restoration_succeeds)
  * withdraws without entering. A releases from the claim. */
 Test(seed, r1_r2_a_b_restoration_fails)
 {
-	dead_holder();
+	dl_dead_holder(lock);
 	char *ra = res("A"), *rb = res("B");
 	struct dl_acq r1 = { .path = lock };
 	struct hft_child R1, A, B;
@@ -162,7 +152,7 @@ Test(seed, r1_r2_a_b_restoration_fails)
 /* B waits instead of trying once: it enters only after A released. */
 Test(seed, r1_r2_a_b_waiting_b_enters_after_a)
 {
-	dead_holder();
+	dl_dead_holder(lock);
 	char *ra = res("A"), *rb = res("B");
 	struct dl_acq r1 = { .path = lock };
 	struct hft_child R1, A, B;
@@ -329,7 +319,7 @@ Test(seed, unreadable_scan_denies)
  * record out of R1's claim) and enters only with a later attempt. */
 Test(seed, post_scan_displacement)
 {
-	uint64_t fx = dead_holder();
+	uint64_t fx = dl_dead_holder(lock);
 	char *ra = res("A");
 	struct dl_acq r1 = { .path = lock, .ovl = ovl };
 	struct hft_child R1, A;
@@ -425,7 +415,7 @@ Test(seed, publication_race_same_directory_b_first)
  * claim gone and can never restore an emptied directory. */
 Test(seed, owner_release_during_a_claim)
 {
-	dead_holder();
+	dl_dead_holder(lock);
 	char *ra = res("A");
 	struct dl_acq r1 = { .path = lock, .ovl = ovl };
 	struct hft_child R1, A;

@@ -59,15 +59,6 @@ static char *res(const char *name)
 	return dl_path(dir, name);
 }
 
-static uint64_t dead_holder(void)
-{
-	pid_t life = dl_life();
-	struct hf_lock_opts o = { .path = lock, .pid = life };
-	struct hf_lock_info got, h;
-	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
-	dl_kill(life);
-	return got.fence;
-}
 
 static void comes_back(void)
 {
@@ -114,7 +105,7 @@ static void tok4_left(struct hft_child *A1a, pid_t life4)
  * entered beside token 5's holder; here the claim denies it. */
 Test(trail, weakened_no_claim_scan)
 {
-	dead_holder();                              /* steps 1-5: X reaped below */
+	dl_dead_holder(lock);                              /* steps 1-5: X reaped below */
 	pid_t life4 = dl_life(), life5 = dl_life();
 	struct hft_child A1a, A1b, R0, A0;
 	tok4_left(&A1a, life4);                     /* 6-13 */
@@ -406,7 +397,7 @@ Test(trail, rename_fallback_noreplace)
  * there, R1's restore finds its claim gone, L stays A1's. */
 Test(trail, withdraw_by_fd_plus_sweep)
 {
-	dead_holder();
+	dl_dead_holder(lock);
 	pid_t life4 = dl_life(), life2 = dl_life(), life5 = dl_life();
 	struct hft_child A1a, R1, A0, A1;
 	tok4_left(&A1a, life4);                     /* 6-13 */
