@@ -336,17 +336,31 @@ static int c_break(struct t *t)
 	return held_by(t, "new");
 }
 
+/* The common start of the stealer schedules: a lock two hours stale, and
+ * stealers alpha and beta (with their pause rules) both paused at the point
+ * where they have judged it stale. On failure both are collected. */
+static int stealers_judged(struct t *t, struct kid *a, const char *rules_a, struct kid *b,
+			   const char *rules_b)
+{
+	if (put_record(t, "old", 2 * HOUR) < 0)
+		return -1;
+	kid_start(t, a, rules_a, TAKE(t, "alpha"));
+	kid_start(t, b, rules_b, TAKE(t, "beta"));
+	if (kid_expect(t, a, "session.take.judged") < 0 ||
+	    kid_expect(t, b, "session.take.judged") < 0) {
+		kid_wait(a);
+		kid_wait(b);
+		return -1;
+	}
+	return 0;
+}
+
 /* Two stealers judged the same stale lock; A breaks it first. */
 static int c_stealers_judged(struct t *t)
 {
 	struct kid a, b;
-	if (put_record(t, "old", 2 * HOUR) < 0)
+	if (stealers_judged(t, &a, "pause:session.take.judged", &b, "pause:session.take.judged") < 0)
 		return -1;
-	kid_start(t, &a, "pause:session.take.judged", TAKE(t, "alpha"));
-	kid_start(t, &b, "pause:session.take.judged", TAKE(t, "beta"));
-	if (kid_expect(t, &a, "session.take.judged") < 0 ||
-	    kid_expect(t, &b, "session.take.judged") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
 	kid_go(&a);
 	int ea = kid_wait(&a);
 	kid_go(&b); /* B now moves A's fresh lock: it must put it back */
@@ -360,13 +374,8 @@ static int c_stealers_judged(struct t *t)
 static int c_stealers_moved(struct t *t)
 {
 	struct kid a, b;
-	if (put_record(t, "old", 2 * HOUR) < 0)
+	if (stealers_judged(t, &a, "pause:session.take.judged;pause:session.take.moved", &b, "pause:session.take.judged") < 0)
 		return -1;
-	kid_start(t, &a, "pause:session.take.judged;pause:session.take.moved", TAKE(t, "alpha"));
-	kid_start(t, &b, "pause:session.take.judged", TAKE(t, "beta"));
-	if (kid_expect(t, &a, "session.take.judged") < 0 ||
-	    kid_expect(t, &b, "session.take.judged") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
 	kid_go(&a);
 	if (kid_expect(t, &a, "session.take.moved") < 0)
 		return kid_wait(&a), kid_wait(&b), -1;
@@ -383,13 +392,8 @@ static int c_stealers_moved(struct t *t)
 static int c_third_taker(struct t *t)
 {
 	struct kid a, b;
-	if (put_record(t, "old", 2 * HOUR) < 0)
+	if (stealers_judged(t, &a, "pause:session.take.judged", &b, "pause:session.take.judged;pause:session.take.moved") < 0)
 		return -1;
-	kid_start(t, &a, "pause:session.take.judged", TAKE(t, "alpha"));
-	kid_start(t, &b, "pause:session.take.judged;pause:session.take.moved", TAKE(t, "beta"));
-	if (kid_expect(t, &a, "session.take.judged") < 0 ||
-	    kid_expect(t, &b, "session.take.judged") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
 	kid_go(&a);
 	int ea = kid_wait(&a);
 	kid_go(&b);
@@ -409,13 +413,8 @@ static int c_third_taker(struct t *t)
 static int c_barrier(struct t *t)
 {
 	struct kid a, b, c;
-	if (put_record(t, "old", 2 * HOUR) < 0)
+	if (stealers_judged(t, &a, "pause:session.take.judged", &b, "pause:session.take.judged;pause:session.take.moved") < 0)
 		return -1;
-	kid_start(t, &a, "pause:session.take.judged", TAKE(t, "alpha"));
-	kid_start(t, &b, "pause:session.take.judged;pause:session.take.moved", TAKE(t, "beta"));
-	if (kid_expect(t, &a, "session.take.judged") < 0 ||
-	    kid_expect(t, &b, "session.take.judged") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
 	kid_go(&a);
 	int ea = kid_wait(&a);
 	kid_go(&b);
