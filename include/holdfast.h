@@ -21,11 +21,21 @@
  * Owners and liveness
  * -------------------
  * An owner record carries a random token (getrandom), the pid, the pid's
- * start time (/proc/<pid>/stat field 22), the boot id, the host name and
- * wall-clock times. An owner is dead only on proof: on this host and this
- * boot, no such pid, or the pid alive with another start time (pid reuse).
- * Another host's owner, another boot's, or anything unknown counts as alive.
- * Ages come from times written inside records, never from mtime.
+ * start time (/proc/<pid>/stat field 22), the boot id, the pid and time
+ * namespaces the pid and times were read in, the host name, the command
+ * name, the wall-clock time and the boot-relative time (CLOCK_BOOTTIME) it
+ * was recorded. An owner is dead only on proof:
+ *   - on this kernel (same boot id) and in the same pid namespace: no such
+ *     pid, or the pid alive with another start time (pid reuse);
+ *   - on this kernel in another pid namespace (a container, `unshare
+ *     --pid`): a pid proves nothing there; the owner holds a kernel lock
+ *     (flock(2)) on the lock's liveness object for its whole life, and the
+ *     kernel drops it when the last process holding it ends: the lock being
+ *     free is the proof (hf_owner_liveness_fd);
+ *   - another kernel's owner (other boot id), or anything unknown, is alive.
+ * Ages come from times written inside records, never from mtime; on the
+ * same kernel and time namespace from CLOCK_BOOTTIME, which a step of the
+ * wall clock does not move (hf_owner_age_ms).
  *
  * Threads: the library keeps no locks of its own; a process may use it from
  * several threads as long as they do not share one hf_* object.
@@ -64,6 +74,8 @@ const char *hf_strerror(int rc);
 #define HF_TOKEN_LEN 32   /* hex characters of a generated token (128 bits)   */
 #define HF_HOST_MAX  64
 #define HF_BOOTID_LEN 36
+#define HF_COMM_MAX  15   /* /proc/<pid>/comm, as the kernel truncates it      */
+#define HF_PIDNS_UNKNOWN 1 /* no namespace inode is 1: "recorded, not known"   */
 
 struct hf_owner {
 	char token[HF_TOKEN_LEN + 1];     /* random, hex                           */
@@ -72,6 +84,15 @@ struct hf_owner {
 	char boot_id[HF_BOOTID_LEN + 1];  /* /proc/sys/kernel/random/boot_id       */
 	char host[HF_HOST_MAX + 1];
 	int64_t time_ms;                  /* wall clock, Unix ms, when recorded    */
+	uint64_t pidns;                   /* inode of the pid namespace `pid` is
+					     a pid of; HF_PIDNS_UNKNOWN: not known
+					     (its pid is never proof); 0: a record
+					     of holdfast 0.1                       */
+	uint64_t timens;                  /* inode of the time namespace boot_ms
+					     was read in; 0: unknown               */
+	int64_t boot_ms;                  /* CLOCK_BOOTTIME ms when recorded; 0:
+					     unknown                               */
+	char comm[HF_COMM_MAX + 1];       /* the owner's command name; "" unknown  */
 };
 
 /* Fill *ret for process pid (0: the caller) with a fresh token and now. */
@@ -81,8 +102,19 @@ enum hf_liveness {
 	HF_ALIVE = 0,   /* proven alive, or not provably dead (other host, unknown) */
 	HF_DEAD = 1,    /* proven dead: no such pid, or pid reused (start differs)  */
 };
-/* HF_ALIVE or HF_DEAD; never an error: whatever cannot be proven is alive. */
+/* HF_ALIVE or HF_DEAD by pid alone; never an error: whatever cannot be
+ * proven is alive (another kernel, another pid namespace, no start time). */
 int hf_owner_liveness(const struct hf_owner *o);
+/* The same, with the owner's kernel lock as the proof where a pid proves
+ * nothing (another pid namespace of this kernel): probe_fd is a descriptor
+ * the judge opened itself on the owner's liveness object. HF_DEAD when the
+ * kernel lock is free - the judge then holds LOCK_EX on probe_fd until it
+ * closes it, so no late taker can claim the object meanwhile. */
+int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd);
+/* Age of the record at wall-clock time now_ms: boot-relative on this kernel
+ * and time namespace (a wall-clock step does not change it), else by the
+ * wall clock (negative when dated in the future). */
+int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms);
 
 /* ---------------------------------------------------------------------------
  * Session lock (seed 002) — see src/lib/session.c for the protocol.

@@ -6,9 +6,17 @@
  * same record only if their tokens are equal (inode numbers are reused by
  * the kernel at once and prove nothing; research/model/REPORT.md, point 5).
  *
+ * It also names the namespaces its numbers belong to: the pid namespace the
+ * pid was read in (a pid means nothing in another one: liveness.c) and the
+ * time namespace of its boot-relative time (CLOCK_BOOTTIME, which a step of
+ * the wall clock does not move: ages on one kernel come from it).
+ *
  * JSON form (the directory lock's <lock>/owner and the registry's entries):
  *   {"token":"…","pid":4242,"pid_start":123456,"boot_id":"…","host":"box",
- *    "<time_key>":"2026-09-22T10:00:00Z"}
+ *    "<time_key>":"2026-09-22T10:00:00Z","pidns":4026531836,
+ *    "timens":4026531834,"boottime_ms":8123456,"comm":"make"}
+ * pidns, timens, boottime_ms and comm are absent in records of holdfast 0.1
+ * (read as 0 / "": unknown).
  */
 #include "internal.h"
 
@@ -18,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int hf_pid_start(pid_t pid, uint64_t *ret)
 {
@@ -99,6 +109,74 @@ const char *hf_host_name(void)
 	return host;
 }
 
+/* The inode of /proc/self/ns/<kind>, cached per process; 0 when it cannot be
+ * read. */
+static uint64_t ns_inode(const char *path)
+{
+	struct stat st;
+	return hf_sys_fstatat(AT_FDCWD, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+uint64_t hf_self_pidns(void)
+{
+	static pid_t for_pid;
+	static uint64_t ns;
+	pid_t me = getpid();
+	if (for_pid != me) {
+		/* Our pids are read through /proc: only if this /proc is of our own
+		 * pid namespace (/proc/self is our getpid()) do its numbers mean
+		 * ours. A process in a child namespace under the parent's /proc
+		 * (unshare --pid without --mount-proc) records no namespace: its
+		 * pids are never proof, for anyone. */
+		char self[32];
+		ssize_t n = hf_sys_readlinkat(AT_FDCWD, "/proc/self", self, sizeof self - 1);
+		uint64_t v = HF_PIDNS_UNKNOWN;
+		if (n > 0) {
+			self[n] = '\0';
+			char *end;
+			long p = strtol(self, &end, 10);
+			if (!*end && p == (long)me)
+				v = ns_inode("/proc/self/ns/pid");
+			if (!v)
+				v = HF_PIDNS_UNKNOWN;
+		}
+		ns = v;
+		for_pid = me;
+	}
+	return ns;
+}
+
+uint64_t hf_self_timens(void)
+{
+	static int done;
+	static uint64_t ns;
+	if (!done) {
+		ns = ns_inode("/proc/self/ns/time");
+		done = 1;
+	}
+	return ns;
+}
+
+int hf_pid_comm(pid_t pid, char *buf, size_t n)
+{
+	char path[64], raw[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? -ESRCH : fd;
+	ssize_t r = hf_sys_read(fd, raw, sizeof raw - 1);
+	hf_sys_close(fd);
+	if (r < 0)
+		return (int)r;
+	raw[r] = '\0';
+	raw[strcspn(raw, "\n")] = '\0';
+	/* a command name is the program's to choose: keep it only as text */
+	if (!hf_text_ok(raw, HF_COMM_MAX))
+		raw[0] = '\0';
+	snprintf(buf, n, "%s", raw);
+	return 0;
+}
+
 int hf_owner_init(struct hf_owner *ret, pid_t pid)
 {
 	struct hf_owner o;
@@ -127,7 +205,20 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 	}
 	snprintf(o.boot_id, sizeof o.boot_id, "%s", hf_boot_id());
 	snprintf(o.host, sizeof o.host, "%s", hf_host_name());
+	/* the pid is a pid of our namespace: we read it (getpid, getppid, or
+	 * checked it in our /proc) */
+	o.pidns = hf_self_pidns();
+	o.timens = hf_self_timens();
+	static __thread pid_t comm_pid;
+	static __thread char comm[HF_COMM_MAX + 1];
+	if (pid == me && comm_pid == me) {
+		memcpy(o.comm, comm, sizeof o.comm);
+	} else if (hf_pid_comm(pid, o.comm, sizeof o.comm) == 0 && pid == me) {
+		comm_pid = me;
+		memcpy(comm, o.comm, sizeof comm);
+	}
 	o.time_ms = hf_sys_now_ms();
+	o.boot_ms = hf_sys_boot_ms();
 	*ret = o;
 	return 0;
 }
@@ -136,9 +227,25 @@ json_t *hf_owner_to_json(const struct hf_owner *o, const char *time_key)
 {
 	char when[40];
 	hf_time_format(o->time_ms, when, sizeof when);
-	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s}", "token", o->token, "pid",
-			 (json_int_t)o->pid, "pid_start", (json_int_t)o->pid_start, "boot_id",
-			 o->boot_id, "host", o->host, time_key, when);
+	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "token", o->token,
+			 "pid", (json_int_t)o->pid, "pid_start", (json_int_t)o->pid_start,
+			 "boot_id", o->boot_id, "host", o->host, time_key, when, "pidns",
+			 (json_int_t)o->pidns, "timens", (json_int_t)o->timens, "boottime_ms",
+			 (json_int_t)o->boot_ms, "comm", o->comm);
+}
+
+/* An optional non-negative integer field (0 when absent); -1 when present
+ * and not a non-negative integer. */
+static int get_u63(const json_t *obj, const char *key, uint64_t *ret)
+{
+	const json_t *v = json_object_get(obj, key);
+	*ret = 0;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -1;
+	*ret = (uint64_t)json_integer_value(v);
+	return 0;
 }
 
 static void copy_str(char *dst, size_t n, const json_t *v)
@@ -171,6 +278,15 @@ int hf_owner_from_json(const json_t *obj, const char *time_key, struct hf_owner 
 	const json_t *t = json_object_get(obj, time_key);
 	if (json_is_string(t) && hf_time_parse(json_string_value(t), &o.time_ms) < 0)
 		return -EINVAL;
+	uint64_t boot;
+	if (get_u63(obj, "pidns", &o.pidns) < 0 || get_u63(obj, "timens", &o.timens) < 0 ||
+	    get_u63(obj, "boottime_ms", &boot) < 0)
+		return -EINVAL;
+	o.boot_ms = (int64_t)boot;
+	const json_t *c = json_object_get(obj, "comm");
+	if (c && (!json_is_string(c) || !hf_text_ok(json_string_value(c), HF_COMM_MAX)))
+		return -EINVAL;
+	copy_str(o.comm, sizeof o.comm, c);
 	*ret = o;
 	return 0;
 }

@@ -37,7 +37,7 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-enum { RULE_FAIL = 1, RULE_PAUSE, RULE_CRASH };
+enum { RULE_FAIL = 1, RULE_PAUSE, RULE_CRASH, RULE_SKEW };
 
 struct rule {
 	int kind;
@@ -46,12 +46,14 @@ struct rule {
 	unsigned long hits;
 	int err;
 	int persist;
+	int64_t skew_ms;       /* RULE_SKEW                             */
 };
 
 #define MAX_RULES 16
 static struct rule rules[MAX_RULES];
 static int nrules;
 static int armed = -1;        /* -1: environment not read yet */
+static int64_t wall_skew_ms;  /* skew:wall:MS */
 static int notify_fd = -1, go_fd = -1;
 
 static const struct {
@@ -102,9 +104,23 @@ static int parse_rule(char *s, struct rule *r)
 		r->kind = RULE_PAUSE;
 	else if (!strcmp(f[0], "crash"))
 		r->kind = RULE_CRASH;
+	else if (!strcmp(f[0], "skew"))
+		r->kind = RULE_SKEW;
 	else
 		return -EINVAL;
 	strcpy(r->point, f[1]);
+	if (r->kind == RULE_SKEW) {
+		/* skew:wall:MS, MS signed: the rule's "errno" slot holds nothing */
+		char *end;
+		if (strcmp(f[1], "wall") || nf != 3 || !*f[2])
+			return -EINVAL;
+		errno = 0;
+		long long ms = strtoll(f[2], &end, 10);
+		if (*end || errno || ms > 100LL * 365 * 86400000 || ms < -100LL * 365 * 86400000)
+			return -EINVAL;
+		r->skew_ms = ms;
+		return 0;
+	}
 	if (nf >= 3 && *f[2]) {
 		char *end;
 		unsigned long n = strtoul(f[2], &end, 10);
@@ -144,9 +160,19 @@ int hf_sys_inject(const char *spec)
 			n++;
 		}
 	}
-	memcpy(rules, tmp, sizeof(struct rule) * (size_t)n);
-	nrules = n;
-	armed = n > 0;
+	/* skew rules are not counted hits: they set the offset once */
+	int64_t skew = 0;
+	int w = 0;
+	for (int i = 0; i < n; i++) {
+		if (tmp[i].kind == RULE_SKEW)
+			skew += tmp[i].skew_ms;
+		else
+			tmp[w++] = tmp[i];
+	}
+	memcpy(rules, tmp, sizeof(struct rule) * (size_t)w);
+	nrules = w;
+	wall_skew_ms = skew;
+	armed = w > 0;
 	return 0;
 }
 
@@ -507,8 +533,17 @@ int hf_sys_realpath(const char *path, char *buf)
 
 int64_t hf_sys_now_ms(void)
 {
+	if (__builtin_expect(armed < 0, 0))
+		load_env(); /* a skew rule from the environment counts from the first read */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + wall_skew_ms;
+}
+
+int64_t hf_sys_boot_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

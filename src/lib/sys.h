@@ -12,7 +12,11 @@
  *   pause:POINT[:N]               at the Nth hit of POINT, write "POINT\n" to
  *                                 the notify fd and block until one byte
  *                                 arrives on the go fd;
- *   crash:POINT[:N]               at the Nth hit of POINT, SIGKILL itself.
+ *   crash:POINT[:N]               at the Nth hit of POINT, SIGKILL itself;
+ *   skew:wall:MS                  add MS (signed) to every wall-clock read
+ *                                 of this process: a clock that disagrees
+ *                                 with the machine's (CLOCK_BOOTTIME and
+ *                                 CLOCK_MONOTONIC are left alone).
  *
  * POINT is a call name, "*" (every call), or a named protocol point passed to
  * hf_sys_point() ("session.take.judged", ...). N counts from 1 (default 1).
@@ -69,9 +73,12 @@ int hf_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int hf_sys_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 int hf_sys_realpath(const char *path, char *buf); /* buf: PATH_MAX */
 
-/* Clocks (vDSO; no fault point): wall Unix ms and monotonic ns. */
+/* Clocks (vDSO; no fault point): wall Unix ms (moved by a skew:wall rule),
+ * monotonic ns, and CLOCK_BOOTTIME ms (monotonic, counts suspend, one per
+ * kernel and time namespace). */
 int64_t hf_sys_now_ms(void);
 int64_t hf_sys_mono_ns(void);
+int64_t hf_sys_boot_ms(void);
 
 /* A named protocol point: a place a test may pause or crash a process. */
 void hf_sys_point(const char *name);

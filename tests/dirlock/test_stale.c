@@ -140,11 +140,14 @@ Test(stale, other_hosts_owner_is_never_dead_by_pid)
 	dl_write_record(lock, gone, hf_sys_now_ms(), 7, 0, tok);
 	dl_kill(gone);
 	cr_assert_eq(state_of(), HF_LOCK_DEAD);
+	/* another host: another name and another kernel (boot id) */
 	char *p = dl_path(lock, "owner"), *s = hft_slurp(p);
-	char *h = strstr(s, hf_host_name());
-	cr_assert_not_null(h);
+	char *h = strstr(s, hf_host_name()), *b = strstr(s, hf_boot_id());
+	cr_assert(h && b && b < h);
 	char *fixed;
-	cr_assert_geq(asprintf(&fixed, "%.*selsewhere%s", (int)(h - s), s, h + strlen(hf_host_name())),
+	cr_assert_geq(asprintf(&fixed, "%.*s%s%.*selsewhere%s", (int)(b - s), s,
+			       "00000000-0000-4000-8000-000000000000", (int)(h - b - HF_BOOTID_LEN),
+			       b + HF_BOOTID_LEN, h + strlen(hf_host_name())),
 		      0);
 	hft_write(p, fixed);
 	cr_assert_eq(state_of(), HF_LOCK_HELD);

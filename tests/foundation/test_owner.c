@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <jansson.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 Test(owner, init_fills_identity)
@@ -82,6 +86,7 @@ Test(liveness, unknown_counts_as_alive)
 	o.pid_start += 1;
 	struct hf_owner other_host = o, other_boot = o, no_boot = o;
 	strcpy(other_host.host, "elsewhere.example");
+	other_host.pidns = 0; /* a record of holdfast 0.1: judged by host name */
 	other_boot.boot_id[0] = other_boot.boot_id[0] == 'a' ? 'b' : 'a';
 	no_boot.boot_id[0] = '\0';
 	cr_assert_eq(hf_owner_liveness(&other_host), HF_ALIVE);
@@ -93,4 +98,120 @@ Test(liveness, unknown_counts_as_alive)
 	struct hf_owner bad = o;
 	bad.pid = -5;
 	cr_assert_eq(hf_owner_liveness(&bad), HF_ALIVE);
+}
+
+Test(owner, init_names_namespaces_and_boot_time)
+{
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, 0), 0);
+	struct stat st;
+	cr_assert_eq(stat("/proc/self/ns/pid", &st), 0);
+	cr_assert_eq(o.pidns, (uint64_t)st.st_ino, "the pid namespace the pid is a pid of");
+	cr_assert_eq(stat("/proc/self/ns/time", &st), 0);
+	cr_assert_eq(o.timens, (uint64_t)st.st_ino);
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	int64_t boot = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	cr_assert(o.boot_ms > 0 && o.boot_ms <= boot, "CLOCK_BOOTTIME when recorded");
+	char comm[32] = "";
+	FILE *f = fopen("/proc/self/comm", "r");
+	cr_assert(f && fgets(comm, sizeof comm, f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	cr_assert_str_eq(o.comm, comm);
+}
+
+Test(owner, json_round_trip_keeps_namespaces)
+{
+	struct hf_owner o, back;
+	cr_assert_eq(hf_owner_init(&o, 0), 0);
+	json_t *j = hf_owner_to_json(&o, "acquired");
+	cr_assert_eq(json_integer_value(json_object_get(j, "pidns")), (json_int_t)o.pidns);
+	cr_assert_eq(json_integer_value(json_object_get(j, "boottime_ms")), o.boot_ms);
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), 0);
+	cr_assert_eq(back.pidns, o.pidns);
+	cr_assert_eq(back.timens, o.timens);
+	cr_assert_eq(back.boot_ms, o.boot_ms);
+	cr_assert_str_eq(back.comm, o.comm);
+	json_object_set_new(j, "pidns", json_string("x"));
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), -EINVAL, "pidns must be a number");
+	json_object_set_new(j, "pidns", json_integer(7));
+	json_object_set_new(j, "comm", json_string("a\x1b[31mred"));
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), -EINVAL, "comm must be text");
+	json_decref(j);
+	json_t *old = json_pack("{s:s, s:i}", "token", "abc", "pid", 5);
+	cr_assert_eq(hf_owner_from_json(old, "acquired", &back), 0, "a 0.1 record still reads");
+	cr_assert_eq(back.pidns, 0);
+	json_decref(old);
+}
+
+/* A pid of another pid namespace proves nothing: a dead pid there may be a
+ * live process here and the other way round (L3). */
+Test(liveness, other_pid_namespace_is_never_judged_by_pid)
+{
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, 0), 0);
+	o.pid_start += 1; /* by pid: reused, i.e. dead */
+	struct hf_owner foreign = o, unknown = o;
+	foreign.pidns = o.pidns + 1;
+	unknown.pidns = HF_PIDNS_UNKNOWN;
+	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD);
+	cr_assert_eq(hf_owner_liveness(&foreign), HF_ALIVE);
+	cr_assert_eq(hf_owner_liveness(&unknown), HF_ALIVE);
+	cr_assert_eq(hf_owner_liveness_fd(&foreign, -1), HF_ALIVE, "no kernel lock to probe");
+}
+
+/* L3: in another pid namespace, the owner's kernel lock is the proof. */
+Test(liveness, other_namespace_judged_by_its_kernel_lock)
+{
+	char *dir = hft_tmpdir();
+	char path[4096];
+	snprintf(path, sizeof path, "%s/live", dir);
+	int holder = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(holder, 0);
+	cr_assert_eq(flock(holder, LOCK_SH), 0);
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, 0), 0);
+	o.pidns += 1;
+	int probe = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(hf_owner_liveness_fd(&o, probe), HF_ALIVE, "its kernel lock is held");
+	close(holder);
+	cr_assert_eq(hf_owner_liveness_fd(&o, probe), HF_DEAD, "the kernel dropped it: dead");
+	int late = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(flock(late, LOCK_SH | LOCK_NB), -1, "the judge keeps it while it acts");
+	close(probe);
+	cr_assert_eq(flock(late, LOCK_SH | LOCK_NB), 0);
+	close(late);
+	struct hf_owner old = o, other_boot = o;
+	old.pidns = 0;
+	other_boot.boot_id[0] = other_boot.boot_id[0] == 'a' ? 'b' : 'a';
+	probe = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(hf_owner_liveness_fd(&other_boot, probe), HF_ALIVE,
+		     "another kernel's lock is not ours to probe");
+	strcpy(old.host, "elsewhere.example");
+	cr_assert_eq(hf_owner_liveness_fd(&old, probe), HF_ALIVE, "0.1 holders held no lock");
+	close(probe);
+	hft_rmtree(dir);
+	free(dir);
+}
+
+/* Ages on one kernel come from CLOCK_BOOTTIME: a wall clock that jumps (or
+ * a process whose clock is skewed) does not make a record older. */
+Test(liveness, age_is_boot_relative_on_this_kernel)
+{
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, 0), 0);
+	int64_t later = hf_sys_now_ms() + 3600 * 1000;
+	cr_assert_lt(hf_owner_age_ms(&o, later), 60 * 1000, "a wall step of an hour is no age");
+	struct hf_owner remote = o;
+	remote.boot_id[0] = remote.boot_id[0] == 'a' ? 'b' : 'a';
+	cr_assert_geq(hf_owner_age_ms(&remote, later), 3600 * 1000, "another kernel: wall clock");
+	struct hf_owner old = o;
+	old.boot_ms = 0;
+	cr_assert_geq(hf_owner_age_ms(&old, later), 3600 * 1000, "no boot time: wall clock");
+	cr_assert_eq(hf_sys_inject("skew:wall:-7200000"), 0);
+	cr_assert_lt(hf_sys_now_ms(), later - 2 * 3600 * 1000 - 1800 * 1000,
+		     "skew:wall moves the wall clock");
+	cr_assert_eq(hf_sys_inject(NULL), 0);
+	cr_assert_lt(hf_owner_age_ms(&o, hf_sys_now_ms()), 60 * 1000);
 }
