@@ -27,8 +27,19 @@ enum {
 /* The exit code for a library return code. */
 int cli_exit_for(int rc);
 
-/* "holdfast: " + message + newline, on stderr. */
+/* "holdfast: " + message + newline, on stderr. Control characters other
+ * than the newline and bytes that are not UTF-8 are shown as \xNN: a
+ * message never carries an escape sequence to a terminal, whatever a path,
+ * a lane or a record holds. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* s for a message: control characters (the newline included) and bytes
+ * that are not UTF-8 shown as \xNN, truncated to fit buf (n bytes). */
+const char *cli_shown(const char *s, char *buf, size_t n);
+#define CLI_SHOW(s) cli_shown((s), (char[1024]){ 0 }, 1024)
+/* s quoted for a POSIX shell ('...', with ' written as '\''), into buf;
+ * "" when it does not fit. */
+const char *cli_shell_quote(const char *s, char *buf, size_t n);
 
 /* "90m", "1.5h", "30s", "500ms", "2d"; a bare number is seconds. */
 int cli_parse_duration(const char *s, int64_t *ret_ms);

@@ -45,23 +45,7 @@ static const char usage[] =
 	"64 usage, 65 corrupt registry (left untouched), 69 no such pod, 77 unsafe registry\n"
 	"directory or file.\n";
 
-/* User text in a message: control characters and bytes that are not UTF-8
- * shown as \xNN, so a message never carries them to a terminal. */
-static const char *shown(const char *s, char *buf, size_t n)
-{
-	bool ok = hf_text_ok(s, n);
-	size_t at = 0;
-	for (const unsigned char *p = (const unsigned char *)s; *p && at + 5 < n; p++) {
-		if (*p < 0x20 || *p == 0x7f || (*p >= 0x80 && !ok))
-			at += (size_t)snprintf(buf + at, n - at, "\\x%02x", *p);
-		else
-			buf[at++] = (char)*p;
-	}
-	buf[at] = '\0';
-	return buf;
-}
-
-#define SHOW(s) shown((s), (char[1024]){ 0 }, 1024)
+#define SHOW(s) CLI_SHOW(s)
 
 static void holder_words(const struct hf_scope_holder *h, char *buf, size_t n)
 {

@@ -1141,6 +1141,73 @@ int hf_lock_release(const char *path, const char *token, struct hf_lock_info *re
 	return rc;
 }
 
+/* Take the counter's shared flock within a bound: an acquirer holds it
+ * exclusively only for the few system calls of A3, so a long wait means a
+ * stopped process; never wait for it forever. */
+static int fence_lock_shared(int fd)
+{
+	int64_t deadline = hf_sys_mono_ns() + 5000LL * 1000000;
+	int64_t nap = 1;
+	for (;;) {
+		int rc = hf_sys_flock(fd, LOCK_SH | LOCK_NB);
+		if (rc != -EWOULDBLOCK)
+			return rc;
+		if (hf_sys_mono_ns() >= deadline)
+			return -ETIMEDOUT;
+		hf_sys_sleep_ms(nap);
+		if (nap < 50)
+			nap *= 2;
+	}
+}
+
+int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard)
+{
+	if (!held || !held->owner.token[0] || !held->fence)
+		return -EINVAL;
+	struct lk l;
+	int rc = lk_open(&l, path, 0, 0);
+	if (rc < 0)
+		return rc;
+	int fd = hf_sys_openat(l.sfd, FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0) {
+		lk_close(&l);
+		return fd == -ENOENT ? HF_ELOST : fd;
+	}
+	rc = fence_lock_shared(fd);
+	if (rc == 0) {
+		/* DH1: while we hold LOCK_SH no acquirer can allocate a fence (A3
+		 * takes LOCK_EX), so none can pass A7 either: if the counter still
+		 * shows our fence, nobody entered after us, nor can until we let go. */
+		struct fence_line fl;
+		rc = fence_read(fd, &fl);
+		if (rc == 0 && (fl.fence != held->fence || strcmp(fl.boot, hf_boot_id()) != 0))
+			rc = HF_ELOST;
+		else if (rc == -ENODATA || rc == HF_EUNREADABLE)
+			rc = HF_ELOST;
+	}
+	if (rc == 0) {
+		/* DH2: and our record is still the one at PATH (not reaped, even
+		 * if nobody acquired since) */
+		struct place p;
+		rc = place_peek(l.pfd, l.base, &p);
+		if (rc == 0 && (p.kind != REC_OK || strcmp(p.info.owner.token, held->owner.token)))
+			rc = HF_ELOST;
+	}
+	lk_close(&l);
+	if (rc < 0) {
+		hf_sys_close(fd);
+		return rc;
+	}
+	*ret_guard = fd;
+	return 0;
+}
+
+void hf_lock_unhold(int guard)
+{
+	if (guard >= 0)
+		hf_sys_close(guard); /* drops the shared flock */
+}
+
 static int count_cb(int dirfd, const char *name, void *ctx)
 {
 	(void)dirfd;

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -345,4 +346,50 @@ Test(fence, reboot_restarts_from_the_reservation)
 	free(r);
 	free(cnt);
 	free(res);
+}
+
+/* hf_lock_hold: a commit is allowed only while the lock provably is still
+ * the caller's: the fence counter shows its fence (nobody entered since)
+ * and its record is at the lock (not reaped). */
+Test(fence, hold_only_while_still_the_holder)
+{
+	pid_t life = dl_life();
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info a, b, h;
+	cr_assert_eq(hf_lock_acquire(&o, &a, &h), 0);
+	int guard = -1;
+	cr_assert_eq(hf_lock_hold(lock, &a, &guard), 0, "still ours");
+	cr_assert_geq(guard, 0);
+	hf_lock_unhold(guard);
+
+	/* reaped (its owner died) but not acquired again: the record is gone */
+	dl_kill(life);
+	struct hf_lock_opts r = { .path = lock };
+	cr_assert_eq(hf_lock_acquire(&r, &b, &h), 0, "the dead owner is reaped");
+	cr_assert_eq(hf_lock_hold(lock, &a, &guard), HF_ELOST, "acquired since: lost");
+	cr_assert_eq(hf_lock_hold(lock, &b, &guard), 0);
+	hf_lock_unhold(guard);
+	cr_assert_eq(hf_lock_release(lock, b.owner.token, &h), 0);
+	cr_assert_eq(hf_lock_hold(lock, &b, &guard), HF_ELOST, "released: lost");
+}
+
+/* While one holds the guard, an acquirer cannot pass its fence step: the
+ * counter's exclusive flock waits for the guard. */
+Test(fence, hold_keeps_the_next_acquirer_before_its_fence)
+{
+	pid_t life = dl_life();
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info a, h;
+	cr_assert_eq(hf_lock_acquire(&o, &a, &h), 0);
+	int guard = -1;
+	cr_assert_eq(hf_lock_hold(lock, &a, &guard), 0);
+	dl_kill(life); /* now reapable: the next acquirer gets in as far as A3 */
+	char *counter = dl_path(state, "fence");
+	int fd = open(counter, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), -1, "the guard holds the counter shared");
+	hf_lock_unhold(guard);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0, "let go");
+	close(fd);
+	free(counter);
 }
