@@ -213,19 +213,30 @@ int hf_session_default_path(char *buf, size_t n);
  *
  * A lock is a directory PATH created by mkdir, holding an owner record
  * PATH/owner (JSON: token, pid, pid_start, boot_id, host, acquired, fence,
- * max_hold_ms). Beside it, PATH.holdfast/ (created on first use, never
- * removed) keeps the fence counter and the claims (directories moved aside
- * before anything is deleted). Names ending in ".holdfast" are reserved.
+ * max_hold_ms, pidns, timens, boottime_ms, comm). Beside it, PATH.holdfast/
+ * (created on first use, never removed) keeps the fence counter and the
+ * claims (directories moved aside before anything is deleted). Names ending
+ * in ".holdfast" are reserved.
  *
- * Staleness: an owner proven dead (hf_owner_liveness) is reaped at once; a
- * lock without a complete owner record after stale_ms (its age from the
- * directory's ctime, which only the kernel sets); a live owner older than
- * max(max_hold_ms, stale_ms) as leaked. The holder's max_hold_ms is recorded
- * in its owner record and wins over the reaper's default.
+ * Liveness: the acquirer holds a shared flock(2) on the lock directory from
+ * the instant after mkdir for as long as the owner lives (the descriptor is
+ * handed back as hf_lock_info.live_fd). A directory whose kernel lock is
+ * free has no live maker; a judge in another pid namespace proves a live
+ * owner's death the same way (see hf_owner_liveness_fd).
+ *
+ * Staleness: an owner proven dead is reaped at once, whatever its record's
+ * date; a lock without a complete owner record at once when its kernel lock
+ * is free, else after stale_ms (its age from the directory's ctime, which
+ * only the kernel sets: an acquirer stopped between mkdir and publication);
+ * a live owner older than max(max_hold_ms, stale_ms) as leaked (its age
+ * boot-relative on this kernel, so a wall-clock step cannot make it old).
+ * The holder's max_hold_ms is recorded in its owner record and wins over
+ * the reaper's default.
  *
  * Fencing: every successful acquisition gets a fence strictly greater than
  * every earlier acquisition's of the same lock, across reaps, process
- * crashes and reboots (a durable reservation, fsync'ed once per 1024).
+ * crashes and reboots (a durable reservation, fsync'ed once per 1024), at
+ * most INT64_MAX (then -EOVERFLOW).
  * ------------------------------------------------------------------------- */
 #define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
 #define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
@@ -243,8 +254,10 @@ enum hf_lock_state {
 	HF_LOCK_HELD = 1,       /* a live owner                                    */
 	HF_LOCK_DEAD = 2,       /* owner proven dead: the next acquirer reaps it   */
 	HF_LOCK_LEAKED = 3,     /* live owner older than max(max-hold, stale)      */
-	HF_LOCK_PARTIAL = 4,    /* no complete owner record, within the stale window */
-	HF_LOCK_ABANDONED = 5,  /* no complete owner record, past the stale window */
+	HF_LOCK_PARTIAL = 4,    /* no complete owner record; its maker lives and is
+				   within the stale window                         */
+	HF_LOCK_ABANDONED = 5,  /* no complete owner record, and its maker is gone
+				   (its kernel lock is free) or past the window    */
 	HF_LOCK_SKEW = 6,       /* dated in the future: counts as live, clock skew */
 };
 
@@ -258,22 +271,36 @@ struct hf_lock_info {
 	int in_claim;                     /* 1: the holder's directory sits in a
 					     claim (a barrier), not at PATH        */
 	int claims;                       /* claims beside the lock (status only)   */
+	int live_fd;                      /* hf_lock_acquire: the descriptor of the
+					     lock directory holding its kernel
+					     lock (close-on-exec). Keep it open as
+					     long as the owner lives - pass it to
+					     the owner when that is another process
+					     - and close it after hf_lock_release.
+					     -1 everywhere else.                   */
+	char reason[160];                 /* HF_EUNREADABLE: what cannot be read    */
 };
 
-/* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence). Failure:
+/* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence, live_fd).
+ * Failure:
  * HF_EHELD (try once: held by another; *reterr_holder), HF_EBARRIER (a
  * claim beside the lock denies entry; its owner in *reterr_holder when
  * readable), HF_EUNREADABLE (an unreadable owner record within the stale
- * window), HF_ETIMEDOUT (the wait reached its deadline; the last holder
- * seen), HF_EUNSAFE (state directory of another user or writable by
- * others), -EINVAL (a name ending in ".holdfast"), -ESRCH (no such pid),
- * other -errno. Waiting wakes on the lock's removal (inotify on PATH's
- * parent) with a jittered backoff fallback; never past the deadline. */
+ * window, or the fence counter's reservation lost: reason says which),
+ * HF_ETIMEDOUT (the wait reached its deadline; the last holder seen),
+ * HF_EUNSAFE (state directory of another user or writable by others),
+ * -EINVAL (a name ending in ".holdfast", or no name: ".", "/"), -ESRCH (no
+ * such pid), -EBUSY (the fence counter stayed locked for 5 s: a process
+ * stopped in the middle of an acquisition), -EOVERFLOW (fences exhausted),
+ * -EOPNOTSUPP (no flock on this file system), other -errno. Waiting wakes
+ * on the lock's removal (inotify on PATH's parent) with a jittered backoff
+ * fallback; never past the deadline. */
 int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		    struct hf_lock_info *reterr_holder);
 /* Release the lock acquired with token: 0; HF_ENOTHELD when no record with
  * this token exists (nothing to release); HF_ENOTYOURS when another token
- * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. */
+ * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. Any
+ * process may release with the token; the holder closes its live_fd after. */
 int hf_lock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder);
 /* Commit under the lock: hold off every later acquisition of PATH while
  * the caller finishes work it did under the lock it acquired as *held (an

@@ -27,8 +27,10 @@ static void cycle(const void *arg)
 	struct hf_lock_opts o = { .path = lock };
 	struct hf_lock_info got, h;
 	int rc = hf_lock_acquire(&o, &got, &h);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = hf_lock_release(lock, got.owner.token, &h);
+		close(got.live_fd);
+	}
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", lock, hf_strerror(rc));
 		exit(1);

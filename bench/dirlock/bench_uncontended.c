@@ -47,6 +47,7 @@ static void lib_cycle(const void *unused)
 	if (rc)
 		fprintf(stderr, "acquire: %s\n", hf_strerror(rc)), exit(1);
 	rc = hf_lock_release(lockpath, got.owner.token, &h);
+	close(got.live_fd);
 	if (rc)
 		fprintf(stderr, "release: %s\n", hf_strerror(rc)), exit(1);
 }

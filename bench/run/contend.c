@@ -170,6 +170,7 @@ int main(int argc, char **argv)
 			switch (m) {
 			case 1:
 				must(hf_lock_release(lockp, info.owner.token, NULL), "release", sh);
+				close(info.live_fd);
 				break;
 			case 2:
 				flock(lfd, LOCK_UN);

@@ -1,18 +1,27 @@
 /*
  * dirlock.c - the short directory lock (seed 000), hardened against every
- * counterexample of research/model/REPORT.md and model-checked as built
+ * counterexample of the seed's model check and model-checked as built
  * (model/dirlock.pml).
  *
  * On-disk artifacts
  * -----------------
- *   P/L                     the lock: a directory made by mkdir (0700)
+ *   P/L                     the lock: a directory made by mkdir (0700). Its
+ *                           maker holds a shared flock(2) on it from the
+ *                           instant after mkdir for as long as the owner
+ *                           lives: the directory's kernel lock (D9).
  *   P/L/owner               its owner record, one JSON object: token, pid,
  *                           pid_start, boot_id, host, acquired, fence,
- *                           max_hold_ms. Published complete or not at all.
+ *                           max_hold_ms, pidns, timens, boottime_ms, comm.
+ *                           Published complete or not at all.
  *   P/L.holdfast/           the lock's state directory (0700, never removed)
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>",
  *                           read and written in place under flock(2)
  *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
+ *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
+ *                           and locked (shared flock) here, then renamed to
+ *                           L; a waiter keeps its own between attempts. One
+ *                           whose kernel lock is free is a crashed
+ *                           acquirer's, swept by the next holder.
  *   P/L.holdfast/c-<ms>-[<token>-]<hex>/   a claim: a lock directory moved
  *                           aside by someone about to destroy or inspect it;
  *                           <ms> is the wall-clock time it was taken (the
@@ -23,10 +32,15 @@
  * Steps
  * -----
  *   Acquire (one attempt):
- *     A1 mkdir L                         (EEXIST: J1)
- *     A2 open L (O_PATH): the directory at L now, maybe not the one made
+ *     A0 (once per acquisition, kept while waiting) mkdir L.holdfast/n-…,
+ *        open it (a descriptor that follows it wherever it is moved) and
+ *        take a shared flock on it, without blocking               (D9)
+ *     A1 rename it to L, RENAME_NOREPLACE: the directory appears at L with
+ *        its kernel lock already held            (EEXIST: J1, keep it)
+ *     A2 (the descriptor of A0 is the lock's directory now)
  *     A3 fence f = counter + 1, under flock                        (D7)
- *     A4 publish L/owner with f by path: O_TMPFILE + linkat        (D1)
+ *     A4 publish the owner record with f into our directory, through its
+ *        descriptor: O_TMPFILE + linkat, never replacing              (D1)
  *     A5 look at the claims: fstat(L.holdfast) link count, readdir only when
  *        it says there are subdirectories. A claim holding a complete record
  *        whose owner is live and did not declare the claim its own denies;
@@ -35,33 +49,49 @@
  *        section (its record stays in its directory all through it).
  *     A6 read L/owner back at the canonical path: byte-identical   (D2)
  *     A7 under flock, counter == f: entered. Last step.            (D7)
- *     A failed attempt withdraws (W) and retries or waits.
- *   Judge (J1, L exists): read L/owner. Dead owner, leaked owner, or no
- *     complete record past the stale window: reap (R); else held.
+ *     The descriptor of A2 is handed to the caller (hf_lock_info.live_fd):
+ *     the kernel lock lives as long as the owner holds it.
+ *     A failed attempt withdraws (WA) and retries or waits.
+ *   Judge (J1, L exists): open L, read L/owner. Dead owner (D6), leaked
+ *     owner, no complete record while the directory's kernel lock is free
+ *     (its maker is gone: it renamed the directory into L already locked;
+ *     the judge keeps the lock exclusively while it reaps) or past the
+ *     stale window: reap (R); else held.
  *   Reap (R): take L into one's own claim (hf_claim_take, NOREPLACE),
- *     verify what was judged (token; or no record + same inode), remove it;
- *     on a mismatch restore it (hf_claim_restore: NOREPLACE + re-checks) or
- *     leave it as a barrier.                                    (D3, D4)
- *   Release / withdraw (W): if L/owner is one's own token, take L into
- *     one's own claim, verify the token there, remove. Else (or on a
- *     mismatch, after restoring) find one's own record in the claims:
- *     steal that claim into one's own claim, verify, remove.     (D3, D5)
- *     An attempt that published nothing removes the directory it opened
- *     only from its own claim, if it has no record and is the very object
- *     its fd pins (an open fd pins the inode number: no reuse).
+ *     verify what was judged (token; or no record + the same directory,
+ *     pinned by the open descriptor), remove it; on a mismatch restore it
+ *     (hf_claim_restore: NOREPLACE + re-checks) or leave it as a barrier.
+ *                                                              (D3, D4)
+ *   Withdraw by the acquirer itself (WA; a denied or failed attempt): it
+ *     holds the descriptor of its directory, wherever that is now (at L, or
+ *     in anyone's claim; still in the state directory: just removed). WA1 if the record in it is its own, unlink it
+ *     through the descriptor - from then on no record of the attempt exists
+ *     anywhere (D10). WA2 if the directory is at L, take L into one's own
+ *     self-claim, verify it is that directory and record-less, remove it;
+ *     elsewhere leave it (record-less: its claim's owner removes it, or it
+ *     is reapable once WA3 is done). WA3 close the descriptor: the kernel
+ *     lock goes.
+ *   Release by token (W; any process, e.g. `holdfast lock release`): if
+ *     L/owner is the token's, take L into one's own self-claim, verify the
+ *     token there, remove. Else (or on a mismatch, after restoring) find
+ *     the record in the claims: steal that claim into one's own claim,
+ *     verify, remove. Found nowhere: look at L once more (a reaper that took
+ *     it by mistake restores it there).                         (D3, D5)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
- *     age), or a record-less, unreadable or self-claim older than the stale
- *     window by its name, is stolen into one's own claim, verified, removed
- *     (by an acquirer denied by a barrier, and by a holder that saw stale
- *     claims on its way in). The seed swept only old claims, to spare a
- *     claimer still at work; stealing before removing spares it anyway (its
- *     next step finds its claim gone; the model sweeps at any age), and a
- *     dead holder's claim must not block the lock for a whole window. (D5, D6)
+ *     age), a record-less claim whose kernel lock is free, or a record-less,
+ *     unreadable or self-claim older than the stale window by its name, is
+ *     stolen into one's own claim, verified, removed (by an acquirer denied
+ *     by a barrier, and by a holder that saw stale claims on its way in).
+ *     Stealing before removing spares a claimer still at work: its next step
+ *     finds its claim gone. A new directory n-… older than the stale window
+ *     by its name whose kernel lock is free goes too.          (D5, D6)
  *
  * Named points (hf_sys_point; tests pause or crash processes there):
- *   dirlock.acquire.{made,opened,fenced,published,scanned,readback,entered}
- *     after A1, A2, A3, A4, A5, A6, A7; dirlock.acquire.judged (J1 verdict
+ *   dirlock.acquire.staged after A0; dirlock.acquire.{made,opened,fenced,
+ *     published,scanned,readback,entered} after A1 (L exists), A2 (the same
+ *     instant: the descriptor is ours already), A3, A4, A5, A6, A7; dirlock.acquire.judged (J1 verdict
  *     made), .denied (before withdrawing), .waiting (before a wait);
+ *   dirlock.withdraw.unlinked (after WA1);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
  *     withdraw, release, find (one's record found in a claim): before the
  *     take, after it, after reading the claim, after unlinking its record;
@@ -70,36 +100,60 @@
  * Invariants
  * ----------
  *   (D1) Publication is a test-and-set: the record appears complete under
- *        L/owner (linkat) or not at all, and never replaces another.
+ *        owner (linkat) or not at all, and never replaces another; each
+ *        directory holds at most one record in its life, published by its
+ *        maker through its descriptor.
  *   (D2) A holder enters only after (a) its record was published, (b) a
  *        look after publication found no claim that may hide a live holder
- *        (an error denies), (c) the
- *        record read back at the canonical path is the one it published,
- *        (d) the fence check (D7) passed.
+ *        (an error denies), (c) the record read back at the canonical path
+ *        is the one it published, (d) the fence check (D7) passed.
  *   (D3) Nothing is removed from a lock directory except in one's own
  *        claim, after verifying there the identity that was judged: the
- *        token (C1), never an inode number alone.
+ *        token (C1), never an inode number alone - or by the acquirer
+ *        itself, its own record through its own descriptor (D10).
  *   (D4) A claim is restored only by its creator, never over anything
  *        (RENAME_NOREPLACE) and re-checked before and after (C3); one that
  *        cannot be restored stays, a barrier (C4).
  *   (D5) Nobody empties another's claim in place: a sweeper or a releaser
  *        first steals it into its own claim, so a delayed restorer finds
  *        its name gone and can never put back an emptied directory.
- *   (D6) Verdicts: dead only on proof; leaked only past max(max_hold,
- *        stale) by the record's own time; without a complete record only
- *        past the stale window by the directory's ctime (only the kernel
- *        sets ctime, and every rename or entry change moves it forward, so
- *        it can only understate the age; mtime can be set backwards by
- *        anyone and is never used) or, for a claim, by the time in its name.
+ *   (D6) Verdicts: dead only on proof (liveness.c; in another pid namespace
+ *        the directory's kernel lock is the proof), and dead wins over any
+ *        date; leaked only past max(max_hold, stale) by the record's own
+ *        time, boot-relative on this kernel (hf_owner_age_ms); a record
+ *        dated in the future by the wall clock is live (skew); without a
+ *        complete record: at once when the directory's kernel lock is free,
+ *        else past the stale window by the directory's ctime (only the
+ *        kernel sets ctime, and every rename or entry change moves it
+ *        forward, so it can only understate the age; mtime can be set
+ *        backwards by anyone and is never used) or, for a claim, by the time
+ *        in its name. A record without a time is dated by the ctime too.
  *   (D7) Fences: allocated under flock after mkdir, and checked equal to
  *        the counter as the last step before entering. Entries happen in
  *        check order and the counter only grows, so successive holders'
  *        fences strictly increase. A new boot (boot id changed: unsynced
  *        writes may be lost) restarts the counter from the durable reserve,
  *        which is >= every fence ever handed out (fsync'ed before use).
+ *        A fence never passes INT64_MAX (a JSON integer): -EOVERFLOW.
  *   (D8) Claims are found without scanning the parent: they live in
  *        L.holdfast/, whose link count (2 + subdirectories, on tmpfs, ext4
  *        and xfs: checked by fstatfs) shows in one fstat that there is none.
+ *   (D9) The kernel lock: a directory's maker holds a shared flock on it
+ *        from before it is at L (A0) until its attempt is over - entered and
+ *        released, or withdrawn - and a holder for as long as the owner
+ *        holds live_fd. A judge takes it exclusively, without blocking, and
+ *        only then reaps a record-less directory. So a directory at L
+ *        without a record always has a live maker or is reapable at once,
+ *        and is never reaped under a live maker except past the stale
+ *        window (a stopped maker; safe by the model, whose judges may reap
+ *        record-less directories at any time).
+ *   (D10) A failed attempt leaves no record of its own anywhere: it unlinks
+ *        its record through the descriptor of the directory it published
+ *        into, wherever others moved that directory.
+ *   (D11) Nothing opened here may block: records and directories are opened
+ *        O_NONBLOCK | O_NOFOLLOW | O_NOCTTY (a FIFO planted as a record is
+ *        unreadable, never waited on), and the counter's flocks are taken
+ *        without blocking, within a bound (a process stopped inside A3).
  *
  * Hazards
  * -------
@@ -110,13 +164,19 @@
  *   - A barrier claim holding a live owner blocks acquirers until that owner
  *     releases (it finds its record in the claim) or is proven dead.
  *   - Another host's owner is never judged dead by pid (NFS): only leaked.
- *   - A wall clock set back makes records look younger (liveness only); set
- *     forward, a live owner may look leaked: fencing again.
+ *     Its kernel lock is not proof either (another kernel's lock).
+ *   - A holder in another pid namespace that closes live_fd while it lives
+ *     (a process that closes the descriptors it inherited) looks dead to
+ *     judges outside its namespace; in its own namespace its pid decides.
+ *   - A wall clock set back makes records of another kernel look younger
+ *     (liveness only); set forward, such a live owner may look leaked:
+ *     fencing again. On one kernel ages are boot-relative.
  */
 #include "claim.h"
 #include "internal.h"
 #include "wait.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -132,12 +192,17 @@
 
 #define STATE_SUFFIX ".holdfast"
 #define CLAIM_PREFIX "c-"
+#define NEW_PREFIX "n-"
 #define FENCE_FILE "fence"
 #define RESERVE_FILE "fence.reserve"
 #define RESERVE_STEP 1024
+#define FENCE_MAX ((uint64_t)INT64_MAX)
 #define OWNER_MAX 4096
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
+#define FLOCK_BOUND_MS 5000 /* D11: the counter is held for a few syscalls */
+#define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+#define OPEN_REC (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342
@@ -160,16 +225,18 @@ enum { REC_NONE, REC_EMPTY, REC_BAD, REC_OK };
 struct place {
 	int kind;                       /* REC_*                             */
 	struct hf_lock_info info;       /* REC_OK                            */
-	dev_t dev;
+	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
 	int64_t ctime_ms;
-	int pin;                        /* REC_EMPTY/REC_BAD judged for a
-					   destructive step: an open fd on the
-					   directory, so its inode number cannot
-					   be reused while we act (C1); else -1 */
+	int fd;                         /* the directory, open while the place
+					   is in use (place_done closes it): it
+					   pins the inode number (C1) and is the
+					   judge's handle on its kernel lock (D9);
+					   -1 for REC_NONE                     */
 };
 
 #define RETRY 1 /* internal: try again at once */
+#define FENCE_LOST (-4095) /* internal: HF_EUNREADABLE of the fence reservation */
 
 /* --- owner records ---------------------------------------------------------- */
 
@@ -190,16 +257,18 @@ static void json_escape(char *dst, size_t n, const char *s)
  * first: readers that only need it find it without a parse, place_peek). */
 static char *record_format(const struct hf_owner *me, uint64_t fence, int64_t max_hold_ms)
 {
-	char when[40], host[2 * HF_HOST_MAX + 1];
+	char when[40], host[2 * HF_HOST_MAX + 1], comm[2 * HF_COMM_MAX + 1];
 	hf_time_format(me->time_ms, when, sizeof when);
 	json_escape(host, sizeof host, me->host);
+	json_escape(comm, sizeof comm, me->comm);
 	char *r = NULL;
 	if (asprintf(&r,
 		     "{\"token\":\"%s\",\"pid\":%" PRId64 ",\"pid_start\":%" PRIu64
 		     ",\"boot_id\":\"%s\",\"host\":\"%s\",\"acquired\":\"%s\",\"fence\":%" PRIu64
-		     ",\"max_hold_ms\":%" PRId64 "}\n",
+		     ",\"max_hold_ms\":%" PRId64 ",\"pidns\":%" PRIu64 ",\"timens\":%" PRIu64
+		     ",\"boottime_ms\":%" PRId64 ",\"comm\":\"%s\"}\n",
 		     me->token, me->pid, me->pid_start, me->boot_id, host, when, fence,
-		     max_hold_ms) < 0)
+		     max_hold_ms, me->pidns, me->timens, me->boot_ms, comm) < 0)
 		return NULL;
 	return r;
 }
@@ -212,6 +281,7 @@ static int record_parse(const char *buf, struct hf_lock_info *ret)
 		return HF_EUNREADABLE;
 	struct hf_lock_info i;
 	memset(&i, 0, sizeof i);
+	i.live_fd = -1;
 	int rc = hf_owner_from_json(j, "acquired", &i.owner);
 	const json_t *f = json_object_get(j, "fence");
 	const json_t *m = json_object_get(j, "max_hold_ms");
@@ -233,10 +303,11 @@ static int record_parse(const char *buf, struct hf_lock_info *ret)
 
 /* Read a small regular file whole: bytes read (< cap, NUL-terminated), or
  * -EFBIG when it does not fit, or -errno. One read: a regular file returns
- * fewer bytes than asked only at its end. */
+ * fewer bytes than asked only at its end. Never blocks (D11): a FIFO reads
+ * as empty or -EAGAIN. */
 static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
 {
-	int fd = hf_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW, 0);
+	int fd = hf_sys_openat(dirfd, name, OPEN_REC, 0);
 	if (fd < 0)
 		return fd;
 	ssize_t n = hf_sys_read(fd, buf, cap);
@@ -249,10 +320,6 @@ static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
 	return n;
 }
 
-/* Read what is at dirfd/name. 0 and *p (kind REC_NONE when nothing is
- * there); -errno on errors; HF_EUNSAFE when it is not a directory. The
- * directory is opened without following a symlink; its inode and ctime are
- * read only when it has no readable record (they identify and date it). */
 #define TOKEN_PREFIX "{\"token\":\""
 
 /* Our own records start with the token: take it without a parse. Only for
@@ -273,11 +340,17 @@ static bool token_peek(const char *buf, struct hf_lock_info *i)
 	return true;
 }
 
-static int place_read_mode(int dirfd, const char *name, struct place *p, bool peek, bool pin)
+/* Read what is at dirfd/name into *p: 0 (kind REC_NONE when nothing is
+ * there), -errno, HF_EUNSAFE when it is not a directory. The directory is
+ * opened without following a symlink and stays open in p->fd until
+ * place_done. peek: the token only (identity checks); otherwise the record
+ * is parsed and the directory's inode and ctime read (verdicts). */
+static int place_read_mode(int dirfd, const char *name, struct place *p, bool peek)
 {
 	memset(p, 0, sizeof *p);
-	p->pin = -1;
-	int dfd = hf_sys_openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0);
+	p->fd = -1;
+	p->info.live_fd = -1;
+	int dfd = hf_sys_openat(dirfd, name, OPEN_DIR, 0);
 	if (dfd == -ENOENT) {
 		p->kind = REC_NONE;
 		return 0;
@@ -291,52 +364,46 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 	int rc = 0;
 	if (n == -ENOENT)
 		p->kind = REC_EMPTY;
-	else if (n == -EFBIG || n == -ELOOP || n == -EISDIR)
-		p->kind = REC_BAD;
+	else if (n == -EFBIG || n == -ELOOP || n == -EISDIR || n == -EAGAIN || n == -ENXIO ||
+		 n == -EINVAL)
+		p->kind = REC_BAD; /* D11: not a regular record */
 	else if (n < 0)
 		rc = (int)n;
 	else if (peek && token_peek(buf, &p->info))
 		p->kind = REC_OK;
 	else
 		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
-	if (rc == 0 && p->kind != REC_OK) {
+	if (rc == 0 && (!peek || p->kind != REC_OK)) {
 		struct stat st;
 		rc = hf_sys_fstat(dfd, &st);
 		p->dev = st.st_dev;
 		p->ino = st.st_ino;
 		p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
-		if (rc == 0 && pin) {
-			p->pin = dfd; /* C1: the inode stays ours to compare with */
-			return 0;
-		}
 	}
-	hf_sys_close(dfd);
-	return rc;
+	if (rc < 0) {
+		hf_sys_close(dfd);
+		return rc;
+	}
+	p->fd = dfd;
+	return 0;
 }
 
-static void place_unpin(struct place *p)
+static void place_done(struct place *p)
 {
-	if (p->pin >= 0)
-		hf_sys_close(p->pin);
-	p->pin = -1;
+	if (p->fd >= 0)
+		hf_sys_close(p->fd); /* with it, a judge's exclusive kernel lock */
+	p->fd = -1;
 }
 
 static int place_read(int dirfd, const char *name, struct place *p)
 {
-	return place_read_mode(dirfd, name, p, false, false);
-}
-
-/* A verdict that may lead to a destructive step: a directory without a
- * readable record keeps an fd open (place.pin) until the step is done. */
-static int place_read_pinned(int dirfd, const char *name, struct place *p)
-{
-	return place_read_mode(dirfd, name, p, false, true);
+	return place_read_mode(dirfd, name, p, false);
 }
 
 /* The identity (token) and kind only: for verifications, not verdicts. */
 static int place_peek(int dirfd, const char *name, struct place *p)
 {
-	return place_read_mode(dirfd, name, p, true, false);
+	return place_read_mode(dirfd, name, p, true);
 }
 
 /* The claim core's identity of a lock directory: its owner token. */
@@ -347,6 +414,7 @@ static int dir_identify(int dirfd, const char *name, char *token, size_t n, void
 	int rc = place_peek(dirfd, name, &p);
 	if (rc < 0)
 		return rc;
+	place_done(&p);
 	if (p.kind == REC_NONE || p.kind == REC_EMPTY)
 		return -ENOENT;
 	if (p.kind == REC_BAD)
@@ -365,17 +433,25 @@ static int64_t leak_ms(const struct lk *l, const struct hf_lock_info *i)
 	return hold > l->stale_ms ? hold : l->stale_ms;
 }
 
-/* Fill p->info's state and age; `born_ms` dates a place without record. */
+/* Fill p->info's state and age; `born_ms` dates a place without record (or
+ * a record without time). May take the place's kernel lock exclusively (a
+ * free one is the proof that its maker is gone, D9): it is held until
+ * place_done, so a reap that follows cannot race a late maker. */
 static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t now)
 {
 	struct hf_lock_info *i = &p->info;
+	if (p->kind == REC_NONE) {
+		i->state = HF_LOCK_FREE;
+		return;
+	}
 	if (p->kind == REC_OK) {
 		i->partial = 0;
-		i->age_ms = now - i->owner.time_ms;
-		if (i->age_ms < -SKEW_MS)
+		bool dated = i->owner.time_ms != 0 || i->owner.boot_ms > 0;
+		i->age_ms = dated ? hf_owner_age_ms(&i->owner, now) : now - born_ms;
+		if (hf_owner_liveness_fd(&i->owner, p->fd) == HF_DEAD)
+			i->state = HF_LOCK_DEAD; /* D6: death is proof whatever the date */
+		else if (i->age_ms < -SKEW_MS)
 			i->state = HF_LOCK_SKEW;
-		else if (hf_owner_liveness(&i->owner) == HF_DEAD)
-			i->state = HF_LOCK_DEAD;
 		else if (i->age_ms > leak_ms(l, i))
 			i->state = HF_LOCK_LEAKED;
 		else
@@ -384,14 +460,14 @@ static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t 
 			i->age_ms = 0;
 		return;
 	}
-	if (p->kind == REC_NONE) {
-		i->state = HF_LOCK_FREE;
-		return;
-	}
 	i->partial = 1;
 	i->age_ms = now - born_ms;
 	if (i->age_ms < 0)
 		i->age_ms = 0;
+	if (p->kind == REC_EMPTY && p->fd >= 0 && hf_kernel_lock_probe(p->fd) == 0) {
+		i->state = HF_LOCK_ABANDONED; /* D6, D9: its maker is gone */
+		return;
+	}
 	i->state = i->age_ms > l->stale_ms ? HF_LOCK_ABANDONED : HF_LOCK_PARTIAL;
 }
 
@@ -402,17 +478,16 @@ static bool reapable(int state)
 
 /* Is the place now what was judged? By token (C1); a place without a
  * complete record by its kind and inode (the same directory object: it was
- * moved, never copied). */
+ * moved, never copied) - an inode number is identity only while an open
+ * descriptor pins the judged directory: then the number cannot have been
+ * handed to a new directory meanwhile (C1). */
 static bool same_as_judged(const struct place *judged, const struct place *now)
 {
 	if (judged->kind != now->kind)
 		return false;
 	if (judged->kind == REC_OK)
 		return strcmp(judged->info.owner.token, now->info.owner.token) == 0; /* C1 */
-	/* C1: no token to compare. An inode number is identity only while an
-	 * open fd pins the judged directory: then the number cannot have been
-	 * handed to a new directory meanwhile. Unpinned: never the same. */
-	return judged->pin >= 0 && judged->dev == now->dev && judged->ino == now->ino;
+	return judged->fd >= 0 && judged->dev == now->dev && judged->ino == now->ino;
 }
 
 /* --- opening a lock --------------------------------------------------------- */
@@ -461,7 +536,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 		snprintf(l->parent, sizeof l->parent, "%.*s", (int)(slash - path), path);
 
 	for (int tries = 0;; tries++) {
-		l->sfd = hf_sys_openat(l->pfd, l->sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		l->sfd = hf_sys_openat(l->pfd, l->sname, OPEN_DIR, 0);
 		if (l->sfd != -ENOENT || tries == 2)
 			break;
 		rc = hf_sys_mkdirat(l->pfd, l->sname, 0700);
@@ -506,15 +581,21 @@ static void claim_prefix(char *buf, size_t n, const char *self_token)
 		snprintf(buf, n, CLAIM_PREFIX "%013" PRId64 "-", hf_sys_now_ms());
 }
 
-/* The time in a claim's name, or -1 when it is not a claim's name. */
-static int64_t claim_time(const char *name)
+/* The time in a name "<prefix><ms>-…", or -1 when it is not such a name. */
+static int64_t name_time(const char *name, const char *prefix)
 {
-	if (strncmp(name, CLAIM_PREFIX, strlen(CLAIM_PREFIX)) != 0)
+	if (strncmp(name, prefix, strlen(prefix)) != 0)
 		return -1;
-	const char *p = name + strlen(CLAIM_PREFIX);
+	const char *p = name + strlen(prefix);
 	char *end;
 	long long v = strtoll(p, &end, 10);
 	return end != p && *end == '-' && v >= 0 ? (int64_t)v : -1;
+}
+
+/* The time in a claim's name, or -1 when it is not a claim's name. */
+static int64_t claim_time(const char *name)
+{
+	return name_time(name, CLAIM_PREFIX);
 }
 
 /* Does the claim's name declare token as its owner's own (a self-claim)? */
@@ -545,9 +626,9 @@ static int rm_files_cb(int dirfd, const char *name, void *ctx)
 
 /* Remove our own verified claim: the record, then the directory (D3). 1
  * removed; 0 when it stays: a record appeared in it meanwhile (an acquirer
- * publishing through an fd it opened while the directory was at L: it
- * cannot enter, its directory is not at L, and it will find its record
- * here); <0 on errors. Stray temporaries (the named fallback of
+ * publishing through the descriptor it opened while the directory was at L,
+ * D1: it cannot enter, its directory is not at L, and it unlinks its record
+ * through that descriptor when it withdraws, D10); <0 on errors. Stray temporaries (the named fallback of
  * hf_publish_file_at) are removed; never a subdirectory (never recursive). */
 static int claim_remove(struct lk *l, const char *mine, const char *role)
 {
@@ -560,7 +641,7 @@ static int claim_remove(struct lk *l, const char *mine, const char *role)
 	hf_sys_point(pt);
 	rc = hf_sys_unlinkat(l->sfd, mine, AT_REMOVEDIR);
 	if (rc == -ENOTEMPTY || rc == -EEXIST) {
-		int cfd = hf_sys_openat(l->sfd, mine, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		int cfd = hf_sys_openat(l->sfd, mine, OPEN_DIR, 0);
 		if (cfd < 0)
 			return cfd == -ENOENT ? 0 : cfd;
 		struct stat st;
@@ -608,6 +689,7 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 	rc = place_peek(l->sfd, mine, &now);
 	if (rc < 0)
 		return rc; /* our claim stays: a barrier, swept when stale */
+	place_done(&now);
 	snprintf(pt, sizeof pt, "dirlock.%s.verified", role);
 	hf_sys_point(pt);
 	if (now.kind != REC_NONE && same_as_judged(judged, &now))
@@ -659,10 +741,11 @@ enum { CLAIM_GONE, CLAIM_HARMLESS, CLAIM_STALE, CLAIM_BARRIER };
  * complete record whose owner is live and did not declare the claim its own
  * (a holder's record stays in its directory all through its critical
  * section, and an owner claims its own record only after leaving it or
- * instead of entering). Unreadable records count as barriers. *p is filled. */
-static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t now, bool pin)
+ * instead of entering). Unreadable records count as barriers. *p is filled
+ * (place_done it when the result is >= 0). */
+static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t now)
 {
-	if (place_read_mode(l->sfd, name, p, false, pin) < 0)
+	if (place_read(l->sfd, name, p) < 0)
 		return -1;
 	if (p->kind == REC_NONE)
 		return CLAIM_GONE;
@@ -691,12 +774,21 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 {
 	(void)dirfd;
 	struct look *k = ctx;
+	int64_t born = name_time(name, NEW_PREFIX);
+	if (born >= 0) {
+		/* another acquirer's new directory (A0): no record, never a
+		 * barrier; one left by a crash is swept by the holder */
+		if (k->now - born > k->l->stale_ms)
+			k->stale++;
+		return 0;
+	}
 	if (claim_time(name) < 0)
 		return 0; /* not a claim */
 	struct place p;
-	int v = claim_judge(k->l, name, &p, k->now, false);
+	int v = claim_judge(k->l, name, &p, k->now);
 	if (v < 0)
 		return -EIO; /* C4: a claim we could not read denies */
+	place_done(&p);
 	if (v == CLAIM_BARRIER) {
 		if (k->barrier)
 			*k->barrier = p.info;
@@ -720,15 +812,41 @@ static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
 	if (l->nlink_counts && st.st_nlink == 2)
 		return 0; /* D8 */
 	struct look k = { .l = l, .barrier = barrier, .now = hf_sys_now_ms() };
-	rc = hf_claim_scan(l->sfd, CLAIM_PREFIX, look_cb, &k);
+	rc = hf_claim_scan(l->sfd, "", look_cb, &k);
 	*stale = k.stale;
 	return rc;
 }
 
+/* A new directory (A0) left by a crashed acquirer: past the stale window by
+ * its name and its kernel lock free (D9). Removed by its unique name while
+ * we hold that lock exclusively: its maker never published into it. */
+struct sweep_new {
+	const struct lk *l;
+	int removed;
+};
+
+static int sweep_new_cb(int dirfd, const char *name, void *ctx)
+{
+	struct sweep_new *sn = ctx;
+	int64_t born = name_time(name, NEW_PREFIX);
+	if (born < 0 || hf_sys_now_ms() - born <= sn->l->stale_ms)
+		return 0;
+	int fd = hf_sys_openat(dirfd, name, OPEN_DIR, 0);
+	if (fd < 0)
+		return 0;
+	if (hf_kernel_lock_probe(fd) == 0 && hf_sys_unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+		sn->removed++;
+	hf_sys_close(fd);
+	return 0;
+}
+
 /* Sweep: remove every stale claim (D5, D6): steal it into our own claim,
- * verify it is what was judged, remove it. Returns the number removed. */
+ * verify it is what was judged, remove it; and crashed acquirers' new
+ * directories. Returns the number removed. */
 static int sweep(struct lk *l)
 {
+	struct sweep_new news = { .l = l };
+	hf_claim_scan(l->sfd, NEW_PREFIX, sweep_new_cb, &news);
 	struct claim_list *cl = malloc(sizeof *cl);
 	if (!cl)
 		return -ENOMEM;
@@ -736,19 +854,21 @@ static int sweep(struct lk *l)
 	int64_t now = hf_sys_now_ms();
 	for (int i = 0; rc >= 0 && i < cl->n; i++) {
 		struct place p;
-		int v = claim_judge(l, cl->names[i], &p, now, true);
+		int v = claim_judge(l, cl->names[i], &p, now);
 		if (v != CLAIM_STALE) {
 			if (v >= 0)
-				place_unpin(&p);
+				place_done(&p);
 			continue;
 		}
+		/* p stays open: it pins a record-less claim's inode (C1) and holds
+		 * the kernel lock the verdict took (D9) until it is removed */
 		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, "sweep");
-		place_unpin(&p);
+		place_done(&p);
 		if (rc > 0)
 			removed++;
 	}
 	free(cl);
-	return rc < 0 ? rc : removed;
+	return rc < 0 ? rc : removed + news.removed;
 }
 
 /* Find our own record in a claim; steal it into our own claim, verify,
@@ -762,7 +882,10 @@ static int find_own(struct lk *l, const char *token)
 	for (int i = 0; rc >= 0 && i < cl->n && !found; i++) {
 		struct place p;
 		rc = place_peek(l->sfd, cl->names[i], &p);
-		if (rc < 0 || p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
+		if (rc < 0)
+			continue;
+		place_done(&p);
+		if (p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
 		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, "find");
 		found = rc > 0;
@@ -771,38 +894,70 @@ static int find_own(struct lk *l, const char *token)
 	return rc < 0 ? rc : found;
 }
 
-/* Remove our record, wherever it is: at L through our own claim, or in a
- * claim (W). 1 removed, 0 not found, <0 error. */
+/* Is L's record the token's? 1 yes (and *p holds it, closed), 0 no, <0. */
+static int at_l_is(struct lk *l, const char *token, struct place *p)
+{
+	int rc = place_peek(l->pfd, l->base, p);
+	if (rc < 0)
+		return rc;
+	place_done(p);
+	return p->kind == REC_OK && !strcmp(p->info.owner.token, token);
+}
+
+/* Release by token (W), for a process that holds no descriptor of the lock:
+ * at L through our own claim, or in a claim; found nowhere, at L once more
+ * (a reaper that took it by mistake has put it back meanwhile). 1 removed,
+ * 0 not found, <0 error. */
 static int withdraw(struct lk *l, const char *token, const char *role)
 {
 	struct place p;
-	int rc = place_peek(l->pfd, l->base, &p);
-	if (rc < 0)
-		return rc;
-	if (p.kind == REC_OK && !strcmp(p.info.owner.token, token)) {
-		rc = take_verify_remove(l, l->pfd, l->base, &p, token, role);
-		if (rc != 0)
+	for (int look = 0; look < 2; look++) {
+		int rc = at_l_is(l, token, &p);
+		if (rc < 0)
 			return rc;
+		if (rc == 1) {
+			rc = take_verify_remove(l, l->pfd, l->base, &p, token, role);
+			if (rc != 0)
+				return rc;
+		}
+		if (look == 0) {
+			rc = find_own(l, token);
+			if (rc != 0)
+				return rc;
+		}
 	}
-	return find_own(l, token);
+	return 0;
 }
 
-/* An attempt that published nothing: the directory it opened (lfd pins it,
- * so its inode number cannot be reused) goes only if it is at L with no
- * record, and only from our own claim. */
-static void withdraw_unpublished(struct lk *l, int lfd)
+/* WA: the acquirer's own withdrawal, through the descriptor lfd of the
+ * directory it opened at A2 (wherever it is now). token: its record's, or
+ * NULL when it published none. The caller closes lfd after (WA3). */
+static void withdraw_own(struct lk *l, int lfd, const char *token)
 {
-	struct stat st;
-	if (hf_sys_fstat(lfd, &st) < 0)
+	if (token) {
+		/* WA1, D10: the record in our directory, if it is ours (a directory
+		 * holds one record in its life, D1, and only its publisher or a
+		 * reaper that verified it removes it: nobody else's can be there
+		 * while ours is). From here on no record of ours exists. */
+		char buf[OWNER_MAX + 1];
+		struct hf_lock_info i;
+		if (read_small(lfd, "owner", buf, sizeof buf) >= 0 && token_peek(buf, &i) &&
+		    !strcmp(i.owner.token, token))
+			hf_sys_unlinkat(lfd, "owner", 0);
+		hf_sys_point("dirlock.withdraw.unlinked");
+	}
+	/* WA2: if our directory is at L, it goes through our own claim; if it
+	 * is in another's claim, that claim's owner deals with it (record-less
+	 * once we close lfd: harmless, and reapable at once, D9). */
+	struct stat mine, at;
+	if (hf_sys_fstat(lfd, &mine) < 0 ||
+	    hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    mine.st_dev != at.st_dev || mine.st_ino != at.st_ino)
 		return;
-	struct place judged = { .kind = REC_EMPTY, .dev = st.st_dev, .ino = st.st_ino, .pin = lfd };
-	struct place p;
-	if (place_peek(l->pfd, l->base, &p) < 0 || p.kind != REC_EMPTY ||
-	    !same_as_judged(&judged, &p))
-		return;
-	take_verify_remove(l, l->pfd, l->base, &judged, NULL, "withdraw");
+	struct place judged = { .kind = REC_EMPTY, .dev = mine.st_dev, .ino = mine.st_ino,
+				.fd = lfd };
+	take_verify_remove(l, l->pfd, l->base, &judged, token, "withdraw");
 }
-
 /* --- fences (D7) -------------------------------------------------------------- */
 
 struct fence_line {
@@ -826,7 +981,7 @@ static int fence_read(int fd, struct fence_line *fl)
 		return HF_EUNREADABLE;
 	p = end + 1;
 	unsigned long long r = strtoull(p, &end, 10);
-	if (end == p || *end != ' ' || errno || f > r)
+	if (end == p || *end != ' ' || errno || f > r || r > FENCE_MAX)
 		return HF_EUNREADABLE;
 	p = end + 1;
 	size_t bl = strcspn(p, " \n");
@@ -841,35 +996,67 @@ static int fence_read(int fd, struct fence_line *fl)
 
 /* The durable reservation; 0 when there is none and the counter is new
  * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
-static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret)
+static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why, size_t n)
 {
 	char *buf;
-	int rc = hf_read_file_at(l->sfd, RESERVE_FILE, 0, 64, &buf, NULL, NULL);
+	int rc = hf_read_file_at(l->sfd, RESERVE_FILE, O_NONBLOCK | O_NOCTTY, 64, &buf, NULL, NULL);
 	if (rc == -ENOENT && missing_ok) {
 		*ret = 0;
 		return 0;
 	}
-	if (rc == -ENOENT)
-		return HF_EUNREADABLE;
-	if (rc < 0)
+	bool ok = false;
+	unsigned long long v = 0;
+	if (rc == 0) {
+		char *end;
+		errno = 0;
+		v = strtoull(buf, &end, 10);
+		ok = end != buf && buf[0] != '-' && !errno && v <= FENCE_MAX &&
+		     (*end == '\n' || *end == '\0');
+		free(buf);
+	} else if (rc != -ENOENT && rc != -EFBIG) {
 		return rc;
-	char *end;
-	unsigned long long v = strtoull(buf, &end, 10);
-	bool ok = end != buf && (*end == '\n' || *end == '\0');
-	free(buf);
-	if (!ok)
-		return HF_EUNREADABLE; /* refuse: a lower guess could repeat a fence */
+	}
+	if (!ok) {
+		/* refuse: a lower guess could repeat a fence */
+		snprintf(why, n,
+			 "the fence counter was lost and its reservation " STATE_SUFFIX "/"
+			 RESERVE_FILE " is %s: it bounds every fence handed out, and a guess "
+			 "could hand one out again",
+			 rc == -ENOENT ? "missing" : "not a number");
+		return FENCE_LOST;
+	}
 	*ret = v;
 	return 0;
 }
 
-/* A3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f. */
-static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f)
+/* D11: take a flock of the counter without blocking, within FLOCK_BOUND_MS:
+ * an acquirer holds it for the few system calls of A3 (or an edit's commit,
+ * hf_lock_hold), so a longer wait means a stopped process: -EBUSY. */
+static int flock_bounded(int fd, int op)
 {
-	int fd = hf_sys_openat(l->sfd, FENCE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+	int64_t deadline = hf_sys_mono_ns() + FLOCK_BOUND_MS * 1000000LL;
+	int64_t nap = 1;
+	for (;;) {
+		int rc = hf_sys_flock(fd, op | LOCK_NB);
+		if (rc != -EWOULDBLOCK)
+			return rc;
+		if (hf_sys_mono_ns() >= deadline)
+			return -EBUSY;
+		hf_sys_sleep_ms(nap);
+		if (nap < 32)
+			nap *= 2;
+	}
+}
+
+/* A3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f;
+ * HF_EUNREADABLE with why (n bytes) when the reservation is lost. */
+static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, size_t why_n)
+{
+	int fd = hf_sys_openat(l->sfd, FENCE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+			       0600);
 	if (fd < 0)
 		return fd;
-	int rc = hf_sys_flock(fd, LOCK_EX);
+	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
 		goto fail;
 	struct fence_line fl;
@@ -880,19 +1067,24 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f)
 	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
 		/* new, unreadable, or from another boot (unsynced counts may be
 		 * lost): restart from the durable reservation (D7) */
-		rc = reserve_read(l, rc == -ENODATA, &fl.reserve);
+		rc = reserve_read(l, rc == -ENODATA, &fl.reserve, why, why_n);
 		if (rc < 0)
 			goto unlock;
 		fl.fence = fl.reserve;
 	}
+	if (fl.fence >= FENCE_MAX) {
+		rc = -EOVERFLOW; /* D7: never wrap to a fence handed out before */
+		goto unlock;
+	}
 	uint64_t f = fl.fence + 1;
 	if (f > fl.reserve) {
+		uint64_t reserve = FENCE_MAX - f < RESERVE_STEP ? FENCE_MAX : f + RESERVE_STEP;
 		char buf[32];
-		int n = snprintf(buf, sizeof buf, "%" PRIu64 "\n", f + RESERVE_STEP);
+		int n = snprintf(buf, sizeof buf, "%" PRIu64 "\n", reserve);
 		rc = hf_replace_file_at(l->sfd, RESERVE_FILE, buf, (size_t)n, 0600, false);
 		if (rc < 0)
 			goto unlock;
-		fl.reserve = f + RESERVE_STEP;
+		fl.reserve = reserve;
 	}
 	char line[128];
 	int n = snprintf(line, sizeof line, "%020" PRIu64 " %020" PRIu64 " %s\n", f, fl.reserve,
@@ -915,7 +1107,7 @@ fail:
 /* A7: does the counter still equal f? 1 yes, 0 no, <0 error. */
 static int fence_check(int fd, uint64_t f)
 {
-	int rc = hf_sys_flock(fd, LOCK_SH);
+	int rc = flock_bounded(fd, LOCK_SH);
 	if (rc < 0)
 		return rc;
 	struct fence_line fl;
@@ -930,8 +1122,10 @@ static int fence_check(int fd, uint64_t f)
 
 static void holder_from(struct hf_lock_info *h, const struct place *p)
 {
-	if (h)
+	if (h) {
 		*h = p->info;
+		h->live_fd = -1;
+	}
 }
 
 /* J1: L exists. RETRY after a reap (or when L vanished), else the conflict
@@ -939,7 +1133,7 @@ static void holder_from(struct hf_lock_info *h, const struct place *p)
 static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 {
 	struct place p;
-	int rc = place_read_pinned(l->pfd, l->base, &p);
+	int rc = place_read(l->pfd, l->base, &p);
 	if (rc < 0)
 		return rc;
 	if (p.kind == REC_NONE)
@@ -947,63 +1141,129 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
 	hf_sys_point("dirlock.acquire.judged");
 	if (!reapable(p.info.state)) {
-		place_unpin(&p);
+		place_done(&p);
 		holder_from(holder, &p);
+		if (p.kind == REC_BAD && holder)
+			snprintf(holder->reason, sizeof holder->reason,
+				 "the owner record is not a record holdfast writes");
 		return p.kind == REC_BAD ? HF_EUNREADABLE : HF_EHELD;
 	}
+	if (p.kind != REC_OK) {
+		/* D9: a record-less directory's kernel lock is free once its owner
+		 * released it, but a released directory has left L: reap only what
+		 * is still at L (a later directory there is another's; the claim
+		 * core's check would put it back, or leave it a barrier) */
+		struct stat at;
+		if (hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    at.st_dev != p.dev || at.st_ino != p.ino) {
+			place_done(&p);
+			return RETRY;
+		}
+	}
+	/* p stays open across the reap: it pins a record-less directory's inode
+	 * (C1) and holds the kernel lock the verdict took (D9) */
 	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, "reap");
-	place_unpin(&p);
+	place_done(&p);
 	return rc < 0 ? rc : RETRY;
 }
 
-static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_info *ret,
-		   struct hf_lock_info *holder)
+/* A0: our new directory in the state directory, locked (D9), kept across
+ * attempts until it is renamed to L. */
+struct stage {
+	int fd;                         /* -1: none made yet                 */
+	char name[48];                  /* n-<ms>-<16 hex>                   */
+};
+
+static int stage_make(struct lk *l, struct stage *st)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		char hex[17];
+		int rc = hf_random_hex(hex, 8);
+		if (rc < 0)
+			return rc;
+		snprintf(st->name, sizeof st->name, NEW_PREFIX "%013" PRId64 "-%s", hf_sys_now_ms(),
+			 hex);
+		rc = hf_sys_mkdirat(l->sfd, st->name, 0700);
+		if (rc == -EEXIST)
+			continue; /* 64 random bits collided */
+		if (rc < 0)
+			return rc;
+		hf_sys_point("dirlock.acquire.staged");
+		int fd = hf_sys_openat(l->sfd, st->name, OPEN_DIR, 0);
+		if (fd < 0)
+			return fd == -ENOENT ? RETRY : fd; /* swept already */
+		rc = hf_sys_flock(fd, LOCK_SH | LOCK_NB); /* D9 */
+		if (rc < 0) {
+			hf_sys_close(fd);
+			if (rc == -EWOULDBLOCK)
+				return RETRY; /* a sweeper is removing it */
+			return rc == -EINVAL || rc == -ENOLCK ? -EOPNOTSUPP : rc;
+		}
+		st->fd = fd;
+		return 0;
+	}
+	return -EEXIST;
+}
+
+/* Drop a directory that never went to L: ours by its unique name while we
+ * hold its kernel lock (no sweeper removes a locked one). */
+static void stage_drop(struct lk *l, struct stage *st)
+{
+	if (st->fd < 0)
+		return;
+	hf_sys_unlinkat(l->sfd, st->name, AT_REMOVEDIR);
+	hf_sys_close(st->fd);
+	st->fd = -1;
+}
+
+static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
+		   struct hf_lock_info *ret, struct hf_lock_info *holder)
 {
 	struct hf_owner me;
 	int rc = hf_owner_init(&me, o->pid);
 	if (rc < 0)
 		return rc;
-	rc = hf_sys_mkdirat(l->pfd, l->base, 0700); /* A1 */
-	if (rc == -EEXIST)
-		return judge_and_reap(l, holder);
-	if (rc < 0)
+	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
 		return rc;
+	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* A1 */
+	if (rc == -EEXIST || rc == -ENOTEMPTY)
+		return judge_and_reap(l, holder); /* A0's directory stays for the next try */
+	if (rc == -ENOENT) {
+		hf_sys_close(st->fd); /* swept meanwhile (it cannot be: we hold its lock) */
+		st->fd = -1;
+		return RETRY;
+	}
+	if (rc < 0)
+		return rc; /* -EOPNOTSUPP: no RENAME_NOREPLACE here; never emulated */
+	int lfd = st->fd; /* A2: ours, at L, locked */
+	st->fd = -1;
 	hf_sys_point("dirlock.acquire.made");
-	int lfd = hf_sys_openat(l->pfd, l->base, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0); /* A2 */
-	if (lfd == -ENOENT || lfd == -ENOTDIR || lfd == -ELOOP)
-		return RETRY; /* moved away already: nothing of ours is anywhere */
-	if (lfd < 0)
-		return lfd;
 	hf_sys_point("dirlock.acquire.opened");
 	int ffd = -1;
 	uint64_t f = 0;
 	char *rec = NULL;
-	rc = fence_alloc(l, &ffd, &f); /* A3 */
+	const char *mine = NULL; /* our token once a record of ours may exist */
+	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : (char[160]){ 0 }, 160); /* A3 */
 	if (rc < 0)
-		goto unpublished;
+		goto withdraw;
 	hf_sys_point("dirlock.acquire.fenced");
 	rec = record_format(&me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
 	if (!rec) {
 		rc = -ENOMEM;
-		goto unpublished;
+		goto withdraw;
 	}
 	size_t reclen = strlen(rec);
-	char opath[NAME_MAX + 8], spath[NAME_MAX + 16];
-	snprintf(opath, sizeof opath, "%s/owner", l->base);
-	snprintf(spath, sizeof spath, "../%s/owner", l->base);
-	/* A4, D1: by path, so a record only ever appears in the directory at
-	 * L, never in one that was moved into a claim meanwhile. The unnamed
-	 * temporary is made in the state directory and linked through its
-	 * parent (ours, never moved): a crowded parent's full inode groups
-	 * would make an inode allocated beside it slow (ext4), and a named
-	 * fallback temporary left by a crash lands in the state directory. */
-	rc = hf_publish_file_at(l->sfd, spath, rec, reclen, 0600, false);
-	if (rc == -EEXIST || rc == -ENOENT || rc == -ENOTDIR) {
-		rc = RETRY; /* another's record is there, or L is gone */
-		goto out;
-	}
-	if (rc < 0)
-		goto unpublished;
+	/* A4, D1: into the directory we opened and locked, through its
+	 * descriptor. The unnamed temporary is made in the state directory and
+	 * linked from there: a crowded parent's full inode groups would make an
+	 * inode allocated beside it slow (ext4), and a named fallback temporary
+	 * left by a crash lands in the state directory. */
+	rc = hf_publish_file_via(l->sfd, lfd, "owner", rec, reclen, 0600, false);
+	if (rc == -ENOENT)
+		rc = RETRY; /* our directory was removed: reaped past the stale window */
+	if (rc != 0)
+		goto withdraw; /* nothing of ours was linked (U1) */
+	mine = me.token;
 	hf_sys_point("dirlock.acquire.published");
 
 	int stale = 0;
@@ -1012,7 +1272,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 		goto denied;
 	hf_sys_point("dirlock.acquire.scanned");
 
-	char back[OWNER_MAX + 1]; /* A6, D2c */
+	char opath[NAME_MAX + 8], back[OWNER_MAX + 1]; /* A6, D2c */
+	snprintf(opath, sizeof opath, "%s/owner", l->base);
 	ssize_t backlen = read_small(l->pfd, opath, back, sizeof back);
 	if (backlen >= 0)
 		rc = (size_t)backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
@@ -1036,6 +1297,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 	ret->fence = f;
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
 	ret->state = HF_LOCK_HELD;
+	ret->live_fd = lfd; /* D9: the caller's now */
 	rc = 0;
 	if (stale > 0)
 		sweep(l); /* left-overs of crashes: tidy up, as the holder */
@@ -1043,19 +1305,13 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct hf_lock_in
 
 denied:
 	hf_sys_point("dirlock.acquire.denied");
-	{
-		int wrc = withdraw(l, me.token, "withdraw");
-		if (wrc < 0 && rc >= 0)
-			rc = wrc;
-	}
-	goto out;
-unpublished:
-	withdraw_unpublished(l, lfd);
+withdraw:
+	withdraw_own(l, lfd, mine); /* WA1, WA2 */
+	hf_sys_close(lfd);          /* WA3 */
 out:
 	free(rec);
 	if (ffd >= 0)
 		hf_sys_close(ffd);
-	hf_sys_close(lfd);
 	return rc;
 }
 
@@ -1070,9 +1326,11 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	hf_wait_init(&w, l.parent, l.base, o->wait_ms);
 	struct hf_lock_info holder, got;
 	memset(&holder, 0, sizeof holder);
+	holder.live_fd = -1;
+	struct stage st = { .fd = -1 };
 	int retries = 0;
 	for (;;) {
-		rc = attempt(&l, o, &got, &holder);
+		rc = attempt(&l, o, &st, &got, &holder);
 		if (rc == 0)
 			break;
 		if (rc == RETRY) {
@@ -1089,7 +1347,7 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 			if (n > 0)
 				continue;
 		} else if (rc != HF_EHELD && rc != HF_EUNREADABLE) {
-			break; /* a system error */
+			break; /* a system error, or a lost fence reservation */
 		}
 		hf_sys_point("dirlock.acquire.waiting");
 		int wrc = hf_wait_next(&w);
@@ -1102,9 +1360,13 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 			rc = wrc;
 			break;
 		}
+		holder.reason[0] = '\0';
 	}
 	hf_wait_done(&w);
+	stage_drop(&l, &st);
 	lk_close(&l);
+	if (rc == FENCE_LOST)
+		rc = HF_EUNREADABLE;
 	if (rc == 0)
 		*ret = got;
 	else if (reterr_holder && rc != -ENOMEM)
@@ -1130,8 +1392,8 @@ int hf_lock_release(const char *path, const char *token, struct hf_lock_info *re
 		rc = place_read(l.pfd, l.base, &p);
 		if (rc == 0 && p.kind != REC_NONE) {
 			judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
-			if (reterr_holder)
-				*reterr_holder = p.info;
+			place_done(&p);
+			holder_from(reterr_holder, &p);
 			rc = HF_ENOTYOURS;
 		} else if (rc == 0) {
 			rc = HF_ENOTHELD;
@@ -1141,23 +1403,12 @@ int hf_lock_release(const char *path, const char *token, struct hf_lock_info *re
 	return rc;
 }
 
-/* Take the counter's shared flock within a bound: an acquirer holds it
- * exclusively only for the few system calls of A3, so a long wait means a
- * stopped process; never wait for it forever. */
-static int fence_lock_shared(int fd)
+static int count_cb(int dirfd, const char *name, void *ctx)
 {
-	int64_t deadline = hf_sys_mono_ns() + 5000LL * 1000000;
-	int64_t nap = 1;
-	for (;;) {
-		int rc = hf_sys_flock(fd, LOCK_SH | LOCK_NB);
-		if (rc != -EWOULDBLOCK)
-			return rc;
-		if (hf_sys_mono_ns() >= deadline)
-			return -ETIMEDOUT;
-		hf_sys_sleep_ms(nap);
-		if (nap < 50)
-			nap *= 2;
-	}
+	(void)dirfd;
+	if (claim_time(name) >= 0)
+		(*(int *)ctx)++;
+	return 0;
 }
 
 int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard)
@@ -1168,12 +1419,14 @@ int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_gua
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	int fd = hf_sys_openat(l.sfd, FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	int fd = hf_sys_openat(l.sfd, FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0) {
 		lk_close(&l);
 		return fd == -ENOENT ? HF_ELOST : fd;
 	}
-	rc = fence_lock_shared(fd);
+	rc = flock_bounded(fd, LOCK_SH);
+	if (rc == -EBUSY)
+		rc = -ETIMEDOUT;
 	if (rc == 0) {
 		/* DH1: while we hold LOCK_SH no acquirer can allocate a fence (A3
 		 * takes LOCK_EX), so none can pass A7 either: if the counter still
@@ -1189,9 +1442,8 @@ int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_gua
 		/* DH2: and our record is still the one at PATH (not reaped, even
 		 * if nobody acquired since) */
 		struct place p;
-		rc = place_peek(l.pfd, l.base, &p);
-		if (rc == 0 && (p.kind != REC_OK || strcmp(p.info.owner.token, held->owner.token)))
-			rc = HF_ELOST;
+		rc = at_l_is(&l, held->owner.token, &p);
+		rc = rc == 1 ? 0 : rc == 0 ? HF_ELOST : rc;
 	}
 	lk_close(&l);
 	if (rc < 0) {
@@ -1206,14 +1458,6 @@ void hf_lock_unhold(int guard)
 {
 	if (guard >= 0)
 		hf_sys_close(guard); /* drops the shared flock */
-}
-
-static int count_cb(int dirfd, const char *name, void *ctx)
-{
-	(void)dirfd;
-	if (claim_time(name) >= 0)
-		(*(int *)ctx)++;
-	return 0;
 }
 
 int hf_lock_status(const char *path, struct hf_lock_info *ret)
@@ -1235,9 +1479,10 @@ int hf_lock_status(const char *path, struct hf_lock_info *ret)
 	if (rc < 0)
 		goto out;
 	judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
+	place_done(&p); /* a kernel lock the verdict took goes at once */
 	/* read-only: the state directory is looked at, never created */
 	snprintf(l.sname, sizeof l.sname, "%s%s", l.base, STATE_SUFFIX);
-	int sfd = hf_sys_openat(l.pfd, l.sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	int sfd = hf_sys_openat(l.pfd, l.sname, OPEN_DIR, 0);
 	if (sfd >= 0) {
 		rc = hf_claim_scan(sfd, CLAIM_PREFIX, count_cb, &p.info.claims);
 		hf_sys_close(sfd);
@@ -1248,6 +1493,7 @@ int hf_lock_status(const char *path, struct hf_lock_info *ret)
 		goto out;
 	}
 	*ret = p.info;
+	ret->live_fd = -1;
 	rc = 0;
 out:
 	lk_close(&l);

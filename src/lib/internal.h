@@ -37,6 +37,12 @@ int hf_read_file_at(int dirfd, const char *path, int flags, size_t max, char **r
 int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		       bool durable);
 
+/* The same, with the unnamed temporary made in tmpdirfd (same file system)
+ * and linked as dirfd/name: a directory whose inode groups are crowded, or
+ * one that may move while we publish (a descriptor on it follows it). */
+int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *data, size_t len,
+			mode_t mode, bool durable);
+
 /* Replace dirfd/name with data atomically: temporary in the same directory,
  * write, fsync, rename over name, fsync the directory. A crash at any point
  * leaves the old content or the new, and at most a temporary named

@@ -253,7 +253,13 @@ static int write_all_and_sync(int fd, const void *data, size_t len, bool durable
 int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		       bool durable)
 {
-	int fd = hf_sys_openat(dirfd, ".", O_TMPFILE | O_WRONLY, mode);
+	return hf_publish_file_via(dirfd, dirfd, name, data, len, mode, durable);
+}
+
+int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *data, size_t len,
+			mode_t mode, bool durable)
+{
+	int fd = hf_sys_openat(tmpdirfd, ".", O_TMPFILE | O_WRONLY, mode);
 	if (fd >= 0) {
 		int rc = write_all_and_sync(fd, data, len, durable);
 		/* U1: linkat fails with EEXIST rather than replace. The opener
@@ -280,14 +286,14 @@ int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len
 	if (rc < 0)
 		return rc;
 	snprintf(tmp, sizeof tmp, ".hf-tmp-%s", hex);
-	fd = hf_sys_openat(dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY, mode);
+	fd = hf_sys_openat(tmpdirfd, tmp, O_CREAT | O_EXCL | O_WRONLY, mode);
 	if (fd < 0)
 		return fd;
 	rc = write_all_and_sync(fd, data, len, durable);
 	hf_sys_close(fd);
 	if (rc == 0)
-		rc = hf_sys_linkat(dirfd, tmp, dirfd, name, 0); /* U1 */
-	hf_sys_unlinkat(dirfd, tmp, 0);
+		rc = hf_sys_linkat(tmpdirfd, tmp, dirfd, name, 0); /* U1 */
+	hf_sys_unlinkat(tmpdirfd, tmp, 0);
 	return rc;
 }
 

@@ -200,6 +200,7 @@ int dl_acq(void *arg)
 		if (a->no_release)
 			continue;
 		rc = hf_lock_release(a->path, got.owner.token, &h);
+		close(got.live_fd);
 		hf_sys_point("test.released");
 		if (rc != 0)
 			code = DL_RELFAIL;
@@ -236,6 +237,11 @@ void dl_write_record(const char *dir, pid_t pid, int64_t acquired_ms, uint64_t f
 {
 	struct hf_owner o;
 	cr_assert_eq(hf_owner_init(&o, pid), 0);
+	/* as old by the boot-relative clock as by the wall clock; a record
+	 * older than this boot, or dated in the future, has only its wall
+	 * clock time (a writer's skewed clock, another kernel) */
+	int64_t age = hf_sys_now_ms() - acquired_ms;
+	o.boot_ms = age >= 0 && hf_sys_boot_ms() > age ? hf_sys_boot_ms() - age : 0;
 	o.time_ms = acquired_ms;
 	json_t *j = hf_owner_to_json(&o, "acquired");
 	json_object_set_new(j, "fence", json_integer((json_int_t)fence));

@@ -6,6 +6,8 @@
 #include "internal.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -53,6 +55,7 @@ static void acquire_now(uint64_t *fence)
 	if (fence)
 		*fence = got.fence;
 	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+	close(got.live_fd);
 }
 
 static void held_by(const char *token)
@@ -187,6 +190,16 @@ Test(seed, r1_r2_a_b_waiting_b_enters_after_a)
 	free(rb);
 }
 
+/* Open path and hold a shared flock on it: a live maker's kernel lock (D9).
+ * The descriptor is returned (close it to let the maker "die"). */
+static int hold_kernel_lock(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "open %s", path);
+	cr_assert_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+	return fd;
+}
+
 /* Plant a claim: a directory in the state directory named with time ms;
  * with a record of process pid (0: none; -1: garbage). */
 static void plant_claim(int64_t ms, pid_t pid, char *ret_name)
@@ -210,17 +223,42 @@ static void plant_claim(int64_t ms, pid_t pid, char *ret_name)
 	free(p);
 }
 
+/* A record-less claim whose kernel lock is free has no live maker: swept
+ * at once, whatever its age; one whose maker holds it is left alone while
+ * young, and swept past the stale window (a stopped maker). */
 Test(seed, abandoned_record_less_claim_is_swept_young_one_left)
 {
 	acquire_now(NULL); /* make the state directory */
-	plant_claim(1, 0, NULL);                  /* 1970: abandoned */
-	char young[128];
-	plant_claim(hf_sys_now_ms(), 0, young);   /* a fresh mkdir in flight */
+	plant_claim(1, 0, NULL);                  /* 1970, no maker: abandoned */
+	char young[128], gone[128];
+	plant_claim(hf_sys_now_ms(), 0, young);   /* a fresh one, its maker at work */
+	plant_claim(hf_sys_now_ms(), 0, gone);    /* a fresh one, its maker gone */
+	char *p = dl_path(state, young), *q = dl_path(state, gone);
+	int maker = hold_kernel_lock(p);
 	uint64_t f;
-	acquire_now(&f); /* neither denies; the holder sweeps the old one */
+	acquire_now(&f); /* none denies; the holder sweeps the makerless ones */
 	cr_assert_eq(dl_claims(lock), 1);
-	char *p = dl_path(state, young);
-	cr_assert(hft_exists(p), "a young record-less claim is left alone");
+	cr_assert(hft_exists(p), "a young record-less claim of a live maker is left alone");
+	cr_assert(!hft_exists(q), "a record-less claim without a maker goes at once");
+	close(maker);
+	acquire_now(&f);
+	cr_assert_eq(dl_claims(lock), 0, "its maker gone, it goes too");
+	free(p);
+	free(q);
+}
+
+/* A stopped maker holds its kernel lock forever: its record-less claim is
+ * swept past the stale window all the same (the model: safe at any time). */
+Test(seed, record_less_claim_of_a_stopped_maker_goes_past_the_window)
+{
+	acquire_now(NULL);
+	char name[128];
+	plant_claim(1, 0, name); /* named decades ago */
+	char *p = dl_path(state, name);
+	int maker = hold_kernel_lock(p);
+	acquire_now(NULL);
+	cr_assert(!hft_exists(p), "past the stale window by its name");
+	close(maker);
 	free(p);
 }
 
@@ -371,31 +409,48 @@ Test(seed, links_refused_never_fall_back_to_rename)
 	free(r);
 }
 
-/* Two acquirers end up publishing into the same directory (A's fresh one
- * was moved away by an outdated reaper, B made the next): the link is a
- * test-and-set, exactly one record, one holder - in both orders. */
+/* A's fresh directory was moved away by an outdated reaper, B's is at L:
+ * each publishes into its own directory, through its descriptor (D1), so
+ * A's record lands in the claim, where it is a barrier to B until A's own
+ * look finds it there and A withdraws it through its descriptor (D10).
+ * One holder at most - B, at L - in both orders, and nothing left. */
 static void same_directory(bool a_first)
 {
 	acquire_now(NULL);
 	char *ra = res("A"), *rb = res("B");
 	struct dl_acq a = { .path = lock, .ovl = ovl, .result = ra };
-	struct dl_acq b = { .path = lock, .ovl = ovl, .result = rb };
+	struct dl_acq b = { .path = lock, .ovl = ovl, .result = rb, .wait_ms = 10000 };
 	struct hft_child A, B;
-	hft_spawn_fn(&A, "pause:dirlock.acquire.opened;pause:test.cs", dl_acq, &a);
+	hft_spawn_fn(&A, "pause:dirlock.acquire.opened", dl_acq, &a);
 	hft_expect(&A, "dirlock.acquire.opened");
 	char *aside = dl_path(state, "c-0000000000002-00000000000000aa");
 	cr_assert_eq(rename(lock, aside), 0); /* the outdated reaper's take */
 	hft_spawn_fn(&B, "pause:dirlock.acquire.opened;pause:test.cs", dl_acq, &b);
 	hft_expect(&B, "dirlock.acquire.opened"); /* B's directory at L */
-	struct hft_child *first = a_first ? &A : &B, *second = a_first ? &B : &A;
-	hft_go(first);
-	hft_expect(first, "test.cs");
-	hft_go(second);
-	cr_assert_eq(hft_wait(second), DL_HELD, "the second finds the record there");
-	hft_go(first);
-	cr_assert_eq(hft_wait(first), DL_ENTERED);
+	/* A: its look finds its own record in the claim (a barrier), it
+	 * withdraws it, sweeps what is left there, and finds L held by B */
+	if (a_first) {
+		hft_go(&A);
+		cr_assert_eq(hft_wait(&A), DL_HELD, "A never enters from the claim");
+		hft_go(&B);
+		hft_expect(&B, "test.cs");
+	} else {
+		hft_go(&B); /* A has not published: B's look finds nothing live */
+		hft_expect(&B, "test.cs");
+		hft_go(&A);
+		int ca = hft_wait(&A);
+		int rc;
+		uint64_t f;
+		dl_result(ra, &rc, &f, NULL);
+		cr_assert_eq(ca, DL_HELD, "A: %d rc %d", ca, rc);
+	}
+	hft_go(&B);
+	cr_assert_eq(hft_wait(&B), DL_ENTERED);
 	cr_assert_eq(dl_ovl_count(ovl), 0);
+	char *owner = dl_path(aside, "owner");
+	cr_assert(!hft_exists(owner), "A left no record of its own anywhere (D10)");
 	acquire_now(NULL);
+	free(owner);
 	free(aside);
 	free(ra);
 	free(rb);
@@ -494,10 +549,18 @@ Test(seed, dead_owner_recovery)
 Test(seed, many_claims_neither_block_nor_stay)
 {
 	acquire_now(NULL);
-	for (int i = 0; i < 150; i++)
-		plant_claim(hf_sys_now_ms(), 0, NULL); /* young, record-less */
+	int makers[150];
+	for (int i = 0; i < 150; i++) {
+		char name[128];
+		plant_claim(hf_sys_now_ms(), 0, name); /* young, record-less, maker at work */
+		char *p = dl_path(state, name);
+		makers[i] = hold_kernel_lock(p);
+		free(p);
+	}
 	acquire_now(NULL);
-	cr_assert_eq(dl_claims(lock), 150, "young record-less claims are left alone");
+	cr_assert_eq(dl_claims(lock), 150, "young record-less claims of live makers stay");
+	for (int i = 0; i < 150; i++)
+		close(makers[i]);
 	hft_rmtree(state);
 	acquire_now(NULL);
 	for (int i = 0; i < 150; i++)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -47,8 +48,10 @@ static int try_once(int64_t stale_ms, struct hf_lock_info *got, struct hf_lock_i
 	struct hf_lock_opts o = { .path = lock, .stale_ms = stale_ms };
 	memset(h, 0, sizeof *h);
 	int rc = hf_lock_acquire(&o, got, h);
-	if (rc == 0)
+	if (rc == 0) {
 		cr_assert_eq(hf_lock_release(lock, got->owner.token, h), 0);
+		close(got->live_fd);
+	}
 	return rc;
 }
 
@@ -160,12 +163,34 @@ Test(stale, other_hosts_owner_is_never_dead_by_pid)
 	free(fixed);
 }
 
-/* A directory without a record (an acquirer between mkdir and link, or one
- * that crashed there): held while young - age from the directory's ctime -
- * and reaped after the stale window. */
-Test(stale, record_less_lock_after_the_stale_window)
+/* The kernel lock of a directory (D9): its maker holds it shared from
+ * before the directory is at L until it publishes or withdraws. */
+static int maker_lock(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+	return fd;
+}
+
+/* A directory without a record and without a maker holding its kernel
+ * lock (an acquirer SIGKILLed before publishing, a mkdir by hand) has no
+ * attributable owner: reaped at once, whatever the stale window. */
+Test(stale, record_less_lock_without_its_maker_is_reaped_at_once)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);
+	cr_assert_eq(state_of(), HF_LOCK_ABANDONED);
+	struct hf_lock_info got, h;
+	cr_assert_eq(try_once(HOUR, &got, &h), 0, "no waiting out a window for the dead");
+}
+
+/* Its maker alive (between the rename to L and publication): held while
+ * young - age from the directory's ctime - and reaped after the stale
+ * window (a maker stopped there). */
+Test(stale, record_less_lock_of_a_live_maker_after_the_stale_window)
+{
+	cr_assert_eq(mkdir(lock, 0700), 0);
+	int maker = maker_lock(lock);
 	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(60000, &got, &h), HF_EHELD);
 	cr_assert(h.partial);
@@ -173,17 +198,77 @@ Test(stale, record_less_lock_after_the_stale_window)
 	cr_assert_eq(state_of(), HF_LOCK_PARTIAL);
 	dl_wait_age(lock, 30);
 	cr_assert_eq(try_once(30, &got, &h), 0);
+	close(maker);
 }
 
 /* Only the kernel sets ctime: an mtime set decades back does not age it. */
 Test(stale, mtime_is_never_the_age)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);
+	int maker = maker_lock(lock);
 	struct timespec old[2] = { { 1, 0 }, { 1, 0 } };
 	cr_assert_eq(utimensat(AT_FDCWD, lock, old, 0), 0);
 	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(60000, &got, &h), HF_EHELD);
 	cr_assert_lt(h.age_ms, 60000, "age %" PRId64 " ms", h.age_ms);
+	close(maker);
+}
+
+/* A dead owner dated in the future is dead: death is proof whatever the
+ * record's date (skew is judged only for the living). */
+Test(stale, dead_owner_dated_in_the_future_is_reaped)
+{
+	pid_t life = dl_life();
+	dl_write_record(lock, life, hf_sys_now_ms() + HOUR, 7, 0, NULL);
+	cr_assert_eq(state_of(), HF_LOCK_SKEW);
+	dl_kill(life);
+	cr_assert_eq(state_of(), HF_LOCK_DEAD);
+	struct hf_lock_info got, h;
+	cr_assert_eq(try_once(0, &got, &h), 0);
+}
+
+/* A record without "acquired" is not dated 1970: its age is the
+ * directory's (ctime), so a live owner is not reaped as leaked. */
+Test(stale, record_without_time_is_dated_by_its_directory)
+{
+	pid_t life = dl_life();
+	dl_write_record(lock, life, hf_sys_now_ms(), 7, 0, NULL);
+	char *p = dl_path(lock, "owner"), *s = hft_slurp(p);
+	json_t *j = json_loads(s, 0, NULL);
+	cr_assert_not_null(j);
+	json_object_del(j, "acquired");
+	json_object_del(j, "boottime_ms");
+	char *t = json_dumps(j, JSON_COMPACT);
+	hft_write(p, t);
+	struct hf_lock_info i;
+	cr_assert_eq(hf_lock_status(lock, &i), 0);
+	cr_assert_eq(i.state, HF_LOCK_HELD, "state %d, age %" PRId64, i.state, i.age_ms);
+	cr_assert_lt(i.age_ms, 60000);
+	struct hf_lock_info got, h;
+	cr_assert_eq(try_once(0, &got, &h), HF_EHELD);
+	dl_kill(life);
+	json_decref(j);
+	free(t);
+	free(s);
+	free(p);
+}
+
+/* A holder on this kernel whose wall clock is ahead (or a judge whose clock
+ * is): ages are boot-relative, so neither makes a live owner look leaked
+ * or dated in the future. */
+Test(stale, wall_clock_step_does_not_age_a_record_of_this_kernel)
+{
+	pid_t life = dl_life();
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info got, h;
+	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
+	close(got.live_fd);
+	cr_assert_eq(hf_sys_inject("skew:wall:+7200000"), 0); /* our clock: 2 h ahead */
+	cr_assert_eq(state_of(), HF_LOCK_HELD, "not leaked by a 2 h step");
+	cr_assert_eq(hf_sys_inject("skew:wall:-7200000"), 0);
+	cr_assert_eq(state_of(), HF_LOCK_HELD, "nor dated in the future");
+	cr_assert_eq(hf_sys_inject(NULL), 0);
+	dl_kill(life);
 }
 
 Test(stale, unreadable_record_refused_then_reaped)
@@ -209,6 +294,7 @@ static uint64_t acquire_release(int64_t wait_ms, int64_t stale_ms)
 	int rc = hf_lock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "the lock must come back: %s", hf_strerror(rc));
 	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+	close(got.live_fd);
 	return got.fence;
 }
 
@@ -267,7 +353,9 @@ static int acquire_crash_release(void *arg)
 	if (hf_lock_acquire(&o, &got, &h) != 0)
 		return 3;
 	hf_sys_inject(rule);
-	return hf_lock_release(lock, got.owner.token, &h) == 0 ? 0 : 4;
+	int rrc = hf_lock_release(lock, got.owner.token, &h);
+	close(got.live_fd);
+	return rrc == 0 ? 0 : 4;
 }
 
 /* A crash at every system call of acquire, then of release: the lock comes
@@ -370,6 +458,8 @@ Test(fence, hold_only_while_still_the_holder)
 	cr_assert_eq(hf_lock_hold(lock, &b, &guard), 0);
 	hf_lock_unhold(guard);
 	cr_assert_eq(hf_lock_release(lock, b.owner.token, &h), 0);
+	close(b.live_fd);
+	close(a.live_fd);
 	cr_assert_eq(hf_lock_hold(lock, &b, &guard), HF_ELOST, "released: lost");
 }
 

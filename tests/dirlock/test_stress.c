@@ -124,7 +124,9 @@ static void worker(int n, int64_t stale_ms)
 		}
 		enter(got.fence, start);
 		leave();
-		if (hf_lock_release(lock, got.owner.token, &h) != 0)
+		int rrc = hf_lock_release(lock, got.owner.token, &h);
+		close(got.live_fd);
+		if (rrc != 0)
 			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
 	}
 	_exit(0);
@@ -158,7 +160,7 @@ Test(stress, eight_processes_no_overlap)
 	cr_assert_eq(sh->overlaps, 0);
 	cr_assert_eq(sh->fence_bad, 0);
 	cr_assert_eq(sh->errors, 0);
-	cr_assert_eq(sh->last_fence, (uint64_t)WORKERS * n, "no fence wasted under contention");
+	cr_assert_eq(sh->last_fence, (uint64_t)WORKERS * n, "no fence wasted under contention: %llu", (unsigned long long)sh->last_fence);
 	cr_assert(!hft_exists(lock));
 	cr_assert_eq(dl_claims(lock), 0);
 }
@@ -210,4 +212,5 @@ Test(stress, kill_storm_no_overlap_and_recovery)
 	cr_assert_eq(rc, 0, "after the storm: %s", hf_strerror(rc));
 	cr_assert_gt(got.fence, sh->last_fence);
 	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+	close(got.live_fd);
 }

@@ -67,6 +67,7 @@ static void comes_back(void)
 	int rc = hf_lock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "the lock must come back: %s", hf_strerror(rc));
 	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+	close(got.live_fd);
 }
 
 static ino_t ino_of(const char *p)
@@ -140,12 +141,15 @@ Test(trail, weakened_no_claim_scan)
 }
 
 /* cex-full-protocol-withdraw-by-path.txt and cex-inode-number-reuse.txt:
- * A0's withdrawal reads "L/owner is mine" and is delayed; its directory is
- * reaped, A1 acquires a fresh L (maybe with the same inode number) and
- * enters. A0's delayed destructive step must not touch A1's record: it
- * takes L into its own claim, finds token 5 there, and puts it back - here
- * even with the restore failing (a third acquirer made L meanwhile), the
- * claim stays a barrier and A1 releases from it. */
+ * A0's withdrawal is delayed just before it takes L - its record already
+ * unlinked through its descriptor (D10), its directory at L pinned and
+ * kernel-locked (D9). Stopped past the stale window, the record-less
+ * directory is reaped; A1 acquires a fresh L (maybe with the same inode
+ * number) and enters. A0's delayed destructive step must not touch A1's
+ * record: it takes L into its own claim, finds token 5 there instead of
+ * the directory it pins, and puts it back - here even with the restore
+ * failing (a third acquirer made L meanwhile), the claim stays a barrier
+ * and A1 releases from it. */
 static void delayed_withdrawal(bool log_inodes)
 {
 	pid_t lb = dl_life(), life2 = dl_life(), life5 = dl_life();
@@ -155,6 +159,8 @@ static void delayed_withdrawal(bool log_inodes)
 		struct hf_lock_info got, h;
 		cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
 		cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+		close(got.live_fd);
+	close(got.live_fd);
 		char *c = dl_path(state, "c-0000000000003-00000000000000bb");
 		dl_write_record(c, lb, hf_sys_now_ms(), 1, 0, NULL);
 		free(c);
@@ -167,7 +173,9 @@ static void delayed_withdrawal(bool log_inodes)
 	ino_t i3 = ino_of(lock);
 	dl_kill(life2);                              /* token 2 withdrew: stale */
 	dl_kill(lb);                                 /* the barrier's owner is gone */
-	struct dl_acq a1 = { .path = lock, .ovl = ovl, .life = life5, .result = ra1 };
+	dl_wait_age(lock, 20);                       /* A0 stopped past A1's window */
+	struct dl_acq a1 = { .path = lock, .ovl = ovl, .life = life5, .result = ra1,
+			     .stale_ms = 20 };
 	hft_spawn_fn(&A1, "pause:test.cs", dl_acq, &a1);
 	hft_expect(&A1, "test.cs");                  /* reaped tok 2's dir, entered */
 	ino_t i4 = ino_of(lock);
@@ -247,6 +255,8 @@ Test(trail, delayed_withdrawal_restores_the_successor)
 		struct hf_lock_info got, h;
 		cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
 		cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+		close(got.live_fd);
+	close(got.live_fd);
 		char *c = dl_path(state, "c-0000000000003-00000000000000bb");
 		dl_write_record(c, lb, hf_sys_now_ms(), 1, 0, NULL);
 		free(c);
@@ -258,7 +268,9 @@ Test(trail, delayed_withdrawal_restores_the_successor)
 	hft_expect(&A0, "dirlock.withdraw.judged");
 	dl_kill(life2);
 	dl_kill(lb);
-	struct dl_acq a1 = { .path = lock, .ovl = ovl, .life = life5, .result = ra1 };
+	dl_wait_age(lock, 20);
+	struct dl_acq a1 = { .path = lock, .ovl = ovl, .life = life5, .result = ra1,
+			     .stale_ms = 20 };
 	hft_spawn_fn(&A1, "pause:test.cs", dl_acq, &a1);
 	hft_expect(&A1, "test.cs");
 	hft_go(&A0);
@@ -311,8 +323,9 @@ Test(trail, misjudged_live_holder_is_fenced)
 /* cex-rename-fallback.txt: R0's outdated verdict (about a record-less L)
  * takes A1's fresh directory; A0 makes the next; the seed's restore then
  * replaced A0's empty directory and both published into one directory by
- * check-then-rename. Here the restore never replaces (NOREPLACE) and the
- * link is a test-and-set: one enters, the other finds it held. */
+ * check-then-rename. Here the restore never replaces (NOREPLACE), and each
+ * publishes into its own directory (D1): A1's record lands in R0's claim,
+ * its own look finds it there, it withdraws it (D10); A0, at L, enters. */
 Test(trail, rename_fallback)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);         /* a crashed acquirer's dir */
@@ -335,13 +348,13 @@ Test(trail, rename_fallback)
 	hft_go(&R0);                                /* 24: restore must NOT replace dir 4 */
 	cr_assert_eq(hft_wait(&R0), DL_HELD);
 	cr_assert_eq(ino_of(lock), d4, "the restore replaced a fresh directory");
-	hft_go(&A1);                                /* publishes into dir 4 by path */
-	hft_expect(&A1, "test.cs");
-	hft_go(&A0);                                /* its link fails: held */
-	cr_assert_eq(hft_wait(&A0), DL_HELD);
-	held_by_result(ra1);
-	hft_go(&A1);
-	cr_assert_eq(hft_wait(&A1), DL_ENTERED);
+	hft_go(&A1);                                /* publishes into dir 3, in the claim */
+	cr_assert_eq(hft_wait(&A1), DL_HELD, "denied by its own record in the claim");
+	hft_go(&A0);                                /* publishes into dir 4, at L */
+	hft_expect(&A0, "test.cs");
+	held_by_result(ra0);
+	hft_go(&A0);
+	cr_assert_eq(hft_wait(&A0), DL_ENTERED);
 	cr_assert_eq(dl_ovl_count(ovl), 0);
 	comes_back();
 	free(ra1);
@@ -349,9 +362,11 @@ Test(trail, rename_fallback)
 }
 
 /* cex-rename-fallback-noreplace.txt: a verdict "L has no record" is applied
- * to a different record-less directory, and an acquirer's stat picks up the
- * next acquirer's directory: two acquirers record one directory. The record
- * by link is a test-and-set: one holder. */
+ * to a different record-less directory, and in the seed an acquirer's stat
+ * picked up the next acquirer's directory: two acquirers recorded one
+ * directory. Here an acquirer only ever publishes into its own (D1): A0's
+ * record lands in R0's claim and is withdrawn from there; A1's fence check
+ * sees A0's later fence and A1 tries again; one holder, A1. */
 Test(trail, rename_fallback_noreplace)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);
@@ -372,16 +387,16 @@ Test(trail, rename_fallback_noreplace)
 	hft_spawn_fn(&A1, "pause:dirlock.acquire.fenced;pause:test.cs", dl_acq, &a1);
 	hft_expect(&A1, "dirlock.acquire.fenced");  /* 21-23: mkdir L -> dir 4 */
 	hft_go(&A0);
-	hft_expect(&A0, "dirlock.acquire.fenced");  /* 25: A0 opened dir 4 too */
-	hft_go(&A0);                                /* 28-31: A0 links its record into dir 4 */
-	hft_expect(&A0, "test.cs");
-	hft_go(&A1);                                /* 32: the second link fails: held */
-	cr_assert_eq(hft_wait(&A1), DL_HELD, "one directory, one record, one holder");
-	held_by_result(ra0);
-	hft_go(&R0);                                /* its claim: record-less, not the judged one */
+	hft_expect(&A0, "dirlock.acquire.fenced");  /* 25: A0 fenced, its dir 3 in the claim */
+	hft_go(&A0);                                /* its record lands in dir 3: a barrier */
+	cr_assert_eq(hft_wait(&A0), DL_HELD, "A0 withdrew from the claim, found A1 at L");
+	hft_go(&A1);                                /* its fence check sees A0's later fence */
+	hft_expect(&A1, "test.cs");                 /* ... and its next attempt enters */
+	held_by_result(ra1);
+	hft_go(&R0);                                /* its claim was swept meanwhile */
 	cr_assert_eq(hft_wait(&R0), DL_HELD);
-	hft_go(&A0);
-	cr_assert_eq(hft_wait(&A0), DL_ENTERED);
+	hft_go(&A1);
+	cr_assert_eq(hft_wait(&A1), DL_ENTERED);
 	cr_assert_eq(dl_ovl_count(ovl), 0);
 	comes_back();
 	free(ra0);
@@ -392,9 +407,11 @@ Test(trail, rename_fallback_noreplace)
  * takes A0's directory (token 2) and means to restore it; A1 makes a fresh
  * L; A0 withdraws; in the seed a sweeper emptied R1's claim in place and
  * R1's restore put the emptied directory back over A1's, which A1 then
- * adopted while A0 still held an fd on it. Here a claim is never emptied
- * in place: A0 steals its record's claim into its own and removes it
- * there, R1's restore finds its claim gone, L stays A1's. */
+ * adopted while A0 still held an fd on it. Here A0 unlinks its own record
+ * through its descriptor (D10); R1's restore re-checks the token it read
+ * and finds it gone, so nothing goes back over A1's L (NOREPLACE anyway);
+ * A1 only ever publishes into its own directory, enters; the record-less
+ * claim is swept once A0's kernel lock is gone. */
 Test(trail, withdraw_by_fd_plus_sweep)
 {
 	dl_dead_holder(lock);
@@ -409,7 +426,7 @@ Test(trail, withdraw_by_fd_plus_sweep)
 	cr_assert_eq(hft_wait(&A1a), DL_ENTERED);
 	char *ra0 = res("A0"), *ra1 = res("A1");
 	struct dl_acq a0 = { .path = lock, .ovl = ovl, .life = life2, .result = ra0 };
-	hft_spawn_fn(&A0, "pause:dirlock.acquire.published;pause:dirlock.find.unlinked", dl_acq,
+	hft_spawn_fn(&A0, "pause:dirlock.acquire.published;pause:dirlock.withdraw.unlinked", dl_acq,
 		     &a0);
 	hft_expect(&A0, "dirlock.acquire.published"); /* 21-24: tok 2 in dir 3 */
 	hft_go(&R1);                                /* 25-26: takes dir 3, owner 2 != 4 */
@@ -418,13 +435,13 @@ Test(trail, withdraw_by_fd_plus_sweep)
 	hft_spawn_fn(&A1, "pause:dirlock.acquire.made;pause:test.cs", dl_acq, &a1);
 	hft_expect(&A1, "dirlock.acquire.made");    /* 27: fresh dir 4 at L */
 	ino_t d4 = ino_of(lock);
-	hft_go(&A0);                                /* 28-31: denied, finds its record */
-	hft_expect(&A0, "dirlock.find.unlinked");   /* in R1's claim, stolen, emptied */
+	hft_go(&A0);                                /* 28-31: denied by its own record */
+	hft_expect(&A0, "dirlock.withdraw.unlinked"); /* in R1's claim: unlinked through its fd */
 	hft_go(&R1);                                /* 32: the restore */
 	cr_assert_eq(hft_wait(&R1), DL_HELD);
 	cr_assert_eq(ino_of(lock), d4, "an emptied directory was put back over A1's");
 	hft_go(&A0);
-	cr_assert_eq(hft_wait(&A0), DL_BARRIER);
+	cr_assert_eq(hft_wait(&A0), DL_HELD, "A0 swept its leftover, found A1 at L");
 	hft_go(&A1);                                /* 34-39: A1 enters its own dir 4 */
 	hft_expect(&A1, "test.cs");
 	held_by_result(ra1);

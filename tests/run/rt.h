@@ -42,6 +42,8 @@ static inline void rt_release(const char *path, const struct hf_lock_info *info)
 {
 	int rc = hf_lock_release(path, info->owner.token, NULL);
 	cr_assert_eq(rc, 0, "release %s: %s", path, hf_strerror(rc));
+	if (info->live_fd >= 0)
+		close(info->live_fd);
 }
 
 /* Is the lock free for a new acquirer (reaping a dead owner if need be)?
