@@ -304,12 +304,13 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 int hf_lock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder);
 /* Commit under the lock: hold off every later acquisition of PATH while
  * the caller finishes work it did under the lock it acquired as *held (an
- * edit's rename). 0 and *ret_guard when PATH's fence counter still equals
- * held->fence and its record still carries held's token: no acquirer can
- * pass its fence step, so none can enter, until hf_lock_unhold(*ret_guard).
- * HF_ELOST when the lock is no longer the caller's (reaped as dead or
- * leaked, or acquired since); -ETIMEDOUT when the counter stayed locked
- * for 5 s (a stopped acquirer); other -errno. Hold it briefly. */
+ * edit's rename). 0 and *ret_guard when the last entry into PATH was
+ * held's and its record still exists (at PATH, or aside in a claim where it
+ * denies every acquirer): nobody can pass the fence steps, so nobody
+ * enters, until hf_lock_unhold(*ret_guard). HF_ELOST when the lock is no
+ * longer the caller's (reaped as dead or leaked, released, or entered by
+ * another since); -ETIMEDOUT when the counter stayed locked for 5 s (a
+ * stopped acquirer); other -errno. Hold it briefly. */
 int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard);
 void hf_lock_unhold(int guard);
 /* Read-only: 0 and *ret filled (state HF_LOCK_FREE when no lock directory;

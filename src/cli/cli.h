@@ -41,8 +41,14 @@ const char *cli_shown(const char *s, char *buf, size_t n);
  * "" when it does not fit. */
 const char *cli_shell_quote(const char *s, char *buf, size_t n);
 
-/* "90m", "1.5h", "30s", "500ms", "2d"; a bare number is seconds. */
+/* "90m", "1.5h", "30s", "500ms", "2d"; a bare number is seconds. Decimal
+ * only (no sign, exponent or hex), at most CLI_DURATION_MAX_MS: -EINVAL for
+ * what is not a duration, -ERANGE for one longer than that. */
+#define CLI_DURATION_MAX_MS (100LL * 365 * 86400 * 1000) /* 100 years */
 int cli_parse_duration(const char *s, int64_t *ret_ms);
+/* The same for option what's argument: 0, or HF_EXIT_USAGE with a message
+ * saying what is wrong. */
+int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 

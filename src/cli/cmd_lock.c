@@ -155,20 +155,19 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			a->wait_ms = 0;
 			break;
 		case 'w': {
-			if (cli_parse_duration(optarg, &a->wait_ms) < 0) {
-				cli_err("lock %s: bad -w '%s' (seconds, or a duration like 500ms)", sub,
-					optarg);
+			if (cli_duration_arg("-w", optarg, &a->wait_ms))
 				return HF_EXIT_USAGE;
-			}
 			a->waitset = true;
 			break;
 		}
 		case OPT_STALE:
 		case OPT_MAXHOLD: {
 			int64_t *dst = c == OPT_STALE ? &a->stale_ms : &a->max_hold_ms;
-			if (cli_parse_duration(optarg, dst) < 0 || *dst == 0) {
-				cli_err("lock %s: bad %s '%s' (a duration like 30s, 5m)", sub,
-					c == OPT_STALE ? "--stale" : "--max-hold", optarg);
+			const char *what = c == OPT_STALE ? "--stale" : "--max-hold";
+			if (cli_duration_arg(what, optarg, dst))
+				return HF_EXIT_USAGE;
+			if (*dst == 0) {
+				cli_err("lock %s: %s 0: give a positive duration", sub, what);
 				return HF_EXIT_USAGE;
 			}
 			break;

@@ -366,11 +366,7 @@ int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg)
 		w->wait_ms = 0;
 		return 0;
 	case 'w':
-		if (cli_parse_duration(arg, &w->wait_ms) < 0) {
-			cli_err("-w %s: not a duration (seconds, e.g. 10, 0.5, 2m)", arg);
-			return HF_EXIT_USAGE;
-		}
-		return 0;
+		return cli_duration_arg("-w", arg, &w->wait_ms);
 	case 'E': {
 		char *end;
 		long v = strtol(arg, &end, 10);

@@ -7,7 +7,7 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,29 +138,63 @@ void cli_err(const char *fmt, ...)
 
 int cli_parse_duration(const char *s, int64_t *ret_ms)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	/* DIGITS[.DIGITS][UNIT], decimal only: no sign, no exponent, no hex
+	 * ("0x10"), no "inf"; at most CLI_DURATION_MAX_MS. Integer arithmetic,
+	 * so a long string of digits cannot overflow into a short wait. */
+	const char *p = s;
+	int64_t whole = 0, frac = 0, scale = 1;
+	bool big = false;
+	if (*p < '0' || *p > '9')
 		return -EINVAL;
-	double mult;
-	if (!*end || !strcmp(end, "s"))
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (whole > INT64_MAX / 10 - 9)
+			big = true;
+		else
+			whole = whole * 10 + (*p - '0');
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (; *p >= '0' && *p <= '9'; p++)
+			if (scale < 1000000) { /* sub-microsecond digits are dropped */
+				frac = frac * 10 + (*p - '0');
+				scale *= 10;
+			}
+	}
+	int64_t mult;
+	if (!*p || !strcmp(p, "s"))
 		mult = 1000;
-	else if (!strcmp(end, "ms"))
+	else if (!strcmp(p, "ms"))
 		mult = 1;
-	else if (!strcmp(end, "m") || !strcmp(end, "min"))
-		mult = 60e3;
-	else if (!strcmp(end, "h"))
-		mult = 3600e3;
-	else if (!strcmp(end, "d"))
-		mult = 86400e3;
+	else if (!strcmp(p, "m") || !strcmp(p, "min"))
+		mult = 60000;
+	else if (!strcmp(p, "h"))
+		mult = 3600000;
+	else if (!strcmp(p, "d"))
+		mult = 86400000;
 	else
 		return -EINVAL;
-	double ms = v * mult;
-	if (ms > 9e15)
-		return -EINVAL;
-	*ret_ms = (int64_t)(ms + 0.5);
+	if (big || whole > CLI_DURATION_MAX_MS / mult)
+		return -ERANGE;
+	int64_t ms = whole * mult + (frac * mult + scale / 2) / scale;
+	if (ms > CLI_DURATION_MAX_MS)
+		return -ERANGE;
+	*ret_ms = ms;
 	return 0;
+}
+
+int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms)
+{
+	int rc = cli_parse_duration(arg, ret_ms);
+	if (rc == -ERANGE)
+		cli_err("%s %s: too long (at most 100 years%s)", what, CLI_SHOW(arg),
+			!strcmp(what, "-w") ? "; leave -w out to wait forever" : "");
+	else if (rc < 0)
+		cli_err("%s %s: not a duration (decimal seconds like 10 or 0.5, or with a unit: "
+			"500ms, 30s, 5m, 2h, 1d)",
+			what, CLI_SHOW(arg));
+	return rc < 0 ? HF_EXIT_USAGE : 0;
 }
 
 void cli_format_age(int64_t ms, char *buf, size_t n)

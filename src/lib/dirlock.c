@@ -14,8 +14,9 @@
  *                           max_hold_ms, pidns, timens, boottime_ms, comm.
  *                           Published complete or not at all.
  *   P/L.holdfast/           the lock's state directory (0700, never removed)
- *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>",
- *                           read and written in place under flock(2)
+ *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>
+ *                           <entered>" (entered: the fence of the last
+ *                           entry), read and written in place under flock(2)
  *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
  *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
  *                           and locked (shared flock) here, then renamed to
@@ -48,7 +49,8 @@
  *        stale and self-declared claims cannot hide a holder in its critical
  *        section (its record stays in its directory all through it).
  *     A6 read L/owner back at the canonical path: byte-identical   (D2)
- *     A7 under flock, counter == f: entered. Last step.            (D7)
+ *     A7 under flock, counter == f: entered (recorded as the counter's
+ *        "entered"). Last step.                                    (D7)
  *     The descriptor of A2 is handed to the caller (hf_lock_info.live_fd):
  *     the kernel lock lives as long as the owner holds it.
  *     A failed attempt withdraws (WA) and retries or waits.
@@ -963,7 +965,19 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 struct fence_line {
 	uint64_t fence, reserve;
 	char boot[HF_BOOTID_LEN + 1];
+	uint64_t entered;               /* the fence of the last entry (A7)  */
 };
+
+/* "<fence> <reserve> <boot id> <entered>\n", fixed width: rewritten in
+ * place under the flock, never torn into a shorter line. */
+static int fence_write(int fd, const struct fence_line *fl)
+{
+	char line[128];
+	int n = snprintf(line, sizeof line, "%020" PRIu64 " %020" PRIu64 " %s %020" PRIu64 "\n",
+			 fl->fence, fl->reserve, fl->boot, fl->entered);
+	ssize_t w = hf_sys_pwrite(fd, line, (size_t)n, 0);
+	return w < 0 ? (int)w : 0;
+}
 
 static int fence_read(int fd, struct fence_line *fl)
 {
@@ -985,12 +999,20 @@ static int fence_read(int fd, struct fence_line *fl)
 		return HF_EUNREADABLE;
 	p = end + 1;
 	size_t bl = strcspn(p, " \n");
-	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0'))
+	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0' && p[bl] != ' '))
 		return HF_EUNREADABLE;
+	unsigned long long e = f; /* a line of holdfast 0.1: its last fence */
+	if (p[bl] == ' ') {
+		char *q = p + bl + 1;
+		e = strtoull(q, &end, 10);
+		if (end == q || (*end != '\n' && *end != '\0') || errno || e > f)
+			return HF_EUNREADABLE;
+	}
 	fl->fence = f;
 	fl->reserve = r;
 	memcpy(fl->boot, p, bl);
 	fl->boot[bl] = '\0';
+	fl->entered = e;
 	return 0;
 }
 
@@ -1071,6 +1093,8 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 		if (rc < 0)
 			goto unlock;
 		fl.fence = fl.reserve;
+		fl.entered = 0;
+		snprintf(fl.boot, sizeof fl.boot, "%s", boot);
 	}
 	if (fl.fence >= FENCE_MAX) {
 		rc = -EOVERFLOW; /* D7: never wrap to a fence handed out before */
@@ -1086,12 +1110,8 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 			goto unlock;
 		fl.reserve = reserve;
 	}
-	char line[128];
-	int n = snprintf(line, sizeof line, "%020" PRIu64 " %020" PRIu64 " %s\n", f, fl.reserve,
-			 boot);
-	rc = (int)hf_sys_pwrite(fd, line, (size_t)n, 0);
-	if (rc >= 0)
-		rc = 0;
+	fl.fence = f;
+	rc = fence_write(fd, &fl);
 unlock:
 	hf_sys_flock(fd, LOCK_UN);
 	if (rc < 0)
@@ -1104,18 +1124,25 @@ fail:
 	return rc;
 }
 
-/* A7: does the counter still equal f? 1 yes, 0 no, <0 error. */
+/* A7: does the counter still equal f? Then record the entry (the line's
+ * "entered"). 1 yes, 0 no, <0 error. Exclusive, so that no acquirer passes
+ * its A7 while a holder commits under its shared flock (hf_lock_hold, DH1). */
 static int fence_check(int fd, uint64_t f)
 {
-	int rc = flock_bounded(fd, LOCK_SH);
+	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
 		return rc;
 	struct fence_line fl;
 	rc = fence_read(fd, &fl);
+	if (rc == 0 && fl.fence == f && !strcmp(fl.boot, hf_boot_id())) {
+		fl.entered = f;
+		rc = fence_write(fd, &fl);
+		rc = rc < 0 ? rc : 1;
+	} else if (rc == 0) {
+		rc = 0;
+	}
 	hf_sys_flock(fd, LOCK_UN);
-	if (rc < 0)
-		return rc;
-	return fl.fence == f && !strcmp(fl.boot, hf_boot_id());
+	return rc;
 }
 
 /* --- acquire ------------------------------------------------------------------ */
@@ -1148,17 +1175,18 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 				 "the owner record is not a record holdfast writes");
 		return p.kind == REC_BAD ? HF_EUNREADABLE : HF_EHELD;
 	}
-	if (p.kind != REC_OK) {
-		/* D9: a record-less directory's kernel lock is free once its owner
-		 * released it, but a released directory has left L: reap only what
-		 * is still at L (a later directory there is another's; the claim
-		 * core's check would put it back, or leave it a barrier) */
-		struct stat at;
-		if (hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    at.st_dev != p.dev || at.st_ino != p.ino) {
-			place_done(&p);
-			return RETRY;
-		}
+	/* A verdict is about the directory read (its descriptor pins it), and
+	 * by now it may have left L: released, its kernel lock then free and
+	 * its owner's process collected. Reap only what is still at L: a later
+	 * directory there is another's, and taking it would only make the
+	 * claim core put it back - or leave a barrier that denies everyone
+	 * until its owner releases from it. The claim core's check remains the
+	 * proof (C1); this spares the live. */
+	struct stat at;
+	if (hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    at.st_dev != p.dev || at.st_ino != p.ino) {
+		place_done(&p);
+		return RETRY;
 	}
 	/* p stays open across the reap: it pins a record-less directory's inode
 	 * (C1) and holds the kernel lock the verdict took (D9) */
@@ -1411,6 +1439,28 @@ static int count_cb(int dirfd, const char *name, void *ctx)
 	return 0;
 }
 
+/* Is the token's record anywhere: at L or in a claim? 1, 0, <0. */
+static int record_exists(struct lk *l, const char *token)
+{
+	struct place p;
+	int rc = at_l_is(l, token, &p);
+	if (rc != 0)
+		return rc;
+	struct claim_list *cl = malloc(sizeof *cl);
+	if (!cl)
+		return -ENOMEM;
+	rc = claims_list(l, cl);
+	int found = 0;
+	for (int i = 0; rc >= 0 && i < cl->n && !found; i++) {
+		if (place_peek(l->sfd, cl->names[i], &p) < 0)
+			continue;
+		place_done(&p);
+		found = p.kind == REC_OK && !strcmp(p.info.owner.token, token);
+	}
+	free(cl);
+	return rc < 0 ? rc : found;
+}
+
 int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard)
 {
 	if (!held || !held->owner.token[0] || !held->fence)
@@ -1428,22 +1478,20 @@ int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_gua
 	if (rc == -EBUSY)
 		rc = -ETIMEDOUT;
 	if (rc == 0) {
-		/* DH1: while we hold LOCK_SH no acquirer can allocate a fence (A3
-		 * takes LOCK_EX), so none can pass A7 either: if the counter still
-		 * shows our fence, nobody entered after us, nor can until we let go. */
+		/* DH1: while we hold LOCK_SH nobody passes A3 or A7 (both take
+		 * LOCK_EX): nobody enters until we let go. The last entry was ours
+		 * (fences allocated since by attempts that were then denied do not
+		 * count), and our record still exists, at L or aside in a claim
+		 * (a barrier): neither reaped nor released. */
 		struct fence_line fl;
 		rc = fence_read(fd, &fl);
-		if (rc == 0 && (fl.fence != held->fence || strcmp(fl.boot, hf_boot_id()) != 0))
+		if (rc == -ENODATA || rc == HF_EUNREADABLE ||
+		    (rc == 0 && (strcmp(fl.boot, hf_boot_id()) || fl.entered != held->fence)))
 			rc = HF_ELOST;
-		else if (rc == -ENODATA || rc == HF_EUNREADABLE)
-			rc = HF_ELOST;
-	}
-	if (rc == 0) {
-		/* DH2: and our record is still the one at PATH (not reaped, even
-		 * if nobody acquired since) */
-		struct place p;
-		rc = at_l_is(&l, held->owner.token, &p);
-		rc = rc == 1 ? 0 : rc == 0 ? HF_ELOST : rc;
+		if (rc == 0) {
+			rc = record_exists(&l, held->owner.token);
+			rc = rc == 1 ? 0 : rc == 0 ? HF_ELOST : rc;
+		}
 	}
 	lk_close(&l);
 	if (rc < 0) {
