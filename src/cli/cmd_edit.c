@@ -277,8 +277,12 @@ int cmd_edit(int argc, char **argv)
 	if (rc == 0) {
 		/* holdfast commits the result: the lock is its own (pid 0) */
 		struct hf_lock_opts o = { .path = e.lock, .max_hold_ms = EDIT_MAX_HOLD_MS };
-		code = cli_lock_acquire(&o, cli_deadline(w.wait_ms), &w, &child, &e.held);
-		if (code == 0) {
+		code = cli_lock_acquire(&o, cli_deadline(w.wait_ms), &child, &e.held);
+		if (code != 0) {
+			/* a refusal: CMD never runs; -E changes only the exit code */
+			if (code == HF_EXIT_CONFLICT)
+				code = w.conflict_exit;
+		} else {
 			hf_sys_point("edit.locked");
 			code = edit_locked(&e, cmd, &child);
 			struct hf_lock_info h;

@@ -282,3 +282,31 @@ Test(edit, usage_errors_and_help)
 	free(out);
 	free(F);
 }
+
+/* A refusal never runs CMD, whatever -E says: -E 0 only changes the exit
+ * code of the conflict. */
+Test(edit, conflict_with_E0_never_runs_cmd)
+{
+	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock"), *marker = rt_path(dir, "ran");
+	hft_write(F, "1\n");
+	struct hf_lock_info held = rt_hold(lock);
+	char script[512];
+	snprintf(script, sizeof script, "touch '%s'; read n; echo $((n+1))", marker);
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", "-n", "-E", "0", F, "--", "sh", "-c", script)),
+		     0, "-E 0: the conflict exits 0");
+	cr_assert(strstr(err, lock), "the conflict is still reported: %s", err);
+	free(err);
+	cr_assert_not(hft_exists(marker), "CMD never ran");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "-w", "0.05", "-E", "0", F, "--", "sh", "-c",
+						 script)),
+		     0, "a timed-out wait likewise");
+	cr_assert_not(hft_exists(marker), "CMD never ran after the timeout either");
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "1\n", "FILE unchanged");
+	free(s);
+	rt_release(lock, &held);
+	free(F);
+	free(lock);
+	free(marker);
+}
