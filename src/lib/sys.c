@@ -649,3 +649,9 @@ int hf_sys_memfd_create(const char *name, unsigned flags)
 	int fd = memfd_create(name, flags | MFD_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
+
+int hf_sys_add_seals(int fd, int seals)
+{
+	PASS("fcntl");
+	return NEG(fcntl(fd, F_ADD_SEALS, seals));
+}

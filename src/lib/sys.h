@@ -126,5 +126,8 @@ int hf_sys_fchown(int fd, uid_t uid, gid_t gid);
 /* memfd_create(2), always MFD_CLOEXEC: an anonymous regular file (CMD's
  * input). Point "memfd". */
 int hf_sys_memfd_create(const char *name, unsigned flags);
+/* fcntl(fd, F_ADD_SEALS, seals) (a memfd made with MFD_ALLOW_SEALING).
+ * Point "fcntl". */
+int hf_sys_add_seals(int fd, int seals);
 
 #endif
