@@ -423,8 +423,8 @@ static bool lock_busy(int rc)
 	return rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER;
 }
 
-int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, const struct cli_wait_opts *w,
-		     struct cli_child *c, struct hf_lock_info *ret)
+int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, struct cli_child *c,
+		     struct hf_lock_info *ret)
 {
 	struct hf_lock_info holder;
 	int rc;
@@ -467,7 +467,7 @@ int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, const struct c
 		cli_err("lock %s is held by %s", o->path, who);
 	else
 		cli_err("lock %s: timed out waiting; held by %s", o->path, who);
-	return w->conflict_exit;
+	return HF_EXIT_CONFLICT; /* never 0: the caller applies -E */
 }
 
 /* --- holdfast run ----------------------------------------------------------- */
@@ -677,8 +677,8 @@ static int run_acquire(struct run_state *s)
 		/* The lock's life is CMD's (R1): a long CMD is not a leak. */
 		struct hf_lock_opts o = { .path = l->canon, .pid = s->child.pid,
 					  .max_hold_ms = RUN_MAX_HOLD_MS };
-		if ((rc = cli_lock_acquire(&o, deadline, &s->w, &s->child, &l->info)) != 0)
-			return rc;
+		if ((rc = cli_lock_acquire(&o, deadline, &s->child, &l->info)) != 0)
+			return rc == HF_EXIT_CONFLICT ? s->w.conflict_exit : rc;
 		l->held = true;
 	}
 	if (s->nscopes) {

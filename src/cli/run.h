@@ -68,11 +68,13 @@ int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg);
 /* Acquire the directory lock o->path (o->wait_ms ignored) for o->pid before
  * deadline_ns (CLOCK_MONOTONIC; <0 none; 0 try once), in slices so that a
  * stop signal on c (may be NULL) ends the wait. 0 and *ret; otherwise a
- * message naming the path and the holder is printed and the exit code
- * returned (w->conflict_exit for a conflict or timeout, 128+N when stopped
- * by signal N). */
-int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, const struct cli_wait_opts *w,
-		     struct cli_child *c, struct hf_lock_info *ret);
+ * message naming the path and the holder is printed and an exit code that
+ * is never 0 returned: HF_EXIT_CONFLICT for a conflict or timeout (the
+ * caller turns it into -E CODE only when it exits: a refusal, even with
+ * -E 0, must never be taken for success), 128+N when stopped by signal N,
+ * another code for other errors. */
+int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, struct cli_child *c,
+		     struct hf_lock_info *ret);
 /* The CLOCK_MONOTONIC deadline for a wait: <0 none, 0 try once. */
 int64_t cli_deadline(int64_t wait_ms);
 /* "pid 4242 on box, acquired 12 s ago, fence 17" */

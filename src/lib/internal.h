@@ -51,6 +51,38 @@ int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *d
 int hf_replace_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		       bool keep_mode);
 
+/* A replacement written but not yet in place (hf_stage_*). */
+struct hf_stage {
+	char tmp[256];   /* "<name>.tmp-<16 hex>" in the directory; "" when none */
+	mode_t mode;     /* the mode it was given (07777 bits)                   */
+	uid_t uid;       /* its owner and group as they ended                    */
+	gid_t gid;
+	bool group_dropped; /* the group asked for could not be set: the group
+			       bits were cleared instead                          */
+};
+
+/* Write a replacement for dirfd/name: a new temporary "<name>.tmp-<16 hex>"
+ * (O_EXCL, created 0600 so nobody can open it before it is finished), owned
+ * by uid:gid ((uid_t)-1 / (gid_t)-1: as created), then given exactly mode
+ * (fchmod after fchown; the umask does not apply), written and fsync'ed.
+ * When gid cannot be set (EPERM/EINVAL: a user outside that group) the
+ * created group stays and mode loses its group bits: the replacement never
+ * grants more than mode grants to gid (U3). A uid that cannot be set fails
+ * (-EPERM). 0 and *ret; on failure nothing is left. */
+int hf_stage_create(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		    uid_t uid, gid_t gid, struct hf_stage *ret);
+/* Put the staged file at dirfd/name, only if name still is *expect (same
+ * st_dev and st_ino, looked at without following a symlink just before the
+ * rename; the caller keeps that file open, so its inode number cannot be
+ * reused meanwhile) or, expect NULL, only if nothing is there (rename with
+ * RENAME_NOREPLACE; where the file system refuses the flag, link + unlink of
+ * the temporary, never of name). -ESTALE: name is no longer *expect;
+ * -EEXIST: (expect NULL) something appeared at name. On failure the staged
+ * file stays: hf_stage_discard it. The directory is not fsync'ed. */
+int hf_stage_commit(int dirfd, struct hf_stage *s, const char *name, const struct stat *expect);
+/* Remove a staged file that was not committed (no-op when none). */
+void hf_stage_discard(int dirfd, struct hf_stage *s);
+
 /* Split path into a directory fd (O_PATH|O_DIRECTORY, opened through the
  * sys layer) and a final component copied into base (n bytes). */
 int hf_open_parent(const char *path, int *ret_dirfd, char *base, size_t n);

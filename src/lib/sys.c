@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -632,4 +633,25 @@ int hf_sys_sleep_ms(int64_t ms)
 			return -errno;
 	}
 	return 0;
+}
+
+/* --- edit: the replacement's owner, CMD's input ------------------------------ */
+
+int hf_sys_fchown(int fd, uid_t uid, gid_t gid)
+{
+	PASS("chown");
+	return NEG(fchown(fd, uid, gid));
+}
+
+int hf_sys_memfd_create(const char *name, unsigned flags)
+{
+	PASS("memfd");
+	int fd = memfd_create(name, flags | MFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int hf_sys_add_seals(int fd, int seals)
+{
+	PASS("fcntl");
+	return NEG(fcntl(fd, F_ADD_SEALS, seals));
 }

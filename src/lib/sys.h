@@ -120,4 +120,14 @@ int hf_sys_getcwd(char *buf, size_t n);
 /* Sleep ms milliseconds (EINTR resumes the rest); a point "sleep". */
 int hf_sys_sleep_ms(int64_t ms);
 
+/* --- edit ----------------------------------------------------------------- */
+/* fchown(2); (uid_t)-1 / (gid_t)-1 leave that id alone. Point "chown". */
+int hf_sys_fchown(int fd, uid_t uid, gid_t gid);
+/* memfd_create(2), always MFD_CLOEXEC: an anonymous regular file (CMD's
+ * input). Point "memfd". */
+int hf_sys_memfd_create(const char *name, unsigned flags);
+/* fcntl(fd, F_ADD_SEALS, seals) (a memfd made with MFD_ALLOW_SEALING).
+ * Point "fcntl". */
+int hf_sys_add_seals(int fd, int seals);
+
 #endif

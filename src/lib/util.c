@@ -8,6 +8,13 @@
  *       and never replaces an existing one (linkat fails with EEXIST).
  *  (U2) hf_replace_file_at leaves, after a crash at any instant, the old
  *       content or the new under the name; never a mix, never nothing.
+ *       So does hf_stage_create + hf_stage_commit.
+ *  (U3) A staged file never grants more than it was asked to: it is created
+ *       0600, its owner and group are set before its mode, and a group that
+ *       cannot be set costs the mode its group bits.
+ *  (U4) hf_stage_commit replaces only the object the caller expects (or
+ *       nothing, when it expects none); the check is by device and inode of
+ *       a file the caller keeps open, so the number cannot have been reused.
  */
 #include "internal.h"
 
@@ -19,6 +26,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 const char *hf_strerror(int rc)
 {
@@ -328,6 +339,97 @@ int hf_replace_file_at(int dirfd, const char *name, const void *data, size_t len
 		return rc;
 	}
 	return hf_sys_fsync(dirfd);
+}
+
+int hf_stage_create(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		    uid_t uid, gid_t gid, struct hf_stage *ret)
+{
+	struct hf_stage s;
+	memset(&s, 0, sizeof s);
+	char hex[17];
+	int rc = hf_random_hex(hex, 8);
+	if (rc < 0)
+		return rc;
+	if (snprintf(s.tmp, sizeof s.tmp, "%s.tmp-%s", name, hex) >= (int)sizeof s.tmp ||
+	    strlen(s.tmp) > NAME_MAX)
+		return -ENAMETOOLONG;
+	int fd = hf_sys_openat(dirfd, s.tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	rc = hf_sys_fstat(fd, &st); /* U3: 0600 at most so far */
+	if (rc < 0)
+		goto fail;
+	s.uid = st.st_uid;
+	s.gid = st.st_gid;
+	uid_t want_uid = uid != (uid_t)-1 && uid != st.st_uid ? uid : (uid_t)-1;
+	gid_t want_gid = gid != (gid_t)-1 && gid != st.st_gid ? gid : (gid_t)-1;
+	if (want_uid != (uid_t)-1 || want_gid != (gid_t)-1) {
+		rc = hf_sys_fchown(fd, want_uid, want_gid);
+		if ((rc == -EPERM || rc == -EINVAL) && want_uid == (uid_t)-1) {
+			s.group_dropped = true; /* U3 */
+			mode &= ~(mode_t)070;
+			rc = 0;
+		} else if (rc < 0) {
+			goto fail;
+		} else {
+			if (want_uid != (uid_t)-1)
+				s.uid = want_uid;
+			if (want_gid != (gid_t)-1)
+				s.gid = want_gid;
+		}
+	}
+	s.mode = mode & 07777;
+	rc = hf_sys_fchmod(fd, s.mode); /* U3: after the owner; whatever the umask */
+	if (rc == 0)
+		rc = write_all_and_sync(fd, data, len, true);
+fail:;
+	int crc = hf_sys_close(fd);
+	if (rc == 0)
+		rc = crc;
+	if (rc < 0) {
+		hf_sys_unlinkat(dirfd, s.tmp, 0);
+		return rc;
+	}
+	*ret = s;
+	return 0;
+}
+
+int hf_stage_commit(int dirfd, struct hf_stage *s, const char *name, const struct stat *expect)
+{
+	if (!s->tmp[0])
+		return -EINVAL;
+	int rc;
+	if (expect) {
+		struct stat now;
+		rc = hf_sys_fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW);
+		if (rc == -ENOENT)
+			return -ESTALE;
+		if (rc < 0)
+			return rc;
+		if (now.st_dev != expect->st_dev || now.st_ino != expect->st_ino) /* U4 */
+			return -ESTALE;
+		rc = hf_sys_renameat2(dirfd, s->tmp, dirfd, name, 0); /* U2 */
+	} else {
+		rc = hf_sys_renameat2(dirfd, s->tmp, dirfd, name, RENAME_NOREPLACE); /* U4 */
+		if (rc == -EOPNOTSUPP) {
+			/* a test-and-set all the same: link fails on an existing
+			 * name; only the temporary's own name is unlinked */
+			rc = hf_sys_linkat(dirfd, s->tmp, dirfd, name, 0);
+			if (rc == 0)
+				hf_sys_unlinkat(dirfd, s->tmp, 0);
+		}
+	}
+	if (rc == 0)
+		s->tmp[0] = '\0';
+	return rc;
+}
+
+void hf_stage_discard(int dirfd, struct hf_stage *s)
+{
+	if (s->tmp[0])
+		hf_sys_unlinkat(dirfd, s->tmp, 0);
+	s->tmp[0] = '\0';
 }
 
 int hf_open_parent(const char *path, int *ret_dirfd, char *base, size_t n)

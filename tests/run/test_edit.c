@@ -282,3 +282,278 @@ Test(edit, usage_errors_and_help)
 	free(out);
 	free(F);
 }
+
+/* A refusal never runs CMD, whatever -E says: -E 0 only changes the exit
+ * code of the conflict. */
+Test(edit, conflict_with_E0_never_runs_cmd)
+{
+	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock"), *marker = rt_path(dir, "ran");
+	hft_write(F, "1\n");
+	struct hf_lock_info held = rt_hold(lock);
+	char script[512];
+	snprintf(script, sizeof script, "touch '%s'; read n; echo $((n+1))", marker);
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", "-n", "-E", "0", F, "--", "sh", "-c", script)),
+		     0, "-E 0: the conflict exits 0");
+	cr_assert(strstr(err, lock), "the conflict is still reported: %s", err);
+	free(err);
+	cr_assert_not(hft_exists(marker), "CMD never ran");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "-w", "0.05", "-E", "0", F, "--", "sh", "-c",
+						 script)),
+		     0, "a timed-out wait likewise");
+	cr_assert_not(hft_exists(marker), "CMD never ran after the timeout either");
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "1\n", "FILE unchanged");
+	free(s);
+	rt_release(lock, &held);
+	free(F);
+	free(lock);
+	free(marker);
+}
+
+/* Start the binary like start(), with environment additions ("K=V;K2=V2")
+ * kept (HOLDFAST_FAULTS among them). */
+static pid_t start_env(const char *errlog, const char *env, const char *const *argv)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		int e = open(errlog, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(e, 2);
+		unsetenv("HOLDFAST_FAULTS");
+		char *copy = strdup(env ? env : ""), *save = NULL;
+		for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+			char *eq = strchr(kv, '=');
+			if (eq) {
+				*eq = '\0';
+				setenv(kv, eq + 1, 1);
+			}
+		}
+		char *av[16];
+		size_t n = 0;
+		av[n++] = (char *)hft_bin();
+		for (size_t i = 1; argv[i] && n < 15; i++)
+			av[n++] = (char *)argv[i];
+		av[n] = NULL;
+		execv(av[0], av);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The lock of an edit is CMD's, not holdfast's: SIGKILL the edit wrapper
+ * while CMD runs (held up by a pipe the test holds) and the lock stays held
+ * until CMD has ended; only then does the next edit get in. */
+Test(edit, killed_wrapper_leaves_the_lock_with_cmd)
+{
+	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock");
+	hft_write(F, "1\n");
+	int gate[2], errp[2];
+	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(errp, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t wrapper = fork();
+	cr_assert_geq(wrapper, 0);
+	if (wrapper == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(errp[1], 2);
+		dup2(gate[0], 7); /* CMD inherits fd 7: it waits there */
+		unsetenv("HOLDFAST_FAULTS");
+		execl(hft_bin(), "holdfast", "edit", F, "--", "sh", "-c",
+		      "echo \"ready $$\" >&2; read x <&7; read n; echo $((n+1))", (char *)NULL);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(errp[1]);
+	char *line = rt_line(errp[0]);
+	cr_assert_not_null(line, "CMD started");
+	int cmdpid = 0;
+	cr_assert_eq(sscanf(line, "ready %d", &cmdpid), 1, "'%s'", line);
+	free(line);
+	cr_assert_eq(kill(wrapper, SIGKILL), 0);
+	int st;
+	cr_assert_eq(waitpid(wrapper, &st, 0), wrapper);
+	cr_assert(WIFSIGNALED(st));
+
+	/* CMD runs on without its wrapper: the lock is still held, by CMD */
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", "-n", F, "--", "sh", "-c", incr)), 1,
+		     "the lock lives as long as CMD: %s", err);
+	char want[64];
+	snprintf(want, sizeof want, "pid %d", cmdpid);
+	cr_assert(strstr(err, want), "held by CMD (%s): %s", want, err);
+	free(err);
+
+	/* A waiting edit gets in only once CMD has ended (exited: gone, or a
+	 * zombie that nobody acts for); its own CMD checks that. */
+	char check[512], *log = rt_path(dir, "second.err");
+	snprintf(check, sizeof check,
+		 "s=$(cut -d' ' -f3 /proc/%d/stat 2>/dev/null); "
+		 "if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo \"overlap: $s\" >&2; exit 9; fi; "
+		 "read n; echo $((n+10))",
+		 cmdpid);
+	pid_t second = start(log, RT_ARGV("edit", "-w", "30", F, "--", "sh", "-c", check));
+	close(gate[1]); /* CMD goes on: it reads its input, prints, ends */
+	cr_assert_eq(waitpid(second, &st, 0), second);
+	char *errs = hft_slurp(log);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the second edit: status %d, %s", st,
+		  errs ? errs : "");
+	free(errs);
+	rt_await_exit(cmdpid);
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "11\n", "the killed edit committed nothing; the second did");
+	free(s);
+	cr_assert(rt_lock_free(lock));
+	close(errp[0]);
+	free(log);
+	free(F);
+	free(lock);
+}
+
+/* An edit commits only while it provably still holds its lock (hf_lock_hold),
+ * never by its own idea of its age: paused after CMD ran, its lock is reaped
+ * as leaked (it allowed itself 10 ms; the reaper's stale window is as short),
+ * another edit updates FILE, and the first must then refuse (exit 1). */
+Test(edit, lock_reaped_while_cmd_ran_commits_nothing)
+{
+	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock");
+	hft_write(F, "0\n");
+	struct hft_child c;
+	hft_spawn_cli(&c, "pause:edit.output.read",
+		      RT_ARGV("edit", "--max-hold", "10ms", F, "--", "sh", "-c", incr), NULL);
+	hft_expect(&c, "edit.output.read");
+	char *out, *err;
+	cr_assert_eq(hft_cli(&out, &err, RT_ARGV("lock", "acquire", lock, "--stale", "10ms", "-w", "10")),
+		     0, "reap the first edit's lock as leaked: %s", err);
+	free(err);
+	char token[64];
+	cr_assert_eq(sscanf(out, "%63s", token), 1, "'%s'", out);
+	free(out);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("lock", "release", lock, "--token", token)), 0);
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", F, "--", "sh", "-c", "read n; echo $((n+10))")),
+		     0, "%s", err);
+	free(err);
+	hft_go(&c);
+	cr_assert_eq(hft_wait(&c), 1, "the first edit refuses");
+	err = hft_read_all(c.err_rd);
+	cr_assert(strstr(err, "no longer ours"), "%s", err);
+	free(err);
+	close(c.out_rd);
+	close(c.err_rd);
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "10\n", "FILE keeps the other's update");
+	free(s);
+	cr_assert_eq(hft_count_prefix(dir, "f.tmp-"), 0);
+	cr_assert(rt_lock_free(lock));
+	free(F);
+	free(lock);
+}
+
+/* Editors whose wall clocks disagree by more than max-hold (every other one
+ * 700 s ahead): an editor judged leaked by a skewed one may be refused
+ * (exit 1, "no longer ours"), but no update is ever lost: the counter is
+ * exactly the number of edits that said they succeeded. */
+Test(edit, skewed_clocks_lose_no_update)
+{
+	enum { N = 10 };
+	char *F = rt_path(dir, "counter"), *log = rt_path(dir, "errors");
+	hft_write(F, "0\n");
+	pid_t pids[N];
+	for (int i = 0; i < N; i++)
+		pids[i] = start_env(log, i % 2 ? "HOLDFAST_FAULTS=skew:wall:+700000" : NULL,
+				    RT_ARGV("edit", "-w", "60", F, "--", "sh", "-c", incr));
+	int ok = 0, refused = 0;
+	for (int i = 0; i < N; i++) {
+		int st;
+		cr_assert_eq(waitpid(pids[i], &st, 0), pids[i]);
+		cr_assert(WIFEXITED(st), "edit %d: status %d", i, st);
+		if (WEXITSTATUS(st) == 0)
+			ok++;
+		else if (WEXITSTATUS(st) == 1)
+			refused++;
+		else
+			cr_assert_fail("edit %d: exit %d", i, WEXITSTATUS(st));
+	}
+	char *errs = hft_slurp(log);
+	if (refused) {
+		int lost = 0;
+		for (char *p = errs; (p = strstr(p, "no longer ours")); p++)
+			lost++;
+		cr_assert_eq(lost, refused, "every refusal is a lost lock: %s", errs);
+	}
+	char *s = hft_slurp(F);
+	cr_assert_eq(atoi(s), ok, "no update lost: counter '%s', %d edits succeeded, %d refused (%s)",
+		     s, ok, refused, errs ? errs : "");
+	cr_assert_gt(ok, 0);
+	free(s);
+	free(errs);
+	free(F);
+	free(log);
+}
+
+/* CMD printed nothing: FILE is not emptied (65) unless --allow-empty. A
+ * missing FILE is not created from nothing. */
+Test(edit, empty_output_refused_unless_allowed)
+{
+	char *F = rt_path(dir, "f"), *G = rt_path(dir, "missing");
+	hft_write(F, "keep\n");
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", F, "--", "sh", "-c", "cat >/dev/null")), 65);
+	cr_assert(strstr(err, "printed nothing") && strstr(err, "--allow-empty"), "%s", err);
+	free(err);
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "keep\n", "FILE untouched");
+	free(s);
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", G, "--", "true")), 65);
+	cr_assert(strstr(err, "--init"), "a missing FILE: --init is suggested: %s", err);
+	free(err);
+	cr_assert_not(hft_exists(G), "no empty file created");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "--allow-empty", F, "--", "true")), 0);
+	s = hft_slurp(F);
+	cr_assert_str_eq(s, "", "--allow-empty empties it");
+	free(s);
+	cr_assert_eq(hft_count_prefix(dir, "f.tmp-"), 0);
+	free(F);
+	free(G);
+}
+
+/* --init TEXT is CMD's input when FILE does not exist, only then. */
+Test(edit, init_text_for_a_missing_file)
+{
+	char *F = rt_path(dir, "n");
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "--init", "41", F, "--", "sh", "-c", incr)), 0);
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "42\n");
+	free(s);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", F, "--init", "0", "--", "sh", "-c", incr)), 0);
+	s = hft_slurp(F);
+	cr_assert_str_eq(s, "43\n", "FILE exists: --init is not used");
+	free(s);
+	free(F);
+}
+
+/* The issue's own example: `holdfast edit state.json -- jq '.n += 1'`. */
+Test(edit, jq_state_file_with_init)
+{
+	if (system("command -v jq >/dev/null 2>&1") != 0)
+		cr_skip("jq is not installed");
+	char *F = rt_path(dir, "state.json"), *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", F, "--", "jq", "-c", ".n += 1")), 65,
+		     "jq prints nothing on empty input: %s", err);
+	free(err);
+	cr_assert_not(hft_exists(F));
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("edit", "--init", "{\"n\":0}", F, "--", "jq",
+							 "-c", ".n += 1")),
+			     0);
+	char *s = hft_slurp(F);
+	cr_assert_str_eq(s, "{\"n\":2}\n");
+	free(s);
+	free(F);
+}
