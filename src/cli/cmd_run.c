@@ -51,6 +51,9 @@
  *   (R6) CMD is collected only after its locks were released: a zombie
  *        whose parent lives counts as alive (owner.c), so no acquirer reaps
  *        a lock in the instant between CMD's exit and run's release.
+ *   (R7) A refusal never runs CMD, whatever -E CODE says (even 0): CMD is
+ *        released only by the go message after step 3 succeeded; -E only
+ *        chooses the exit code of the refusal.
  *
  * Hazards
  * -------
@@ -621,7 +624,7 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 	session_holder(&st, who, sizeof who);
 	if (rc == HF_EHELD || rc == HF_ENOTYOURS) {
 		cli_err("session %s is held by %s", s->session_path, who);
-		return s->w.conflict_exit;
+		return HF_EXIT_CONFLICT;
 	}
 	if (rc == HF_EUNREADABLE)
 		cli_err("session %s: refused, %s", s->session_path, who);
@@ -678,14 +681,14 @@ static int run_acquire(struct run_state *s)
 		struct hf_lock_opts o = { .path = l->canon, .pid = s->child.pid,
 					  .max_hold_ms = RUN_MAX_HOLD_MS };
 		if ((rc = cli_lock_acquire(&o, deadline, &s->child, &l->info)) != 0)
-			return rc == HF_EXIT_CONFLICT ? s->w.conflict_exit : rc;
+			return rc;
 		l->held = true;
 	}
 	if (s->nscopes) {
 		rc = cli_scope_run_register(s->name, s->scopes, s->nscopes, s->child.pid, s->pod,
 					    sizeof s->pod);
 		if (rc != 0)
-			return rc == HF_EXIT_CONFLICT ? s->w.conflict_exit : rc;
+			return rc;
 		s->pod_held = true;
 	}
 	return 0;
@@ -808,6 +811,10 @@ int cmd_run(int argc, char **argv)
 	if (code) {
 		run_release(&s); /* R3: all or nothing */
 		cli_child_abort(&s.child);
+		/* R7: a refusal never runs CMD; -E only chooses its exit code,
+		 * even when that code is 0 (flock -n -E 0: "skip quietly") */
+		if (code == HF_EXIT_CONFLICT)
+			code = s.w.conflict_exit;
 		goto out;
 	}
 	hf_sys_point("run.acquired");

@@ -279,3 +279,35 @@ Test(run, usage_errors_and_help)
 	free(L);
 	free(L2);
 }
+
+/* flock -n -E 0 is cron's "skip quietly": with holdfast a refusal is never
+ * success whatever -E says - CMD does not run, -E only picks the exit code.
+ * Through a real shell, for each kind a run can hold. */
+Test(run, E0_refusal_never_runs_cmd)
+{
+	char *L = rt_path(dir, "L"), *M = rt_path(dir, "marker"), *script;
+	struct hf_lock_info held = rt_hold(L);
+	cr_assert_geq(asprintf(&script,
+			       "cd '%s' || exit 99\n"
+			       "export HOLDFAST_REGISTRY='%s/reg/scope.lock'\n"
+			       "\"$HOLDFAST_BIN\" run -n -E 0 --lock '%s' -- touch '%s'; echo lock=$?\n"
+			       "\"$HOLDFAST_BIN\" session take --lane a --file .session.lock >/dev/null || exit 98\n"
+			       "\"$HOLDFAST_BIN\" run -n -E 0 --session b -- touch '%s'; echo session=$?\n"
+			       "\"$HOLDFAST_BIN\" scope register holder '%s/p:write:recursive' --pid $$ >/dev/null || exit 97\n"
+			       "\"$HOLDFAST_BIN\" run -n -E 0 --scope '%s/p/x:write' -- touch '%s'; echo scope=$?\n",
+			       dir, dir, L, M, M, dir, dir, M),
+		      0);
+	char *out, *err;
+	int st = hft_sh(&out, &err, "sh", NULL, script);
+	cr_assert_eq(st, 0, "script exit %d: %s", st, err);
+	cr_assert(strstr(out, "lock=0\n") && strstr(out, "session=0\n") && strstr(out, "scope=0\n"),
+		  "each refusal exits with -E 0: %s", out);
+	cr_assert(!hft_exists(M), "CMD never ran after a refusal (stderr: %s)", err);
+	cr_assert(strstr(err, "held by"), "the refusals still name the holder: %s", err);
+	rt_release(L, &held);
+	free(out);
+	free(err);
+	free(script);
+	free(L);
+	free(M);
+}

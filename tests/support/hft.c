@@ -175,6 +175,64 @@ int hft_wait(struct hft_child *c)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Run argv (argv[0] the program, looked up in PATH when it has no '/')
+ * to completion with stdin from input; out/err collected. */
+static int run_argv(char **out, char **err, const char *env, const char *input,
+		    char *const *av)
+{
+	int o[2], e[2], i[2];
+	xpipe(o);
+	xpipe(e);
+	xpipe(i);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		dup2(i[0], 0);
+		unsetenv("HOLDFAST_FAULTS");
+		unsetenv("HOLDFAST_PAUSE_FDS");
+		apply_env(env);
+		execvp(av[0], av);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	close(i[0]);
+	if (input) {
+		size_t len = strlen(input);
+		cr_assert_eq(write(i[1], input, len), (ssize_t)len);
+	}
+	close(i[1]);
+	char *so = hft_read_all(o[0]);
+	char *se = hft_read_all(e[0]);
+	close(o[0]);
+	close(e[0]);
+	int st;
+	pid_t r;
+	do
+		r = waitpid(pid, &st, 0);
+	while (r < 0 && errno == EINTR);
+	cr_assert_eq(r, pid);
+	if (out)
+		*out = so;
+	else
+		free(so);
+	if (err)
+		*err = se;
+	else
+		free(se);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int hft_sh(char **out, char **err, const char *shell, const char *env, const char *script)
+{
+	hft_bin(); /* the script finds the binary as "$HOLDFAST_BIN" */
+	char *const av[] = { (char *)shell, (char *)"-c", (char *)script, NULL };
+	return run_argv(out, err, env, NULL, av);
+}
+
 int hft_cli_env(char **out, char **err, const char *env, const char *input,
 		const char *const *argv)
 {

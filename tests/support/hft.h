@@ -45,6 +45,12 @@ int hft_cli(char **out, char **err, const char *const *argv);
 int hft_cli_env(char **out, char **err, const char *env, const char *input,
 		const char *const *argv);
 
+/* Run a script with a real shell ("sh", "bash", "dash": looked up in PATH)
+ * to completion, as a user would; the script finds the binary under test
+ * as "$HOLDFAST_BIN". env: "K=V;K2=V2" or NULL. Exit status (128+N for a
+ * signal); out/err malloc'd if non-NULL. */
+int hft_sh(char **out, char **err, const char *shell, const char *env, const char *script);
+
 /* The path of the holdfast binary under test ($HOLDFAST_BIN). */
 const char *hft_bin(void);
 /* A fresh empty directory for one test, under $HFT_TMPDIR or /dev/shm. */
