@@ -41,8 +41,10 @@
  *        reading the complete go message, written in one write(2) of at most
  *        PIPE_BUF bytes (atomic). EOF or a partial message - holdfast failed,
  *        was stopped or killed - makes the child exit without running CMD.
- *   (R3) One global order - session, directory locks by canonical path,
- *        scopes - so two runs never wait for each other in a cycle. All or
+ *   (R3) One global order - session, directory locks by the kernel's
+ *        identity of their parent directory (device, inode) and then name,
+ *        scopes - so two runs never wait for each other in a cycle, however
+ *        each reaches a lock (a bind mount, a symlinked parent). All or
  *        nothing: on any failure everything acquired is released first.
  *   (R4) Every path out after step 3 (CMD's exit, its death by a signal, a
  *        stop signal to holdfast) releases what was acquired.
@@ -502,27 +504,50 @@ static const char run_usage[] =
 struct run_lock {
 	const char *given;        /* as on the command line              */
 	char canon[PATH_MAX];     /* canonical parent + final component  */
+	dev_t dev;                /* the parent directory, as the kernel */
+	ino_t ino;                /* knows it (R3): bind mounts, links   */
+	const char *base;         /* the final component (in canon)      */
 	struct hf_lock_info info;
 	bool held;
 };
 
-/* Insertion sort by canonical path: a handful of locks (glibc's qsort
- * asks the kernel for the memory size first). */
+/* R3: one global order of the objects the kernel says the locks are - the
+ * parent directory's device and inode, then the name in it - so the same
+ * lock reached through a bind mount or a symlinked parent sorts the same
+ * for every run, and counts as given twice. */
+static int lock_cmp(const struct run_lock *a, const struct run_lock *b)
+{
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	if (a->ino != b->ino)
+		return a->ino < b->ino ? -1 : 1;
+	return strcmp(a->base, b->base);
+}
+
+/* Insertion sort: a handful of locks (glibc's qsort asks the kernel for the
+ * memory size first). */
 static void sort_locks(struct run_lock *l, size_t n)
 {
+	if (n < 2)
+		return; /* one lock: used as given, never compared */
 	for (size_t i = 1; i < n; i++) {
 		struct run_lock t = l[i];
 		size_t j = i;
-		for (; j > 0 && strcmp(l[j - 1].canon, t.canon) > 0; j--)
+		for (; j > 0 && lock_cmp(&l[j - 1], &t) > 0; j--)
 			l[j] = l[j - 1];
 		l[j] = t;
 	}
+	for (size_t i = 0; i < n; i++) /* base points into canon, which moved */
+		l[i].base = strrchr(l[i].canon, '/') + 1;
 }
 
 /* The canonical path of a lock that may not exist yet: realpath of the
- * parent, then the final component. */
-static int canon_path(const char *path, char *out, size_t n)
+ * parent, then the final component; and the parent's identity. */
+static int canon_path(struct run_lock *l)
 {
+	const char *path = l->given;
+	char *out = l->canon;
+	size_t n = sizeof l->canon;
 	size_t len = strlen(path);
 	while (len > 1 && path[len - 1] == '/')
 		len--;
@@ -543,9 +568,15 @@ static int canon_path(const char *path, char *out, size_t n)
 	int rc = hf_sys_realpath(dir, real);
 	if (rc < 0)
 		return rc;
+	struct stat st;
+	if ((rc = hf_sys_fstatat(AT_FDCWD, real, &st, 0)) < 0)
+		return rc;
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
 	if ((size_t)snprintf(out, n, "%s%s%.*s", real, strcmp(real, "/") ? "/" : "", (int)blen,
 			     base) >= n)
 		return -ENAMETOOLONG;
+	l->base = strrchr(out, '/') + 1;
 	return 0;
 }
 
@@ -773,7 +804,7 @@ int cmd_run(int argc, char **argv)
 		if (s.nlocks == 1 && strlen(s.locks[i].given) < sizeof s.locks[i].canon)
 			strcpy(s.locks[i].canon, s.locks[i].given);
 		else
-			rc = canon_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
+			rc = canon_path(&s.locks[i]);
 		if (rc < 0) {
 			cli_err("lock %s: %s", s.locks[i].given, hf_strerror(rc));
 			code = cli_exit_for(rc);
@@ -786,8 +817,13 @@ int cmd_run(int argc, char **argv)
 			order[i] = s.locks[i].given;
 		sort_locks(s.locks, s.nlocks);
 		for (size_t i = 1; i < s.nlocks; i++)
-			if (!strcmp(s.locks[i].canon, s.locks[i - 1].canon)) {
-				cli_err("run: lock %s given twice", s.locks[i].canon);
+			if (!lock_cmp(&s.locks[i], &s.locks[i - 1])) {
+				if (strcmp(s.locks[i].canon, s.locks[i - 1].canon))
+					cli_err("run: lock %s given twice: %s is the same lock (the same "
+						"directory, through another path)",
+						s.locks[i - 1].canon, s.locks[i].canon);
+				else
+					cli_err("run: lock %s given twice", s.locks[i].canon);
 				code = HF_EXIT_USAGE;
 				break;
 			}

@@ -311,3 +311,50 @@ Test(run, E0_refusal_never_runs_cmd)
 	free(L);
 	free(M);
 }
+
+/* The same directory reached through a bind mount is the same lock: given
+ * twice is refused, and two runs that name it differently take their locks
+ * in one order (the kernel's identity of each parent), so they never wait
+ * for each other in a cycle. Real bind mount in a private mount namespace. */
+Test(run, bind_mount_alias_is_the_same_lock)
+{
+	if (!hft_private_mounts())
+		cr_skip_test("needs root and a mount namespace (unshare(CLONE_NEWNS))");
+	char *z = rt_path(dir, "z"), *a = rt_path(dir, "a");
+	cr_assert_eq(mkdir(z, 0700), 0);
+	cr_assert_eq(mkdir(a, 0700), 0);
+	hft_bind(z, a); /* a is z */
+	char *zX = rt_path(z, "X"), *zY = rt_path(z, "Y"), *aY = rt_path(a, "Y"), *aX = rt_path(a, "X");
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-w", "5", "--lock", zX, "--lock", aX, "--",
+						 "true")),
+		     64, "the alias is given twice (not a wait for itself)");
+	cr_assert(strstr(err, "given twice") && strstr(err, "same lock"), "stderr: %s", err);
+	free(err);
+
+	/* run2 names Y through the alias, which sorts first by path: "a/Y" <
+	 * "z/X". By path it would take Y, then wait for X; run1 takes X, then
+	 * waits for Y: a cycle. By the kernel's identity both take X first. */
+	struct hft_child r2, r1;
+	hft_spawn_cli(&r2, "pause:dirlock.acquire.entered",
+		      RT_ARGV("run", "-w", "10", "--lock", aY, "--lock", zX, "--", "true"), NULL);
+	hft_expect(&r2, "dirlock.acquire.entered"); /* r2 holds its first lock */
+	hft_spawn_cli(&r1, "pause:dirlock.acquire.waiting",
+		      RT_ARGV("run", "-w", "10", "--lock", zX, "--lock", zY, "--", "true"), NULL);
+	hft_expect(&r1, "dirlock.acquire.waiting"); /* r1 waits for its first or second */
+	hft_go(&r1);
+	hft_go(&r2);
+	int s2 = hft_wait(&r2), s1 = hft_wait(&r1);
+	char *e2 = hft_read_all(r2.err_rd), *e1 = hft_read_all(r1.err_rd);
+	cr_assert_eq(s2, 0, "run2: %d %s", s2, e2);
+	cr_assert_eq(s1, 0, "run1: %d %s", s1, e1);
+	free(e1);
+	free(e2);
+	hft_unmount(a);
+	free(z);
+	free(a);
+	free(zX);
+	free(zY);
+	free(aY);
+	free(aX);
+}

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -353,4 +355,28 @@ int hft_count_prefix(const char *dir, const char *prefix)
 			n++;
 	closedir(d);
 	return n;
+}
+
+bool hft_private_mounts(void)
+{
+	if (geteuid() != 0)
+		return false;
+	if (unshare(CLONE_NEWNS) < 0)
+		return false;
+	/* nothing mounted here propagates out, and the namespace goes with the
+	 * last process in it (this test and its children) */
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "mount --make-rprivate /: %s",
+		     strerror(errno));
+	return true;
+}
+
+void hft_bind(const char *src, const char *dst)
+{
+	cr_assert_eq(mount(src, dst, NULL, MS_BIND, NULL), 0, "mount --bind %s %s: %s", src, dst,
+		     strerror(errno));
+}
+
+void hft_unmount(const char *dst)
+{
+	cr_assert_eq(umount2(dst, MNT_DETACH), 0, "umount %s: %s", dst, strerror(errno));
 }

@@ -51,6 +51,14 @@ int hft_cli_env(char **out, char **err, const char *env, const char *input,
  * signal); out/err malloc'd if non-NULL. */
 int hft_sh(char **out, char **err, const char *shell, const char *env, const char *script);
 
+/* Give this test process (and the children it starts) a private mount
+ * namespace: a bind mount made here is seen by them only, and goes with
+ * them. false (the test should skip) when not root or not allowed. */
+bool hft_private_mounts(void);
+/* mount --bind src dst / umount dst, in that namespace (asserting). */
+void hft_bind(const char *src, const char *dst);
+void hft_unmount(const char *dst);
+
 /* The path of the holdfast binary under test ($HOLDFAST_BIN). */
 const char *hft_bin(void);
 /* A fresh empty directory for one test, under $HFT_TMPDIR or /dev/shm. */
