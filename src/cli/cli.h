@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct json_t;
 
@@ -52,8 +53,18 @@ int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 
-/* Print exactly one JSON object on stdout, then a newline; steals obj. */
-void cli_json_print(struct json_t *obj);
+/* Print exactly one JSON object on stdout, then a newline; steals obj.
+ * 0, or -errno when it could not be written (-EPIPE: no reader). */
+int cli_json_print(struct json_t *obj);
+/* Write s to stdout now (after anything stdio buffered): 0 or -errno. */
+int cli_write_out(const char *s);
+
+/* Without --pid: the process a lock or scope taken from the shell belongs
+ * to - holdfast's parent, skipping subshells (fork copies of a shell) and
+ * wrappers that fork and wait (timeout, sudo, flock, ...); see
+ * owner_find.c. 0 and *ret_pid (its command name in comm), -ESRCH when the
+ * walk reaches init or leaves the pid namespace. */
+int cli_owner_find(pid_t *ret_pid, char *comm, size_t n);
 
 /* `run --scope` support, implemented with the scope commands (cmd_scope.c):
  * register specs for pid under name (NULL: a generated name), delegating

@@ -5,11 +5,13 @@
 #include "cli.h"
 
 #include "holdfast.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +126,7 @@ static void describe(const struct hf_lock_info *i, char *buf, size_t n)
 enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP };
 
 static const struct option longopts[] = {
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "stale", required_argument, NULL, OPT_STALE },
 	{ "max-hold", required_argument, NULL, OPT_MAXHOLD },
 	{ "pid", required_argument, NULL, OPT_PID },
@@ -137,7 +140,7 @@ struct args {
 	const char *path, *token;
 	int64_t wait_ms, stale_ms, max_hold_ms;
 	long pid;
-	bool json, nowait, waitset, pidset;
+	bool json, nowait, waitset, pidset, verbose;
 };
 
 /* 0, or an exit code (usage printed). */
@@ -148,8 +151,11 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "nw:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nw:hv", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'v':
+			a->verbose = true;
+			break;
 		case 'n':
 			a->nowait = true;
 			a->wait_ms = 0;
@@ -228,6 +234,51 @@ static int conflict(const char *path, int rc, const struct hf_lock_info *h, bool
 	return cli_exit_for(rc);
 }
 
+/* Messages for the errors of acquire that are not conflicts. */
+static int acquire_error(const char *path, int rc, pid_t owner, const struct hf_lock_info *h)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t bl = strlen(base);
+	switch (rc) {
+	case -ESRCH:
+		cli_err("lock acquire %s: no process %d to hold it", path, (int)owner);
+		return HF_EXIT_USAGE;
+	case -EINVAL:
+		if (bl >= 9 && !strcmp(base + bl - 9, ".holdfast"))
+			cli_err("lock acquire %s: names ending in .holdfast are reserved (the state "
+				"directory beside every lock)", path);
+		else
+			cli_err("lock acquire %s: not a lock name: give the path of a directory to "
+				"create (its parent must exist), e.g. ./build.lock", path);
+		return HF_EXIT_USAGE;
+	case HF_EUNSAFE:
+		cli_err("lock acquire %s: refused: %s.holdfast is not a private directory of "
+			"this user (or is a symlink)", path, path);
+		return HF_EXIT_NOPERM;
+	case -EOPNOTSUPP:
+		cli_err("lock acquire %s: the file system refuses RENAME_NOREPLACE or flock(2), "
+			"which holdfast needs (it never emulates them)", path);
+		return HF_EXIT_OSERR;
+	case -EBUSY:
+		cli_err("lock acquire %s: the fence counter %s.holdfast/fence stayed locked for 5 s: "
+			"a process is stopped in the middle of acquiring it", path, path);
+		return HF_EXIT_CONFLICT;
+	case -EOVERFLOW:
+		cli_err("lock acquire %s: its fences are exhausted (the counter in %s.holdfast/fence "
+			"reached 2^63-1)", path, path);
+		return HF_EXIT_SOFTWARE;
+	case HF_EUNREADABLE:
+		if (h->reason[0] && !h->owner.token[0] && !h->partial) {
+			cli_err("lock acquire %s: refused: %s", path, h->reason);
+			return HF_EXIT_DATAERR;
+		}
+		break;
+	}
+	cli_err("lock acquire %s: %s", path, hf_strerror(rc));
+	return cli_exit_for(rc);
+}
+
 static int do_acquire(int argc, char **argv)
 {
 	struct args a;
@@ -238,41 +289,64 @@ static int do_acquire(int argc, char **argv)
 		cli_err("lock acquire: --token belongs to release");
 		return HF_EXIT_USAGE;
 	}
+	/* holdfast itself exits at once: the lock belongs to the script that
+	 * ran this line (owner_find.c), or to --pid */
+	pid_t owner = (pid_t)a.pid;
+	char comm[HF_COMM_MAX + 1] = "";
+	if (!a.pidset && cli_owner_find(&owner, comm, sizeof comm) < 0) {
+		cli_err("lock acquire %s: no process to hold the lock: holdfast's caller is init or "
+			"outside this pid namespace; give --pid PID",
+			a.path);
+		return HF_EXIT_USAGE;
+	}
 	struct hf_lock_opts o = {
 		.path = a.path,
 		.wait_ms = a.wait_ms,
 		.stale_ms = a.stale_ms,
 		.max_hold_ms = a.max_hold_ms,
-		/* holdfast itself exits at once: the lock lives with its caller */
-		.pid = a.pidset ? (pid_t)a.pid : getppid(),
+		.pid = owner,
 	};
 	struct hf_lock_info got, holder;
 	memset(&holder, 0, sizeof holder);
 	rc = hf_lock_acquire(&o, &got, &holder);
-	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER || rc == HF_EUNREADABLE)
+	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER ||
+	    (rc == HF_EUNREADABLE && (holder.owner.token[0] || holder.partial)))
 		return conflict(a.path, rc, &holder, a.json);
-	if (rc == -ESRCH) {
-		cli_err("lock acquire %s: no process %d to hold it", a.path, (int)o.pid);
-		return HF_EXIT_USAGE;
-	}
-	if (rc == -EINVAL) {
-		cli_err("lock acquire %s: invalid lock path (names ending in .holdfast are "
-			"reserved)", a.path);
-		return HF_EXIT_USAGE;
-	}
-	if (rc == HF_EUNSAFE) {
-		cli_err("lock acquire %s: refused: %s.holdfast is not a private directory of "
-			"this user (or is a symlink)", a.path, a.path);
-		return HF_EXIT_NOPERM;
+	if (rc < 0)
+		return acquire_error(a.path, rc, owner, &holder);
+
+	/* Either it succeeds or it holds nothing: the token goes out first, and
+	 * a write that fails (a reader gone: `holdfast lock acquire L | true`)
+	 * releases the lock. SIGPIPE is blocked so the write fails with EPIPE
+	 * instead of killing us with the lock held and its token lost. */
+	sigset_t pipe_sig;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	hf_sys_sigprocmask(SIG_BLOCK, &pipe_sig, NULL);
+	hf_sys_point("lock.acquire.print");
+	if (a.json) {
+		rc = cli_json_print(info_json(a.path, &got, false));
+	} else {
+		char line[128];
+		snprintf(line, sizeof line, "%s %" PRIu64 "\n", got.owner.token, got.fence);
+		rc = cli_write_out(line);
 	}
 	if (rc < 0) {
-		cli_err("lock acquire %s: %s", a.path, hf_strerror(rc));
-		return cli_exit_for(rc);
+		int rrc = hf_lock_release(a.path, got.owner.token, NULL);
+		hf_sys_close(got.live_fd);
+		cli_err("lock acquire %s: the token could not be written to standard output (%s): %s",
+			a.path, hf_strerror(rc),
+			rrc == 0 ? "released again, nothing is held" : "and releasing it failed too");
+		return HF_EXIT_IOERR;
 	}
-	if (a.json)
-		cli_json_print(info_json(a.path, &got, false));
-	else
-		printf("%s %" PRIu64 "\n", got.owner.token, got.fence);
+	if (a.verbose || isatty(2)) {
+		if (!comm[0])
+			hf_pid_comm(owner, comm, sizeof comm);
+		cli_err("lock %s: acquired for pid %d%s%s%s, fence %" PRIu64 " (it is held until that "
+			"process ends or `holdfast lock release` with the token)",
+			a.path, (int)owner, comm[0] ? " (" : "", comm, comm[0] ? ")" : "", got.fence);
+	}
+	hf_sys_close(got.live_fd);
 	return HF_EXIT_OK;
 }
 

@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "holdfast.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -211,14 +212,22 @@ void cli_format_age(int64_t ms, char *buf, size_t n)
 		snprintf(buf, n, "%.1f d", ms / 86400000.0);
 }
 
-void cli_json_print(json_t *obj)
+int cli_json_print(json_t *obj)
 {
 	char *s = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
-	if (s) {
-		fputs(s, stdout);
-		fputc('\n', stdout);
-		free(s);
-	}
 	json_decref(obj);
-	fflush(stdout);
+	if (!s)
+		return -ENOMEM;
+	int rc = cli_write_out(s);
+	if (rc == 0)
+		rc = cli_write_out("\n");
+	free(s);
+	return rc;
+}
+
+int cli_write_out(const char *s)
+{
+	fflush(stdout); /* what printf buffered goes first */
+	ssize_t w = hf_sys_write(1, s, strlen(s));
+	return w < 0 ? (int)w : 0;
 }

@@ -262,3 +262,102 @@ Test(cli, unreadable_record_exit_65)
 	free(err);
 	free(p);
 }
+
+/* The lock belongs to the script that ran the line, whatever the shell
+ * forks to run it: command substitutions with redirections or lists, a
+ * function run in $(f), a `timeout` wrapper. After each line, in bash and
+ * in dash, the lock is held for $$ (another acquirer is refused, status
+ * names $$); after the script, it is reapable. */
+static void owner_is_the_script(const char *shell, const char *line)
+{
+	char *script;
+	cr_assert_geq(asprintf(&script,
+			       "L='%s'; H=\"$HOLDFAST_BIN\"\n"
+			       "holdfast() { \"$H\" \"$@\"; }\n"
+			       "%s\n"
+			       "set -- $x\n"
+			       "[ ${#1} -eq 32 ] || { echo \"no token in: $x\"; exit 90; }\n"
+			       "holdfast lock acquire -n \"$L\" --pid $$ >/dev/null 2>&1; echo refused=$?\n"
+			       "holdfast lock status \"$L\" --json | grep -o '\"pid\":[0-9]*'\n"
+			       "echo me=$$\n"
+			       "holdfast lock release \"$L\" --token \"$1\"; echo released=$?\n",
+			       lock, line),
+		      0);
+	char *out, *err;
+	int st = hft_sh(&out, &err, shell, NULL, script);
+	cr_assert_eq(st, 0, "%s: `%s`: exit %d\n%s\n%s", shell, line, st, out, err);
+	char me[64], pid[96];
+	const char *m = strstr(out, "me=");
+	cr_assert_not_null(m, "%s", out);
+	snprintf(me, sizeof me, "%.*s", (int)strcspn(m + 3, "\n"), m + 3);
+	snprintf(pid, sizeof pid, "\"pid\":%s\n", me);
+	cr_assert(strstr(out, "refused=1\n"), "%s: `%s`: the lock was not held for the script:\n%s%s",
+		  shell, line, out, err);
+	cr_assert(strstr(out, pid), "%s: `%s`: owner is not the script ($$ = %s):\n%s", shell, line,
+		  me, out);
+	cr_assert(strstr(out, "released=0\n"), "%s", out);
+	free(out);
+	free(err);
+	free(script);
+}
+
+Test(cli, owner_is_the_script_not_a_subshell_bash)
+{
+	owner_is_the_script("bash", "x=$(holdfast lock acquire \"$L\" 2>&1)");
+	owner_is_the_script("bash", "x=$(holdfast lock acquire \"$L\" 2>/dev/null)");
+	owner_is_the_script("bash", "x=$(holdfast lock acquire \"$L\" || echo x)");
+	owner_is_the_script("bash", "f() { holdfast lock acquire \"$L\"; }; x=$(f)");
+	owner_is_the_script("bash", "x=$(timeout 5 \"$H\" lock acquire \"$L\")");
+	owner_is_the_script("bash", "x=$(holdfast lock acquire \"$L\")");
+}
+
+Test(cli, owner_is_the_script_not_a_subshell_dash)
+{
+	owner_is_the_script("dash", "x=$(holdfast lock acquire \"$L\" 2>&1)");
+	owner_is_the_script("dash", "x=$(holdfast lock acquire \"$L\" 2>/dev/null)");
+	owner_is_the_script("dash", "x=$(holdfast lock acquire \"$L\" || echo x)");
+	owner_is_the_script("dash", "f() { holdfast lock acquire \"$L\"; }; x=$(f)");
+	owner_is_the_script("dash", "x=$(timeout 5 \"$H\" lock acquire \"$L\")");
+}
+
+/* The script gone, its lock is reapable at once (the owner is dead). */
+Test(cli, lock_of_an_ended_script_is_reaped_at_once)
+{
+	char *script;
+	cr_assert_geq(asprintf(&script, "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) && echo ok",
+			       lock),
+		      0);
+	char *out;
+	cr_assert_eq(hft_sh(&out, NULL, "bash", NULL, script), 0);
+	cr_assert(strstr(out, "ok"));
+	char tok[64];
+	uint64_t f;
+	acquire(tok, &f, "-n");
+	cr_assert_eq(release(tok, NULL), 0);
+	free(out);
+	free(script);
+}
+
+/* `holdfast lock acquire L | true`: the reader is gone when the token is
+ * written. Either it succeeds or it holds nothing: never SIGPIPE (141)
+ * with the lock held and its token lost. */
+Test(cli, token_nobody_reads_releases_the_lock)
+{
+	struct hft_child c;
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	hft_spawn_cli(&c, "pause:lock.acquire.print",
+		      (const char *const[]){ "holdfast", "lock", "acquire", lock, "--pid", pid, NULL },
+		      NULL);
+	hft_expect(&c, "lock.acquire.print");
+	close(c.out_rd); /* the reader of the pipeline exits */
+	hft_go(&c);
+	int st = hft_wait(&c);
+	char *err = hft_read_all(c.err_rd);
+	cr_assert_eq(st, 74, "exit %d (141 is SIGPIPE with the lock held): %s", st, err);
+	cr_assert(strstr(err, "released again, nothing is held"), "%s", err);
+	struct hf_lock_info i;
+	cr_assert_eq(hf_lock_status(lock, &i), 0);
+	cr_assert_eq(i.state, HF_LOCK_FREE, "nothing is held");
+	free(err);
+}

@@ -1,0 +1,164 @@
+/*
+ * owner_find.c - whose life a lock or scope taken from the shell belongs to.
+ *
+ * `holdfast lock acquire L` and `holdfast scope register NAME SPEC` exit at
+ * once: the lock must belong to the script that ran the command, never to
+ * holdfast itself nor to a process that exists only to run that one line.
+ * Without --pid the owner is found by walking up from holdfast's parent:
+ *
+ *   (O1) A shell that is a fork-without-exec copy of its own parent is a
+ *        subshell - `x=$(holdfast lock acquire L 2>&1)`, `$(… || echo x)`,
+ *        a function run in `$(f)`, a pipeline element: it exits right after
+ *        the line. Skipped. A copy is recognised by having the same
+ *        executable and the same command line as its parent (fork copies
+ *        both; exec replaces both).
+ *   (O2) A wrapper that forks the command and waits for it - timeout, time,
+ *        flock, sudo, doas, runuser, su, chronic, unbuffer, strace, ltrace,
+ *        holdfast (run) - lives exactly as long as the line. Skipped. (env,
+ *        nice, nohup, ionice, chrt, taskset, stdbuf, setpriv exec the
+ *        command in place, so they are never a parent; they are listed too,
+ *        for the forms that fork.)
+ *   (O3) The first process that is neither is the owner. Reaching pid 1
+ *        (or a parent outside our pid namespace, ppid 0) finds no owner:
+ *        -ESRCH, and the caller says to pass --pid.
+ *
+ * Erring upwards is safe: an ancestor lives at least as long as the line,
+ * so the lock can only outlive the script (until the ancestor exits), never
+ * be freed while the script still believes it holds it. --pid PID is the
+ * explicit way and is never second-guessed.
+ */
+#include "cli.h"
+
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_HOPS 64
+
+static const char *const shells[] = {
+	"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh", "busybox",
+};
+
+static const char *const wrappers[] = {
+	"timeout", "time", "flock", "sudo", "doas", "runuser", "su", "chronic", "unbuffer",
+	"strace", "ltrace", "holdfast", "env", "nice", "nohup", "ionice", "chrt", "taskset",
+	"stdbuf", "setpriv",
+};
+
+static bool in(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, list[i]))
+			return true;
+	return false;
+}
+
+struct proc {
+	pid_t pid, ppid;
+	char comm[HF_COMM_MAX + 1];
+	char exe[4096];        /* readlink of /proc/PID/exe; "" when not ours to read */
+	char *cmdline;         /* malloc'd, NUL-separated; NULL when unreadable */
+	size_t cmdlen;
+};
+
+static void proc_free(struct proc *p)
+{
+	free(p->cmdline);
+	p->cmdline = NULL;
+}
+
+/* Read what O1-O3 need about pid. 0, or -ESRCH when it is gone. */
+static int proc_read(pid_t pid, struct proc *p)
+{
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0)
+		return -ESRCH;
+	ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
+	hf_sys_close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	if (!open || !close || close < open || close[1] != ' ')
+		return -ESRCH;
+	size_t cl = (size_t)(close - open - 1);
+	if (cl > HF_COMM_MAX)
+		cl = HF_COMM_MAX;
+	memcpy(p->comm, open + 1, cl);
+	p->comm[cl] = '\0';
+	/* " S ppid ..." */
+	p->ppid = (pid_t)strtol(close + 4, NULL, 10);
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	ssize_t l = hf_sys_readlinkat(AT_FDCWD, path, p->exe, sizeof p->exe - 1);
+	p->exe[l > 0 ? l : 0] = '\0';
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	if (hf_read_file_at(AT_FDCWD, path, O_NONBLOCK | O_NOCTTY, 1 << 20, &p->cmdline, &p->cmdlen,
+			    NULL) < 0)
+		p->cmdline = NULL;
+	return 0;
+}
+
+static const char *base_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* O2: by the executable's name, or, for a multi-call binary (busybox) or
+ * an executable we may not read, by the command name. */
+static bool is_wrapper(const struct proc *p)
+{
+	const char *exe = p->exe[0] ? base_of(p->exe) : "";
+	if (exe[0] && strcmp(exe, "busybox") != 0)
+		return in(exe, wrappers, HF_ARRAY_SIZE(wrappers));
+	return in(p->comm, wrappers, HF_ARRAY_SIZE(wrappers));
+}
+
+static bool is_shell(const struct proc *p)
+{
+	const char *exe = p->exe[0] ? base_of(p->exe) : p->comm;
+	return in(exe, shells, HF_ARRAY_SIZE(shells));
+}
+
+/* O1: the same executable and the same command line as its parent. */
+static bool is_fork_copy(const struct proc *p, const struct proc *parent)
+{
+	return p->exe[0] && !strcmp(p->exe, parent->exe) && p->cmdline && parent->cmdline &&
+	       p->cmdlen == parent->cmdlen && !memcmp(p->cmdline, parent->cmdline, p->cmdlen);
+}
+
+int cli_owner_find(pid_t *ret_pid, char *comm, size_t n)
+{
+	pid_t pid = getppid();
+	struct proc p, up;
+	for (int hop = 0; hop < MAX_HOPS; hop++) {
+		if (pid <= 1)
+			return -ESRCH; /* O3: init, or outside our namespace */
+		if (proc_read(pid, &p) < 0)
+			return -ESRCH;
+		bool skip = is_wrapper(&p); /* O2 */
+		if (!skip && is_shell(&p) && p.ppid > 1 && proc_read(p.ppid, &up) == 0) {
+			skip = is_fork_copy(&p, &up); /* O1 */
+			proc_free(&up);
+		}
+		if (!skip) {
+			*ret_pid = pid;
+			if (comm)
+				snprintf(comm, n, "%s", p.comm);
+			proc_free(&p);
+			return 0;
+		}
+		pid = p.ppid;
+		proc_free(&p);
+	}
+	return -ELOOP;
+}
