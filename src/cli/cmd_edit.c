@@ -452,7 +452,7 @@ static int edit_locked(struct edit *e, char *const cmd[], struct cli_child *chil
 	int code = edit_read(e);
 	if (code != 0)
 		return code; /* E7: CMD never runs */
-	int rc = cli_child_go(child, NULL, 0);
+	int rc = cli_child_go(child, NULL, 0, &e->held.live_fd, 1); /* the lock's kernel lock */
 	if (rc < 0 && rc != -EPIPE) { /* -EPIPE: killed before exec: its status says so */
 		cli_err("edit %s: cannot start %s: %s", e->file, CLI_SHOW(cmd[0]), hf_strerror(rc));
 		return cli_exit_for(rc);
@@ -599,6 +599,7 @@ int cmd_edit(int argc, char **argv)
 	struct hf_lock_info h;
 	memset(&h, 0, sizeof h);
 	rc = hf_lock_release(e.lock, e.held.owner.token, &h); /* E6 */
+	hf_sys_close(e.held.live_fd);
 	if (rc < 0 && !(e.lost && (rc == HF_ENOTHELD || rc == HF_ENOTYOURS)))
 		cli_err("warning: lock %s: release: %s", e.lock, hf_strerror(rc));
 	cli_child_abort(&child); /* E6: after the release; never started: it exits */

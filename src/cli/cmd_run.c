@@ -21,9 +21,10 @@
  *      session lane, then the directory locks sorted by canonical path, then
  *      the scopes (one allocation for every --scope). Waits go in slices of
  *      at most SLICE_MS; a forwarded signal between slices stops the wait.
- *   4. Send the go message - 'G', "K=V\0"..., 'E' - in one write(2); the
- *      child sets HOLDFAST_FENCE / HOLDFAST_POD and execs CMD (127: not
- *      found, 126: cannot run).
+ *   4. Send the go message - 'G', "K=V\0"..., 'E', and the kernel locks'
+ *      descriptors (R8) - in one sendmsg(2) on a SOCK_SEQPACKET pair; the
+ *      child sets HOLDFAST_FENCE / HOLDFAST_POD, keeps the descriptors open
+ *      across exec, and execs CMD (127: not found, 126: cannot run).
  *   5. Wait for CMD's exit, forwarding every forwarded signal to it (except
  *      one the terminal sent to the whole foreground group, si_code
  *      SI_KERNEL: CMD got it too). The exit is seen with waitid(WNOWAIT):
@@ -38,8 +39,8 @@
  *        runs and reapable (dead owner) once CMD is gone - unlike
  *        dotlockfile, which records its own pid and lets a second holder in.
  *   (R2) CMD never runs before every lock is held: the child execs only after
- *        reading the complete go message, written in one write(2) of at most
- *        PIPE_BUF bytes (atomic). EOF or a partial message - holdfast failed,
+ *        receiving the complete go message, one SOCK_SEQPACKET message (all
+ *        of it or nothing). EOF or a truncated message - holdfast failed,
  *        was stopped or killed - makes the child exit without running CMD.
  *   (R3) One global order - session, directory locks by the kernel's
  *        identity of their parent directory (device, inode) and then name,
@@ -56,6 +57,12 @@
  *   (R7) A refusal never runs CMD, whatever -E CODE says (even 0): CMD is
  *        released only by the go message after step 3 succeeded; -E only
  *        chooses the exit code of the refusal.
+ *   (R8) The kernel locks that prove the locks' owner alive (each lock
+ *        directory's live_fd, the scope's live file) go to CMD with the go
+ *        message (SCM_RIGHTS) and stay open in CMD across exec, and in
+ *        holdfast until it releases: a judge in another pid namespace,
+ *        where CMD's pid proves nothing, sees them held as long as either
+ *        lives - through a SIGKILL of holdfast.
  *
  * Hazards
  * -------
@@ -82,6 +89,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,15 +148,30 @@ child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int
 {
 	hf_sys_inject(NULL); /* fault rules are for holdfast, not for CMD */
 	char buf[GO_MAX];
-	size_t len = 0;
-	while (len < sizeof buf) {
-		ssize_t r = hf_sys_read(go_rd, buf + len, sizeof buf - len);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	if (len < 2 || buf[0] != 'G' || buf[len - 1] != 'E' || (len > 2 && buf[len - 2] != '\0'))
+	union {
+		char space[CMSG_SPACE(sizeof(int) * CLI_GO_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { buf, sizeof buf };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
+			      .msg_controllen = sizeof ctl.space };
+	/* one message (SOCK_SEQPACKET): all of it or nothing; EOF when
+	 * holdfast failed, was stopped or killed */
+	ssize_t r = hf_sys_recvmsg(go_rd, &msg, 0);
+	size_t len = r > 0 ? (size_t)r : 0;
+	if (len < 2 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || buf[0] != 'G' ||
+	    buf[len - 1] != 'E' || (len > 2 && buf[len - 2] != '\0'))
 		_exit(HF_EXIT_SOFTWARE); /* R2: not released; CMD never runs */
+	/* R8: the locks' kernel locks go to CMD, kept across exec */
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[CLI_GO_MAX_FDS];
+		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
+		for (size_t k = 0; k < nfd; k++)
+			hf_sys_fcntl_setfd(fds[k], 0);
+	}
 	for (char *p = buf + 1; p < buf + len - 1; p += strlen(p) + 1) {
 		char *eq = strchr(p, '=');
 		if (eq) {
@@ -177,12 +200,18 @@ child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int
 int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int stdout_fd)
 {
 	int p[2];
-	int rc = hf_sys_pipe2(p, O_CLOEXEC);
+	int rc = hf_sys_socketpair(AF_UNIX, SOCK_SEQPACKET, p);
 	if (rc < 0)
 		return rc;
 	fflush(NULL);
+	/* The locks name the child's pid: let their records name CMD too. The
+	 * child is born with CMD's name (set here, around the fork, so no
+	 * record can be made before it has it). */
+	const char *base = strrchr(argv[0], '/');
+	hf_sys_set_comm(base ? base + 1 : argv[0]);
 	pid_t pid = hf_sys_fork();
 	if (pid < 0) {
+		hf_sys_set_comm("holdfast");
 		hf_sys_close(p[0]);
 		hf_sys_close(p[1]);
 		return pid;
@@ -191,16 +220,20 @@ int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int s
 		hf_sys_close(p[1]);
 		child_main(c, p[0], argv, stdin_fd, stdout_fd);
 	}
+	hf_sys_set_comm("holdfast");
 	hf_sys_close(p[0]);
 	c->pid = pid;
 	c->go_wr = p[1];
 	return 0;
 }
 
-int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv)
+int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv, const int *fds,
+		 size_t nfds)
 {
 	char buf[GO_MAX];
 	size_t len = 0;
+	if (nfds > CLI_GO_MAX_FDS)
+		return -E2BIG;
 	buf[len++] = 'G';
 	for (size_t i = 0; i < nenv; i++) {
 		size_t l = strlen(env[i]) + 1;
@@ -210,7 +243,23 @@ int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv)
 		len += l;
 	}
 	buf[len++] = 'E';
-	ssize_t w = hf_sys_write(c->go_wr, buf, len); /* R2: one atomic write */
+	union {
+		char space[CMSG_SPACE(sizeof(int) * CLI_GO_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	memset(&ctl, 0, sizeof ctl);
+	struct iovec iov = { buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds) {
+		msg.msg_control = ctl.space;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	ssize_t w = hf_sys_sendmsg(c->go_wr, &msg, 0); /* R2: one message, atomic */
 	hf_sys_close(c->go_wr);
 	c->go_wr = -1;
 	return w < 0 ? (int)w : 0;
@@ -677,6 +726,8 @@ static void run_release(struct run_state *s)
 		struct hf_lock_info h;
 		memset(&h, 0, sizeof h);
 		int rc = hf_lock_release(l->canon, l->info.owner.token, &h);
+		hf_sys_close(l->info.live_fd); /* R8: after the release, never before */
+		l->info.live_fd = -1;
 		if (rc < 0) {
 			char who[400];
 			cli_lock_holder(&h, who, sizeof who);
@@ -873,7 +924,12 @@ int cmd_run(int argc, char **argv)
 		snprintf(pod, sizeof pod, "HOLDFAST_POD=%s", s.pod);
 		env[nenv++] = pod;
 	}
-	rc = cli_child_go(&s.child, env, nenv);
+	int live[RUN_MAX_LOCKS + 1];
+	size_t nlive = 0;
+	for (size_t i = 0; i < s.nlocks; i++)
+		if (s.locks[i].info.live_fd >= 0)
+			live[nlive++] = s.locks[i].info.live_fd; /* R8 */
+	rc = cli_child_go(&s.child, env, nenv, live, nlive);
 	if (rc < 0 && rc != -EPIPE) {
 		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));
 		cli_child_abort(&s.child);

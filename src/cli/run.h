@@ -21,7 +21,7 @@
 
 struct cli_child {
 	pid_t pid;
-	int go_wr;          /* the go pipe's write end; -1 once used      */
+	int go_wr;          /* the go socket (holdfast's end); -1 once used */
 	int sigfd;          /* forwarded signals and SIGCHLD              */
 	sigset_t oldmask;   /* restored in the child before exec          */
 	int code;           /* CMD's exit code (128+N: signal N), once exited */
@@ -37,8 +37,11 @@ int cli_child_init(struct cli_child *c);
  * stdin_fd / stdout_fd: dup'ed onto 0 / 1 in the child (-1: inherited).
  * 0 or -errno (nothing left running). */
 int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int stdout_fd);
-/* Let the child run CMD with env ("K=V" strings) added. 0 or -errno. */
-int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv);
+/* Let the child run CMD with env ("K=V" strings) added and the descriptors
+ * fds (at most CLI_GO_MAX_FDS) open in it across exec. 0 or -errno. */
+#define CLI_GO_MAX_FDS 80
+int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv, const int *fds,
+		 size_t nfds);
 /* The child exits without running CMD; reaped. */
 void cli_child_abort(struct cli_child *c);
 /* A forwarded signal that arrived so far (0: none), without blocking. */

@@ -130,4 +130,17 @@ int hf_sys_memfd_create(const char *name, unsigned flags);
  * Point "fcntl". */
 int hf_sys_add_seals(int fd, int seals);
 
+/* --- run/edit: the go message and the descriptors handed to CMD -------- */
+struct msghdr;
+/* socketpair(2), close-on-exec. */
+int hf_sys_socketpair(int domain, int type, int fds[2]);
+/* sendmsg(2) without SIGPIPE (MSG_NOSIGNAL) / recvmsg(2), EINTR retried;
+ * fault points "write" / "read". */
+ssize_t hf_sys_sendmsg(int fd, const struct msghdr *msg, int flags);
+ssize_t hf_sys_recvmsg(int fd, struct msghdr *msg, int flags);
+/* fcntl(fd, F_SETFD, flags): 0 keeps a descriptor across exec. */
+int hf_sys_fcntl_setfd(int fd, int flags);
+/* This process's command name (/proc/self/comm), truncated to 15 bytes. */
+int hf_sys_set_comm(const char *name);
+
 #endif

@@ -172,8 +172,10 @@ int hft_wait(struct hft_child *c)
 		r = waitpid(c->pid, &st, 0);
 	while (r < 0 && errno == EINTR);
 	cr_assert_eq(r, c->pid, "waitpid: %s", strerror(errno));
-	close(c->notify_rd);
-	close(c->go_wr);
+	if (c->notify_rd >= 0)
+		close(c->notify_rd);
+	if (c->go_wr >= 0)
+		close(c->go_wr);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -379,4 +381,29 @@ void hft_bind(const char *src, const char *dst)
 void hft_unmount(const char *dst)
 {
 	cr_assert_eq(umount2(dst, MNT_DETACH), 0, "umount %s: %s", dst, strerror(errno));
+}
+
+void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env)
+{
+	int o[2], e[2];
+	xpipe(o);
+	xpipe(e);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		int devnull = open("/dev/null", O_RDONLY);
+		dup2(devnull, 0);
+		unsetenv("HOLDFAST_FAULTS");
+		unsetenv("HOLDFAST_PAUSE_FDS");
+		apply_env(env);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	*c = (struct hft_child){ .pid = pid, .notify_rd = -1, .go_wr = -1, .out_rd = o[0],
+				 .err_rd = e[0] };
 }

@@ -28,6 +28,9 @@ void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), voi
  * argv[0] ignored) and HOLDFAST_FAULTS=rules; extra_env "K=V" or NULL. */
 void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *argv,
 		   const char *extra_env);
+/* Fork a child that runs argv (argv[0] looked up in PATH) with stdout and
+ * stderr on pipes, no fault rules and no pause fds; env "K=V;..." or NULL. */
+void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env);
 /* Block until the child reports a point; it must be `point` (Criterion
  * assertion). */
 void hft_expect(struct hft_child *c, const char *point);

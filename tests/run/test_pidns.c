@@ -1,0 +1,193 @@
+/* Holders in another pid namespace (a container, a sandbox, `unshare
+ * --pid`): a pid there is not a pid here, so it never proves death. The
+ * lock's kernel lock does: held while the holder lives, dropped by the
+ * kernel when it dies, in whatever namespace. Real `unshare --pid --fork
+ * --mount-proc`, in both directions. Needs root. */
+#include "rt.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = hft_tmpdir();
+}
+
+static void teardown(void)
+{
+	hft_rmtree(dir);
+	free(dir);
+}
+
+TestSuite(pidns, .init = setup, .fini = teardown, .timeout = 60);
+
+static void need_unshare(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root for unshare --pid");
+	if (hft_sh(NULL, NULL, "sh", NULL, "unshare --pid --fork --mount-proc true") != 0)
+		cr_skip_test("unshare --pid --fork --mount-proc is not allowed here");
+}
+
+static void fifo_say(const char *fifo)
+{
+	int w = open(fifo, O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(w, 0);
+	cr_assert_eq(write(w, "x\n", 2), 2);
+	close(w);
+}
+
+/* The init of the namespace unshare made: its only child. */
+static pid_t ns_init(pid_t unshare_pid)
+{
+	char path[64], *s;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)unshare_pid, (int)unshare_pid);
+	s = hft_slurp(path);
+	cr_assert_not_null(s);
+	pid_t p = (pid_t)atoi(s);
+	free(s);
+	cr_assert_gt(p, 0);
+	return p;
+}
+
+static int try_n(const char *L)
+{
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	char *out;
+	int st = hft_cli(&out, NULL, RT_ARGV("lock", "acquire", "-n", L, "--pid", pid));
+	if (st == 0) {
+		char tok[64];
+		cr_assert_eq(sscanf(out, "%63s", tok), 1);
+		cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("lock", "release", L, "--token", tok)), 0);
+	}
+	free(out);
+	return st;
+}
+
+/* A holder inside the namespace, the judge on the host. Its pid is made
+ * large enough inside that, on the host, it is free or someone else's: by
+ * pid it would look dead. */
+Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
+{
+	need_unshare();
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_geq(asprintf(&script,
+			       "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
+			       "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $$; read x < \"$0\"' '%s'",
+			       L, fifo),
+		      0);
+	struct hft_child c;
+	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+						 script, NULL },
+		      NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
+	struct hf_lock_info i;
+	cr_assert_eq(hf_lock_status(L, &i), 0);
+	cr_assert_eq(i.owner.pid, atoi(line + 6), "the record names the pid inside");
+	cr_assert_neq(i.owner.pidns, hf_self_pidns(), "and the namespace it is a pid of");
+	cr_assert_eq(i.state, HF_LOCK_HELD, "not dead by a pid of another namespace");
+	cr_assert_eq(try_n(L), 1, "held: refused from outside");
+
+	/* the holder dies (the whole namespace): reapable at once */
+	cr_assert_eq(kill(ns_init(c.pid), SIGKILL), 0);
+	hft_wait(&c);
+	cr_assert_eq(try_n(L), 0, "its kernel lock went with it: reaped at once");
+	free(line);
+	free(script);
+	free(L);
+	free(fifo);
+}
+
+/* The holder on the host, the judge inside a namespace, where the host's
+ * pid does not exist. */
+Test(pidns, host_holder_is_not_reaped_from_inside)
+{
+	need_unshare();
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *inner;
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	struct hft_child c;
+	hft_spawn_cli(&c, NULL,
+		      RT_ARGV("run", "--lock", L, "--", "sh", "-c", "echo ready; read x < \"$0\"", fifo),
+		      NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert(line && !strcmp(line, "ready"));
+	cr_assert_geq(asprintf(&inner,
+			       "unshare --pid --fork --mount-proc \"$HOLDFAST_BIN\" lock acquire -n '%s' "
+			       "--pid 1",
+			       L),
+		      0);
+	char *err;
+	int st = hft_sh(NULL, &err, "sh", NULL, inner);
+	cr_assert_eq(st, 1, "from inside, the host's holder is alive: exit %d %s", st, err);
+	cr_assert(strstr(err, "held by pid"), "%s", err);
+	free(err);
+	fifo_say(fifo); /* CMD ends, run releases */
+	cr_assert_eq(hft_wait(&c), 0);
+	st = hft_sh(NULL, &err, "sh", NULL, inner);
+	cr_assert_eq(st, 0, "released: acquired from inside: %d %s", st, err);
+	free(err);
+	free(inner);
+	free(line);
+	free(L);
+	free(fifo);
+}
+
+/* `holdfast run` SIGKILLed inside the namespace while CMD runs: CMD holds
+ * the lock's kernel lock it was handed (R8), so the lock stays held for a
+ * judge outside until CMD ends. */
+Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
+{
+	need_unshare();
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *end = rt_path(dir, "end"), *script;
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(mkfifo(end, 0600), 0);
+	/* the namespace's init must outlive the wrapper: when it ends, the
+	 * kernel kills everything in its namespace */
+	cr_assert_geq(asprintf(&script,
+			       "\"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $PPID; read x < \"$0\"' '%s' &\n"
+			       "read y < '%s'",
+			       L, fifo, end),
+		      0);
+	struct hft_child c;
+	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+						 script, NULL },
+		      NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
+	/* the wrapper's pid inside is $PPID of CMD; find it on the host by its
+	 * NSpid: the child of the namespace's shell */
+	pid_t init = ns_init(c.pid);
+	char path[64], *kids;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)init, (int)init);
+	kids = hft_slurp(path);
+	pid_t wrapper = (pid_t)atoi(kids);
+	cr_assert_gt(wrapper, 0);
+	char *cmds;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)wrapper, (int)wrapper);
+	cmds = hft_slurp(path);
+	pid_t cmd = (pid_t)atoi(cmds);
+	cr_assert_gt(cmd, 0);
+	free(cmds);
+	cr_assert_eq(kill(wrapper, SIGKILL), 0);
+	rt_await_exit(wrapper);
+	cr_assert_eq(try_n(L), 1, "CMD holds the lock's kernel lock: still held");
+	fifo_say(fifo); /* CMD ends */
+	rt_await_exit(cmd);
+	cr_assert_eq(try_n(L), 0, "CMD gone: reaped at once");
+	fifo_say(end);
+	hft_wait(&c);
+	free(end);
+	free(kids);
+	free(line);
+	free(script);
+	free(L);
+	free(fifo);
+}
