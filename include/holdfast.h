@@ -278,7 +278,7 @@ struct hf_lock_info {
 					     the owner when that is another process
 					     - and close it after hf_lock_release.
 					     -1 everywhere else.                   */
-	char reason[160];                 /* HF_EUNREADABLE: what cannot be read    */
+	char reason[256];                 /* HF_EUNREADABLE: what cannot be read    */
 };
 
 /* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence, live_fd).

@@ -225,8 +225,8 @@ static int conflict(const char *path, int rc, const struct hf_lock_info *h, bool
 	else if (rc == HF_EBARRIER)
 		cli_err("lock %s: a claim beside it denies entry (held by %s)", path, d);
 	else if (rc == HF_EUNREADABLE)
-		cli_err("lock %s: the owner record is unreadable (%s); refused until it is "
-			"past the stale window", path, d);
+		cli_err("lock %s: the owner record is unreadable%s%s (%s); refused until it is "
+			"past the stale window", path, h->reason[0] ? ": " : "", h->reason, d);
 	else
 		cli_err("lock %s: held by %s", path, d);
 	if (json)

@@ -1041,10 +1041,9 @@ static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why,
 	if (!ok) {
 		/* refuse: a lower guess could repeat a fence */
 		snprintf(why, n,
-			 "the fence counter was lost and its reservation " STATE_SUFFIX "/"
-			 RESERVE_FILE " is %s: it bounds every fence handed out, and a guess "
-			 "could hand one out again",
-			 rc == -ENOENT ? "missing" : "not a number");
+			 "the fence counter was lost and its reservation %.60s/" RESERVE_FILE
+			 " is %s (it bounds every fence handed out: a guess could repeat one)",
+			 l->sname, rc == -ENOENT ? "missing" : "not a number");
 		return FENCE_LOST;
 	}
 	*ret = v;
@@ -1271,7 +1270,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	uint64_t f = 0;
 	char *rec = NULL;
 	const char *mine = NULL; /* our token once a record of ours may exist */
-	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : (char[160]){ 0 }, 160); /* A3 */
+	char why[sizeof holder->reason] = "";
+	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* A3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point("dirlock.acquire.fenced");

@@ -361,3 +361,138 @@ Test(cli, token_nobody_reads_releases_the_lock)
 	cr_assert_eq(i.state, HF_LOCK_FREE, "nothing is held");
 	free(err);
 }
+
+/* A FIFO planted as the owner record must not hang anything: -n answers at
+ * once (refused: not a record holdfast writes), status answers, a waiting
+ * acquire answers SIGTERM (it is not blocked in an open). */
+Test(cli, fifo_planted_as_owner_hangs_nothing)
+{
+	cr_assert_eq(mkdir(lock, 0700), 0);
+	char *fifo = dl_path(lock, "owner");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *err;
+	int64_t t0 = hf_sys_mono_ns();
+	int st = hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire", "-n", lock,
+							     "--pid", "1", NULL });
+	cr_assert_eq(st, 65, "an unreadable record is refused: %d %s", st, err);
+	cr_assert(strstr(err, "not a record"), "%s", err);
+	free(err);
+	char *out;
+	cr_assert_eq(hft_cli(&out, NULL, (const char *const[]){ "holdfast", "lock", "status", lock,
+								 NULL }),
+		     0);
+	cr_assert(strstr(out, "partial") || strstr(out, "acquired"), "%s", out);
+	free(out);
+	struct hft_child c;
+	hft_spawn_cli(&c, "pause:dirlock.acquire.waiting",
+		      (const char *const[]){ "holdfast", "lock", "acquire", lock, "--pid", "1", NULL },
+		      NULL);
+	hft_expect(&c, "dirlock.acquire.waiting");
+	hft_go(&c);
+	cr_assert_eq(kill(c.pid, SIGTERM), 0);
+	cr_assert_eq(hft_wait(&c), 128 + SIGTERM, "it answered SIGTERM");
+	cr_assert_lt((hf_sys_mono_ns() - t0) / 1000000, 20000, "nothing waited on the FIFO");
+	free(fifo);
+}
+
+/* An acquirer SIGKILLed right after its directory appeared at L, before
+ * publishing its record, leaves no lock anyone must wait out: the
+ * directory's kernel lock went with it, and the next acquirer takes L at
+ * once (0.1 made everyone wait the 60 s stale window). */
+Test(cli, killed_acquirer_before_publication_is_reaped_at_once)
+{
+	for (int i = 0; i < 3; i++) {
+		const char *point = i == 0 ? "crash:dirlock.acquire.made"
+				    : i == 1 ? "crash:dirlock.acquire.fenced"
+					     : "crash:dirlock.acquire.staged";
+		struct hft_child c;
+		hft_spawn_cli(&c, point,
+			      (const char *const[]){ "holdfast", "lock", "acquire", lock, "--pid", "1",
+						     NULL },
+			      NULL);
+		cr_assert_eq(hft_wait(&c), 128 + SIGKILL);
+		if (i < 2)
+			cr_assert(hft_exists(lock), "%s: its directory is at L", point);
+		char tok[64];
+		uint64_t f;
+		acquire(tok, &f, "-n"); /* at once, with the default 60 s stale window */
+		cr_assert_eq(release(tok, NULL), 0);
+	}
+}
+
+/* Names that are not lock names, and reserved ones, each get their own
+ * message. */
+Test(cli, lock_names_refused_with_the_right_reason)
+{
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire", ".",
+								 "--pid", "1", NULL }),
+		     64);
+	cr_assert(strstr(err, "not a lock name"), "%s", err);
+	free(err);
+	char *res = dl_path(dir, "x.holdfast");
+	cr_assert_eq(hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire", res,
+								 "--pid", "1", NULL }),
+		     64);
+	cr_assert(strstr(err, "reserved"), "%s", err);
+	free(err);
+	free(res);
+}
+
+/* A lost fence counter whose reservation is missing or garbage is refused
+ * with a message about the fence reservation, not "the owner record". */
+Test(cli, lost_fence_reservation_is_named)
+{
+	char tok[64];
+	uint64_t f;
+	acquire(tok, &f, "-n");
+	cr_assert_eq(release(tok, NULL), 0);
+	char *state = dl_path(dir, "L.holdfast"), *fence = dl_path(state, "fence"),
+	     *reserve = dl_path(state, "fence.reserve");
+	cr_assert_eq(unlink(fence), 0);
+	hft_write(reserve, "garbage\n");
+	char *err;
+	int st = hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire", "-n",
+							     lock, "--pid", "1", NULL });
+	cr_assert_eq(st, 65, "exit %d: %s", st, err);
+	cr_assert(strstr(err, "fence.reserve") && !strstr(err, "owner record"), "%s", err);
+	free(err);
+	/* a counter of another boot (writes since may be lost) with no
+	 * reservation to restart from */
+	cr_assert_eq(unlink(reserve), 0);
+	hft_write(fence, "00000000000000000007 00000000000000001031 "
+			 "00000000-0000-4000-8000-000000000000 00000000000000000007\n");
+	cr_assert_eq(hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire", "-n",
+								 lock, "--pid", "1", NULL }),
+		     65);
+	cr_assert(strstr(err, "fence.reserve is missing"), "%s", err);
+	free(err);
+	free(state);
+	free(fence);
+	free(reserve);
+}
+
+/* A fence counter at the end of int64 refuses instead of wrapping to 0
+ * (a fence handed out before). */
+Test(cli, fences_never_wrap)
+{
+	char tok[64];
+	uint64_t f;
+	acquire(tok, &f, "-n");
+	cr_assert_eq(release(tok, NULL), 0);
+	char *fence = dl_path(dir, "L.holdfast/fence"), line[200];
+	snprintf(line, sizeof line, "%020llu %020llu %s %020llu\n", 9223372036854775806ULL,
+		 9223372036854775807ULL, hf_boot_id(), 9223372036854775806ULL);
+	hft_write(fence, line);
+	acquire(tok, &f, "-n");
+	cr_assert_eq(f, 9223372036854775807ULL, "the last fence there is");
+	cr_assert_eq(release(tok, NULL), 0);
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire", "-n",
+								 lock, "--pid", "1", NULL }),
+		     70);
+	cr_assert(strstr(err, "exhausted"), "%s", err);
+	free(err);
+	cr_assert(!hft_exists(lock), "nothing held after the refusal");
+	free(fence);
+}

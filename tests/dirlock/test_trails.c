@@ -455,3 +455,49 @@ Test(trail, withdraw_by_fd_plus_sweep)
 	free(ra0);
 	free(ra1);
 }
+
+/* The schedule of the 0.1 bug "a failed attempt leaves its record at L": a
+ * reaper R judges a dead owner, the directory is removed, A publishes, R
+ * takes A's directory into its claim, A's look finds its own record in R's
+ * claim and starts to withdraw, R restores A's directory, and 0.1's A then
+ * searched the claims, found nothing and left: L held by A's record while
+ * A's owner lived (max-hold, 10 min). Here A unlinks its record through its
+ * descriptor (D10): nothing of A's is left anywhere, and the next acquirer
+ * gets L at once although A's owner lives on. */
+Test(trail, failed_attempt_leaves_no_record_of_its_own)
+{
+	dl_dead_holder(lock);                               /* X, dead */
+	pid_t lifeA = dl_life();
+	struct hft_child R, A;
+	struct dl_acq r = { .path = lock };
+	hft_spawn_fn(&R, "pause:dirlock.reap.judged;pause:claim.restore.checked", dl_acq, &r);
+	hft_expect(&R, "dirlock.reap.judged");             /* R: X is dead */
+	comes_back();                                       /* another reaps X's directory */
+	char *ra = res("A");
+	struct dl_acq a = { .path = lock, .ovl = ovl, .life = lifeA, .result = ra };
+	hft_spawn_fn(&A, "pause:dirlock.acquire.published;pause:dirlock.withdraw.unlinked", dl_acq,
+		     &a);
+	hft_expect(&A, "dirlock.acquire.published");       /* A's record at L */
+	hft_go(&R);                                         /* R takes A's directory */
+	hft_expect(&R, "claim.restore.checked");           /* not X's: about to put it back */
+	hft_go(&A);                                         /* A's look: its record in R's claim */
+	hft_expect(&A, "dirlock.withdraw.unlinked");       /* unlinked through its descriptor */
+	hft_go(&R);                                         /* R restores A's (now empty) directory */
+	hft_wait(&R);
+	hft_go(&A);
+	cr_assert_neq(hft_wait(&A), DL_ENTERED);
+	cr_assert_eq(dl_ovl_count(ovl), 0);
+	/* A's owner lives; nothing of A's may hold L */
+	struct hf_lock_info i;
+	cr_assert_eq(hf_lock_status(lock, &i), 0);
+	cr_assert(i.state == HF_LOCK_FREE || i.state == HF_LOCK_ABANDONED,
+		  "state %d (owner pid %lld): a record of the failed attempt remains", i.state,
+		  (long long)i.owner.pid);
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
+	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0, "L at once");
+	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+	close(got.live_fd);
+	dl_kill(lifeA);
+	free(ra);
+}

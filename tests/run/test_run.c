@@ -172,6 +172,7 @@ static void signal_case(int sig, const char *trap, int want)
 	cr_assert_not(rt_lock_free(L), "held while CMD runs");
 	cr_assert_eq(kill(c.pid, sig), 0); /* to holdfast only, never to CMD */
 	cr_assert_eq(hft_wait(&c), want, "CMD's trap ran: the signal was forwarded");
+	hft_reap_group(&c); /* the trap's `kill $!` can miss a job still between fork and exec */
 	cr_assert(rt_lock_free(L), "released after a forwarded %s", trap);
 	free(line);
 	free(L);
@@ -357,4 +358,40 @@ Test(run, bind_mount_alias_is_the_same_lock)
 	free(zY);
 	free(aY);
 	free(aX);
+}
+
+/* A FIFO planted at L/owner: nothing opens it blocking. `run -n` is
+ * refused at once (65, unreadable record), a waiting `run` answers SIGTERM
+ * (its wait ends, CMD never runs), and so does a waiting `edit`. */
+Test(run, fifo_planted_at_owner_never_hangs_run_or_edit)
+{
+	char *L = rt_path(dir, "L"), *fifo = rt_path(L, "owner"), *F = rt_path(dir, "f");
+	char *FL = rt_path(dir, "f.lock"), *ffifo = rt_path(FL, "owner");
+	cr_assert_eq(mkdir(L, 0700), 0);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(mkdir(FL, 0700), 0);
+	cr_assert_eq(mkfifo(ffifo, 0600), 0);
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "true")), 65,
+		     "%s", err);
+	free(err);
+	struct hft_child r, e;
+	hft_spawn_cli(&r, "pause:dirlock.acquire.waiting",
+		      RT_ARGV("run", "-w", "30", "--lock", L, "--", "true"), NULL);
+	hft_spawn_cli(&e, "pause:dirlock.acquire.waiting", RT_ARGV("edit", "-w", "30", F, "--", "cat"),
+		      NULL);
+	hft_expect(&r, "dirlock.acquire.waiting");
+	hft_expect(&e, "dirlock.acquire.waiting");
+	hft_go(&r);
+	hft_go(&e);
+	cr_assert_eq(kill(r.pid, SIGTERM), 0);
+	cr_assert_eq(kill(e.pid, SIGTERM), 0);
+	cr_assert_eq(hft_wait(&r), 128 + SIGTERM);
+	cr_assert_eq(hft_wait(&e), 128 + SIGTERM);
+	cr_assert(!hft_exists(F), "edit's CMD never ran");
+	free(L);
+	free(fifo);
+	free(F);
+	free(FL);
+	free(ffifo);
 }

@@ -88,6 +88,7 @@ void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *ar
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		setpgid(0, 0); /* its own group: hft_reap_group can end leftovers */
 		dup2(o[1], 1);
 		dup2(e[1], 2);
 		/* pause fds at 3 (notify) and 4 (go), inherited across exec */
@@ -406,4 +407,13 @@ void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env
 	close(e[1]);
 	*c = (struct hft_child){ .pid = pid, .notify_rd = -1, .go_wr = -1, .out_rd = o[0],
 				 .err_rd = e[0] };
+}
+
+void hft_reap_group(const struct hft_child *c)
+{
+	/* everything still in the child's process group: a CMD's background
+	 * job that a signal reached in the instant between its fork and its
+	 * exec, when the shell's trap could not hand it on */
+	if (kill(-c->pid, SIGKILL) < 0)
+		cr_assert_eq(errno, ESRCH, "kill(-%d): %s", (int)c->pid, strerror(errno));
 }

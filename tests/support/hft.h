@@ -36,6 +36,10 @@ void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env
 void hft_expect(struct hft_child *c, const char *point);
 /* Let the child go on from its pause. */
 void hft_go(struct hft_child *c);
+/* SIGKILL whatever is left in a CLI child's process group (hft_spawn_cli
+ * makes each child a group leader): call after hft_wait when CMD may have
+ * left a background process (a shell's trap that races its own job). */
+void hft_reap_group(const struct hft_child *c);
 /* Wait for the child: its exit code, or 128+N when killed by signal N. */
 int hft_wait(struct hft_child *c);
 /* Collected stdout/stderr of a CLI child (valid after hft_wait, malloc'd). */
