@@ -52,18 +52,21 @@ static void lib_cycle(const void *unused)
 		fprintf(stderr, "release: %s\n", hf_strerror(rc)), exit(1);
 }
 
-/* The same calls, in the same order, with the same flags and sizes. */
-static char record[206];
+/* The same calls, in the same order, with the same flags and sizes (as
+ * strace shows them for one warm cycle of the library). */
+static char record[280];
+#define ODIR (O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY)
+#define OREC (O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
 static void bare_cycle(const void *unused)
 {
 	(void)unused;
-	char buf[4097], name[128], path[160], proc[64];
+	char buf[4097], name[128], path[160];
 	unsigned char rnd[16];
 	struct stat st;
 	struct statfs sf;
 	/* acquire */
 	int p = openat(AT_FDCWD, dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-	int s = openat(p, "L.holdfast", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY);
+	int s = openat(p, "L.holdfast", ODIR);
 	if (p < 0 || s < 0)
 		die("open");
 	fstat(s, &st);
@@ -71,69 +74,72 @@ static void bare_cycle(const void *unused)
 		die("uid");
 	fstatfs(s, &sf);
 	getrandom(rnd, 16, 0);
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)getpid());
-	int f = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (read(f, buf, 1023) < 0)
-		die("read");
-	close(f);
-	if (mkdirat(p, "L", 0700) < 0)
+	(void)getpid();
+	(void)getpid();
+	getrandom(rnd, 8, 0);
+	snprintf(name, sizeof name, "n-1796117716794-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	if (mkdirat(s, name, 0700) < 0)
 		die("mkdir");
-	int l = openat(p, "L", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int c = openat(s, "fence", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	flock(c, LOCK_EX);
-	if (pread(c, buf, 127, 0) < 0 || pwrite(c, buf, 79, 0) < 0)
+	int l = openat(s, name, ODIR);
+	flock(l, LOCK_SH | LOCK_NB);
+	if (syscall(SYS_renameat2, s, name, p, "L", RENAME_NOREPLACE) < 0)
+		die("rename");
+	int c = openat(s, "fence", O_RDWR | O_CREAT | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+		       0600);
+	flock(c, LOCK_EX | LOCK_NB);
+	if (pread(c, buf, 127, 0) < 0 || pwrite(c, buf, 100, 0) < 0)
 		die("fence");
 	flock(c, LOCK_UN);
 	int t = openat(s, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (write(t, record, sizeof record) < 0)
 		die("write");
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", t);
-	if (linkat(AT_FDCWD, proc, s, "../L/owner", AT_SYMLINK_FOLLOW) < 0)
+	if (linkat(t, "", l, "owner", AT_EMPTY_PATH) < 0)
 		die("link");
 	close(t);
 	fstat(s, &st);
-	int r = openat(p, "L/owner", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int r = openat(p, "L/owner", OREC);
 	if (read(r, buf, sizeof buf) < 0)
 		die("read");
 	close(r);
-	flock(c, LOCK_SH);
-	if (pread(c, buf, 127, 0) < 0)
+	flock(c, LOCK_EX | LOCK_NB);
+	if (pread(c, buf, 127, 0) < 0 || pwrite(c, buf, 100, 0) < 0)
 		die("pread");
 	flock(c, LOCK_UN);
 	close(c);
-	close(l);
 	close(s);
 	close(p);
 	/* release */
 	p = openat(AT_FDCWD, dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-	s = openat(p, "L.holdfast", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY);
+	s = openat(p, "L.holdfast", ODIR);
 	fstat(s, &st);
 	if (st.st_uid != geteuid())
 		die("uid");
 	fstatfs(s, &sf);
-	l = openat(p, "L", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = openat(l, "owner", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int d = openat(p, "L", ODIR);
+	r = openat(d, "owner", OREC);
 	if (read(r, buf, sizeof buf) < 0)
 		die("read");
 	close(r);
-	close(l);
+	close(d);
 	getrandom(rnd, 8, 0);
 	snprintf(name, sizeof name, "c-1796009672989-aca5127502d53742ccac26ac54196783-%02x%02x%02x%02x",
 		 rnd[0], rnd[1], rnd[2], rnd[3]);
 	if (syscall(SYS_renameat2, p, "L", s, name, RENAME_NOREPLACE) < 0)
 		die("rename");
-	l = openat(s, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = openat(l, "owner", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	d = openat(s, name, ODIR);
+	r = openat(d, "owner", OREC);
 	if (read(r, buf, sizeof buf) < 0)
 		die("read");
 	close(r);
-	close(l);
+	close(d);
 	snprintf(path, sizeof path, "%s/owner", name);
 	unlinkat(s, path, 0);
 	if (unlinkat(s, name, AT_REMOVEDIR) < 0)
 		die("rmdir");
 	close(s);
 	close(p);
+	close(l); /* the holder's kernel lock, closed after its release */
 }
 
 int main(int argc, char **argv)
