@@ -120,4 +120,14 @@ int hf_sys_getcwd(char *buf, size_t n);
 /* Sleep ms milliseconds (EINTR resumes the rest); a point "sleep". */
 int hf_sys_sleep_ms(int64_t ms);
 
+
+/* --- scope registry keeper (src/cli/keeper.c) ------------------------------ */
+pid_t hf_sys_setsid(void);
+int hf_sys_chdir(const char *path);
+/* pidfd_open(2): a descriptor that polls readable once pid has exited;
+ * -ENOSYS where the kernel has none. */
+int hf_sys_pidfd_open(pid_t pid);
+/* close_range(2) without flags: close every fd in [first, last]. */
+int hf_sys_close_range(unsigned first, unsigned last);
+
 #endif
