@@ -14,6 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 char *sc_dir;
@@ -21,16 +26,109 @@ char sc_reg[512];
 
 void sc_setup(void)
 {
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	sc_dir = hft_tmpdir();
 	snprintf(sc_reg, sizeof sc_reg, "%s/reg/scope.lock", sc_dir);
 	setenv("HOLDFAST_REGISTRY", sc_reg, 1);
 	unsetenv("HOLDFAST_POD");
 }
 
+void sc_reap_all(void)
+{
+	for (;;) {
+		pid_t p = waitpid(-1, NULL, 0);
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			break; /* ECHILD: nothing left */
+	}
+}
+
 void sc_teardown(void)
 {
 	hft_rmtree(sc_dir);
 	free(sc_dir);
+	sc_reap_all();
+}
+
+void sc_private_mounts(bool tmp)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: a private mount namespace (CI runs as root)");
+	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare(CLONE_NEWNS): %s", strerror(errno));
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "MS_PRIVATE: %s",
+		     strerror(errno));
+	if (tmp)
+		cr_assert_eq(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0, "tmpfs on /tmp: %s",
+			     strerror(errno));
+}
+
+bool sc_exits_within(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+	do
+		rc = poll(&p, 1, ms);
+	while (rc < 0 && errno == EINTR);
+	close(fd);
+	if (rc != 1)
+		return false;
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return true;
+}
+
+int sc_sh(char **out, char **err, const char *script, ...)
+{
+	const char *argv[64];
+	int n = 0;
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = script;
+	argv[n++] = "sh";
+	va_list ap;
+	va_start(ap, script);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && n < 63)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		setenv("HF", hft_bin(), 1);
+		unsetenv("HOLDFAST_FAULTS");
+		execv("/bin/sh", (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	char *so = hft_read_all(o[0]);
+	char *se = hft_read_all(e[0]);
+	close(o[0]);
+	close(e[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (out)
+		*out = so;
+	else
+		free(so);
+	if (err)
+		*err = se;
+	else
+		free(se);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 void sc_sleeper_start(struct sc_sleeper *s)

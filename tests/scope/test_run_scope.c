@@ -106,9 +106,9 @@ Test(run_scope, conflict_keeps_cmd_from_running)
 		     0);
 	char *err;
 	const char *marker = sc_path("ran");
-	int rc = sc_cli(NULL, &err, "run", "--scope", sc_path("p/x:write"), "--", "touch", marker,
-			NULL);
-	cr_assert_eq(rc, 1);
+	int rc = sc_cli(NULL, &err, "run", "-n", "--scope", sc_path("p/x:write"), "--", "touch",
+			marker, NULL);
+	cr_assert_eq(rc, 1, "-n: refused at once");
 	HAS(err, "holder (pid ");
 	cr_assert(!hft_exists(marker), "CMD never ran");
 	free(err);
