@@ -24,6 +24,11 @@
 char *sc_dir;
 char sc_reg[512];
 
+/* Every sleeper started and not ended yet: a test that fails half-way
+ * leaves its own, which sc_teardown ends before it waits for everyone. */
+static pid_t live_sleepers[256];
+static int nlive_sleepers;
+
 void sc_setup(void)
 {
 	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
@@ -46,6 +51,8 @@ void sc_reap_all(void)
 
 void sc_teardown(void)
 {
+	while (nlive_sleepers > 0)
+		kill(live_sleepers[--nlive_sleepers], SIGKILL); /* a failed test's */
 	hft_rmtree(sc_dir);
 	free(sc_dir);
 	sc_reap_all();
@@ -131,6 +138,14 @@ int sc_sh(char **out, char **err, const char *script, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+
+static void sleeper_forget(pid_t pid)
+{
+	for (int i = 0; i < nlive_sleepers; i++)
+		if (live_sleepers[i] == pid)
+			live_sleepers[i] = live_sleepers[--nlive_sleepers];
+}
+
 void sc_sleeper_start(struct sc_sleeper *s)
 {
 	int p[2];
@@ -148,6 +163,8 @@ void sc_sleeper_start(struct sc_sleeper *s)
 	close(p[0]);
 	s->pid = pid;
 	s->wr = p[1];
+	if (nlive_sleepers < 256)
+		live_sleepers[nlive_sleepers++] = pid;
 }
 
 void sc_sleeper_end(struct sc_sleeper *s, int sig)
@@ -158,6 +175,7 @@ void sc_sleeper_end(struct sc_sleeper *s, int sig)
 	int st;
 	while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
 		;
+	sleeper_forget(s->pid);
 }
 
 static int cli_va(const char *env, char **out, char **err, va_list ap)
@@ -224,4 +242,59 @@ json_t *sc_alloc(json_t *root, const char *name)
 		if (!strcmp(json_string_value(json_object_get(a, "name")), name))
 			return a;
 	return NULL;
+}
+
+void sc_need_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (unshare, mounts, setpriv); CI runs as root");
+}
+
+void sc_spawn(struct hft_child *c, const char *const *argv)
+{
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		setenv("HF", hft_bin(), 1);
+		unsetenv("HOLDFAST_FAULTS");
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	/* hft_wait closes notify_rd and go_wr: give it descriptors of its own */
+	int n[2], g[2];
+	cr_assert_eq(pipe2(n, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(g, O_CLOEXEC), 0);
+	close(n[1]);
+	close(g[0]);
+	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = o[0],
+				 .err_rd = e[0] };
+}
+
+char *sc_line(int fd)
+{
+	size_t cap = 256, n = 0;
+	char *line = malloc(cap);
+	char ch;
+	for (;;) {
+		ssize_t r = read(fd, &ch, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 1 || ch == '\n')
+			break;
+		if (n + 1 >= cap)
+			line = realloc(line, cap *= 2);
+		line[n++] = ch;
+	}
+	line[n] = '\0';
+	return line;
 }

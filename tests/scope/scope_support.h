@@ -6,6 +6,8 @@
 #ifndef SCOPE_SUPPORT_H
 #define SCOPE_SUPPORT_H
 
+#include "hft.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -33,6 +35,16 @@ void sc_private_mounts(bool tmp);
 /* Wait up to ms for process pid (a child of the test) to exit, without
  * sleeping (pidfd + poll); reap it. true when it exited. */
 bool sc_exits_within(pid_t pid, int ms);
+
+/* Skip the test unless we are root (unshare, mounts, setpriv). */
+void sc_need_root(void);
+
+/* Start argv (NULL-terminated, found on PATH) with HF=$HOLDFAST_BIN, stdin
+ * /dev/null, stdout and stderr on c->out_rd / c->err_rd (notify/go unused:
+ * -1). Wait with hft_wait (then close out_rd/err_rd). */
+void sc_spawn(struct hft_child *c, const char *const *argv);
+/* One line from fd (without the newline), malloc'd; "" at EOF. */
+char *sc_line(int fd);
 
 /* Run `sh -c script sh ARGS...` (NULL-terminated) with HF=$HOLDFAST_BIN in
  * its environment: the exit code; stdout/stderr in *out / *err. */
