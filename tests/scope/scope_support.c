@@ -70,6 +70,24 @@ void sc_private_mounts(bool tmp)
 			     strerror(errno));
 }
 
+int sc_wait_within(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+	do
+		rc = poll(&p, 1, ms);
+	while (rc < 0 && errno == EINTR);
+	close(fd);
+	if (rc != 1)
+		return -1;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 bool sc_exits_within(pid_t pid, int ms)
 {
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);

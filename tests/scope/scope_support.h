@@ -35,6 +35,9 @@ void sc_private_mounts(bool tmp);
 /* Wait up to ms for process pid (a child of the test) to exit, without
  * sleeping (pidfd + poll); reap it. true when it exited. */
 bool sc_exits_within(pid_t pid, int ms);
+/* The same, for a child whose status matters: its exit code (128+N for
+ * signal N), or -1 when it did not exit within ms (not collected then). */
+int sc_wait_within(pid_t pid, int ms);
 
 /* Skip the test unless we are root (unshare, mounts, setpriv). */
 void sc_need_root(void);
