@@ -28,6 +28,11 @@ char sc_reg[512];
  * leaves its own, which sc_teardown ends before it waits for everyone. */
 static pid_t live_sleepers[256];
 static int nlive_sleepers;
+/* Every process sc_spawn started: one still running at teardown (a failed
+ * test's) is killed - only if it is still our unreaped child, so its pid
+ * cannot be another process's. */
+static pid_t spawned[64];
+static int nspawned;
 
 void sc_setup(void)
 {
@@ -53,6 +58,12 @@ void sc_teardown(void)
 {
 	while (nlive_sleepers > 0)
 		kill(live_sleepers[--nlive_sleepers], SIGKILL); /* a failed test's */
+	while (nspawned > 0) {
+		pid_t p = spawned[--nspawned];
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)p, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+			kill(p, SIGKILL); /* still running, still ours */
+	}
 	hft_rmtree(sc_dir);
 	free(sc_dir);
 	sc_reap_all();
@@ -286,6 +297,8 @@ void sc_spawn(struct hft_child *c, const char *const *argv)
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
+	if (nspawned < 64)
+		spawned[nspawned++] = pid;
 	close(o[1]);
 	close(e[1]);
 	/* hft_wait closes notify_rd and go_wr: give it descriptors of its own */

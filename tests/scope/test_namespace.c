@@ -54,7 +54,7 @@ Test(ns, pod_inside_a_pid_namespace_lives_for_the_host)
 	sc_need_root();
 	const char *fifo = sc_path("fifo"), *p = sc_path("p");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	const char *argv[] = { "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	const char *argv[] = { "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 			       "\"$HF\" scope register inner \"$1:write:recursive\" >/dev/null || exit 9; "
 			       "echo registered; read x < \"$2\"",
 			       "sh", p, fifo, NULL };
@@ -124,7 +124,7 @@ Test(ns, host_pod_lives_for_a_pid_namespace)
 	free(err);
 
 	static const char inside[] =
-		"unshare --pid --fork --mount-proc sh -c "
+		"unshare --pid --fork --kill-child --mount-proc sh -c "
 		"'\"$HF\" scope register inner \"$1\"; echo rc=$?' sh \"$1\"";
 	char spec[1100];
 	snprintf(spec, sizeof spec, "%s/x:write", sc_path("p"));
@@ -161,7 +161,7 @@ Test(ns, run_scope_inside_a_pid_namespace_holds_while_cmd_runs)
 	sc_need_root();
 	const char *fifo = sc_path("fifo");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	const char *argv[] = { "unshare", "--pid", "--fork", "--mount-proc", hft_bin(), "run",
+	const char *argv[] = { "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", hft_bin(), "run",
 			       "--scope", sc_path("p:write:recursive"), "--name", "job", "--",
 			       "sh", "-c", "echo ready; read x < \"$0\"", fifo, NULL };
 	struct hft_child in;
