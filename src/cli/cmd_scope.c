@@ -64,8 +64,8 @@ static void holder_words(const struct hf_scope_holder *h, char *buf, size_t n)
 	if (h->age_ms >= 0 && h->registered_ms)
 		cli_format_age(h->age_ms, age, sizeof age);
 	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(h->name),
-		 (long long)h->pid, h->foreign_pidns ? " of another pid namespace" : "",
-		 h->comm[0] ? " " : "", SHOW(h->comm), h->host[0] ? SHOW(h->host) : "?",
+		 (long long)h->pid, h->foreign_pidns ? " in another pid namespace" : "",
+		 h->comm[0] ? ", command " : "", SHOW(h->comm), h->host[0] ? SHOW(h->host) : "?",
 		 (unsigned long long)h->generation, age[0] ? ", registered " : "", age,
 		 age[0] ? " ago" : "");
 }
