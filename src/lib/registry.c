@@ -1669,10 +1669,12 @@ static int req_specs_make(const struct hf_scope_request *req, struct req_specs *
 			rc = -ENOMEM;
 			break;
 		}
-		for (size_t k = 0; k < w; k++)
+		for (size_t k = 0; k < w && rc == 0; k++)
 			if (hf_fsid_parse(q->ids_text[i][k], strlen(q->ids_text[i][k]),
 					  &q->ids[i][k]) < 0)
-				return -EINVAL; /* never: hf_spec_identify writes this form */
+				rc = -EINVAL; /* never: hf_spec_identify writes this form */
+		if (rc < 0)
+			break;
 		q->specs[i].ids = q->ids[i];
 		q->specs[i].id_text = (const char *const *)q->ids_text[i];
 		q->specs[i].nids = (unsigned)w;
