@@ -408,10 +408,12 @@ int hf_scope_identity(const char *canonical_path, char *buf, size_t n);
  * AS THE OWNER (req->pid) LIVES - in that process, a child it forks, or a
  * keeper - and close it after hf_scope_release; a judge in another pid
  * namespace takes the lock being free as the owner's death and reaps the
- * allocation. Clear FD_CLOEXEC to pass it to an exec'ed owner (`holdfast run
- * --scope` keeps it until CMD has ended; `holdfast scope register` leaves it
- * to a keeper process). ret_live_fd NULL: no liveness file - then no judge
- * outside the owner's pid namespace can ever prove it dead. */
+ * allocation. Clear FD_CLOEXEC to pass it to an exec'ed owner. `holdfast run
+ * --scope` holds it for CMD (it is to be passed into CMD itself, so that it
+ * lives exactly as long as CMD; today run keeps it open until CMD has
+ * ended); `holdfast scope register` leaves it to a keeper process.
+ * ret_live_fd NULL: no liveness file - then no judge outside the owner's
+ * pid namespace can ever prove it dead. */
 int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generation,
 		      int *ret_live_fd, struct hf_scope_holder *reterr_holder);
 /* Remove name's allocation (generation 0: whatever its generation; else

@@ -117,6 +117,7 @@
 
 #include "claim.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -986,6 +987,8 @@ static int sweep(struct hf_scope_table *t, struct hf_scope_table *reaped, struct
 	for (size_t i = 0; i < t->n; i++) {
 		struct hf_alloc *a = &t->a[i];
 		const char *to = a->parent >= 0 ? t->a[a->parent].name : NULL;
+		/* R9: only a probe that proved death keeps its lock */
+		assert(a->live == HF_DEAD || a->probe_fd < 0);
 		if (a->live == HF_DEAD) {
 			count++;
 			t->generation++; /* R6 */
@@ -1934,6 +1937,7 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 		}
 	}
 	hf_sys_point("scope.register.decided");
+	assert(!ret_live_fd || (a->token && live_fd >= 0)); /* R9: its file exists first */
 	rc = reg_store(&r, &t, err);
 	if (rc == 0) {
 		if (ret_generation)
