@@ -757,7 +757,9 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 			int64_t left = (deadline_ns - hf_sys_mono_ns()) / 1000000;
 			slice = left < 1 ? 1 : left < slice ? left : slice;
 		}
-		req.lock_wait_ms = slice;
+		/* -n: the scope is tried once, but the registry's lock (a short
+		 * critical section, not the thing held) gets its usual bound */
+		req.lock_wait_ms = deadline_ns == 0 ? 0 : slice;
 		rc = hf_scope_register(&req, &run_generation, &live_fd, &h);
 		if (rc == HF_EHELD && !name && attempt < 4)
 			continue; /* a generated name taken: draw another */
