@@ -5,8 +5,8 @@
  *
  *   session lock     one holder per work tree, by lane      hf_session_take / _release
  *   directory lock   short mkdir lock with owner record      hf_lock_acquire / _release
- *   scope registry   machine-wide table of path scopes       hf_scope_register / _delegate
- *                                                             / _release / _reap
+ *   scope registry   per-user table of path scopes           hf_scope_register / _release
+ *                                                             / _reap / _check
  *
  * Error handling
  * --------------
@@ -321,19 +321,32 @@ int hf_lock_status(const char *path, struct hf_lock_info *ret);
 /* ---------------------------------------------------------------------------
  * Scope registry (seed 001) — see src/lib/registry.c and src/lib/scope.c.
  *
- * One JSON table per machine (hf_scope_registry_path) of pods and the path
+ * One JSON table per user (hf_scope_registry_path) of pods and the path
  * scopes they were granted. A spec is "PATH:MODE[:recursive]", MODE read or
  * write; recursive covers PATH and everything below it, otherwise PATH and
  * its direct children. Paths are made absolute and canonical (symbolic links
  * of the existing part resolved, "."/".." removed) and compared by whole
- * components. Two live pods never hold overlapping write specs unless one
+ * components; each spec also records the kernel's identity of what its path
+ * reaches (the mount's device and the path within that file system, and the
+ * mounts below a recursive spec), so one directory reached through a bind
+ * mount, or from a container sharing it, is one scope. Two live pods never
+ * hold write specs that overlap - by path or by identity - unless one
  * descends from the other (delegation); read specs never conflict. A pod's
  * effective scope is its own specs minus the write specs of its live
- * descendants. A pod whose process is proven dead is reaped on every change
+ * descendants. A pod whose owner is proven dead is reaped on every change
  * (its live children go to its nearest live ancestor). The registry's
  * generation grows with every change; each allocation keeps the one it was
  * granted (a fencing token: hf_scope_check with it tells a pod it lost its
  * scope).
+ *
+ * Liveness: each allocation records its owner's pid with the pid and time
+ * namespaces, boot-relative time and command (as struct hf_owner), and gets
+ * a random token and a liveness file "<registry>.live-<token>" beside the
+ * table, on which the registering side holds flock(LOCK_SH) for the owner's
+ * whole life (hf_scope_register hands that descriptor back). A judge in the
+ * owner's own pid namespace proves death by pid; a judge anywhere else (a
+ * container, `unshare --pid`) only by that kernel lock being free
+ * (hf_owner_liveness_fd) - never by a pid, which means nothing there.
  *
  * Errors: -EINVAL (a bad name, spec, socket; reterr->reason says which),
  * HF_EHELD (the name is taken), HF_ECONFLICT (reterr names the holder: the
@@ -341,12 +354,22 @@ int hf_lock_status(const char *path, struct hf_lock_info *ret);
  * spec not inside the parent's effective scope; reterr names the parent),
  * HF_ELOST (the parent is not registered), HF_ENOTHELD (nothing to release),
  * HF_EUNREADABLE (the registry does not parse: nothing changed, reason and
- * path in reterr), HF_EUNSAFE (a registry directory or file not ours,
- * group/world-writable, a symbolic link), other -errno.
+ * path in reterr), HF_EUNSAFE (a registry directory or file not ours - the
+ * reason names its owner's uid -, group/world-writable, a symbolic link, not
+ * a regular file or directory), HF_ETIMEDOUT (the registry's lock stayed
+ * held for the lock wait: reterr->pid and reason name the holder when
+ * /proc/locks shows it), -EOVERFLOW (the registry's generation is at
+ * 2^63-1: a change would write a table no reader accepts; nothing changed),
+ * other -errno.
  * ------------------------------------------------------------------------- */
 #define HF_POD_NAME_MAX 128
 #define HF_SCOPE_SPEC_MAX 4200            /* PATH_MAX + ":write:recursive"   */
 #define HF_SCOPE_SOCKET_MAX 4095
+#define HF_SCOPE_FS_MAX 4128              /* "MAJOR:MINOR:KIND:PATH"          */
+#define HF_SCOPE_LOCK_WAIT_MS 5000        /* default bound on the registry's
+					     flock(2): a stopped holder never
+					     hangs anyone for longer            */
+#define HF_SCOPE_LIVE_INFIX ".live-"      /* <registry>.live-<token>          */
 
 struct hf_scope_request {
 	const char *registry;             /* NULL: hf_scope_registry_path()         */
@@ -356,6 +379,9 @@ struct hf_scope_request {
 	pid_t pid;                        /* 0: the caller                          */
 	const char *socket;               /* absolute path, or NULL                 */
 	const char *from;                 /* delegating parent, or NULL             */
+	int64_t lock_wait_ms;             /* the registry lock: 0 the default
+					     (HF_SCOPE_LOCK_WAIT_MS), >0 at most
+					     that (then HF_ETIMEDOUT)              */
 };
 
 /* What went wrong, for the message: the holder on HF_ECONFLICT (or the
@@ -363,7 +389,8 @@ struct hf_scope_request {
  * and the registry's path on the other errors. */
 struct hf_scope_holder {
 	char name[HF_POD_NAME_MAX + 1];
-	int64_t pid;
+	int64_t pid;                      /* also: the registry lock's holder on
+					     HF_ETIMEDOUT (0: not known)           */
 	char host[HF_HOST_MAX + 1];
 	int64_t registered_ms;            /* Unix ms; 0: unknown                    */
 	uint64_t generation;
@@ -373,23 +400,54 @@ struct hf_scope_holder {
 	size_t others;                    /* more live holders overlapping it       */
 	char registry[4096];              /* the registry file                      */
 	char reason[512];
+	/* added after 0.1.0 */
+	char comm[HF_COMM_MAX + 1];       /* the holder's command; "" unknown       */
+	int foreign_pidns;                /* 1: pid is a pid of another pid
+					     namespace than the caller's           */
+	int64_t age_ms;                   /* of the registration (boot-relative on
+					     this kernel); -1: unknown             */
+	char fs[HF_SCOPE_FS_MAX];         /* HF_ECONFLICT by identity (another
+					     path to the same files): the holder's
+					     identity that met the request's;
+					     "" when the paths overlap             */
+	char request_fs[HF_SCOPE_FS_MAX]; /* and the request's                      */
 };
 
-/* $HOLDFAST_REGISTRY, else $XDG_RUNTIME_DIR/holdfast/scope.lock, else
- * /tmp/holdfast-<uid>/scope.lock. */
+/* $HOLDFAST_REGISTRY, else /tmp/holdfast-<euid>/scope.lock: one registry
+ * per user whatever the environment (XDG_RUNTIME_DIR, HOME, a login shell
+ * or cron, su, sudo, env -i all agree). A process whose /tmp is private (a
+ * systemd unit with PrivateTmp=yes, a container with its own /tmp) sees
+ * another directory there: it shares no registry with the rest of the user
+ * unless it sets HOLDFAST_REGISTRY to a path both see. */
 int hf_scope_registry_path(char *buf, size_t n);
 /* "PATH:MODE[:recursive]" with PATH canonical, into buf (n bytes). */
 int hf_scope_canonical(const char *spec, char *buf, size_t n);
 /* An absolute canonical path (see above) into buf. */
 int hf_scope_canonical_path(const char *path, char *buf, size_t n);
+/* The kernel identity of a canonical path, "MAJOR:MINOR:e:PATH" (the
+ * mount's device, the path within its file system) into buf: 0, -ENOENT
+ * when the mount table does not show it (a chroot), -errno. */
+int hf_scope_identity(const char *canonical_path, char *buf, size_t n);
 
 /* Register req->name for req->pid with every spec, or nothing (all or
- * nothing); delegated from req->from when set. 0 and the generation granted. */
+ * nothing); delegated from req->from when set. 0, the generation granted,
+ * and in *ret_live_fd a descriptor (close-on-exec) of the allocation's
+ * liveness file holding flock(LOCK_SH): THE CALLER MUST KEEP IT OPEN AS LONG
+ * AS THE OWNER (req->pid) LIVES - in that process, a child it forks, or a
+ * keeper - and close it after hf_scope_release; a judge in another pid
+ * namespace takes the lock being free as the owner's death and reaps the
+ * allocation. Clear FD_CLOEXEC to pass it to an exec'ed owner. `holdfast run
+ * --scope` holds it for CMD (it is to be passed into CMD itself, so that it
+ * lives exactly as long as CMD; today run keeps it open until CMD has
+ * ended); `holdfast scope register` leaves it to a keeper process.
+ * ret_live_fd NULL: no liveness file - then no judge outside the owner's
+ * pid namespace can ever prove it dead. */
 int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generation,
-		      struct hf_scope_holder *reterr_holder);
+		      int *ret_live_fd, struct hf_scope_holder *reterr_holder);
 /* Remove name's allocation (generation 0: whatever its generation; else
  * HF_ENOTYOURS when the name now belongs to another registration). Its scope
- * returns to its parent; its live children are re-parented to it. */
+ * returns to its parent; its live children are re-parented to it. Its
+ * liveness file is removed after the table no longer names it. */
 int hf_scope_release(const char *registry, const char *name, uint64_t generation,
 		     struct hf_scope_holder *reterr);
 
@@ -410,6 +468,14 @@ struct hf_scope_alloc {
 	int live;                         /* HF_ALIVE / HF_DEAD                     */
 	unsigned depth;                   /* in the delegation tree (live pods)     */
 	const char *returned_to;          /* hf_scope_reap: who got the scope back  */
+	/* added after 0.1.0: as in struct hf_owner (0 / "" unknown: an entry of 0.1) */
+	uint64_t pidns, timens;
+	int64_t boot_ms;
+	const char *comm;
+	const char *token;                /* NULL: no liveness file                 */
+	const char *const *scope_fs;      /* every spec's identities, in order      */
+	const size_t *scope_fs_spec;      /* the index in scope_allow of each       */
+	size_t nscope_fs;
 };
 /* Read the registry without changing it (a missing registry is empty). */
 int hf_scope_read(const char *registry, struct hf_scope_table **ret,
@@ -427,7 +493,8 @@ long hf_scope_find(const struct hf_scope_table *t, const char *name);
 void hf_scope_free(struct hf_scope_table *t);
 
 /* A pod's effective scope: its own specs minus these, the write specs of its
- * live descendants that overlap its own. *ret malloc'd (free it). */
+ * live descendants that overlap its own (by path or identity). *ret
+ * malloc'd (free it). */
 struct hf_scope_deny {
 	const char *scope;
 	const char *name;
@@ -449,8 +516,13 @@ struct hf_scope_verdict {
 	long holder;                      /* index of the deepest live holder, -1   */
 	const char *holder_scope;         /* its spec covering the path             */
 	long pod;                         /* index of the pod, -1                   */
+	const char *holder_fs;            /* the holder's identity covering the
+					     path when its spec's path does not
+					     (another path to the same files)      */
 };
-/* pod may be NULL (is it held at all?); pod_generation 0: any. */
+/* pod may be NULL (is it held at all?); pod_generation 0: any. A spec
+ * covers the path by path or by identity: the path's identity is read from
+ * this process's mount table (/proc/self/mountinfo). */
 int hf_scope_check(const struct hf_scope_table *t, const char *canonical_path,
 		   const char *pod, uint64_t pod_generation, struct hf_scope_verdict *ret);
 

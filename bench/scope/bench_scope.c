@@ -196,9 +196,12 @@ int main(int argc, char **argv)
 		for (int k = 0; k < block; k++) {
 			double t0 = now_ms();
 			uint64_t gen;
-			int rc = hf_scope_register(&req, &gen, &h);
+			int fd = -1;
+			int rc = hf_scope_register(&req, &gen, &fd, &h);
 			if (rc == 0)
 				rc = hf_scope_release(NULL, "newalloc", gen, &h);
+			if (fd >= 0)
+				close(fd);
 			if (rc < 0) {
 				fprintf(stderr, "holdfast: %s %s\n", hf_strerror(rc), h.reason);
 				return 1;

@@ -68,12 +68,29 @@ int cli_owner_find(pid_t *ret_pid, char *comm, size_t n);
 
 /* `run --scope` support, implemented with the scope commands (cmd_scope.c):
  * register specs for pid under name (NULL: a generated name), delegating
- * from $HOLDFAST_POD when it is set. Prints its own message on failure and
- * returns the exit code; 0 and ret_name (n bytes) on success. */
+ * from $HOLDFAST_POD when it is set, waiting until deadline_ns
+ * (CLOCK_MONOTONIC; <0 none, 0 try once) while the scope is held by another
+ * (woken when the registry changes), in slices so that a stop signal on c
+ * (may be NULL) ends the wait. Prints its own message on failure and
+ * returns the exit code (HF_EXIT_CONFLICT held or timed out, 128+N stopped
+ * by signal N); 0, ret_name (n bytes) and *ret_live_fd on success: the
+ * allocation's liveness descriptor (hf_scope_register), to keep open until
+ * CMD has ended and hand to cli_scope_run_release. */
+struct cli_child;
 int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
+			   int64_t deadline_ns, struct cli_child *c, int *ret_live_fd,
 			   char *ret_name, size_t n);
-/* Release what cli_scope_run_register registered; the exit code. */
-int cli_scope_run_release(const char *name);
+/* Release what cli_scope_run_register registered, then close live_fd (if
+ * >= 0); the exit code. */
+int cli_scope_run_release(const char *name, int live_fd);
+
+/* Keep fds (n of them, at most 64) open in a detached process, the keeper
+ * (keeper.c: its own session, stdio on /dev/null, working directory "/",
+ * every other descriptor closed), until process pid has exited or every
+ * one of their files has lost its last link (unlinked). Returns once the
+ * keeper watches both: its pid, -ESRCH when pid is gone already, -EINVAL,
+ * -errno. The caller may close its own copies at once. */
+int cli_keep_for(int pid, const int *fds, size_t n);
 
 /* Each family: argv[0] is the family name. Returns the exit code. */
 int cmd_session(int argc, char **argv);

@@ -643,6 +643,7 @@ struct run_state {
 	bool session_held;
 	char pod[HF_POD_NAME_MAX + 1];
 	bool pod_held;
+	int pod_fd;               /* the scope's liveness file: kept until CMD ended */
 };
 
 static void session_holder(const struct hf_session_status *st, char *buf, size_t n)
@@ -716,8 +717,9 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 static void run_release(struct run_state *s)
 {
 	if (s->pod_held) {
-		cli_scope_run_release(s->pod);
+		cli_scope_run_release(s->pod, s->pod_fd);
 		s->pod_held = false;
+		s->pod_fd = -1;
 	}
 	for (size_t i = s->nlocks; i-- > 0;) {
 		struct run_lock *l = &s->locks[i];
@@ -767,8 +769,8 @@ static int run_acquire(struct run_state *s)
 		l->held = true;
 	}
 	if (s->nscopes) {
-		rc = cli_scope_run_register(s->name, s->scopes, s->nscopes, s->child.pid, s->pod,
-					    sizeof s->pod);
+		rc = cli_scope_run_register(s->name, s->scopes, s->nscopes, s->child.pid, deadline,
+					    &s->child, &s->pod_fd, s->pod, sizeof s->pod);
 		if (rc != 0)
 			return rc;
 		s->pod_held = true;
@@ -792,6 +794,7 @@ int cmd_run(int argc, char **argv)
 	};
 	struct run_state s;
 	memset(&s, 0, sizeof s);
+	s.pod_fd = -1;
 	child_reset(&s.child);
 	s.w = (struct cli_wait_opts){ .wait_ms = -1, .conflict_exit = HF_EXIT_CONFLICT };
 	s.locks = calloc((size_t)argc, sizeof *s.locks);

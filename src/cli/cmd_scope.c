@@ -6,6 +6,8 @@
 
 #include "holdfast.h"
 #include "internal.h"
+#include "run.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -40,22 +42,32 @@ static const char usage[] =
 	"             NAME was granted)\n"
 	"  reap       remove every pod whose process is gone\n"
 	"\n"
-	"Registry: $HOLDFAST_REGISTRY, else $XDG_RUNTIME_DIR/holdfast/scope.lock, else\n"
-	"/tmp/holdfast-UID/scope.lock. Exit codes: 0 done, 1 conflict / held / lost,\n"
-	"64 usage, 65 corrupt registry (left untouched), 69 no such pod, 77 unsafe registry\n"
-	"directory or file.\n";
+	"Paths reached through a bind mount (or from a container sharing the directory)\n"
+	"are the same scope: each spec records the mount's device and the path within\n"
+	"that file system. A pod's process is judged by its pid only in its own pid\n"
+	"namespace; elsewhere by a kernel lock on its liveness file, held by `run` until\n"
+	"CMD ends and, after `register`, by a keeper process until PID ends.\n"
+	"\n"
+	"Registry: $HOLDFAST_REGISTRY, else /tmp/holdfast-UID/scope.lock - one per user\n"
+	"whatever the environment (login shell, cron, su, sudo, env -i). A process with a\n"
+	"private /tmp (systemd PrivateTmp=yes, a container) has its own there: set\n"
+	"HOLDFAST_REGISTRY to a path every process of the user sees. Exit codes: 0 done,\n"
+	"1 conflict / held / lost / the registry's lock stayed busy, 64 usage, 65 corrupt\n"
+	"registry (left untouched), 69 no such pod, 77 unsafe registry directory or file\n"
+	"(another user's, a symbolic link, not a regular file).\n";
 
 #define SHOW(s) CLI_SHOW(s)
 
 static void holder_words(const struct hf_scope_holder *h, char *buf, size_t n)
 {
 	char age[32] = "";
-	if (h->registered_ms) {
-		cli_format_age(hf_sys_now_ms() - h->registered_ms, age, sizeof age);
-	}
-	snprintf(buf, n, "%s (pid %lld, host %s, generation %llu%s%s%s)", h->name,
-		 (long long)h->pid, h->host[0] ? h->host : "?", (unsigned long long)h->generation,
-		 age[0] ? ", registered " : "", age, age[0] ? " ago" : "");
+	if (h->age_ms >= 0 && h->registered_ms)
+		cli_format_age(h->age_ms, age, sizeof age);
+	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(h->name),
+		 (long long)h->pid, h->foreign_pidns ? " in another pid namespace" : "",
+		 h->comm[0] ? ", command " : "", SHOW(h->comm), h->host[0] ? SHOW(h->host) : "?",
+		 (unsigned long long)h->generation, age[0] ? ", registered " : "", age,
+		 age[0] ? " ago" : "");
 }
 
 /* The message for a failed register/release; the exit code. */
@@ -68,11 +80,28 @@ static int report(const char *verb, const char *name, const char *const *specs, 
 	switch (rc) {
 	case HF_ECONFLICT:
 		holder_words(h, who, sizeof who);
-		cli_err("scope %s %s: %s (canonical %s) overlaps the write scope %s of %s%s "
-			"(registry %s)",
-			verb, SHOW(name), given, h->request, h->scope, who,
-			h->others ? ", and of more live pods" : "", h->registry);
+		if (h->fs[0])
+			cli_err("scope %s %s: %s (canonical %s) reaches the same files as the write "
+				"scope %s of %s%s, through another path (a bind mount): kernel "
+				"identity %s meets %s (registry %s)",
+				verb, SHOW(name), given, h->request, h->scope, who,
+				h->others ? ", and of more live pods" : "", h->request_fs, h->fs,
+				h->registry);
+		else
+			cli_err("scope %s %s: %s (canonical %s) overlaps the write scope %s of %s%s "
+				"(registry %s)",
+				verb, SHOW(name), given, h->request, h->scope, who,
+				h->others ? ", and of more live pods" : "", h->registry);
 		break;
+	case HF_ETIMEDOUT:
+		cli_err("scope %s %s: the registry %s is busy: %s", verb, SHOW(name), h->registry,
+			h->reason);
+		break;
+	case -EOVERFLOW:
+	case -EFBIG:
+		cli_err("scope %s %s: refusing to write the registry %s: %s", verb, SHOW(name),
+			h->registry, h->reason);
+		return HF_EXIT_DATAERR;
 	case HF_ENOTYOURS:
 		holder_words(h, who, sizeof who);
 		if (specs)
@@ -140,6 +169,26 @@ static json_t *alloc_json(const struct hf_scope_alloc *a, bool with_live)
 			      "generation", (json_int_t)a->generation);
 	if (when[0])
 		json_object_set_new(o, "registered", json_string(when));
+	/* the fields of the file, as the file has them (registry.c) */
+	if (a->pidns) {
+		json_object_set_new(o, "pidns", json_integer((json_int_t)a->pidns));
+		json_object_set_new(o, "timens", json_integer((json_int_t)a->timens));
+		json_object_set_new(o, "boottime_ms", json_integer((json_int_t)a->boot_ms));
+		json_object_set_new(o, "comm", json_string(a->comm));
+	}
+	if (a->token)
+		json_object_set_new(o, "token", json_string(a->token));
+	if (a->nscope_fs) {
+		json_t *fs = json_array();
+		for (size_t k = 0; k < a->nscope; k++) {
+			json_t *l = json_array();
+			for (size_t j = 0; j < a->nscope_fs; j++)
+				if (a->scope_fs_spec[j] == k)
+					json_array_append_new(l, json_string(a->scope_fs[j]));
+			json_array_append_new(fs, l);
+		}
+		json_object_set_new(o, "scope_fs", fs);
+	}
 	if (with_live)
 		json_object_set_new(o, "live", json_boolean(a->live == HF_ALIVE));
 	return o;
@@ -273,7 +322,8 @@ static int do_register(int argc, char **argv)
 		req.from = NULL;
 	struct hf_scope_holder h;
 	uint64_t gen;
-	rc = hf_scope_register(&req, &gen, &h);
+	int live_fd = -1;
+	rc = hf_scope_register(&req, &gen, &live_fd, &h);
 	if (rc < 0) {
 		int code = report("register", req.name, req.specs, rc, &h);
 		if (a.json)
@@ -282,6 +332,14 @@ static int do_register(int argc, char **argv)
 		free(pos);
 		return code;
 	}
+	/* The liveness file must be held as long as PID lives, and we exit
+	 * now: a keeper holds it (keeper.c). */
+	int keeper = cli_keep_for((int)req.pid, &live_fd, 1);
+	hf_sys_close(live_fd);
+	if (keeper < 0)
+		cli_err("warning: scope register %s: no keeper for its liveness file (%s): a "
+			"process in another pid namespace may take pid %d for dead",
+			SHOW(req.name), hf_strerror(keeper), (int)req.pid);
 	struct hf_scope_table *t;
 	rc = hf_scope_read(NULL, &t, &h);
 	long i = rc == 0 ? hf_scope_find(t, req.name) : -1;
@@ -289,15 +347,19 @@ static int do_register(int argc, char **argv)
 	if (i >= 0)
 		hf_scope_get(t, (size_t)i, &al);
 	if (a.json) {
-		cli_json_print(i >= 0 ? alloc_json(&al, false)
-				      : json_pack("{s:s, s:I}", "name", req.name, "generation",
-						  (json_int_t)gen));
+		json_t *o = i >= 0 ? alloc_json(&al, false)
+				   : json_pack("{s:s, s:I}", "name", req.name, "generation",
+					       (json_int_t)gen);
+		json_object_set_new(o, "keeper", keeper > 0 ? json_integer(keeper) : json_null());
+		cli_json_print(o);
 	} else {
 		printf("registered %s (pid %d, generation %llu%s%s)", req.name, (int)req.pid,
 		       (unsigned long long)gen, req.from ? ", delegated from " : "",
 		       req.from ? req.from : "");
 		for (size_t k = 0; i >= 0 && k < al.nscope; k++)
 			printf("%s%s", k ? ", " : ": ", al.scope_allow[k]);
+		if (keeper > 0)
+			printf("; liveness kept by pid %d", keeper);
 		printf("\n");
 	}
 	if (rc == 0)
@@ -501,9 +563,15 @@ static int do_check(int argc, char **argv)
 			h = json_pack("{s:s, s:I, s:s, s:I, s:s}", "name", holder.name, "pid",
 				      (json_int_t)holder.pid, "scope", v.holder_scope, "generation",
 				      (json_int_t)holder.generation, "host", holder.host);
+		if (v.holder >= 0 && v.holder_fs)
+			json_object_set_new(h, "fs", json_string(v.holder_fs));
+		char fs[HF_SCOPE_FS_MAX];
 		json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "path", given, "canonical", canon,
 				      "state", state_name(v.state), "holder", h, "generation",
 				      (json_int_t)hf_scope_generation(t));
+		json_object_set_new(o, "fs", hf_scope_identity(canon, fs, sizeof fs) == 0
+						    ? json_string(fs)
+						    : json_null());
 		if (a.pod) {
 			json_object_set_new(o, "pod", json_string(a.pod));
 			json_object_set_new(o, "pod_generation",
@@ -517,11 +585,13 @@ static int do_check(int argc, char **argv)
 			snprintf(where, sizeof where, "%s (canonical %s)", SHOW(given), canon);
 		else
 			snprintf(where, sizeof where, "%s", canon);
-		char who[600] = "";
+		char who[600 + HF_SCOPE_FS_MAX] = "";
 		if (v.holder >= 0)
-			snprintf(who, sizeof who, "%s (pid %lld, generation %llu) with %s",
+			snprintf(who, sizeof who, "%s (pid %lld, generation %llu) with %s%s%s%s",
 				 holder.name, (long long)holder.pid,
-				 (unsigned long long)holder.generation, v.holder_scope);
+				 (unsigned long long)holder.generation, v.holder_scope,
+				 v.holder_fs ? " (the same files through another path: " : "",
+				 v.holder_fs ? v.holder_fs : "", v.holder_fs ? ")" : "");
 		switch (v.state) {
 		case HF_SCOPE_FREE:
 			printf("%s: free (registry generation %llu)\n", where,
@@ -636,7 +706,12 @@ int cmd_scope(int argc, char **argv)
 static char run_name[HF_POD_NAME_MAX + 1];
 static uint64_t run_generation;
 
+/* A wait slice: the registry's lock and the wake-up are each bounded by it,
+ * so a stop signal is seen within two slices. */
+#define RUN_SLICE_MS 100
+
 int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
+			   int64_t deadline_ns, struct cli_child *c, int *ret_live_fd,
 			   char *ret_name, size_t n)
 {
 	const char *env = getenv("HOLDFAST_POD");
@@ -644,36 +719,100 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 					.from = env && *env ? env : NULL };
 	char gen_name[32];
 	struct hf_scope_holder h;
-	int rc;
+	int rc, live_fd = -1;
+	/* Woken when the registry changes: the table is replaced by a rename
+	 * (its temporary moves away) and live files are removed, both in the
+	 * registry's directory; a holder that dies changes nothing there, so
+	 * the wake-ups are also capped (hf_wait_next's backoff, at most 100 ms)
+	 * and each attempt reaps it. */
+	char reg[PATH_MAX];
+	rc = hf_scope_registry_path(reg, sizeof reg);
+	if (rc < 0)
+		return report("register", "(run)", NULL, rc, &h);
+	char *slash = strrchr(reg, '/');
+	if (slash && slash != reg)
+		*slash = '\0';
+	else
+		strcpy(reg, slash ? "/" : ".");
+	int64_t wait_ms = deadline_ns < 0 ? -1
+			  : deadline_ns == 0 ? 0
+					     : (deadline_ns - hf_sys_mono_ns()) / 1000000 + 1;
+	struct hf_waiter w;
+	hf_wait_init(&w, reg, "", wait_ms);
+	int64_t lock_busy_since = 0, lock_holder = -1;
+	bool timed_out = false;
 	for (int attempt = 0;; attempt++) {
 		if (name) {
 			req.name = name;
-		} else {
+		} else if (attempt == 0 || rc == HF_EHELD) {
 			char hex[9];
 			rc = hf_random_hex(hex, 4);
 			if (rc < 0)
-				return report("register", "(run)", NULL, rc, &h);
+				break;
 			snprintf(gen_name, sizeof gen_name, "run-%s", hex);
 			req.name = gen_name;
 		}
-		rc = hf_scope_register(&req, &run_generation, &h);
-		if (rc != HF_EHELD || name || attempt == 4)
+		int64_t slice = RUN_SLICE_MS;
+		if (deadline_ns > 0) {
+			int64_t left = (deadline_ns - hf_sys_mono_ns()) / 1000000;
+			slice = left < 1 ? 1 : left < slice ? left : slice;
+		}
+		/* -n: the scope is tried once, but the registry's lock (a short
+		 * critical section, not the thing held) gets its usual bound */
+		req.lock_wait_ms = deadline_ns == 0 ? 0 : slice;
+		rc = hf_scope_register(&req, &run_generation, &live_fd, &h);
+		if (rc == HF_EHELD && !name && attempt < 4)
+			continue; /* a generated name taken: draw another */
+		if (rc != HF_ECONFLICT && rc != HF_EHELD && rc != HF_ETIMEDOUT)
 			break;
+		if (rc == HF_ETIMEDOUT) {
+			/* the registry's lock: a holder that keeps it this long is
+			 * stopped, not busy (registry.c, R11) */
+			int64_t now = hf_sys_mono_ns();
+			if (!lock_busy_since || h.pid != lock_holder)
+				lock_busy_since = now;
+			lock_holder = h.pid;
+			if (now - lock_busy_since >= HF_SCOPE_LOCK_WAIT_MS * 1000000LL)
+				break;
+		} else {
+			lock_busy_since = 0;
+		}
+		int sig = c ? cli_child_stop_pending(c) : 0;
+		if (sig) {
+			hf_wait_done(&w);
+			cli_err("scope register %s: stopped by %s while waiting", SHOW(req.name),
+				strsignal(sig));
+			return 128 + sig;
+		}
+		if (deadline_ns == 0)
+			break;
+		hf_sys_point("run.scope.waiting");
+		if (hf_wait_next(&w) == HF_ETIMEDOUT) {
+			timed_out = true;
+			break;
+		}
 	}
+	hf_wait_done(&w);
 	if (rc < 0)
-		return report("register", req.name, specs, rc, &h);
-	if (strlen(req.name) + 1 > n)
+		return report(timed_out ? "register (timed out waiting)" : "register", req.name, specs,
+			      rc, &h);
+	if (strlen(req.name) + 1 > n) {
+		hf_sys_close(live_fd);
 		return HF_EXIT_SOFTWARE;
+	}
 	snprintf(run_name, sizeof run_name, "%s", req.name);
 	strcpy(ret_name, req.name);
+	*ret_live_fd = live_fd;
 	return HF_EXIT_OK;
 }
 
-int cli_scope_run_release(const char *name)
+int cli_scope_run_release(const char *name, int live_fd)
 {
 	uint64_t gen = !strcmp(name, run_name) ? run_generation : 0;
 	struct hf_scope_holder h;
 	int rc = hf_scope_release(NULL, name, gen, &h);
+	if (live_fd >= 0)
+		hf_sys_close(live_fd); /* after the release: the owner was alive until now */
 	if (rc == HF_ENOTHELD)
 		return HF_EXIT_OK; /* reaped already: CMD's pid ended before we got here */
 	if (rc == HF_ENOTYOURS) {

@@ -1,35 +1,53 @@
 /*
- * registry.c - the machine-wide scope registry (seed 001, hardened).
+ * registry.c - the per-user scope registry (seed 001, hardened).
  *
  * On-disk artifacts
  * -----------------
  *   <dir>/                  $HOLDFAST_REGISTRY's directory, else
- *                           $XDG_RUNTIME_DIR/holdfast, else /tmp/holdfast-<uid>;
- *                           created 0700, ours, not group/world-writable.
+ *                           /tmp/holdfast-<euid> (one per user, whatever the
+ *                           environment); created 0700, ours, not
+ *                           group/world-writable.
  *   <dir>/<base>            the table, one JSON object (0600):
  *     {"version":1,"generation":17,"allocations":[
  *     {"name":"a","pid":12345,"pid_start":…,"boot_id":"…","host":"box",
- *      "socket":null,"scope_allow":["/p/src:write:recursive"],
+ *      "pidns":4026531836,"timens":4026531834,"boottime_ms":81234,
+ *      "comm":"agent","token":"<32 hex>","socket":null,
+ *      "scope_allow":["/p/src:write:recursive"],
+ *      "scope_fs":[["259:1:r:/p/src","0:48:r:/"]],
  *      "delegated_from":null,"generation":12,"registered":"2026-…Z"}, …]}
+ *     pidns … token and scope_fs are absent in entries of holdfast 0.1.
+ *     scope_fs[i] lists spec i's kernel identities (scope.c: the mount's
+ *     device, the path within its file system, the mounts below).
  *   <dir>/<base>.flock      the lock file (0600, empty). Never renamed, never
  *                           replaced, never deleted: flock(2) is taken on it.
+ *   <dir>/<base>.live-<token>  an allocation's liveness file (0600, empty):
+ *                           the registering side holds flock(LOCK_SH) on it
+ *                           for the owner's whole life.
  *   <dir>/<base>.tmp-<hex>  a table being written; left only by a crash and
  *                           swept by the next change.
  *
  * Steps of a change (register, release, reap)
  * -------------------------------------------
  *   1. Open and verify the directory (O_NOFOLLOW; owner; mode), creating it.
- *   2. Open (O_NOFOLLOW, creating) and verify the lock file; flock(LOCK_EX);
- *      then check that the lock file at its name is still the one locked.
- *   3. Read and verify the table file; parse it. Sweep crash temporaries.
- *   4. Judge every allocation's owner (pid, start time, boot id, host); reap
- *      the dead: each one's live children go to its nearest live ancestor.
- *   5. Decide the change on the judged table (conflicts, delegation).
+ *   2. Open (O_NOFOLLOW|O_NONBLOCK, creating) and verify the lock file;
+ *      flock(LOCK_EX), waiting a bounded time; then check that the lock file
+ *      at its name is still the one locked.
+ *   3. Open the table (O_NONBLOCK), verify it is a regular file of ours, read
+ *      and parse it. Sweep crash temporaries, and live files that no entry
+ *      names and no one holds (a crash between creating one and writing the
+ *      table, or between writing the table and removing one).
+ *   4. Judge every allocation's owner (R7, R9); reap the dead: each one's
+ *      live children go to its nearest live ancestor.
+ *   5. Decide the change on the judged table (conflicts by path and by
+ *      identity, delegation). A registration creates its live file now
+ *      (O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and takes LOCK_SH on it.
  *   6. Write the new table: temporary, fsync, rename, fsync of the directory
- *      (hf_replace_file_at). Unlock by closing the lock file.
+ *      (hf_replace_file_at). Then remove the live files of the entries it
+ *      no longer names, close the judges' probes; unlock by closing the lock
+ *      file.
  *   Reads (list, effective, check) do 1 and 3-4 without the lock and without
  *   writing: the table file is only ever replaced whole, so a read sees one
- *   table, old or new.
+ *   table, old or new. Their probes are let go at once.
  *
  * Invariants
  * ----------
@@ -42,18 +60,34 @@
  *   (R3) A table that does not parse is never written over, nor are its
  *        allocations judged: HF_EUNREADABLE, nothing changed, the path said.
  *   (R4) Two live allocations of which neither descends from the other never
- *        hold overlapping write specs.
+ *        hold write specs that overlap by path or by kernel identity (one
+ *        directory through two mounts is one directory: scope.c, A5, A6).
  *   (R5) A delegated allocation's write specs lie inside its parent's
- *        effective write scope, its read specs inside its parent's specs;
- *        re-parenting to an ancestor keeps that true (scopes only nest).
+ *        effective write scope, its read specs inside its parent's specs
+ *        (by path or by identity); re-parenting to an ancestor keeps that
+ *        true (scopes only nest).
  *   (R6) The registry's generation strictly increases with every change (+1
  *        per allocation registered, released or reaped), is never reused,
  *        and each allocation keeps the generation it was granted.
- *   (R7) An allocation is reaped only on proof of death (hf_owner_liveness);
- *        anything unknown is alive.
- *   (R8) Directory 0700 when created and file 0600 whatever the umask; a
- *        directory or file not ours, group/world-writable, not of its type
- *        or a symbolic link is refused (HF_EUNSAFE), never used.
+ *   (R7) An allocation is reaped only on proof of death; anything unknown is
+ *        alive.
+ *   (R8) Directory 0700 when created and files 0600 whatever the umask; a
+ *        directory or file not ours (its owner's uid named),
+ *        group/world-writable, not of its type or a symbolic link is refused
+ *        (HF_EUNSAFE), never used.
+ *   (R9) A pid is proof only in its own pid namespace: an owner recorded in
+ *        another one (or in none known) is dead only when its live file's
+ *        flock is free (hf_owner_liveness_fd, probed under the registry
+ *        lock for a change); a live file is created before the table names
+ *        it and removed only after the table no longer does, so a judge
+ *        never finds an entry's file missing because of its own protocol.
+ *   (R10) Nothing is written that this version would refuse to read: a
+ *        generation past 2^63-1 (-EOVERFLOW), a table past REG_MAX_BYTES
+ *        (-EFBIG), text that is not UTF-8 without control characters.
+ *   (R11) Nothing the registry opens can block: every open is O_NONBLOCK,
+ *        and a table, lock or live file that is not a regular file is
+ *        refused before it is read or locked; the flock(LOCK_EX) wait is
+ *        bounded (HF_SCOPE_LOCK_WAIT_MS while one holder keeps it).
  *
  * Hazards
  * -------
@@ -65,11 +99,25 @@
  *     who may write where; it cannot stop a process that does not ask.
  *   - A read (check) may be stale the instant it returns; the generation it
  *     reports is what a pod compares before acting.
+ *   - The kernel lock proves death only if the registering side kept the
+ *     live file's descriptor for the owner's life: a caller that closes it
+ *     early (or a keeper killed) makes a live owner in another pid namespace
+ *     look dead to judges outside it. A live file deleted by hand makes such
+ *     an owner unprovable: alive until released.
+ *   - Paths still compare as strings across mount namespaces (a container's
+ *     /src and the host's /src are one scope to the registry, a refusal on
+ *     the safe side); identities only add conflicts.
+ *   - /tmp/holdfast-<euid> is a name in a shared directory: another user can
+ *     create it first. That is refused (77, naming the owner), never used;
+ *     set HOLDFAST_REGISTRY then. A process with a private /tmp (systemd
+ *     PrivateTmp=) has its own registry unless HOLDFAST_REGISTRY says
+ *     otherwise.
  */
 #include "scope.h"
 
 #include "claim.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -80,11 +128,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define REG_MAX_BYTES (256u << 20)
 #define REG_MAX_SPECS 1024
-
+#define REG_GEN_MAX ((uint64_t)INT64_MAX) /* the largest JSON integer jansson reads */
+#define TOKEN_HEX 32
 /* ------------------------------------------------------------------------
  * Arena: every string and array of a table lives in a few big blocks.
  * --------------------------------------------------------------------- */
@@ -136,6 +186,9 @@ static void arena_free(struct hf_arena *a)
 
 void hf_registry_table_clear(struct hf_scope_table *t)
 {
+	for (size_t i = 0; i < t->n; i++)
+		if (t->a[i].probe_fd >= 0)
+			hf_sys_close(t->a[i].probe_fd);
 	free(t->a);
 	arena_free(t->arena);
 	memset(t, 0, sizeof *t);
@@ -154,6 +207,7 @@ static int table_push(struct hf_scope_table *t, struct hf_alloc **ret)
 	*ret = &t->a[t->n++];
 	memset(*ret, 0, sizeof **ret);
 	(*ret)->parent = -1;
+	(*ret)->probe_fd = -1;
 	return 0;
 }
 
@@ -233,6 +287,15 @@ static bool text_field(const json_t *v, size_t max, bool allow_empty)
 	return len <= max && strlen(s) == len && (allow_empty || len > 0) && hf_text_ok(s, max);
 }
 
+static bool token_ok(const char *s)
+{
+	size_t i = 0;
+	for (; s[i]; i++)
+		if (i >= TOKEN_HEX || !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == TOKEN_HEX;
+}
+
 static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_max, char *why,
 		       size_t n)
 {
@@ -282,6 +345,24 @@ static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_m
 		snprintf(why, n, "\"generation\" missing, not positive, or above the registry's");
 		return -EINVAL;
 	}
+	const json_t *pidns = json_object_get(o, "pidns"), *timens = json_object_get(o, "timens");
+	const json_t *bms = json_object_get(o, "boottime_ms"), *comm = json_object_get(o, "comm");
+	const json_t *token = json_object_get(o, "token"), *sfs = json_object_get(o, "scope_fs");
+	if ((pidns && (!json_is_integer(pidns) || json_integer_value(pidns) < 0)) ||
+	    (timens && (!json_is_integer(timens) || json_integer_value(timens) < 0)) ||
+	    (bms && (!json_is_integer(bms) || json_integer_value(bms) < 0))) {
+		snprintf(why, n, "\"pidns\", \"timens\" or \"boottime_ms\" is not a non-negative "
+			 "integer");
+		return -EINVAL;
+	}
+	if (comm && !text_field(comm, HF_COMM_MAX, true)) {
+		snprintf(why, n, "\"comm\" is not short text");
+		return -EINVAL;
+	}
+	if (token && (!json_is_string(token) || !token_ok(json_string_value(token)))) {
+		snprintf(why, n, "\"token\" is not %d lowercase hex digits", TOKEN_HEX);
+		return -EINVAL;
+	}
 	int64_t when_ms = 0;
 	if (when && (!json_is_string(when) || hf_time_parse(json_string_value(when), &when_ms) < 0)) {
 		snprintf(why, n, "\"registered\" is not an ISO-8601 time");
@@ -291,6 +372,22 @@ static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_m
 	if (!json_is_array(allow) || ns == 0 || ns > REG_MAX_SPECS) {
 		snprintf(why, n, "\"scope_allow\" is not a list of 1 to %d specs", REG_MAX_SPECS);
 		return -EINVAL;
+	}
+	size_t nfs = 0;
+	if (sfs) {
+		if (!json_is_array(sfs) || json_array_size(sfs) != ns) {
+			snprintf(why, n, "\"scope_fs\" is not one list for each spec");
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < ns; i++) {
+			const json_t *l = json_array_get(sfs, i);
+			if (!json_is_array(l) || json_array_size(l) > HF_SCOPE_IDS_MAX) {
+				snprintf(why, n, "\"scope_fs\"[%zu] is not a list of at most %d "
+					 "identities", i, HF_SCOPE_IDS_MAX);
+				return -EINVAL;
+			}
+			nfs += json_array_size(l);
+		}
 	}
 	struct hf_alloc *a;
 	int rc = table_push(t, &a);
@@ -312,6 +409,14 @@ static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_m
 					     : NULL;
 	a->generation = (uint64_t)json_integer_value(gen);
 	a->registered_ms = when_ms;
+	a->pidns = pidns ? (uint64_t)json_integer_value(pidns) : 0;
+	a->timens = timens ? (uint64_t)json_integer_value(timens) : 0;
+	a->boot_ms = bms ? (int64_t)json_integer_value(bms) : 0;
+	a->comm = comm ? arena_strndup(&t->arena, json_string_value(comm), json_string_length(comm))
+		       : "";
+	a->token = token ? arena_strndup(&t->arena, json_string_value(token), TOKEN_HEX) : NULL;
+	if (!a->comm || (token && !a->token))
+		return -ENOMEM;
 	a->nspecs = ns;
 	a->specs = arena_alloc(&t->arena, ns * sizeof *a->specs);
 	a->spec_text = arena_alloc(&t->arena, ns * sizeof *a->spec_text);
@@ -332,6 +437,40 @@ static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_m
 			snprintf(why, n, "\"scope_allow\"[%zu] is not a canonical PATH:MODE[:recursive]",
 				 i);
 			return -EINVAL;
+		}
+	}
+	if (!nfs)
+		return 0;
+	a->nfs = nfs;
+	a->fs = arena_alloc(&t->arena, nfs * sizeof *a->fs);
+	a->fs_text = arena_alloc(&t->arena, nfs * sizeof *a->fs_text);
+	a->fs_spec = arena_alloc(&t->arena, nfs * sizeof *a->fs_spec);
+	if (!a->fs || !a->fs_text || !a->fs_spec)
+		return -ENOMEM;
+	size_t at = 0;
+	for (size_t i = 0; i < ns; i++) {
+		const json_t *l = json_array_get(sfs, i);
+		size_t k = json_array_size(l);
+		a->specs[i].ids = a->fs + at;
+		a->specs[i].id_text = a->fs_text + at;
+		a->specs[i].nids = (unsigned)k;
+		for (size_t j = 0; j < k; j++, at++) {
+			const json_t *v = json_array_get(l, j);
+			if (!text_field(v, HF_FSID_MAX - 1, false)) {
+				snprintf(why, n, "\"scope_fs\"[%zu][%zu] is not text", i, j);
+				return -EINVAL;
+			}
+			const char *txt = arena_strndup(&t->arena, json_string_value(v),
+							json_string_length(v));
+			if (!txt)
+				return -ENOMEM;
+			if (hf_fsid_parse(txt, json_string_length(v), &a->fs[at]) < 0) {
+				snprintf(why, n, "\"scope_fs\"[%zu][%zu] is not MAJOR:MINOR:KIND:PATH",
+					 i, j);
+				return -EINVAL;
+			}
+			a->fs_text[at] = txt;
+			a->fs_spec[at] = i;
 		}
 	}
 	return 0;
@@ -527,6 +666,20 @@ int hf_registry_format(const struct hf_scope_table *t, char **ret, size_t *ret_l
 		out_str(&o, a->boot_id);
 		OUT_LIT(&o, ",\"host\":");
 		out_str(&o, a->host);
+		if (a->pidns) {
+			OUT_LIT(&o, ",\"pidns\":");
+			out_u64(&o, a->pidns);
+			OUT_LIT(&o, ",\"timens\":");
+			out_u64(&o, a->timens);
+			OUT_LIT(&o, ",\"boottime_ms\":");
+			out_u64(&o, (uint64_t)a->boot_ms);
+			OUT_LIT(&o, ",\"comm\":");
+			out_str(&o, a->comm);
+		}
+		if (a->token) {
+			OUT_LIT(&o, ",\"token\":");
+			out_str(&o, a->token);
+		}
 		OUT_LIT(&o, ",\"socket\":");
 		if (a->socket)
 			out_str(&o, a->socket);
@@ -538,7 +691,23 @@ int hf_registry_format(const struct hf_scope_table *t, char **ret, size_t *ret_l
 				OUT_LIT(&o, ",");
 			out_str(&o, a->spec_text[k]);
 		}
-		OUT_LIT(&o, "],\"delegated_from\":");
+		OUT_LIT(&o, "]");
+		if (a->nfs) {
+			OUT_LIT(&o, ",\"scope_fs\":[");
+			for (size_t k = 0; k < a->nspecs; k++) {
+				if (k)
+					OUT_LIT(&o, ",");
+				OUT_LIT(&o, "[");
+				for (unsigned j = 0; j < a->specs[k].nids; j++) {
+					if (j)
+						OUT_LIT(&o, ",");
+					out_str(&o, a->specs[k].id_text[j]);
+				}
+				OUT_LIT(&o, "]");
+			}
+			OUT_LIT(&o, "]");
+		}
+		OUT_LIT(&o, ",\"delegated_from\":");
 		if (a->from)
 			out_str(&o, a->from);
 		else
@@ -566,6 +735,90 @@ int hf_registry_format(const struct hf_scope_table *t, char **ret, size_t *ret_l
 }
 
 /* ------------------------------------------------------------------------
+ * String sets (tokens), open addressing.
+ * --------------------------------------------------------------------- */
+
+struct strset {
+	size_t mask;
+	const char **slot;
+};
+
+static int strset_init(struct strset *s, size_t n)
+{
+	size_t size = 16;
+	while (size < 2 * n + 1)
+		size <<= 1;
+	s->slot = calloc(size, sizeof *s->slot);
+	s->mask = size - 1;
+	return s->slot ? 0 : -ENOMEM;
+}
+
+static void strset_add(struct strset *s, const char *k)
+{
+	size_t h = fnv(k) & s->mask;
+	while (s->slot[h] && strcmp(s->slot[h], k))
+		h = (h + 1) & s->mask;
+	s->slot[h] = k;
+}
+
+static bool strset_has(const struct strset *s, const char *k)
+{
+	size_t h = fnv(k) & s->mask;
+	while (s->slot[h]) {
+		if (!strcmp(s->slot[h], k))
+			return true;
+		h = (h + 1) & s->mask;
+	}
+	return false;
+}
+
+/* The tokens of every entry of t; NULL slot array on -ENOMEM. */
+static int token_set(const struct hf_scope_table *t, struct strset *s)
+{
+	int rc = strset_init(s, t->n);
+	for (size_t i = 0; rc == 0 && i < t->n; i++)
+		if (t->a[i].token)
+			strset_add(s, t->a[i].token);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Live files: <base>.live-<token>.
+ * --------------------------------------------------------------------- */
+
+/* buf: NAME_MAX + 1 bytes; base is at most NAME_MAX - 40 (reg_open). */
+static void live_name(const char *base, const char *token, char *buf)
+{
+	size_t bl = strnlen(base, NAME_MAX - 40), il = strlen(HF_SCOPE_LIVE_INFIX);
+	size_t tl = strnlen(token, TOKEN_HEX);
+	memcpy(buf, base, bl);
+	memcpy(buf + bl, HF_SCOPE_LIVE_INFIX, il);
+	memcpy(buf + bl + il, token, tl);
+	buf[bl + il + tl] = '\0';
+}
+
+/* Open an existing live file for a probe: a regular file of ours, opened
+ * without blocking (R11). The fd, or <0. */
+static int live_open(int dirfd, const char *name)
+{
+	struct stat st, fst;
+	int rc = hf_sys_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0)
+		return rc;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		return HF_EUNSAFE;
+	int fd = hf_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0)
+		return fd;
+	rc = hf_sys_fstat(fd, &fst);
+	if (rc < 0 || !S_ISREG(fst.st_mode) || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+		hf_sys_close(fd);
+		return rc < 0 ? rc : HF_EUNSAFE;
+	}
+	return fd;
+}
+
+/* ------------------------------------------------------------------------
  * Judging: liveness (one proof per distinct owner), parents, depths.
  * --------------------------------------------------------------------- */
 
@@ -573,26 +826,72 @@ static void registry_link(struct hf_scope_table *t);
 
 struct live_slot {
 	int64_t pid;
-	uint64_t start;
+	uint64_t start, pidns;
 	const char *boot, *host;
 	int live;
 	bool used;
 };
 
-void hf_registry_judge(struct hf_scope_table *t)
+static void owner_of(const struct hf_alloc *a, struct hf_owner *o)
+{
+	memset(o, 0, sizeof *o);
+	o->pid = a->pid;
+	o->pid_start = a->pid_start;
+	snprintf(o->boot_id, sizeof o->boot_id, "%s", a->boot_id);
+	snprintf(o->host, sizeof o->host, "%s", a->host);
+	o->pidns = a->pidns;
+	o->timens = a->timens;
+	o->boot_ms = a->boot_ms;
+	o->time_ms = a->registered_ms;
+	snprintf(o->comm, sizeof o->comm, "%s", a->comm ? a->comm : "");
+}
+
+/* Is a's pid a pid of this process's namespace, on this kernel? Else only
+ * its kernel lock can prove its death (R9). Entries of 0.1 (no pidns) are
+ * judged as 0.1 judged them (liveness.c). */
+static bool pid_is_ours(const struct hf_alloc *a)
+{
+	if (!a->pidns)
+		return true;
+	uint64_t mine = hf_self_pidns();
+	return mine != HF_PIDNS_UNKNOWN && a->pidns == mine;
+}
+
+void hf_registry_judge(struct hf_scope_table *t, int dirfd, const char *base, bool keep)
 {
 	size_t size = 16;
 	while (size < 2 * t->n + 1)
 		size <<= 1;
 	struct live_slot *cache = calloc(size, sizeof *cache);
+	const char *boot = hf_boot_id();
 	for (size_t i = 0; i < t->n; i++) {
 		struct hf_alloc *a = &t->a[i];
+		struct hf_owner o;
+		owner_of(a, &o);
+		if (!pid_is_ours(a)) {
+			/* R9: a pid of another namespace proves nothing; the live
+			 * file's lock does, on this kernel only */
+			int fd = -1;
+			if (dirfd >= 0 && a->token && boot[0] && !strcmp(a->boot_id, boot)) {
+				char live[NAME_MAX + 1];
+				live_name(base, a->token, live);
+				fd = live_open(dirfd, live);
+			}
+			a->live = hf_owner_liveness_fd(&o, fd >= 0 ? fd : -1); /* R7 */
+			if (fd >= 0 && a->live == HF_DEAD && keep)
+				a->probe_fd = fd; /* LOCK_EX until the change is written */
+			else if (fd >= 0)
+				hf_sys_close(fd);
+			continue;
+		}
 		struct live_slot *s = NULL;
 		if (cache) {
-			size_t h = ((uint64_t)a->pid * 0x9e3779b97f4a7c15ull ^ a->pid_start) & (size - 1);
+			size_t h = ((uint64_t)a->pid * 0x9e3779b97f4a7c15ull ^ a->pid_start ^ a->pidns) &
+				   (size - 1);
 			while (cache[h].used &&
 			       !(cache[h].pid == a->pid && cache[h].start == a->pid_start &&
-				 !strcmp(cache[h].boot, a->boot_id) && !strcmp(cache[h].host, a->host)))
+				 cache[h].pidns == a->pidns && !strcmp(cache[h].boot, a->boot_id) &&
+				 !strcmp(cache[h].host, a->host)))
 				h = (h + 1) & (size - 1);
 			s = &cache[h];
 			if (s->used) {
@@ -600,17 +899,11 @@ void hf_registry_judge(struct hf_scope_table *t)
 				continue;
 			}
 		}
-		struct hf_owner o;
-		memset(&o, 0, sizeof o);
-		o.pid = a->pid;
-		o.pid_start = a->pid_start;
-		snprintf(o.boot_id, sizeof o.boot_id, "%s", a->boot_id);
-		snprintf(o.host, sizeof o.host, "%s", a->host);
 		a->live = hf_owner_liveness(&o); /* R7 */
 		if (s)
 			*s = (struct live_slot){ .pid = a->pid, .start = a->pid_start,
-						 .boot = a->boot_id, .host = a->host,
-						 .live = a->live, .used = true };
+						 .pidns = a->pidns, .boot = a->boot_id,
+						 .host = a->host, .live = a->live, .used = true };
 	}
 	free(cache);
 	registry_link(t);
@@ -655,15 +948,47 @@ static bool descends(const struct hf_scope_table *t, long i, long anc)
 	return false;
 }
 
+/* Entries a change removed: their live files go once the table written no
+ * longer names them (R9); the judges' probes are closed then. */
+struct gone {
+	const char *token;
+	int fd;
+};
+struct gone_list {
+	struct gone *g;
+	size_t n, cap;
+	bool oom; /* a file could not be listed: the orphan sweep gets it later */
+};
+
+static void gone_push(struct gone_list *l, const char *token, int fd)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		struct gone *g = realloc(l->g, cap * sizeof *g);
+		if (!g) {
+			if (fd >= 0)
+				hf_sys_close(fd);
+			l->oom = true;
+			return;
+		}
+		l->g = g;
+		l->cap = cap;
+	}
+	l->g[l->n++] = (struct gone){ .token = token, .fd = fd };
+}
+
 /* Remove the dead (R7): live children go to their nearest live ancestor.
- * Appends the reaped entries to *reaped when not NULL. The number reaped. */
-static int sweep(struct hf_scope_table *t, struct hf_scope_table *reaped)
+ * Appends the reaped entries to *reaped when not NULL, and each one's live
+ * file to *gone. The number reaped. */
+static int sweep(struct hf_scope_table *t, struct hf_scope_table *reaped, struct gone_list *gone)
 {
 	size_t w = 0;
 	int count = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		struct hf_alloc *a = &t->a[i];
 		const char *to = a->parent >= 0 ? t->a[a->parent].name : NULL;
+		/* R9: only a probe that proved death keeps its lock */
+		assert(a->live == HF_DEAD || a->probe_fd < 0);
 		if (a->live == HF_DEAD) {
 			count++;
 			t->generation++; /* R6 */
@@ -673,8 +998,12 @@ static int sweep(struct hf_scope_table *t, struct hf_scope_table *reaped)
 					*r = *a;
 					r->returned_to = to;
 					r->parent = -1;
+					r->probe_fd = -1; /* the gone list owns it */
 				}
 			}
+			if (a->token || a->probe_fd >= 0)
+				gone_push(gone, a->token, a->probe_fd);
+			a->probe_fd = -1;
 			continue;
 		}
 		a->from = to; /* re-parent (also drops a name that is gone) */
@@ -694,24 +1023,21 @@ int hf_scope_registry_path(char *buf, size_t n)
 {
 	const char *env = getenv("HOLDFAST_REGISTRY");
 	int len;
-	if (env && *env) {
+	if (env && *env) /* the explicit override */
 		len = snprintf(buf, n, "%s", env);
-	} else {
-		const char *xdg = getenv("XDG_RUNTIME_DIR");
-		if (xdg && xdg[0] == '/')
-			len = snprintf(buf, n, "%s/holdfast/scope.lock", xdg);
-		else
-			len = snprintf(buf, n, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
-	}
+	else /* one per user, whatever XDG_RUNTIME_DIR or HOME say */
+		len = snprintf(buf, n, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
 struct reg {
 	int dirfd;
 	int lockfd;
+	int64_t lock_wait_ms;
 	char base[NAME_MAX + 1];
 	char lockname[NAME_MAX + 1];
-	char tmpprefix[NAME_MAX + 1];
+	char dir[PATH_MAX];
+	struct gone_list gone;
 };
 
 static int say(struct hf_scope_holder *err, int rc, const char *fmt, ...)
@@ -730,26 +1056,170 @@ static int say(struct hf_scope_holder *err, int rc, const char *fmt, ...)
 #define unsafe(err, ...) say(err, HF_EUNSAFE, __VA_ARGS__)
 #define bad_input(err, ...) say(err, -EINVAL, __VA_ARGS__)
 
+static const char *type_name(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISREG(m) ? "a regular file" : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISLNK(m) ? "a symbolic link" : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "of an unknown type";
+}
+
 /* R8: ours, not writable by others, of the right type. */
 static int verify_stat(const struct stat *st, bool dir, const char *what,
 		       struct hf_scope_holder *err)
 {
-	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
-		return unsafe(err, "%s is not a %s", what, dir ? "directory" : "regular file");
 	if (st->st_uid != geteuid())
-		return unsafe(err, "%s belongs to another user", what);
+		return unsafe(err,
+			      "%s belongs to uid %u, not to us (uid %u): another user made it; "
+			      "remove it (as that user or root) or set HOLDFAST_REGISTRY",
+			      what, (unsigned)st->st_uid, (unsigned)geteuid());
+	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+		return unsafe(err, "%s is %s, not %s", what, type_name(st->st_mode),
+			      dir ? "a directory" : "a regular file");
 	if (st->st_mode & 022)
-		return unsafe(err, "%s is writable by group or others", what);
+		return unsafe(err, "%s is writable by group or others (mode %04o)", what,
+			      (unsigned)(st->st_mode & 07777));
 	return 0;
+}
+
+static void gone_close(struct gone_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->g[i].fd >= 0)
+			hf_sys_close(l->g[i].fd);
+	free(l->g);
+	memset(l, 0, sizeof *l);
 }
 
 static void reg_close(struct reg *r)
 {
+	gone_close(&r->gone);
 	if (r->lockfd >= 0)
 		hf_sys_close(r->lockfd); /* unlocks */
 	if (r->dirfd >= 0)
 		hf_sys_close(r->dirfd);
 	r->lockfd = r->dirfd = -1;
+}
+
+/* /proc/<pid>/stat's state letter ('T' stopped, 't' traced), or 0. */
+static char pid_state(long pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0)
+		return 0;
+	ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
+	hf_sys_close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Who holds a flock on st's file, from /proc/locks: the pid (in our pid
+ * namespace; 0 when the holder is not visible here), or -1 when none is
+ * listed. */
+static long flock_holder(const struct stat *st)
+{
+	char *buf;
+	size_t len;
+	if (hf_read_file_at(AT_FDCWD, "/proc/locks", O_NONBLOCK | O_NOCTTY, 16u << 20, &buf, &len,
+			    NULL) < 0)
+		return -1;
+	long who = -1;
+	for (char *line = buf; line && *line && who < 0;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		/* "1: FLOCK  ADVISORY  WRITE 4242 00:2a:1234 0 EOF"; waiters
+		 * are listed with "->" and hold nothing */
+		char type[16], adv[16], mode[16];
+		long pid;
+		unsigned maj, min;
+		unsigned long long ino;
+		if (!strstr(line, "->") &&
+		    sscanf(line, "%*[^:]: %15s %15s %15s %ld %x:%x:%llu", type, adv, mode, &pid, &maj,
+			   &min, &ino) == 7 &&
+		    !strcmp(type, "FLOCK") && maj == major(st->st_dev) && min == minor(st->st_dev) &&
+		    ino == (unsigned long long)st->st_ino)
+			who = pid;
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	return who;
+}
+
+/* Step 2's wait (R11): flock(LOCK_EX) without ever blocking in the kernel,
+ * retried with a growing sleep. The bound: r->lock_wait_ms when the caller
+ * set one; else HF_SCOPE_LOCK_WAIT_MS while one holder keeps the lock (a
+ * holder that changed since the last look means progress: another window).
+ * HF_ETIMEDOUT naming the holder. */
+static int lock_wait(struct reg *r, int fd, const struct stat *st, struct hf_scope_holder *err)
+{
+	int rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
+	if (rc != -EWOULDBLOCK)
+		return rc;
+	bool strict = r->lock_wait_ms > 0;
+	int64_t window = strict ? r->lock_wait_ms : HF_SCOPE_LOCK_WAIT_MS;
+	int64_t start = hf_sys_mono_ns(), deadline = start + window * 1000000LL;
+	long holder = flock_holder(st);
+	unsigned tries = 0;
+	for (int windows = 1;;) {
+		int64_t now = hf_sys_mono_ns();
+		if (now >= deadline) {
+			long h = flock_holder(st);
+			if (!strict && h > 0 && h != holder && windows < 12) {
+				holder = h; /* progress: the lock changed hands */
+				deadline = now + window * 1000000LL;
+				windows++;
+				continue;
+			}
+			holder = h;
+			break;
+		}
+		int64_t ms = (int64_t)(tries + 1) * (tries + 1);
+		tries++;
+		if (ms > 20)
+			ms = 20;
+		int64_t left = (deadline - now + 999999) / 1000000;
+		rc = hf_sys_sleep_ms(ms < left ? ms : left);
+		if (rc < 0)
+			return rc;
+		rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
+		if (rc != -EWOULDBLOCK)
+			return rc;
+	}
+	double waited = (double)(hf_sys_mono_ns() - start) / 1e9;
+	if (err)
+		err->pid = holder > 0 ? holder : 0;
+	if (holder > 0) {
+		char comm[HF_COMM_MAX + 1] = "";
+		hf_pid_comm((pid_t)holder, comm, sizeof comm);
+		char state = pid_state(holder);
+		return say(err, HF_ETIMEDOUT,
+			   "its lock %s/%s stayed held for %.1f s by pid %ld (%s%s); nothing was "
+			   "changed",
+			   r->dir, r->lockname, waited, holder, comm[0] ? comm : "?",
+			   state == 'T' || state == 't' ? ", stopped" : "");
+	}
+	return say(err, HF_ETIMEDOUT,
+		   "its lock %s/%s stayed held for %.1f s by %s; nothing was changed", r->dir,
+		   r->lockname, waited,
+		   holder == 0 ? "a process of another pid namespace" : "an unknown process");
+}
+
+/* Name the owner of something at dir that could not be opened (R8). */
+static int refuse_dir(const char *dir, int rc, struct hf_scope_holder *err)
+{
+	struct stat st;
+	if (hf_sys_fstatat(AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return rc;
+	char what[PATH_MAX + 32];
+	snprintf(what, sizeof what, "the registry directory %s", dir);
+	if (st.st_uid != geteuid() || !S_ISDIR(st.st_mode))
+		return verify_stat(&st, true, what, err);
+	return rc;
 }
 
 /* Steps 1 (and 2 when lock): 0, or -ENOENT when !create and there is no
@@ -759,6 +1229,7 @@ static int reg_open(const char *registry, bool create, bool lock, struct reg *r,
 {
 	char path[PATH_MAX];
 	r->dirfd = r->lockfd = -1;
+	memset(&r->gone, 0, sizeof r->gone);
 	int rc = registry ? (snprintf(path, sizeof path, "%s", registry) < (int)sizeof path ? 0
 										  : -ENAMETOOLONG)
 			  : hf_scope_registry_path(path, sizeof path);
@@ -771,34 +1242,37 @@ static int reg_open(const char *registry, bool create, bool lock, struct reg *r,
 		return -EINVAL;
 	char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
-	if (!strcmp(base, ".") || !strcmp(base, "..") || strlen(base) + 24 > NAME_MAX)
+	/* "<base>.live-<32 hex>" is the longest name made from it */
+	if (!strcmp(base, ".") || !strcmp(base, "..") || strlen(base) + 40 > NAME_MAX)
 		return -EINVAL;
-	size_t blen = strlen(base); /* + 24 <= NAME_MAX: every name below fits */
+	size_t blen = strlen(base);
 	memcpy(r->base, base, blen + 1);
 	memcpy(r->lockname, base, blen);
 	memcpy(r->lockname + blen, ".flock", 7);
-	memcpy(r->tmpprefix, base, blen);
-	memcpy(r->tmpprefix + blen, ".tmp-", 6);
-	char dir[PATH_MAX];
+	char *dir = r->dir;
 	if (!slash)
 		strcpy(dir, ".");
 	else if (slash == path)
 		strcpy(dir, "/");
 	else
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+		snprintf(dir, sizeof r->dir, "%.*s", (int)(slash - path), path);
 
 	bool made = false;
-	int fd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	int fd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd == -ENOENT && create) {
 		rc = hf_sys_mkdirat(AT_FDCWD, dir, 0700);
 		if (rc < 0 && rc != -EEXIST)
 			return rc;
 		made = rc == 0;
-		fd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		fd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
 	}
-	if (fd == -ELOOP || fd == -ENOTDIR)
+	if (fd == -ELOOP || fd == -ENOTDIR || fd == -EACCES || fd == -EPERM) {
+		rc = refuse_dir(dir, fd, err);
+		if (rc == HF_EUNSAFE || fd == -EACCES || fd == -EPERM)
+			return rc;
 		return unsafe(err, "the registry directory %s is a symbolic link or not a directory",
 			      dir);
+	}
 	if (fd < 0)
 		return fd;
 	r->dirfd = fd;
@@ -818,20 +1292,28 @@ static int reg_open(const char *registry, bool create, bool lock, struct reg *r,
 	}
 
 	for (int attempt = 0; attempt < 100; attempt++) {
-		fd = hf_sys_openat(r->dirfd, r->lockname, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
-				   0600);
+		fd = hf_sys_openat(r->dirfd, r->lockname,
+				   O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
 		if (fd == -ELOOP)
 			rc = unsafe(err, "the lock file %s is a symbolic link", r->lockname);
-		else if (fd == -EACCES)
-			rc = unsafe(err, "the lock file %s is not ours to open", r->lockname);
-		else
+		else if (fd == -EISDIR)
+			rc = unsafe(err, "the lock file %s is a directory, not a regular file",
+				    r->lockname);
+		else if (fd == -EACCES || fd == -EPERM) {
+			struct stat lst;
+			rc = hf_sys_fstatat(r->dirfd, r->lockname, &lst, AT_SYMLINK_NOFOLLOW) == 0
+				     ? verify_stat(&lst, false, "the lock file", err)
+				     : 0;
+			if (rc == 0)
+				rc = unsafe(err, "the lock file %s is not ours to open", r->lockname);
+		} else
 			rc = fd < 0 ? fd : hf_sys_fstat(fd, &st);
 		if (rc == 0)
-			rc = verify_stat(&st, false, "the lock file", err);
+			rc = verify_stat(&st, false, "the lock file", err); /* R11: before flock */
 		if (rc == 0 && (st.st_mode & 07777) != 0600)
 			rc = hf_sys_fchmod(fd, 0600); /* R8 */
 		if (rc == 0)
-			rc = hf_sys_flock(fd, LOCK_EX); /* R1 */
+			rc = lock_wait(r, fd, &st, err); /* R1, R11 */
 		if (rc < 0) {
 			if (fd >= 0)
 				hf_sys_close(fd);
@@ -851,10 +1333,74 @@ static int reg_open(const char *registry, bool create, bool lock, struct reg *r,
 	return -EAGAIN;
 }
 
-static int sweep_tmp(int dirfd, const char *name, void *ctx)
+struct scan_ctx {
+	struct reg *r;
+	const struct strset *tokens;
+};
+
+/* Step 3's sweep, under the lock: crash temporaries, and live files that no
+ * entry names and whose flock is free (R9). */
+static int sweep_file(int dirfd, const char *name, void *arg)
 {
-	(void)ctx;
-	hf_sys_unlinkat(dirfd, name, 0);
+	struct scan_ctx *c = arg;
+	const char *rest = name + strlen(c->r->base);
+	if (!strncmp(rest, ".tmp-", 5)) {
+		hf_sys_unlinkat(dirfd, name, 0);
+		return 0;
+	}
+	size_t il = strlen(HF_SCOPE_LIVE_INFIX);
+	if (strncmp(rest, HF_SCOPE_LIVE_INFIX, il) || !token_ok(rest + il) ||
+	    strset_has(c->tokens, rest + il))
+		return 0;
+	int fd = live_open(dirfd, name);
+	if (fd < 0)
+		return 0; /* not a file of ours: not ours to remove */
+	if (hf_kernel_lock_probe(fd) == 0)
+		hf_sys_unlinkat(dirfd, name, 0); /* no one holds it, no entry names it */
+	hf_sys_close(fd);
+	return 0;
+}
+
+/* Read a regular file's whole content from fd (at most max bytes). */
+static int read_fd(int fd, const struct stat *st, size_t max, char **ret, size_t *ret_len)
+{
+	size_t cap = st->st_size > 0 ? (size_t)st->st_size + 1 : 256, len = 0;
+	if (cap > max + 1)
+		cap = max + 1;
+	char *buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len == cap) {
+			if (cap > max) {
+				free(buf);
+				return -EFBIG;
+			}
+			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *nb = realloc(buf, ncap + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t n = hf_sys_read(fd, buf + len, cap - len);
+		if (n < 0) {
+			free(buf);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max) {
+		free(buf);
+		return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
 	return 0;
 }
 
@@ -862,15 +1408,30 @@ static int sweep_tmp(int dirfd, const char *name, void *ctx)
 static int reg_load(struct reg *r, bool locked, struct hf_scope_table *t,
 		    struct hf_scope_holder *err)
 {
-	char *buf;
-	size_t len;
+	char *buf = NULL;
+	size_t len = 0;
 	struct stat st;
 	memset(t, 0, sizeof *t);
-	int rc = hf_read_file_at(r->dirfd, r->base, O_NONBLOCK, REG_MAX_BYTES, &buf, &len, &st);
-	if (rc == -ENOENT)
+	/* R11: never blocks (a FIFO opens at once), checked before any read */
+	int fd = hf_sys_openat(r->dirfd, r->base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd == -ENOENT)
 		goto sweep;
-	if (rc == -ELOOP)
+	if (fd == -ELOOP)
 		return unsafe(err, "the registry %s is a symbolic link", r->base);
+	if (fd == -EACCES || fd == -EPERM) {
+		int rc = hf_sys_fstatat(r->dirfd, r->base, &st, AT_SYMLINK_NOFOLLOW);
+		if (rc == 0 && (rc = verify_stat(&st, false, "the registry file", err)) < 0)
+			return rc;
+		return fd;
+	}
+	if (fd < 0)
+		return fd;
+	int rc = hf_sys_fstat(fd, &st);
+	if (rc == 0)
+		rc = verify_stat(&st, false, "the registry file", err);
+	if (rc == 0)
+		rc = read_fd(fd, &st, REG_MAX_BYTES, &buf, &len);
+	hf_sys_close(fd);
 	if (rc == -EFBIG) {
 		if (err)
 			snprintf(err->reason, sizeof err->reason, "larger than %u MiB",
@@ -879,40 +1440,78 @@ static int reg_load(struct reg *r, bool locked, struct hf_scope_table *t,
 	}
 	if (rc < 0)
 		return rc;
-	rc = verify_stat(&st, false, "the registry file", err);
-	if (rc == 0) {
-		char reason[sizeof err->reason];
-		rc = hf_registry_parse(buf, len, t, reason, sizeof reason); /* R3 */
-		if (rc == HF_EUNREADABLE && err)
-			snprintf(err->reason, sizeof err->reason, "%s", reason);
-	}
+	char reason[sizeof err->reason];
+	rc = hf_registry_parse(buf, len, t, reason, sizeof reason); /* R3 */
+	if (rc == HF_EUNREADABLE && err)
+		snprintf(err->reason, sizeof err->reason, "%s", reason);
 	free(buf);
 	if (rc < 0)
 		return rc;
 sweep:
-	if (locked)
-		hf_claim_scan(r->dirfd, r->tmpprefix, sweep_tmp, NULL);
+	if (locked) {
+		struct strset tokens;
+		if (token_set(t, &tokens) == 0) {
+			char prefix[NAME_MAX + 2];
+			snprintf(prefix, sizeof prefix, "%s.", r->base);
+			struct scan_ctx c = { .r = r, .tokens = &tokens };
+			hf_claim_scan(r->dirfd, prefix, sweep_file, &c);
+			free(tokens.slot);
+		}
+	}
 	return 0;
 }
 
-/* Step 6 (R2). */
-static int reg_store(struct reg *r, const struct hf_scope_table *t)
+/* Step 6 (R2, R10). */
+static int reg_store(struct reg *r, const struct hf_scope_table *t, struct hf_scope_holder *err)
 {
+	if (t->generation > REG_GEN_MAX)
+		return say(err, -EOVERFLOW,
+			   "its generation would pass 2^63-1, more than any reader accepts; nothing "
+			   "was changed (move the registry aside to start a new one)");
 	char *buf;
 	size_t len;
 	int rc = hf_registry_format(t, &buf, &len);
 	if (rc < 0)
 		return rc;
+	if (len > REG_MAX_BYTES) {
+		free(buf);
+		return say(err, -EFBIG,
+			   "the table would be larger than %u MiB, more than any reader accepts; "
+			   "nothing was changed",
+			   REG_MAX_BYTES >> 20);
+	}
 	hf_sys_point("scope.store.formatted");
 	rc = hf_replace_file_at(r->dirfd, r->base, buf, len, 0600, false);
 	free(buf);
 	return rc;
 }
 
-/* Steps 1-4 for a change. */
-static int reg_begin(const char *registry, struct reg *r, struct hf_scope_table *t,
-		     struct hf_scope_table *reaped, int *ret_nreaped, struct hf_scope_holder *err)
+/* After step 6: remove the live files of the entries the stored table no
+ * longer names (stored), then close the judges' probes (R9). */
+static void reg_finish(struct reg *r, const struct hf_scope_table *t, bool stored)
 {
+	struct gone_list *l = &r->gone;
+	struct strset keep = { 0 };
+	if (stored && l->n && token_set(t, &keep) == 0) {
+		for (size_t i = 0; i < l->n; i++) {
+			if (!l->g[i].token || strset_has(&keep, l->g[i].token))
+				continue;
+			char live[NAME_MAX + 1];
+			live_name(r->base, l->g[i].token, live);
+			hf_sys_unlinkat(r->dirfd, live, 0);
+		}
+		hf_sys_point("scope.live.removed");
+	}
+	free(keep.slot);
+	gone_close(l);
+}
+
+/* Steps 1-4 for a change. */
+static int reg_begin(const char *registry, int64_t lock_wait_ms, struct reg *r,
+		     struct hf_scope_table *t, struct hf_scope_table *reaped, int *ret_nreaped,
+		     struct hf_scope_holder *err)
+{
+	r->lock_wait_ms = lock_wait_ms;
 	int rc = reg_open(registry, true, true, r, err);
 	if (rc < 0)
 		return rc;
@@ -921,8 +1520,8 @@ static int reg_begin(const char *registry, struct reg *r, struct hf_scope_table 
 		reg_close(r);
 		return rc;
 	}
-	hf_registry_judge(t);
-	*ret_nreaped = sweep(t, reaped);
+	hf_registry_judge(t, r->dirfd, r->base, true);
+	*ret_nreaped = sweep(t, reaped, &r->gone);
 	return 0;
 }
 
@@ -940,6 +1539,42 @@ static void fill_holder(struct hf_scope_holder *h, const struct hf_alloc *a, con
 	h->registered_ms = a->registered_ms;
 	h->generation = a->generation;
 	snprintf(h->scope, sizeof h->scope, "%s", scope ? scope : "");
+	snprintf(h->comm, sizeof h->comm, "%s", a->comm ? a->comm : "");
+	h->foreign_pidns = a->pidns && !pid_is_ours(a);
+	struct hf_owner o;
+	owner_of(a, &o);
+	h->age_ms = a->registered_ms ? hf_owner_age_ms(&o, hf_sys_now_ms()) : -1;
+	h->fs[0] = h->request_fs[0] = '\0';
+}
+
+/* Do a and b share a path (R4)? By path, or by kernel identity (A5, A6):
+ * then *va / *vb are the identities that met. */
+static bool spec_meet(const struct hf_spec *a, const struct hf_spec *b, const char **va,
+		      const char **vb)
+{
+	*va = *vb = NULL;
+	if (hf_spec_overlap(a, b))
+		return true;
+	for (unsigned i = 0; i < a->nids; i++)
+		for (unsigned j = 0; j < b->nids; j++)
+			if (hf_fsid_overlap(&a->ids[i], &b->ids[j])) {
+				*va = a->id_text[i];
+				*vb = b->id_text[j];
+				return true;
+			}
+	return false;
+}
+
+/* Is every path of inner one of outer's (R5), by path or by identity (the
+ * identity of inner's own path inside one of outer's)? */
+static bool spec_within(const struct hf_spec *outer, const struct hf_spec *inner)
+{
+	if (hf_spec_covers(outer, inner))
+		return true;
+	for (unsigned i = 0; inner->nids && i < outer->nids; i++)
+		if (hf_fsid_covers(&outer->ids[i], &inner->ids[0]))
+			return true;
+	return false;
 }
 
 int hf_scope_canonical(const char *spec, char *buf, size_t n)
@@ -953,8 +1588,186 @@ int hf_scope_canonical_path(const char *path, char *buf, size_t n)
 	return hf_path_canonicalize(path, buf, n);
 }
 
+int hf_scope_identity(const char *path, char *buf, size_t n)
+{
+	unsigned depth;
+	size_t len = strlen(path);
+	if (!hf_path_normal(path, len, &depth))
+		return -EINVAL;
+	struct hf_mounts m;
+	int rc = hf_mounts_load(&m);
+	if (rc == 0) {
+		rc = hf_path_identify(&m, path, len, 'e', buf, n);
+		rc = rc < 0 ? rc : 0;
+	}
+	hf_mounts_free(&m);
+	return rc;
+}
+
+/* The request's specs with their identities, before the lock is taken. */
+struct req_specs {
+	char (*canon)[HF_SCOPE_SPEC_MAX];
+	struct hf_spec *specs;
+	char **ids_text[REG_MAX_SPECS];
+	size_t nids[REG_MAX_SPECS];
+	struct hf_fsid *ids[REG_MAX_SPECS];
+	size_t n;
+};
+
+static void req_specs_free(struct req_specs *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		hf_strv_free(q->ids_text[i], q->nids[i]);
+		free(q->ids[i]);
+	}
+	free(q->canon);
+	free(q->specs);
+	free(q);
+}
+
+static int req_specs_make(const struct hf_scope_request *req, struct req_specs **ret,
+			  struct hf_scope_holder *err)
+{
+	struct req_specs *q = calloc(1, sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	q->canon = malloc(req->nspecs * sizeof *q->canon);
+	q->specs = calloc(req->nspecs, sizeof *q->specs);
+	if (!q->canon || !q->specs) {
+		req_specs_free(q);
+		return -ENOMEM;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < req->nspecs && rc == 0; i++) {
+		rc = hf_spec_canonicalize(req->specs[i], q->canon[i], sizeof q->canon[i],
+					  &q->specs[i]);
+		if (rc < 0 && err) {
+			err->request_index = i;
+			snprintf(err->reason, sizeof err->reason,
+				 rc == -EINVAL ? "not a spec PATH:MODE[:recursive] (MODE read or write) "
+						 "of UTF-8 text without control characters"
+					       : "cannot resolve its path: %s",
+				 hf_strerror(rc));
+		}
+	}
+	/* A5, A6: what each path reaches, by the mount table; unknown when it
+	 * cannot be read (then by path only) */
+	struct hf_mounts m;
+	hf_mounts_load(&m);
+	for (size_t i = 0; i < req->nspecs && rc == 0; i++, q->n++) {
+		rc = hf_spec_identify(&m, &q->specs[i], &q->ids_text[i], &q->nids[i]);
+		if (rc < 0)
+			break;
+		/* R10: only text a reader accepts */
+		size_t w = 0;
+		for (size_t k = 0; k < q->nids[i]; k++) {
+			if (hf_text_ok(q->ids_text[i][k], HF_FSID_MAX - 1))
+				q->ids_text[i][w++] = q->ids_text[i][k];
+			else
+				free(q->ids_text[i][k]);
+		}
+		q->nids[i] = w;
+		q->ids[i] = calloc(w ? w : 1, sizeof *q->ids[i]);
+		if (!q->ids[i]) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < w && rc == 0; k++)
+			if (hf_fsid_parse(q->ids_text[i][k], strlen(q->ids_text[i][k]),
+					  &q->ids[i][k]) < 0)
+				rc = -EINVAL; /* never: hf_spec_identify writes this form */
+		if (rc < 0)
+			break;
+		q->specs[i].ids = q->ids[i];
+		q->specs[i].id_text = (const char *const *)q->ids_text[i];
+		q->specs[i].nids = (unsigned)w;
+	}
+	hf_mounts_free(&m);
+	if (rc < 0) {
+		q->n = req->nspecs < q->n + 1 ? req->nspecs : q->n + 1;
+		req_specs_free(q);
+		return rc;
+	}
+	*ret = q;
+	return 0;
+}
+
+/* Store the request's specs, identities included, in a (arena-owned). */
+static int alloc_specs(struct hf_scope_table *t, struct hf_alloc *a, const struct req_specs *q)
+{
+	a->nspecs = q->n;
+	a->spec_text = arena_alloc(&t->arena, q->n * sizeof *a->spec_text);
+	a->specs = arena_alloc(&t->arena, q->n * sizeof *a->specs);
+	size_t nfs = 0;
+	for (size_t i = 0; i < q->n; i++)
+		nfs += q->nids[i];
+	a->nfs = nfs;
+	if (nfs) {
+		a->fs = arena_alloc(&t->arena, nfs * sizeof *a->fs);
+		a->fs_text = arena_alloc(&t->arena, nfs * sizeof *a->fs_text);
+		a->fs_spec = arena_alloc(&t->arena, nfs * sizeof *a->fs_spec);
+		if (!a->fs || !a->fs_text || !a->fs_spec)
+			return -ENOMEM;
+	}
+	if (!a->spec_text || !a->specs)
+		return -ENOMEM;
+	size_t at = 0;
+	for (size_t i = 0; i < q->n; i++) {
+		size_t len = strlen(q->canon[i]);
+		a->spec_text[i] = arena_strndup(&t->arena, q->canon[i], len);
+		if (!a->spec_text[i])
+			return -ENOMEM;
+		hf_spec_parse_canonical(a->spec_text[i], len, &a->specs[i]);
+		a->specs[i].ids = a->fs ? a->fs + at : NULL;
+		a->specs[i].id_text = a->fs_text ? a->fs_text + at : NULL;
+		a->specs[i].nids = (unsigned)q->nids[i];
+		for (size_t k = 0; k < q->nids[i]; k++, at++) {
+			const char *s = q->ids_text[i][k];
+			size_t l = strlen(s);
+			a->fs_text[at] = arena_strndup(&t->arena, s, l);
+			if (!a->fs_text[at])
+				return -ENOMEM;
+			hf_fsid_parse(a->fs_text[at], l, &a->fs[at]);
+			a->fs_spec[at] = i;
+		}
+	}
+	return 0;
+}
+
+/* Step 5 of a registration: the allocation's live file, created new (never
+ * an existing one), 0600, holding LOCK_SH (R9, R11). The fd, token set. */
+static int live_create(struct reg *r, char token[TOKEN_HEX + 1])
+{
+	int fd = -EEXIST;
+	char live[NAME_MAX + 1];
+	for (int attempt = 0; attempt < 8 && fd == -EEXIST; attempt++) {
+		int rc = hf_random_hex(token, TOKEN_HEX / 2);
+		if (rc < 0)
+			return rc;
+		live_name(r->base, token, live);
+		fd = hf_sys_openat(r->dirfd, live,
+				   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+				   0600);
+	}
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	int rc = hf_sys_fstat(fd, &st);
+	if (rc == 0 && (st.st_mode & 07777) != 0600)
+		rc = hf_sys_fchmod(fd, 0600); /* R8: whatever the umask */
+	if (rc == 0)
+		rc = hf_sys_flock(fd, LOCK_SH | LOCK_NB); /* new: no one else has it */
+	if (rc < 0) {
+		hf_sys_unlinkat(r->dirfd, live, 0);
+		hf_sys_close(fd);
+		return rc;
+	}
+	hf_sys_point("scope.live.created");
+	return fd;
+}
+
 int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generation,
-		      struct hf_scope_holder *err)
+		      int *ret_live_fd, struct hf_scope_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);
@@ -973,47 +1786,35 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 				 "characters");
 	if (req->nspecs == 0 || req->nspecs > REG_MAX_SPECS)
 		return bad_input(err, "give 1 to 1024 specs PATH:MODE[:recursive]");
+	if (req->lock_wait_ms < 0)
+		return bad_input(err, "lock_wait_ms is 0 (the default) or a bound");
 
-	/* Canonicalize every spec before taking the lock: look-ups are slow. */
-	char(*canon)[HF_SCOPE_SPEC_MAX] = malloc(req->nspecs * sizeof *canon);
-	struct hf_spec *specs = malloc(req->nspecs * sizeof *specs);
-	if (!canon || !specs) {
-		free(canon);
-		free(specs);
-		return -ENOMEM;
-	}
-	int rc = 0;
-	for (size_t i = 0; i < req->nspecs && rc == 0; i++) {
-		rc = hf_spec_canonicalize(req->specs[i], canon[i], sizeof canon[i], &specs[i]);
-		if (rc < 0 && err) {
-			err->request_index = i;
-			snprintf(err->reason, sizeof err->reason,
-				 rc == -EINVAL ? "not a spec PATH:MODE[:recursive] (MODE read or write) "
-						 "of UTF-8 text without control characters"
-					       : "cannot resolve its path: %s",
-				 hf_strerror(rc));
-		}
-	}
+	/* Canonicalize and identify every spec before taking the lock:
+	 * look-ups are slow. */
+	struct req_specs *q;
+	int rc = req_specs_make(req, &q, err);
+	if (rc < 0)
+		return rc;
+	const struct hf_spec *specs = q->specs;
 	struct hf_owner me;
-	if (rc == 0) {
-		rc = hf_owner_init(&me, req->pid);
-		if (rc == -ESRCH && err)
-			snprintf(err->reason, sizeof err->reason, "no process has pid %d",
-				 (int)req->pid);
-	}
+	rc = hf_owner_init(&me, req->pid);
+	if (rc == -ESRCH && err)
+		snprintf(err->reason, sizeof err->reason, "no process has pid %d", (int)req->pid);
 	if (rc < 0) {
-		free(canon);
-		free(specs);
+		req_specs_free(q);
 		return rc;
 	}
+	if (!hf_text_ok(me.host, HF_HOST_MAX))
+		me.host[0] = '\0'; /* R10 */
 
 	struct reg r;
 	struct hf_scope_table t;
-	int nreaped;
-	rc = reg_begin(req->registry, &r, &t, NULL, &nreaped, err);
+	int nreaped, live_fd = -1;
+	bool pushed = false;
+	char token[TOKEN_HEX + 1];
+	rc = reg_begin(req->registry, req->lock_wait_ms, &r, &t, NULL, &nreaped, err);
 	if (rc < 0) {
-		free(canon);
-		free(specs);
+		req_specs_free(q);
 		return rc;
 	}
 	hf_sys_point("scope.register.judged");
@@ -1038,6 +1839,7 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 		const struct hf_spec *s = &specs[i];
 		long best = -1;
 		size_t best_k = 0, others = 0;
+		const char *best_vo = NULL, *best_vs = NULL;
 		if (s->write) {
 			/* R4: no overlap with a live pod that is not an ancestor */
 			for (size_t j = 0; j < t.n; j++) {
@@ -1045,19 +1847,18 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 					continue;
 				for (size_t k = 0; k < t.a[j].nspecs; k++) {
 					const struct hf_spec *o = &t.a[j].specs[k];
-					if (!o->write || !hf_spec_overlap(o, s))
+					const char *vo, *vs;
+					if (!o->write || !spec_meet(o, s, &vo, &vs))
 						continue;
-					if (best < 0) {
-						best = (long)j;
-						best_k = k;
-						break;
-					}
-					others++;
-					if (t.a[j].depth > t.a[best].depth ||
+					if (best >= 0)
+						others++;
+					if (best < 0 || t.a[j].depth > t.a[best].depth ||
 					    (t.a[j].depth == t.a[best].depth &&
 					     o->len > t.a[best].specs[best_k].len)) {
 						best = (long)j;
 						best_k = k;
+						best_vo = vo;
+						best_vs = vs;
 					}
 					break;
 				}
@@ -1068,7 +1869,10 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 			if (err) {
 				err->others = others;
 				err->request_index = i;
-				snprintf(err->request, sizeof err->request, "%s", canon[i]);
+				snprintf(err->request, sizeof err->request, "%s", q->canon[i]);
+				snprintf(err->fs, sizeof err->fs, "%s", best_vo ? best_vo : "");
+				snprintf(err->request_fs, sizeof err->request_fs, "%s",
+					 best_vs ? best_vs : "");
 			}
 			rc = HF_ECONFLICT;
 			break;
@@ -1079,12 +1883,12 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 			bool inside = false;
 			for (size_t k = 0; k < t.a[parent].nspecs && !inside; k++)
 				inside = (t.a[parent].specs[k].write || !s->write) &&
-					 hf_spec_covers(&t.a[parent].specs[k], s);
+					 spec_within(&t.a[parent].specs[k], s);
 			if (!inside) {
 				fill_holder(err, &t.a[parent], t.a[parent].spec_text[0]);
 				if (err) {
 					err->request_index = i;
-					snprintf(err->request, sizeof err->request, "%s", canon[i]);
+					snprintf(err->request, sizeof err->request, "%s", q->canon[i]);
 				}
 				rc = HF_ENOTYOURS;
 			}
@@ -1097,46 +1901,71 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 	rc = table_push(&t, &a);
 	if (rc < 0)
 		goto out;
+	pushed = true;
 	a->name = arena_strndup(&t.arena, req->name, strlen(req->name));
 	a->pid = me.pid;
 	a->pid_start = me.pid_start;
 	a->boot_id = arena_strndup(&t.arena, me.boot_id, strlen(me.boot_id));
 	a->host = arena_strndup(&t.arena, me.host, strlen(me.host));
+	a->pidns = me.pidns; /* R9: whose pid it is */
+	a->timens = me.timens;
+	a->boot_ms = me.boot_ms > 0 ? me.boot_ms : 0;
+	a->comm = arena_strndup(&t.arena, me.comm, strlen(me.comm));
 	a->socket = req->socket ? arena_strndup(&t.arena, req->socket, strlen(req->socket)) : NULL;
 	a->from = parent >= 0 ? t.a[parent].name : NULL;
 	a->generation = ++t.generation; /* R6 */
 	a->registered_ms = me.time_ms;
-	a->nspecs = req->nspecs;
-	a->spec_text = arena_alloc(&t.arena, req->nspecs * sizeof *a->spec_text);
-	a->specs = arena_alloc(&t.arena, req->nspecs * sizeof *a->specs);
-	if (!a->name || !a->boot_id || !a->host || (req->socket && !a->socket) || !a->spec_text ||
-	    !a->specs) {
+	a->live = HF_ALIVE;
+	if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < req->nspecs; i++) {
-		size_t len = strlen(canon[i]);
-		a->spec_text[i] = arena_strndup(&t.arena, canon[i], len);
-		if (!a->spec_text[i]) {
+	rc = alloc_specs(&t, a, q);
+	if (rc < 0)
+		goto out;
+	if (ret_live_fd) {
+		/* R9: the file exists before the table names it */
+		live_fd = live_create(&r, token);
+		if (live_fd < 0) {
+			rc = live_fd;
+			goto out;
+		}
+		a->token = arena_strndup(&t.arena, token, TOKEN_HEX);
+		if (!a->token) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		hf_spec_parse_canonical(a->spec_text[i], len, &a->specs[i]);
 	}
 	hf_sys_point("scope.register.decided");
-	rc = reg_store(&r, &t);
-	if (rc == 0 && ret_generation)
-		*ret_generation = a->generation;
-out:
-	if (rc < 0 && nreaped > 0 && rc != -ENOMEM) {
-		/* the refusal stands, but the reaping it did is kept */
-		int src = reg_store(&r, &t);
-		(void)src;
+	assert(!ret_live_fd || (a->token && live_fd >= 0)); /* R9: its file exists first */
+	rc = reg_store(&r, &t, err);
+	if (rc == 0) {
+		if (ret_generation)
+			*ret_generation = a->generation;
+		if (ret_live_fd)
+			*ret_live_fd = live_fd;
+		live_fd = -1;
 	}
+out:;
+	bool stored = rc == 0;
+	if (live_fd >= 0) { /* not named by any table: ours to remove */
+		char live[NAME_MAX + 1];
+		live_name(r.base, token, live);
+		hf_sys_unlinkat(r.dirfd, live, 0);
+		hf_sys_close(live_fd);
+	}
+	if (rc < 0 && pushed) {
+		t.generation--;
+		t.n--; /* the refusal records nothing of the request */
+	}
+	if (rc < 0 && nreaped > 0 && rc != -ENOMEM && rc != -EOVERFLOW) {
+		/* the refusal stands, but the reaping it did is kept */
+		stored = reg_store(&r, &t, NULL) == 0;
+	}
+	reg_finish(&r, &t, stored);
 	reg_close(&r);
 	hf_registry_table_clear(&t);
-	free(canon);
-	free(specs);
+	req_specs_free(q);
 	return rc;
 }
 
@@ -1150,7 +1979,7 @@ int hf_scope_release(const char *registry, const char *name, uint64_t generation
 	struct reg r;
 	struct hf_scope_table t;
 	int nreaped;
-	int rc = reg_begin(registry, &r, &t, NULL, &nreaped, err);
+	int rc = reg_begin(registry, 0, &r, &t, NULL, &nreaped, err);
 	if (rc < 0)
 		return rc;
 	long i = hf_registry_find(&t, name);
@@ -1165,14 +1994,17 @@ int hf_scope_release(const char *registry, const char *name, uint64_t generation
 		for (size_t j = 0; j < t.n; j++)
 			if (t.a[j].parent == i)
 				t.a[j].parent = t.a[i].parent;
-		sweep(&t, NULL); /* R6: +1 */
+		sweep(&t, NULL, &r.gone); /* R6: +1 */
 		hf_sys_point("scope.release.decided");
 	}
+	bool stored = false;
 	if (rc == 0 || nreaped > 0) {
-		int src = reg_store(&r, &t);
+		int src = reg_store(&r, &t, err);
+		stored = src == 0;
 		if (rc == 0)
 			rc = src;
 	}
+	reg_finish(&r, &t, stored);
 	reg_close(&r);
 	hf_registry_table_clear(&t);
 	return rc;
@@ -1188,13 +2020,14 @@ int hf_scope_reap(const char *registry, struct hf_scope_table **ret, struct hf_s
 	struct reg r;
 	struct hf_scope_table t;
 	int nreaped;
-	int rc = reg_begin(registry, &r, &t, reaped, &nreaped, err);
+	int rc = reg_begin(registry, 0, &r, &t, reaped, &nreaped, err);
 	if (rc < 0) {
 		free(reaped);
 		return rc;
 	}
 	if (nreaped > 0)
-		rc = reg_store(&r, &t);
+		rc = reg_store(&r, &t, err);
+	reg_finish(&r, &t, nreaped > 0 && rc == 0);
 	reg_close(&r);
 	/* the reaped entries' strings live in t's arena: hand it over */
 	reaped->arena = t.arena;
@@ -1217,18 +2050,21 @@ int hf_scope_read(const char *registry, struct hf_scope_table **ret, struct hf_s
 	if (!t)
 		return -ENOMEM;
 	struct reg r;
+	r.lock_wait_ms = 0;
 	int rc = reg_open(registry, false, false, &r, err);
 	if (rc == 0) {
 		rc = reg_load(&r, false, t, err);
+		if (rc == 0)
+			hf_registry_judge(t, r.dirfd, r.base, false); /* probes let go at once */
 		reg_close(&r);
 	} else if (rc == -ENOENT) {
 		rc = 0; /* no directory yet: an empty registry */
+		hf_registry_judge(t, -1, "", false);
 	}
 	if (rc < 0) {
 		free(t);
 		return rc;
 	}
-	hf_registry_judge(t);
 	*ret = t;
 	return 0;
 }
@@ -1251,7 +2087,10 @@ void hf_scope_get(const struct hf_scope_table *t, size_t i, struct hf_scope_allo
 		.host = a->host, .socket = a->socket, .delegated_from = a->from,
 		.generation = a->generation, .registered_ms = a->registered_ms,
 		.scope_allow = a->spec_text, .nscope = a->nspecs, .live = a->live,
-		.depth = a->depth, .returned_to = a->returned_to,
+		.depth = a->depth, .returned_to = a->returned_to, .pidns = a->pidns,
+		.timens = a->timens, .boot_ms = a->boot_ms, .comm = a->comm ? a->comm : "",
+		.token = a->token, .scope_fs = a->fs_text, .scope_fs_spec = a->fs_spec,
+		.nscope_fs = a->nfs,
 	};
 }
 
@@ -1284,8 +2123,10 @@ int hf_scope_effective(const struct hf_scope_table *t, const char *name,
 		for (size_t k = 0; k < t->a[j].nspecs; k++) {
 			const struct hf_spec *s = &t->a[j].specs[k];
 			bool mine = false;
+			const char *va, *vb;
 			for (size_t m = 0; m < t->a[me].nspecs && !mine; m++)
-				mine = t->a[me].specs[m].write && hf_spec_overlap(&t->a[me].specs[m], s);
+				mine = t->a[me].specs[m].write &&
+				       spec_meet(&t->a[me].specs[m], s, &va, &vb);
 			if (!s->write || !mine) /* A4: reads take nothing */
 				continue;
 			if (n == cap) {
@@ -1313,6 +2154,16 @@ int hf_scope_check(const struct hf_scope_table *t, const char *path, const char 
 	size_t len = strlen(path);
 	if (!hf_path_normal(path, len, &depth))
 		return -EINVAL;
+	/* A5: the path's identity, by this process's mount table */
+	char idtext[HF_FSID_MAX];
+	struct hf_fsid id;
+	bool have_id = false;
+	struct hf_mounts m;
+	if (hf_mounts_load(&m) == 0) {
+		int w = hf_path_identify(&m, path, len, 'e', idtext, sizeof idtext);
+		have_id = w > 0 && hf_fsid_parse(idtext, (size_t)w, &id) == 0;
+	}
+	hf_mounts_free(&m);
 	struct hf_scope_verdict v = { .state = HF_SCOPE_FREE, .holder = -1, .pod = -1 };
 	/* the owner of a path is the deepest live pod whose write spec covers
 	 * it: an ancestor's scope there was delegated away (effective scope) */
@@ -1321,11 +2172,21 @@ int hf_scope_check(const struct hf_scope_table *t, const char *path, const char 
 			continue;
 		for (size_t k = 0; k < t->a[j].nspecs; k++) {
 			const struct hf_spec *s = &t->a[j].specs[k];
-			if (!s->write || !hf_spec_contains(s, path, len, depth))
+			if (!s->write)
+				continue;
+			const char *via = NULL;
+			bool in = hf_spec_contains(s, path, len, depth);
+			for (unsigned i = 0; !in && have_id && i < s->nids; i++)
+				if (hf_fsid_overlap(&s->ids[i], &id)) {
+					in = true;
+					via = s->id_text[i];
+				}
+			if (!in)
 				continue;
 			if (v.holder < 0 || t->a[j].depth > t->a[v.holder].depth) {
 				v.holder = (long)j;
 				v.holder_scope = t->a[j].spec_text[k];
+				v.holder_fs = via;
 			}
 			break;
 		}

@@ -38,6 +38,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -319,4 +321,313 @@ bool hf_pod_name_ok(const char *name)
 		if (*p == ' ' || *p == '"' || *p == '\'' || *p == '\\' || *p == '/' || *p == '`')
 			return false;
 	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Kernel identity: what a path reaches, as every mount namespace names it.
+ *
+ * One directory reached through a bind mount has two path strings and one
+ * kernel object. /proc/self/mountinfo says, for each mount, its device
+ * (major:minor of the file system, the same in every mount namespace of the
+ * kernel), its root (the directory of that file system it shows) and where
+ * it is mounted. A canonical path is resolved the way the kernel walks it:
+ * from the namespace's root mount, into the child mount whose mount point
+ * is the shortest prefix of the rest (a mount hidden by a later mount above
+ * it is never reached), stacked mounts included. Its identity is that
+ * mount's device and root + the rest of the path.
+ *
+ *   (A5) Two specs are the same files when their identities are: the path
+ *        string alone is not (bind mounts, containers sharing a directory).
+ *   (A6) A recursive spec reaches the mounts below it: each contributes its
+ *        own identity (device, root, recursive), so a scope that covers a
+ *        mount point conflicts with any scope reaching into that mount
+ *        through another path.
+ *
+ * Hazards
+ * -------
+ *   - Identities are what the mount table said at registration. A mount
+ *     made later below a registered path is not in that spec's identities.
+ *   - A process that cannot read /proc/self/mountinfo, or whose table does
+ *     not show its root (a chroot), records no identity: its specs compare
+ *     by path only.
+ *   - A non-recursive spec's identity 'c' reaches the children of the
+ *     directory under a mount on one of them (hidden): a conflict there is
+ *     refused, never admitted.
+ * --------------------------------------------------------------------- */
+
+int hf_fsid_parse(const char *s, size_t len, struct hf_fsid *ret)
+{
+	unsigned long v[2];
+	size_t i = 0;
+	for (int k = 0; k < 2; k++) {
+		size_t start = i;
+		unsigned long x = 0;
+		while (i < len && s[i] >= '0' && s[i] <= '9' && i - start < 10)
+			x = x * 10 + (unsigned long)(s[i++] - '0');
+		if (i == start || i >= len || s[i] != ':' || x > 0xffffffffUL)
+			return -EINVAL;
+		i++;
+		v[k] = x;
+	}
+	if (i + 2 > len || (s[i] != 'r' && s[i] != 'c' && s[i] != 'e') || s[i + 1] != ':')
+		return -EINVAL;
+	char kind = s[i];
+	i += 2;
+	unsigned depth;
+	if (!hf_path_normal(s + i, len - i, &depth))
+		return -EINVAL;
+	*ret = (struct hf_fsid){ .major = (unsigned)v[0], .minor = (unsigned)v[1], .kind = kind,
+				 .path = s + i, .len = len - i, .depth = depth };
+	return 0;
+}
+
+/* Does the set of a (the shallower or equal) hold the path of b? */
+static bool fsid_reaches(const struct hf_fsid *a, const struct hf_fsid *b)
+{
+	if (!hf_path_under(a->path, a->len, b->path, b->len))
+		return false;
+	unsigned d = b->depth - a->depth;
+	return d == 0 || a->kind == 'r' || (a->kind == 'c' && d == 1);
+}
+
+bool hf_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b)
+{
+	if (a->major != b->major || a->minor != b->minor)
+		return false;
+	if (a->depth > b->depth) {
+		const struct hf_fsid *t = a;
+		a = b;
+		b = t;
+	}
+	/* every path of b is b's path or below it: the sets meet only if a's
+	 * set holds b's path */
+	return fsid_reaches(a, b);
+}
+
+bool hf_fsid_covers(const struct hf_fsid *outer, const struct hf_fsid *inner)
+{
+	if (outer->major != inner->major || outer->minor != inner->minor ||
+	    inner->depth < outer->depth || !fsid_reaches(outer, inner))
+		return false;
+	unsigned d = inner->depth - outer->depth;
+	switch (outer->kind) {
+	case 'r':
+		return true;
+	case 'c': /* {P} + children: the same set, or a single child */
+		return (d == 0 && inner->kind != 'r') || (d == 1 && inner->kind == 'e');
+	default: /* {P} */
+		return d == 0 && inner->kind == 'e';
+	}
+}
+
+/* Decode mountinfo's octal escapes (\040 and the like) in place; the new
+ * length. */
+static size_t unescape(char *s, size_t len)
+{
+	size_t w = 0;
+	for (size_t r = 0; r < len; r++) {
+		if (s[r] == '\\' && r + 3 < len + 0 && s[r + 1] >= '0' && s[r + 1] <= '3' &&
+		    s[r + 2] >= '0' && s[r + 2] <= '7' && s[r + 3] >= '0' && s[r + 3] <= '7') {
+			s[w++] = (char)((s[r + 1] - '0') * 64 + (s[r + 2] - '0') * 8 + (s[r + 3] - '0'));
+			r += 3;
+		} else {
+			s[w++] = s[r];
+		}
+	}
+	s[w] = '\0';
+	return w;
+}
+
+void hf_mounts_free(struct hf_mounts *m)
+{
+	free(m->m);
+	free(m->text);
+	memset(m, 0, sizeof *m);
+	m->top = -1;
+}
+
+int hf_mounts_load(struct hf_mounts *ret)
+{
+	memset(ret, 0, sizeof *ret);
+	ret->top = -1;
+	char *buf;
+	size_t len;
+	int rc = hf_read_file_at(AT_FDCWD, "/proc/self/mountinfo", O_NONBLOCK | O_NOCTTY,
+				 64u << 20, &buf, &len, NULL);
+	if (rc < 0)
+		return rc;
+	size_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += buf[i] == '\n';
+	ret->m = calloc(lines + 1, sizeof *ret->m);
+	if (!ret->m) {
+		free(buf);
+		return -ENOMEM;
+	}
+	ret->text = buf;
+	char *p = buf, *end = buf + len;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		*nl = '\0';
+		/* id parent major:minor root point ... */
+		char *f[5];
+		int nf = 0;
+		for (char *q = p; nf < 5 && q < nl;) {
+			f[nf++] = q;
+			char *sp = strchr(q, ' ');
+			if (!sp)
+				break;
+			*sp = '\0';
+			q = sp + 1;
+		}
+		p = nl + 1;
+		if (nf < 5)
+			continue;
+		struct hf_mount m;
+		char *e1, *e2, *e3;
+		m.id = strtoul(f[0], &e1, 10);
+		m.parent = strtoul(f[1], &e2, 10);
+		unsigned long maj = strtoul(f[2], &e3, 10), min;
+		if (*e1 || *e2 || *e3 != ':')
+			continue;
+		min = strtoul(e3 + 1, &e1, 10);
+		if (*e1 || maj > 0xffffffffUL || min > 0xffffffffUL)
+			continue;
+		m.major = (unsigned)maj;
+		m.minor = (unsigned)min;
+		m.rootlen = unescape(f[3], strlen(f[3]));
+		m.pointlen = unescape(f[4], strlen(f[4]));
+		m.root = f[3];
+		m.point = f[4];
+		unsigned d;
+		if (!hf_path_normal(m.root, m.rootlen, &d) || !hf_path_normal(m.point, m.pointlen, &d))
+			continue; /* "//deleted" roots and the like: not a path */
+		ret->m[ret->n++] = m;
+	}
+	/* The namespace's root mount: mounted at "/" on a mount not shown. */
+	for (size_t i = 0; i < ret->n && ret->top < 0; i++) {
+		if (ret->m[i].pointlen != 1)
+			continue;
+		bool parent_shown = false;
+		for (size_t j = 0; j < ret->n && !parent_shown; j++)
+			parent_shown = j != i && ret->m[j].id == ret->m[i].parent;
+		if (!parent_shown)
+			ret->top = (long)i;
+	}
+	return 0;
+}
+
+/* The mount the kernel's walk of p ends in (A5). */
+static const struct hf_mount *mount_of(const struct hf_mounts *ms, const char *p, size_t len)
+{
+	if (ms->top < 0)
+		return NULL;
+	const struct hf_mount *cur = &ms->m[ms->top];
+	for (size_t guard = 0; guard <= ms->n; guard++) {
+		const struct hf_mount *next = NULL;
+		for (size_t i = 0; i < ms->n; i++) {
+			const struct hf_mount *m = &ms->m[i];
+			if (m == cur || m->parent != cur->id ||
+			    !hf_path_under(m->point, m->pointlen, p, len))
+				continue;
+			/* the walk crosses the first mount point it meets */
+			if (!next || m->pointlen <= next->pointlen)
+				next = m;
+		}
+		if (!next)
+			break;
+		cur = next;
+	}
+	return cur;
+}
+
+/* "MAJ:MIN:K:" + root + rest into buf. */
+static int identity_of(const struct hf_mount *m, const char *p, size_t len, char kind, char *buf,
+		       size_t n)
+{
+	const char *rest = m->pointlen == 1 ? p : p + m->pointlen; /* "" or "/..." */
+	size_t restlen = len - (size_t)(rest - p);
+	if (m->pointlen == 1 && len == 1)
+		restlen = 0; /* p is "/" */
+	bool root_only = m->rootlen == 1;
+	int w = snprintf(buf, n, "%u:%u:%c:%.*s%.*s", m->major, m->minor, kind,
+			 root_only && restlen ? 0 : (int)m->rootlen, m->root, (int)restlen, rest);
+	if (w < 0 || (size_t)w >= n || (size_t)w >= HF_FSID_MAX)
+		return -ENAMETOOLONG;
+	return w;
+}
+
+int hf_path_identify(const struct hf_mounts *m, const char *p, size_t len, char kind, char *buf,
+		     size_t n)
+{
+	const struct hf_mount *mt = mount_of(m, p, len);
+	if (!mt)
+		return -ENOENT;
+	return identity_of(mt, p, len, kind, buf, n);
+}
+
+void hf_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int strv_push_unique(char ***v, size_t *n, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], s))
+			return 0;
+	if (*n >= HF_SCOPE_IDS_MAX)
+		return 0; /* the cap: see hf_spec_identify */
+	char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char ***ret,
+		     size_t *ret_n)
+{
+	char **v = NULL;
+	size_t n = 0;
+	char buf[HF_FSID_MAX];
+	*ret = NULL;
+	*ret_n = 0;
+	int w = hf_path_identify(m, s->path, s->len, s->recursive ? 'r' : 'c', buf, sizeof buf);
+	if (w == -ENOENT || w == -ENAMETOOLONG)
+		return 0; /* unknown: compared by path only */
+	if (w < 0)
+		return w;
+	int rc = strv_push_unique(&v, &n, buf);
+	/* A6: the mounts the spec reaches below its path */
+	for (size_t i = 0; rc == 0 && i < m->n; i++) {
+		const struct hf_mount *mt = &m->m[i];
+		unsigned d;
+		if (mt->pointlen <= s->len && !(s->len == 1 && mt->pointlen > 1))
+			continue;
+		if (!hf_path_under(s->path, s->len, mt->point, mt->pointlen) ||
+		    !hf_path_normal(mt->point, mt->pointlen, &d) || d <= s->depth)
+			continue;
+		if (!s->recursive && d != s->depth + 1)
+			continue;
+		w = identity_of(mt, mt->point, mt->pointlen, s->recursive ? 'r' : 'e', buf,
+				sizeof buf);
+		if (w == -ENAMETOOLONG)
+			continue;
+		rc = w < 0 ? w : strv_push_unique(&v, &n, buf);
+	}
+	if (rc < 0) {
+		hf_strv_free(v, n);
+		return rc;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 
 /* --- scope.c: specs "PATH:MODE[:recursive]" ----------------------------- */
@@ -18,12 +19,18 @@
  * trailing '/', "/" alone for the root); depth counts its components ("/"
  * has 0). A recursive spec covers path and everything below it; a
  * non-recursive one path and its direct children. */
+struct hf_fsid;
 struct hf_spec {
 	const char *path;
 	size_t len;
 	unsigned depth;
 	bool write;
 	bool recursive;
+	/* The kernel's identity of what the path reaches (scope.c, "Kernel
+	 * identity"); filled by the registry, none for a bare parsed spec. */
+	const struct hf_fsid *ids;
+	const char *const *id_text;
+	unsigned nids;
 };
 
 /* Split "PATH:MODE[:recursive]" from the right (PATH may hold ':'): the
@@ -66,6 +73,63 @@ bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner);
 /* Does s cover the single path p (normal, depth d)? Pure. */
 bool hf_spec_contains(const struct hf_spec *s, const char *p, size_t len, unsigned depth);
 
+/* --- scope.c: kernel identity (bind mounts) ------------------------------ */
+
+/* A set of paths of one file system, named the way every mount namespace
+ * names it: the device of the mount (major:minor in /proc/self/mountinfo)
+ * and the path from that file system's root (the mount's root + the rest of
+ * the canonical path). Text form "MAJOR:MINOR:KIND:PATH"; KIND 'r' (PATH and
+ * everything below it), 'c' (PATH and its direct children) or 'e' (PATH
+ * alone). */
+#define HF_FSID_MAX (PATH_MAX + 32)
+struct hf_fsid {
+	unsigned major, minor;
+	char kind;
+	const char *path;
+	size_t len;
+	unsigned depth;
+};
+/* Parse the text form (s[0..len), PATH normal); ret->path points into s.
+ * -EINVAL otherwise. Pure. */
+int hf_fsid_parse(const char *s, size_t len, struct hf_fsid *ret);
+/* Do the two sets intersect (same device, whole components)? Pure. */
+bool hf_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b);
+/* Is every path of inner also one of outer? Pure. */
+bool hf_fsid_covers(const struct hf_fsid *outer, const struct hf_fsid *inner);
+
+/* This process's mount table (/proc/self/mountinfo), parsed. */
+struct hf_mount {
+	unsigned long id, parent;
+	unsigned major, minor;
+	const char *root, *point;   /* decoded, normal                        */
+	size_t rootlen, pointlen;
+};
+struct hf_mounts {
+	struct hf_mount *m;
+	size_t n;
+	char *text;
+	long top;                   /* index of the namespace's root mount; -1 */
+};
+/* Read and parse /proc/self/mountinfo (through sys.c). 0, or -errno (the
+ * table is then empty: identities are unknown). */
+int hf_mounts_load(struct hf_mounts *ret);
+void hf_mounts_free(struct hf_mounts *m);
+/* The identity of the normal path p[0..len) with kind into buf (text form):
+ * the length, or -ENOENT when the mount table does not show how p is
+ * reached (no root mount: a chroot), -ENAMETOOLONG. */
+int hf_path_identify(const struct hf_mounts *m, const char *p, size_t len, char kind, char *buf,
+		     size_t n);
+/* Every identity of spec s, as text (malloc'd strings in *ret, *ret_n of
+ * them, HF_SCOPE_IDS_MAX at most): first the path's own (kind 'r' for a
+ * recursive spec, 'c' otherwise), then each mount below it that the spec
+ * reaches: for a recursive spec every mount whose mount point lies below
+ * the path (kind 'r', its root), for a non-recursive one each mount on a
+ * direct child (kind 'e'). 0 with *ret_n 0 when unknown. */
+#define HF_SCOPE_IDS_MAX 256
+int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char ***ret,
+		     size_t *ret_n);
+void hf_strv_free(char **v, size_t n);
+
 /* Pod names: 1..HF_POD_NAME_MAX bytes of UTF-8 text without white space,
  * quotes, backslash or '/', not starting with '-'. Pure. */
 bool hf_pod_name_ok(const char *name);
@@ -78,6 +142,10 @@ struct hf_alloc {
 	uint64_t pid_start;
 	const char *boot_id;         /* "" when unknown                          */
 	const char *host;            /* "" when unknown                          */
+	uint64_t pidns, timens;      /* as in struct hf_owner; 0: unknown (0.1)  */
+	int64_t boot_ms;             /* CLOCK_BOOTTIME ms at registration; 0     */
+	const char *comm;            /* "" when unknown                          */
+	const char *token;           /* 32 hex: its live file; NULL: none        */
 	const char *socket;          /* NULL: none                               */
 	const char *from;            /* delegated_from; NULL: top level          */
 	uint64_t generation;
@@ -85,11 +153,18 @@ struct hf_alloc {
 	struct hf_spec *specs;
 	const char **spec_text;      /* the stored strings, for output           */
 	size_t nspecs;
+	struct hf_fsid *fs;          /* every spec's identities, spec by spec    */
+	const char **fs_text;
+	size_t *fs_spec;             /* the spec each belongs to                 */
+	size_t nfs;
 	/* derived when the table is judged */
 	int live;                    /* HF_ALIVE / HF_DEAD                       */
 	long parent;                 /* index of the nearest live ancestor, -1   */
 	unsigned depth;              /* in the delegation tree; 0: top level     */
 	const char *returned_to;     /* reaped/released: who got the scope back  */
+	int probe_fd;                /* proven dead by its live file: the judge's
+					LOCK_EX on it, held until the change is
+					written (-1: none)                      */
 };
 
 struct hf_arena;
@@ -111,9 +186,13 @@ int hf_registry_parse(const char *buf, size_t len, struct hf_scope_table *t, cha
 int hf_registry_format(const struct hf_scope_table *t, char **ret, size_t *ret_len);
 void hf_registry_table_clear(struct hf_scope_table *t);
 
-/* Judge liveness (hf_owner_liveness, one proof per distinct owner) and
- * derive parent/depth: each entry's parent is its nearest live ancestor. */
-void hf_registry_judge(struct hf_scope_table *t);
+/* Judge liveness and derive parent/depth: each entry's parent is its
+ * nearest live ancestor. An owner in this process's pid namespace is judged
+ * by pid (hf_owner_liveness, one proof per distinct owner); one elsewhere by
+ * its live file <base>.live-<token> in dirfd (hf_owner_liveness_fd), when
+ * dirfd >= 0; keep: a probe that proved death keeps its LOCK_EX descriptor
+ * in probe_fd (closed by hf_registry_table_clear). */
+void hf_registry_judge(struct hf_scope_table *t, int dirfd, const char *base, bool keep);
 /* Index of the entry named name, or -1. */
 long hf_registry_find(const struct hf_scope_table *t, const char *name);
 

@@ -699,4 +699,41 @@ int hf_sys_set_comm(const char *name)
 	char comm[16];
 	snprintf(comm, sizeof comm, "%s", name);
 	return NEG(prctl(PR_SET_NAME, comm, 0, 0, 0));
+/* --- scope registry keeper (src/cli/keeper.c) ------------------------------ */
+
+pid_t hf_sys_setsid(void)
+{
+	PASS("setsid");
+	pid_t p = setsid();
+	return p < 0 ? -errno : p;
+}
+
+int hf_sys_chdir(const char *path)
+{
+	PASS("chdir");
+	return NEG(chdir(path));
+}
+
+int hf_sys_pidfd_open(pid_t pid)
+{
+	PASS("pidfd_open");
+#ifdef SYS_pidfd_open
+	long fd = syscall(SYS_pidfd_open, pid, 0);
+	return fd < 0 ? -errno : (int)fd;
+#else
+	(void)pid;
+	return -ENOSYS;
+#endif
+}
+
+int hf_sys_close_range(unsigned first, unsigned last)
+{
+	PASS("close_range");
+#ifdef SYS_close_range
+	return NEG(syscall(SYS_close_range, first, last, 0));
+#else
+	(void)first;
+	(void)last;
+	return -ENOSYS;
+#endif
 }

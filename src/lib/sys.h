@@ -143,4 +143,13 @@ int hf_sys_fcntl_setfd(int fd, int flags);
 /* This process's command name (/proc/self/comm), truncated to 15 bytes. */
 int hf_sys_set_comm(const char *name);
 
+/* --- scope registry keeper (src/cli/keeper.c) ------------------------------ */
+pid_t hf_sys_setsid(void);
+int hf_sys_chdir(const char *path);
+/* pidfd_open(2): a descriptor that polls readable once pid has exited;
+ * -ENOSYS where the kernel has none. */
+int hf_sys_pidfd_open(pid_t pid);
+/* close_range(2) without flags: close every fd in [first, last]. */
+int hf_sys_close_range(unsigned first, unsigned last);
+
 #endif

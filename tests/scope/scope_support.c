@@ -14,23 +14,165 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 char *sc_dir;
 char sc_reg[512];
 
+/* Every sleeper started and not ended yet: a test that fails half-way
+ * leaves its own, which sc_teardown ends before it waits for everyone. */
+static pid_t live_sleepers[256];
+static int nlive_sleepers;
+/* Every process sc_spawn started: one still running at teardown (a failed
+ * test's) is killed - only if it is still our unreaped child, so its pid
+ * cannot be another process's. */
+static pid_t spawned[64];
+static int nspawned;
+
 void sc_setup(void)
 {
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	sc_dir = hft_tmpdir();
 	snprintf(sc_reg, sizeof sc_reg, "%s/reg/scope.lock", sc_dir);
 	setenv("HOLDFAST_REGISTRY", sc_reg, 1);
 	unsetenv("HOLDFAST_POD");
 }
 
+void sc_reap_all(void)
+{
+	for (;;) {
+		pid_t p = waitpid(-1, NULL, 0);
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0)
+			break; /* ECHILD: nothing left */
+	}
+}
+
 void sc_teardown(void)
 {
+	while (nlive_sleepers > 0)
+		kill(live_sleepers[--nlive_sleepers], SIGKILL); /* a failed test's */
+	while (nspawned > 0) {
+		pid_t p = spawned[--nspawned];
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)p, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+			kill(p, SIGKILL); /* still running, still ours */
+	}
 	hft_rmtree(sc_dir);
 	free(sc_dir);
+	sc_reap_all();
+}
+
+void sc_private_mounts(bool tmp)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root: a private mount namespace (CI runs as root)");
+	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare(CLONE_NEWNS): %s", strerror(errno));
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "MS_PRIVATE: %s",
+		     strerror(errno));
+	if (tmp)
+		cr_assert_eq(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0, "tmpfs on /tmp: %s",
+			     strerror(errno));
+}
+
+int sc_wait_within(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+	do
+		rc = poll(&p, 1, ms);
+	while (rc < 0 && errno == EINTR);
+	close(fd);
+	if (rc != 1)
+		return -1;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+bool sc_exits_within(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+	do
+		rc = poll(&p, 1, ms);
+	while (rc < 0 && errno == EINTR);
+	close(fd);
+	if (rc != 1)
+		return false;
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return true;
+}
+
+int sc_sh(char **out, char **err, const char *script, ...)
+{
+	const char *argv[64];
+	int n = 0;
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = script;
+	argv[n++] = "sh";
+	va_list ap;
+	va_start(ap, script);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && n < 63)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		setenv("HF", hft_bin(), 1);
+		unsetenv("HOLDFAST_FAULTS");
+		execv("/bin/sh", (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	char *so = hft_read_all(o[0]);
+	char *se = hft_read_all(e[0]);
+	close(o[0]);
+	close(e[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (out)
+		*out = so;
+	else
+		free(so);
+	if (err)
+		*err = se;
+	else
+		free(se);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+
+static void sleeper_forget(pid_t pid)
+{
+	for (int i = 0; i < nlive_sleepers; i++)
+		if (live_sleepers[i] == pid)
+			live_sleepers[i] = live_sleepers[--nlive_sleepers];
 }
 
 void sc_sleeper_start(struct sc_sleeper *s)
@@ -50,6 +192,8 @@ void sc_sleeper_start(struct sc_sleeper *s)
 	close(p[0]);
 	s->pid = pid;
 	s->wr = p[1];
+	if (nlive_sleepers < 256)
+		live_sleepers[nlive_sleepers++] = pid;
 }
 
 void sc_sleeper_end(struct sc_sleeper *s, int sig)
@@ -60,6 +204,7 @@ void sc_sleeper_end(struct sc_sleeper *s, int sig)
 	int st;
 	while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
 		;
+	sleeper_forget(s->pid);
 }
 
 static int cli_va(const char *env, char **out, char **err, va_list ap)
@@ -126,4 +271,61 @@ json_t *sc_alloc(json_t *root, const char *name)
 		if (!strcmp(json_string_value(json_object_get(a, "name")), name))
 			return a;
 	return NULL;
+}
+
+void sc_need_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (unshare, mounts, setpriv); CI runs as root");
+}
+
+void sc_spawn(struct hft_child *c, const char *const *argv)
+{
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		setenv("HF", hft_bin(), 1);
+		unsetenv("HOLDFAST_FAULTS");
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (nspawned < 64)
+		spawned[nspawned++] = pid;
+	close(o[1]);
+	close(e[1]);
+	/* hft_wait closes notify_rd and go_wr: give it descriptors of its own */
+	int n[2], g[2];
+	cr_assert_eq(pipe2(n, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(g, O_CLOEXEC), 0);
+	close(n[1]);
+	close(g[0]);
+	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = o[0],
+				 .err_rd = e[0] };
+}
+
+char *sc_line(int fd)
+{
+	size_t cap = 256, n = 0;
+	char *line = malloc(cap);
+	char ch;
+	for (;;) {
+		ssize_t r = read(fd, &ch, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 1 || ch == '\n')
+			break;
+		if (n + 1 >= cap)
+			line = realloc(line, cap *= 2);
+		line[n++] = ch;
+	}
+	line[n] = '\0';
+	return line;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NPROC 200
 
@@ -26,11 +27,13 @@ static int worker(void *arg)
 	struct hf_scope_request req = { .name = name, .specs = specs, .nspecs = 1 };
 	struct hf_scope_holder h;
 	uint64_t gen;
-	int rc = hf_scope_register(&req, &gen, &h);
+	int fd;
+	int rc = hf_scope_register(&req, &gen, &fd, &h);
 	if (rc < 0)
 		return 10;
 	hf_sys_point("test.registered"); /* the test holds everyone here */
 	rc = hf_scope_release(NULL, name, gen, &h);
+	close(fd);
 	return rc < 0 ? 11 : 0;
 }
 

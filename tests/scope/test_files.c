@@ -8,6 +8,7 @@
 #include "holdfast.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,6 +148,59 @@ Test(files, crash_temporaries_swept, .init = start, .fini = stop)
 	cr_assert(!hft_exists(tmp));
 }
 
+/* Is the token of live file `file` (a name in the registry's directory)
+ * named by the table text? */
+static bool named_by(const char *table, const char *file)
+{
+	const char *tok = strstr(file, ".live-");
+	return tok && strstr(table, tok + 6);
+}
+
+/* Putting the old table back by hand leaves the live file of a registration
+ * that completed, held by its keeper: the registry never removes a held file
+ * (it cannot tell a keeper from an owner), so the test does, as a release
+ * would. A live file no one holds is left for the registry's sweep. */
+static void drop_held_live_files(const char *table)
+{
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/reg", sc_dir);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "scope.lock.live-", 16) || named_by(table, e->d_name))
+			continue;
+		char p[900];
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		int fd = open(p, O_RDONLY | O_NONBLOCK);
+		cr_assert_geq(fd, 0);
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+			cr_assert_eq(unlink(p), 0);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/* Every live file is named by the table, and every token of the table has
+ * its file: no orphan is left after a change. */
+static void live_files_match_table(void)
+{
+	char *table = hft_slurp(sc_reg);
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/reg", sc_dir);
+	int files = hft_count_prefix(dir, "scope.lock.live-"), tokens = 0;
+	for (const char *p = table; (p = strstr(p, "\"token\":")); p++)
+		tokens++;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "scope.lock.live-", 16))
+			cr_assert(named_by(table, e->d_name), "orphan live file %s", e->d_name);
+	closedir(d);
+	cr_assert_eq(files, tokens, "%d live files for %d tokens", files, tokens);
+	free(table);
+}
+
 /* R2: SIGKILL at the Nth system call of an update, for every N until it
  * completes: the registry always parses and holds the old table or the new.
  * The new table is told from the old by whether `name` is in it. */
@@ -155,6 +210,7 @@ static void crash_every_step(const char *const *argv, const char *name, bool in_
 	char *old = hft_slurp(sc_reg);
 	int crashed = 0, n;
 	for (n = 1; n < 400; n++) {
+		drop_held_live_files(old);
 		hft_write(sc_reg, old);
 		char rules[32];
 		snprintf(rules, sizeof rules, "crash:*:%d", n);
@@ -197,6 +253,7 @@ Test(files, sigkill_at_every_step_of_register, .init = start, .fini = stop)
 	char dir[600];
 	snprintf(dir, sizeof dir, "%s/reg", sc_dir);
 	cr_assert_eq(hft_count_prefix(dir, "scope.lock.tmp-"), 0);
+	live_files_match_table(); /* R9: crash orphans swept, entries' files kept */
 }
 
 Test(files, sigkill_at_every_step_of_release, .init = start, .fini = stop)
@@ -243,6 +300,7 @@ Test(files, lock_file_swapped_under_a_locker, .init = start, .fini = stop)
 	json_decref(root);
 }
 
+/* One registry per user: XDG_RUNTIME_DIR no longer moves it (item 11). */
 Test(files, default_location)
 {
 	char buf[PATH_MAX], exp[PATH_MAX];
@@ -250,33 +308,11 @@ Test(files, default_location)
 	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
 	cr_assert_str_eq(buf, "/some/where/reg.json");
 	unsetenv("HOLDFAST_REGISTRY");
+	snprintf(exp, sizeof exp, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
 	setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
 	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
-	cr_assert_str_eq(buf, "/run/user/1234/holdfast/scope.lock");
+	cr_assert_str_eq(buf, exp, "XDG_RUNTIME_DIR does not choose the registry");
 	unsetenv("XDG_RUNTIME_DIR");
 	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
-	snprintf(exp, sizeof exp, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
 	cr_assert_str_eq(buf, exp);
-}
-
-Test(files, xdg_directory_created_private)
-{
-	char *dir = hft_tmpdir();
-	struct sc_sleeper s;
-	sc_sleeper_start(&s);
-	unsetenv("HOLDFAST_REGISTRY");
-	setenv("XDG_RUNTIME_DIR", dir, 1);
-	const char *argv[] = { "holdfast", "scope", "register", "A", "/x:write", "--pid",
-			       sc_num(s.pid), NULL };
-	cr_assert_eq(hft_cli(NULL, NULL, argv), 0);
-	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s/holdfast", dir);
-	struct stat st;
-	cr_assert_eq(stat(p, &st), 0);
-	cr_assert_eq(st.st_mode & 07777, 0700);
-	snprintf(p, sizeof p, "%s/holdfast/scope.lock", dir);
-	cr_assert(hft_exists(p));
-	sc_sleeper_end(&s, SIGKILL);
-	hft_rmtree(dir);
-	free(dir);
 }

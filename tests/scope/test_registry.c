@@ -73,6 +73,10 @@ Test(registry, register_records_every_field)
 	char exp[1024];
 	snprintf(exp, sizeof exp, "%s:write:recursive", sc_path("p/src"));
 	cr_assert_str_eq(json_string_value(json_array_get(allow, 0)), exp, "canonical, no '/'");
+	json_t *keeper = json_object_get(printed, "keeper");
+	cr_assert(json_is_integer(keeper) && json_integer_value(keeper) > 0,
+		  "--json names the keeper of the liveness file");
+	json_object_del(printed, "keeper");
 	cr_assert(json_equal(printed, a), "--json prints the allocation as stored");
 	struct stat st;
 	cr_assert_eq(stat(sc_reg, &st), 0);

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 TestSuite(run_scope, .init = sc_setup, .fini = sc_teardown);
@@ -106,9 +107,9 @@ Test(run_scope, conflict_keeps_cmd_from_running)
 		     0);
 	char *err;
 	const char *marker = sc_path("ran");
-	int rc = sc_cli(NULL, &err, "run", "--scope", sc_path("p/x:write"), "--", "touch", marker,
-			NULL);
-	cr_assert_eq(rc, 1);
+	int rc = sc_cli(NULL, &err, "run", "-n", "--scope", sc_path("p/x:write"), "--", "touch",
+			marker, NULL);
+	cr_assert_eq(rc, 1, "-n: refused at once");
 	HAS(err, "holder (pid ");
 	cr_assert(!hft_exists(marker), "CMD never ran");
 	free(err);
@@ -161,4 +162,107 @@ Test(run_scope, sigkilled_wrapper_leaves_the_scope_to_cmd)
 	HAS(out, "reaped job");
 	free(out);
 	cr_assert_eq(sc_cli(NULL, NULL, "scope", "check", sc_path("p/x"), NULL), 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* `run --scope` waits like `--lock` (issue item 7): a held scope is
+ * waited for, and the waiter gets it when the holder releases - woken by
+ * the registry's change, not by a timer it would have to outlast. */
+Test(run_scope, waits_for_a_held_scope_and_gets_it_on_release)
+{
+	const char *fifo = sc_path("fifo");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	const char *hold[] = { "holdfast", "run", "--scope", sc_path("p:write:recursive"), "--name",
+			       "holder", "--", "sh", "-c", "echo held; read x < \"$0\"", fifo, NULL };
+	struct hft_child holder, waiter;
+	hft_spawn_cli(&holder, NULL, hold, NULL);
+	char *line = read_line(holder.out_rd);
+	cr_assert_str_eq(line, "held");
+	const char *wait[] = { "holdfast", "run", "-w", "3600", "--scope", sc_path("p/x:write"),
+			       "--name", "waiter", "--", "sh", "-c", "echo got $HOLDFAST_POD", NULL };
+	hft_spawn_cli(&waiter, "pause:run.scope.waiting", wait, NULL);
+	hft_expect(&waiter, "run.scope.waiting"); /* refused for now: it waits */
+	hft_go(&waiter);
+	int fd = open(fifo, O_WRONLY); /* the holder's CMD ends: run releases */
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "x\n", 2), 2);
+	close(fd);
+	cr_assert_eq(hft_wait(&holder), 0);
+	cr_assert_eq(hft_wait(&waiter), 0, "the waiter got the scope");
+	char *out = hft_read_all(waiter.out_rd);
+	cr_assert_str_eq(out, "got waiter\n");
+	free(out);
+	close(holder.out_rd);
+	close(holder.err_rd);
+	close(waiter.out_rd);
+	close(waiter.err_rd);
+	json_t *root = sc_registry_json();
+	cr_assert_eq(json_array_size(json_object_get(root, "allocations")), 0);
+	json_decref(root);
+}
+
+/* -w is a bound: 1 (or -E CODE) once it passed, naming the holder; CMD
+ * never runs. Only the lower bound is asserted (an upper one is a race). */
+Test(run_scope, wait_is_bounded_by_w)
+{
+	struct sc_sleeper s;
+	sc_sleeper_start(&s);
+	cr_assert_eq(sc_cli(NULL, NULL, "scope", "register", "holder", sc_path("p:write:recursive"),
+			    "--pid", sc_num(s.pid), NULL),
+		     0);
+	const char *marker = sc_path("ran");
+	char *err;
+	double t0 = now_s();
+	cr_assert_eq(sc_cli(NULL, &err, "run", "-w", "0.3", "--scope", sc_path("p/x:write"), "--",
+			    "touch", marker, NULL),
+		     1);
+	double took = now_s() - t0;
+	cr_assert_geq(took, 0.3, "returned after %.3f s, before the deadline", took);
+	HAS(err, "timed out waiting");
+	HAS(err, "of holder (pid ");
+	free(err);
+	cr_assert_not(hft_exists(marker), "CMD never ran");
+	cr_assert_eq(sc_cli(NULL, NULL, "run", "-w", "0.05", "-E", "9", "--scope",
+			    sc_path("p/x:write"), "--", "true", NULL),
+		     9, "-E applies to a timeout too");
+	sc_sleeper_end(&s, SIGKILL);
+}
+
+/* A waiting `holdfast run` answers SIGTERM within a fraction of a second:
+ * the wait goes in slices and looks at the signals between them. */
+Test(run_scope, sigterm_ends_the_wait_at_once)
+{
+	struct sc_sleeper s;
+	sc_sleeper_start(&s);
+	cr_assert_eq(sc_cli(NULL, NULL, "scope", "register", "holder", sc_path("p:write:recursive"),
+			    "--pid", sc_num(s.pid), NULL),
+		     0);
+	const char *marker = sc_path("ran");
+	const char *wait[] = { "holdfast", "run", "--scope", sc_path("p/x:write"), "--name",
+			       "waiter", "--", "touch", marker, NULL };
+	struct hft_child w;
+	hft_spawn_cli(&w, "pause:run.scope.waiting", wait, NULL);
+	hft_expect(&w, "run.scope.waiting");
+	hft_go(&w); /* waiting for good now (no -w: forever) */
+	double t0 = now_s();
+	cr_assert_eq(kill(w.pid, SIGTERM), 0);
+	cr_assert_eq(hft_wait(&w), 128 + SIGTERM);
+	double took = now_s() - t0;
+	cr_assert_lt(took, 1.0, "answered SIGTERM after %.3f s", took);
+	char *err = hft_read_all(w.err_rd);
+	HAS(err, "stopped by");
+	free(err);
+	close(w.out_rd);
+	close(w.err_rd);
+	cr_assert_not(hft_exists(marker), "CMD never ran");
+	json_t *root = sc_registry_json();
+	cr_assert_null(sc_alloc(root, "waiter"));
+	json_decref(root);
+	sc_sleeper_end(&s, SIGKILL);
 }

@@ -1,0 +1,252 @@
+/*
+ * keeper.c - hold descriptors for a process that cannot hold them itself.
+ *
+ * A kernel lock is proof of life only while someone holds it for the owner
+ * (liveness.c, L3). `holdfast scope register` registers a pod for another
+ * process (its caller, or --pid) and then exits: the allocation's liveness
+ * file, with its flock(LOCK_SH), must outlive it. cli_keep_for() leaves the
+ * descriptors to a small detached process, the keeper, that holds them
+ * until the owner ends or until every file it holds is removed (the
+ * allocation released or reaped: nothing is left to keep alive). It knows
+ * nothing of scopes: any descriptors, any owner (directory locks too).
+ *
+ * Steps
+ * -----
+ *   1. Read the owner's start time (/proc/<pid>/stat): -ESRCH when it is
+ *      gone already (nothing to keep).
+ *   2. Fork; the child starts a session of its own (setsid) and forks the
+ *      keeper, then exits: the keeper is nobody's child but init's (or a
+ *      subreaper's), never the caller's zombie.
+ *   3. The keeper: fault rules disarmed, signals unblocked, working
+ *      directory "/", stdin/stdout/stderr on /dev/null, every other
+ *      descriptor closed but the kept ones (and the report pipe, until 5).
+ *   4. Arm: pidfd_open(owner), then its start time checked again (the pid
+ *      may have been reused between 1 and 4); one inotify watch IN_ATTRIB on
+ *      /proc/self/fd/N for each kept descriptor (an unlink changes the
+ *      file's link count: IN_ATTRIB).
+ *   5. Report the keeper's pid on the pipe and close it: cli_keep_for
+ *      returns only once the keeper is armed.
+ *   6. Loop: exit when the owner has exited (the pidfd polls readable; the
+ *      fallback without pidfd: kill(pid, 0) says ESRCH or the start time
+ *      changed, looked at every second) or when every kept file has no link
+ *      left (fstat st_nlink == 0; looked at on every wake-up, and every
+ *      second without inotify). Exiting closes the descriptors: the kernel
+ *      drops their locks.
+ *
+ * Invariants
+ * ----------
+ *   (K1) The keeper holds nothing of its caller's but the kept descriptors:
+ *        no terminal, no pipe (a `$(holdfast scope register …)` returns at
+ *        once), no working directory (an unmount is not held up).
+ *   (K2) It never outlives both reasons to exist: each condition is checked
+ *        after its watch is armed and on every wake-up, so an exit or an
+ *        unlink before arming is seen at the first check.
+ *   (K3) It never holds for a reused pid: the owner is the process with the
+ *        pid AND the start time read in step 1.
+ *
+ * Hazards
+ * -------
+ *   - Killing the keeper (kill -9, an OOM kill, `kill -9 -1`) drops the
+ *     locks while the owner may live: a judge in another pid namespace then
+ *     takes the owner for dead. In the owner's own namespace its pid decides.
+ *   - Without pidfd (Linux < 5.3) the owner's end is seen within a second.
+ */
+#include "cli.h"
+
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KEEP_MAX 64
+
+struct keep {
+	pid_t pid;
+	uint64_t start;
+	int fds[KEEP_MAX];
+	size_t n;
+};
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Close every descriptor >= 3 but the n in keep[] (K1). */
+static void close_others(const int *keep, size_t n)
+{
+	int sorted[KEEP_MAX + 1];
+	memcpy(sorted, keep, n * sizeof *keep);
+	qsort(sorted, n, sizeof *sorted, cmp_int);
+	unsigned from = 3;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (sorted[i] < 0 || (unsigned)sorted[i] < from)
+			continue; /* 0-2, or the same fd twice */
+		if ((unsigned)sorted[i] > from)
+			rc = hf_sys_close_range(from, (unsigned)sorted[i] - 1);
+		from = (unsigned)sorted[i] + 1;
+	}
+	if (rc == 0)
+		rc = hf_sys_close_range(from, ~0U);
+	if (rc == 0)
+		return;
+	/* no close_range(2): one by one, up to the limit */
+	long max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 1 << 20)
+		max = 1 << 20;
+	for (int fd = 3; fd < max; fd++) {
+		bool kept = false;
+		for (size_t i = 0; i < n && !kept; i++)
+			kept = keep[i] == fd;
+		if (!kept)
+			close(fd); /* not through sys.c: EBADF for most, and no rule applies */
+	}
+}
+
+/* Is the owner gone (K3)? Without a pidfd, by kill(0) and the start time. */
+static bool owner_gone(const struct keep *k, int pidfd)
+{
+	if (pidfd >= 0) {
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+		return hf_sys_poll(&p, 1, 0) > 0;
+	}
+	if (hf_sys_kill(k->pid, 0) == -ESRCH)
+		return true;
+	uint64_t now;
+	int rc = hf_pid_start(k->pid, &now);
+	return rc == -ESRCH || (rc == 0 && now != k->start);
+}
+
+/* Has every kept file lost its last name? */
+static bool files_gone(const struct keep *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		struct stat st;
+		if (hf_sys_fstat(k->fds[i], &st) == 0 && st.st_nlink > 0)
+			return false;
+	}
+	return true;
+}
+
+static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
+{
+	hf_sys_inject(NULL); /* the caller's fault rules are not the keeper's */
+	sigset_t none;
+	sigemptyset(&none);
+	hf_sys_sigprocmask(SIG_SETMASK, &none, NULL);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	hf_sys_sigaction(SIGTERM, &dfl, NULL);
+	hf_sys_sigaction(SIGINT, &dfl, NULL);
+	hf_sys_chdir("/");
+	int null = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDWR, 0);
+	if (null >= 0) {
+		for (int fd = 0; fd < 3; fd++)
+			if (null != fd)
+				hf_sys_dup2(null, fd);
+		if (null > 2)
+			hf_sys_close(null);
+	} else {
+		for (int fd = 0; fd < 3; fd++)
+			hf_sys_close(fd); /* K1 all the same: no pipe of the caller stays */
+	}
+	int keep[KEEP_MAX + 1];
+	memcpy(keep, k->fds, k->n * sizeof *keep);
+	keep[k->n] = report;
+	close_others(keep, k->n + 1);
+
+	/* Step 4: arm, then check (K2). */
+	int pidfd = hf_sys_pidfd_open(k->pid);
+	uint64_t start;
+	pid_t me = getpid();
+	if (pidfd >= 0 && (hf_pid_start(k->pid, &start) < 0 || start != k->start)) {
+		me = 0; /* K3: the pid is another process's already: nothing to keep */
+		hf_sys_write(report, &me, sizeof me);
+		_exit(0);
+	}
+	int ifd = hf_sys_inotify_init();
+	for (size_t i = 0; ifd >= 0 && i < k->n; i++) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/self/fd/%d", k->fds[i]);
+		if (hf_sys_inotify_add_watch(ifd, path, IN_ATTRIB | IN_DELETE_SELF) < 0) {
+			hf_sys_close(ifd);
+			ifd = -1;
+		}
+	}
+	hf_sys_write(report, &me, sizeof me); /* step 5 */
+	hf_sys_close(report);
+
+	for (;;) {
+		if (owner_gone(k, pidfd) || files_gone(k))
+			_exit(0);
+		struct pollfd p[2];
+		nfds_t np = 0;
+		if (pidfd >= 0)
+			p[np++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+		if (ifd >= 0)
+			p[np++] = (struct pollfd){ .fd = ifd, .events = POLLIN };
+		int timeout = pidfd >= 0 && ifd >= 0 ? -1 : 1000; /* the fallbacks look every second */
+		int rc = hf_sys_poll(p, np, timeout);
+		if (rc < 0 && rc != -EINTR)
+			hf_sys_sleep_ms(1000);
+		if (ifd >= 0) {
+			char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+			struct pollfd q = { .fd = ifd, .events = POLLIN };
+			while (hf_sys_poll(&q, 1, 0) > 0 && hf_sys_read(ifd, buf, sizeof buf) > 0)
+				; /* drained: the checks above say what happened */
+		}
+	}
+}
+
+int cli_keep_for(int pid, const int *fds, size_t n)
+{
+	if (n == 0 || n > KEEP_MAX || pid <= 0)
+		return -EINVAL;
+	struct keep k = { .pid = pid, .n = n };
+	memcpy(k.fds, fds, n * sizeof *fds);
+	int rc = hf_pid_start(pid, &k.start); /* step 1 */
+	if (rc < 0)
+		return rc;
+	int p[2];
+	rc = hf_sys_pipe2(p, O_CLOEXEC);
+	if (rc < 0)
+		return rc;
+	fflush(NULL);
+	pid_t child = hf_sys_fork();
+	if (child < 0) {
+		hf_sys_close(p[0]);
+		hf_sys_close(p[1]);
+		return child;
+	}
+	if (child == 0) { /* step 2 */
+		hf_sys_close(p[0]);
+		if (hf_sys_setsid() < 0)
+			_exit(1);
+		pid_t keeper = hf_sys_fork();
+		if (keeper == 0)
+			keeper_main(&k, p[1]);
+		_exit(keeper < 0 ? 1 : 0);
+	}
+	hf_sys_close(p[1]);
+	int st;
+	hf_sys_waitpid(child, &st, 0);
+	pid_t keeper = 0;
+	ssize_t r = hf_sys_read(p[0], &keeper, sizeof keeper);
+	hf_sys_close(p[0]);
+	if (r != (ssize_t)sizeof keeper || keeper < 0)
+		return -ECHILD; /* it did not start */
+	return keeper ? keeper : -ESRCH; /* 0: the owner ended meanwhile */
+}
