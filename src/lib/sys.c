@@ -699,6 +699,8 @@ int hf_sys_set_comm(const char *name)
 	char comm[16];
 	snprintf(comm, sizeof comm, "%s", name);
 	return NEG(prctl(PR_SET_NAME, comm, 0, 0, 0));
+}
+
 /* --- scope registry keeper (src/cli/keeper.c) ------------------------------ */
 
 pid_t hf_sys_setsid(void)
