@@ -339,14 +339,23 @@ static int do_acquire(int argc, char **argv)
 			rrc == 0 ? "released again, nothing is held" : "and releasing it failed too");
 		return HF_EXIT_IOERR;
 	}
+	/* The directory's kernel lock must be held as long as the owner lives,
+	 * and we exit now: a keeper holds it (keeper.c), for judges in another
+	 * pid namespace. An owner gone meanwhile leaves a dead owner's lock:
+	 * reapable, nothing to keep. */
+	int keeper = cli_keep_for((int)owner, &got.live_fd, 1);
+	hf_sys_close(got.live_fd);
+	if (keeper < 0 && keeper != -ESRCH)
+		cli_err("warning: lock %s: no keeper for its kernel lock (%s): a process in another "
+			"pid namespace may take pid %d for dead",
+			a.path, hf_strerror(keeper), (int)owner);
 	if (a.verbose || isatty(2)) {
 		if (!comm[0])
 			hf_pid_comm(owner, comm, sizeof comm);
-		cli_err("lock %s: acquired for pid %d%s%s%s, fence %" PRIu64 " (it is held until that "
+		cli_err("lock %s: acquired for pid %d%s%s%s, fence %" PRIu64 " (held until that "
 			"process ends or `holdfast lock release` with the token)",
 			a.path, (int)owner, comm[0] ? " (" : "", comm, comm[0] ? ")" : "", got.fence);
 	}
-	hf_sys_close(got.live_fd);
 	return HF_EXIT_OK;
 }
 

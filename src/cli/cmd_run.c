@@ -932,6 +932,8 @@ int cmd_run(int argc, char **argv)
 	for (size_t i = 0; i < s.nlocks; i++)
 		if (s.locks[i].info.live_fd >= 0)
 			live[nlive++] = s.locks[i].info.live_fd; /* R8 */
+	if (s.pod_fd >= 0)
+		live[nlive++] = s.pod_fd; /* R8: the scope's live file */
 	rc = cli_child_go(&s.child, env, nenv, live, nlive);
 	if (rc < 0 && rc != -EPIPE) {
 		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));

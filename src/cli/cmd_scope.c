@@ -309,11 +309,24 @@ static int do_register(int argc, char **argv)
 	}
 	struct hf_scope_request req = { .name = pos[0], .specs = (const char *const *)pos + 1,
 					.nspecs = (size_t)a.npos - 1, .socket = a.socket };
-	uint64_t pid = (uint64_t)getppid();
+	uint64_t pid = 0;
 	if (a.pid && (parse_u64(a.pid, &pid) < 0 || pid == 0 || pid > 0x7fffffff)) {
 		free(pos);
 		cli_err("scope register: --pid '%s' is not a pid", SHOW(a.pid));
 		return HF_EXIT_USAGE;
+	}
+	if (!a.pid) {
+		/* holdfast exits at once: the pod is the script that ran this
+		 * line (owner_find.c), never a subshell or a wrapper */
+		pid_t owner;
+		if (cli_owner_find(&owner, NULL, 0) < 0) {
+			cli_err("scope register %s: no process to hold the pod: holdfast's caller is "
+				"init or outside this pid namespace; give --pid PID",
+				SHOW(pos[0]));
+			free(pos);
+			return HF_EXIT_USAGE;
+		}
+		pid = (uint64_t)owner;
 	}
 	req.pid = (pid_t)pid;
 	const char *env = getenv("HOLDFAST_POD");

@@ -18,9 +18,12 @@
  *        nice, nohup, ionice, chrt, taskset, stdbuf, setpriv exec the
  *        command in place, so they are never a parent; they are listed too,
  *        for the forms that fork.)
- *   (O3) The first process that is neither is the owner. Reaching pid 1
- *        (or a parent outside our pid namespace, ppid 0) finds no owner:
- *        -ESRCH, and the caller says to pass --pid.
+ *   (O3) The first process that is neither is the owner. Reaching the
+ *        machine's init (pid 1 of the initial pid namespace: it never ends),
+ *        or a parent outside our pid namespace (ppid 0), finds no owner:
+ *        -ESRCH, and the caller says to pass --pid. The init of another pid
+ *        namespace (a container's entrypoint, `unshare --pid --fork sh`)
+ *        ends with its namespace: it is an owner like any other.
  *
  * Erring upwards is safe: an ancestor lives at least as long as the line,
  * so the lock can only outlive the script (until the ancestor exits), never
@@ -136,16 +139,20 @@ static bool is_fork_copy(const struct proc *p, const struct proc *parent)
 	       p->cmdlen == parent->cmdlen && !memcmp(p->cmdline, parent->cmdline, p->cmdlen);
 }
 
+/* The inode of the initial pid namespace (the kernel's PROC_PID_INIT_INO). */
+#define INIT_PIDNS 0xEFFFFFFCULL
+
 int cli_owner_find(pid_t *ret_pid, char *comm, size_t n)
 {
 	pid_t pid = getppid();
 	struct proc p, up;
+	bool host = hf_self_pidns() == INIT_PIDNS;
 	for (int hop = 0; hop < MAX_HOPS; hop++) {
-		if (pid <= 1)
-			return -ESRCH; /* O3: init, or outside our namespace */
+		if (pid <= 0 || (pid == 1 && host))
+			return -ESRCH; /* O3: the machine's init, or outside our namespace */
 		if (proc_read(pid, &p) < 0)
 			return -ESRCH;
-		bool skip = is_wrapper(&p); /* O2 */
+		bool skip = pid != 1 && is_wrapper(&p); /* O2; a namespace's init is no wrapper */
 		if (!skip && is_shell(&p) && p.ppid > 1 && proc_read(p.ppid, &up) == 0) {
 			skip = is_fork_copy(&p, &up); /* O1 */
 			proc_free(&up);

@@ -191,3 +191,37 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 	free(L);
 	free(fifo);
 }
+
+/* `holdfast lock acquire` from a script inside a namespace: holdfast exits
+ * at once, so a keeper holds the lock's kernel lock for the script. From
+ * outside the lock is held while the script runs, and reaped at once when
+ * the script (the whole namespace) is gone. */
+Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
+{
+	need_unshare();
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_geq(asprintf(&script,
+			       "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
+			       "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
+			       "echo ready; read y < '%s'",
+			       L, fifo),
+		      0);
+	struct hft_child c;
+	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+						 script, NULL },
+		      NULL);
+	char *line = rt_line(c.out_rd);
+	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
+	cr_assert_eq(try_n(L), 1, "held for the script inside, by its keeper");
+	fifo_say(fifo); /* the script ends: its namespace with it */
+	hft_wait(&c);
+	struct hf_lock_info i;
+	cr_assert_eq(hf_lock_status(L, &i), 0);
+	cr_assert_neq(i.state, HF_LOCK_HELD, "the owner's end is seen at once, not after max-hold");
+	cr_assert_eq(try_n(L), 0, "reaped at once");
+	free(line);
+	free(script);
+	free(L);
+	free(fifo);
+}
