@@ -106,7 +106,7 @@ Test(users, holders_in_other_pid_namespaces)
 	for (int i = 0; i < 4; i++) {
 		if (i % 2)
 			hft_spawn_cmd(&w[i],
-				      (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc",
+				      (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
 							     "sh", "-c", script, NULL },
 				      NULL);
 		else

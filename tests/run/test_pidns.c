@@ -84,7 +84,7 @@ Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 			       L, fifo),
 		      0);
 	struct hft_child c;
-	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 						 script, NULL },
 		      NULL);
 	char *line = rt_line(c.out_rd);
@@ -157,7 +157,7 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 			       L, fifo, end),
 		      0);
 	struct hft_child c;
-	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 						 script, NULL },
 		      NULL);
 	char *line = rt_line(c.out_rd);
@@ -208,7 +208,7 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 			       L, fifo),
 		      0);
 	struct hft_child c;
-	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
 						 script, NULL },
 		      NULL);
 	char *line = rt_line(c.out_rd);

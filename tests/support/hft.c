@@ -20,6 +20,40 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Every child spawned here, so that a test that fails half way (an
+ * assertion ends the test process) leaves none of them running: at exit
+ * each one still there is killed with its process group, and collected. */
+#define HFT_MAX_SPAWNED 1024
+static pid_t spawned[HFT_MAX_SPAWNED];
+static size_t nspawned;
+static pid_t spawner;
+
+static void kill_spawned(void)
+{
+	if (getpid() != spawner)
+		return; /* a forked copy of the test process: not its children */
+	for (size_t i = 0; i < nspawned; i++) {
+		pid_t p = spawned[i];
+		if (kill(p, 0) < 0)
+			continue;
+		kill(-p, SIGKILL); /* its group, when it leads one */
+		kill(p, SIGKILL);
+		waitpid(p, NULL, 0);
+	}
+	nspawned = 0;
+}
+
+static void track(pid_t pid)
+{
+	if (spawner != getpid()) {
+		spawner = getpid();
+		nspawned = 0;
+		atexit(kill_spawned);
+	}
+	if (nspawned < HFT_MAX_SPAWNED)
+		spawned[nspawned++] = pid;
+}
+
 static void xpipe(int p[2])
 {
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0, "pipe: %s", strerror(errno));
@@ -50,6 +84,7 @@ void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), voi
 	}
 	close(n[1]);
 	close(g[0]);
+	track(pid);
 	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = -1,
 				 .err_rd = -1 };
 }
@@ -117,6 +152,7 @@ void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *ar
 	close(g[0]);
 	close(o[1]);
 	close(e[1]);
+	track(pid);
 	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = o[0],
 				 .err_rd = e[0] };
 }
@@ -393,6 +429,7 @@ void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		setpgid(0, 0);
 		dup2(o[1], 1);
 		dup2(e[1], 2);
 		int devnull = open("/dev/null", O_RDONLY);
@@ -405,6 +442,7 @@ void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env
 	}
 	close(o[1]);
 	close(e[1]);
+	track(pid);
 	*c = (struct hft_child){ .pid = pid, .notify_rd = -1, .go_wr = -1, .out_rd = o[0],
 				 .err_rd = e[0] };
 }
