@@ -283,3 +283,15 @@ uint64_t dl_dead_holder(const char *lock)
 	dl_kill(life);
 	return got.fence;
 }
+
+int dl_scaled(int n)
+{
+	const char *s = getenv("HF_STRESS_SCALE");
+	int pct = s ? atoi(s) : 100;
+#if defined(__SANITIZE_ADDRESS__)
+	if (!s)
+		pct = 25;
+#endif
+	int v = n * pct / 100;
+	return v > 10 ? v : 10;
+}

@@ -85,4 +85,8 @@ void dl_wait_age(const char *path, int64_t ms);
  * returns X's fence. */
 uint64_t dl_dead_holder(const char *lock);
 
+/* n scaled by HF_STRESS_SCALE=PERCENT (the ASan build: 25 % by default), at
+ * least 10: the stress suites' rounds. */
+int dl_scaled(int n);
+
 #endif

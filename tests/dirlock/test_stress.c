@@ -56,17 +56,6 @@ static void teardown(void)
 
 TestSuite(stress, .init = setup, .fini = teardown, .timeout = 240);
 
-static int scaled(int n)
-{
-	const char *s = getenv("HF_STRESS_SCALE");
-	int pct = s ? atoi(s) : 100;
-#if defined(__SANITIZE_ADDRESS__)
-	if (!s)
-		pct = 25;
-#endif
-	int v = n * pct / 100;
-	return v > 10 ? v : 10;
-}
 
 static bool alive(int64_t pid, uint64_t start)
 {
@@ -144,7 +133,7 @@ static pid_t spawn(int n, int64_t stale_ms)
 
 Test(stress, eight_processes_no_overlap)
 {
-	int n = scaled(1500);
+	int n = dl_scaled(1500);
 	pid_t w[WORKERS];
 	int64_t t0 = hf_sys_mono_ns();
 	for (int i = 0; i < WORKERS; i++)
@@ -178,7 +167,7 @@ static unsigned rnd(unsigned *s)
 Test(stress, kill_storm_no_overlap_and_recovery)
 {
 	const int64_t stale = 200;
-	int kills = scaled(400);
+	int kills = dl_scaled(400);
 	unsigned seed = (unsigned)getpid();
 	pid_t w[WORKERS];
 	for (int i = 0; i < WORKERS; i++)

@@ -35,17 +35,6 @@ static void teardown(void)
 
 TestSuite(users, .init = setup, .fini = teardown, .timeout = 240);
 
-static int rounds(int n)
-{
-	const char *s = getenv("HF_STRESS_SCALE");
-	int pct = s ? atoi(s) : 100;
-#if defined(__SANITIZE_ADDRESS__)
-	if (!s)
-		pct = 25;
-#endif
-	int v = n * pct / 100;
-	return v > 5 ? v : 5;
-}
 
 static void need_root(void)
 {
@@ -101,7 +90,7 @@ Test(users, holders_in_other_pid_namespaces)
 		cr_skip_test("unshare --pid is not allowed here");
 	char *L = dl_path(dir, "L"), *locks;
 	cr_assert_geq(asprintf(&locks, "--lock '%s'", L), 0);
-	char *script = worker_script(locks, rounds(60));
+	char *script = worker_script(locks, dl_scaled(60));
 	struct hft_child w[4];
 	for (int i = 0; i < 4; i++) {
 		if (i % 2)
@@ -135,7 +124,7 @@ Test(users, aliases_through_a_bind_mount)
 	char *one, *two;
 	cr_assert_geq(asprintf(&one, "--lock '%s/X' --lock '%s/Y'", z, z), 0);
 	cr_assert_geq(asprintf(&two, "--lock '%s/Y' --lock '%s/X'", a, z), 0);
-	char *s1 = worker_script(one, rounds(60)), *s2 = worker_script(two, rounds(60));
+	char *s1 = worker_script(one, dl_scaled(60)), *s2 = worker_script(two, dl_scaled(60));
 	struct hft_child w[4];
 	for (int i = 0; i < 4; i++)
 		hft_spawn_cmd(&w[i], (const char *const[]){ "sh", "-c", i % 2 ? s2 : s1, NULL }, NULL);
@@ -191,7 +180,7 @@ Test(users, second_user_in_a_sticky_directory)
 			       "  case $? in 0) ok=$((ok+1)) ;; 1|65|77) ;; *) echo \"run exit $?\" >> '%s/err' ;; esac\n"
 			       "done\n"
 			       "echo ok=$ok\n",
-			       shared, rounds(100), dir, dir),
+			       shared, dl_scaled(100), dir, dir),
 		      0);
 	char *out;
 	int st = hft_sh(&out, NULL, "sh", NULL, loop);

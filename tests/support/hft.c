@@ -246,6 +246,8 @@ static int run_argv(char **out, char **err, const char *env, const char *input,
 		cr_assert_eq(write(i[1], input, len), (ssize_t)len);
 	}
 	close(i[1]);
+	/* Read stderr after stdout: both are small in every test; a child that
+	 * fills a pipe would block, so keep outputs under 64 KiB. */
 	char *so = hft_read_all(o[0]);
 	char *se = hft_read_all(e[0]);
 	close(o[0]);
@@ -277,55 +279,17 @@ int hft_sh(char **out, char **err, const char *shell, const char *env, const cha
 int hft_cli_env(char **out, char **err, const char *env, const char *input,
 		const char *const *argv)
 {
-	int o[2], e[2], i[2];
-	xpipe(o);
-	xpipe(e);
-	xpipe(i);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(o[1], 1);
-		dup2(e[1], 2);
-		dup2(i[0], 0);
-		unsetenv("HOLDFAST_FAULTS");
-		apply_env(env);
-		size_t argc = 0;
-		while (argv[argc])
-			argc++;
-		char **av = calloc(argc + 2, sizeof *av);
-		av[0] = (char *)hft_bin();
-		for (size_t k = 1; k < argc; k++)
-			av[k] = (char *)argv[k];
-		execv(av[0], av);
-		_exit(127);
-	}
-	close(o[1]);
-	close(e[1]);
-	close(i[0]);
-	if (input) {
-		size_t len = strlen(input);
-		cr_assert_eq(write(i[1], input, len), (ssize_t)len);
-	}
-	close(i[1]);
-	/* Read stderr after stdout: both are small in every test; a child that
-	 * fills a pipe would block, so keep outputs under 64 KiB. */
-	char *so = hft_read_all(o[0]);
-	char *se = hft_read_all(e[0]);
-	close(o[0]);
-	close(e[0]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (out)
-		*out = so;
-	else
-		free(so);
-	if (err)
-		*err = se;
-	else
-		free(se);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	char **av = calloc(argc + 2, sizeof *av);
+	cr_assert_not_null(av);
+	av[0] = (char *)hft_bin();
+	for (size_t k = 1; k < argc; k++)
+		av[k] = (char *)argv[k];
+	int st = run_argv(out, err, env, input, av);
+	free(av);
+	return st;
 }
 
 int hft_cli(char **out, char **err, const char *const *argv)
