@@ -8,6 +8,10 @@
  *       and never replaces an existing one (linkat fails with EEXIST).
  *  (U2) hf_replace_file_at leaves, after a crash at any instant, the old
  *       content or the new under the name; never a mix, never nothing.
+ *  (U3) hf_publish_file_at_fd hands back a descriptor of the very file it
+ *       published: while it is open the inode cannot be reused, so its
+ *       st_ino identifies the file (wherever it is renamed to), and its
+ *       st_nlink says whether any name still refers to it.
  */
 #include "internal.h"
 
@@ -288,6 +292,51 @@ int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len
 	if (rc == 0)
 		rc = hf_sys_linkat(dirfd, tmp, dirfd, name, 0); /* U1 */
 	hf_sys_unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+int hf_publish_file_at_fd(int dirfd, const char *name, const void *data, size_t len,
+			  mode_t mode, bool durable, int *ret_fd)
+{
+	*ret_fd = -1;
+	int fd = hf_sys_openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd >= 0) {
+		int rc = write_all_and_sync(fd, data, len, durable);
+		if (rc == 0) /* U1, as hf_publish_file_at */
+			rc = hf_sys_linkat(fd, "", dirfd, name, AT_EMPTY_PATH);
+		if (rc == -ENOENT) {
+			char proc[64];
+			snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+			rc = hf_sys_linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW);
+		}
+		if (rc == 0) {
+			*ret_fd = fd; /* U3: it pins the inode now named `name` */
+			return 0;
+		}
+		hf_sys_close(fd);
+		if (rc != -ENOENT)
+			return rc;
+	} else if (fd != -EOPNOTSUPP && fd != -EISDIR && fd != -EINVAL && fd != -ENOENT) {
+		return fd;
+	}
+	char tmp[96];
+	char hex[17];
+	int rc = hf_random_hex(hex, 8);
+	if (rc < 0)
+		return rc;
+	snprintf(tmp, sizeof tmp, ".hf-tmp-%s", hex);
+	fd = hf_sys_openat(dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return fd;
+	rc = write_all_and_sync(fd, data, len, durable);
+	if (rc == 0)
+		rc = hf_sys_linkat(dirfd, tmp, dirfd, name, 0); /* U1 */
+	hf_sys_unlinkat(dirfd, tmp, 0);
+	if (rc == 0) {
+		*ret_fd = fd; /* U3 */
+		return 0;
+	}
+	hf_sys_close(fd);
 	return rc;
 }
 
