@@ -444,7 +444,8 @@ static int c_release_steal(struct t *t)
 	if (kid_expect(t, &h, "session.release.read") < 0)
 		return kid_wait(&h), -1;
 	int es = run(t, TAKE(t, "dist"));
-	kid_go(&h); /* moves the stealer's lock, sees it is not its own, restores */
+	kid_go(&h); /* its record is gone (the stealer deleted it): the stealer's
+		       lock is not its own, and it is left untouched */
 	int eh = kid_wait(&h);
 	if (expect_exit(t, "stealer dist", es, 0) < 0 || expect_exit(t, "release by data", eh, 1) < 0 ||
 	    held_by(t, "dist") < 0)
@@ -481,11 +482,11 @@ static int c_unreadable(struct t *t)
 			return fail(t, "an unreadable lock (case %zu) was changed or moved", i + 1);
 	}
 	/* cannot be read at all: a permission error, by fault injection so that
-	 * root sees it too. The lock's read is the taker's first read(2) on
-	 * every file system (opens differ: no O_TMPFILE adds one). */
+	 * root sees it too. Every read(2) of the taker fails (its first is of
+	 * the boot id, where /proc has one: it then records none). */
 	put_record(t, "alpha", 0);
 	struct kid k;
-	kid_start(t, &k, "fail:read:1:EACCES", TAKE(t, "beta"));
+	kid_start(t, &k, "fail:read:1:EACCES:persist", TAKE(t, "beta"));
 	if (expect_exit(t, "take of a lock it cannot read", kid_wait(&k), 65) < 0)
 		return -1;
 	hf_sys_unlinkat(AT_FDCWD, t->lock, 0);
@@ -653,7 +654,8 @@ int cmd_selftest(int argc, char **argv)
 		int ok = checks[i].fn(&t) == 0;
 		failed += !ok;
 		printf("%s %2d %-16s %s%s%s\n", ok ? "ok  " : "FAIL", i + 1, checks[i].name,
-		       checks[i].what, ok ? "" : ": ", ok ? "" : t.why);
+		       checks[i].what, ok ? "" : ": ",
+		       ok ? "" : cli_shown(t.why, (char[4 * sizeof t.why]){ 0 }, 4 * sizeof t.why));
 		fflush(stdout);
 	}
 	int dfd = hf_sys_openat(AT_FDCWD, t.dir, O_RDONLY | O_DIRECTORY, 0);

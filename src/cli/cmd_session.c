@@ -252,6 +252,11 @@ static json_t *record_json(const struct hf_session_record *r)
 			      : json_pack("{s:s, s:s, s:I, s:s, s:s}", "lane", r->lane, "owner",
 					  r->owner, "pid", (json_int_t)r->pid, "host", r->host,
 					  "started", t);
+	if (o && !r->legacy && r->boot_id[0]) {
+		json_object_set_new(o, "boot_id", json_string(r->boot_id));
+		json_object_set_new(o, "timens", json_integer((json_int_t)r->timens));
+		json_object_set_new(o, "boottime_ms", json_integer((json_int_t)r->boot_ms));
+	}
 	if (o && r->has_broke) {
 		when(r->broke.started_ms, t, sizeof t);
 		json_t *b = json_pack("{s:s, s:s, s:s, s:I}", "lane", r->broke.lane, "owner",
