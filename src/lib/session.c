@@ -123,7 +123,8 @@
  *         deleted once the breaker's own record is published or refused.
  *   (SL9) Only stale records are swept from asides; a live record in an
  *         aside is restored to <name> (SL4) or released by its lane, never
- *         swept.
+ *         swept. A scan stops sweeping once a sweep lost its record to
+ *         another mover: it never chases a record its owner is dropping.
  *   (SL10) A withdrawal, and a release once it has found its record, ends
  *         only when no name refers to the record (st_nlink 0 on the pinned
  *         descriptor): whatever moved it meanwhile - back to <name>, into
@@ -705,16 +706,15 @@ static int move_verified(struct lk *l, const char *src, const struct seen *expec
 }
 
 /* Delete lk's src only if it is byte for byte expect: move_verified, then
- * unlink our own claim (SL3). 0 deleted (or taken from our claim since);
- * else as move_verified. */
+ * unlink our own claim (SL3). 0 deleted; -ENOENT when another mover had it
+ * first or took it from our claim; else as move_verified. */
 static int delete_verified(struct lk *l, const char *src, const struct seen *expect, int pt)
 {
 	char aside[HF_CLAIM_NAME_MAX];
 	int rc = move_verified(l, src, expect, pt, aside, sizeof aside);
 	if (rc < 0)
 		return rc;
-	rc = hf_sys_unlinkat(l->dfd, aside, 0);
-	return rc == -ENOENT ? 0 : rc;
+	return hf_sys_unlinkat(l->dfd, aside, 0);
 }
 
 /* ------------------------------------------------------------------------
@@ -972,6 +972,7 @@ struct scan {
 	char barrier[HF_CLAIM_NAME_MAX];
 	int bfd;      /* a descriptor of the barrier's record, or -1          */
 	int denied;   /* HF_EHELD (live record) or HF_EUNREADABLE (cannot read) */
+	int lost;     /* a sweep lost its record to another mover: no more    */
 	struct seen bseen;
 };
 
@@ -991,7 +992,11 @@ static int take_scan_cb(int cfd, const char *name, void *ctx)
 			      it as a barrier) */
 	if (rc == 0 &&
 	    hf_session_judge(&s->rec, hf_sys_now_ms(), sc->l->stale_ms, NULL) == HF_SESSION_STALE) {
-		delete_verified(sc->l, name, s, PT_SWEEP); /* SL9: a killed breaker's; SL3 */
+		/* SL9: a killed breaker's; SL3. Sweeping is cleanup: once another
+		 * mover takes a record from under a sweep (its lane dropping it,
+		 * SL10), this scan sweeps no more, so it never chases one. */
+		if (!sc->lost && delete_verified(sc->l, name, s, PT_SWEEP) == -ENOENT)
+			sc->lost = 1;
 		goto skip;
 	}
 	if (rc < 0 && rc != HF_EUNREADABLE)
@@ -1096,6 +1101,7 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			sc->holder = reterr_holder;
 			sc->denied = 0;
 			sc->bfd = -1;
+			sc->lost = 0;
 			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, sc); /* SL5 */
 			if (rc == 0) {
 				if (ret_taken)
