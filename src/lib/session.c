@@ -160,13 +160,14 @@
  *   (SH7) hf_session_naive_take is the seed's read-then-write guard, kept
  *         only to measure against: it admits two holders.
  *   (SH8) A release that has not yet found its record holds no descriptor:
- *         if the record is moved twice while the release looks for it (to
- *         an aside after the release read <name>, back to <name> during its
- *         scan, aside again before its second read of <name>), the release
- *         answers HF_ENOTHELD and the record stays until it turns stale.
- *         Only mismatching movers move a live record, i.e. breakers with a
- *         verdict older than the record: it takes a stale lock and two
- *         racing breakers, never plain contention.
+ *         if the record is moved twice while the release looks for it (back
+ *         to <name> during its scan of the asides - a mismatching mover's
+ *         restore, or a taker putting an orphaned barrier back - and into an
+ *         aside again before its second read of <name>), the release answers
+ *         HF_ENOTHELD and the record can stay until it turns stale. Only a
+ *         breaker whose verdict is older than the record (it lost a race for
+ *         a stale lock) moves someone else's live record from <name>: never
+ *         plain contention (model/session.pml, session-relcheck).
  *   (SH9) Boot-relative ages hold on one kernel. Machines sharing the tree
  *         (NFS) judge each other's records by the wall clock: a step of the
  *         judge's clock forward by more than the window breaks a live lock,
