@@ -734,7 +734,7 @@ int cmd_selftest(int argc, char **argv)
 	}
 	if (rc < 0) {
 		cli_err("selftest: cannot make a scratch directory in %s: %s",
-			argc == 2 ? argv[1] : ".", hf_strerror(rc));
+			CLI_SHOW(argc == 2 ? argv[1] : "."), hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	int failed = 0, n = (int)(sizeof checks / sizeof checks[0]);
@@ -756,6 +756,6 @@ int cmd_selftest(int argc, char **argv)
 	}
 	hf_sys_unlinkat(AT_FDCWD, t.dir, AT_REMOVEDIR);
 	cli_err("selftest: %d of %d checks passed on %s", n - failed, n,
-		argc == 2 ? argv[1] : ".");
+		CLI_SHOW(argc == 2 ? argv[1] : "."));
 	return failed ? HF_EXIT_CONFLICT : HF_EXIT_OK;
 }
