@@ -123,16 +123,19 @@ int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms);
  * top of the enclosing git work tree) holding one line of JSON
  *
  *   {"lane":"data","owner":"<token>","pid":4242,"host":"box",
- *    "started":"2026-09-22T10:00:00Z","broke":{"lane":…,"owner":…,
- *    "started":…,"age_s":5520}}
+ *    "started":"2026-09-22T10:00:00Z","boot_id":"…","timens":4026531834,
+ *    "boottime_ms":8123456,"broke":{"lane":…,"owner":…,"started":…,
+ *    "age_s":5520}}
  *
  * or, in the legacy form, a bare ISO-8601 timestamp (honoured, never written).
  *
  * Calling sequence: hf_session_take() once at the start of a session,
  * hf_session_release() at its end (from any process: ownership is the lane,
  * and the owner token when the caller has a stable one), hf_session_status()
- * for a look that changes nothing. Ages come from the record's "started",
- * never from mtime; a record dated in the future is live (clock skew).
+ * for a look that changes nothing. Ages come from the record, never from
+ * mtime: boot-relative ("boottime_ms") for a judge on the writer's kernel
+ * and time namespace, else by the wall clock from "started", where a record
+ * dated in the future is live (clock skew).
  *
  * Returns of take: 0 (ret_taken filled); HF_EHELD (a live lock, whoever holds
  * it — there is no "you already hold it" outcome — or a live record beside it
@@ -169,6 +172,12 @@ struct hf_session_record {
 		int64_t age_s;
 		int legacy;
 	} broke;
+	/* When "started" was, on the writer's kernel: with these its age is
+	 * boot-relative for a judge on the same kernel and time namespace (a
+	 * wall-clock step moves it neither way); absent in 0.1.0 records. */
+	char boot_id[HF_BOOTID_LEN + 1];  /* "": unknown                            */
+	uint64_t timens;                  /* time namespace inode; 0: unknown       */
+	int64_t boot_ms;                  /* CLOCK_BOOTTIME ms; 0: unknown          */
 };
 
 struct hf_session_opts {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# model/check.sh - check configurations of model/dirlock.pml with SPIN.
+# model/check.sh - check configurations of model/dirlock.pml and
+# model/session.pml (configurations named session*) with SPIN.
 #
 # usage: model/check.sh [-o OUTDIR] [-k] CONFIG...
 #   CONFIG   a name below, or "test" (= b1 b1-fence weak-noscan weak-nofence,
-#            what `make model` and `make test` run)
+#            what `make model` and `make test` run), or "session-test"
+#            (= session session-weak, also run by `make test`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
 #
@@ -39,6 +41,15 @@ b2|holds|-DNRACT=2 -DFENCE=0 -DFENCECHECK=0|B2 (2 actions per reaper) mutual exc
 b2-fence|holds|-DNRACT=2 -DIOFAIL=0|B2 mutual exclusion and fences
 h3|holds|-DNA=3 -DFENCE=0 -DFENCECHECK=0|3 holders x 2 attempts, 2 reapers x 1 action, mutual exclusion
 h3-fence|holds|-DNA=3 -DIOFAIL=0|3 holders, mutual exclusion and fences
+session|holds||session lock: 2 takers, a stale lock, a live barrier and its lane; one holder, no leftover
+session-weak|fails|-DOLDWD=1 -DRESTORE=2 -DINITSTALE=0 -DYOUNG=1|weakened: 0.1.0 withdrawal and barrier restore, plain contention (item 5)
+session-weak-any|fails|-DOLDWD=1 -DRESTORE=2|weakened: 0.1.0 withdrawal and barrier restore, with the stale lock
+session-restore0|holds|-DRESTORE=0|session: no taker ever puts a barrier back
+session-restore2|holds|-DRESTORE=2|session: takers always put a barrier back (0.1.0 rule, pinned drop)
+session-sweepall|fails|-DSWEEPALL=1|session: sweeps go on after one lost its record (a sweeper chases a withdrawal past DR rounds)
+session-relcheck|fails|-DRELCHECK=1|session: no leftover after a release too (SH8: a record moved twice during its search)
+session-natt2|holds|-DNATT=2 -DNAS=32|session: 2 takers x 2 attempts (32 aside names)
+session-nt3|holds|-DNT=3 -DINITBAR=0|session: 3 takers, a stale lock, no barrier
 '
 
 # pan: -E blocked processes at the end are no error; -m depth; -w hash bits
@@ -49,6 +60,8 @@ expand=()
 for c in "$@"; do
 	if [ "$c" = test ]; then
 		expand+=(b1 b1-fence weak-noscan weak-nofence)
+	elif [ "$c" = session-test ]; then
+		expand+=(session session-weak)
 	else
 		expand+=("$c")
 	fi
@@ -72,12 +85,16 @@ for name in "${expand[@]}"; do
 	d=$out/$name
 	rm -rf "$d"
 	mkdir -p "$d"
-	cp "$here/dirlock.pml" "$d/"
+	case $name in
+	session*) pml=session.pml ;;
+	*) pml=dirlock.pml ;;
+	esac
+	cp "$here/$pml" "$d/"
 	echo "$flags" >"$d/flags"
 	(
 		cd "$d" || exit 1
 		# shellcheck disable=SC2086
-		spin $flags -a dirlock.pml >spin.log 2>&1 || { cat spin.log; exit 1; }
+		spin $flags -a "$pml" >spin.log 2>&1 || { cat spin.log; exit 1; }
 		# shellcheck disable=SC2086
 		gcc $CC_FLAGS -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
 		start=$(date +%s.%N)

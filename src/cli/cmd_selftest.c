@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,8 @@ static const char usage[] =
 	"is removed afterwards. Each check re-runs this binary with pause rules\n"
 	"(HOLDFAST_FAULTS) and lets its processes go in a fixed order: two stealers of\n"
 	"one stale lock, a third taker while the winner's lock is moved aside, a release\n"
-	"racing a steal, the old read-then-write guard next to the atomic take, ...\n"
+	"racing a steal, a withdrawal whose record is moved under it, the old\n"
+	"read-then-write guard next to the atomic take, ...\n"
 	"Prints one line per check; exits 0 only if every check passes, else 1.\n"
 	"\n"
 	"(Internal: 'holdfast selftest --naive-take FILE' runs the seed's old guard once;\n"
@@ -186,18 +188,23 @@ static int run(struct t *t, const char *const *args)
  * Looking at the result
  * ---------------------------------------------------------------------- */
 
-static int put(struct t *t, const char *content)
+static int put_at(struct t *t, const char *path, const char *content)
 {
-	int fd = hf_sys_openat(AT_FDCWD, t->lock, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int fd = hf_sys_openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
-		return fail(t, "cannot write %s: %s", t->lock, hf_strerror(fd));
+		return fail(t, "cannot write %s: %s", path, hf_strerror(fd));
 	ssize_t w = hf_sys_write(fd, content, strlen(content));
 	hf_sys_close(fd);
-	return w < 0 ? fail(t, "cannot write %s", t->lock) : 0;
+	return w < 0 ? fail(t, "cannot write %s", path) : 0;
 }
 
-/* A record of lane, started age_ms ago (negative: in the future). */
-static int put_record(struct t *t, const char *lane, int64_t age_ms)
+static int put(struct t *t, const char *content)
+{
+	return put_at(t, t->lock, content);
+}
+
+/* A record of lane, started age_ms ago (negative: in the future), at path. */
+static int put_record_at(struct t *t, const char *path, const char *lane, int64_t age_ms)
 {
 	struct hf_session_record r;
 	memset(&r, 0, sizeof r);
@@ -209,7 +216,18 @@ static int put_record(struct t *t, const char *lane, int64_t age_ms)
 	char buf[1024];
 	if (hf_session_format(&r, buf, sizeof buf) < 0)
 		return fail(t, "cannot format a record");
-	return put(t, buf);
+	return put_at(t, path, buf);
+}
+
+static int put_record(struct t *t, const char *lane, int64_t age_ms)
+{
+	return put_record_at(t, t->lock, lane, age_ms);
+}
+
+/* t's lock + ".aside-" + hex16 */
+static void aside_path(struct t *t, const char *hex16, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s", t->lock, HF_SESSION_ASIDE_INFIX, hex16);
 }
 
 static int put_legacy(struct t *t, int64_t age_ms)
@@ -444,7 +462,8 @@ static int c_release_steal(struct t *t)
 	if (kid_expect(t, &h, "session.release.read") < 0)
 		return kid_wait(&h), -1;
 	int es = run(t, TAKE(t, "dist"));
-	kid_go(&h); /* moves the stealer's lock, sees it is not its own, restores */
+	kid_go(&h); /* its record is gone (the stealer deleted it): the stealer's
+		       lock is not its own, and it is left untouched */
 	int eh = kid_wait(&h);
 	if (expect_exit(t, "stealer dist", es, 0) < 0 || expect_exit(t, "release by data", eh, 1) < 0 ||
 	    held_by(t, "dist") < 0)
@@ -481,11 +500,11 @@ static int c_unreadable(struct t *t)
 			return fail(t, "an unreadable lock (case %zu) was changed or moved", i + 1);
 	}
 	/* cannot be read at all: a permission error, by fault injection so that
-	 * root sees it too. The lock's read is the taker's first read(2) on
-	 * every file system (opens differ: no O_TMPFILE adds one). */
+	 * root sees it too. Every read(2) of the taker fails (its first is of
+	 * the boot id, where /proc has one: it then records none). */
 	put_record(t, "alpha", 0);
 	struct kid k;
-	kid_start(t, &k, "fail:read:1:EACCES", TAKE(t, "beta"));
+	kid_start(t, &k, "fail:read:1:EACCES:persist", TAKE(t, "beta"));
 	if (expect_exit(t, "take of a lock it cannot read", kid_wait(&k), 65) < 0)
 		return -1;
 	hf_sys_unlinkat(AT_FDCWD, t->lock, 0);
@@ -547,6 +566,75 @@ static int c_release_rules(struct t *t)
 	return slurp(t) ? fail(t, "the released lock is still there") : 0;
 }
 
+/* A withdrawn take leaves no record of its own anywhere. A live record sits
+ * in an aside; W publishes, sees it, moves its own record to its withdraw
+ * aside and stops there; the barrier's lane releases it; X publishes and
+ * sees W's record in W's aside. In 0.1.0, X put W's record back at the name
+ * and W, finding its aside empty, stopped: a lock nobody held, 90 min. */
+static int c_withdraw(struct t *t)
+{
+	char barrier[PATH_MAX + 128];
+	aside_path(t, "00000000000000aa", barrier, sizeof barrier);
+	if (put_record_at(t, barrier, "holder", 60 * 1000) < 0)
+		return -1;
+	struct kid w;
+	kid_start(t, &w, "pause:session.withdraw.moved", TAKE(t, "wlane"));
+	if (kid_expect(t, &w, "session.withdraw.moved") < 0)
+		return kid_wait(&w), -1;
+	int er = run(t, RELEASE(t, "holder"));
+	int ex = run(t, TAKE(t, "xlane")); /* W's aside is a live barrier to it */
+	kid_go(&w);
+	int ew = kid_wait(&w);
+	if (expect_exit(t, "release of the barrier by its lane", er, 0) < 0 ||
+	    expect_exit(t, "taker X beside W's withdrawal", ex, 1) < 0 ||
+	    expect_exit(t, "withdrawing taker W", ew, 1) < 0)
+		return -1;
+	char *left = slurp(t);
+	if (left) {
+		fail(t, "a withdrawn take left its record at the name: %s", left);
+		free(left);
+		return -1;
+	}
+	if (asides(t))
+		return fail(t, "%d aside file(s) left beside the lock", asides(t));
+	if (expect_exit(t, "take of the free lock", run(t, TAKE(t, "next")), 0) < 0)
+		return -1;
+	return held_by(t, "next");
+}
+
+/* Only regular files in an aside are records: a dangling symlink and a
+ * directory named like asides deny nothing (the tests add a FIFO: this
+ * binary makes no FIFOs, sys.c has no mknod). */
+static int c_not_records(struct t *t)
+{
+	char p[2][PATH_MAX + 128];
+	aside_path(t, "0000000000000001", p[0], sizeof p[0]);
+	aside_path(t, "0000000000000002", p[1], sizeof p[1]);
+	int made = hf_sys_symlinkat("/nonexistent/holdfast-selftest", AT_FDCWD, p[0]) == 0 &&
+		   hf_sys_mkdirat(AT_FDCWD, p[1], 0700) == 0;
+	int et = made ? run(t, TAKE(t, "alpha")) : -1;
+	struct hf_session_status st;
+	int rc = made ? hf_session_status(t->lock, 0, &st) : -1;
+	int held = rc == 0 && st.state == HF_SESSION_HELD && !st.in_aside &&
+		   !strcmp(st.rec.lane, "alpha");
+	int er = made ? run(t, RELEASE(t, "alpha")) : -1;
+	struct stat s;
+	int kept = hf_sys_fstatat(AT_FDCWD, p[0], &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(s.st_mode) &&
+		   hf_sys_fstatat(AT_FDCWD, p[1], &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode);
+	hf_sys_unlinkat(AT_FDCWD, p[0], 0);
+	hf_sys_unlinkat(AT_FDCWD, p[1], AT_REMOVEDIR);
+	if (!made)
+		return fail(t, "cannot plant a symlink and a directory in %s", t->dir);
+	if (expect_exit(t, "take beside them", et, 0) < 0 ||
+	    expect_exit(t, "release beside them", er, 0) < 0)
+		return -1;
+	if (!held)
+		return fail(t, "the take did not hold the lock at its name");
+	if (!kept)
+		return fail(t, "a symlink or directory named like an aside was touched");
+	return slurp(t) ? fail(t, "the released lock is still there") : 0;
+}
+
 /* The seed's differential: A reads, B reads, B writes, A writes. */
 static int c_differential(struct t *t)
 {
@@ -605,6 +693,10 @@ static const struct {
 	{ "skew", "a record dated in the future is live (clock skew)", c_skew },
 	{ "release-rules", "release: other lane 1, other owner 1, holder 0, free 69",
 	  c_release_rules },
+	{ "withdraw", "a withdrawn take leaves no record of its own, wherever it was moved",
+	  c_withdraw },
+	{ "not-records", "a symlink or directory named like an aside denies nothing",
+	  c_not_records },
 	{ "differential", "read-then-write admits two under A/B reads, B/A writes; take one",
 	  c_differential },
 };
@@ -642,7 +734,7 @@ int cmd_selftest(int argc, char **argv)
 	}
 	if (rc < 0) {
 		cli_err("selftest: cannot make a scratch directory in %s: %s",
-			argc == 2 ? argv[1] : ".", hf_strerror(rc));
+			CLI_SHOW(argc == 2 ? argv[1] : "."), hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	int failed = 0, n = (int)(sizeof checks / sizeof checks[0]);
@@ -653,7 +745,8 @@ int cmd_selftest(int argc, char **argv)
 		int ok = checks[i].fn(&t) == 0;
 		failed += !ok;
 		printf("%s %2d %-16s %s%s%s\n", ok ? "ok  " : "FAIL", i + 1, checks[i].name,
-		       checks[i].what, ok ? "" : ": ", ok ? "" : t.why);
+		       checks[i].what, ok ? "" : ": ",
+		       ok ? "" : cli_shown(t.why, (char[4 * sizeof t.why]){ 0 }, 4 * sizeof t.why));
 		fflush(stdout);
 	}
 	int dfd = hf_sys_openat(AT_FDCWD, t.dir, O_RDONLY | O_DIRECTORY, 0);
@@ -663,6 +756,6 @@ int cmd_selftest(int argc, char **argv)
 	}
 	hf_sys_unlinkat(AT_FDCWD, t.dir, AT_REMOVEDIR);
 	cli_err("selftest: %d of %d checks passed on %s", n - failed, n,
-		argc == 2 ? argv[1] : ".");
+		CLI_SHOW(argc == 2 ? argv[1] : "."));
 	return failed ? HF_EXIT_CONFLICT : HF_EXIT_OK;
 }

@@ -3,7 +3,10 @@
  *
  * The words on the screen are the library's: take, release, stale, broke,
  * aside. Every refusal names the path and the holder (lane, pid, host, age);
- * an unreadable lock prints its mtime as evidence and how to clear it.
+ * an unreadable lock prints its mtime as evidence and how to clear it (the
+ * path quoted for a shell). Nothing read from the file system or given on
+ * the command line reaches the terminal raw: messages go through cli_err,
+ * paths through SHOWN (newlines too), stdout lines through cli_shown.
  */
 #include "cli.h"
 
@@ -31,16 +34,18 @@ static const char usage[] =
 	"\n"
 	"One session per work tree, by lane. The lock is --file, by default .session.lock\n"
 	"at the top of the enclosing git work tree (else the current directory): one line\n"
-	"of JSON {\"lane\",\"owner\",\"pid\",\"host\",\"started\",\"broke\"}, or a legacy bare\n"
-	"ISO-8601 timestamp (honoured).\n"
+	"of JSON {\"lane\",\"owner\",\"pid\",\"host\",\"started\",\"boot_id\",\"timens\",\n"
+	"\"boottime_ms\",\"broke\"}, or a legacy bare ISO-8601 timestamp (honoured).\n"
 	"\n"
 	"  take         take the lock for LANE. A live lock refuses every lane, LANE\n"
 	"               included (exit 1, the holder named). A lock older than --stale\n"
-	"               (default 90m; its age is its record's \"started\", never its mtime)\n"
-	"               is broken: renamed aside, verified, replaced by a record that\n"
-	"               names it under \"broke\". A lock that cannot be read is refused\n"
-	"               (exit 65), its mtime printed as evidence. --owner TOKEN: a stable\n"
-	"               identity of the caller, checked by release.\n"
+	"               (default 90m; its age is its record's: on the boot clock of the\n"
+	"               machine that wrote it, elsewhere \"started\" by the wall clock;\n"
+	"               never its mtime) is broken: renamed aside, verified, replaced\n"
+	"               by a record that names it under \"broke\". A lock that cannot\n"
+	"               be read is refused (exit 65), its mtime printed as evidence.\n"
+	"               --owner TOKEN: a stable identity of the caller, checked by\n"
+	"               release.\n"
 	"  release      remove LANE's lock (and only if it carries TOKEN, with --owner).\n"
 	"               Another lane's lock: exit 1. Nothing held: exit 69.\n"
 	"  status       one line: \"held by LANE, 4.1 min old\" | \"free\" | \"unreadable: ...\"\n"
@@ -54,6 +59,11 @@ static const char usage[] =
 	"Asides: a break or release renames the lock to <file>.aside-<16 hex> first and\n"
 	"deletes it only once verified; git users add the line '.session.lock.aside-*'\n"
 	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n";
+
+/* s for a message, every control character shown as \xNN (the newline
+ * too: one message, one line per line it means); room for a whole path. */
+#define SHOWN_MAX (4 * PATH_MAX + 64)
+#define SHOWN(s) cli_shown((s), (char[SHOWN_MAX]){ 0 }, SHOWN_MAX)
 
 enum {
 	O_LANE = 1 << 0, O_OWNER = 1 << 1, O_STALE = 1 << 2, O_FILE = 1 << 3, O_JSON = 1 << 4,
@@ -252,6 +262,11 @@ static json_t *record_json(const struct hf_session_record *r)
 			      : json_pack("{s:s, s:s, s:I, s:s, s:s}", "lane", r->lane, "owner",
 					  r->owner, "pid", (json_int_t)r->pid, "host", r->host,
 					  "started", t);
+	if (o && !r->legacy && r->boot_id[0]) {
+		json_object_set_new(o, "boot_id", json_string(r->boot_id));
+		json_object_set_new(o, "timens", json_integer((json_int_t)r->timens));
+		json_object_set_new(o, "boottime_ms", json_integer((json_int_t)r->boot_ms));
+	}
 	if (o && r->has_broke) {
 		when(r->broke.started_ms, t, sizeof t);
 		json_t *b = json_pack("{s:s, s:s, s:s, s:I}", "lane", r->broke.lane, "owner",
@@ -284,7 +299,8 @@ static json_t *status_json(const struct hf_session_status *st, const char *path)
 	json_object_set_new(o, "file", json_string(path));
 	if (st->state == HF_SESSION_UNREADABLE) {
 		when(st->mtime_ms, t, sizeof t);
-		json_object_set_new(o, "reason", json_string(st->reason));
+		json_t *why = json_string(st->reason); /* NULL when not UTF-8 */
+		json_object_set_new(o, "reason", why ? why : json_string(CLI_SHOW(st->reason)));
 		json_object_set_new(o, "mtime", json_string(t));
 	}
 	if (st->in_aside)
@@ -304,11 +320,13 @@ static void print_unreadable(const char *path, const struct hf_session_status *s
 	} else {
 		snprintf(target, sizeof target, "%s", path);
 	}
+	static char quoted[4 * sizeof target + 8];
+	cli_shell_quote(target, quoted, sizeof quoted);
 	cli_err("%s: unreadable: %s; %s refused, nothing changed.\n"
 		"  mtime %s (evidence only: a lock's age is its record's \"started\", never its "
 		"mtime).\n"
-		"  If no session holds this tree, remove it by hand: rm -- '%s'",
-		target, st->reason, verb, t, target);
+		"  If no session holds this tree, remove it by hand: rm -- %s",
+		SHOWN(target), CLI_SHOW(st->reason), verb, t, quoted);
 }
 
 /* ------------------------------------------------------------------------
@@ -330,7 +348,7 @@ static int do_take(struct opts *o)
 			cli_format_age(rec.broke.age_s * 1000, age, sizeof age);
 			cli_err("%s: broke a stale lock of %s%s (owner %s, started %s, %s old); "
 				"it is named under \"broke\" in the new record",
-				o->path, rec.broke.legacy ? "a legacy session" : "lane ",
+				SHOWN(o->path), rec.broke.legacy ? "a legacy session" : "lane ",
 				rec.broke.legacy ? "" : rec.broke.lane,
 				rec.broke.owner[0] ? rec.broke.owner : "none", t, age);
 		}
@@ -339,7 +357,7 @@ static int do_take(struct opts *o)
 			json_object_set_new(j, "file", json_string(o->path));
 			cli_json_print(j);
 		} else {
-			cli_err("%s: taken by lane %s", o->path, rec.lane);
+			cli_err("%s: taken by lane %s", SHOWN(o->path), rec.lane);
 		}
 		return HF_EXIT_OK;
 	}
@@ -347,11 +365,11 @@ static int do_take(struct opts *o)
 		holder_words(&holder, words, sizeof words);
 		cli_err("%s: held by %s; take refused (a live lock refuses every lane, %s "
 			"included)",
-			o->path, words, o->lane);
+			SHOWN(o->path), words, o->lane);
 	} else if (rc == HF_EUNREADABLE) {
 		print_unreadable(o->path, &holder, "take");
 	} else {
-		cli_err("%s: take failed: %s", o->path, hf_strerror(rc));
+		cli_err("%s: take failed: %s", SHOWN(o->path), hf_strerror(rc));
 	}
 	if (o->json) {
 		json_t *j = json_pack("{s:s, s:s}", "error", rc == HF_EHELD ? "held"
@@ -374,26 +392,26 @@ static int do_release(struct opts *o)
 	char words[512];
 	switch (rc) {
 	case 0:
-		cli_err("%s: released by lane %s", o->path, o->lane);
+		cli_err("%s: released by lane %s", SHOWN(o->path), o->lane);
 		break;
 	case HF_ENOTHELD:
-		cli_err("%s: nothing to release: the lock is free", o->path);
+		cli_err("%s: nothing to release: the lock is free", SHOWN(o->path));
 		break;
 	case HF_ENOTYOURS:
 		holder_words(&holder, words, sizeof words);
 		if (!holder.rec.legacy && !strcmp(holder.rec.lane, o->lane))
 			cli_err("%s: held by %s, with another owner token than %s; release refused",
-				o->path, words, o->owner ? o->owner : "(none)");
+				SHOWN(o->path), words, o->owner ? o->owner : "(none)");
 		else
 			cli_err("%s: held by %s, not by lane %s; release refused (the lock is "
 				"untouched)",
-				o->path, words, o->lane);
+				SHOWN(o->path), words, o->lane);
 		break;
 	case HF_EUNREADABLE:
 		print_unreadable(o->path, &holder, "release");
 		break;
 	default:
-		cli_err("%s: release failed: %s", o->path, hf_strerror(rc));
+		cli_err("%s: release failed: %s", SHOWN(o->path), hf_strerror(rc));
 	}
 	return cli_exit_for(rc);
 }
@@ -403,7 +421,7 @@ static int do_status(struct opts *o, const char *assert_lane)
 	struct hf_session_status st;
 	int rc = hf_session_status(o->path, o->stale_ms, &st);
 	if (rc < 0) {
-		cli_err("%s: status failed: %s", o->path, hf_strerror(rc));
+		cli_err("%s: status failed: %s", SHOWN(o->path), hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	char line[512];
@@ -412,13 +430,13 @@ static int do_status(struct opts *o, const char *assert_lane)
 		if (o->json)
 			cli_json_print(status_json(&st, o->path));
 		else
-			printf("%s\n", line);
+			printf("%s\n", cli_shown(line, (char[4 * sizeof line]){ 0 }, 4 * sizeof line));
 		return st.state == HF_SESSION_UNREADABLE ? HF_EXIT_DATAERR : HF_EXIT_OK;
 	}
 	int live = st.state == HF_SESSION_HELD || st.state == HF_SESSION_SKEW;
 	if (live && !st.rec.legacy && !strcmp(st.rec.lane, assert_lane))
 		return HF_EXIT_OK;
-	cli_err("%s: not held by lane %s: %s", o->path, assert_lane, line);
+	cli_err("%s: not held by lane %s: %s", SHOWN(o->path), assert_lane, line);
 	switch (st.state) {
 	case HF_SESSION_FREE:
 		return HF_EXIT_NOTHELD;
@@ -519,13 +537,13 @@ static int do_race(struct opts *o)
 	int made;
 	int rc = scratch_dir(o, dir, sizeof dir, &made);
 	if (rc < 0) {
-		cli_err("session race: cannot make a scratch directory %s: %s", dir,
+		cli_err("session race: cannot make a scratch directory %s: %s", SHOWN(dir),
 			hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	int dfd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0) {
-		cli_err("session race: %s: %s", dir, hf_strerror(dfd));
+		cli_err("session race: %s: %s", SHOWN(dir), hf_strerror(dfd));
 		return cli_exit_for(dfd);
 	}
 	const char *mode = o->naive ? "naive" : "atomic";
@@ -533,7 +551,7 @@ static int do_race(struct opts *o)
 		printf("session race: %ld processes x %ld runs, %s in %s\n", o->procs, o->runs,
 		       o->naive ? "the old read-then-write guard (--naive)"
 				: "the atomic take (O_TMPFILE + link)",
-		       dir);
+		       SHOWN(dir));
 	json_t *list = json_array();
 	long more = 0, maxh = 0, errors = 0;
 	for (long run = 1; run <= o->runs; run++) {

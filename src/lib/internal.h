@@ -42,6 +42,12 @@ int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len
  * one that may move while we publish (a descriptor on it follows it). */
 int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *data, size_t len,
 			mode_t mode, bool durable);
+/* The same, handing back in *ret_fd (close-on-exec; -1 on failure) a
+ * descriptor of the published file: it pins the inode, so fstat(*ret_fd)
+ * tells whether any name still refers to the record (st_nlink) and which
+ * name does (st_ino against fstatat). */
+int hf_publish_file_at_fd(int dirfd, const char *name, const void *data, size_t len,
+			  mode_t mode, bool durable, int *ret_fd);
 
 /* Replace dirfd/name with data atomically: temporary in the same directory,
  * write, fsync, rename over name, fsync the directory. A crash at any point

@@ -12,15 +12,18 @@
  *   <dir>/<name>                the lock (default <work tree>/.session.lock):
  *                               one line of JSON + "\n",
  *                               {"lane","owner","pid","host","started",
+ *                                "boot_id","timens","boottime_ms",
  *                                "broke":{"lane","owner","started","age_s"}}
  *                               or, legacy, a bare ISO-8601 timestamp.
  *   <dir>/<name>.aside-<16 hex> a claim (claim.c): the lock renamed aside by a
  *                               breaker, a releaser, a withdrawing taker or a
  *                               sweeper. Gone when the step completes; left
  *                               only by a killed process or as a barrier.
+ *                               Only a regular file there is a record (SL11).
  *                               .gitignore: `.session.lock.aside-*`
  *   No named temporaries: a record is written to an unnamed O_TMPFILE and
- *   linked into place (util.c, hf_publish_file_at).
+ *   linked into place (util.c, hf_publish_file_at_fd), and the taker keeps
+ *   that descriptor: it pins the record's inode until the take is decided.
  *
  * Steps
  * -----
@@ -37,19 +40,27 @@
  *        hf_claim_restore (NOREPLACE) or leave it as a barrier -> T1
  *     T4 record the broken lock in own "broke" -> T1, then delete the
  *        judged aside once T1 has published (or failed to)      [verified]
- *     T5 scan the asides                                         [published]
+ *     T5 scan the asides (regular files only)                    [published]
  *          own record (displaced by a mismatching breaker): still ours
  *          stale record (a breaker killed mid-steal): sweep it (claim)
- *          live record: a barrier -> withdraw own record through the
- *          claim (wherever it now is), try to restore the barrier to
- *          <name>, refuse (HF_EHELD, the barrier's lane)
+ *          live record: a barrier -> withdraw (W below)       [barrier]
+ *          and, if no mover holds the barrier's kernel lock, put it
+ *          back at <name> (SL4); refuse (HF_EHELD, the barrier's lane)
  *          nothing live: taken.
+ *   withdraw (W, the pinned drop): until no name refers to our record
+ *     (fstat of the pinned descriptor: st_nlink 0), find it - at <name>,
+ *     else in an aside, by the pinned inode - move it to a fresh aside of
+ *     our own, check there that it is the pinned inode, delete it. A file
+ *     moved that is not ours goes back (NOREPLACE) or stays a barrier.
  *   release (hf_session_release):
- *     R1 read <name>; ours (lane, and owner token when given)?    [read]
- *     R2 move it aside, verify byte for byte, delete the aside    [moved]
- *        mismatch (a stealer's lock): restore it, go back to R1
+ *     R1 read <name>, keeping the descriptor; ours (lane, and owner token
+ *        when given)?                                           [read]
+ *     R2 drop it as W does, through the descriptor read (it pins the
+ *        record that was judged ours)                           [moved]
  *     R3 not at <name>: look for our record in the asides (a barrier, or
- *        a breaker's claim) and delete it the same way.
+ *        a breaker's claim), and drop it the same way. When neither has
+ *        it, read <name> again: if it changed meanwhile (a record put back
+ *        there during the scan), start over from R1.
  *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS.
  *   status: read <name>; when absent, an aside holding a live record.
  *
@@ -58,43 +69,74 @@
  *   verdict, before the rename), .moved (renamed aside, not yet verified),
  *   .mismatch (moved a lock it did not judge, before putting it back),
  *   .verified (broke it, before publishing), .published (before the scan),
- *   .barrier (a live aside found, before withdrawing), .withdrawn;
- *   session.release.read (judged its own, before the rename), .moved,
- *   .mismatch; session.withdraw.moved/.mismatch; session.sweep.moved/
- *   .mismatch; session.naive.read/.wrote; claim.c's claim.restore.checked.
+ *   .barrier (a live aside found, before withdrawing), .withdrawn (before
+ *   putting an orphaned barrier back); session.release.read (judged its
+ *   own, before dropping it), .moved, .mismatch; session.withdraw.moved/
+ *   .mismatch; session.sweep.moved/.mismatch; session.naive.read/.wrote;
+ *   claim.c's claim.restore.checked.
  *
  * Invariants
  * ----------
  *   (SL1) Publication is a test-and-set of a complete record (linkat of a
  *         written O_TMPFILE; EEXIST means held). No reader ever sees an empty
  *         or partial record, and no record is ever rewritten in place.
- *   (SL2) A lock's age is now - its record's "started", never its mtime
- *         (printed as evidence only). A lock that cannot be read or parsed
- *         is refused, never aged and never moved. A record dated in the
- *         future is live (clock skew).
+ *   (SL2) A lock's age comes from its record, never its mtime (printed as
+ *         evidence only): boot-relative ("boottime_ms") when the judge runs
+ *         on the writer's kernel ("boot_id") and time namespace ("timens"),
+ *         so a wall-clock step moves it neither way; else now - "started"
+ *         by the wall clock (legacy timestamps, 0.1.0 records, another
+ *         machine), where a record dated in the future is live (clock
+ *         skew). A lock that cannot be read or parsed is refused, never
+ *         aged and never moved.
  *   (SL3) Nothing is ever unlinked at <name>: every destructive step (break,
  *         release, withdraw, sweep) first renames the file to its own unique
- *         aside and verifies that the moved bytes are, byte for byte, the
- *         bytes it judged - the owner token among them; never an inode
- *         number (C1, C2). The claim core's identity is a digest of those
- *         bytes; the bytes themselves are compared on top of it.
- *   (SL4) A file moved that is not the one judged is put back with
+ *         aside and verifies there that it is what it judged - byte for byte
+ *         (break, sweep: the owner token among the bytes), or the very inode
+ *         its descriptor pins (withdraw, release); never an inode number
+ *         without a descriptor that pins it (C1, C2).
+ *   (SL4) A file moved that is not the one meant is put back with
  *         RENAME_NOREPLACE, re-checked before and after (C3); when <name> is
- *         taken again it stays in its aside as a barrier (C4).
+ *         taken again it stays in its aside as a barrier (C4). A taker puts
+ *         someone else's live aside back at <name> only when it can take that
+ *         record's kernel lock (flock, LOCK_NB): a withdrawer or a releaser
+ *         holds it on its pinned descriptor while its record is in flight,
+ *         so only an orphaned barrier (its mover killed, or its restore
+ *         refused) is put back - the one a waiter would otherwise spin on
+ *         (every attempt publishing and withdrawing beside it) for the rest
+ *         of its holder's session. Putting back an aside in flight is what
+ *         resurrected withdrawn takes in 0.1.0 (a record at <name> that
+ *         nobody held, for 90 minutes) and what made a release lose 32
+ *         rounds to a waiter woken by the release's own rename (EAGAIN).
+ *         Safety never depends on the lock: SL10 makes any restore harmless.
  *   (SL5) A taker reports success only after a scan of the asides, made
  *         after its own record was published, found no live record but its
- *         own. On a barrier it withdraws through the claim (never by unlink
- *         at <name>), including from an aside its record was displaced to.
- *         A scan that cannot read the directory or an aside denies.
+ *         own. On a barrier it withdraws (SL10), never by unlink at <name>.
+ *         A scan that cannot read the directory or a record in an aside
+ *         denies.
  *   (SL6) A live lock refuses every taker, the same lane included: there is
  *         no "you already hold it" outcome.
  *   (SL7) A release deletes only a record judged the caller's (lane; owner
- *         token when given), after moving it aside and verifying it: a
- *         release racing a steal never deletes the stealer's lock.
+ *         token when given), through the descriptor it read it by, after
+ *         moving it aside and verifying it: a release racing a steal never
+ *         deletes the stealer's lock.
  *   (SL8) A successful break leaves no aside: the judged lock's aside is
  *         deleted once the breaker's own record is published or refused.
  *   (SL9) Only stale records are swept from asides; a live record in an
- *         aside is restored to <name> or released by its lane, never swept.
+ *         aside is restored to <name> (SL4) or released by its lane, never
+ *         swept. A scan stops sweeping once a sweep lost its record to
+ *         another mover: it never chases a record its owner is dropping.
+ *   (SL10) A withdrawal, and a release once it has found its record, ends
+ *         only when no name refers to the record (st_nlink 0 on the pinned
+ *         descriptor): whatever moved it meanwhile - back to <name>, into
+ *         another's aside - it is looked for again, so a finished
+ *         withdrawal leaves no record of its own anywhere
+ *         (model/session.pml, "no leftover"). Nothing can give a nameless
+ *         inode a name again: restores rename existing names only.
+ *   (SL11) Only regular files are records: holdfast moves nothing else into
+ *         an aside, so a symlink, directory, FIFO or device named like one
+ *         is not a barrier (never opened: lstat first; reads are O_NONBLOCK
+ *         and O_NOFOLLOW). At <name> the same things are refused as
+ *         unreadable (SL2).
  *
  * Hazards
  * -------
@@ -105,10 +147,11 @@
  *         REPORT.md, ORACLE=1). Takers with different --stale windows
  *         disagree about which asides are stale.
  *   (SH3) A live record left in an aside (a breaker killed between its move
- *         and its restore) blocks every taker until a taker restores it, its
- *         lane releases it, or it turns stale and is swept.
- *   (SH4) A taker racing a release or a withdrawal may see the releaser's
- *         live aside as a barrier and refuse (spuriously, never unsafely).
+ *         and its restore) blocks every taker until a taker puts it back
+ *         (SL4), its lane releases it, or it turns stale and is swept.
+ *   (SH4) A taker racing a release or a withdrawal sees the mover's live
+ *         aside as a barrier and refuses (spuriously, never unsafely); a
+ *         waiter (`run -w`) tries again at once, woken by its own withdrawal.
  *   (SH5) No fsync: after a power loss the lock may be gone (every session
  *         ended with the machine) or, on some file systems, empty; an empty
  *         lock is refused as unreadable (SL2) and cleared by a human.
@@ -116,6 +159,24 @@
  *         when stale or removed by the old protocol's own "delete it".
  *   (SH7) hf_session_naive_take is the seed's read-then-write guard, kept
  *         only to measure against: it admits two holders.
+ *   (SH8) A release that has not yet found its record holds no descriptor:
+ *         if the record is moved twice while the release looks for it (back
+ *         to <name> during its scan of the asides - a mismatching mover's
+ *         restore, or a taker putting an orphaned barrier back - and into an
+ *         aside again before its second read of <name>), the release answers
+ *         HF_ENOTHELD and the record can stay until it turns stale. Only a
+ *         breaker whose verdict is older than the record (it lost a race for
+ *         a stale lock) moves someone else's live record from <name>: never
+ *         plain contention (model/session.pml, session-relcheck).
+ *   (SH9) Boot-relative ages hold on one kernel. Machines sharing the tree
+ *         (NFS) judge each other's records by the wall clock: a step of the
+ *         judge's clock forward by more than the window breaks a live lock,
+ *         a step back makes a stale one live (or "in the future") for as
+ *         long as the step.
+ *   (SH10) A withdrawal or release gives up after DROP_ROUNDS rounds (each
+ *         one a move of its record by someone else) with -EAGAIN, leaving
+ *         the record; only a process that moves records around outside the
+ *         protocol can make that happen.
  */
 #include "session.h"
 
@@ -129,9 +190,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define ROUNDS_MAX 32      /* each round is a lost race; bounded, never spins */
+#define DROP_ROUNDS 64     /* SH10: each round a move of our record by another */
 #define ID_MAX 128         /* identity for the claim core: "<len>:<digest>"    */
 
 /* ------------------------------------------------------------------------
@@ -212,6 +275,14 @@ int hf_session_format(const struct hf_session_record *r, char *buf, size_t n)
 	sb_key_str(&b, "host", r->host);
 	sb_put(&b, ",");
 	sb_key_str(&b, "started", when);
+	if (r->boot_id[0]) { /* SL2: what makes a boot-relative age possible */
+		sb_put(&b, ",");
+		sb_key_str(&b, "boot_id", r->boot_id);
+		sb_put(&b, ",");
+		sb_key_int(&b, "timens", (int64_t)r->timens);
+		sb_put(&b, ",");
+		sb_key_int(&b, "boottime_ms", r->boot_ms);
+	}
 	if (r->has_broke) {
 		hf_time_format(r->broke.started_ms, when, sizeof when);
 		sb_put(&b, ",\"broke\":{");
@@ -251,6 +322,19 @@ static int get_text(const json_t *obj, const char *key, char *dst, size_t max)
 	return 0;
 }
 
+/* An optional integer in [0, 2^63): absent is 0; -1 when of another type. */
+static int get_u63(const json_t *obj, const char *key, int64_t *ret)
+{
+	const json_t *v = json_object_get(obj, key);
+	*ret = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -1;
+	*ret = json_integer_value(v);
+	return 0;
+}
+
 static int get_time(const json_t *obj, const char *key, int64_t *ret)
 {
 	const char *s = json_string_value(json_object_get(obj, key));
@@ -280,12 +364,20 @@ static int parse_json(const char *buf, size_t len, struct hf_session_record *r, 
 		goto out;
 	}
 	const json_t *pid = json_object_get(root, "pid");
+	int64_t timens;
 	if (get_text(root, "owner", r->owner, HF_OWNER_MAX) < 0 ||
 	    get_text(root, "host", r->host, HF_HOST_MAX) < 0 ||
 	    (pid && !json_is_null(pid) && (!json_is_integer(pid) || json_integer_value(pid) < 0))) {
 		rc = unreadable(why, n, "a field of the wrong type or size (owner, host or pid)");
 		goto out;
 	}
+	if (get_text(root, "boot_id", r->boot_id, HF_BOOTID_LEN) < 0 ||
+	    get_u63(root, "timens", &timens) < 0 || get_u63(root, "boottime_ms", &r->boot_ms) < 0) {
+		rc = unreadable(why, n,
+				"a field of the wrong type or size (boot_id, timens or boottime_ms)");
+		goto out;
+	}
+	r->timens = (uint64_t)timens;
 	r->pid = pid && json_is_integer(pid) ? json_integer_value(pid) : 0;
 	const json_t *b = json_object_get(root, "broke");
 	if (json_is_object(b)) {
@@ -332,16 +424,31 @@ int hf_session_parse(const char *buf, size_t len, struct hf_session_record *ret,
 	return rc;
 }
 
+int64_t hf_session_age_ms(const struct hf_session_record *r, int64_t now_ms)
+{
+	/* SL2: hf_owner_age_ms's rule - boot-relative on the writer's kernel
+	 * and time namespace, else by the wall clock. */
+	struct hf_owner o;
+	memset(&o, 0, sizeof o);
+	if (!r->legacy) {
+		memcpy(o.boot_id, r->boot_id, sizeof o.boot_id);
+		o.timens = r->timens;
+		o.boot_ms = r->boot_ms;
+	}
+	o.time_ms = r->started_ms;
+	return hf_owner_age_ms(&o, now_ms);
+}
+
 int hf_session_judge(const struct hf_session_record *r, int64_t now_ms, int64_t stale_ms,
 		     int64_t *ret_age_ms)
 {
-	int64_t age = now_ms - r->started_ms;
+	int64_t age = hf_session_age_ms(r, now_ms);
 	if (stale_ms <= 0)
 		stale_ms = HF_SESSION_STALE_MS_DEFAULT;
 	if (ret_age_ms)
 		*ret_age_ms = age;
 	if (age < 0)
-		return HF_SESSION_SKEW; /* SL2: live, reported as clock skew */
+		return HF_SESSION_SKEW; /* SL2: by the wall clock only; live, clock skew */
 	return age > stale_ms ? HF_SESSION_STALE : HF_SESSION_HELD;
 }
 
@@ -375,6 +482,7 @@ struct seen {
 	int64_t mtime_ms;  /* evidence, filled when unreadable                 */
 	int rc;            /* 0 read/parsed; -ENOENT; HF_EUNREADABLE; -errno  */
 	int read_err;      /* the read itself failed (rc is then UNREADABLE) */
+	int not_file;      /* ... because it is no regular file (SL11)       */
 	struct hf_session_record rec;
 	char why[160];
 	char buf[HF_SESSION_FILE_MAX + 2];
@@ -393,14 +501,19 @@ static int64_t mtime_ms(const struct stat *st)
 /* One read: a lock is a few hundred bytes, so open, read, close - no fstat,
  * no heap. A regular file's read is short only at its end; a longer file
  * overflows the buffer, a FIFO or device reads nothing or overflows: both
- * are refused as not a record (SL2). */
-static int read_small(int dfd, const char *name, struct seen *s)
+ * are refused as not a record (SL2). keep (may be NULL): the descriptor is
+ * left open there when the read succeeded - it pins what was read. */
+static int read_small(int dfd, const char *name, struct seen *s, int *keep)
 {
-	int fd = hf_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	int fd = hf_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+			       0);
 	if (fd < 0)
 		return fd;
 	ssize_t n = hf_sys_read(fd, s->buf, HF_SESSION_FILE_MAX + 1);
-	hf_sys_close(fd);
+	if (n >= 0 && n <= HF_SESSION_FILE_MAX && keep)
+		*keep = fd;
+	else
+		hf_sys_close(fd);
 	if (n < 0)
 		return (int)n;
 	if (n > HF_SESSION_FILE_MAX)
@@ -412,20 +525,22 @@ static int read_small(int dfd, const char *name, struct seen *s)
 
 /* Read dfd/name into s, without parsing it: 0, -ENOENT, HF_EUNREADABLE
  * (with s->why and the mtime as evidence) or another -errno. */
-static int look_raw(int dfd, const char *name, struct seen *s)
+static int look_raw(int dfd, const char *name, struct seen *s, int *keep)
 {
 	s->len = 0;
-	s->rc = s->read_err = 0;
+	s->rc = s->read_err = s->not_file = 0;
 	s->mtime_ms = 0;
 	s->why[0] = '\0';
-	int rc = read_small(dfd, name, s);
+	int rc = read_small(dfd, name, s, keep);
 	if (rc == 0 || rc == -ENOENT)
 		return s->rc = rc;
 	const char *what;
+	int not_file = 1;
 	switch (rc) {
 	case -EACCES:
 	case -EPERM:
 		what = "cannot be read: permission denied";
+		not_file = 0;
 		break;
 	case -EISDIR:
 		what = "a directory, not a lock record";
@@ -452,23 +567,58 @@ static int look_raw(int dfd, const char *name, struct seen *s)
 	if (rc == 0)
 		s->mtime_ms = mtime_ms(&st);
 	s->read_err = 1;
+	s->not_file = not_file;
 	snprintf(s->why, sizeof s->why, "%s", what);
 	return s->rc = HF_EUNREADABLE;
 }
 
-/* Read and parse dfd/name into s: s->rc (0 means s->rec is valid). */
-static int look(int dfd, const char *name, struct seen *s)
+/* Read and parse dfd/name into s: s->rc (0 means s->rec is valid). keep: as
+ * read_small (a descriptor left open whatever the parse said, -1 if none). */
+static int look(int dfd, const char *name, struct seen *s, int *keep)
 {
-	int rc = look_raw(dfd, name, s);
+	if (keep)
+		*keep = -1;
+	int rc = look_raw(dfd, name, s, keep);
 	if (rc < 0)
 		return rc;
 	rc = hf_session_parse(s->buf, s->len, &s->rec, s->why, sizeof s->why);
 	if (rc == HF_EUNREADABLE) {
 		struct stat st; /* SL2: evidence for the human */
-		if (hf_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		if (hf_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 			s->mtime_ms = mtime_ms(&st);
+			if (!S_ISREG(st.st_mode)) { /* a FIFO reads as empty: say what it is */
+				snprintf(s->why, sizeof s->why, "not a regular file (%s)",
+					 S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+				s->read_err = s->not_file = 1;
+			}
+		}
 	}
 	return s->rc = rc;
+}
+
+#define NOT_A_RECORD 2 /* look_aside: no regular file (SL11) */
+
+/* Read an aside: as look, but only a regular file is a record (SL11) - a
+ * symlink, directory, FIFO or device is never opened: NOT_A_RECORD. */
+static int look_aside(int dfd, const char *name, struct seen *s, int *keep)
+{
+	struct stat st;
+	if (keep)
+		*keep = -1;
+	int rc = hf_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0)
+		return s->rc = rc;
+	if (!S_ISREG(st.st_mode))
+		return NOT_A_RECORD;
+	rc = look(dfd, name, s, keep);
+	if (rc == HF_EUNREADABLE && s->not_file) { /* replaced since the lstat */
+		if (keep && *keep >= 0)
+			hf_sys_close(*keep);
+		if (keep)
+			*keep = -1;
+		return NOT_A_RECORD;
+	}
+	return rc;
 }
 
 static uint64_t fnv1a(const char *p, size_t n)
@@ -495,7 +645,7 @@ static void identity(const struct seen *s, char *id, size_t n)
 static int ident_record(int dfd, const char *name, char *token, size_t n, void *ctx)
 {
 	struct seen local, *s = ctx ? ctx : &local;
-	int rc = look_raw(dfd, name, s);
+	int rc = look_raw(dfd, name, s, NULL);
 	if (rc == 0)
 		identity(s, token, n);
 	return rc;
@@ -515,7 +665,18 @@ static const struct {
 	[PT_SWEEP] = { "session.sweep.moved", "session.sweep.mismatch" },
 };
 
-#define TAKEN_FROM_CLAIM 1 /* verified ours, then gone from our claim */
+/* SL4: we moved a file we did not mean to (it replaced what we judged at
+ * src between our look and our move): put it back at src without replacing
+ * anything, re-checked before and after (C3), or leave it as a barrier. */
+static void put_back(struct lk *l, const char *aside, const char *src)
+{
+	struct seen got;
+	char moved[ID_MAX];
+	int rc = ident_record(l->dfd, aside, moved, sizeof moved, &got);
+	if (rc == -ENOENT || (rc < 0 && rc != HF_EUNREADABLE))
+		return; /* gone; or cannot tell what it is: it stays (C4) */
+	hf_claim_restore(l->dfd, aside, l->dfd, src, rc == 0 ? moved : NULL, ident_record, NULL);
+}
 
 /* Move lk's src to a fresh aside (ret_aside) and verify it is byte for byte
  * what was judged (expect). 0: it is, and the aside is ours (C2); -ENOENT:
@@ -540,34 +701,149 @@ static int move_verified(struct lk *l, const char *src, const struct seen *expec
 		return -ENOENT;
 	if (rc < 0 && got.rc != HF_EUNREADABLE)
 		return rc; /* cannot tell what we moved: it stays; if live, a barrier (SL5) */
-	/* SL4: we moved a file we did not judge (a winner's fresh lock): put
-	 * it back without replacing anything, or leave it as a barrier. */
 	hf_sys_point(points[pt].mismatch);
-	char moved[ID_MAX];
-	if (got.rc == 0)
-		identity(&got, moved, sizeof moved);
-	hf_claim_restore(l->dfd, ret_aside, l->dfd, src, got.rc == 0 ? moved : NULL,
-			 ident_record, NULL);
+	put_back(l, ret_aside, src); /* SL4 */
 	return HF_ENOTYOURS;
 }
 
 /* Delete lk's src only if it is byte for byte expect: move_verified, then
- * unlink our own claim (SL3). 0 deleted; TAKEN_FROM_CLAIM when it was
- * verified ours but left our claim before the unlink (swept, or restored to
- * the name by a taker that saw it as a barrier: the caller looks again);
- * else as move_verified. */
+ * unlink our own claim (SL3). 0 deleted; -ENOENT when another mover had it
+ * first or took it from our claim; else as move_verified. */
 static int delete_verified(struct lk *l, const char *src, const struct seen *expect, int pt)
 {
 	char aside[HF_CLAIM_NAME_MAX];
 	int rc = move_verified(l, src, expect, pt, aside, sizeof aside);
 	if (rc < 0)
 		return rc;
-	rc = hf_sys_unlinkat(l->dfd, aside, 0);
-	return rc == -ENOENT ? TAKEN_FROM_CLAIM : rc;
+	return hf_sys_unlinkat(l->dfd, aside, 0);
 }
 
-/* Find an aside whose record satisfies pred: 1 and ret_name/ret_seen filled,
- * 0 none, <0 a scan error (C4). */
+/* ------------------------------------------------------------------------
+ * The pinned drop (SL10): a record we hold a descriptor of
+ * ---------------------------------------------------------------------- */
+
+/* A record pinned by a descriptor (our published O_TMPFILE, or the one we
+ * read a record by): while it is open the inode cannot be reused, so its
+ * number identifies the record wherever it is renamed to (C1 allows an
+ * inode number only against a descriptor that pins it). */
+struct pin {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+};
+
+static int pin_make(struct pin *p, int fd)
+{
+	struct stat st;
+	p->fd = fd;
+	int rc = hf_sys_fstat(fd, &st);
+	if (rc < 0)
+		return rc;
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	return 0;
+}
+
+/* Is dfd/name the pinned record? 1 yes, 0 another file, -ENOENT none. */
+static int pin_is(const struct pin *p, int dfd, const char *name)
+{
+	struct stat st;
+	int rc = hf_sys_fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0)
+		return rc;
+	return st.st_dev == p->dev && st.st_ino == p->ino;
+}
+
+struct pin_find {
+	const struct pin *p;
+	char *name;
+	size_t n;
+};
+
+static int pin_find_cb(int cfd, const char *name, void *ctx)
+{
+	struct pin_find *f = ctx;
+	int rc = pin_is(f->p, cfd, name);
+	if (rc == 1)
+		snprintf(f->name, f->n, "%s", name);
+	return rc == 1 ? 1 : rc == -ENOENT ? 0 : rc < 0 ? rc : 0;
+}
+
+/* Move the pinned record from src to a fresh aside of our own, check there
+ * that it is the pinned inode, delete it. 0: it was, and it is gone (or
+ * taken from our aside since - by a release of its lane or a sweeper, who
+ * delete it - or put back at <name>: the caller's next round sees that);
+ * -ENOENT: nothing at src any more; HF_ENOTYOURS: another file had replaced
+ * it at src, put back or left a barrier (SL4); other -errno. */
+static int take_pinned(struct lk *l, const struct pin *p, const char *src, int pt)
+{
+	char aside[HF_CLAIM_NAME_MAX];
+	int rc = hf_claim_take(l->dfd, src, l->dfd, l->prefix, aside, sizeof aside); /* SL3 */
+	if (rc < 0)
+		return rc;
+	hf_sys_point(points[pt].moved);
+	rc = pin_is(p, l->dfd, aside);
+	if (rc == 1) {
+		rc = hf_sys_unlinkat(l->dfd, aside, 0); /* our verified claim (C2) */
+		return rc == -ENOENT ? 0 : rc;
+	}
+	if (rc < 0)
+		return rc; /* -ENOENT: taken from our aside before we looked */
+	hf_sys_point(points[pt].mismatch);
+	/* Only <name> is ever replaced: an aside name is drawn fresh and never
+	 * reused, so what a steal from an aside moves is what was there. */
+	if (!strcmp(src, l->name))
+		put_back(l, aside, src);
+	return HF_ENOTYOURS;
+}
+
+#define GONE 2 /* drop_pinned: removed, but never by us (a breaker or sweeper did) */
+
+/* SL10: take the pinned record back, from <name> or from whichever aside it
+ * has been moved to, until no name refers to it. 0: we removed it; GONE:
+ * it had gone without our moving it; -EAGAIN after DROP_ROUNDS rounds
+ * (SH10); other -errno (the record may then stay: it ages out, SH2). While
+ * it is in flight we hold its kernel lock, which tells a taker not to put
+ * it back at <name> (SL4; a hint: any restore is safe under this loop). */
+static int drop_pinned(struct lk *l, int fd, int pt)
+{
+	struct pin p;
+	int rc = pin_make(&p, fd);
+	if (rc < 0)
+		return rc;
+	hf_sys_flock(fd, LOCK_EX | LOCK_NB); /* SL4: in flight; if a taker holds it, it may restore */
+	int ours = 0;
+	for (int round = 0; round < DROP_ROUNDS; round++) {
+		struct stat st;
+		rc = hf_sys_fstat(fd, &st);
+		if (rc < 0)
+			return rc;
+		if (st.st_nlink == 0)
+			return ours ? 0 : GONE; /* SL10: no name refers to it */
+		char where[HF_CLAIM_NAME_MAX];
+		rc = pin_is(&p, l->dfd, l->name);
+		if (rc == 1) {
+			snprintf(where, sizeof where, "%s", l->name);
+		} else if (rc == 0 || rc == -ENOENT) {
+			struct pin_find f = { &p, where, sizeof where };
+			rc = hf_claim_scan(l->dfd, l->prefix, pin_find_cb, &f);
+		}
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			continue; /* moved between our looks: look again */
+		rc = take_pinned(l, &p, where, pt);
+		if (rc == 0)
+			ours = 1;
+		else if (rc != -ENOENT && rc != HF_ENOTYOURS)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+/* Find an aside whose record satisfies pred: 1 and ret_name/ret_seen filled
+ * (and *keep, when not NULL, a descriptor of what was read), 0 none, <0 a
+ * scan error (C4). */
 typedef int (*seen_pred)(const struct seen *s, const void *arg);
 struct find {
 	seen_pred pred;
@@ -575,23 +851,31 @@ struct find {
 	char *name;
 	size_t n;
 	struct seen *out;
+	int *keep;
 };
 
 static int find_cb(int cfd, const char *name, void *ctx)
 {
 	struct find *f = ctx;
-	int rc = look(cfd, name, f->out);
+	int fd = -1;
+	int rc = look_aside(cfd, name, f->out, f->keep ? &fd : NULL);
 	if (rc == 0 && f->pred(f->out, f->arg)) {
 		snprintf(f->name, f->n, "%s", name);
+		if (f->keep)
+			*f->keep = fd;
 		return 1;
 	}
-	return rc == -ENOENT || rc == HF_EUNREADABLE ? 0 : rc;
+	if (fd >= 0)
+		hf_sys_close(fd);
+	return rc == -ENOENT || rc == HF_EUNREADABLE || rc == NOT_A_RECORD ? 0 : rc;
 }
 
 static int find_aside(struct lk *l, seen_pred pred, const void *arg, char *ret_name, size_t n,
-		      struct seen *ret_seen)
+		      struct seen *ret_seen, int *keep)
 {
-	struct find f = { pred, arg, ret_name, n, ret_seen };
+	struct find f = { pred, arg, ret_name, n, ret_seen, keep };
+	if (keep)
+		*keep = -1;
 	return hf_claim_scan(l->dfd, l->prefix, find_cb, &f);
 }
 
@@ -687,72 +971,56 @@ struct scan {
 	const struct seen *mine;
 	struct hf_session_status *holder;
 	char barrier[HF_CLAIM_NAME_MAX];
-	struct seen bseen;
+	int bfd;      /* a descriptor of the barrier's record, or -1          */
 	int denied;   /* HF_EHELD (live record) or HF_EUNREADABLE (cannot read) */
+	int lost;     /* a sweep lost its record to another mover: no more    */
+	struct seen bseen;
 };
 
 static int take_scan_cb(int cfd, const char *name, void *ctx)
 {
 	struct scan *sc = ctx;
 	struct seen *s = &sc->bseen; /* kept when it turns out to be a barrier */
-	int rc = look(cfd, name, s);
-	if (rc == -ENOENT || (rc == HF_EUNREADABLE && !s->read_err))
-		return 0; /* gone; or garbage: holdfast moves only records it has
-			     read and parsed, so that was never a lock */
+	int fd;
+	int rc = look_aside(cfd, name, s, &fd);
+	if (rc == -ENOENT || rc == NOT_A_RECORD || (rc == HF_EUNREADABLE && !s->read_err))
+		goto skip; /* gone; not a regular file (SL11); or garbage: holdfast
+			      moves only records it has read and parsed, so that
+			      was never a lock */
 	if (rc == 0 && same_bytes(s, sc->mine->buf, sc->mine->len))
-		return 0; /* our own record, displaced by a mismatching breaker:
-			     still ours (it restores it, or a later taker sees
-			     it as a barrier) */
+		goto skip; /* our own record, displaced by a mismatching breaker:
+			      still ours (it restores it, or a later taker sees
+			      it as a barrier) */
 	if (rc == 0 &&
 	    hf_session_judge(&s->rec, hf_sys_now_ms(), sc->l->stale_ms, NULL) == HF_SESSION_STALE) {
-		delete_verified(sc->l, name, s, PT_SWEEP); /* SL9: a killed breaker's; SL3 */
-		return 0;
+		/* SL9: a killed breaker's; SL3. Sweeping is cleanup: once another
+		 * mover takes a record from under a sweep (its lane dropping it,
+		 * SL10), this scan sweeps no more, so it never chases one. */
+		if (!sc->lost && delete_verified(sc->l, name, s, PT_SWEEP) == -ENOENT)
+			sc->lost = 1;
+		goto skip;
 	}
 	if (rc < 0 && rc != HF_EUNREADABLE)
 		return rc; /* C4: a claim we cannot read denies */
 	/* SL5: a live record (or one we cannot read) beside the lock. */
 	fill_status(sc->holder, s, sc->l->stale_ms, name);
 	snprintf(sc->barrier, sizeof sc->barrier, "%s", name);
+	sc->bfd = fd;
 	sc->denied = rc == 0 ? HF_EHELD : HF_EUNREADABLE;
 	return 1;
+skip:
+	if (fd >= 0)
+		hf_sys_close(fd);
+	return 0;
 }
 
-static int pred_same_bytes(const struct seen *s, const void *arg)
-{
-	const struct seen *mine = arg;
-	return same_bytes(s, mine->buf, mine->len);
-}
-
-/* SL5: take back our published record through the claim, from <name> or
- * from the aside a mismatching breaker moved it to; never unlink at <name>. */
-static void withdraw(struct lk *l, const struct seen *mine)
-{
-	for (int round = 0; round < ROUNDS_MAX; round++) {
-		int rc = delete_verified(l, l->name, mine, PT_WITHDRAW);
-		if (rc == 0 || (rc < 0 && rc != -ENOENT && rc != HF_ENOTYOURS))
-			return; /* taken back; or an error: it ages out (SH2) */
-		if (rc == TAKEN_FROM_CLAIM)
-			continue; /* restored to the name by a taker: look again */
-		/* Not at the name: a breaker's mismatched move may hold it. */
-		char where[HF_CLAIM_NAME_MAX];
-		struct seen found;
-		rc = find_aside(l, pred_same_bytes, mine, where, sizeof where, &found);
-		if (rc == 1)
-			rc = delete_verified(l, where, &found, PT_WITHDRAW);
-		else
-			rc = 0; /* nowhere (or no scan): nothing of ours to take back */
-		if (rc == 0 || (rc < 0 && rc != -ENOENT && rc != HF_ENOTYOURS))
-			return;
-	}
-}
-
-static void copy_broke(struct hf_session_record *r, const struct seen *j, int64_t now)
+static void copy_broke(struct hf_session_record *r, const struct seen *j, int64_t age_ms)
 {
 	r->has_broke = 1;
 	snprintf(r->broke.lane, sizeof r->broke.lane, "%s", j->rec.lane);
 	snprintf(r->broke.owner, sizeof r->broke.owner, "%s", j->rec.owner);
 	r->broke.started_ms = j->rec.started_ms;
-	r->broke.age_s = (now - j->rec.started_ms) / 1000;
+	r->broke.age_s = age_ms / 1000; /* SL2: the age it was judged by */
 	r->broke.legacy = j->rec.legacy;
 }
 
@@ -776,6 +1044,19 @@ static void drop_stolen(struct lk *l, char *stolen)
 	stolen[0] = '\0';
 }
 
+/* SL4: after our withdrawal, a live barrier that no one is moving goes back
+ * to <name>: we can take its kernel lock (a withdrawer or releaser moving
+ * its own record holds it), and hf_claim_restore re-checks its bytes just
+ * before and after the rename, which never replaces anything (C3). */
+static void restore_orphan(struct lk *l, struct scan *sc)
+{
+	if (sc->denied != HF_EHELD || sc->bfd < 0 || hf_kernel_lock_probe(sc->bfd) != 0)
+		return; /* in flight (or cannot tell): its mover finishes it */
+	char id[ID_MAX];
+	identity(&sc->bseen, id, sizeof id);
+	hf_claim_restore(l->dfd, sc->barrier, l->dfd, l->name, id, ident_record, NULL);
+}
+
 int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *ret_taken,
 		    struct hf_session_status *reterr_holder)
 {
@@ -793,8 +1074,13 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 		return rc;
 	r.pid = getpid();
 	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
+	/* SL2: "started" with the boot-relative time it was, on this kernel */
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
+	r.timens = hf_self_timens();
+	r.boot_ms = hf_sys_boot_ms();
 	r.started_ms = hf_sys_now_ms();
 	struct seen mine;
+	int mine_fd = -1; /* pins our published record (SL10) */
 	union { /* never live together: 4 KiB less stack to fault in */
 		struct seen j;    /* the lock found at the name (T1-T3) */
 		struct scan sc;   /* the asides after publishing (T5)   */
@@ -805,7 +1091,8 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 		goto out;
 	hf_sys_point("session.take.begin");
 	for (int round = 0; round < ROUNDS_MAX; round++) {
-		rc = hf_publish_file_at(l.dfd, l.name, mine.buf, mine.len, 0644, false); /* SL1 */
+		rc = hf_publish_file_at_fd(l.dfd, l.name, mine.buf, mine.len, 0644, false,
+					   &mine_fd); /* SL1 */
 		if (rc == 0) {
 			hf_sys_point("session.take.published");
 			drop_stolen(&l, stolen); /* SL8 */
@@ -814,6 +1101,8 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			sc->mine = &mine;
 			sc->holder = reterr_holder;
 			sc->denied = 0;
+			sc->bfd = -1;
+			sc->lost = 0;
 			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, sc); /* SL5 */
 			if (rc == 0) {
 				if (ret_taken)
@@ -821,19 +1110,13 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 				goto out;
 			}
 			hf_sys_point("session.take.barrier");
-			withdraw(&l, &mine);
+			drop_pinned(&l, mine_fd, PT_WITHDRAW); /* SL10; on error it ages out */
 			hf_sys_point("session.take.withdrawn");
-			if (sc->denied) {
-				/* SL4: try to put the barrier back, so the lock it
-				 * holds is at the name again. */
-				char id[ID_MAX];
-				if (sc->denied == HF_EHELD) { /* sc->bseen holds it */
-					identity(&sc->bseen, id, sizeof id);
-					hf_claim_restore(l.dfd, sc->barrier, l.dfd, l.name, id,
-							 ident_record, NULL);
-				}
+			restore_orphan(&l, sc); /* SL4 */
+			if (sc->bfd >= 0)
+				hf_sys_close(sc->bfd);
+			if (sc->denied)
 				rc = sc->denied;
-			}
 			goto out;
 		}
 		if (rc != -EEXIST)
@@ -845,15 +1128,15 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			if ((rc = set_mine(&mine, &r)) < 0)
 				goto out;
 		}
-		rc = look(l.dfd, l.name, &u.j);
+		rc = look(l.dfd, l.name, &u.j, NULL);
 		if (rc == -ENOENT)
 			continue; /* released or moved since our link failed */
 		if (rc == HF_EUNREADABLE)
 			fill_status(reterr_holder, &u.j, l.stale_ms, NULL); /* SL2: refused, untouched */
 		if (rc < 0)
 			goto out;
-		int64_t now = hf_sys_now_ms();
-		if (hf_session_judge(&u.j.rec, now, l.stale_ms, NULL) != HF_SESSION_STALE) {
+		int64_t age;
+		if (hf_session_judge(&u.j.rec, hf_sys_now_ms(), l.stale_ms, &age) != HF_SESSION_STALE) {
 			fill_status(reterr_holder, &u.j, l.stale_ms, NULL);
 			rc = HF_EHELD; /* SL6 */
 			goto out;
@@ -867,12 +1150,14 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			goto out;
 		}
 		hf_sys_point("session.take.verified");
-		copy_broke(&r, &u.j, now);
+		copy_broke(&r, &u.j, age);
 		if ((rc = set_mine(&mine, &r)) < 0)
 			goto out;
 	}
 	rc = -EAGAIN; /* the lock changed hands ROUNDS_MAX times under us */
 out:
+	if (mine_fd >= 0)
+		hf_sys_close(mine_fd);
 	drop_stolen(&l, stolen);
 	hf_sys_close(l.dfd);
 	return rc;
@@ -889,6 +1174,15 @@ static int pred_ours(const struct seen *s, const void *arg)
 	       (!o->owner || !strcmp(s->rec.owner, o->owner)); /* SL7 */
 }
 
+/* Has the look at <name> changed between a and b (a record put back or
+ * published there meanwhile)? */
+static int changed(const struct seen *a, const struct seen *b)
+{
+	if (a->rc != b->rc)
+		return 1;
+	return a->rc == 0 && !same_bytes(a, b->buf, b->len);
+}
+
 int hf_session_release(const struct hf_session_opts *o, struct hf_session_status *reterr_holder)
 {
 	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
@@ -897,58 +1191,74 @@ int hf_session_release(const struct hf_session_opts *o, struct hf_session_status
 	int rc = lk_open(&l, o->path, o->stale_ms);
 	if (rc < 0)
 		return rc;
-	struct seen s, a;
-	int released = 0; /* ours was moved and verified at least once */
+	struct seen looks[2], a; /* <name> as read, twice (R3), and an aside */
+	struct seen *s = &looks[0], *again = &looks[1];
+	int fd = -1;
+	rc = look(l.dfd, l.name, s, &fd);
 	for (int round = 0; round < ROUNDS_MAX; round++) {
-		rc = look(l.dfd, l.name, &s);
-		if (rc == 0 && pred_ours(&s, o)) {
+		if (rc == 0 && pred_ours(s, o)) {
 			hf_sys_point("session.release.read");
-			rc = delete_verified(&l, l.name, &s, PT_RELEASE); /* SL3, SL7 */
-			if (rc == 0)
+			rc = drop_pinned(&l, fd, PT_RELEASE); /* SL7, SL10 */
+			hf_sys_close(fd);
+			fd = -1;
+			if (rc != GONE)
 				goto out;
-			if (rc == TAKEN_FROM_CLAIM)
-				released = 1;
-			else if (rc != -ENOENT && rc != HF_ENOTYOURS)
-				goto out;
-			continue; /* a stealer's lock went back, or ours moved: look again */
+			/* broken as stale, swept, or released by another session
+			 * of the lane: not ours to report released; look again */
+			rc = look(l.dfd, l.name, s, &fd);
+			continue;
 		}
+		if (fd >= 0)
+			hf_sys_close(fd);
+		fd = -1;
 		if (rc < 0 && rc != -ENOENT && rc != HF_EUNREADABLE)
 			goto out;
-		/* Not ours at the name: our record may sit in an aside (a barrier,
-		 * or a breaker's claim); release it there. */
+		/* R3: not ours at the name; our record may sit in an aside (a
+		 * barrier, or a breaker's claim): release it there. */
 		char where[HF_CLAIM_NAME_MAX];
-		int found = find_aside(&l, pred_ours, o, where, sizeof where, &a);
+		int afd;
+		int found = find_aside(&l, pred_ours, o, where, sizeof where, &a, &afd);
 		if (found < 0) {
 			rc = found;
 			goto out;
 		}
 		if (found) {
 			hf_sys_point("session.release.read");
-			int d = delete_verified(&l, where, &a, PT_RELEASE);
-			if (d == 0) {
-				rc = 0;
-				goto out;
-			}
-			if (d == TAKEN_FROM_CLAIM)
-				released = 1;
-			else if (d != -ENOENT && d != HF_ENOTYOURS) {
+			int d = drop_pinned(&l, afd, PT_RELEASE);
+			hf_sys_close(afd);
+			if (d != GONE) {
 				rc = d;
 				goto out;
 			}
+			rc = look(l.dfd, l.name, s, &fd);
 			continue;
 		}
-		if (released) {
-			rc = 0; /* ours is gone; whatever is there now is not ours */
-		} else if (rc == -ENOENT) {
+		/* Nothing of ours in the asides. A record put back at the name
+		 * during our scan (a mismatching breaker's restore) is seen by a
+		 * second look; one moved twice meanwhile is not (SH8). */
+		int rc2 = look(l.dfd, l.name, again, &fd);
+		if (changed(s, again)) {
+			struct seen *t = s;
+			s = again;
+			again = t;
+			rc = rc2;
+			continue;
+		}
+		if (fd >= 0)
+			hf_sys_close(fd);
+		fd = -1;
+		if (rc == -ENOENT) {
 			rc = HF_ENOTHELD;
 		} else {
-			fill_status(reterr_holder, &s, l.stale_ms, NULL);
+			fill_status(reterr_holder, s, l.stale_ms, NULL);
 			rc = rc == HF_EUNREADABLE ? HF_EUNREADABLE : HF_ENOTYOURS;
 		}
 		goto out;
 	}
 	rc = -EAGAIN;
 out:
+	if (fd >= 0)
+		hf_sys_close(fd);
 	hf_sys_close(l.dfd);
 	return rc;
 }
@@ -971,14 +1281,14 @@ int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_stat
 	if (rc < 0)
 		return rc;
 	struct seen s;
-	rc = look(l.dfd, l.name, &s);
+	rc = look(l.dfd, l.name, &s, NULL);
 	if (rc == 0 || rc == HF_EUNREADABLE) {
 		fill_status(ret, &s, l.stale_ms, NULL);
 		rc = 0;
 	} else if (rc == -ENOENT) {
 		/* Free at the name; a live record in an aside still holds it. */
 		char where[HF_CLAIM_NAME_MAX];
-		rc = find_aside(&l, pred_live, &l, where, sizeof where, &s);
+		rc = find_aside(&l, pred_live, &l, where, sizeof where, &s, NULL);
 		if (rc == 1)
 			fill_status(ret, &s, l.stale_ms, where);
 		else if (rc == 0)
@@ -998,7 +1308,7 @@ int hf_session_naive_take(const char *path, int64_t stale_ms)
 	if (rc < 0)
 		return rc;
 	struct seen s;
-	rc = look(l.dfd, l.name, &s);
+	rc = look(l.dfd, l.name, &s, NULL);
 	if (rc == 0 && hf_session_judge(&s.rec, hf_sys_now_ms(), l.stale_ms, NULL) !=
 			       HF_SESSION_STALE) {
 		rc = HF_EHELD;

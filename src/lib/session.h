@@ -22,8 +22,14 @@ int hf_session_format(const struct hf_session_record *r, char *buf, size_t n);
 int hf_session_parse(const char *buf, size_t len, struct hf_session_record *ret, char *why,
 		     size_t n);
 
+/* A record's age at wall-clock time now_ms (SL2): boot-relative when the
+ * record carries boot_id, timens and boottime_ms of this kernel and time
+ * namespace (never negative then), else now - started by the wall clock
+ * (negative when dated in the future). */
+int64_t hf_session_age_ms(const struct hf_session_record *r, int64_t now_ms);
+
 /* HF_SESSION_HELD, _STALE or _SKEW for a parsed record at time now_ms, and
- * its age (now - started; negative when dated in the future). */
+ * its age (hf_session_age_ms; _SKEW when negative). */
 int hf_session_judge(const struct hf_session_record *r, int64_t now_ms, int64_t stale_ms,
 		     int64_t *ret_age_ms);
 

@@ -15,6 +15,10 @@
  *  (U4) hf_stage_commit replaces only the object the caller expects (or
  *       nothing, when it expects none); the check is by device and inode of
  *       a file the caller keeps open, so the number cannot have been reused.
+ *  (U5) hf_publish_file_at_fd hands back a descriptor of the very file it
+ *       published: while it is open the inode cannot be reused, so its
+ *       st_ino identifies the file (wherever it is renamed to), and its
+ *       st_nlink says whether any name still refers to it.
  */
 #include "internal.h"
 
@@ -261,15 +265,13 @@ static int write_all_and_sync(int fd, const void *data, size_t len, bool durable
 	return durable ? hf_sys_fsync(fd) : 0;
 }
 
-int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-		       bool durable)
+/* U1 for all three: an unnamed temporary made in tmpdirfd, linked as
+ * dirfd/name; ret_fd (may be NULL) gets the published file's descriptor. */
+static int publish(int tmpdirfd, int dirfd, const char *name, const void *data, size_t len,
+		   mode_t mode, bool durable, int *ret_fd)
 {
-	return hf_publish_file_via(dirfd, dirfd, name, data, len, mode, durable);
-}
-
-int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *data, size_t len,
-			mode_t mode, bool durable)
-{
+	if (ret_fd)
+		*ret_fd = -1;
 	int fd = hf_sys_openat(tmpdirfd, ".", O_TMPFILE | O_WRONLY, mode);
 	if (fd >= 0) {
 		int rc = write_all_and_sync(fd, data, len, durable);
@@ -283,6 +285,10 @@ int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *d
 			char proc[64];
 			snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
 			rc = hf_sys_linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW);
+		}
+		if (rc == 0 && ret_fd) {
+			*ret_fd = fd; /* U5: it pins the inode now named `name` */
+			return 0;
 		}
 		hf_sys_close(fd);
 		if (rc != -ENOENT)
@@ -301,11 +307,33 @@ int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *d
 	if (fd < 0)
 		return fd;
 	rc = write_all_and_sync(fd, data, len, durable);
-	hf_sys_close(fd);
 	if (rc == 0)
 		rc = hf_sys_linkat(tmpdirfd, tmp, dirfd, name, 0); /* U1 */
 	hf_sys_unlinkat(tmpdirfd, tmp, 0);
+	if (rc == 0 && ret_fd) {
+		*ret_fd = fd; /* U5 */
+		return 0;
+	}
+	hf_sys_close(fd);
 	return rc;
+}
+
+int hf_publish_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+		       bool durable)
+{
+	return publish(dirfd, dirfd, name, data, len, mode, durable, NULL);
+}
+
+int hf_publish_file_via(int tmpdirfd, int dirfd, const char *name, const void *data, size_t len,
+			mode_t mode, bool durable)
+{
+	return publish(tmpdirfd, dirfd, name, data, len, mode, durable, NULL);
+}
+
+int hf_publish_file_at_fd(int dirfd, const char *name, const void *data, size_t len,
+			  mode_t mode, bool durable, int *ret_fd)
+{
+	return publish(dirfd, dirfd, name, data, len, mode, durable, ret_fd);
 }
 
 int hf_replace_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,

@@ -22,6 +22,15 @@ void sx_fini(struct sx *x);
 void sx_put(struct sx *x, const char *content);
 /* A JSON record of lane and owner, started age_ms ago (< 0: in the future). */
 void sx_put_record(struct sx *x, const char *lane, const char *owner, int64_t age_ms);
+/* A record of this machine's kind: with "boot_id" (NULL: none of the boot
+ * fields), this time namespace and a "boottime_ms" boot_age_ms ago, while
+ * "started" is age_ms ago by the wall clock. */
+void sx_put_record_boot(struct sx *x, const char *lane, const char *owner, int64_t age_ms,
+			const char *boot_id, int64_t boot_age_ms);
+/* The same record written into an aside, <lock>.aside-<hex16> (as a
+ * breaker killed between its move and its restore leaves it). */
+void sx_put_aside_record(struct sx *x, const char *hex16, const char *lane, const char *owner,
+			 int64_t age_ms);
 /* A legacy lock: a bare ISO-8601 timestamp, age_ms old. */
 void sx_put_legacy(struct sx *x, int64_t age_ms);
 /* The lock's bytes (malloc'd), NULL when absent. */

@@ -442,3 +442,113 @@ Test(cli, default_file_outside_a_work_tree_is_in_the_current_directory)
 	cr_assert_eq(hft_cli(NULL, NULL, take), 0);
 	cr_assert(hft_exists(x.lock));
 }
+
+/* --- "holder identity" item 5 (sessions): what reaches a terminal -------- */
+
+/* Does s hold a byte that a terminal acts on (C0 controls but the newline,
+ * DEL)? */
+static int has_control(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* The unreadable lock's advice is a command a user can paste: the path is
+ * quoted for the shell even when it holds a quote, spaces or a '$'. Run
+ * it, as given, under dash and under bash: it removes that file only. */
+Test(cli, unreadable_advice_is_quoted_for_the_shell)
+{
+	for (int shell = 0; shell < 2; shell++) {
+		char dir[800], lock[900], decoy[900];
+		snprintf(dir, sizeof dir, "%s/it's \"a\" $HOME dir%d", x.dir, shell);
+		cr_assert_eq(mkdir(dir, 0700), 0);
+		snprintf(lock, sizeof lock, "%s/.session.lock", dir);
+		snprintf(decoy, sizeof decoy, "%s/it", x.dir);
+		hft_write(lock, "garbage\n");
+		hft_write(decoy, "keep\n");
+		const char *argv[] = { "holdfast", "session", "take", "--lane", "data", "--file", lock,
+				       NULL };
+		char *err;
+		cr_assert_eq(hft_cli(NULL, &err, argv), 65);
+		char *rm = strstr(err, "rm -- ");
+		cr_assert_not_null(rm, "%s", err);
+		rm[strcspn(rm, "\n")] = '\0';
+		char script[900];
+		snprintf(script, sizeof script, "%s/advice.sh", x.dir);
+		hft_write(script, rm);
+		char *out;
+		cr_assert_eq(sh(&out, "%s '%s'", shell ? "bash" : "dash", script), 0, "%s: %s", rm,
+			     out);
+		free(out);
+		cr_assert_not(hft_exists(lock), "the advice removed the lock: %s", rm);
+		cr_assert(hft_exists(decoy) && hft_exists(dir), "and nothing else: %s", rm);
+		free(err);
+	}
+}
+
+/* A status line, a refusal and a take's message show control characters
+ * from a record, an aside's name or a path as \xNN, never raw. */
+Test(cli, session_output_never_carries_terminal_escapes)
+{
+	char *out, *err;
+	/* the parser's complaint quotes the bytes it choked on */
+	sx_put(&x, "{\x1b[2J\x1b]0;owned\x07");
+	cr_assert_eq(status(&out, NULL), 65);
+	cr_assert(!has_control(out) && strstr(out, "\\x1b"), "%s", out);
+	free(out);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 65);
+	cr_assert(!has_control(err) && strstr(err, "\\x1b"), "%s", err);
+	free(err);
+	unlink(x.lock);
+	/* an aside whose name carries an escape sequence, holding a live record */
+	struct sx a = { .dir = x.dir };
+	snprintf(a.lock, sizeof a.lock, "%s/.session.lock.aside-\x1b[31mred", x.dir);
+	sx_put_record(&a, "data", "o", 246000);
+	cr_assert_eq(status(&out, NULL), 0);
+	cr_assert(strstr(out, "held by data, 4.1 min old (displaced to .session.lock.aside-\\x1b[31mred)"),
+		  "%s", out);
+	cr_assert_not(has_control(out), "%s", out);
+	free(out);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "dist", NULL, NULL), 1);
+	cr_assert(!has_control(err) && strstr(err, "aside-\\x1b[31mred"), "%s", err);
+	free(err);
+	unlink(a.lock);
+	/* a path with an escape sequence and a newline: one line, shown */
+	char dir[800], lock[900];
+	snprintf(dir, sizeof dir, "%s/a\nb\x1b[31m", x.dir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(lock, sizeof lock, "%s/.session.lock", dir);
+	const char *take[] = { "holdfast", "session", "take", "--lane", "data", "--file", lock, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, take), 0);
+	cr_assert(!has_control(err) && strstr(err, "a\\x0ab\\x1b[31m/.session.lock: taken by lane data\n"),
+		  "%s", err);
+	cr_assert_eq(strchr(err, '\n')[1], '\0', "one line: %s", err);
+	free(err);
+	const char *race[] = { "holdfast", "session", "race", "--procs", "2", "--runs", "1",
+			       "--dir", dir, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, race), 0);
+	cr_assert(!has_control(out) && strstr(out, "in ") && strstr(out, "a\\x0ab\\x1b[31m"),
+		  "%s", out);
+	free(out);
+}
+
+/* selftest's FAIL lines name paths under DIR: shown, never raw. Every open
+ * of the selftest itself fails, so the checks that write a lock fail with
+ * its path in the reason. */
+Test(cli, selftest_failures_never_carry_terminal_escapes, .timeout = 60)
+{
+	char dir[800];
+	snprintf(dir, sizeof dir, "%s/\x1b[31mred", x.dir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	const char *argv[] = { "holdfast", "selftest", dir, NULL };
+	char *out, *err;
+	int rc = hft_cli_env(&out, &err, "HOLDFAST_FAULTS=fail:open:1:EACCES:persist", NULL, argv);
+	cr_assert_eq(rc, 1, "%s%s", out, err);
+	cr_assert(strstr(out, "FAIL ") && strstr(out, "cannot write") && strstr(out, "\\x1b[31mred"),
+		  "%s", out);
+	cr_assert(!has_control(out) && !has_control(err), "%s%s", out, err);
+	free(out);
+	free(err);
+}

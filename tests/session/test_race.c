@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct sx x;
@@ -193,15 +194,47 @@ Test(race, holder_releases_from_a_barrier)
 	sx_assert_held(&x, "beta");
 }
 
-/* 5: the releaser judged the lock its own; a stealer breaks it meanwhile;
- * the releaser's move takes the stealer's lock, which it puts back. */
-Test(race, release_racing_a_steal_restores_the_stealers_lock)
+/* 5: the releaser judged the lock its own; a stealer breaks it meanwhile
+ * (and deletes it, SL8). The releaser's descriptor says its record is gone
+ * (no name refers to it): it leaves the stealer's lock alone, not even
+ * moved, and says who holds the tree now. */
+static void ino_of(const char *path, ino_t *ret)
+{
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	*ret = st.st_ino;
+}
+
+Test(race, release_racing_a_steal_leaves_the_stealers_lock)
 {
 	sx_put_record(&x, "data", "o-data", 2 * SX_HOUR);
 	struct hft_child h;
-	sx_spawn(&h, &x, "pause:session.release.read;pause:session.release.moved", "release",
-		 "data");
+	sx_spawn(&h, &x, "pause:session.release.read", "release", "data");
 	hft_expect(&h, "session.release.read");
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "dist", NULL, NULL), 0);
+	char *dist = sx_read(&x);
+	ino_t before, after;
+	ino_of(x.lock, &before);
+	hft_go(&h);
+	cr_assert_eq(done(&h), 1, "data's lock is gone: held by dist");
+	char *now = sx_read(&x);
+	cr_assert_str_eq(now, dist, "the stealer's lock, byte for byte");
+	ino_of(x.lock, &after);
+	cr_assert_eq(after, before, "never moved");
+	sx_assert_held(&x, "dist");
+	free(dist);
+	free(now);
+}
+
+/* 5: the steal lands between the releaser's look at the name (its record
+ * there) and its rename: the move takes the stealer's lock, which the
+ * releaser puts back, byte for byte. */
+Test(race, release_moving_the_stealers_lock_puts_it_back)
+{
+	sx_put_record(&x, "data", "o-data", 2 * SX_HOUR);
+	struct hft_child h;
+	sx_spawn(&h, &x, "pause:rename;pause:session.release.moved", "release", "data");
+	hft_expect(&h, "rename"); /* judged its own at the name, about to move it */
 	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "dist", NULL, NULL), 0);
 	char *dist = sx_read(&x);
 	hft_go(&h);
@@ -284,4 +317,35 @@ Test(race, differential_naive_admits_two_atomic_one)
 	cr_assert_eq(hb, 0);
 	cr_assert_eq(ha, 1, "the atomic take admits one");
 	sx_assert_held(&x, "beta");
+}
+
+/* Issue "holder identity", item 5: a withdrawn take must leave no record of
+ * its own anywhere. A live record sits in an aside (a breaker killed between
+ * its move and its restore). W publishes, sees it as a barrier, moves its own
+ * record to its withdraw aside and is delayed there; the barrier's lane
+ * releases it; X publishes and sees W's record in W's aside as a live
+ * barrier. In 0.1.0, X restored W's record to the name and W, finding its
+ * aside empty, never looked at the name again: the tree was held by nobody
+ * for 90 minutes. */
+Test(race, withdrawn_take_leaves_no_record_of_its_own)
+{
+	sx_put_aside_record(&x, "00000000000000aa", "holder", "o-holder", 60 * 1000);
+	struct hft_child w;
+	sx_spawn(&w, &x, "pause:session.withdraw.moved", "take", "wlane");
+	hft_expect(&w, "session.withdraw.moved");
+	cr_assert_not(hft_exists(x.lock), "W's record is in W's withdraw aside");
+	cr_assert_eq(sx_asides(&x), 2, "the barrier and W's withdraw aside");
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "release", "holder", NULL, NULL), 0,
+		     "the barrier's lane releases it from its aside");
+	char *err;
+	int xrc = sx_cli(&x, NULL, &err, "take", "xlane", NULL, NULL);
+	cr_assert_eq(xrc, 1, "X sees W's live record in W's aside: refused (SH4): %s", err);
+	free(err);
+	hft_go(&w);
+	cr_assert_eq(done(&w), 1, "W withdrew");
+	char *left = sx_read(&x);
+	cr_assert_null(left, "no record at the name after both withdrew: %s", left ? left : "");
+	cr_assert_eq(sx_asides(&x), 0, "no aside left");
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "next", NULL, NULL), 0, "the lock is free");
+	sx_assert_held(&x, "next");
 }

@@ -117,6 +117,73 @@ Test(record, judge_ages_from_started_and_sees_skew)
 	cr_assert_eq(age, -1000);
 }
 
+/* Item 9 of "holder identity": what makes a boot-relative age possible is
+ * in the record, under the owner records' names. */
+Test(record, boot_fields_round_trip_under_the_owner_records_names)
+{
+	struct hf_session_record r = sample(), back;
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", "d616b8ae-4c40-4d21-92b0-5a312d00c62a");
+	r.timens = 4026531834ULL;
+	r.boot_ms = 8123456;
+	char buf[1024], why[160];
+	int len = hf_session_format(&r, buf, sizeof buf);
+	cr_assert(strstr(buf, "\"started\":\"2026-09-22T10:00:00Z\","
+			      "\"boot_id\":\"d616b8ae-4c40-4d21-92b0-5a312d00c62a\","
+			      "\"timens\":4026531834,\"boottime_ms\":8123456}\n"),
+		  "%s", buf);
+	cr_assert_eq(hf_session_parse(buf, (size_t)len, &back, why, sizeof why), 0, "%s", why);
+	cr_assert_str_eq(back.boot_id, r.boot_id);
+	cr_assert_eq(back.timens, r.timens);
+	cr_assert_eq(back.boot_ms, r.boot_ms);
+	static const char *const bad[] = {
+		"{\"lane\":\"d\",\"started\":\"2026-09-22T10:00:00Z\",\"boottime_ms\":\"1\"}",
+		"{\"lane\":\"d\",\"started\":\"2026-09-22T10:00:00Z\",\"timens\":-4}",
+		"{\"lane\":\"d\",\"started\":\"2026-09-22T10:00:00Z\",\"boot_id\":7}",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(hf_session_parse(bad[i], strlen(bad[i]), &back, why, sizeof why),
+			     HF_EUNREADABLE, "case %zu", i);
+}
+
+/* SL2: on this kernel and time namespace the age is boot-relative - a wall
+ * clock that says 100 minutes passed does not make a fresh record stale,
+ * nor a record dated in the future skew; of another boot (or without the
+ * fields, as 0.1.0 wrote them) the wall clock decides, skew included. */
+Test(record, judge_is_boot_relative_on_this_kernel_else_by_the_wall_clock)
+{
+	struct hf_session_record r = sample();
+	int64_t age, now = hf_sys_now_ms();
+	r.started_ms = now - 100 * 60 * 1000; /* the wall clock says 100 min */
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
+	cr_assert_neq(r.boot_id[0], '\0', "this machine has a boot id");
+	r.timens = hf_self_timens();
+	cr_assert_neq(r.timens, 0);
+	r.boot_ms = hf_sys_boot_ms() - 5000; /* CLOCK_BOOTTIME says 5 s */
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_HELD);
+	cr_assert(age >= 5000 && age < 65000, "boot-relative age %lld", (long long)age);
+	r.started_ms = now + SX_HOUR; /* dated in the future by the wall clock */
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_HELD, "not skew");
+	/* another boot: the wall clock */
+	r.started_ms = now - 100 * 60 * 1000;
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", "00000000-0000-0000-0000-000000000000");
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_STALE);
+	cr_assert_eq(age, 100 * 60 * 1000);
+	r.started_ms = now + 1000;
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_SKEW);
+	/* another time namespace, or no boottime: the wall clock */
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
+	r.started_ms = now - 100 * 60 * 1000;
+	r.timens = hf_self_timens() + 1;
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_STALE);
+	r.timens = hf_self_timens();
+	r.boot_ms = 0;
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_STALE);
+	/* a legacy timestamp never carries them */
+	r.boot_ms = hf_sys_boot_ms();
+	r.legacy = 1;
+	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_STALE);
+}
+
 Test(record, aside_names_follow_one_pattern)
 {
 	cr_assert(hf_session_is_aside(".session.lock", ".session.lock.aside-0123456789abcdef"));

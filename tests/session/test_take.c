@@ -242,13 +242,13 @@ Test(take, unreadable_lock_is_refused_untouched)
 }
 
 /* 6: a lock that cannot be read (permission denied; as root via fault
- * injection: open #1 the directory, #2 the O_TMPFILE, #3 the lock) */
+ * injection: every read fails - the boot id's, then the lock's) */
 Test(take, permission_denied_is_unreadable)
 {
 	sx_put_record(&x, "dist", "o", 1000);
 	char *before = sx_read(&x);
 	struct hft_child c;
-	sx_spawn(&c, &x, "fail:open:3:EACCES", "take", "data");
+	sx_spawn(&c, &x, "fail:read:1:EACCES:persist", "take", "data");
 	cr_assert_eq(hft_wait(&c), 65);
 	char *err = hft_read_all(c.err_rd);
 	cr_assert(strstr(err, "permission denied"), "%s", err);
@@ -314,4 +314,130 @@ Test(take, usage_errors)
 	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "data", "--stale", "soon"), 64);
 	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "data", "--bogus", NULL), 64);
 	cr_assert_not(hft_exists(x.lock));
+}
+
+/* --- "holder identity" item 14: only regular files in an aside are records */
+
+static void planted(const char *dir, const char *name, char *path, size_t n)
+{
+	snprintf(path, n, "%s/%s%s%s", dir, HF_SESSION_FILE, HF_SESSION_ASIDE_INFIX, name);
+}
+
+/* SL11: a symlink (to a live record, or dangling), a directory and a FIFO
+ * named like asides are not barriers: take, status and release work beside
+ * them, none of them hangs on the FIFO, and none of them is touched. */
+Test(take, only_regular_files_in_an_aside_are_records)
+{
+	char live[800], p[4][900];
+	snprintf(live, sizeof live, "%s/elsewhere", x.dir);
+	struct sx other = { .dir = x.dir };
+	snprintf(other.lock, sizeof other.lock, "%s", live);
+	sx_put_record(&other, "ghost", "o-ghost", 1000); /* a live record, elsewhere */
+	planted(x.dir, "0000000000000001", p[0], sizeof p[0]);
+	planted(x.dir, "0000000000000002", p[1], sizeof p[1]);
+	planted(x.dir, "0000000000000003", p[2], sizeof p[2]);
+	planted(x.dir, "0000000000000004", p[3], sizeof p[3]);
+	cr_assert_eq(symlink(live, p[0]), 0);
+	cr_assert_eq(symlink("/nonexistent/holdfast", p[1]), 0);
+	cr_assert_eq(mkdir(p[2], 0700), 0);
+	cr_assert_eq(mkfifo(p[3], 0600), 0);
+	const char *st[] = { "holdfast", "session", "status", "--file", x.lock, NULL };
+	char *out, *err;
+	cr_assert_eq(hft_cli(&out, NULL, st), 0);
+	cr_assert_str_eq(out, "free\n", "a symlink to a live record is no holder");
+	free(out);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 0, "%s", err);
+	free(err);
+	cr_assert_eq(hft_cli(&out, NULL, st), 0);
+	cr_assert(!strncmp(out, "held by data, ", 14) && strstr(out, " s old\n") &&
+			  !strstr(out, "displaced"),
+		  "held at its name: %s", out);
+	free(out);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "release", "data", NULL, NULL), 0, "%s", err);
+	free(err);
+	cr_assert_not(hft_exists(x.lock));
+	struct stat s;
+	cr_assert(lstat(p[0], &s) == 0 && S_ISLNK(s.st_mode));
+	cr_assert(lstat(p[1], &s) == 0 && S_ISLNK(s.st_mode));
+	cr_assert(lstat(p[2], &s) == 0 && S_ISDIR(s.st_mode));
+	cr_assert(lstat(p[3], &s) == 0 && S_ISFIFO(s.st_mode));
+	char *ghost = hft_slurp(live);
+	cr_assert(ghost && strstr(ghost, "\"lane\":\"ghost\""), "the symlink's target untouched");
+	free(ghost);
+}
+
+/* At its own name a FIFO is refused as unreadable, without hanging: the
+ * reads are O_NONBLOCK (SL2, SL11). */
+Test(take, a_fifo_at_the_name_is_unreadable_and_never_hangs)
+{
+	cr_assert_eq(mkfifo(x.lock, 0600), 0);
+	char *err;
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 65);
+	cr_assert(strstr(err, "not a regular file (a FIFO)"), "%s", err);
+	free(err);
+	const char *st[] = { "holdfast", "session", "status", "--file", x.lock, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, st), 65);
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "release", "data", NULL, NULL), 65);
+	struct stat s;
+	cr_assert(lstat(x.lock, &s) == 0 && S_ISFIFO(s.st_mode), "untouched");
+}
+
+/* --- "holder identity" item 9: a wall-clock step and the session lock ---- */
+
+/* A taker whose wall clock runs 100 minutes ahead must not break a fresh
+ * lock of this machine: its age is boot-relative here. */
+Test(take, a_wall_clock_step_does_not_break_a_fresh_lock_of_this_machine)
+{
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "data", NULL, NULL), 0);
+	char *before = sx_read(&x);
+	cr_assert(strstr(before, "\"boot_id\":\"") && strstr(before, "\"timens\":") &&
+			  strstr(before, "\"boottime_ms\":"),
+		  "the record carries what a boot-relative age needs: %s", before);
+	const char *take[] = { "holdfast", "session", "take", "--lane", "dist", "--file", x.lock,
+			       NULL };
+	char *err;
+	int rc = hft_cli_env(NULL, &err, "HOLDFAST_FAULTS=skew:wall:+6000000", NULL, take);
+	cr_assert_eq(rc, 1, "refused, not broken: %s", err);
+	cr_assert(strstr(err, "held by lane data") && strstr(err, " s old;"),
+		  "seconds old, not 100 minutes: %s", err);
+	free(err);
+	const char *st[] = { "holdfast", "session", "status", "--file", x.lock, NULL };
+	char *out;
+	cr_assert_eq(hft_cli_env(&out, NULL, "HOLDFAST_FAULTS=skew:wall:+6000000", NULL, st), 0);
+	cr_assert(!strncmp(out, "held by data, ", 14) && strstr(out, " s old\n") &&
+			  !strstr(out, "stale") && !strstr(out, "future"),
+		  "not stale to a clock 100 min ahead: %s", out);
+	free(out);
+	char *after = sx_read(&x);
+	cr_assert_str_eq(after, before, "untouched");
+	sx_assert_held(&x, "data");
+	free(before);
+	free(after);
+}
+
+/* A record of another boot is judged by the wall clock: dated 100 minutes
+ * ago it is broken (whatever its boottime_ms says), dated in the future it
+ * is live and reported as skew. */
+Test(take, a_record_of_another_boot_is_judged_by_the_wall_clock)
+{
+	static const char other[] = "00000000-0000-0000-0000-000000000001";
+	sx_put_record_boot(&x, "dist", "o-dist", 100 * 60 * 1000, other, 0);
+	char *err;
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 0, "%s", err);
+	cr_assert(strstr(err, "broke a stale lock of lane dist"), "%s", err);
+	free(err);
+	struct hf_session_status st;
+	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	cr_assert(st.rec.has_broke && st.rec.broke.age_s >= 5999 && st.rec.broke.age_s < 6100,
+		  "the wall-clock age: %lld s", (long long)st.rec.broke.age_s);
+	sx_put_record_boot(&x, "dist", "o-dist", -SX_HOUR, other, 0);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 1);
+	cr_assert(strstr(err, "in the future (clock skew)"), "%s", err);
+	free(err);
+	/* the same record on this boot: boot-relative, live, not skew */
+	sx_put_record_boot(&x, "dist", "o-dist", 100 * 60 * 1000, hf_boot_id(), 1000);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 1);
+	cr_assert(strstr(err, "held by lane dist") && strstr(err, " s old;") && !strstr(err, "future"),
+		  "seconds old by the boot clock: %s", err);
+	free(err);
 }
