@@ -496,3 +496,38 @@ Test(cli, fences_never_wrap)
 	cr_assert(!hft_exists(lock), "nothing held after the refusal");
 	free(fence);
 }
+
+/* -w 18446744074 used to overflow into a 0.3 s wait; hex, exponents, signs
+ * and "inf" were taken by strtod. Durations are decimal, with an optional
+ * unit, at most 100 years; anything else is refused (64), never guessed. */
+Test(cli, durations_are_decimal_and_bounded)
+{
+	static const char *const bad[] = { "18446744074", "0x10", "1e3", "inf", "-1", "1.",
+					   ".5", "10 s", "5x", "" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *err;
+		int st = hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "acquire",
+								     lock, "-w", bad[i], "--pid", "1",
+								     NULL });
+		cr_assert_eq(st, 64, "-w '%s': exit %d %s", bad[i], st, err);
+		cr_assert(strstr(err, i == 0 ? "too long" : "not a duration"), "-w '%s': %s", bad[i],
+			  err);
+		free(err);
+		st = hft_cli(NULL, &err, (const char *const[]){ "holdfast", "run", "-w", bad[i], "--lock",
+								 lock, "--", "true", NULL });
+		cr_assert_eq(st, 64, "run -w '%s': exit %d %s", bad[i], st, err);
+		free(err);
+	}
+	cr_assert(!hft_exists(lock), "nothing was acquired");
+	static const char *const good[] = { "10", "0.5", "500ms", "2m", "1.5h", "1d", "36500d" };
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		char *out;
+		int st = hft_cli(&out, NULL, (const char *const[]){ "holdfast", "lock", "acquire",
+								     lock, "-w", good[i], NULL });
+		cr_assert_eq(st, 0, "-w '%s'", good[i]);
+		char tok[64];
+		cr_assert_eq(sscanf(out, "%63s", tok), 1);
+		cr_assert_eq(release(tok, NULL), 0);
+		free(out);
+	}
+}
