@@ -1,48 +1,93 @@
 /*
- * dirlock.pml -- SPIN model of holdfast's directory lock AS BUILT
- * (src/lib/dirlock.c), derived from research/model/lockdir.pml (seed 000).
+ * dirlock.pml -- SPIN model of holdfast's directory lock (src/lib/dirlock.c)
+ * with liveness of record-less directories by a kernel lock (flock), as
+ * specified for 0.2 (it descends from the 0.1.0 model, itself derived from
+ * research/model/lockdir.pml, seed 000).
  *
- * What it adds to / changes from the seed's model, step by step as in
- * dirlock.c:
+ * The protocol, step by step (each system call one atomic step):
+ *
  *   A1 mkdir L                      (blocks while L exists: "wait and retry")
- *   A2 open L -> fd on whatever directory object is at L now (maybe not ours)
- *   A3 fence f = ++counter          (under flock: one atomic step)
- *   A4 publish by path: link of a complete record into L/owner, fails if
- *      one exists (so a record only ever appears in the directory at L)
+ *   A2 open L -> fd myd on whatever directory object is at L now (maybe not
+ *      the one made; none: retry). Then flock(myd, LOCK_SH|LOCK_NB) - a
+ *      separate step, on the object, wherever it is now. It fails only when
+ *      a judge holds LOCK_EX on it: the attempt is LOST (it publishes
+ *      nothing, holds nothing, retries). The shared flock is held until the
+ *      attempt is over (W3); a crash drops it.
+ *   A3 fence f = ++counter          (under flock of the counter: one step)
+ *   A4 publish a complete record, test-and-set (link), by one of
+ *      PUBLISH=0  by path into whatever is at L at that instant (as 0.1.0's
+ *                 model: path resolution and link in one step),
+ *      PUBLISH=1  by path, resolution and link two steps (what linkat(2)
+ *                 does: it looks L up, then links into that directory
+ *                 object even if it was renamed into a claim meanwhile),
+ *      PUBLISH=2  through the fd: linkat into myd itself, wherever it is
+ *                 (ENOENT once it was removed).
+ *      Failure (a record is there, L gone, myd removed): withdraw (W1-W3).
  *   A5 look at the claims: denied iff some claim holds a record that is not
- *      judged stale and was not declared by its own owner (a self-claim);
- *      claims without a record never deny (see REPORT point: a holder's
- *      record stays in its directory all through its critical section)
- *   A6 read back L's record == mine
+ *      stale and was not declared by its own owner (a self-claim);
+ *      record-less claims never deny (HARMLESS=0: every claim denies)
+ *   A6 read back L's record (by path) == mine
  *   A7 counter == f (under flock) -> ENTER. The entry step.
- *   Withdraw / release (W): if L's record is mine, take L into my own
- *      self-claim, verify the token there, remove (unlink record, rmdir);
- *      mismatch: restore with RENAME_NOREPLACE (+ re-check) or leave a
- *      barrier. Then find my record in any claim: steal that claim into my
- *      own self-claim (rename), verify, remove.
- *   Unpublished withdrawal (an I/O error before/at A4): take L into my own
- *      claim only if L has no record and is the object my fd pins; verify
- *      both there; remove, else restore.
- *   Reapers: judge L (record stale, or no record and its creator finished),
- *      take L into their own claim, verify what they judged (token; "no
- *      record"), remove, else restore (NOREPLACE + re-check) or barrier.
- *   Sweepers: judge a claim stale (record stale, no record and creator
- *      finished, or a self-claim whose record is its declarer's), STEAL it
- *      into their own claim (rename), verify, remove; on a mismatch leave it
- *      under their own name (never emptied in place, never restored).
+ *   An I/O error at A3 or A4 (IOFAIL), a failed A4, a denial at A5-A7, and
+ *   the release after the critical section by the holder process itself
+ *   all end with the acquirer's own withdrawal (OLDW=0):
+ *   W1 through myd: if myd's record is mine, unlink it (W1ATOMIC=1: check
+ *      and unlink one step; 0: read, then unlinkat(fd, "owner") a separate
+ *      step that removes whatever record is there then).
+ *   W2 if myd is at L and record-less (fstat(fd) vs stat(L): the fd pins
+ *      the inode): take L into my own claim, verify there that it is myd and
+ *      record-less, remove it; else restore (RENAME_NOREPLACE after a
+ *      re-check) or leave it as a barrier. myd elsewhere (someone's claim,
+ *      or removed): leave it.
+ *   W3 drop the shared flock. The attempt is over: assert (LEFTOVER) that
+ *      no directory at L or in any claim holds my record.
+ *   OLDW=1 (weakened, 0.1.0's W as the acquirer's own withdrawal): instead
+ *      of W1-W2, if L's record is mine take L into my self-claim, verify,
+ *      remove (mismatch: restore or barrier); then if not removed, find my
+ *      record in any claim, steal that claim into a self-claim, verify,
+ *      remove; then W3.
+ *   RELEASER=1: a holder may instead leave its release to another process
+ *      with no fd (`holdfast lock release --token`): the acquiring process
+ *      exits (its flock dropped) while the lock stays held; later the
+ *      releaser runs 0.1.0's W and then looks at L once more (RELOOK=1): if
+ *      L's record is the token, take, verify, remove. LEFTREL=1 asserts no
+ *      leftover after it too.
+ *   Judges (reapers / sweepers, NR processes x NRACT destructive actions):
+ *   R  L with a record whose owner is dead (sound oracle: the attempt is
+ *      finished or crashed): take L into my claim, verify the token, remove;
+ *      else restore (NOREPLACE + re-check) or barrier.
+ *   RF L record-less: open L (pin d), flock(d, LOCK_EX|LOCK_NB) (fails iff
+ *      someone holds LOCK_SH or LOCK_EX: then give up), keeping it: take L
+ *      into my claim, verify it is d and record-less, remove; else restore
+ *      or barrier; drop the flock.
+ *   RT (ANYTIME=1) L record-less, judged at any time without the flock (the
+ *      C code's ctime verdict past the stale window, for an acquirer stopped
+ *      with its flock held): pin d, take, verify d and record-less, remove;
+ *      else restore or barrier.
+ *   S  sweep a claim whose record's owner is dead, or a self-claim holding
+ *      its declarer's record: steal it into my claim (rename), verify the
+ *      token, remove; a mismatch stays under my name (never restored).
+ *   SF a record-less claim: pin d, LOCK_EX|LOCK_NB on d (else give up),
+ *      steal, verify d and record-less, remove (else it stays, mine), drop.
+ *   ST (ANYTIME=1) the same without the flock.
+ *   Removing a verified claim: unlink its "owner" (whatever is there now),
+ *   then rmdir, which fails when a record appeared in between: the claim
+ *   stays (C: claim_remove). Two steps when records can appear in a claimed
+ *   directory (PUBLISH=1, 2); with PUBLISH=0 a record appears only at L, so
+ *   the two are one step (exact).
  *
- * Property: assert(incs <= 1) on entry; with FENCE, also every entry's fence
- * is strictly greater than the previous entry's.
+ * Properties: assert(incs <= 1) on entry; with FENCE every entry's fence is
+ * strictly greater than the previous entry's; with LEFTOVER no leftover
+ * record once an acquirer's own withdrawal is over.
  *
  * Abstractions: each system call is one atomic step; a record is complete
- * (published by link of an O_TMPFILE: no temporaries, no partial records);
- * staleness verdicts come from the sound oracle of the seed's model (a
- * verdict about token t only once attempt t will never again be in the
- * critical section; about a record-less directory only once its creator is
- * finished): time, clocks and pid liveness are any mechanism that never
- * misjudges a live holder. Inode numbers are not used as identity anywhere
- * (the C code compares st_ino only against an fd that pins the inode, and
- * an extra inode check on a record-less directory can only refuse more).
+ * (O_TMPFILE + link: no partial records); verdicts about a record come from
+ * a sound oracle (about token t only once attempt t will never again be in
+ * the critical section); record-less directories are judged only by the
+ * flock (or, ANYTIME, at any time). Inode numbers are used only against an
+ * fd that pins the inode: the model compares directory objects there.
+ * Acquirers may crash at any write step before entering and (CRASHW) in
+ * their withdrawal; judges do not crash. L starts held by a dead owner.
  *
  * Switches (spin -DNAME=value -a dirlock.pml):
  */
@@ -68,10 +113,13 @@
 #define FENCE 1       /* 1: assert strictly increasing fences on entry      */
 #endif
 #ifndef CRASH
-#define CRASH 1       /* 1: an attempt may crash at any step before entering */
+#define CRASH 1       /* 1: an attempt may crash at any write step before entering */
+#endif
+#ifndef CRASHW
+#define CRASHW 1      /* 1: ... and at any write step of its own withdrawal  */
 #endif
 #ifndef IOFAIL
-#define IOFAIL 1      /* 1: A3/A4 may fail with an I/O error -> unpublished withdrawal */
+#define IOFAIL 1      /* 1: A3/A4 may fail with an I/O error -> withdrawal   */
 #endif
 #ifndef SCANATOMIC
 #define SCANATOMIC 1  /* 0: the claims are looked at one by one (readdir + reads) */
@@ -80,33 +128,66 @@
 #define HARMLESS 1    /* 1: record-less, stale and self-declared claims do not deny;
                          0: every claim denies (the seed's rule)            */
 #endif
+#ifndef PUBLISH
+#define PUBLISH 2     /* A4: 0 by path, one step; 1 by path, lookup + link; 2 through myd's fd */
+#endif
+#ifndef ANYTIME
+#define ANYTIME 0     /* 1: judges may also reap record-less directories ignoring the flock */
+#endif
+#ifndef OLDW
+#define OLDW 0        /* 1: weakened, 0.1.0's W as the acquirer's own withdrawal (leftover must FAIL) */
+#endif
+#ifndef W1ATOMIC
+#define W1ATOMIC 0    /* 1: W1's check and unlink one step; 0: two           */
+#endif
+#ifndef LEFTOVER
+#define LEFTOVER 1    /* 1: assert no leftover after an acquirer's own withdrawal */
+#endif
+#ifndef RELEASER
+#define RELEASER 1    /* 1: a holder may leave its release to a process with no fd */
+#endif
+#ifndef RELOOK
+#define RELOOK 1      /* 1: that releaser looks at L once more after the claims */
+#endif
+#ifndef LEFTREL
+#define LEFTREL 0     /* 1: assert no leftover after that releaser's W too   */
+#endif
 
 #define NTOK (1 + NA*NATT)
 #define NDIR (1 + NA*NATT)
-#define NSELF (2*NA*NATT)            /* two claim names per attempt          */
+#define NSELF (3*NA*NATT)            /* three claim names per attempt        */
 #define NCL  (NSELF + NR*NRACT)
 /* the token a claim name declares (self-claims), 0 for plain claims */
-#define DECL(c) ((c) < NSELF -> 2 + (c)/2 : 0)
+#define DECL(c) ((c) < NSELF -> 2 + (c)/3 : 0)
+#define GONE 255      /* own[d] of a removed directory                       */
+#define REMOVE2 (PUBLISH != 0)
 
 byte L;               /* directory object named L (0: none)                  */
 byte cl[NCL];         /* directory object named by claim c                   */
-byte own[NDIR+1];     /* record in a directory object: its token, 0 = none   */
-byte creator[NDIR+1]; /* ghost: the attempt that made it                     */
+byte own[NDIR+1];     /* record in a directory object: its token, 0 = none,
+                         GONE = removed (own[0] stays 0)                     */
+byte sh[NDIR+1];      /* LOCK_SH holders of a directory object               */
+bool ex[NDIR+1];      /* LOCK_EX held (by a judge)                           */
 byte ndirs = 1;
 bool dead[NTOK+1];    /* ghost oracle: attempt t is finished / crashed       */
 byte incs;            /* ghost: processes in the critical section            */
 byte counter;         /* the fence counter (L.holdfast/fence)                */
 byte lastfence;       /* ghost: fence of the last entry                      */
 
-#define STALE(t, d) ((t != 0 && dead[t]) || (t == 0 && dead[creator[d]]))
-
-/* A crash stops an attempt for good and makes it judgeable (dead). Crashes
-   after a step that only reads are the same state as a crash after the last
-   step that wrote, so they are offered only after A1, A3 and A4 (CRW). */
+/* A crash stops an attempt for good, drops its flock, makes it judgeable
+   (dead). Crashes after a step that only reads are the same state as a
+   crash after the last step that wrote, so they are offered only after
+   writes (CRW). */
 #if CRASH
-#define CRW  :: dead[tok] = 1; goto crashed
+#define CRW  :: d_step { dead[tok] = 1; if :: fl -> sh[myd]-- :: else -> skip fi; \
+                         printf("MSC: P%d(tok %d): crashes\n", _pid, tok) }; goto crashed
 #else
 #define CRW  :: false
+#endif
+#if CRASH && CRASHW
+#define CRWW CRW
+#else
+#define CRWW :: false
 #endif
 #define CR   :: false
 
@@ -131,24 +212,50 @@ inline restore(c) {
   }
 }
 
-/* remove my verified claim c: unlink its record, rmdir it. One step: a
-   record is only ever published at L (A4 by path), so nobody can add to a
-   directory in my claim; in between it is a record-less claim, which no
-   look denies on and which a sweeper would remove just the same. */
+/* remove my verified claim c: unlink its "owner" (whatever is there), then
+   rmdir, which fails if a record appeared since: the claim stays. Stolen
+   meanwhile (cl[c] == 0): nothing. */
 inline remove(c) {
+#if REMOVE2
+  d_step { printf("MSC: P%d: unlink claim%d/owner (dir %d, owner %d)\n", _pid, c, cl[c], own[cl[c]]);
+           if :: cl[c] != 0 -> own[cl[c]] = 0 :: else -> skip fi };
+  d_step { printf("MSC: P%d: rmdir claim%d (dir %d, owner %d)\n", _pid, c, cl[c], own[cl[c]]);
+           if :: cl[c] != 0 && own[cl[c]] == 0 -> own[cl[c]] = GONE; cl[c] = 0 :: else -> skip fi }
+#else
   d_step { printf("MSC: P%d: unlink claim%d/owner (dir %d, owner %d), rmdir\n", _pid, c, cl[c], own[cl[c]]);
-           if :: cl[c] != 0 -> own[cl[c]] = 0; cl[c] = 0 :: else -> skip fi }
+           if :: cl[c] != 0 -> own[cl[c]] = GONE; cl[c] = 0 :: else -> skip fi }
+#endif
 }
 
-/* W: withdraw or release the record of attempt tok, with self-claims
-   c (for L) and c+1 (for a steal) */
-inline withdraw() {
-  d_step { o = (L != 0 -> own[L] : 0);
+/* take L into my claim c (rename NOREPLACE of whatever is at L) */
+inline takeL(c) {
+  d_step { if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
+           printf("MSC: P%d: takes L into claim%d (dir %d)\n", _pid, c, cl[c]) }
+}
+
+/* steal claim x into my claim c */
+inline steal(x, c) {
+  d_step { if :: cl[x] != 0 -> cl[c] = cl[x]; cl[x] = 0 :: else -> skip fi;
+           printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, x, c, cl[c]) }
+}
+
+/* no directory at L or in a claim holds token tok's record */
+inline noleftover() {
+  d_step { assert(own[L] != tok); j = 0;
+           do
+           :: j < NCL -> assert(own[cl[j]] != tok); j++
+           :: else -> break
+           od; j = 0 }
+}
+
+/* 0.1.0's W: withdraw or release the record of attempt tok by token alone,
+   with self-claims c (for L), c+1 (for a steal), c+2 (the last look) */
+inline oldwithdraw() {
+  d_step { o = own[L];
            printf("MSC: P%d(tok %d): W reads L (dir %d) owner %d\n", _pid, tok, L, o) };
   if
   :: o == tok ->
-     d_step { if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
-              printf("MSC: P%d(tok %d): W takes L into self-claim%d (dir %d)\n", _pid, tok, c, cl[c]) };
+     takeL(c);
      d_step { o = (cl[c] != 0 -> own[cl[c]] : 255) };
      if
      :: o == tok -> remove(c); wd = 1
@@ -163,41 +270,118 @@ inline withdraw() {
   :: !wd ->
      d_step { j = 0;
               do
-              :: j < NCL && cl[j] != 0 && own[cl[j]] == tok && j != c + 1 -> break
-              :: j < NCL && !(cl[j] != 0 && own[cl[j]] == tok && j != c + 1) -> j++
+              :: j < NCL && own[cl[j]] == tok && j != c + 1 -> break
+              :: j < NCL && !(own[cl[j]] == tok && j != c + 1) -> j++
               :: j >= NCL -> break
               od };
      if
      :: j < NCL ->
-        d_step { if :: cl[j] != 0 -> cl[c+1] = cl[j]; cl[j] = 0 :: else -> skip fi;
-                 printf("MSC: P%d(tok %d): W steals claim%d into self-claim%d (dir %d)\n", _pid, tok, j, c+1, cl[c+1]) };
+        steal(j, c + 1);
         if
-        :: cl[c+1] != 0 && own[cl[c+1]] == tok -> remove(c+1)
+        :: cl[c+1] != 0 && own[cl[c+1]] == tok -> remove(c+1); wd = 1
         :: else -> skip                      /* not mine after all: it stays, a claim */
         fi
      :: else -> skip
      fi
   :: else -> skip
+  fi
+}
+
+/* the releaser's last look at L (RELOOK) */
+inline relook() {
+  if
+  :: !wd ->
+     d_step { o = own[L];
+              printf("MSC: P%d(tok %d): W looks at L again (dir %d) owner %d\n", _pid, tok, L, o) };
+     if
+     :: o == tok ->
+        takeL(c + 2);
+        d_step { o = (cl[c+2] != 0 -> own[cl[c+2]] : 255) };
+        if
+        :: o == tok -> remove(c + 2)
+        :: o != tok && o != 255 -> restore(c + 2)
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi
+}
+
+/* W1: through myd, my record goes, wherever myd is */
+inline w1() {
+#if W1ATOMIC
+  d_step { o = own[myd]; if :: o == tok -> own[myd] = 0 :: else -> skip fi;
+           printf("MSC: P%d(tok %d): W1 myd (dir %d) owner %d: unlinked if mine\n", _pid, tok, myd, o) };
+#else
+  d_step { o = own[myd];
+           printf("MSC: P%d(tok %d): W1 reads myd (dir %d) owner %d\n", _pid, tok, myd, o) };
+  if
+  :: o == tok ->
+     d_step { if :: own[myd] != GONE -> own[myd] = 0 :: else -> skip fi;
+              printf("MSC: P%d(tok %d): W1 unlinks myd/owner (dir %d)\n", _pid, tok, myd) }
+  :: else -> skip
   fi;
-  wd = 0; o = 0; j = 0
+#endif
+  if CRWW :: skip fi
+}
+
+/* W2: myd at L and record-less: take it, verify, remove */
+inline w2() {
+  d_step { ok = (L == myd && own[myd] == 0);
+           printf("MSC: P%d(tok %d): W2 L (dir %d) is myd (dir %d), record-less: %d\n", _pid, tok, L, myd, ok) };
+  if
+  :: ok ->
+     takeL(c);
+     if CRWW :: skip fi;
+     d_step { o = (cl[c] != 0 -> own[cl[c]] : 255); ok = (cl[c] == myd && o == 0) };
+     if
+     :: ok -> remove(c)
+     :: !ok && o != 255 -> restore(c)
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi
+}
+
+/* the acquirer's own withdrawal, W1-W3 (OLDW=0), or 0.1.0's W + W3 */
+inline withdraw() {
+#if OLDW
+  oldwithdraw();
+#else
+  w1();
+  w2();
+#endif
+  /* W3: drop the flock; the attempt is over */
+  d_step { sh[myd]--; fl = 0;
+           printf("MSC: P%d(tok %d): W3 drops its flock on dir %d: over\n", _pid, tok, myd) };
+#if LEFTOVER
+  noleftover();
+#endif
+  wd = 0; o = 0; j = 0; ok = 0
 }
 
 proctype Acq(byte i) {
   byte k = 0, tok, myd, c, o, j, f;
-  bool ok, wd;
+#if PUBLISH == 1
+  byte p;
+#endif
+  bool ok, wd, fl;
 
   do
   :: k < NATT ->
-     tok = 2 + i*NATT + k; c = 2*(i*NATT + k); k++;
+     tok = 2 + i*NATT + k; c = 3*(i*NATT + k); k++;
 
      /* A1 mkdir L */
-     d_step { L == 0 -> ndirs++; own[ndirs] = 0; creator[ndirs] = tok; L = ndirs;
+     d_step { L == 0 -> ndirs++; L = ndirs;
               printf("MSC: P%d(tok %d): mkdir L -> dir %d\n", _pid, tok, L) };
      if CRW :: skip fi;
-     /* A2 open L */
+     /* A2 open L, then LOCK_SH|LOCK_NB on the object */
      d_step { myd = L; printf("MSC: P%d(tok %d): open L -> dir %d\n", _pid, tok, myd) };
      if :: myd == 0 -> goto over :: else -> skip fi;   /* moved away: retry */
-     /* (the fd only pins myd for the unpublished withdrawal) */
+     d_step { if :: ex[myd] -> ok = 0 :: else -> sh[myd]++; fl = 1; ok = 1 fi;
+              printf("MSC: P%d(tok %d): LOCK_SH on dir %d ok=%d\n", _pid, tok, myd, ok) };
+     if :: !ok -> dead[tok] = 1; goto over :: else -> skip fi;   /* lost: retry */
      /* A3 fence (without FENCE and FENCECHECK the counter is not modelled:
         the entries then over-approximate those with the check) */
 #if FENCE || FENCECHECK
@@ -207,19 +391,32 @@ proctype Acq(byte i) {
      :: goto unpublished
 #endif
      fi;
-#endif
      if CRW :: skip fi;
-     /* A4 publish by path into whatever is at L now */
+#endif
+     /* A4 publish */
+#if PUBLISH == 1
+     d_step { p = L };                                 /* linkat looks L up ... */
+#endif
      if
-     :: d_step { if :: L != 0 && own[L] == 0 -> own[L] = tok; ok = 1 :: else -> ok = 0 fi;
-                 printf("MSC: P%d(tok %d): link owner into L (dir %d) ok=%d\n", _pid, tok, L, ok) }
+     :: d_step {
+#if PUBLISH == 0
+                 if :: L != 0 && own[L] == 0 -> own[L] = tok; ok = 1 :: else -> ok = 0 fi;
+                 printf("MSC: P%d(tok %d): link owner into L (dir %d) ok=%d\n", _pid, tok, L, ok)
+#elif PUBLISH == 1
+                 if :: p != 0 && own[p] == 0 -> own[p] = tok; ok = 1 :: else -> ok = 0 fi;
+                 printf("MSC: P%d(tok %d): link owner into L, looked up as dir %d, ok=%d\n", _pid, tok, p, ok);
+                 p = 0
+#else
+                 if :: own[myd] == 0 -> own[myd] = tok; ok = 1 :: else -> ok = 0 fi;
+                 printf("MSC: P%d(tok %d): link owner into myd (dir %d) ok=%d\n", _pid, tok, myd, ok)
+#endif
+               }
 #if IOFAIL
      :: goto unpublished
 #endif
      fi;
-     if :: !ok -> goto over :: else -> skip fi;        /* EEXIST/ENOENT: retry */
+     if :: !ok -> goto unpublished :: else -> skip fi;   /* EEXIST/ENOENT */
      if CRW :: skip fi;
-     myd = 0;                                          /* not needed from here on */
 #if SCAN
      /* A5 look at the claims */
 #if SCANATOMIC
@@ -267,7 +464,27 @@ proctype Acq(byte i) {
      if :: !ok -> goto denied :: else -> skip fi;
 
 cs:  skip;
+#if RELEASER
+     if
+     :: skip
+     :: /* the acquiring process exits holding the lock; another process
+           releases it later by token */
+        d_step { sh[myd]--; fl = 0; myd = 0;
+                 printf("MSC: P%d(tok %d): exits in the critical section (flock dropped)\n", _pid, tok) };
+        d_step { incs--; dead[tok] = 1; printf("MSC: P%d(tok %d): leaves, released by token\n", _pid, tok) };
+        oldwithdraw();
+#if RELOOK
+        relook();
+#endif
+#if LEFTREL
+        noleftover();
+#endif
+        wd = 0; o = 0; j = 0; ok = 0;
+        goto over
+     fi;
+#endif
      d_step { incs--; dead[tok] = 1; printf("MSC: P%d(tok %d): leaves, releases\n", _pid, tok) };
+     if CRWW :: skip fi;
      withdraw();
      goto over;
 
@@ -277,27 +494,13 @@ denied: skip;
      goto over;
 
 unpublished: skip;
-     /* I/O error before a record of ours exists: the directory the fd pins
-        goes only if it is at L without a record, from our own claim */
-     d_step { dead[tok] = 1; f = 0; printf("MSC: P%d(tok %d): I/O error, unpublished withdrawal\n", _pid, tok) };
-     d_step { ok = (L != 0 && L == myd && own[L] == 0);      /* judge: no record, my fd's object */
-              printf("MSC: P%d(tok %d): unpublished: L (dir %d) record-less and mine: %d\n", _pid, tok, L, ok) };
-     if
-     :: ok ->
-        d_step { if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;   /* take whatever is at L */
-                 printf("MSC: P%d(tok %d): takes L into claim%d (dir %d)\n", _pid, tok, c, cl[c]) };
-        d_step { o = (cl[c] != 0 -> own[cl[c]] : 255); ok = (cl[c] == myd && o == 0) };  /* verify */
-        if
-        :: ok -> remove(c)
-        :: !ok && o != 255 -> restore(c)
-        :: else -> skip
-        fi
-     :: else -> skip
-     fi;
+     /* I/O error at A3/A4, or A4 failed: nothing of mine was published */
+     d_step { dead[tok] = 1; f = 0; printf("MSC: P%d(tok %d): not published, withdraws\n", _pid, tok) };
+     withdraw();
      goto over;
 
 crashed:
-     myd = 0; o = 0; j = 0; ok = 0; tok = 0; c = 0; f = 0; k = 0;
+     myd = 0; o = 0; j = 0; ok = 0; tok = 0; c = 0; f = 0; k = 0; fl = 0; wd = 0;
      goto end_crashed;
 
 over:
@@ -309,16 +512,17 @@ end_crashed:
 }
 
 proctype Reaper(byte r) {
-  byte k = 0, t, c, o, x;
+  byte k = 0, t, c, o, x, d;
+  bool ok;
 
   do
   :: k < NRACT ->
-     /* judge L stale; later take it into my claim, verify, remove or restore */
-     d_step { L != 0 && STALE(own[L], L) -> t = own[L];
+     /* R: judge L's owner dead; later take it into my claim, verify, remove
+        or restore */
+     d_step { own[L] != 0 && dead[own[L]] -> t = own[L];
               printf("MSC: P%d: judges L (dir %d, owner %d) STALE\n", _pid, L, t) };
      c = NSELF + r*NRACT + k; k++;
-     d_step { if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
-              printf("MSC: P%d: takes L into claim%d (dir %d)\n", _pid, c, cl[c]) };
+     takeL(c);
      if
      :: cl[c] != 0 ->
         d_step { o = own[cl[c]]; printf("MSC: P%d: claim%d owner %d (judged %d)\n", _pid, c, o, t) };
@@ -330,12 +534,37 @@ proctype Reaper(byte r) {
      fi;
      t = 0; c = 0; o = 0
   :: k < NRACT ->
-     /* sweep: judge a claim stale, steal it into my claim, verify, remove */
+     /* RF / RT: L record-less: pin it; LOCK_EX|LOCK_NB (RF), or not (RT) */
+     d_step { L != 0 && own[L] == 0 -> d = L;
+              printf("MSC: P%d: L (dir %d) record-less, pinned\n", _pid, d) };
+     if
+     :: d_step { !ex[d] && sh[d] == 0 -> ex[d] = 1; ok = 1;
+                 printf("MSC: P%d: LOCK_EX on dir %d\n", _pid, d) }
+#if ANYTIME
+     :: ok = 0                                          /* RT: past the window */
+#endif
+     :: d = 0; goto rnext                               /* flock refused: give up */
+     fi;
+     c = NSELF + r*NRACT + k; k++;
+     takeL(c);
+     if
+     :: cl[c] != 0 ->
+        d_step { o = own[cl[c]]; printf("MSC: P%d: claim%d (dir %d) owner %d (judged dir %d, none)\n", _pid, c, cl[c], o, d) };
+        if
+        :: cl[c] == d && o == 0 -> remove(c)
+        :: else -> restore(c)
+        fi
+     :: else -> skip
+     fi;
+     d_step { if :: ok -> ex[d] = 0 :: else -> skip fi; ok = 0; d = 0; t = 0; c = 0; o = 0 };
+rnext: skip
+  :: k < NRACT ->
+     /* S: sweep: judge a claim stale, steal it into my claim, verify, remove */
      atomic {
        x = 0;
        do
-       :: x < NCL && cl[x] != 0 &&
-          (STALE(own[cl[x]], cl[x]) || (DECL(x) != 0 && own[cl[x]] == DECL(x))) ->
+       :: x < NCL && cl[x] != 0 && own[cl[x]] != 0 &&
+          (dead[own[cl[x]]] || (DECL(x) != 0 && own[cl[x]] == DECL(x))) ->
           t = own[cl[x]];
           printf("MSC: P%d: judges claim%d (dir %d, owner %d) stale\n", _pid, x, cl[x], t); break
        :: x < NCL -> x++
@@ -345,8 +574,7 @@ proctype Reaper(byte r) {
      if
      :: x < NCL ->
         c = NSELF + r*NRACT + k; k++;
-        d_step { if :: cl[x] != 0 -> cl[c] = cl[x]; cl[x] = 0 :: else -> skip fi;
-                 printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, x, c, cl[c]) };
+        steal(x, c);
         if
         :: cl[c] != 0 && own[cl[c]] == t -> remove(c)
         :: else -> skip          /* not what was judged: stays, under my name */
@@ -354,6 +582,38 @@ proctype Reaper(byte r) {
      :: else -> skip
      fi;
      t = 0; x = 0; c = 0
+  :: k < NRACT ->
+     /* SF / ST: a record-less claim: pin it; LOCK_EX|LOCK_NB (SF), or not (ST) */
+     atomic {
+       x = 0;
+       do
+       :: x < NCL && cl[x] != 0 && own[cl[x]] == 0 -> d = cl[x];
+          printf("MSC: P%d: claim%d (dir %d) record-less, pinned\n", _pid, x, d); break
+       :: x < NCL -> x++
+       :: x >= NCL -> break
+       od
+     };
+     if
+     :: x < NCL ->
+        if
+        :: d_step { !ex[d] && sh[d] == 0 -> ex[d] = 1; ok = 1;
+                    printf("MSC: P%d: LOCK_EX on dir %d\n", _pid, d) }
+#if ANYTIME
+        :: ok = 0                                       /* ST: past the window */
+#endif
+        :: x = 0; d = 0; goto snext                     /* flock refused: give up */
+        fi;
+        c = NSELF + r*NRACT + k; k++;
+        steal(x, c);
+        if
+        :: cl[c] == d && own[d] == 0 -> remove(c)
+        :: else -> skip          /* not what was judged: stays, under my name */
+        fi;
+        d_step { if :: ok -> ex[d] = 0 :: else -> skip fi; ok = 0 }
+     :: else -> skip
+     fi;
+     x = 0; c = 0; d = 0;
+snext: skip
   :: else -> break
   od
 }
@@ -362,7 +622,7 @@ init {
   byte n = 0;
   atomic {
     /* L held by a dead owner X (token 1) in dir 1 */
-    own[1] = 1; creator[1] = 1; L = 1; dead[1] = 1;
+    own[1] = 1; L = 1; dead[1] = 1;
     do :: n < NA -> run Acq(n); n++ :: else -> break od;
     n = 0;
     do :: n < NR -> run Reaper(n); n++ :: else -> break od
