@@ -239,28 +239,26 @@ inline steal(x, c) {
            printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, x, c, cl[c]) }
 }
 
-/* no directory at L or in a claim holds token tok's record */
-inline noleftover() {
-  d_step { assert(own[L] != tok); j = 0;
-           do
-           :: j < NCL -> assert(own[cl[j]] != tok); j++
-           :: else -> break
-           od; j = 0 }
-}
+/* no directory at L or in a claim holds token tok's record (in a d_step) */
+#define LEFTCHECK assert(own[L] != tok); j = 0; \
+           do \
+           :: j < NCL -> assert(own[cl[j]] != tok); j++ \
+           :: else -> break \
+           od;
 
 /* 0.1.0's W: withdraw or release the record of attempt tok by token alone,
    with self-claims c (for L), c+1 (for a steal), c+2 (the last look) */
 inline oldwithdraw() {
-  d_step { o = own[L];
-           printf("MSC: P%d(tok %d): W reads L (dir %d) owner %d\n", _pid, tok, L, o) };
+  d_step { ok = (own[L] == tok);
+           printf("MSC: P%d(tok %d): W reads L (dir %d) owner %d\n", _pid, tok, L, own[L]) };
   if
-  :: o == tok ->
+  :: ok ->
      takeL(c);
-     d_step { o = (cl[c] != 0 -> own[cl[c]] : 255) };
+     d_step { o = (cl[c] != 0 -> own[cl[c]] : 255); ok = 0 };
      if
-     :: o == tok -> remove(c); wd = 1
-     :: o != tok && o != 255 -> restore(c)
-     :: else -> skip
+     :: o == tok -> o = 0; remove(c); wd = 1
+     :: o != tok && o != 255 -> restore(c); o = 0
+     :: else -> o = 0
      fi
   :: else -> skip
   fi;
@@ -276,12 +274,14 @@ inline oldwithdraw() {
               od };
      if
      :: j < NCL ->
-        steal(j, c + 1);
+        d_step { if :: cl[j] != 0 -> cl[c+1] = cl[j]; cl[j] = 0 :: else -> skip fi;
+                 printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, j, c+1, cl[c+1]);
+                 j = 0 };
         if
         :: cl[c+1] != 0 && own[cl[c+1]] == tok -> remove(c+1); wd = 1
         :: else -> skip                      /* not mine after all: it stays, a claim */
         fi
-     :: else -> skip
+     :: else -> j = 0
      fi
   :: else -> skip
   fi
@@ -291,16 +291,16 @@ inline oldwithdraw() {
 inline relook() {
   if
   :: !wd ->
-     d_step { o = own[L];
-              printf("MSC: P%d(tok %d): W looks at L again (dir %d) owner %d\n", _pid, tok, L, o) };
+     d_step { ok = (own[L] == tok);
+              printf("MSC: P%d(tok %d): W looks at L again (dir %d) owner %d\n", _pid, tok, L, own[L]) };
      if
-     :: o == tok ->
+     :: ok ->
         takeL(c + 2);
-        d_step { o = (cl[c+2] != 0 -> own[cl[c+2]] : 255) };
+        d_step { o = (cl[c+2] != 0 -> own[cl[c+2]] : 255); ok = 0 };
         if
-        :: o == tok -> remove(c + 2)
-        :: o != tok && o != 255 -> restore(c + 2)
-        :: else -> skip
+        :: o == tok -> o = 0; remove(c + 2)
+        :: o != tok && o != 255 -> restore(c + 2); o = 0
+        :: else -> o = 0
         fi
      :: else -> skip
      fi
@@ -311,14 +311,14 @@ inline relook() {
 /* W1: through myd, my record goes, wherever myd is */
 inline w1() {
 #if W1ATOMIC
-  d_step { o = own[myd]; if :: o == tok -> own[myd] = 0 :: else -> skip fi;
-           printf("MSC: P%d(tok %d): W1 myd (dir %d) owner %d: unlinked if mine\n", _pid, tok, myd, o) };
+  d_step { printf("MSC: P%d(tok %d): W1 myd (dir %d) owner %d: unlinked if mine\n", _pid, tok, myd, own[myd]);
+           if :: own[myd] == tok -> own[myd] = 0 :: else -> skip fi };
 #else
-  d_step { o = own[myd];
-           printf("MSC: P%d(tok %d): W1 reads myd (dir %d) owner %d\n", _pid, tok, myd, o) };
+  d_step { ok = (own[myd] == tok);
+           printf("MSC: P%d(tok %d): W1 reads myd (dir %d) owner %d\n", _pid, tok, myd, own[myd]) };
   if
-  :: o == tok ->
-     d_step { if :: own[myd] != GONE -> own[myd] = 0 :: else -> skip fi;
+  :: ok ->
+     d_step { if :: own[myd] != GONE -> own[myd] = 0 :: else -> skip fi; ok = 0;
               printf("MSC: P%d(tok %d): W1 unlinks myd/owner (dir %d)\n", _pid, tok, myd) }
   :: else -> skip
   fi;
@@ -334,11 +334,12 @@ inline w2() {
   :: ok ->
      takeL(c);
      if CRWW :: skip fi;
-     d_step { o = (cl[c] != 0 -> own[cl[c]] : 255); ok = (cl[c] == myd && o == 0) };
+     d_step { o = (cl[c] != 0 -> own[cl[c]] : 255); ok = (cl[c] == myd && o == 0);
+              if :: ok -> o = 0 :: else -> skip fi };
      if
      :: ok -> remove(c)
      :: !ok && o != 255 -> restore(c)
-     :: else -> skip
+     :: else -> o = 0
      fi
   :: else -> skip
   fi
@@ -353,12 +354,12 @@ inline withdraw() {
   w2();
 #endif
   /* W3: drop the flock; the attempt is over */
-  d_step { sh[myd]--; fl = 0;
-           printf("MSC: P%d(tok %d): W3 drops its flock on dir %d: over\n", _pid, tok, myd) };
+  d_step { sh[myd]--; fl = 0; wd = 0; o = 0; ok = 0;
+           printf("MSC: P%d(tok %d): W3 drops its flock on dir %d: over\n", _pid, tok, myd);
 #if LEFTOVER
-  noleftover();
+           LEFTCHECK
 #endif
-  wd = 0; o = 0; j = 0; ok = 0
+           j = 0 }
 }
 
 proctype Acq(byte i) {
@@ -370,25 +371,25 @@ proctype Acq(byte i) {
 
   do
   :: k < NATT ->
-     tok = 2 + i*NATT + k; c = 3*(i*NATT + k); k++;
-
      /* A1 mkdir L */
-     d_step { L == 0 -> ndirs++; L = ndirs;
+     d_step { L == 0 -> tok = 2 + i*NATT + k; c = 3*(i*NATT + k); k++;
+              ndirs++; L = ndirs;
               printf("MSC: P%d(tok %d): mkdir L -> dir %d\n", _pid, tok, L) };
      if CRW :: skip fi;
      /* A2 open L, then LOCK_SH|LOCK_NB on the object */
      d_step { myd = L; printf("MSC: P%d(tok %d): open L -> dir %d\n", _pid, tok, myd) };
      if :: myd == 0 -> goto over :: else -> skip fi;   /* moved away: retry */
-     d_step { if :: ex[myd] -> ok = 0 :: else -> sh[myd]++; fl = 1; ok = 1 fi;
-              printf("MSC: P%d(tok %d): LOCK_SH on dir %d ok=%d\n", _pid, tok, myd, ok) };
-     if :: !ok -> dead[tok] = 1; goto over :: else -> skip fi;   /* lost: retry */
+     d_step { if :: ex[myd] -> dead[tok] = 1 :: else -> sh[myd]++; fl = 1 fi;
+              printf("MSC: P%d(tok %d): LOCK_SH on dir %d ok=%d\n", _pid, tok, myd, fl) };
+     if :: !fl -> goto over :: else -> skip fi;          /* lost: retry */
      /* A3 fence (without FENCE and FENCECHECK the counter is not modelled:
         the entries then over-approximate those with the check) */
 #if FENCE || FENCECHECK
      if
      :: d_step { counter++; f = counter; printf("MSC: P%d(tok %d): fence %d\n", _pid, tok, f) }
 #if IOFAIL
-     :: goto unpublished
+     :: d_step { dead[tok] = 1; printf("MSC: P%d(tok %d): I/O error at A3\n", _pid, tok) };
+        goto withdrawal
 #endif
      fi;
      if CRW :: skip fi;
@@ -400,53 +401,55 @@ proctype Acq(byte i) {
      if
      :: d_step {
 #if PUBLISH == 0
-                 if :: L != 0 && own[L] == 0 -> own[L] = tok; ok = 1 :: else -> ok = 0 fi;
+                 if :: L != 0 && own[L] == 0 -> own[L] = tok; ok = 1 :: else -> dead[tok] = 1 fi;
                  printf("MSC: P%d(tok %d): link owner into L (dir %d) ok=%d\n", _pid, tok, L, ok)
 #elif PUBLISH == 1
-                 if :: p != 0 && own[p] == 0 -> own[p] = tok; ok = 1 :: else -> ok = 0 fi;
+                 if :: p != 0 && own[p] == 0 -> own[p] = tok; ok = 1 :: else -> dead[tok] = 1 fi;
                  printf("MSC: P%d(tok %d): link owner into L, looked up as dir %d, ok=%d\n", _pid, tok, p, ok);
                  p = 0
 #else
-                 if :: own[myd] == 0 -> own[myd] = tok; ok = 1 :: else -> ok = 0 fi;
+                 if :: own[myd] == 0 -> own[myd] = tok; ok = 1 :: else -> dead[tok] = 1 fi;
                  printf("MSC: P%d(tok %d): link owner into myd (dir %d) ok=%d\n", _pid, tok, myd, ok)
 #endif
                }
 #if IOFAIL
-     :: goto unpublished
+     :: d_step { dead[tok] = 1; printf("MSC: P%d(tok %d): I/O error at A4\n", _pid, tok) }
 #endif
      fi;
-     if :: !ok -> goto unpublished :: else -> skip fi;   /* EEXIST/ENOENT */
+     if :: !ok -> goto withdrawal :: else -> skip fi;    /* EEXIST/ENOENT/EIO */
      if CRW :: skip fi;
 #if SCAN
      /* A5 look at the claims */
 #if SCANATOMIC
      if CR
-     :: d_step { ok = 1; j = 0;
+     :: d_step { j = 0;
                  do
                  :: j < NCL -> if :: DENIES(j) -> ok = 0 :: else -> skip fi; j++
                  :: else -> break
                  od; j = 0;
+                 if :: !ok -> dead[tok] = 1 :: else -> skip fi;
                  printf("MSC: P%d(tok %d): claims look -> ok=%d\n", _pid, tok, ok) }
      fi;
 #else
-     ok = 1; j = 0;
+     j = 0;
      do
      :: j < NCL && ok ->
         if CR
-        :: d_step { if :: DENIES(j) -> ok = 0 :: else -> skip fi; j++ }
+        :: d_step { if :: DENIES(j) -> ok = 0; dead[tok] = 1 :: else -> skip fi; j++ }
         fi
      :: else -> break
      od;
      j = 0;
 #endif
-     if :: !ok -> goto denied :: else -> skip fi;
+     if :: !ok -> goto withdrawal :: else -> skip fi;
 #endif
      /* A6 read back */
      if CR
      :: d_step { ok = (L != 0 && own[L] == tok);
+                 if :: !ok -> dead[tok] = 1 :: else -> skip fi;
                  printf("MSC: P%d(tok %d): read back L (dir %d) ok=%d\n", _pid, tok, L, ok) }
      fi;
-     if :: !ok -> goto denied :: else -> skip fi;
+     if :: !ok -> goto withdrawal :: else -> skip fi;
      /* A7 fence check: the entry */
      if CR
      :: d_step { ok = (!FENCECHECK || counter == f);
@@ -457,11 +460,12 @@ proctype Acq(byte i) {
                     assert(f > lastfence);
 #endif
                     lastfence = f
-                 :: else -> skip
+                 :: else -> dead[tok] = 1
                  fi;
-                 printf("MSC: P%d(tok %d): fence check (counter %d, f %d) ok=%d (1: ENTERS, incs=%d)\n", _pid, tok, counter, f, ok, incs) }
+                 printf("MSC: P%d(tok %d): fence check (counter %d, f %d) ok=%d (1: ENTERS, incs=%d)\n", _pid, tok, counter, f, ok, incs);
+                 f = 0 }
      fi;
-     if :: !ok -> goto denied :: else -> skip fi;
+     if :: !ok -> goto withdrawal :: else -> skip fi;
 
 cs:  skip;
 #if RELEASER
@@ -469,84 +473,88 @@ cs:  skip;
      :: skip
      :: /* the acquiring process exits holding the lock; another process
            releases it later by token */
-        d_step { sh[myd]--; fl = 0; myd = 0;
+        d_step { sh[myd]--; fl = 0; myd = 0; ok = 0;
                  printf("MSC: P%d(tok %d): exits in the critical section (flock dropped)\n", _pid, tok) };
         d_step { incs--; dead[tok] = 1; printf("MSC: P%d(tok %d): leaves, released by token\n", _pid, tok) };
         oldwithdraw();
 #if RELOOK
         relook();
 #endif
+        d_step { wd = 0; o = 0;
 #if LEFTREL
-        noleftover();
+                 LEFTCHECK
 #endif
-        wd = 0; o = 0; j = 0; ok = 0;
+                 j = 0 };
         goto over
      fi;
 #endif
-     d_step { incs--; dead[tok] = 1; printf("MSC: P%d(tok %d): leaves, releases\n", _pid, tok) };
+     d_step { incs--; dead[tok] = 1; ok = 0; printf("MSC: P%d(tok %d): leaves, releases\n", _pid, tok) };
      if CRWW :: skip fi;
+
+withdrawal: skip;                 /* dead[tok] is set: the attempt never enters again */
+     d_step { f = 0; ok = 0 };
      withdraw();
-     goto over;
 
-denied: skip;
-     d_step { dead[tok] = 1; f = 0; printf("MSC: P%d(tok %d): denied, withdraws\n", _pid, tok) };
-     withdraw();
-     goto over;
-
-unpublished: skip;
-     /* I/O error at A3/A4, or A4 failed: nothing of mine was published */
-     d_step { dead[tok] = 1; f = 0; printf("MSC: P%d(tok %d): not published, withdraws\n", _pid, tok) };
-     withdraw();
-     goto over;
-
-crashed:
-     myd = 0; o = 0; j = 0; ok = 0; tok = 0; c = 0; f = 0; k = 0; fl = 0; wd = 0;
-     goto end_crashed;
-
-over:
-     myd = 0; o = 0; j = 0; ok = 0; tok = 0; c = 0; f = 0
+over: skip;
+     d_step { myd = 0; o = 0; j = 0; ok = 0; tok = 0; c = 0; f = 0; fl = 0 }
   :: else -> break
   od;
+  goto end_crashed;
+crashed: skip;
+     d_step { myd = 0; o = 0; j = 0; ok = 0; tok = 0; c = 0; f = 0; k = 0; fl = 0; wd = 0 };
 end_crashed:
   skip
 }
 
+/* a sweeper's choice of claim n (one transition each, no intermediate
+   states): S, a record whose owner is dead or a self-claim holding its
+   declarer's record; SF/ST, a record-less claim, pinned. Up to 24 claims. */
+#define QS(n) (n < NCL && cl[n] != 0 && own[cl[n]] != 0 && \
+               (dead[own[cl[n]]] || (DECL(n) != 0 && own[cl[n]] == DECL(n))))
+#define SWS(n) :: d_step { k < NRACT && QS(n) -> x = n; t = own[cl[n]]; \
+                  printf("MSC: P%d: judges claim%d (dir %d, owner %d) stale\n", _pid, x, cl[x], t) }
+#define QF(n) (n < NCL && cl[n] != 0 && own[cl[n]] == 0)
+#define SWF(n) :: d_step { k < NRACT && QF(n) -> x = n; d = cl[n]; \
+                  printf("MSC: P%d: claim%d (dir %d) record-less, pinned\n", _pid, x, d) }
+
+/* A judge that pins a directory and then finds its flock refused gives up:
+   that changes only its own variables, so it is not modelled (the same
+   global states are reached by never pinning). */
 proctype Reaper(byte r) {
   byte k = 0, t, c, o, x, d;
   bool ok;
 
   do
-  :: k < NRACT ->
-     /* R: judge L's owner dead; later take it into my claim, verify, remove
-        or restore */
-     d_step { own[L] != 0 && dead[own[L]] -> t = own[L];
+  :: k < NRACT -> d_step { own[L] != 0 && dead[own[L]] -> t = own[L];
               printf("MSC: P%d: judges L (dir %d, owner %d) STALE\n", _pid, L, t) };
-     c = NSELF + r*NRACT + k; k++;
-     takeL(c);
+     /* R: a verdict about L's dead owner t; take L into my claim, verify,
+        remove or restore */
+     d_step { c = NSELF + r*NRACT + k; k++;
+              if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
+              printf("MSC: P%d: takes L into claim%d (dir %d)\n", _pid, c, cl[c]) };
      if
      :: cl[c] != 0 ->
         d_step { o = own[cl[c]]; printf("MSC: P%d: claim%d owner %d (judged %d)\n", _pid, c, o, t) };
         if
-        :: o == t -> remove(c)
-        :: else -> restore(c)
+        :: o == t -> d_step { o = 0; t = 0 }; remove(c)
+        :: else -> d_step { t = 0 }; restore(c)
         fi
      :: else -> skip
      fi;
-     t = 0; c = 0; o = 0
-  :: k < NRACT ->
-     /* RF / RT: L record-less: pin it; LOCK_EX|LOCK_NB (RF), or not (RT) */
-     d_step { L != 0 && own[L] == 0 -> d = L;
+     d_step { t = 0; c = 0; o = 0 }
+  :: k < NRACT -> d_step { L != 0 && own[L] == 0 -> d = L;
               printf("MSC: P%d: L (dir %d) record-less, pinned\n", _pid, d) };
+     /* RF / RT: L record-less, d pinned: LOCK_EX|LOCK_NB (RF), or not (RT) */
      if
      :: d_step { !ex[d] && sh[d] == 0 -> ex[d] = 1; ok = 1;
                  printf("MSC: P%d: LOCK_EX on dir %d\n", _pid, d) }
 #if ANYTIME
-     :: ok = 0                                          /* RT: past the window */
+     :: skip                                            /* RT: past the window */
 #endif
-     :: d = 0; goto rnext                               /* flock refused: give up */
      fi;
-     c = NSELF + r*NRACT + k; k++;
-     takeL(c);
+     d_step { c = NSELF + r*NRACT + k; k++;
+              if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
+              printf("MSC: P%d: takes L into claim%d (dir %d)\n", _pid, c, cl[c]) };
      if
      :: cl[c] != 0 ->
         d_step { o = own[cl[c]]; printf("MSC: P%d: claim%d (dir %d) owner %d (judged dir %d, none)\n", _pid, c, cl[c], o, d) };
@@ -556,65 +564,41 @@ proctype Reaper(byte r) {
         fi
      :: else -> skip
      fi;
-     d_step { if :: ok -> ex[d] = 0 :: else -> skip fi; ok = 0; d = 0; t = 0; c = 0; o = 0 };
-rnext: skip
-  :: k < NRACT ->
-     /* S: sweep: judge a claim stale, steal it into my claim, verify, remove */
-     atomic {
-       x = 0;
-       do
-       :: x < NCL && cl[x] != 0 && own[cl[x]] != 0 &&
-          (dead[own[cl[x]]] || (DECL(x) != 0 && own[cl[x]] == DECL(x))) ->
-          t = own[cl[x]];
-          printf("MSC: P%d: judges claim%d (dir %d, owner %d) stale\n", _pid, x, cl[x], t); break
-       :: x < NCL -> x++
-       :: x >= NCL -> break
-       od
-     };
+     d_step { if :: ok -> ex[d] = 0 :: else -> skip fi;
+              printf("MSC: P%d: drops its flock on dir %d\n", _pid, d);
+              ok = 0; d = 0; t = 0; c = 0; o = 0 }
+  :: k < NRACT -> if SWS(0) SWS(1) SWS(2) SWS(3) SWS(4) SWS(5) SWS(6) SWS(7) SWS(8) SWS(9) SWS(10) SWS(11) SWS(12) SWS(13) SWS(14) SWS(15) SWS(16) SWS(17) SWS(18) SWS(19) SWS(20) SWS(21) SWS(22) SWS(23) fi;
+     /* S: steal claim x (judged stale, owner t) into my claim, verify, remove */
+     d_step { c = NSELF + r*NRACT + k; k++;
+              if :: cl[x] != 0 -> cl[c] = cl[x]; cl[x] = 0 :: else -> skip fi;
+              printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, x, c, cl[c]);
+              x = 0 };
      if
-     :: x < NCL ->
-        c = NSELF + r*NRACT + k; k++;
-        steal(x, c);
-        if
-        :: cl[c] != 0 && own[cl[c]] == t -> remove(c)
-        :: else -> skip          /* not what was judged: stays, under my name */
-        fi
-     :: else -> skip
+     :: cl[c] != 0 && own[cl[c]] == t -> t = 0; remove(c)
+     :: else -> skip            /* not what was judged: stays, under my name */
      fi;
-     t = 0; x = 0; c = 0
-  :: k < NRACT ->
-     /* SF / ST: a record-less claim: pin it; LOCK_EX|LOCK_NB (SF), or not (ST) */
-     atomic {
-       x = 0;
-       do
-       :: x < NCL && cl[x] != 0 && own[cl[x]] == 0 -> d = cl[x];
-          printf("MSC: P%d: claim%d (dir %d) record-less, pinned\n", _pid, x, d); break
-       :: x < NCL -> x++
-       :: x >= NCL -> break
-       od
-     };
+     d_step { t = 0; x = 0; c = 0 }
+  :: k < NRACT -> if SWF(0) SWF(1) SWF(2) SWF(3) SWF(4) SWF(5) SWF(6) SWF(7) SWF(8) SWF(9) SWF(10) SWF(11) SWF(12) SWF(13) SWF(14) SWF(15) SWF(16) SWF(17) SWF(18) SWF(19) SWF(20) SWF(21) SWF(22) SWF(23) fi;
+     /* SF / ST: claim x record-less, d pinned: LOCK_EX|LOCK_NB (SF), or not (ST) */
      if
-     :: x < NCL ->
-        if
-        :: d_step { !ex[d] && sh[d] == 0 -> ex[d] = 1; ok = 1;
-                    printf("MSC: P%d: LOCK_EX on dir %d\n", _pid, d) }
+     :: d_step { !ex[d] && sh[d] == 0 -> ex[d] = 1; ok = 1;
+                 printf("MSC: P%d: LOCK_EX on dir %d\n", _pid, d) }
 #if ANYTIME
-        :: ok = 0                                       /* ST: past the window */
+     :: skip                                            /* ST: past the window */
 #endif
-        :: x = 0; d = 0; goto snext                     /* flock refused: give up */
-        fi;
-        c = NSELF + r*NRACT + k; k++;
-        steal(x, c);
-        if
-        :: cl[c] == d && own[d] == 0 -> remove(c)
-        :: else -> skip          /* not what was judged: stays, under my name */
-        fi;
-        d_step { if :: ok -> ex[d] = 0 :: else -> skip fi; ok = 0 }
-     :: else -> skip
      fi;
-     x = 0; c = 0; d = 0;
-snext: skip
-  :: else -> break
+     d_step { c = NSELF + r*NRACT + k; k++;
+              if :: cl[x] != 0 -> cl[c] = cl[x]; cl[x] = 0 :: else -> skip fi;
+              printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, x, c, cl[c]);
+              x = 0 };
+     if
+     :: cl[c] == d && own[d] == 0 -> remove(c)
+     :: else -> skip            /* not what was judged: stays, under my name */
+     fi;
+     d_step { if :: ok -> ex[d] = 0 :: else -> skip fi;
+              printf("MSC: P%d: drops its flock on dir %d\n", _pid, d);
+              ok = 0; x = 0; c = 0; d = 0 }
+  :: k >= NRACT -> break
   od
 }
 
