@@ -144,7 +144,7 @@
 #define LEFTOVER 1    /* 1: assert no leftover after an acquirer's own withdrawal */
 #endif
 #ifndef RELEASER
-#define RELEASER 1    /* 1: a holder may leave its release to a process with no fd */
+#define RELEASER 1    /* n: holders A0..A(n-1) may leave their release to a process with no fd */
 #endif
 #ifndef RELOOK
 #define RELOOK 1      /* 1: that releaser looks at L once more after the claims */
@@ -169,7 +169,9 @@ byte own[NDIR+1];     /* record in a directory object: its token, 0 = none,
 byte sh[NDIR+1];      /* LOCK_SH holders of a directory object               */
 bool ex[NDIR+1];      /* LOCK_EX held (by a judge)                           */
 byte ndirs = 1;
-bool dead[NTOK+1];    /* ghost oracle: attempt t is finished / crashed       */
+bool dead[NTOK+1];    /* ghost oracle: attempt t is over or will never enter
+                         again (set on every path, also where it has no
+                         record: uniform values merge states)               */
 byte incs;            /* ghost: processes in the critical section            */
 byte counter;         /* the fence counter (L.holdfast/fence)                */
 byte lastfence;       /* ghost: fence of the last entry                      */
@@ -239,12 +241,14 @@ inline steal(x, c) {
            printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, x, c, cl[c]) }
 }
 
-/* no directory at L or in a claim holds token tok's record (in a d_step) */
-#define LEFTCHECK assert(own[L] != tok); j = 0; \
+/* (in a d_step) does a directory at L or in a claim hold token tok's
+   record? -> wd. Every existing directory is at L or in a claim. */
+#define FINDREC wd = (own[L] == tok); j = 0; \
            do \
-           :: j < NCL -> assert(own[cl[j]] != tok); j++ \
+           :: j < NCL -> if :: own[cl[j]] == tok -> wd = 1 :: else -> skip fi; j++ \
            :: else -> break \
-           od;
+           od; j = 0
+#define FORGET wd = 0
 
 /* 0.1.0's W: withdraw or release the record of attempt tok by token alone,
    with self-claims c (for L), c+1 (for a steal), c+2 (the last look) */
@@ -271,7 +275,8 @@ inline oldwithdraw() {
               :: j < NCL && own[cl[j]] == tok && j != c + 1 -> break
               :: j < NCL && !(own[cl[j]] == tok && j != c + 1) -> j++
               :: j >= NCL -> break
-              od };
+              od;
+              printf("MSC: P%d(tok %d): W searches the claims: claim%d\n", _pid, tok, j) };
      if
      :: j < NCL ->
         d_step { if :: cl[j] != 0 -> cl[c+1] = cl[j]; cl[j] = 0 :: else -> skip fi;
@@ -356,10 +361,11 @@ inline withdraw() {
   /* W3: drop the flock; the attempt is over */
   d_step { sh[myd]--; fl = 0; wd = 0; o = 0; ok = 0;
            printf("MSC: P%d(tok %d): W3 drops its flock on dir %d: over\n", _pid, tok, myd);
+           FINDREC;
 #if LEFTOVER
-           LEFTCHECK
+           assert(!wd);
 #endif
-           j = 0 }
+           FORGET }
 }
 
 proctype Acq(byte i) {
@@ -377,7 +383,8 @@ proctype Acq(byte i) {
               printf("MSC: P%d(tok %d): mkdir L -> dir %d\n", _pid, tok, L) };
      if CRW :: skip fi;
      /* A2 open L, then LOCK_SH|LOCK_NB on the object */
-     d_step { myd = L; printf("MSC: P%d(tok %d): open L -> dir %d\n", _pid, tok, myd) };
+     d_step { myd = L; if :: myd == 0 -> dead[tok] = 1 :: else -> skip fi;
+              printf("MSC: P%d(tok %d): open L -> dir %d\n", _pid, tok, myd) };
      if :: myd == 0 -> goto over :: else -> skip fi;   /* moved away: retry */
      d_step { if :: ex[myd] -> dead[tok] = 1 :: else -> sh[myd]++; fl = 1 fi;
               printf("MSC: P%d(tok %d): LOCK_SH on dir %d ok=%d\n", _pid, tok, myd, fl) };
@@ -468,10 +475,11 @@ proctype Acq(byte i) {
      if :: !ok -> goto withdrawal :: else -> skip fi;
 
 cs:  skip;
-#if RELEASER
+#if RELEASER > 0
      if
      :: skip
-     :: /* the acquiring process exits holding the lock; another process
+     :: i < RELEASER ->
+        /* the acquiring process exits holding the lock; another process
            releases it later by token */
         d_step { sh[myd]--; fl = 0; myd = 0; ok = 0;
                  printf("MSC: P%d(tok %d): exits in the critical section (flock dropped)\n", _pid, tok) };
@@ -480,11 +488,12 @@ cs:  skip;
 #if RELOOK
         relook();
 #endif
-        d_step { wd = 0; o = 0;
+        d_step { o = 0;
+                 FINDREC;
 #if LEFTREL
-                 LEFTCHECK
+                 assert(!wd);
 #endif
-                 j = 0 };
+                 FORGET };
         goto over
      fi;
 #endif
