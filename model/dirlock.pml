@@ -106,6 +106,9 @@
 #ifndef SCAN
 #define SCAN 1        /* 0: weakened, no claim look after publication (must FAIL) */
 #endif
+#ifndef READBACK
+#define READBACK 1    /* 0: weakened, no read back of L's record (A6)         */
+#endif
 #ifndef FENCECHECK
 #define FENCECHECK 1  /* 0: weakened, no counter == f check at entry (fences must FAIL) */
 #endif
@@ -144,10 +147,22 @@
 #define LEFTOVER 1    /* 1: assert no leftover after an acquirer's own withdrawal */
 #endif
 #ifndef RELEASER
-#define RELEASER 1    /* n: holders A0..A(n-1) may leave their release to a process with no fd */
+#define RELEASER NA   /* n: holders A0..A(n-1) may leave their release to a process with no fd */
 #endif
 #ifndef RELOOK
 #define RELOOK 1      /* 1: that releaser looks at L once more after the claims */
+#endif
+#ifndef W2PEEK
+#define W2PEEK 1      /* W2 takes L only if it is myd AND record-less; 0: if it is myd */
+#endif
+#ifndef PROBE
+#define PROBE 0       /* n > 0: reachability probe n (an assert that must FAIL):
+                         1 an attempt lost to a judge's LOCK_EX; 2 LOCK_SH taken on
+                         a directory already removed; 3 two acquirers share a
+                         directory; 4 a record appears in a verified claim, so
+                         its rmdir fails; 5 an any-time judge removes a directory
+                         someone holds LOCK_SH on; 6 the releaser's last look at
+                         L finds its record */
 #endif
 #ifndef LEFTREL
 #define LEFTREL 0     /* 1: assert no leftover after that releaser's W too   */
@@ -222,6 +237,7 @@ inline remove(c) {
   d_step { printf("MSC: P%d: unlink claim%d/owner (dir %d, owner %d)\n", _pid, c, cl[c], own[cl[c]]);
            if :: cl[c] != 0 -> own[cl[c]] = 0 :: else -> skip fi };
   d_step { printf("MSC: P%d: rmdir claim%d (dir %d, owner %d)\n", _pid, c, cl[c], own[cl[c]]);
+           assert(PROBE != 4 || cl[c] == 0 || own[cl[c]] == 0);
            if :: cl[c] != 0 && own[cl[c]] == 0 -> own[cl[c]] = GONE; cl[c] = 0 :: else -> skip fi }
 #else
   d_step { printf("MSC: P%d: unlink claim%d/owner (dir %d, owner %d), rmdir\n", _pid, c, cl[c], own[cl[c]]);
@@ -303,7 +319,7 @@ inline relook() {
         takeL(c + 2);
         d_step { o = (cl[c+2] != 0 -> own[cl[c+2]] : 255); ok = 0 };
         if
-        :: o == tok -> o = 0; remove(c + 2)
+        :: o == tok -> o = 0; assert(PROBE != 6); remove(c + 2)
         :: o != tok && o != 255 -> restore(c + 2); o = 0
         :: else -> o = 0
         fi
@@ -333,7 +349,7 @@ inline w1() {
 
 /* W2: myd at L and record-less: take it, verify, remove */
 inline w2() {
-  d_step { ok = (L == myd && own[myd] == 0);
+  d_step { ok = (L == myd && (!W2PEEK || own[myd] == 0));
            printf("MSC: P%d(tok %d): W2 L (dir %d) is myd (dir %d), record-less: %d\n", _pid, tok, L, myd, ok) };
   if
   :: ok ->
@@ -386,7 +402,9 @@ proctype Acq(byte i) {
      d_step { myd = L; if :: myd == 0 -> dead[tok] = 1 :: else -> skip fi;
               printf("MSC: P%d(tok %d): open L -> dir %d\n", _pid, tok, myd) };
      if :: myd == 0 -> goto over :: else -> skip fi;   /* moved away: retry */
-     d_step { if :: ex[myd] -> dead[tok] = 1 :: else -> sh[myd]++; fl = 1 fi;
+     d_step { if :: ex[myd] -> dead[tok] = 1; assert(PROBE != 1) :: else -> sh[myd]++; fl = 1 fi;
+              assert(PROBE != 2 || !fl || own[myd] != GONE);
+              assert(PROBE != 3 || sh[myd] <= 1);
               printf("MSC: P%d(tok %d): LOCK_SH on dir %d ok=%d\n", _pid, tok, myd, fl) };
      if :: !fl -> goto over :: else -> skip fi;          /* lost: retry */
      /* A3 fence (without FENCE and FENCECHECK the counter is not modelled:
@@ -451,12 +469,14 @@ proctype Acq(byte i) {
      if :: !ok -> goto withdrawal :: else -> skip fi;
 #endif
      /* A6 read back */
+#if READBACK
      if CR
      :: d_step { ok = (L != 0 && own[L] == tok);
                  if :: !ok -> dead[tok] = 1 :: else -> skip fi;
                  printf("MSC: P%d(tok %d): read back L (dir %d) ok=%d\n", _pid, tok, L, ok) }
      fi;
      if :: !ok -> goto withdrawal :: else -> skip fi;
+#endif
      /* A7 fence check: the entry */
      if CR
      :: d_step { ok = (!FENCECHECK || counter == f);
@@ -498,7 +518,11 @@ cs:  skip;
      fi;
 #endif
      d_step { incs--; dead[tok] = 1; ok = 0; printf("MSC: P%d(tok %d): leaves, releases\n", _pid, tok) };
+#if FENCE
+     /* a crash of the holder, its record left at L. Without FENCE the same
+        states as a crash after A4 (A5-A7 only read, and incs is back) */
      if CRWW :: skip fi;
+#endif
 
 withdrawal: skip;                 /* dead[tok] is set: the attempt never enters again */
      d_step { f = 0; ok = 0 };
@@ -566,7 +590,8 @@ proctype Reaper(byte r) {
               printf("MSC: P%d: takes L into claim%d (dir %d)\n", _pid, c, cl[c]) };
      if
      :: cl[c] != 0 ->
-        d_step { o = own[cl[c]]; printf("MSC: P%d: claim%d (dir %d) owner %d (judged dir %d, none)\n", _pid, c, cl[c], o, d) };
+        d_step { o = own[cl[c]]; printf("MSC: P%d: claim%d (dir %d) owner %d (judged dir %d, none)\n", _pid, c, cl[c], o, d);
+                 assert(PROBE != 5 || ok || cl[c] != d || o != 0 || sh[d] == 0) };
         if
         :: cl[c] == d && o == 0 -> remove(c)
         :: else -> restore(c)
