@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # model/check.sh - check configurations of model/dirlock.pml with SPIN.
 #
-# usage: model/check.sh [-o OUTDIR] [-k] CONFIG...
+# usage: model/check.sh [-o OUTDIR] [-k] [-b] CONFIG...
 #   CONFIG   a name below, or "test" (= b1 b1-fence anytime weak-noscan
 #            weak-nofence weak-noreadback weak-oldwithdraw weak-bypath,
 #            what `make model` and `make test` run)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
+#   -b       breadth-first search: a violation found is a shortest one
+#            (for trails; needs more memory, no -DCOLLAPSE)
 #   list     print the configurations (name, expected verdict, flags, what)
 #
 # Each configuration has an expected verdict: "holds" (no assertion can be
@@ -19,15 +21,17 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=""
 keep=0
-while getopts "o:k" opt; do
+bfs=0
+while getopts "o:kb" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	k) keep=1 ;;
+	b) bfs=1 ;;
 	*) exit 64 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+[ $# -gt 0 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 
 # name | expected | spin -D flags | what it checks
 # (every "holds" configuration asserts mutual exclusion, and no leftover
@@ -68,6 +72,7 @@ h3-fence|holds|-DNA=3 -DIOFAIL=0 -DCRASH=0 -DRELEASER=0|3 holders, fences
 # want PAN_FLAGS="-E -m100000 -w28" and a larger -DMEMLIM in CC_FLAGS)
 PAN_FLAGS=${PAN_FLAGS:-"-E -m100000 -w25"}
 CC_FLAGS=${CC_FLAGS:-"-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=16000"}
+[ $bfs = 1 ] && CC_FLAGS="-O2 -DSAFETY -DBFS -DMEMLIM=16000"
 
 if [ "$1" = list ]; then
 	printf '%s\n' "$configs" | grep . | awk -F'|' '{ printf "%-16s %-6s %s\n%16s %-6s %s\n", $1, $2, $4, "", "", ($3 == "" ? "(defaults)" : $3) }'

@@ -1,93 +1,121 @@
 /*
  * dirlock.pml -- SPIN model of holdfast's directory lock (src/lib/dirlock.c)
- * with liveness of record-less directories by a kernel lock (flock), as
- * specified for 0.2 (it descends from the 0.1.0 model, itself derived from
- * research/model/lockdir.pml, seed 000).
+ * with the liveness of record-less directories decided by a kernel lock
+ * (flock), the acquirer's own withdrawal through its fd (W1-W3), and
+ * publication through that fd (the fix this model proposes: PUBLISH=2; the
+ * protocol as first specified published by path, PUBLISH=0, and fails "no
+ * leftover"). It descends from the 0.1.0 model (as built), itself derived
+ * from research/model/lockdir.pml (seed 000).
  *
- * The protocol, step by step (each system call one atomic step):
+ * Every system call is one atomic step; any process may be delayed between
+ * two of them. The protocol, step by step:
  *
- *   A1 mkdir L                      (blocks while L exists: "wait and retry")
- *   A2 open L -> fd myd on whatever directory object is at L now (maybe not
- *      the one made; none: retry). Then flock(myd, LOCK_SH|LOCK_NB) - a
- *      separate step, on the object, wherever it is now. It fails only when
- *      a judge holds LOCK_EX on it: the attempt is LOST (it publishes
- *      nothing, holds nothing, retries). The shared flock is held until the
- *      attempt is over (W3); a crash drops it.
- *   A3 fence f = ++counter          (under flock of the counter: one step)
- *   A4 publish a complete record, test-and-set (link), by one of
- *      PUBLISH=0  by path into whatever is at L at that instant (as 0.1.0's
- *                 model: path resolution and link in one step),
- *      PUBLISH=1  by path, resolution and link two steps (what linkat(2)
- *                 does: it looks L up, then links into that directory
- *                 object even if it was renamed into a claim meanwhile),
- *      PUBLISH=2  through the fd: linkat into myd itself, wherever it is
- *                 (ENOENT once it was removed).
- *      Failure (a record is there, L gone, myd removed): withdraw (W1-W3).
- *   A5 look at the claims: denied iff some claim holds a record that is not
- *      stale and was not declared by its own owner (a self-claim);
- *      record-less claims never deny (HARMLESS=0: every claim denies)
- *   A6 read back L's record (by path) == mine
- *   A7 counter == f (under flock) -> ENTER. The entry step.
- *   An I/O error at A3 or A4 (IOFAIL), a failed A4, a denial at A5-A7, and
- *   the release after the critical section by the holder process itself
- *   all end with the acquirer's own withdrawal (OLDW=0):
- *   W1 through myd: if myd's record is mine, unlink it (W1ATOMIC=1: check
- *      and unlink one step; 0: read, then unlinkat(fd, "owner") a separate
- *      step that removes whatever record is there then).
- *   W2 if myd is at L and record-less (fstat(fd) vs stat(L): the fd pins
- *      the inode): take L into my own claim, verify there that it is myd and
- *      record-less, remove it; else restore (RENAME_NOREPLACE after a
- *      re-check) or leave it as a barrier. myd elsewhere (someone's claim,
- *      or removed): leave it.
- *   W3 drop the shared flock. The attempt is over: assert (LEFTOVER) that
- *      no directory at L or in any claim holds my record.
- *   OLDW=1 (weakened, 0.1.0's W as the acquirer's own withdrawal): instead
- *      of W1-W2, if L's record is mine take L into my self-claim, verify,
- *      remove (mismatch: restore or barrier); then if not removed, find my
- *      record in any claim, steal that claim into a self-claim, verify,
- *      remove; then W3.
- *   RELEASER=1: a holder may instead leave its release to another process
- *      with no fd (`holdfast lock release --token`): the acquiring process
- *      exits (its flock dropped) while the lock stays held; later the
- *      releaser runs 0.1.0's W and then looks at L once more (RELOOK=1): if
- *      L's record is the token, take, verify, remove. LEFTREL=1 asserts no
- *      leftover after it too.
- *   Judges (reapers / sweepers, NR processes x NRACT destructive actions):
- *   R  L with a record whose owner is dead (sound oracle: the attempt is
- *      finished or crashed): take L into my claim, verify the token, remove;
- *      else restore (NOREPLACE + re-check) or barrier.
- *   RF L record-less: open L (pin d), flock(d, LOCK_EX|LOCK_NB) (fails iff
- *      someone holds LOCK_SH or LOCK_EX: then give up), keeping it: take L
- *      into my claim, verify it is d and record-less, remove; else restore
- *      or barrier; drop the flock.
- *   RT (ANYTIME=1) L record-less, judged at any time without the flock (the
- *      C code's ctime verdict past the stale window, for an acquirer stopped
- *      with its flock held): pin d, take, verify d and record-less, remove;
- *      else restore or barrier.
- *   S  sweep a claim whose record's owner is dead, or a self-claim holding
- *      its declarer's record: steal it into my claim (rename), verify the
- *      token, remove; a mismatch stays under my name (never restored).
- *   SF a record-less claim: pin d, LOCK_EX|LOCK_NB on d (else give up),
- *      steal, verify d and record-less, remove (else it stays, mine), drop.
+ * Acquire (one attempt, token tok; NA processes x NATT attempts):
+ *   A1 mkdir L. Blocks while L exists (the wait and retry of J1: judging L
+ *      is what the judges below do).
+ *   A2 open L (O_RDONLY|O_DIRECTORY): an fd on whatever directory object is
+ *      at L now, maybe not the one made (none: retry). It pins the object:
+ *      myd. Then, a separate step, flock(myd, LOCK_SH|LOCK_NB) on the
+ *      object, wherever it is by then. It fails only while a judge holds
+ *      LOCK_EX on it: the attempt is LOST - it publishes nothing, drops the
+ *      fd, retries. Otherwise it holds LOCK_SH until its attempt is over
+ *      (W3); a crash drops it (the kernel releases a dead process's flocks).
+ *   A3 fence f = counter + 1 (under the counter's flock: one step). An I/O
+ *      error (IOFAIL) withdraws.
+ *   A4 publish the complete record, a test-and-set (linkat fails if a
+ *      record is there):
+ *        PUBLISH=2 (default, proposed) through the fd, into myd itself,
+ *                  wherever it is now (ENOENT once removed);
+ *        PUBLISH=0 by path L/owner, lookup and link one step (0.1.0, and as
+ *                  first specified for this change): into whatever is at L;
+ *        PUBLISH=1 by path as linkat(2) does it: the lookup of L, then the
+ *                  link into that object, two steps (it may have been
+ *                  renamed into a claim in between).
+ *      Failure (a record there, nothing at L, myd removed) or an I/O error
+ *      (IOFAIL): withdraw.
+ *   A5 look at the claims: denied iff a claim holds a record whose owner is
+ *      not dead and did not declare the claim its own (a self-claim);
+ *      record-less claims never deny (HARMLESS=0: every claim denies).
+ *      SCANATOMIC=0: claim by claim.
+ *   A6 read L's record back by path: it must be mine.
+ *   A7 counter == f (under the counter's flock): ENTER. The entry step.
+ *   After the critical section the holder releases (its own withdrawal), or
+ *   (RELEASER) its process exits holding the lock and another process
+ *   releases it by token (below). Denied at A5-A7, failed or I/O error at
+ *   A3-A4: its own withdrawal.
+ *
+ * The acquirer's own withdrawal (OLDW=0); it still has myd's fd:
+ *   W1 if myd's record is mine, unlink it through the fd - wherever myd is
+ *      (L, anyone's claim). W1ATOMIC=0 (default): read the record, then
+ *      unlinkat(fd, "owner") as a separate step, which removes whatever
+ *      record is there by then; W1ATOMIC=1: check and unlink one step.
+ *   W2 if myd is at L and record-less (fstat of the fd against stat of L:
+ *      the fd pins the inode; W2PEEK=0: if myd is at L, record or not): take
+ *      L into my own claim (rename NOREPLACE), verify there that it is myd
+ *      and record-less, remove it; else restore it (below) or leave it a
+ *      barrier. myd elsewhere (in a claim, or removed): leave it; it is
+ *      record-less, reapable by the flock once W3 is done.
+ *   W3 drop LOCK_SH (close the fd). The attempt is over: with LEFTOVER,
+ *      assert that no directory at L or in any claim holds my record.
+ *   OLDW=1 (weakened: 0.1.0's W as the acquirer's own withdrawal): instead
+ *      of W1 and W2, if L's record is mine take L into my self-claim,
+ *      verify, remove (mismatch: restore or barrier); then, unless removed,
+ *      find my record in a claim, steal that claim into another self-claim,
+ *      verify, remove; then W3.
+ *
+ * Release by another process with no fd (`holdfast lock release --token`;
+ * RELEASER=n: holders A0..A(n-1) may leave it to one): the acquiring process
+ * exits in the critical section (its LOCK_SH dropped); later the releaser
+ * runs 0.1.0's W as just described and, unless it removed the record, looks
+ * at L once more (RELOOK): if L's record is the token, take, verify, remove
+ * (mismatch: restore or barrier). LEFTREL=1 asserts no leftover after it.
+ *
+ * Judges (NR processes x NRACT destructive actions; reapers of L and
+ * sweepers of claims; a judge's choice of what to judge is one step):
+ *   R  L holds a record whose owner is dead (the sound oracle, below):
+ *      later take L into my claim, verify the token there, remove; else
+ *      restore or barrier.
+ *   RF L is record-less: open L (pin the object d); then LOCK_EX|LOCK_NB on
+ *      d (refused while anyone holds LOCK_SH or LOCK_EX: the judge gives up,
+ *      which changes nothing and is not modelled); holding it: take L into
+ *      my claim, verify it is d and record-less, remove; else restore or
+ *      barrier; then drop LOCK_EX. This may reap a live acquirer's fresh
+ *      directory between its mkdir and its flock.
+ *   RT (ANYTIME=1) the same without the flock: a record-less directory
+ *      judged at any time (the C code's ctime verdict past the stale window,
+ *      for an acquirer stopped while holding LOCK_SH).
+ *   S  a claim holds a record whose owner is dead, or a self-claim holds its
+ *      declarer's record: steal it into my claim (rename), verify the token,
+ *      remove; a mismatch stays, under my name (never restored).
+ *   SF a claim is record-less: pin its object d, LOCK_EX|LOCK_NB on d, steal
+ *      the claim, verify it is d and record-less, remove (else it stays,
+ *      mine), drop LOCK_EX.
  *   ST (ANYTIME=1) the same without the flock.
- *   Removing a verified claim: unlink its "owner" (whatever is there now),
- *   then rmdir, which fails when a record appeared in between: the claim
- *   stays (C: claim_remove). Two steps when records can appear in a claimed
- *   directory (PUBLISH=1, 2); with PUBLISH=0 a record appears only at L, so
- *   the two are one step (exact).
  *
- * Properties: assert(incs <= 1) on entry; with FENCE every entry's fence is
- * strictly greater than the previous entry's; with LEFTOVER no leftover
- * record once an acquirer's own withdrawal is over.
+ * Shared steps:
+ *   restore  my claim back to L: re-check the record read at the verify
+ *            (or "none"), rename NOREPLACE; L occupied: it stays, a barrier.
+ *   remove   my verified claim: unlink its "owner" (whatever is there now),
+ *            then rmdir, which fails if a record appeared in between (the
+ *            claim stays; C: claim_remove). Two steps where a record can
+ *            appear in a claimed directory (PUBLISH=1, 2); one with
+ *            PUBLISH=0, where a record only ever appears at L (exact).
  *
- * Abstractions: each system call is one atomic step; a record is complete
- * (O_TMPFILE + link: no partial records); verdicts about a record come from
- * a sound oracle (about token t only once attempt t will never again be in
- * the critical section); record-less directories are judged only by the
- * flock (or, ANYTIME, at any time). Inode numbers are used only against an
- * fd that pins the inode: the model compares directory objects there.
- * Acquirers may crash at any write step before entering and (CRASHW) in
- * their withdrawal; judges do not crash. L starts held by a dead owner.
+ * Properties:
+ *   assert(incs <= 1) on entry: mutual exclusion;
+ *   with FENCE, every entry's fence is greater than the previous entry's;
+ *   with LEFTOVER, no leftover record when an acquirer's own withdrawal is
+ *   over (W3).
+ *
+ * Abstractions: a record is complete (O_TMPFILE + link); verdicts about a
+ * record come from a sound oracle: about token t only once attempt t will
+ * never again be in the critical section (it left it, was denied, failed or
+ * crashed); record-less directories are judged only by the flock (and, with
+ * ANYTIME, at any time); inode numbers appear only against an fd that pins
+ * the inode, so the model compares directory objects. Acquirers may crash
+ * at any step that writes, before entering and (CRASHW) in their own
+ * withdrawal; judges and releasers do not crash. L starts held by a dead
+ * owner (token 1, dir 1) so that judges have work.
  *
  * Switches (spin -DNAME=value -a dirlock.pml):
  */
