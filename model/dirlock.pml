@@ -218,6 +218,12 @@ bool dead[NTOK+1];    /* ghost oracle: attempt t is over or will never enter
 byte incs;            /* ghost: processes in the critical section            */
 byte counter;         /* the fence counter (L.holdfast/fence)                */
 byte lastfence;       /* ghost: fence of the last entry                      */
+#if LEFTREL
+byte rv[NR];          /* ghost: the token judge r judged dead (R, S), 0: none */
+#define RV(t) rv[r] = t
+#else
+#define RV(t) skip
+#endif
 
 /* A crash stops an attempt for good, drops its flock, makes it judgeable
    (dead). Crashes after a step that only reads are the same state as a
@@ -273,6 +279,20 @@ inline remove(c) {
 #endif
 }
 
+/* the same in 0.1.0's W, which goes on searching unless the rmdir removed
+   the claim (C: claim_remove returns 1): wd = 1 only then */
+inline removew(c) {
+#if REMOVE2
+  d_step { printf("MSC: P%d: unlink claim%d/owner (dir %d, owner %d)\n", _pid, c, cl[c], own[cl[c]]);
+           if :: cl[c] != 0 -> own[cl[c]] = 0 :: else -> skip fi };
+  d_step { printf("MSC: P%d: rmdir claim%d (dir %d, owner %d)\n", _pid, c, cl[c], own[cl[c]]);
+           if :: cl[c] != 0 && own[cl[c]] == 0 -> own[cl[c]] = GONE; cl[c] = 0; wd = 1 :: else -> skip fi }
+#else
+  d_step { printf("MSC: P%d: unlink claim%d/owner (dir %d, owner %d), rmdir\n", _pid, c, cl[c], own[cl[c]]);
+           if :: cl[c] != 0 -> own[cl[c]] = GONE; cl[c] = 0; wd = 1 :: else -> skip fi }
+#endif
+}
+
 /* take L into my claim c (rename NOREPLACE of whatever is at L) */
 inline takeL(c) {
   d_step { if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
@@ -292,7 +312,6 @@ inline steal(x, c) {
            :: j < NCL -> if :: own[cl[j]] == tok -> wd = 1 :: else -> skip fi; j++ \
            :: else -> break \
            od; j = 0
-#define FORGET wd = 0
 
 /* 0.1.0's W: withdraw or release the record of attempt tok by token alone,
    with self-claims c (for L), c+1 (for a steal), c+2 (the last look) */
@@ -304,7 +323,7 @@ inline oldwithdraw() {
      takeL(c);
      d_step { o = (cl[c] != 0 -> own[cl[c]] : 255); ok = 0 };
      if
-     :: o == tok -> o = 0; remove(c); wd = 1
+     :: o == tok -> o = 0; removew(c)
      :: o != tok && o != 255 -> restore(c); o = 0
      :: else -> o = 0
      fi
@@ -320,14 +339,14 @@ inline oldwithdraw() {
               :: j < NCL && !(own[cl[j]] == tok && j != c + 1) -> j++
               :: j >= NCL -> break
               od;
-              printf("MSC: P%d(tok %d): W searches the claims: claim%d\n", _pid, tok, j) };
+              printf("MSC: P%d(tok %d): W searches the claims: claim%d (%d: none)\n", _pid, tok, j, NCL) };
      if
      :: j < NCL ->
         d_step { if :: cl[j] != 0 -> cl[c+1] = cl[j]; cl[j] = 0 :: else -> skip fi;
                  printf("MSC: P%d: steals claim%d into claim%d (dir %d)\n", _pid, j, c+1, cl[c+1]);
                  j = 0 };
         if
-        :: cl[c+1] != 0 && own[cl[c+1]] == tok -> remove(c+1); wd = 1
+        :: cl[c+1] != 0 && own[cl[c+1]] == tok -> removew(c+1)
         :: else -> skip                      /* not mine after all: it stays, a claim */
         fi
      :: else -> j = 0
@@ -409,7 +428,7 @@ inline withdraw() {
 #if LEFTOVER
            assert(!wd);
 #endif
-           FORGET }
+           wd = 0 }
 }
 
 proctype Acq(byte i) {
@@ -537,11 +556,18 @@ cs:  skip;
         relook();
 #endif
         d_step { o = 0;
-                 FINDREC;
 #if LEFTREL
+                 /* no record of mine at L or in a claim, except in a judge's
+                    claim taken on a verdict about me: it removes it */
+                 wd = (own[L] == tok); j = 0;
+                 do
+                 :: j < NCL -> if :: own[cl[j]] == tok && !(j >= NSELF && rv[(j - NSELF)/NRACT] == tok) -> wd = 1
+                               :: else -> skip fi; j++
+                 :: else -> break
+                 od; j = 0;
                  assert(!wd);
 #endif
-                 FORGET };
+                 wd = 0 };
         goto over
      fi;
 #endif
@@ -572,7 +598,7 @@ end_crashed:
    declarer's record; SF/ST, a record-less claim, pinned. Up to 24 claims. */
 #define QS(n) (n < NCL && cl[n] != 0 && own[cl[n]] != 0 && \
                (dead[own[cl[n]]] || (DECL(n) != 0 && own[cl[n]] == DECL(n))))
-#define SWS(n) :: d_step { k < NRACT && QS(n) -> x = n; t = own[cl[n]]; \
+#define SWS(n) :: d_step { k < NRACT && QS(n) -> x = n; t = own[cl[n]]; RV(t); \
                   printf("MSC: P%d: judges claim%d (dir %d, owner %d) stale\n", _pid, x, cl[x], t) }
 #define QF(n) (n < NCL && cl[n] != 0 && own[cl[n]] == 0)
 #define SWF(n) :: d_step { k < NRACT && QF(n) -> x = n; d = cl[n]; \
@@ -586,7 +612,7 @@ proctype Reaper(byte r) {
   bool ok;
 
   do
-  :: k < NRACT -> d_step { own[L] != 0 && dead[own[L]] -> t = own[L];
+  :: k < NRACT -> d_step { own[L] != 0 && dead[own[L]] -> t = own[L]; RV(t);
               printf("MSC: P%d: judges L (dir %d, owner %d) STALE\n", _pid, L, t) };
      /* R: a verdict about L's dead owner t; take L into my claim, verify,
         remove or restore */
@@ -602,7 +628,7 @@ proctype Reaper(byte r) {
         fi
      :: else -> skip
      fi;
-     d_step { t = 0; c = 0; o = 0 }
+     d_step { t = 0; c = 0; o = 0; RV(0) }
   :: k < NRACT -> d_step { L != 0 && own[L] == 0 -> d = L;
               printf("MSC: P%d: L (dir %d) record-less, pinned\n", _pid, d) };
      /* RF / RT: L record-less, d pinned: LOCK_EX|LOCK_NB (RF), or not (RT) */
@@ -639,7 +665,7 @@ proctype Reaper(byte r) {
      :: cl[c] != 0 && own[cl[c]] == t -> t = 0; remove(c)
      :: else -> skip            /* not what was judged: stays, under my name */
      fi;
-     d_step { t = 0; x = 0; c = 0 }
+     d_step { t = 0; x = 0; c = 0; RV(0) }
   :: k < NRACT -> if SWF(0) SWF(1) SWF(2) SWF(3) SWF(4) SWF(5) SWF(6) SWF(7) SWF(8) SWF(9) SWF(10) SWF(11) SWF(12) SWF(13) SWF(14) SWF(15) SWF(16) SWF(17) SWF(18) SWF(19) SWF(20) SWF(21) SWF(22) SWF(23) fi;
      /* SF / ST: claim x record-less, d pinned: LOCK_EX|LOCK_NB (SF), or not (ST) */
      if
