@@ -485,7 +485,11 @@ proctype Acq(byte i) {
 #endif
                }
 #if IOFAIL
-     :: d_step { dead[tok] = 1; printf("MSC: P%d(tok %d): I/O error at A4\n", _pid, tok) }
+     :: d_step { dead[tok] = 1;
+#if PUBLISH == 1
+                 p = 0;
+#endif
+                 printf("MSC: P%d(tok %d): I/O error at A4\n", _pid, tok) }
 #endif
      fi;
      if :: !ok -> goto withdrawal :: else -> skip fi;    /* EEXIST/ENOENT/EIO */
