@@ -63,9 +63,10 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model
 
-# The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion
-# and fence monotonicity at bound B1, and two weakened variants that must
-# fail. Other bounds: bash model/check.sh b2 h3 ... (see model/README.md).
+# The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion,
+# no leftover record and fence monotonicity at bound B1 (also with judges
+# that ignore the flock), and five weakened variants that must fail. Other
+# configurations: bash model/check.sh list (see model/README.md).
 model: deps
 	bash model/check.sh test
 

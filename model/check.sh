@@ -2,45 +2,71 @@
 # model/check.sh - check configurations of model/dirlock.pml and
 # model/session.pml (configurations named session*) with SPIN.
 #
-# usage: model/check.sh [-o OUTDIR] [-k] CONFIG...
-#   CONFIG   a name below, or "test" (= b1 b1-fence weak-noscan weak-nofence,
+# usage: model/check.sh [-o OUTDIR] [-k] [-b] CONFIG...
+#   CONFIG   a name below, or "test" (= b1 b1-fence anytime weak-noscan
+#            weak-nofence weak-noreadback weak-oldwithdraw weak-bypath,
 #            what `make model` and `make test` run), or "session-test"
 #            (= session session-weak, also run by `make test`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
+#   -b       breadth-first search: a violation found is a shortest one
+#            (for trails; needs more memory, no -DCOLLAPSE)
+#   list     print the configurations (name, expected verdict, flags, what)
 #
 # Each configuration has an expected verdict: "holds" (no assertion can be
 # violated: exhaustive, -DCOLLAPSE is exact) or "fails" (SPIN must find a
 # violation: proof that the model can see the bug). The script prints one
-# line per configuration - verdict, states stored, seconds - and exits 1 if
-# any verdict differs from the expected one.
+# line per configuration - verdict, states stored, search depth, seconds
+# (pan alone), memory pan reports using (MB) - and exits 1 if any verdict
+# differs from the expected one.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=""
 keep=0
-while getopts "o:k" opt; do
+bfs=0
+while getopts "o:kb" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	k) keep=1 ;;
+	b) bfs=1 ;;
 	*) exit 64 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+[ $# -gt 0 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 
 # name | expected | spin -D flags | what it checks
+# (every "holds" configuration asserts mutual exclusion, and no leftover
+# record after an acquirer's own withdrawal; FENCE=1 also fences)
 configs='
-b1|holds|-DFENCE=0 -DFENCECHECK=0|B1 mutual exclusion; fence check removed (over-approximates entries), I/O failures on
-b1-fence|holds|-DIOFAIL=0|B1 mutual exclusion and strictly increasing fences
-b1-full|holds||B1 everything on: fences, fence check, I/O failures at A3 and A4
-b1-seedrule|holds|-DHARMLESS=0 -DFENCE=0 -DFENCECHECK=0|B1 with the seed rule: every claim denies
-b1-scan1by1|holds|-DSCANATOMIC=0 -DFENCE=0 -DFENCECHECK=0|B1 mutual exclusion, claims looked at one by one
-weak-noscan|fails|-DSCAN=0 -DFENCE=0 -DFENCECHECK=0|weakened: no look at the claims after publication
-weak-nofence|fails|-DFENCECHECK=0 -DIOFAIL=0|weakened: no counter == f check before entering
-b2|holds|-DNRACT=2 -DFENCE=0 -DFENCECHECK=0|B2 (2 actions per reaper) mutual exclusion
-b2-fence|holds|-DNRACT=2 -DIOFAIL=0|B2 mutual exclusion and fences
-h3|holds|-DNA=3 -DFENCE=0 -DFENCECHECK=0|3 holders x 2 attempts, 2 reapers x 1 action, mutual exclusion
-h3-fence|holds|-DNA=3 -DIOFAIL=0|3 holders, mutual exclusion and fences
+b1|holds|-DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|B1 mutual exclusion + no leftover; flock judges; crashes (also in the withdrawal), I/O failures; fence check removed (over-approximates entries)
+b1-fence|holds|-DIOFAIL=0 -DCRASH=0 -DRELEASER=0 -DW1ATOMIC=1|B1 strictly increasing fences (+ mutual exclusion, no leftover), no crashes, no I/O failures, W1 one step
+anytime|holds|-DANYTIME=1 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0 -DCRASHW=0 -DIOFAIL=0|B1, judges may also reap record-less directories ignoring the flock; no crashes in the withdrawal, no I/O failures
+weak-noscan|fails|-DSCAN=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|weakened: no look at the claims after publication (incs<=1)
+weak-nofence|fails|-DFENCECHECK=0 -DIOFAIL=0 -DCRASH=0 -DRELEASER=0|weakened: no counter == f check before entering (f>lastfence)
+weak-noreadback|fails|-DREADBACK=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|weakened: no read back of L at A6 (incs<=1)
+weak-oldwithdraw|fails|-DOLDW=1 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|weakened: 0.1.0 W (look at L, search the claims) as the acquirer own withdrawal (no leftover)
+weak-bypath|fails|-DPUBLISH=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|the protocol as first specified: A4 by path, not through the fd (no leftover)
+b1-release|holds|-DFENCE=0 -DFENCECHECK=0|B1 + every holder may leave its release to a by-token releaser (0.1.0 W + a last look at L)
+b1-full|holds||B1 everything on: fences, fence check, crashes, I/O failures, by-token releasers
+anytime-full|holds|-DANYTIME=1 -DFENCE=0 -DFENCECHECK=0|anytime + crashes in the withdrawal + by-token releasers
+b1-w2any|holds|-DW2PEEK=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|B1, W2 takes L whenever it is myd (record or not), as first specified
+b1-seedrule|holds|-DHARMLESS=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|B1 with the seed rule: every claim denies
+b1-scan1by1|holds|-DSCANATOMIC=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|B1, claims looked at one by one
+bypath-mutex|holds|-DPUBLISH=0 -DLEFTOVER=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|A4 by path (one step): mutual exclusion holds, only no-leftover fails
+lookup-mutex|holds|-DPUBLISH=1 -DLEFTOVER=0 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|A4 by path as linkat does it (lookup, then link): mutual exclusion
+lookup-leftover|fails|-DPUBLISH=1 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|A4 by path as linkat does it: no leftover fails
+rel-leftover|fails|-DLEFTREL=1 -DFENCE=0 -DFENCECHECK=0|the by-token releaser can leave its record behind (and then reports "not held")
+probe1|fails|-DPROBE=1 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|reachable: an attempt lost to a judge LOCK_EX
+probe2|fails|-DPROBE=2 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|reachable: LOCK_SH taken on a directory a judge already removed
+probe3|fails|-DPROBE=3 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|reachable: two acquirers share one directory
+probe4|fails|-DPROBE=4 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|reachable: a record appears in a verified claim (its rmdir fails)
+probe5|fails|-DPROBE=5 -DANYTIME=1 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|reachable: an any-time judge removes a directory under LOCK_SH
+probe6|fails|-DPROBE=6 -DFENCE=0 -DFENCECHECK=0|reachable: the releaser last look at L finds its record
+b2|holds|-DNRACT=2 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|B2 (2 actions per reaper) mutual exclusion + no leftover
+b2-fence|holds|-DNRACT=2 -DIOFAIL=0 -DCRASH=0 -DRELEASER=0|B2 fences
+h3|holds|-DNA=3 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|3 holders x 2 attempts, 2 reapers x 1 action, mutual exclusion + no leftover
+h3-fence|holds|-DNA=3 -DIOFAIL=0 -DCRASH=0 -DRELEASER=0|3 holders, fences
 session|holds||session lock: 2 takers, a stale lock, a live barrier and its lane; one holder, no leftover
 session-weak|fails|-DOLDWD=1 -DRESTORE=2 -DINITSTALE=0 -DYOUNG=1|weakened: 0.1.0 withdrawal and barrier restore, plain contention (item 5)
 session-weak-any|fails|-DOLDWD=1 -DRESTORE=2|weakened: 0.1.0 withdrawal and barrier restore, with the stale lock
@@ -53,13 +79,22 @@ session-nt3|holds|-DNT=3 -DINITBAR=0|session: 3 takers, a stale lock, no barrier
 '
 
 # pan: -E blocked processes at the end are no error; -m depth; -w hash bits
-PAN_FLAGS=${PAN_FLAGS:-"-E -m100000 -w27"}
+# (2^25 slots: the test configurations store 22-26 M states; bigger runs
+# want PAN_FLAGS="-E -m100000 -w28" and a larger -DMEMLIM in CC_FLAGS)
+PAN_FLAGS=${PAN_FLAGS:-"-E -m100000 -w25"}
+CC_FLAGS_SET=${CC_FLAGS:+1}
 CC_FLAGS=${CC_FLAGS:-"-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=16000"}
+[ $bfs = 1 ] && CC_FLAGS="-O2 -DSAFETY -DBFS -DMEMLIM=16000"
+
+if [ "$1" = list ]; then
+	printf '%s\n' "$configs" | grep . | awk -F'|' '{ printf "%-16s %-6s %s\n%16s %-6s %s\n", $1, $2, $4, "", "", ($3 == "" ? "(defaults)" : $3) }'
+	exit 0
+fi
 
 expand=()
 for c in "$@"; do
 	if [ "$c" = test ]; then
-		expand+=(b1 b1-fence weak-noscan weak-nofence)
+		expand+=(b1 b1-fence anytime weak-noscan weak-nofence weak-noreadback weak-oldwithdraw weak-bypath)
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
 	else
@@ -74,7 +109,7 @@ fi
 mkdir -p "$out"
 
 status=0
-printf '%-12s %-8s %-6s %14s %9s  %s\n' config expected result states seconds flags
+printf '%-16s %-8s %-10s %12s %6s %8s %7s  %s\n' config expected result states depth seconds MB flags
 for name in "${expand[@]}"; do
 	line=$(printf '%s\n' "$configs" | grep "^$name|" || true)
 	if [ -z "$line" ]; then
@@ -96,7 +131,10 @@ for name in "${expand[@]}"; do
 		# shellcheck disable=SC2086
 		spin $flags -a "$pml" >spin.log 2>&1 || { cat spin.log; exit 1; }
 		# shellcheck disable=SC2086
-		gcc $CC_FLAGS -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
+		cc_flags=$CC_FLAGS
+		# the weakened variants fail within a second: compile them fast
+		case $name in weak-*) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
+		gcc $cc_flags -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
 		start=$(date +%s.%N)
 		# shellcheck disable=SC2086
 		./pan $PAN_FLAGS >pan.log 2>&1
@@ -106,6 +144,8 @@ for name in "${expand[@]}"; do
 	secs=$(awk '{ printf "%.1f", $2 - $1 }' "$d/time")
 	states=$(grep -oE '^ *[0-9.e+]+ states, stored' "$d/pan.log" | awk '{ printf "%.0f", $1 }')
 	errors=$(grep -oE 'errors: [0-9]+' "$d/pan.log" | awk '{ print $2 }')
+	depth=$(grep -oE 'depth reached [0-9]+' "$d/pan.log" | awk '{ print $3 }')
+	mb=$(grep -E 'total actual memory usage' "$d/pan.log" | awk '{ printf "%.0f", $1 }')
 	if grep -q 'errors: [1-9]' "$d/pan.log"; then
 		result=fails # a violation found is a verdict even in a partial search
 	elif grep -q 'Search not completed\|reached -DMEMLIM\|max search depth too small\|pan: out of memory\|aborting' "$d/pan.log"; then
@@ -115,9 +155,9 @@ for name in "${expand[@]}"; do
 	else
 		result=ERROR
 	fi
-	printf '%-12s %-8s %-6s %14s %9s  %s\n' "$name" "$expect" "$result" "${states:-?}" "$secs" "${flags:--}"
+	printf '%-16s %-8s %-10s %12s %6s %8s %7s  %s\n' "$name" "$expect" "$result" "${states:-?}" "${depth:-?}" "$secs" "${mb:-?}" "${flags:--}"
 	if [ "$result" = fails ]; then
-		grep -m1 'assertion violated' "$d/pan.log" | sed 's/^/             /'
+		grep -m1 'assertion violated' "$d/pan.log" | sed 's/^/                 /'
 	fi
 	[ "$result" = "$expect" ] || status=1
 done

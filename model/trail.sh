@@ -3,7 +3,8 @@
 # `model/check.sh -k ...`) as a story, with process names: A0, A1, ... are
 # acquirer/holders, R0, R1, ... reapers/sweepers; tok 1 is the dead owner
 # the lock starts with; claimN is a claim name (self-claims of attempt t are
-# claim 2(t-2) and 2(t-2)+1, the reapers' come after).
+# claims 3(t-2), 3(t-2)+1 and 3(t-2)+2, the reapers' come after); dir N is a
+# directory object (dir 1 the dead owner's, then one per mkdir).
 set -u
 cd "$1" || exit 1
 na=$(grep -oP '(?<=-DNA=)\d+' flags 2>/dev/null || echo 2)
