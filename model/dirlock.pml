@@ -7,6 +7,18 @@
  * leftover"). It descends from the 0.1.0 model (as built), itself derived
  * from research/model/lockdir.pml (seed 000).
  *
+ * The C code as built (dirlock.c) makes its new directory in the state
+ * directory, takes LOCK_SH on it there, and renames it to L with
+ * RENAME_NOREPLACE (A0/A1 there); publishes through the fd (PUBLISH=2); and
+ * a reaper acts on a verdict only while the judged directory is still at
+ * L. Each of these only removes interleavings from this model's: a rename
+ * of a locked directory is this model's A1 with A2 and the flock run at
+ * once on the acquirer's own directory (no judge in between, never another
+ * acquirer's directory), and a reaper that gives up is the judge's give-up,
+ * which changes nothing. So every property checked here holds for it; the
+ * model keeps the wider protocol, whose extra interleavings (a judge in the
+ * mkdir-to-flock window, two acquirers in one directory) it checks too.
+ *
  * Every system call is one atomic step; any process may be delayed between
  * two of them. The protocol, step by step:
  *

@@ -102,9 +102,10 @@
  * Invariants
  * ----------
  *   (D1) Publication is a test-and-set: the record appears complete under
- *        owner (linkat) or not at all, and never replaces another; each
- *        directory holds at most one record in its life, published by its
- *        maker through its descriptor.
+ *        owner (linkat) or not at all, and never replaces another; a token's
+ *        record is published only by its own attempt, only into that
+ *        attempt's own directory, through its descriptor - so it exists
+ *        nowhere else, wherever others moved that directory.
  *   (D2) A holder enters only after (a) its record was published, (b) a
  *        look after publication found no claim that may hide a live holder
  *        (an error denies), (c) the record read back at the canonical path
@@ -170,6 +171,11 @@
  *   - A holder in another pid namespace that closes live_fd while it lives
  *     (a process that closes the descriptors it inherited) looks dead to
  *     judges outside its namespace; in its own namespace its pid decides.
+ *   - A release by token (a process without the lock's descriptor) can miss
+ *     its record while a reaper and a withdrawal move it between L and the
+ *     claims (model: rel-leftover): it answers "not held" and the record
+ *     stays until its owner is proven dead. The holder's own withdrawal
+ *     (through its descriptor) never misses.
  *   - A wall clock set back makes records of another kernel look younger
  *     (liveness only); set forward, such a live owner may look leaked:
  *     fencing again. On one kernel ages are boot-relative.
@@ -908,25 +914,28 @@ static int at_l_is(struct lk *l, const char *token, struct place *p)
 
 /* Release by token (W), for a process that holds no descriptor of the lock:
  * at L through our own claim, or in a claim; found nowhere, at L once more
- * (a reaper that took it by mistake has put it back meanwhile). 1 removed,
- * 0 not found, <0 error. */
+ * (a reaper that took it by mistake has put it back meanwhile), and while
+ * claims exist a few passes more: a record moved between L and the claims
+ * as we look can be missed by one pass (model: rel-leftover). 1 removed, 0
+ * not found, <0 error. */
 static int withdraw(struct lk *l, const char *token, const char *role)
 {
 	struct place p;
-	for (int look = 0; look < 2; look++) {
+	for (int pass = 0; pass < 4; pass++) {
 		int rc = at_l_is(l, token, &p);
 		if (rc < 0)
 			return rc;
-		if (rc == 1) {
-			rc = take_verify_remove(l, l->pfd, l->base, &p, token, role);
-			if (rc != 0)
-				return rc;
-		}
-		if (look == 0) {
-			rc = find_own(l, token);
-			if (rc != 0)
-				return rc;
-		}
+		if (rc == 1 && (rc = take_verify_remove(l, l->pfd, l->base, &p, token, role)) != 0)
+			return rc;
+		if ((rc = find_own(l, token)) != 0)
+			return rc;
+		if ((rc = at_l_is(l, token, &p)) < 0)
+			return rc;
+		if (rc == 1 && (rc = take_verify_remove(l, l->pfd, l->base, &p, token, role)) != 0)
+			return rc;
+		struct stat st;
+		if (hf_sys_fstat(l->sfd, &st) < 0 || (l->nlink_counts && st.st_nlink == 2))
+			break; /* no claim to hide it: it is nowhere (D8) */
 	}
 	return 0;
 }
@@ -937,10 +946,12 @@ static int withdraw(struct lk *l, const char *token, const char *role)
 static void withdraw_own(struct lk *l, int lfd, const char *token)
 {
 	if (token) {
-		/* WA1, D10: the record in our directory, if it is ours (a directory
-		 * holds one record in its life, D1, and only its publisher or a
-		 * reaper that verified it removes it: nobody else's can be there
-		 * while ours is). From here on no record of ours exists. */
+		/* WA1, D10: the record in our directory, if it is ours. Only this
+		 * attempt ever publishes our token, and only into this directory
+		 * (D1): unlinking it here leaves no record of ours anywhere, and
+		 * it is safe as two steps (read, then unlink) - once ours is gone
+		 * nobody else publishes into a directory only we made and hold
+		 * (model/dirlock.pml, W1ATOMIC=0). */
 		char buf[OWNER_MAX + 1];
 		struct hf_lock_info i;
 		if (read_small(lfd, "owner", buf, sizeof buf) >= 0 && token_peek(buf, &i) &&
