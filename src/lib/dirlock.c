@@ -880,13 +880,16 @@ static int sweep(struct lk *l)
 }
 
 /* Find our own record in a claim; steal it into our own claim, verify,
- * remove (D5). 1 found and removed, 0 not found, <0 error. */
-static int find_own(struct lk *l, const char *token)
+ * remove (D5). 1 found and removed, 0 not found, <0 error; *ret_claims (may
+ * be NULL): how many claims there were to look at. */
+static int find_own(struct lk *l, const char *token, int *ret_claims)
 {
 	struct claim_list *cl = malloc(sizeof *cl);
 	if (!cl)
 		return -ENOMEM;
 	int rc = claims_list(l, cl), found = 0;
+	if (ret_claims)
+		*ret_claims = cl->n;
 	for (int i = 0; rc >= 0 && i < cl->n && !found; i++) {
 		struct place p;
 		rc = place_peek(l->sfd, cl->names[i], &p);
@@ -927,15 +930,15 @@ static int withdraw(struct lk *l, const char *token, const char *role)
 			return rc;
 		if (rc == 1 && (rc = take_verify_remove(l, l->pfd, l->base, &p, token, role)) != 0)
 			return rc;
-		if ((rc = find_own(l, token)) != 0)
+		int claims = 0;
+		if ((rc = find_own(l, token, &claims)) != 0)
 			return rc;
 		if ((rc = at_l_is(l, token, &p)) < 0)
 			return rc;
 		if (rc == 1 && (rc = take_verify_remove(l, l->pfd, l->base, &p, token, role)) != 0)
 			return rc;
-		struct stat st;
-		if (hf_sys_fstat(l->sfd, &st) < 0 || (l->nlink_counts && st.st_nlink == 2))
-			break; /* no claim to hide it: it is nowhere (D8) */
+		if (claims == 0)
+			break; /* no claim to hide it: it is nowhere */
 	}
 	return 0;
 }
