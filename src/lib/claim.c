@@ -77,8 +77,11 @@ int hf_claim_take(int dirfd, const char *canon, int claimdirfd, const char *pref
 		int rc = hf_random_hex(hex, 8);
 		if (rc < 0)
 			return rc;
-		if ((size_t)snprintf(ret_name, n, "%s%s", prefix, hex) >= n)
+		size_t pl = strlen(prefix);
+		if (pl + 17 > n)
 			return -ENAMETOOLONG;
+		memcpy(ret_name, prefix, pl);
+		memcpy(ret_name + pl, hex, 17); /* with its NUL */
 		rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, RENAME_NOREPLACE);
 		if (rc == -EOPNOTSUPP) /* C5: a fresh random name; nothing to replace */
 			rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, 0);

@@ -262,23 +262,45 @@ static void json_escape(char *dst, size_t n, const char *s)
 }
 
 /* The owner record: one line of JSON, fields in this order (the token
- * first: readers that only need it find it without a parse, place_peek). */
-static char *record_format(const struct hf_owner *me, uint64_t fence, int64_t max_hold_ms)
+ * first: readers that only need it find it without a parse, place_peek).
+ * Built by hand into buf (OWNER_MAX bytes): it is made in every
+ * acquisition, and stdio formats slower than the system calls around it.
+ * The length; host and comm are text (hf_text_ok), escaped for JSON. */
+static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence,
+			    int64_t max_hold_ms)
 {
-	char when[40], host[2 * HF_HOST_MAX + 1], comm[2 * HF_COMM_MAX + 1];
+	char when[HF_TIME_MAX], host[2 * HF_HOST_MAX + 1], comm[2 * HF_COMM_MAX + 1];
 	hf_time_format(me->time_ms, when, sizeof when);
 	json_escape(host, sizeof host, me->host);
 	json_escape(comm, sizeof comm, me->comm);
-	char *r = NULL;
-	if (asprintf(&r,
-		     "{\"token\":\"%s\",\"pid\":%" PRId64 ",\"pid_start\":%" PRIu64
-		     ",\"boot_id\":\"%s\",\"host\":\"%s\",\"acquired\":\"%s\",\"fence\":%" PRIu64
-		     ",\"max_hold_ms\":%" PRId64 ",\"pidns\":%" PRIu64 ",\"timens\":%" PRIu64
-		     ",\"boottime_ms\":%" PRId64 ",\"comm\":\"%s\"}\n",
-		     me->token, me->pid, me->pid_start, me->boot_id, host, when, fence,
-		     max_hold_ms, me->pidns, me->timens, me->boot_ms, comm) < 0)
-		return NULL;
-	return r;
+	char *p = buf;
+	p = hf_put_str(p, "{\"token\":\"");
+	p = hf_put_str(p, me->token);
+	p = hf_put_str(p, "\",\"pid\":");
+	p = hf_put_u64w(p, (uint64_t)me->pid, 1);
+	p = hf_put_str(p, ",\"pid_start\":");
+	p = hf_put_u64w(p, me->pid_start, 1);
+	p = hf_put_str(p, ",\"boot_id\":\"");
+	p = hf_put_str(p, me->boot_id);
+	p = hf_put_str(p, "\",\"host\":\"");
+	p = hf_put_str(p, host);
+	p = hf_put_str(p, "\",\"acquired\":\"");
+	p = hf_put_str(p, when);
+	p = hf_put_str(p, "\",\"fence\":");
+	p = hf_put_u64w(p, fence, 1);
+	p = hf_put_str(p, ",\"max_hold_ms\":");
+	p = hf_put_u64w(p, (uint64_t)(max_hold_ms > 0 ? max_hold_ms : 0), 1);
+	p = hf_put_str(p, ",\"pidns\":");
+	p = hf_put_u64w(p, me->pidns, 1);
+	p = hf_put_str(p, ",\"timens\":");
+	p = hf_put_u64w(p, me->timens, 1);
+	p = hf_put_str(p, ",\"boottime_ms\":");
+	p = hf_put_u64w(p, (uint64_t)(me->boot_ms > 0 ? me->boot_ms : 0), 1);
+	p = hf_put_str(p, ",\"comm\":\"");
+	p = hf_put_str(p, comm);
+	p = hf_put_str(p, "\"}\n");
+	*p = '\0';
+	return (size_t)(p - buf);
 }
 
 static int record_parse(const char *buf, struct hf_lock_info *ret)
@@ -531,17 +553,24 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 		rc = -EINVAL;
 		goto fail;
 	}
-	snprintf(l->sname, sizeof l->sname, "%s%s", l->base, STATE_SUFFIX);
+	*hf_put_str(hf_put_str(l->sname, l->base), STATE_SUFFIX) = '\0';
 	size_t plen = strlen(path);
 	while (plen > 1 && path[plen - 1] == '/')
 		plen--;
 	const char *slash = memrchr(path, '/', plen);
-	if (!slash)
-		snprintf(l->parent, sizeof l->parent, ".");
-	else if (slash == path)
-		snprintf(l->parent, sizeof l->parent, "/");
-	else
-		snprintf(l->parent, sizeof l->parent, "%.*s", (int)(slash - path), path);
+	if (!slash) {
+		strcpy(l->parent, ".");
+	} else if (slash == path) {
+		strcpy(l->parent, "/");
+	} else {
+		size_t dl = (size_t)(slash - path);
+		if (dl >= sizeof l->parent) {
+			rc = -ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(l->parent, path, dl);
+		l->parent[dl] = '\0';
+	}
 
 	for (int tries = 0;; tries++) {
 		l->sfd = hf_sys_openat(l->pfd, l->sname, OPEN_DIR, 0);
@@ -583,10 +612,15 @@ fail:
  * entered) its critical section. */
 static void claim_prefix(char *buf, size_t n, const char *self_token)
 {
-	if (self_token)
-		snprintf(buf, n, CLAIM_PREFIX "%013" PRId64 "-%s-", hf_sys_now_ms(), self_token);
-	else
-		snprintf(buf, n, CLAIM_PREFIX "%013" PRId64 "-", hf_sys_now_ms());
+	(void)n; /* 40 + HF_TOKEN_LEN: "c-" 13+ digits "-" token "-" */
+	char *p = hf_put_str(buf, CLAIM_PREFIX);
+	p = hf_put_u64w(p, (uint64_t)hf_sys_now_ms(), 13);
+	*p++ = '-';
+	if (self_token) {
+		p = hf_put_str(p, self_token);
+		*p++ = '-';
+	}
+	*p = '\0';
 }
 
 /* The time in a name "<prefix><ms>-…", or -1 when it is not such a name. */
@@ -614,6 +648,15 @@ static bool claim_declares(const char *name, const char *token)
 	return p && !strncmp(p + 1, token, n) && p[1 + n] == '-';
 }
 
+/* The named points of a destructive step, by role (no formatting on the
+ * hot path: the names are fixed). */
+struct role {
+	const char *judged, *taken, *verified, *unlinked;
+};
+#define ROLE(r) \
+	(&(const struct role){ "dirlock." r ".judged", "dirlock." r ".taken", "dirlock." r ".verified", \
+			       "dirlock." r ".unlinked" })
+
 /* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. */
 static int claim_take(struct lk *l, int dirfd, const char *name, const char *self_token,
 		      char *mine, size_t n)
@@ -638,15 +681,14 @@ static int rm_files_cb(int dirfd, const char *name, void *ctx)
  * D1: it cannot enter, its directory is not at L, and it unlinks its record
  * through that descriptor when it withdraws, D10); <0 on errors. Stray temporaries (the named fallback of
  * hf_publish_file_at) are removed; never a subdirectory (never recursive). */
-static int claim_remove(struct lk *l, const char *mine, const char *role)
+static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 {
-	char p[HF_CLAIM_NAME_MAX + 16], pt[64];
-	snprintf(p, sizeof p, "%s/owner", mine);
+	char p[HF_CLAIM_NAME_MAX + 16];
+	*hf_put_str(hf_put_str(p, mine), "/owner") = '\0';
 	int rc = hf_sys_unlinkat(l->sfd, p, 0);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	snprintf(pt, sizeof pt, "dirlock.%s.unlinked", role);
-	hf_sys_point(pt);
+	hf_sys_point(role->unlinked);
 	rc = hf_sys_unlinkat(l->sfd, mine, AT_REMOVEDIR);
 	if (rc == -ENOTEMPTY || rc == -EEXIST) {
 		int cfd = hf_sys_openat(l->sfd, mine, OPEN_DIR, 0);
@@ -681,25 +723,23 @@ static int claim_putback(struct lk *l, const char *mine, const struct place *fou
  * claim stays under our name (still a claim, judged again later). 1 when
  * removed, 0 when not (gone, or not what was judged), <0 on errors. */
 static int take_verify_remove(struct lk *l, int dirfd, const char *name,
-			      const struct place *judged, const char *self_token, const char *role)
+			      const struct place *judged, const char *self_token,
+			      const struct role *role)
 {
-	char mine[HF_CLAIM_NAME_MAX], pt[64];
-	snprintf(pt, sizeof pt, "dirlock.%s.judged", role);
-	hf_sys_point(pt);
+	char mine[HF_CLAIM_NAME_MAX];
+	hf_sys_point(role->judged);
 	int rc = claim_take(l, dirfd, name, self_token, mine, sizeof mine);
 	if (rc == -ENOENT)
 		return 0; /* someone else moved it first */
 	if (rc < 0)
 		return rc;
-	snprintf(pt, sizeof pt, "dirlock.%s.taken", role);
-	hf_sys_point(pt);
+	hf_sys_point(role->taken);
 	struct place now;
 	rc = place_peek(l->sfd, mine, &now);
 	if (rc < 0)
 		return rc; /* our claim stays: a barrier, swept when stale */
 	place_done(&now);
-	snprintf(pt, sizeof pt, "dirlock.%s.verified", role);
-	hf_sys_point(pt);
+	hf_sys_point(role->verified);
 	if (now.kind != REC_NONE && same_as_judged(judged, &now))
 		return claim_remove(l, mine, role);
 	if (now.kind == REC_NONE)
@@ -870,7 +910,7 @@ static int sweep(struct lk *l)
 		}
 		/* p stays open: it pins a record-less claim's inode (C1) and holds
 		 * the kernel lock the verdict took (D9) until it is removed */
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, "sweep");
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, ROLE("sweep"));
 		place_done(&p);
 		if (rc > 0)
 			removed++;
@@ -898,7 +938,7 @@ static int find_own(struct lk *l, const char *token, int *ret_claims)
 		place_done(&p);
 		if (p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, "find");
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, ROLE("find"));
 		found = rc > 0;
 	}
 	free(cl);
@@ -921,7 +961,7 @@ static int at_l_is(struct lk *l, const char *token, struct place *p)
  * claims exist a few passes more: a record moved between L and the claims
  * as we look can be missed by one pass (model: rel-leftover). 1 removed, 0
  * not found, <0 error. */
-static int withdraw(struct lk *l, const char *token, const char *role)
+static int withdraw(struct lk *l, const char *token, const struct role *role)
 {
 	struct place p;
 	for (int pass = 0; pass < 4; pass++) {
@@ -972,7 +1012,7 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		return;
 	struct place judged = { .kind = REC_EMPTY, .dev = mine.st_dev, .ino = mine.st_ino,
 				.fd = lfd };
-	take_verify_remove(l, l->pfd, l->base, &judged, token, "withdraw");
+	take_verify_remove(l, l->pfd, l->base, &judged, token, ROLE("withdraw"));
 }
 /* --- fences (D7) -------------------------------------------------------------- */
 
@@ -986,11 +1026,37 @@ struct fence_line {
  * place under the flock, never torn into a shorter line. */
 static int fence_write(int fd, const struct fence_line *fl)
 {
-	char line[128];
-	int n = snprintf(line, sizeof line, "%020" PRIu64 " %020" PRIu64 " %s %020" PRIu64 "\n",
-			 fl->fence, fl->reserve, fl->boot, fl->entered);
-	ssize_t w = hf_sys_pwrite(fd, line, (size_t)n, 0);
+	char line[128], *p = line;
+	p = hf_put_u64w(p, fl->fence, 20);
+	*p++ = ' ';
+	p = hf_put_u64w(p, fl->reserve, 20);
+	*p++ = ' ';
+	p = hf_put_str(p, fl->boot);
+	*p++ = ' ';
+	p = hf_put_u64w(p, fl->entered, 20);
+	*p++ = '\n';
+	ssize_t w = hf_sys_pwrite(fd, line, (size_t)(p - line), 0);
 	return w < 0 ? (int)w : 0;
+}
+
+/* A decimal field at *pp ending at stop: 0 and *ret, or -1. No strtoull:
+ * the counter is read twice in every acquisition. */
+static int fence_u64(const char **pp, char stop, uint64_t *ret)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p != stop && !(stop == '\n' && *p == '\0'))
+		return -1;
+	*pp = p;
+	*ret = v;
+	return 0;
 }
 
 static int fence_read(int fd, struct fence_line *fl)
@@ -1002,24 +1068,21 @@ static int fence_read(int fd, struct fence_line *fl)
 	if (n == 0)
 		return -ENODATA; /* a new counter */
 	buf[n] = '\0';
-	char *p = buf, *end;
-	errno = 0;
-	unsigned long long f = strtoull(p, &end, 10);
-	if (end == p || *end != ' ')
+	const char *p = buf;
+	uint64_t f, r;
+	if (fence_u64(&p, ' ', &f) < 0)
 		return HF_EUNREADABLE;
-	p = end + 1;
-	unsigned long long r = strtoull(p, &end, 10);
-	if (end == p || *end != ' ' || errno || f > r || r > FENCE_MAX)
+	p++;
+	if (fence_u64(&p, ' ', &r) < 0 || f > r || r > FENCE_MAX)
 		return HF_EUNREADABLE;
-	p = end + 1;
+	p++;
 	size_t bl = strcspn(p, " \n");
 	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0' && p[bl] != ' '))
 		return HF_EUNREADABLE;
-	unsigned long long e = f; /* a line of holdfast 0.1: its last fence */
+	uint64_t e = f; /* a line of holdfast 0.1: its last fence */
 	if (p[bl] == ' ') {
-		char *q = p + bl + 1;
-		e = strtoull(q, &end, 10);
-		if (end == q || (*end != '\n' && *end != '\0') || errno || e > f)
+		const char *q = p + bl + 1;
+		if (fence_u64(&q, '\n', &e) < 0 || e > f)
 			return HF_EUNREADABLE;
 	}
 	fl->fence = f;
@@ -1203,7 +1266,7 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	}
 	/* p stays open across the reap: it pins a record-less directory's inode
 	 * (C1) and holds the kernel lock the verdict took (D9) */
-	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, "reap");
+	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, ROLE("reap"));
 	place_done(&p);
 	return rc < 0 ? rc : RETRY;
 }
@@ -1222,8 +1285,10 @@ static int stage_make(struct lk *l, struct stage *st)
 		int rc = hf_random_hex(hex, 8);
 		if (rc < 0)
 			return rc;
-		snprintf(st->name, sizeof st->name, NEW_PREFIX "%013" PRId64 "-%s", hf_sys_now_ms(),
-			 hex);
+		char *np = hf_put_str(st->name, NEW_PREFIX);
+		np = hf_put_u64w(np, (uint64_t)hf_sys_now_ms(), 13);
+		*np++ = '-';
+		*hf_put_str(np, hex) = '\0';
 		rc = hf_sys_mkdirat(l->sfd, st->name, 0700);
 		if (rc == -EEXIST)
 			continue; /* 64 random bits collided */
@@ -1282,19 +1347,15 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	hf_sys_point("dirlock.acquire.opened");
 	int ffd = -1;
 	uint64_t f = 0;
-	char *rec = NULL;
+	char rec[OWNER_MAX];
+	size_t reclen = 0;
 	const char *mine = NULL; /* our token once a record of ours may exist */
 	char why[sizeof holder->reason] = "";
 	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* A3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point("dirlock.acquire.fenced");
-	rec = record_format(&me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
-	if (!rec) {
-		rc = -ENOMEM;
-		goto withdraw;
-	}
-	size_t reclen = strlen(rec);
+	reclen = record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
 	/* A4, D1: into the directory we opened and locked, through its
 	 * descriptor. The unnamed temporary is made in the state directory and
 	 * linked from there: a crowded parent's full inode groups would make an
@@ -1315,7 +1376,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	hf_sys_point("dirlock.acquire.scanned");
 
 	char opath[NAME_MAX + 8], back[OWNER_MAX + 1]; /* A6, D2c */
-	snprintf(opath, sizeof opath, "%s/owner", l->base);
+	*hf_put_str(hf_put_str(opath, l->base), "/owner") = '\0';
 	ssize_t backlen = read_small(l->pfd, opath, back, sizeof back);
 	if (backlen >= 0)
 		rc = (size_t)backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
@@ -1351,7 +1412,6 @@ withdraw:
 	withdraw_own(l, lfd, mine); /* WA1, WA2 */
 	hf_sys_close(lfd);          /* WA3 */
 out:
-	free(rec);
 	if (ffd >= 0)
 		hf_sys_close(ffd);
 	return rc;
@@ -1426,7 +1486,7 @@ int hf_lock_release(const char *path, const char *token, struct hf_lock_info *re
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	rc = withdraw(&l, token, "release");
+	rc = withdraw(&l, token, ROLE("release"));
 	if (rc > 0) {
 		rc = 0;
 	} else if (rc == 0) {

@@ -19,7 +19,13 @@
 int hf_random_hex(char *buf, size_t nbytes);
 
 /* "2026-09-22T10:00:00Z" (seconds) or with ".123" when ms is not whole. */
+#define HF_TIME_MAX 32 /* bytes a formatted time needs, NUL included */
 void hf_time_format(int64_t unix_ms, char *buf, size_t n);
+/* v in decimal at p, zero-padded to width digits (at most 20); returns the
+ * end (not NUL-terminated). No stdio: hot paths format with these. */
+char *hf_put_u64w(char *p, uint64_t v, int width);
+/* s at p (not NUL-terminated); returns the end. */
+char *hf_put_str(char *p, const char *s);
 /* ISO-8601 / RFC 3339: date 'T' time, optional fraction, 'Z' or +hh:mm.
  * Leading/trailing white space allowed. 0 and *ret_ms, or -EINVAL. */
 int hf_time_parse(const char *s, int64_t *ret_ms);

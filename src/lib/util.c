@@ -108,6 +108,28 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 	*y = yoe + era * 400 + (*m <= 2);
 }
 
+char *hf_put_u64w(char *p, uint64_t v, int width)
+{
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && n < (int)sizeof tmp);
+	while (n < width && width <= (int)sizeof tmp)
+		tmp[n++] = '0';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+char *hf_put_str(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
 void hf_time_format(int64_t ms, char *buf, size_t n)
 {
 	int64_t s = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
@@ -117,12 +139,36 @@ void hf_time_format(int64_t ms, char *buf, size_t n)
 	int mon, mday;
 	civil_from_days(days, &y, &mon, &mday);
 	int h = (int)(sod / 3600), mi = (int)(sod / 60 % 60), sec = (int)(sod % 60);
-	if (frac)
-		snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, mon, mday, h,
-			 mi, sec, frac);
-	else
-		snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)y, mon, mday, h, mi,
-			 sec);
+	if (y < 0 || y > 9999 || n < HF_TIME_MAX) {
+		/* outside what four digits say (or a short buffer): the slow way */
+		if (frac)
+			snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, mon,
+				 mday, h, mi, sec, frac);
+		else
+			snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)y, mon, mday,
+				 h, mi, sec);
+		return;
+	}
+	/* by hand: this runs in every acquisition, and stdio's padding costs
+	 * more than the system calls around it */
+	char *p = buf;
+	p = hf_put_u64w(p, (uint64_t)y, 4);
+	*p++ = '-';
+	p = hf_put_u64w(p, (uint64_t)mon, 2);
+	*p++ = '-';
+	p = hf_put_u64w(p, (uint64_t)mday, 2);
+	*p++ = 'T';
+	p = hf_put_u64w(p, (uint64_t)h, 2);
+	*p++ = ':';
+	p = hf_put_u64w(p, (uint64_t)mi, 2);
+	*p++ = ':';
+	p = hf_put_u64w(p, (uint64_t)sec, 2);
+	if (frac) {
+		*p++ = '.';
+		p = hf_put_u64w(p, (uint64_t)frac, 3);
+	}
+	*p++ = 'Z';
+	*p = '\0';
 }
 
 static int digits(const char **p, int n, int *ret)
