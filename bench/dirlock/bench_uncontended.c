@@ -75,7 +75,6 @@ static void bare_cycle(const void *unused)
 	fstatfs(s, &sf);
 	getrandom(rnd, 16, 0);
 	(void)getpid();
-	(void)getpid();
 	getrandom(rnd, 8, 0);
 	snprintf(name, sizeof name, "n-1796117716794-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
 		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);

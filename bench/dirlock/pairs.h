@@ -1,6 +1,6 @@
 /*
  * pairs.h - side-by-side measurement for the directory lock's benchmarks:
- * single runs of A and B alternate, so noise from other processes hits both
+ * single runs of A and B alternate (A B, B A, ...), so noise from other processes hits both
  * alike, and the medians of the per-run times are compared.
  */
 #ifndef HF_BENCH_PAIRS_H
@@ -40,13 +40,21 @@ static inline struct pairs pairs_measure(void (*a)(const void *), const void *ct
 	}
 	struct pairs r = { .n = n };
 	for (size_t i = 0; i < n; i++) {
+		/* A B, then B A: neither side always runs right after the other
+		 * (warm caches, the other's leftovers to clean up) */
 		double t0 = pairs_now_us();
-		a(ctx_a);
+		if (i & 1)
+			b(ctx_b);
+		else
+			a(ctx_a);
 		double t1 = pairs_now_us();
-		b(ctx_b);
+		if (i & 1)
+			a(ctx_a);
+		else
+			b(ctx_b);
 		double t2 = pairs_now_us();
-		ta[i] = t1 - t0;
-		tb[i] = t2 - t1;
+		ta[i] = i & 1 ? t2 - t1 : t1 - t0;
+		tb[i] = i & 1 ? t1 - t0 : t2 - t1;
 		r.mean_a += ta[i] / n;
 		r.mean_b += tb[i] / n;
 	}

@@ -274,31 +274,31 @@ static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence
 	json_escape(host, sizeof host, me->host);
 	json_escape(comm, sizeof comm, me->comm);
 	char *p = buf;
-	p = hf_put_str(p, "{\"token\":\"");
+	p = HF_PUT_LIT(p, "{\"token\":\"");
 	p = hf_put_str(p, me->token);
-	p = hf_put_str(p, "\",\"pid\":");
+	p = HF_PUT_LIT(p, "\",\"pid\":");
 	p = hf_put_u64w(p, (uint64_t)me->pid, 1);
-	p = hf_put_str(p, ",\"pid_start\":");
+	p = HF_PUT_LIT(p, ",\"pid_start\":");
 	p = hf_put_u64w(p, me->pid_start, 1);
-	p = hf_put_str(p, ",\"boot_id\":\"");
+	p = HF_PUT_LIT(p, ",\"boot_id\":\"");
 	p = hf_put_str(p, me->boot_id);
-	p = hf_put_str(p, "\",\"host\":\"");
+	p = HF_PUT_LIT(p, "\",\"host\":\"");
 	p = hf_put_str(p, host);
-	p = hf_put_str(p, "\",\"acquired\":\"");
+	p = HF_PUT_LIT(p, "\",\"acquired\":\"");
 	p = hf_put_str(p, when);
-	p = hf_put_str(p, "\",\"fence\":");
+	p = HF_PUT_LIT(p, "\",\"fence\":");
 	p = hf_put_u64w(p, fence, 1);
-	p = hf_put_str(p, ",\"max_hold_ms\":");
+	p = HF_PUT_LIT(p, ",\"max_hold_ms\":");
 	p = hf_put_u64w(p, (uint64_t)(max_hold_ms > 0 ? max_hold_ms : 0), 1);
-	p = hf_put_str(p, ",\"pidns\":");
+	p = HF_PUT_LIT(p, ",\"pidns\":");
 	p = hf_put_u64w(p, me->pidns, 1);
-	p = hf_put_str(p, ",\"timens\":");
+	p = HF_PUT_LIT(p, ",\"timens\":");
 	p = hf_put_u64w(p, me->timens, 1);
-	p = hf_put_str(p, ",\"boottime_ms\":");
+	p = HF_PUT_LIT(p, ",\"boottime_ms\":");
 	p = hf_put_u64w(p, (uint64_t)(me->boot_ms > 0 ? me->boot_ms : 0), 1);
-	p = hf_put_str(p, ",\"comm\":\"");
+	p = HF_PUT_LIT(p, ",\"comm\":\"");
 	p = hf_put_str(p, comm);
-	p = hf_put_str(p, "\"}\n");
+	p = HF_PUT_LIT(p, "\"}\n");
 	*p = '\0';
 	return (size_t)(p - buf);
 }
@@ -539,8 +539,11 @@ static bool name_reserved(const char *base)
 
 static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max_hold_ms)
 {
-	memset(l, 0, sizeof *l);
+	/* every field, not a memset: parent is PATH_MAX bytes, and this runs
+	 * in every acquisition and release */
 	l->pfd = l->sfd = -1;
+	l->base[0] = l->sname[0] = l->parent[0] = '\0';
+	l->nlink_counts = false;
 	if (!path || !*path)
 		return -EINVAL;
 	l->stale_ms = stale_ms > 0 ? stale_ms : HF_LOCK_STALE_MS_DEFAULT;
@@ -1047,11 +1050,12 @@ static int fence_u64(const char **pp, char stop, uint64_t *ret)
 	uint64_t v = 0;
 	if (*p < '0' || *p > '9')
 		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
+	while (*p == '0' && p[1] >= '0' && p[1] <= '9')
+		p++; /* the padding */
+	for (; *p >= '0' && *p <= '9'; p++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
 			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
 	if (*p != stop && !(stop == '\n' && *p == '\0'))
 		return -1;
 	*pp = p;

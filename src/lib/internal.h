@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define HF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -23,9 +24,48 @@ int hf_random_hex(char *buf, size_t nbytes);
 void hf_time_format(int64_t unix_ms, char *buf, size_t n);
 /* v in decimal at p, zero-padded to width digits (at most 20); returns the
  * end (not NUL-terminated). No stdio: hot paths format with these. */
-char *hf_put_u64w(char *p, uint64_t v, int width);
+static inline char *hf_put_u64w(char *p, uint64_t v, int width)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+				    "25262728293031323334353637383940414243444546474849"
+				    "50515253545556575859606162636465666768697071727374"
+				    "75767778798081828384858687888990919293949596979899";
+	char tmp[20], *end = tmp + sizeof tmp, *q = end;
+	while (v >= 100) { /* two digits a division */
+		q -= 2;
+		memcpy(q, pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		q -= 2;
+		memcpy(q, pairs + 2 * v, 2);
+	} else {
+		*--q = (char)('0' + v);
+	}
+	int n = (int)(end - q);
+	if (width > (int)sizeof tmp)
+		width = (int)sizeof tmp;
+	if (n < width) {
+		memset(p, '0', (size_t)(width - n));
+		p += width - n;
+	}
+	while (q < end) /* a few bytes: no call to memcpy */
+		*p++ = *q++;
+	return p;
+}
+
 /* s at p (not NUL-terminated); returns the end. */
-char *hf_put_str(char *p, const char *s);
+static inline char *hf_put_str(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* A string literal at p (not NUL-terminated), inline; the end. */
+#define HF_PUT_LIT(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+/* s into dst[n], cut to fit, always NUL-terminated. */
+void hf_copy_str(char *dst, size_t n, const char *s);
 /* ISO-8601 / RFC 3339: date 'T' time, optional fraction, 'Z' or +hh:mm.
  * Leading/trailing white space allowed. 0 and *ret_ms, or -EINVAL. */
 int hf_time_parse(const char *s, int64_t *ret_ms);

@@ -117,44 +117,47 @@ static uint64_t ns_inode(const char *path)
 	return hf_sys_fstatat(AT_FDCWD, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
+/* Our namespaces, read once per process: a fork's child (another pid)
+ * reads them again, as unshare(CLONE_NEWTIME) moves only children. */
+static pid_t ns_for_pid;
+static uint64_t ns_pid, ns_time;
+
+static void self_ns_for(pid_t me)
+{
+	if (ns_for_pid == me)
+		return;
+	/* Our pids are read through /proc: only if this /proc is of our own
+	 * pid namespace (/proc/self is our getpid()) do its numbers mean
+	 * ours. A process in a child namespace under the parent's /proc
+	 * (unshare --pid without --mount-proc) records no namespace: its
+	 * pids are never proof, for anyone. */
+	char self[32];
+	ssize_t n = hf_sys_readlinkat(AT_FDCWD, "/proc/self", self, sizeof self - 1);
+	uint64_t v = HF_PIDNS_UNKNOWN;
+	if (n > 0) {
+		self[n] = '\0';
+		char *end;
+		long p = strtol(self, &end, 10);
+		if (!*end && p == (long)me)
+			v = ns_inode("/proc/self/ns/pid");
+		if (!v)
+			v = HF_PIDNS_UNKNOWN;
+	}
+	ns_pid = v;
+	ns_time = ns_inode("/proc/self/ns/time");
+	ns_for_pid = me;
+}
+
 uint64_t hf_self_pidns(void)
 {
-	static pid_t for_pid;
-	static uint64_t ns;
-	pid_t me = getpid();
-	if (for_pid != me) {
-		/* Our pids are read through /proc: only if this /proc is of our own
-		 * pid namespace (/proc/self is our getpid()) do its numbers mean
-		 * ours. A process in a child namespace under the parent's /proc
-		 * (unshare --pid without --mount-proc) records no namespace: its
-		 * pids are never proof, for anyone. */
-		char self[32];
-		ssize_t n = hf_sys_readlinkat(AT_FDCWD, "/proc/self", self, sizeof self - 1);
-		uint64_t v = HF_PIDNS_UNKNOWN;
-		if (n > 0) {
-			self[n] = '\0';
-			char *end;
-			long p = strtol(self, &end, 10);
-			if (!*end && p == (long)me)
-				v = ns_inode("/proc/self/ns/pid");
-			if (!v)
-				v = HF_PIDNS_UNKNOWN;
-		}
-		ns = v;
-		for_pid = me;
-	}
-	return ns;
+	self_ns_for(getpid());
+	return ns_pid;
 }
 
 uint64_t hf_self_timens(void)
 {
-	static int done;
-	static uint64_t ns;
-	if (!done) {
-		ns = ns_inode("/proc/self/ns/time");
-		done = 1;
-	}
-	return ns;
+	self_ns_for(getpid());
+	return ns_time;
 }
 
 int hf_pid_comm(pid_t pid, char *buf, size_t n)
@@ -203,12 +206,13 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 			self_start = o.pid_start;
 		}
 	}
-	snprintf(o.boot_id, sizeof o.boot_id, "%s", hf_boot_id());
-	snprintf(o.host, sizeof o.host, "%s", hf_host_name());
+	hf_copy_str(o.boot_id, sizeof o.boot_id, hf_boot_id());
+	hf_copy_str(o.host, sizeof o.host, hf_host_name());
 	/* the pid is a pid of our namespace: we read it (getpid, getppid, or
 	 * checked it in our /proc) */
-	o.pidns = hf_self_pidns();
-	o.timens = hf_self_timens();
+	self_ns_for(me);
+	o.pidns = ns_pid;
+	o.timens = ns_time;
 	static __thread pid_t comm_pid;
 	static __thread char comm[HF_COMM_MAX + 1];
 	if (pid == me && comm_pid == me) {

@@ -108,26 +108,13 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 	*y = yoe + era * 400 + (*m <= 2);
 }
 
-char *hf_put_u64w(char *p, uint64_t v, int width)
+void hf_copy_str(char *dst, size_t n, const char *s)
 {
-	char tmp[20];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v && n < (int)sizeof tmp);
-	while (n < width && width <= (int)sizeof tmp)
-		tmp[n++] = '0';
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-char *hf_put_str(char *p, const char *s)
-{
-	size_t n = strlen(s);
-	memcpy(p, s, n);
-	return p + n;
+	if (!n)
+		return;
+	size_t l = strnlen(s, n - 1);
+	memcpy(dst, s, l);
+	dst[l] = '\0';
 }
 
 void hf_time_format(int64_t ms, char *buf, size_t n)

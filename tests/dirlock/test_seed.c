@@ -342,8 +342,9 @@ Test(seed, unreadable_scan_denies)
 
 	hft_rmtree(state);
 	acquire_now(NULL); /* no claim: the link count decides (lk_open stats first,
-			      then the owner's pid namespace is read in this new process) */
-	hft_spawn_fn(&c, "fail:stat:3:EIO", dl_acq, &a);
+			      then the owner's pid and time namespaces are read in
+			      this new process) */
+	hft_spawn_fn(&c, "fail:stat:4:EIO", dl_acq, &a);
 	cr_assert_eq(hft_wait(&c), DL_ERROR);
 	dl_result(r, &rc, &f, NULL);
 	cr_assert_eq(rc, -EIO, "rc %d", rc);

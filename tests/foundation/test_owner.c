@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -98,6 +99,41 @@ Test(liveness, unknown_counts_as_alive)
 	struct hf_owner bad = o;
 	bad.pid = -5;
 	cr_assert_eq(hf_owner_liveness(&bad), HF_ALIVE);
+}
+
+/* unshare(CLONE_NEWTIME) moves only the caller's children: a child forked
+ * after it records its own time namespace, not the one its parent had
+ * read and cached before. */
+Test(owner, forked_child_records_its_own_time_namespace)
+{
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, 0), 0); /* the parent's, read and kept */
+	if (unshare(CLONE_NEWTIME) != 0)
+		cr_skip_test("unshare(CLONE_NEWTIME): %s (needs root and a 5.6 kernel)",
+			     strerror(errno));
+	int pfd[2];
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct hf_owner c;
+		struct stat st;
+		uint64_t v[2] = { 0, 0 };
+		if (hf_owner_init(&c, 0) == 0 && stat("/proc/self/ns/time", &st) == 0) {
+			v[0] = c.timens;
+			v[1] = (uint64_t)st.st_ino;
+		}
+		_exit(write(pfd[1], v, sizeof v) == (ssize_t)sizeof v ? 0 : 1);
+	}
+	close(pfd[1]);
+	uint64_t v[2];
+	cr_assert_eq(read(pfd[0], v, sizeof v), (ssize_t)sizeof v);
+	close(pfd[0]);
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(v[1] != 0, "the child read its namespace");
+	cr_assert_neq(v[1], o.timens, "the child is in the new time namespace");
+	cr_assert_eq(v[0], v[1], "the child's record names its own time namespace");
 }
 
 Test(owner, init_names_namespaces_and_boot_time)
