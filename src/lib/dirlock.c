@@ -360,9 +360,13 @@ static bool token_peek(const char *buf, struct hf_lock_info *i)
 	if (strncmp(buf, TOKEN_PREFIX, pl) != 0)
 		return false;
 	const char *t = buf + pl;
-	for (int k = 0; k < HF_TOKEN_LEN; k++)
-		if (!((t[k] >= '0' && t[k] <= '9') || (t[k] >= 'a' && t[k] <= 'f')))
-			return false;
+	unsigned bad = 0; /* no branch per character: read in every verification */
+	for (int k = 0; k < HF_TOKEN_LEN; k++) {
+		unsigned char c = (unsigned char)t[k];
+		bad |= (unsigned)((unsigned char)(c - '0') > 9 && (unsigned char)(c - 'a') > 5);
+	}
+	if (bad)
+		return false;
 	if (t[HF_TOKEN_LEN] != '"')
 		return false;
 	memcpy(i->owner.token, t, HF_TOKEN_LEN);

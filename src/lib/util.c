@@ -74,8 +74,9 @@ int hf_random_hex(char *buf, size_t nbytes)
 		return rc;
 	static const char hex[] = "0123456789abcdef";
 	for (size_t i = 0; i < nbytes; i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
+		unsigned b = raw[i];
+		buf[2 * i] = hex[b >> 4];
+		buf[2 * i + 1] = hex[b & 15];
 	}
 	buf[2 * nbytes] = '\0';
 	return 0;
