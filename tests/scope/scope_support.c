@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <poll.h>
 #include <sched.h>
@@ -76,9 +77,30 @@ void sc_private_mounts(bool tmp)
 	cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare(CLONE_NEWNS): %s", strerror(errno));
 	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0, "MS_PRIVATE: %s",
 		     strerror(errno));
-	if (tmp)
-		cr_assert_eq(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0, "tmpfs on /tmp: %s",
+	if (!tmp)
+		return;
+	/* The binary and the sources may live under /tmp themselves (a fresh
+	 * clone in /tmp/fresh): the new tmpfs would hide them. Their top
+	 * directories are bound back from the machine's /tmp, reached through
+	 * a descriptor opened before the mount. */
+	int old = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(old, 0, "/tmp: %s", strerror(errno));
+	cr_assert_eq(mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777"), 0, "tmpfs on /tmp: %s",
+		     strerror(errno));
+	const char *keep[] = { hft_bin(), getenv("HOLDFAST_SRC") };
+	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+		if (!keep[i] || strncmp(keep[i], "/tmp/", 5) != 0)
+			continue;
+		char top[256], src[300], dst[300];
+		snprintf(top, sizeof top, "%.*s", (int)strcspn(keep[i] + 5, "/"), keep[i] + 5);
+		snprintf(src, sizeof src, "/proc/self/fd/%d/%s", old, top);
+		snprintf(dst, sizeof dst, "/tmp/%s", top);
+		if (mkdir(dst, 0755) < 0 && errno == EEXIST)
+			continue; /* bound already (binary and sources in one tree) */
+		cr_assert_eq(mount(src, dst, NULL, MS_BIND | MS_REC, NULL), 0, "bind %s: %s", dst,
 			     strerror(errno));
+	}
+	close(old);
 }
 
 int sc_wait_within(pid_t pid, int ms)
