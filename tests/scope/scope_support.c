@@ -138,6 +138,33 @@ bool sc_exits_within(pid_t pid, int ms)
 	return true;
 }
 
+/* argv[0] (searched in PATH) with stdin /dev/null, stdout and stderr on
+ * pipes (*out_rd, *err_rd), $HF the binary, no fault rules. */
+static pid_t spawn_piped(const char *const *argv, int *out_rd, int *err_rd)
+{
+	int o[2], e[2];
+	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o[1], 1);
+		dup2(e[1], 2);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		setenv("HF", hft_bin(), 1);
+		unsetenv("HOLDFAST_FAULTS");
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	*out_rd = o[0];
+	*err_rd = e[0];
+	return pid;
+}
+
 int sc_sh(char **out, char **err, const char *script, ...)
 {
 	const char *argv[64];
@@ -153,28 +180,12 @@ int sc_sh(char **out, char **err, const char *script, ...)
 		argv[n++] = a;
 	va_end(ap);
 	argv[n] = NULL;
-	int o[2], e[2];
-	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(o[1], 1);
-		dup2(e[1], 2);
-		int null = open("/dev/null", O_RDONLY);
-		dup2(null, 0);
-		setenv("HF", hft_bin(), 1);
-		unsetenv("HOLDFAST_FAULTS");
-		execv("/bin/sh", (char *const *)argv);
-		_exit(127);
-	}
-	close(o[1]);
-	close(e[1]);
-	char *so = hft_read_all(o[0]);
-	char *se = hft_read_all(e[0]);
-	close(o[0]);
-	close(e[0]);
+	int o, e;
+	pid_t pid = spawn_piped(argv, &o, &e);
+	char *so = hft_read_all(o);
+	char *se = hft_read_all(e);
+	close(o);
+	close(e);
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -303,34 +314,18 @@ void sc_need_root(void)
 
 void sc_spawn(struct hft_child *c, const char *const *argv)
 {
-	int o[2], e[2];
-	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(o[1], 1);
-		dup2(e[1], 2);
-		int null = open("/dev/null", O_RDONLY);
-		dup2(null, 0);
-		setenv("HF", hft_bin(), 1);
-		unsetenv("HOLDFAST_FAULTS");
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
+	int o, e;
+	pid_t pid = spawn_piped(argv, &o, &e);
 	if (nspawned < 64)
 		spawned[nspawned++] = pid;
-	close(o[1]);
-	close(e[1]);
 	/* hft_wait closes notify_rd and go_wr: give it descriptors of its own */
 	int n[2], g[2];
 	cr_assert_eq(pipe2(n, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(g, O_CLOEXEC), 0);
 	close(n[1]);
 	close(g[0]);
-	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = o[0],
-				 .err_rd = e[0] };
+	*c = (struct hft_child){ .pid = pid, .notify_rd = n[0], .go_wr = g[1], .out_rd = o,
+				 .err_rd = e };
 }
 
 char *sc_line(int fd)
