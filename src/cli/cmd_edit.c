@@ -410,7 +410,7 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 			e->file, group_shown(gid, g, sizeof g), group_shown(stage.gid, ng, sizeof ng),
 			(unsigned)stage.mode);
 	}
-	hf_sys_point("edit.staged");
+	hf_sys_point(HF_PT_EDIT_STAGED);
 	int guard = -1;
 	rc = hf_lock_hold(e->lock, &e->held, &guard); /* E4 */
 	if (rc < 0) {
@@ -421,7 +421,7 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 			e->file, e->lock, hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
-	hf_sys_point("edit.held");
+	hf_sys_point(HF_PT_EDIT_HELD);
 	rc = hf_stage_commit(e->dirfd, &stage, e->base, e->in >= 0 ? &e->st : NULL); /* E9, E1 */
 	hf_lock_unhold(guard);
 	if (rc < 0) {
@@ -468,7 +468,7 @@ static int edit_locked(struct edit *e, char *const cmd[], struct cli_child *chil
 		free(out);
 		return code; /* E2: FILE untouched */
 	}
-	hf_sys_point("edit.output.read");
+	hf_sys_point(HF_PT_EDIT_OUTPUT_READ);
 	if (outlen == 0 && !e->allow_empty) { /* E2 */
 		free(out);
 		cli_err("edit %s: not replaced: %s exited 0 but printed nothing (give --allow-empty "
@@ -594,7 +594,7 @@ int cmd_edit(int argc, char **argv)
 			code = w.conflict_exit;
 		goto out;
 	}
-	hf_sys_point("edit.locked");
+	hf_sys_point(HF_PT_EDIT_LOCKED);
 	code = edit_locked(&e, cmd, &child, out[0]);
 	struct hf_lock_info h;
 	memset(&h, 0, sizeof h);

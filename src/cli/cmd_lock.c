@@ -323,7 +323,7 @@ static int do_acquire(int argc, char **argv)
 	sigemptyset(&pipe_sig);
 	sigaddset(&pipe_sig, SIGPIPE);
 	hf_sys_sigprocmask(SIG_BLOCK, &pipe_sig, NULL);
-	hf_sys_point("lock.acquire.print");
+	hf_sys_point(HF_PT_LOCK_ACQUIRE_PRINT);
 	if (a.json) {
 		rc = cli_json_print(info_json(a.path, &got, false));
 	} else {

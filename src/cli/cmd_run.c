@@ -77,6 +77,7 @@
  *     a write to a vanished reader fails with EPIPE instead of killing it).
  */
 #include "cli.h"
+#include "faults.h"
 #include "internal.h"
 #include "run.h"
 #include "wait.h"
@@ -146,7 +147,7 @@ int cli_child_init(struct cli_child *c)
 static void __attribute__((noreturn))
 child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int stdout_fd)
 {
-	hf_sys_inject(NULL); /* fault rules are for holdfast, not for CMD */
+	hf_fault_inject(NULL, NULL, 0); /* fault rules are for holdfast, not for CMD */
 	char buf[GO_MAX];
 	union {
 		char space[CMSG_SPACE(sizeof(int) * CLI_GO_MAX_FDS)];
@@ -907,7 +908,7 @@ int cmd_run(int argc, char **argv)
 			code = s.w.conflict_exit;
 		goto out;
 	}
-	hf_sys_point("run.acquired");
+	hf_sys_point(HF_PT_RUN_ACQUIRED);
 
 	/* Step 4: HOLDFAST_FENCE in command-line order, HOLDFAST_POD. */
 	char fence[GO_MAX / 2] = "HOLDFAST_FENCE=", pod[HF_POD_NAME_MAX + 16];
@@ -948,7 +949,7 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: waiting for %s: %s", argv[optind], hf_strerror(code));
 		code = cli_exit_for(code);
 	}
-	hf_sys_point("run.exited");
+	hf_sys_point(HF_PT_RUN_EXITED);
 	run_release(&s); /* R4: CMD is still a zombie: its locks are released, not reaped */
 	cli_child_reap(&s.child);
 out:

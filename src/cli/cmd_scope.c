@@ -799,7 +799,7 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		}
 		if (deadline_ns == 0)
 			break;
-		hf_sys_point("run.scope.waiting");
+		hf_sys_point(HF_PT_RUN_SCOPE_WAITING);
 		if (hf_wait_next(&w) == HF_ETIMEDOUT) {
 			timed_out = true;
 			break;

@@ -52,6 +52,7 @@
  *   - Without pidfd (Linux < 5.3) the owner's end is seen within a second.
  */
 #include "cli.h"
+#include "faults.h"
 
 #include "internal.h"
 
@@ -141,7 +142,7 @@ static bool files_gone(const struct keep *k)
 
 static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 {
-	hf_sys_inject(NULL); /* the caller's fault rules are not the keeper's */
+	hf_fault_inject(NULL, NULL, 0); /* the caller's fault rules are not the keeper's */
 	sigset_t none;
 	sigemptyset(&none);
 	hf_sys_sigprocmask(SIG_SETMASK, &none, NULL);

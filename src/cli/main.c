@@ -2,6 +2,7 @@
  * main.c - `holdfast`: dispatch to the command families.
  */
 #include "cli.h"
+#include "faults.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,14 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+	/* The CLI obeys test rules from its environment (faults.h), so that a
+	 * test can script a holdfast process; the library alone never does. A
+	 * rule that names nothing known is refused, never armed silently. */
+	char why[256];
+	if (hf_fault_arm_from_env(why, sizeof why) < 0) {
+		cli_err("HOLDFAST_FAULTS: %s", why);
+		return HF_EXIT_USAGE;
+	}
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return HF_EXIT_USAGE;

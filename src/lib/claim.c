@@ -116,7 +116,7 @@ int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *ca
 		if (rc < 0 || strcmp(token, expect_token) != 0)
 			return rc == -ENOENT ? -ENOENT : HF_EBARRIER;
 	}
-	hf_sys_point("claim.restore.checked");
+	hf_sys_point(HF_PT_CLAIM_RESTORE_CHECKED);
 	rc = hf_sys_renameat2(claimdirfd, name, dirfd, canon, RENAME_NOREPLACE);
 	if (rc == -EEXIST || rc == -ENOTEMPTY || rc == -EOPNOTSUPP)
 		return HF_EBARRIER; /* C3, C4: canon is taken again (or the file system

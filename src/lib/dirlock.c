@@ -658,11 +658,11 @@ static bool claim_declares(const char *name, const char *token)
 /* The named points of a destructive step, by role (no formatting on the
  * hot path: the names are fixed). */
 struct role {
-	const char *judged, *taken, *verified, *unlinked;
+	enum hf_point judged, taken, verified, unlinked;
 };
 #define ROLE(r) \
-	(&(const struct role){ "dirlock." r ".judged", "dirlock." r ".taken", "dirlock." r ".verified", \
-			       "dirlock." r ".unlinked" })
+	(&(const struct role){ HF_PT_DIRLOCK_##r##_JUDGED, HF_PT_DIRLOCK_##r##_TAKEN, \
+			       HF_PT_DIRLOCK_##r##_VERIFIED, HF_PT_DIRLOCK_##r##_UNLINKED })
 
 /* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. */
 static int claim_take(struct lk *l, int dirfd, const char *name, const char *self_token,
@@ -917,7 +917,7 @@ static int sweep(struct lk *l)
 		}
 		/* p stays open: it pins a record-less claim's inode (C1) and holds
 		 * the kernel lock the verdict took (D9) until it is removed */
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, ROLE("sweep"));
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, ROLE(SWEEP));
 		place_done(&p);
 		if (rc > 0)
 			removed++;
@@ -945,7 +945,7 @@ static int find_own(struct lk *l, const char *token, int *ret_claims)
 		place_done(&p);
 		if (p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0)
 			continue;
-		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, ROLE("find"));
+		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, token, ROLE(FIND));
 		found = rc > 0;
 	}
 	free(cl);
@@ -1007,7 +1007,7 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		if (read_small(lfd, "owner", buf, sizeof buf) >= 0 && token_peek(buf, &i) &&
 		    !strcmp(i.owner.token, token))
 			hf_sys_unlinkat(lfd, "owner", 0);
-		hf_sys_point("dirlock.withdraw.unlinked");
+		hf_sys_point(HF_PT_DIRLOCK_WITHDRAW_UNLINKED);
 	}
 	/* WA2: if our directory is at L, it goes through our own claim; if it
 	 * is in another's claim, that claim's owner deals with it (record-less
@@ -1019,7 +1019,7 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		return;
 	struct place judged = { .kind = REC_EMPTY, .dev = mine.st_dev, .ino = mine.st_ino,
 				.fd = lfd };
-	take_verify_remove(l, l->pfd, l->base, &judged, token, ROLE("withdraw"));
+	take_verify_remove(l, l->pfd, l->base, &judged, token, ROLE(WITHDRAW));
 }
 /* --- fences (D7) -------------------------------------------------------------- */
 
@@ -1250,7 +1250,7 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	if (p.kind == REC_NONE)
 		return RETRY;
 	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
-	hf_sys_point("dirlock.acquire.judged");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_JUDGED);
 	if (!reapable(p.info.state)) {
 		place_done(&p);
 		holder_from(holder, &p);
@@ -1274,7 +1274,7 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	}
 	/* p stays open across the reap: it pins a record-less directory's inode
 	 * (C1) and holds the kernel lock the verdict took (D9) */
-	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, ROLE("reap"));
+	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, ROLE(REAP));
 	place_done(&p);
 	return rc < 0 ? rc : RETRY;
 }
@@ -1302,7 +1302,7 @@ static int stage_make(struct lk *l, struct stage *st)
 			continue; /* 64 random bits collided */
 		if (rc < 0)
 			return rc;
-		hf_sys_point("dirlock.acquire.staged");
+		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_STAGED);
 		int fd = hf_sys_openat(l->sfd, st->name, OPEN_DIR, 0);
 		if (fd < 0)
 			return fd == -ENOENT ? RETRY : fd; /* swept already */
@@ -1351,8 +1351,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 		return rc; /* -EOPNOTSUPP: no RENAME_NOREPLACE here; never emulated */
 	int lfd = st->fd; /* A2: ours, at L, locked */
 	st->fd = -1;
-	hf_sys_point("dirlock.acquire.made");
-	hf_sys_point("dirlock.acquire.opened");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_MADE);
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_OPENED);
 	int ffd = -1;
 	uint64_t f = 0;
 	char rec[OWNER_MAX];
@@ -1362,7 +1362,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* A3 */
 	if (rc < 0)
 		goto withdraw;
-	hf_sys_point("dirlock.acquire.fenced");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
 	reclen = record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
 	/* A4, D1: into the directory we opened and locked, through its
 	 * descriptor. The unnamed temporary is made in the state directory and
@@ -1375,13 +1375,13 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	if (rc != 0)
 		goto withdraw; /* nothing of ours was linked (U1) */
 	mine = me.token;
-	hf_sys_point("dirlock.acquire.published");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_PUBLISHED);
 
 	int stale = 0;
 	rc = claims_check(l, holder, &stale); /* A5, D2b, D8 */
 	if (rc != 0)
 		goto denied;
-	hf_sys_point("dirlock.acquire.scanned");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_SCANNED);
 
 	char opath[NAME_MAX + 8], back[OWNER_MAX + 1]; /* A6, D2c */
 	*hf_put_str(hf_put_str(opath, l->base), "/owner") = '\0';
@@ -1394,7 +1394,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 		rc = (int)backlen;
 	if (rc != 0)
 		goto denied;
-	hf_sys_point("dirlock.acquire.readback");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
 	rc = fence_check(ffd, f); /* A7, D2d, D7: the last step */
 	if (rc <= 0) {
@@ -1402,7 +1402,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 			rc = RETRY;
 		goto denied;
 	}
-	hf_sys_point("dirlock.acquire.entered");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_ENTERED);
 	memset(ret, 0, sizeof *ret);
 	ret->owner = me;
 	ret->fence = f;
@@ -1415,7 +1415,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	goto out;
 
 denied:
-	hf_sys_point("dirlock.acquire.denied");
+	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_DENIED);
 withdraw:
 	withdraw_own(l, lfd, mine); /* WA1, WA2 */
 	hf_sys_close(lfd);          /* WA3 */
@@ -1459,7 +1459,7 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		} else if (rc != HF_EHELD && rc != HF_EUNREADABLE) {
 			break; /* a system error, or a lost fence reservation */
 		}
-		hf_sys_point("dirlock.acquire.waiting");
+		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
 		if (wrc == HF_ETIMEDOUT) {
 			if (o->wait_ms != 0)
@@ -1494,7 +1494,7 @@ int hf_lock_release(const char *path, const char *token, struct hf_lock_info *re
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	rc = withdraw(&l, token, ROLE("release"));
+	rc = withdraw(&l, token, ROLE(RELEASE));
 	if (rc > 0) {
 		rc = 0;
 	} else if (rc == 0) {

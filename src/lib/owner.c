@@ -7,7 +7,7 @@
  * the kernel at once and prove nothing; research/model/REPORT.md, point 5).
  *
  * It also names the namespaces its numbers belong to: the pid namespace the
- * pid was read in (a pid means nothing in another one: liveness.c) and the
+ * pid was read in (a pid means nothing in another one: see Liveness) and the
  * time namespace of its boot-relative time (CLOCK_BOOTTIME, which a step of
  * the wall clock does not move: ages on one kernel come from it).
  *
@@ -17,6 +17,53 @@
  *    "timens":4026531834,"boottime_ms":8123456,"comm":"make"}
  * pidns, timens, boottime_ms and comm are absent in records of holdfast 0.1
  * (read as 0 / "": unknown).
+ *
+ * Liveness
+ * --------
+ * Is an owner alive? Dead only on proof, and only on a proof
+ * that cannot be confused by a pid namespace, a reused pid or a clock.
+ *
+ * Proof of death, on this kernel only (the record's boot id is ours):
+ *   (L1) same pid namespace (the record's pidns is ours): no process has
+ *        the pid (kill(pid, 0) says ESRCH, /proc says so too);
+ *   (L2) same pid namespace: a process has the pid but started at another
+ *        time: the pid was reused, so the owner that recorded it is gone;
+ *   (L3) another pid namespace of this kernel (a container, a sandbox,
+ *        `unshare --pid`), or a record whose namespace is unknown: a pid
+ *        there is not a pid here, so it proves nothing either way. The
+ *        owner holds a kernel lock (flock(2), shared) on its liveness object
+ *        - the lock directory, a registry allocation's live file - for its
+ *        whole life; the kernel drops it when the last process holding that
+ *        open file description ends, whatever namespace or user it is in.
+ *        The judge opens the object itself and tries LOCK_EX | LOCK_NB: got
+ *        it, the owner is dead (and the judge keeps the lock while it acts,
+ *        so no late taker can take the object meanwhile).
+ * Everything else is alive: another kernel (another boot id: a machine
+ * sharing the file system, or this one before a reboot - its pids are gone,
+ * but its record may come from a live host), a record without start time or
+ * boot id, EPERM from kill (the process exists, owned by another user), any
+ * error reading /proc or probing the lock.
+ *
+ * Why not the kernel lock everywhere: a holder may close descriptors it
+ * inherited (ssh, daemons, closefrom(3)), which would look like death. In
+ * its own pid namespace the pid is the better proof; the kernel lock is the
+ * proof only where a pid cannot be one.
+ *
+ * Records of holdfast 0.1 carry no pidns: they are judged as 0.1 judged
+ * them (by pid when host and boot id are ours), and never by a kernel lock
+ * (0.1 holders held none).
+ *
+ * A zombie (exited, not yet waited for) still has its pid and start time.
+ * While its parent lives it counts as alive: the parent may still act for
+ * it (`holdfast run` releases its command's locks, then collects it). An
+ * orphaned zombie under init (pid 1) is gone (hf_pid_start says -ESRCH):
+ * no one acts for it, and an init that never reaps (some container inits
+ * do not) must not keep its locks forever. A thread-group leader that
+ * exited while its other threads run shows as a zombie too: alive.
+ *
+ * Ages (hf_owner_age_ms): on this kernel and time namespace, from the
+ * record's CLOCK_BOOTTIME, which a wall-clock step moves neither way; else
+ * from its wall-clock time.
  */
 #include "internal.h"
 
@@ -26,159 +73,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int hf_pid_start(pid_t pid, uint64_t *ret)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
-	if (fd < 0)
-		return fd == -ENOENT ? -ESRCH : fd;
-	ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
-	hf_sys_close(fd);
-	if (n < 0)
-		return (int)n;
-	if (n == 0)
-		return -ESRCH; /* a zombie being reaped */
-	buf[n] = '\0';
-	/* Field 2 (comm) may hold spaces and parentheses: start after the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
-	p++;
-	/* p points at " S ppid ..."; field 3 is the state. Field 22 is the 20th
-	 * field after comm. */
-	char state = p[1];
-	long ppid = -1, threads = -1;
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EINVAL;
-		if (field == 3) /* p now precedes field 4, ppid */
-			ppid = strtol(p + 1, NULL, 10);
-		if (field == 19) /* p now precedes field 20, num_threads */
-			threads = strtol(p + 1, NULL, 10);
-	}
-	/* A zombie has exited. While its parent lives, the parent may still act
-	 * for it (holdfast run releases its command's locks before collecting
-	 * it): alive. An orphan under init (pid 1) has no one left to act for
-	 * it, and may never be collected (an init that does not reap): gone.
-	 * A thread-group leader whose other threads run shows as a zombie too
-	 * (num_threads > 1): alive. */
-	if ((state == 'Z' || state == 'X') && threads == 1 && ppid == 1)
-		return -ESRCH;
-	char *end;
-	unsigned long long v = strtoull(p + 1, &end, 10);
-	if (end == p + 1)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
-const char *hf_boot_id(void)
-{
-	static char id[HF_BOOTID_LEN + 1];
-	static int done;
-	if (!done) {
-		int fd = hf_sys_openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY, 0);
-		if (fd >= 0) {
-			char buf[64];
-			ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
-			hf_sys_close(fd);
-			if (n >= HF_BOOTID_LEN) {
-				memcpy(id, buf, HF_BOOTID_LEN);
-				id[HF_BOOTID_LEN] = '\0';
-			}
-		}
-		done = 1;
-	}
-	return id;
-}
-
-const char *hf_host_name(void)
-{
-	static char host[HF_HOST_MAX + 1];
-	static int done;
-	if (!done) {
-		if (hf_sys_uname_host(host, sizeof host) < 0)
-			host[0] = '\0';
-		done = 1;
-	}
-	return host;
-}
-
-/* The inode of /proc/self/ns/<kind>, cached per process; 0 when it cannot be
- * read. */
-static uint64_t ns_inode(const char *path)
-{
-	struct stat st;
-	return hf_sys_fstatat(AT_FDCWD, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
-}
-
-/* Our namespaces, read once per process: a fork's child (another pid)
- * reads them again, as unshare(CLONE_NEWTIME) moves only children. */
-static pid_t ns_for_pid;
-static uint64_t ns_pid, ns_time;
-
-static void self_ns_for(pid_t me)
-{
-	if (ns_for_pid == me)
-		return;
-	/* Our pids are read through /proc: only if this /proc is of our own
-	 * pid namespace (/proc/self is our getpid()) do its numbers mean
-	 * ours. A process in a child namespace under the parent's /proc
-	 * (unshare --pid without --mount-proc) records no namespace: its
-	 * pids are never proof, for anyone. */
-	char self[32];
-	ssize_t n = hf_sys_readlinkat(AT_FDCWD, "/proc/self", self, sizeof self - 1);
-	uint64_t v = HF_PIDNS_UNKNOWN;
-	if (n > 0) {
-		self[n] = '\0';
-		char *end;
-		long p = strtol(self, &end, 10);
-		if (!*end && p == (long)me)
-			v = ns_inode("/proc/self/ns/pid");
-		if (!v)
-			v = HF_PIDNS_UNKNOWN;
-	}
-	ns_pid = v;
-	ns_time = ns_inode("/proc/self/ns/time");
-	ns_for_pid = me;
-}
-
-uint64_t hf_self_pidns(void)
-{
-	self_ns_for(getpid());
-	return ns_pid;
-}
-
-uint64_t hf_self_timens(void)
-{
-	self_ns_for(getpid());
-	return ns_time;
-}
-
-int hf_pid_comm(pid_t pid, char *buf, size_t n)
-{
-	char path[64], raw[64];
-	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
-	if (fd < 0)
-		return fd == -ENOENT ? -ESRCH : fd;
-	ssize_t r = hf_sys_read(fd, raw, sizeof raw - 1);
-	hf_sys_close(fd);
-	if (r < 0)
-		return (int)r;
-	raw[r] = '\0';
-	raw[strcspn(raw, "\n")] = '\0';
-	/* a command name is the program's to choose: keep it only as text */
-	if (!hf_text_ok(raw, HF_COMM_MAX))
-		raw[0] = '\0';
-	snprintf(buf, n, "%s", raw);
-	return 0;
-}
 
 int hf_owner_init(struct hf_owner *ret, pid_t pid)
 {
@@ -210,9 +107,7 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 	hf_copy_str(o.host, sizeof o.host, hf_host_name());
 	/* the pid is a pid of our namespace: we read it (getpid, getppid, or
 	 * checked it in our /proc) */
-	self_ns_for(me);
-	o.pidns = ns_pid;
-	o.timens = ns_time;
+	hf_self_ns(me, &o.pidns, &o.timens);
 	static __thread pid_t comm_pid;
 	static __thread char comm[HF_COMM_MAX + 1];
 	if (pid == me && comm_pid == me) {
@@ -293,4 +188,71 @@ int hf_owner_from_json(const json_t *obj, const char *time_key, struct hf_owner 
 	copy_str(o.comm, sizeof o.comm, c);
 	*ret = o;
 	return 0;
+}
+
+/* --- liveness -------------------------------------------------------------- */
+
+enum { PID_DEAD = HF_DEAD, PID_ALIVE = HF_ALIVE, PID_UNKNOWN = -1 };
+
+static bool same_kernel(const struct hf_owner *o)
+{
+	const char *boot = hf_boot_id();
+	return o->boot_id[0] && boot[0] && strcmp(o->boot_id, boot) == 0;
+}
+
+/* What the pid alone proves: PID_DEAD, PID_ALIVE, or PID_UNKNOWN when a
+ * pid of that record is not a pid here (L3). */
+static int pid_verdict(const struct hf_owner *o)
+{
+	if (o->pid <= 0 || o->pid > 0x7fffffff)
+		return PID_UNKNOWN; /* nonsense pid */
+	if (!same_kernel(o))
+		return PID_UNKNOWN;
+	if (o->pidns) {
+		uint64_t mine = hf_self_pidns();
+		if (mine == HF_PIDNS_UNKNOWN || mine != o->pidns)
+			return PID_UNKNOWN; /* L3 (an unknown namespace never matches) */
+	} else if (!o->host[0] || strcmp(o->host, hf_host_name()) != 0) {
+		return PID_UNKNOWN; /* a 0.1 record of another host */
+	}
+	int rc = hf_sys_kill((pid_t)o->pid, 0);
+	if (rc == -ESRCH)
+		return PID_DEAD; /* L1 */
+	if (rc < 0 && rc != -EPERM)
+		return PID_ALIVE;
+	if (o->pid_start == 0)
+		return PID_ALIVE;
+	uint64_t start;
+	rc = hf_pid_start((pid_t)o->pid, &start);
+	if (rc == -ESRCH)
+		return PID_DEAD; /* L1: gone between the two looks */
+	if (rc < 0)
+		return PID_ALIVE;
+	return start == o->pid_start ? PID_ALIVE : PID_DEAD; /* L2 */
+}
+
+int hf_owner_liveness(const struct hf_owner *o)
+{
+	return pid_verdict(o) == PID_DEAD ? HF_DEAD : HF_ALIVE;
+}
+
+int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd)
+{
+	int v = pid_verdict(o);
+	if (v != PID_UNKNOWN)
+		return v;
+	/* L3: only records that name their namespace held a kernel lock, and
+	 * only a lock of this kernel is proof. */
+	if (probe_fd < 0 || !o->pidns || !same_kernel(o))
+		return HF_ALIVE;
+	return hf_kernel_lock_probe(probe_fd) == 0 ? HF_DEAD : HF_ALIVE;
+}
+
+int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms)
+{
+	if (o->boot_ms > 0 && o->timens && o->timens == hf_self_timens() && same_kernel(o)) {
+		int64_t age = hf_sys_boot_ms() - o->boot_ms;
+		return age < 0 ? 0 : age; /* a lie: no clock runs backwards here */
+	}
+	return now_ms - o->time_ms;
 }

@@ -1320,7 +1320,7 @@ static int reg_open(const char *registry, bool create, bool lock, struct reg *r,
 			reg_close(r);
 			return rc;
 		}
-		hf_sys_point("scope.open.locked");
+		hf_sys_point(HF_PT_SCOPE_OPEN_LOCKED);
 		struct stat now;
 		rc = hf_sys_fstatat(r->dirfd, r->lockname, &now, AT_SYMLINK_NOFOLLOW);
 		if (rc == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
@@ -1480,7 +1480,7 @@ static int reg_store(struct reg *r, const struct hf_scope_table *t, struct hf_sc
 			   "nothing was changed",
 			   REG_MAX_BYTES >> 20);
 	}
-	hf_sys_point("scope.store.formatted");
+	hf_sys_point(HF_PT_SCOPE_STORE_FORMATTED);
 	rc = hf_replace_file_at(r->dirfd, r->base, buf, len, 0600, false);
 	free(buf);
 	return rc;
@@ -1500,7 +1500,7 @@ static void reg_finish(struct reg *r, const struct hf_scope_table *t, bool store
 			live_name(r->base, l->g[i].token, live);
 			hf_sys_unlinkat(r->dirfd, live, 0);
 		}
-		hf_sys_point("scope.live.removed");
+		hf_sys_point(HF_PT_SCOPE_LIVE_REMOVED);
 	}
 	free(keep.slot);
 	gone_close(l);
@@ -1762,7 +1762,7 @@ static int live_create(struct reg *r, char token[TOKEN_HEX + 1])
 		hf_sys_close(fd);
 		return rc;
 	}
-	hf_sys_point("scope.live.created");
+	hf_sys_point(HF_PT_SCOPE_LIVE_CREATED);
 	return fd;
 }
 
@@ -1817,7 +1817,7 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 		req_specs_free(q);
 		return rc;
 	}
-	hf_sys_point("scope.register.judged");
+	hf_sys_point(HF_PT_SCOPE_REGISTER_JUDGED);
 
 	long parent = -1;
 	long same = hf_registry_find(&t, req->name);
@@ -1936,7 +1936,7 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 			goto out;
 		}
 	}
-	hf_sys_point("scope.register.decided");
+	hf_sys_point(HF_PT_SCOPE_REGISTER_DECIDED);
 	assert(!ret_live_fd || (a->token && live_fd >= 0)); /* R9: its file exists first */
 	rc = reg_store(&r, &t, err);
 	if (rc == 0) {
@@ -1995,7 +1995,7 @@ int hf_scope_release(const char *registry, const char *name, uint64_t generation
 			if (t.a[j].parent == i)
 				t.a[j].parent = t.a[i].parent;
 		sweep(&t, NULL, &r.gone); /* R6: +1 */
-		hf_sys_point("scope.release.decided");
+		hf_sys_point(HF_PT_SCOPE_RELEASE_DECIDED);
 	}
 	bool stored = false;
 	if (rc == 0 || nreaped > 0) {

@@ -657,12 +657,12 @@ static int ident_record(int dfd, const char *name, char *token, size_t n, void *
 
 enum { PT_TAKE, PT_RELEASE, PT_WITHDRAW, PT_SWEEP };
 static const struct {
-	const char *moved, *mismatch;
+	enum hf_point moved, mismatch;
 } points[] = {
-	[PT_TAKE] = { "session.take.moved", "session.take.mismatch" },
-	[PT_RELEASE] = { "session.release.moved", "session.release.mismatch" },
-	[PT_WITHDRAW] = { "session.withdraw.moved", "session.withdraw.mismatch" },
-	[PT_SWEEP] = { "session.sweep.moved", "session.sweep.mismatch" },
+	[PT_TAKE] = { HF_PT_SESSION_TAKE_MOVED, HF_PT_SESSION_TAKE_MISMATCH },
+	[PT_RELEASE] = { HF_PT_SESSION_RELEASE_MOVED, HF_PT_SESSION_RELEASE_MISMATCH },
+	[PT_WITHDRAW] = { HF_PT_SESSION_WITHDRAW_MOVED, HF_PT_SESSION_WITHDRAW_MISMATCH },
+	[PT_SWEEP] = { HF_PT_SESSION_SWEEP_MOVED, HF_PT_SESSION_SWEEP_MISMATCH },
 };
 
 /* SL4: we moved a file we did not mean to (it replaced what we judged at
@@ -1089,12 +1089,12 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 	rc = set_mine(&mine, &r);
 	if (rc < 0)
 		goto out;
-	hf_sys_point("session.take.begin");
+	hf_sys_point(HF_PT_SESSION_TAKE_BEGIN);
 	for (int round = 0; round < ROUNDS_MAX; round++) {
 		rc = hf_publish_file_at_fd(l.dfd, l.name, mine.buf, mine.len, 0644, false,
 					   &mine_fd); /* SL1 */
 		if (rc == 0) {
-			hf_sys_point("session.take.published");
+			hf_sys_point(HF_PT_SESSION_TAKE_PUBLISHED);
 			drop_stolen(&l, stolen); /* SL8 */
 			struct scan *sc = &u.sc; /* not zero-filled: 4 KiB of stack */
 			sc->l = &l;
@@ -1109,9 +1109,9 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 					*ret_taken = r;
 				goto out;
 			}
-			hf_sys_point("session.take.barrier");
+			hf_sys_point(HF_PT_SESSION_TAKE_BARRIER);
 			drop_pinned(&l, mine_fd, PT_WITHDRAW); /* SL10; on error it ages out */
-			hf_sys_point("session.take.withdrawn");
+			hf_sys_point(HF_PT_SESSION_TAKE_WITHDRAWN);
 			restore_orphan(&l, sc); /* SL4 */
 			if (sc->bfd >= 0)
 				hf_sys_close(sc->bfd);
@@ -1141,7 +1141,7 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 			rc = HF_EHELD; /* SL6 */
 			goto out;
 		}
-		hf_sys_point("session.take.judged");
+		hf_sys_point(HF_PT_SESSION_TAKE_JUDGED);
 		rc = move_verified(&l, l.name, &u.j, PT_TAKE, stolen, sizeof stolen);
 		if (rc < 0) {
 			stolen[0] = '\0';
@@ -1149,7 +1149,7 @@ int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *r
 				continue; /* another mover got there first: T1 again */
 			goto out;
 		}
-		hf_sys_point("session.take.verified");
+		hf_sys_point(HF_PT_SESSION_TAKE_VERIFIED);
 		copy_broke(&r, &u.j, age);
 		if ((rc = set_mine(&mine, &r)) < 0)
 			goto out;
@@ -1197,7 +1197,7 @@ int hf_session_release(const struct hf_session_opts *o, struct hf_session_status
 	rc = look(l.dfd, l.name, s, &fd);
 	for (int round = 0; round < ROUNDS_MAX; round++) {
 		if (rc == 0 && pred_ours(s, o)) {
-			hf_sys_point("session.release.read");
+			hf_sys_point(HF_PT_SESSION_RELEASE_READ);
 			rc = drop_pinned(&l, fd, PT_RELEASE); /* SL7, SL10 */
 			hf_sys_close(fd);
 			fd = -1;
@@ -1223,7 +1223,7 @@ int hf_session_release(const struct hf_session_opts *o, struct hf_session_status
 			goto out;
 		}
 		if (found) {
-			hf_sys_point("session.release.read");
+			hf_sys_point(HF_PT_SESSION_RELEASE_READ);
 			int d = drop_pinned(&l, afd, PT_RELEASE);
 			hf_sys_close(afd);
 			if (d != GONE) {
@@ -1314,7 +1314,7 @@ int hf_session_naive_take(const char *path, int64_t stale_ms)
 		rc = HF_EHELD;
 		goto out;
 	}
-	hf_sys_point("session.naive.read");
+	hf_sys_point(HF_PT_SESSION_NAIVE_READ);
 	char when[48];
 	hf_time_format(hf_sys_now_ms(), when, sizeof when - 1);
 	strcat(when, "\n");
@@ -1326,7 +1326,7 @@ int hf_session_naive_take(const char *path, int64_t stale_ms)
 	rc = (int)hf_sys_write(fd, when, strlen(when));
 	hf_sys_close(fd);
 	rc = rc < 0 ? rc : 0;
-	hf_sys_point("session.naive.wrote");
+	hf_sys_point(HF_PT_SESSION_NAIVE_WROTE);
 out:
 	hf_sys_close(l.dfd);
 	return rc;

@@ -193,15 +193,15 @@ int dl_acq(void *arg)
 			return code_for(rc);
 		if (a->ovl)
 			dl_ovl_enter(a->ovl, got.fence);
-		hf_sys_point("test.cs");
+		hf_sys_point(HF_PT_TEST_CS);
 		if (a->ovl)
 			dl_ovl_exit(a->ovl);
-		hf_sys_point("test.left");
+		hf_sys_point(HF_PT_TEST_LEFT);
 		if (a->no_release)
 			continue;
 		rc = hf_lock_release(a->path, got.owner.token, &h);
 		close(got.live_fd);
-		hf_sys_point("test.released");
+		hf_sys_point(HF_PT_TEST_RELEASED);
 		if (rc != 0)
 			code = DL_RELFAIL;
 	}

@@ -30,7 +30,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 	hft_rmtree(dir);
 	free(dir);
 	free(lock);

@@ -31,7 +31,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 	hft_rmtree(dir);
 	free(dir);
 	free(lock);
@@ -263,11 +263,11 @@ Test(stale, wall_clock_step_does_not_age_a_record_of_this_kernel)
 	struct hf_lock_info got, h;
 	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
 	close(got.live_fd);
-	cr_assert_eq(hf_sys_inject("skew:wall:+7200000"), 0); /* our clock: 2 h ahead */
+	cr_assert_eq(hf_fault_inject("skew:wall:+7200000", NULL, 0), 0); /* our clock: 2 h ahead */
 	cr_assert_eq(state_of(), HF_LOCK_HELD, "not leaked by a 2 h step");
-	cr_assert_eq(hf_sys_inject("skew:wall:-7200000"), 0);
+	cr_assert_eq(hf_fault_inject("skew:wall:-7200000", NULL, 0), 0);
 	cr_assert_eq(state_of(), HF_LOCK_HELD, "nor dated in the future");
-	cr_assert_eq(hf_sys_inject(NULL), 0);
+	cr_assert_eq(hf_fault_inject(NULL, NULL, 0), 0);
 	dl_kill(life);
 }
 
@@ -352,7 +352,7 @@ static int acquire_crash_release(void *arg)
 	struct hf_lock_info got, h;
 	if (hf_lock_acquire(&o, &got, &h) != 0)
 		return 3;
-	hf_sys_inject(rule);
+	hf_fault_inject(rule, NULL, 0);
 	int rrc = hf_lock_release(lock, got.owner.token, &h);
 	close(got.live_fd);
 	return rrc == 0 ? 0 : 4;

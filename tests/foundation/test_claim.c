@@ -42,7 +42,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 	close(dfd);
 	hft_rmtree(dir);
 	free(dir);
@@ -132,7 +132,7 @@ Test(claim, scan_finds_prefixed_and_errors_deny)
 	int n = 0;
 	cr_assert_eq(hf_claim_scan(dfd, "L.aside-", count_cb, &n), 0);
 	cr_assert_eq(n, 2);
-	cr_assert_eq(hf_sys_inject("fail:getdents:1:EIO"), 0);
+	cr_assert_eq(hf_fault_inject("fail:getdents:1:EIO", NULL, 0), 0);
 	n = 0;
 	cr_assert_eq(hf_claim_scan(dfd, "L.aside-", count_cb, &n), -EIO, "C4: a scan error denies");
 }
@@ -142,13 +142,13 @@ Test(claim, without_noreplace_take_still_moves_and_restore_leaves_a_barrier)
 	/* A file system that refuses RENAME_NOREPLACE: the kernel's EINVAL is
 	 * reported by sys.c as EOPNOTSUPP (simulated here for every rename). */
 	put("L", "fresh");
-	cr_assert_eq(hf_sys_inject("fail:rename:1:EOPNOTSUPP"), 0);
+	cr_assert_eq(hf_fault_inject("fail:rename:1:EOPNOTSUPP", NULL, 0), 0);
 	char claim[HF_CLAIM_NAME_MAX];
 	cr_assert_eq(hf_claim_take(dfd, "L", dfd, "L.aside-", claim, sizeof claim), 0,
 		     "C5: a plain rename to the fresh random name");
 	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1);
 	put("L", "third");
-	cr_assert_eq(hf_sys_inject("fail:rename:1:EOPNOTSUPP"), 0);
+	cr_assert_eq(hf_fault_inject("fail:rename:1:EOPNOTSUPP", NULL, 0), 0);
 	cr_assert_eq(hf_claim_restore(dfd, claim, dfd, "L", "fresh", ident_file, NULL),
 		     HF_EBARRIER, "C3: no restore without NOREPLACE");
 	char p[600];

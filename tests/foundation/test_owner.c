@@ -245,9 +245,9 @@ Test(liveness, age_is_boot_relative_on_this_kernel)
 	struct hf_owner old = o;
 	old.boot_ms = 0;
 	cr_assert_geq(hf_owner_age_ms(&old, later), 3600 * 1000, "no boot time: wall clock");
-	cr_assert_eq(hf_sys_inject("skew:wall:-7200000"), 0);
+	cr_assert_eq(hf_fault_inject("skew:wall:-7200000", NULL, 0), 0);
 	cr_assert_lt(hf_sys_now_ms(), later - 2 * 3600 * 1000 - 1800 * 1000,
 		     "skew:wall moves the wall clock");
-	cr_assert_eq(hf_sys_inject(NULL), 0);
+	cr_assert_eq(hf_fault_inject(NULL, NULL, 0), 0);
 	cr_assert_lt(hf_owner_age_ms(&o, hf_sys_now_ms()), 60 * 1000);
 }

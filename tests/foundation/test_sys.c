@@ -14,14 +14,14 @@
 
 static void disarm(void)
 {
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 }
 
 TestSuite(sys, .fini = disarm);
 
 Test(sys, fail_nth_call_of_a_kind)
 {
-	cr_assert_eq(hf_sys_inject("fail:open:2:EACCES"), 0);
+	cr_assert_eq(hf_fault_inject("fail:open:2:EACCES", NULL, 0), 0);
 	int a = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
 	int b = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
 	int c = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
@@ -34,7 +34,7 @@ Test(sys, fail_nth_call_of_a_kind)
 
 Test(sys, fail_persist_and_other_calls_untouched)
 {
-	cr_assert_eq(hf_sys_inject("fail:mkdir:1:ENOSPC:persist"), 0);
+	cr_assert_eq(hf_fault_inject("fail:mkdir:1:ENOSPC:persist", NULL, 0), 0);
 	cr_assert_eq(hf_sys_mkdirat(AT_FDCWD, "/nonexistent-hf/x", 0700), -ENOSPC);
 	cr_assert_eq(hf_sys_mkdirat(AT_FDCWD, "/nonexistent-hf/y", 0700), -ENOSPC);
 	int fd = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
@@ -46,10 +46,22 @@ Test(sys, fail_persist_and_other_calls_untouched)
 
 Test(sys, bad_rules_arm_nothing)
 {
-	cr_assert_eq(hf_sys_inject("fail:open"), -EINVAL);
-	cr_assert_eq(hf_sys_inject("fail:open:0:EIO"), -EINVAL);
-	cr_assert_eq(hf_sys_inject("explode:open:1"), -EINVAL);
-	cr_assert_eq(hf_sys_inject("fail:open:1:NOTANERRNO"), -EINVAL);
+	cr_assert_eq(hf_fault_inject("fail:open", NULL, 0), -EINVAL);
+	cr_assert_eq(hf_fault_inject("fail:open:0:EIO", NULL, 0), -EINVAL);
+	cr_assert_eq(hf_fault_inject("explode:open:1", NULL, 0), -EINVAL);
+	cr_assert_eq(hf_fault_inject("fail:open:1:NOTANERRNO", NULL, 0), -EINVAL);
+	/* a misspelt point is refused, naming it, and arms nothing (FA2) */
+	char why[256] = "";
+	cr_assert_eq(hf_fault_inject("pause:dirlock.acquire.mades", why, sizeof why), -EINVAL);
+	cr_assert(strstr(why, "no point 'dirlock.acquire.mades'"), "%s", why);
+	cr_assert_eq(hf_fault_inject("fail:dirlock.acquire.made:1:EIO", why, sizeof why), -EINVAL,
+		     "a named point is not a system call: it cannot fail");
+	cr_assert(strstr(why, "not a system call"), "%s", why);
+	cr_assert_eq(hf_fault_inject("fail:open:1:EIO", NULL, 0), 0);
+	cr_assert_eq(hf_fault_inject("fail:open:1:EIO;crash:nowhere", NULL, 0), -EINVAL);
+	cr_assert_eq(hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0), -EIO,
+		     "a refused set leaves the armed rules as they were");
+	disarm();
 	int fd = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
 	cr_assert_geq(fd, 0);
 	close(fd);
@@ -58,27 +70,27 @@ Test(sys, bad_rules_arm_nothing)
 Test(sys, failed_close_still_closes)
 {
 	int fd = open("/dev/null", O_RDONLY);
-	cr_assert_eq(hf_sys_inject("fail:close:1:EIO"), 0);
+	cr_assert_eq(hf_fault_inject("fail:close:1:EIO", NULL, 0), 0);
 	cr_assert_eq(hf_sys_close(fd), -EIO);
-	cr_assert_eq(fcntl(fd, F_GETFD), -1, "S3: the fd must be closed");
+	cr_assert_eq(fcntl(fd, F_GETFD), -1, "SY2: the fd must be closed");
 }
 
 static int named_points(void *arg)
 {
 	(void)arg;
-	hf_sys_point("alpha");
-	hf_sys_point("beta");
-	hf_sys_point("beta");
+	hf_sys_point(HF_PT_SESSION_TAKE_BEGIN);
+	hf_sys_point(HF_PT_SESSION_TAKE_JUDGED);
+	hf_sys_point(HF_PT_SESSION_TAKE_JUDGED);
 	return 7;
 }
 
 Test(sys, pause_reports_and_waits)
 {
 	struct hft_child c;
-	hft_spawn_fn(&c, "pause:alpha;pause:beta:2", named_points, NULL);
-	hft_expect(&c, "alpha");
+	hft_spawn_fn(&c, "pause:session.take.begin;pause:session.take.judged:2", named_points, NULL);
+	hft_expect(&c, "session.take.begin");
 	hft_go(&c);
-	hft_expect(&c, "beta");
+	hft_expect(&c, "session.take.judged");
 	hft_go(&c);
 	cr_assert_eq(hft_wait(&c), 7);
 }
@@ -87,7 +99,7 @@ static int crash_in_calls(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 10; i++) {
-		hf_sys_point("not-a-call");
+		hf_sys_point(HF_PT_CLAIM_RESTORE_CHECKED);
 		int fd = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0);
 		hf_sys_close(fd);
 	}
@@ -97,7 +109,7 @@ static int crash_in_calls(void *arg)
 Test(sys, crash_at_nth_call_counts_calls_only)
 {
 	struct hft_child c;
-	/* S2: "*" counts calls (open, close...) not named points: the 3rd call
+	/* FA1: "*" counts calls (open, close...) not named points: the 3rd call
 	 * is the second open; pause just before to prove where it died. */
 	hft_spawn_fn(&c, "pause:*:3;crash:*:3", crash_in_calls, NULL);
 	hft_expect(&c, "open");
@@ -119,4 +131,20 @@ Test(sys, renameat2_noreplace_never_replaces)
 	free(sb);
 	hft_rmtree(d);
 	free(d);
+}
+
+/* Every point of points.def has a name the rule parser finds again, the
+ * calls first: the tables the code, the parser and the loops read agree. */
+Test(sys, points_table_round_trips)
+{
+	for (int i = 0; i < HF_PT_COUNT; i++) {
+		if (i == HF_PT_CALLS_END)
+			continue;
+		const char *n = hf_point_name((enum hf_point)i);
+		cr_assert_eq(hf_point_find(n), i, "%s", n);
+		cr_assert_eq(strchr(n, '.') != NULL, i > HF_PT_CALLS_END,
+			     "calls have plain names, named points dotted: %s", n);
+	}
+	cr_assert_eq(hf_point_find("not-a-point"), -1);
+	cr_assert_eq(hf_point_find("?"), -1);
 }

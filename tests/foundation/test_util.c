@@ -65,9 +65,9 @@ Test(util, publish_failure_leaves_nothing)
 {
 	char *d = hft_tmpdir();
 	int dfd = open(d, O_RDONLY | O_DIRECTORY);
-	cr_assert_eq(hf_sys_inject("fail:write:1:ENOSPC"), 0);
+	cr_assert_eq(hf_fault_inject("fail:write:1:ENOSPC", NULL, 0), 0);
 	cr_assert_eq(hf_publish_file_at(dfd, "rec", "data", 4, 0644, false), -ENOSPC);
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 	cr_assert_eq(hft_count_prefix(d, ""), 0, "U1: nothing visible after a failed publish");
 	close(dfd);
 	hft_rmtree(d);
@@ -89,9 +89,9 @@ Test(util, replace_keeps_mode_and_leaves_no_temporary)
 	char *s = hft_slurp(p);
 	cr_assert_str_eq(s, "new");
 	free(s);
-	cr_assert_eq(hf_sys_inject("fail:rename:1:EIO"), 0);
+	cr_assert_eq(hf_fault_inject("fail:rename:1:EIO", NULL, 0), 0);
 	cr_assert_eq(hf_replace_file_at(dfd, "f", "newer", 5, 0600, true), -EIO);
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 	s = hft_slurp(p);
 	cr_assert_str_eq(s, "new", "U2: a failed replace leaves the old content");
 	free(s);

@@ -10,7 +10,7 @@
 
 static void disarm(void)
 {
-	hf_sys_inject(NULL);
+	hf_fault_inject(NULL, NULL, 0);
 }
 
 TestSuite(wait, .fini = disarm);
@@ -27,7 +27,7 @@ Test(wait, fallback_sleeps_through_sys_and_never_past_the_deadline)
 {
 	/* inotify refused: every wait is a backoff sleep through sys.c (a
 	 * fault on the 3rd sleep proves the path), and the deadline holds. */
-	cr_assert_eq(hf_sys_inject("fail:inotify:1:EMFILE;fail:sleep:3:EIO"), 0);
+	cr_assert_eq(hf_fault_inject("fail:inotify:1:EMFILE;fail:sleep:3:EIO", NULL, 0), 0);
 	struct hf_waiter w;
 	int64_t t0 = hf_sys_mono_ns();
 	cr_assert_eq(hf_wait_init(&w, "/dev/shm", "x", 10000), 0);
@@ -37,7 +37,7 @@ Test(wait, fallback_sleeps_through_sys_and_never_past_the_deadline)
 	cr_assert_eq(hf_wait_next(&w), -EIO, "the third wait went through hf_sys_sleep_ms");
 	hf_wait_done(&w);
 	disarm();
-	cr_assert_eq(hf_sys_inject("fail:inotify:1:EMFILE"), 0);
+	cr_assert_eq(hf_fault_inject("fail:inotify:1:EMFILE", NULL, 0), 0);
 	t0 = hf_sys_mono_ns();
 	cr_assert_eq(hf_wait_init(&w, "/dev/shm", "x", 60), 0);
 	int rc, n = 0;

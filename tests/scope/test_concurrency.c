@@ -31,7 +31,7 @@ static int worker(void *arg)
 	int rc = hf_scope_register(&req, &gen, &fd, &h);
 	if (rc < 0)
 		return 10;
-	hf_sys_point("test.registered"); /* the test holds everyone here */
+	hf_sys_point(HF_PT_TEST_REGISTERED); /* the test holds everyone here */
 	rc = hf_scope_release(NULL, name, gen, &h);
 	close(fd);
 	return rc < 0 ? 11 : 0;

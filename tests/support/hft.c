@@ -63,7 +63,7 @@ static void child_pause_fds(int notify_wr, int go_rd)
 {
 	/* Move the pipe ends to fds 3 and 4 for CLI children; keep them for
 	 * in-process children. */
-	hf_sys_pause_fds(notify_wr, go_rd);
+	hf_fault_pause_fds(notify_wr, go_rd);
 }
 
 void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), void *arg)
@@ -78,7 +78,7 @@ void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), voi
 		close(n[0]);
 		close(g[1]);
 		child_pause_fds(n[1], g[0]);
-		if (hf_sys_inject(rules) < 0)
+		if (hf_fault_inject(rules, NULL, 0) < 0)
 			_exit(99);
 		_exit(fn(arg));
 	}

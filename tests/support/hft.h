@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "faults.h"
+
 struct hft_child {
 	pid_t pid;
 	int notify_rd;   /* points reached, one line each   */

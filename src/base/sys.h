@@ -1,28 +1,14 @@
 /*
- * sys.h - the only door from libholdfast to the kernel for files and processes.
+ * sys.h - the system-call seam: the only door from holdfast to the kernel
+ * for files and processes (sys.c).
  *
  * Every call returns >= 0 on success and -errno on failure (errno itself is
  * left alone). EINTR is retried inside where a retry is always right (open,
- * read, write, flock, waitpid); close is never retried (the fd may already be
- * reused). Each call first passes its fault-injection point, named after the
- * call ("open", "rename", "link", ...), so a test can:
- *
- *   fail:CALL:N:ERRNO[:persist]  make the Nth next CALL fail with ERRNO
- *                                 (and every later one with :persist);
- *   pause:POINT[:N]               at the Nth hit of POINT, write "POINT\n" to
- *                                 the notify fd and block until one byte
- *                                 arrives on the go fd;
- *   crash:POINT[:N]               at the Nth hit of POINT, SIGKILL itself;
- *   skew:wall:MS                  add MS (signed) to every wall-clock read
- *                                 of this process: a clock that disagrees
- *                                 with the machine's (CLOCK_BOOTTIME and
- *                                 CLOCK_MONOTONIC are left alone).
- *
- * POINT is a call name, "*" (every call), or a named protocol point passed to
- * hf_sys_point() ("session.take.judged", ...). N counts from 1 (default 1).
- * Rules are separated by ';'. They come from hf_sys_inject() or, once, from
- * the environment: HOLDFAST_FAULTS=<rules>, HOLDFAST_PAUSE_FDS=<notify>,<go>.
- * With no rule armed the cost is one predictable branch per call.
+ * read, write, flock, waitpid); close is never retried (the fd may already
+ * be reused). Each call first passes its point (a kind of call, HF_PT_OPEN,
+ * HF_PT_RENAME, ...: points.def), and hf_sys_point() passes a named protocol
+ * point; a fault engine that set hf_sys_hook (faults.h: the CLI and the
+ * tests only) may then make the call fail, pause or crash the process.
  */
 #ifndef HF_SYS_H
 #define HF_SYS_H
@@ -35,6 +21,32 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
+
+/* Every point: HF_PT_<ID> for each line of points.def, the calls first. */
+enum hf_point {
+#define HF_CALL(id, name) HF_PT_##id,
+#define HF_POINT(id, name)
+#include "points.def"
+	HF_PT_CALLS_END, /* not a point: the calls end here */
+#undef HF_CALL
+#undef HF_POINT
+#define HF_CALL(id, name)
+#define HF_POINT(id, name) HF_PT_##id,
+#include "points.def"
+#undef HF_CALL
+#undef HF_POINT
+	HF_PT_COUNT
+};
+/* The point's name in rules ("open", "dirlock.acquire.made"). */
+const char *hf_point_name(enum hf_point p);
+/* The point named name, or -1 (not in points.def). */
+int hf_point_find(const char *name);
+
+/* Set by a fault engine (faults.c) only: called at every point with it;
+ * <0 makes a system call fail with that code. NULL: no engine. */
+extern int (*hf_sys_hook)(enum hf_point point);
+/* Added to every wall-clock read (a fault engine's skew:wall rule). */
+extern int64_t hf_sys_wall_skew_ms;
 
 int hf_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
 int hf_sys_close(int fd);
@@ -81,13 +93,7 @@ int64_t hf_sys_mono_ns(void);
 int64_t hf_sys_boot_ms(void);
 
 /* A named protocol point: a place a test may pause or crash a process. */
-void hf_sys_point(const char *name);
-
-/* Arm rules (grammar above); NULL or "" disarms everything. -EINVAL on a bad
- * rule, with nothing armed. */
-int hf_sys_inject(const char *rules);
-/* The fds a "pause" rule reports to and waits on. */
-void hf_sys_pause_fds(int notify_fd, int go_fd);
+void hf_sys_point(enum hf_point point);
 
 /* --- directory lock (dirlock.c) ---------------------------------------- */
 struct statfs;

@@ -1,0 +1,192 @@
+/*
+ * proc.c - what /proc and the kernel say about processes: a pid's start
+ * time and command, this boot's id, this host's name, this process's pid
+ * and time namespaces, and a probe of a kernel lock.
+ *
+ * Invariants:
+ *  (PR1) hf_pid_start says -ESRCH only when the pid is gone or is an
+ *        orphaned zombie nobody will act for (see its comment); any other
+ *        failure to read is an error, never "gone".
+ *  (PR2) This process's namespaces are read once per pid: a child forked
+ *        after unshare(CLONE_NEWTIME) reads its own again.
+ */
+#include "proc.h"
+
+#include "sys.h"
+#include "text.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int hf_pid_start(pid_t pid, uint64_t *ret)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? -ESRCH : fd;
+	ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
+	hf_sys_close(fd);
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -ESRCH; /* a zombie being reaped */
+	buf[n] = '\0';
+	/* Field 2 (comm) may hold spaces and parentheses: start after the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	/* p points at " S ppid ..."; field 3 is the state. Field 22 is the 20th
+	 * field after comm. */
+	char state = p[1];
+	long ppid = -1, threads = -1;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+		if (field == 3) /* p now precedes field 4, ppid */
+			ppid = strtol(p + 1, NULL, 10);
+		if (field == 19) /* p now precedes field 20, num_threads */
+			threads = strtol(p + 1, NULL, 10);
+	}
+	/* A zombie has exited. While its parent lives, the parent may still act
+	 * for it (holdfast run releases its command's locks before collecting
+	 * it): alive. An orphan under init (pid 1) has no one left to act for
+	 * it, and may never be collected (an init that does not reap): gone.
+	 * A thread-group leader whose other threads run shows as a zombie too
+	 * (num_threads > 1): alive. */
+	if ((state == 'Z' || state == 'X') && threads == 1 && ppid == 1)
+		return -ESRCH;
+	char *end;
+	unsigned long long v = strtoull(p + 1, &end, 10);
+	if (end == p + 1)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+const char *hf_boot_id(void)
+{
+	static char id[HF_BOOTID_LEN + 1];
+	static int done;
+	if (!done) {
+		int fd = hf_sys_openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY, 0);
+		if (fd >= 0) {
+			char buf[64];
+			ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
+			hf_sys_close(fd);
+			if (n >= HF_BOOTID_LEN) {
+				memcpy(id, buf, HF_BOOTID_LEN);
+				id[HF_BOOTID_LEN] = '\0';
+			}
+		}
+		done = 1;
+	}
+	return id;
+}
+
+const char *hf_host_name(void)
+{
+	static char host[HF_HOST_MAX + 1];
+	static int done;
+	if (!done) {
+		if (hf_sys_uname_host(host, sizeof host) < 0)
+			host[0] = '\0';
+		done = 1;
+	}
+	return host;
+}
+
+/* The inode of /proc/self/ns/<kind>, cached per process; 0 when it cannot be
+ * read. */
+static uint64_t ns_inode(const char *path)
+{
+	struct stat st;
+	return hf_sys_fstatat(AT_FDCWD, path, &st, 0) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* Our namespaces, read once per process: a fork's child (another pid)
+ * reads them again, as unshare(CLONE_NEWTIME) moves only children. */
+static pid_t ns_for_pid;
+static uint64_t ns_pid, ns_time;
+
+static void self_ns_for(pid_t me)
+{
+	if (ns_for_pid == me)
+		return; /* PR2 */
+	/* Our pids are read through /proc: only if this /proc is of our own
+	 * pid namespace (/proc/self is our getpid()) do its numbers mean
+	 * ours. A process in a child namespace under the parent's /proc
+	 * (unshare --pid without --mount-proc) records no namespace: its
+	 * pids are never proof, for anyone. */
+	char self[32];
+	ssize_t n = hf_sys_readlinkat(AT_FDCWD, "/proc/self", self, sizeof self - 1);
+	uint64_t v = HF_PIDNS_UNKNOWN;
+	if (n > 0) {
+		self[n] = '\0';
+		char *end;
+		long p = strtol(self, &end, 10);
+		if (!*end && p == (long)me)
+			v = ns_inode("/proc/self/ns/pid");
+		if (!v)
+			v = HF_PIDNS_UNKNOWN;
+	}
+	ns_pid = v;
+	ns_time = ns_inode("/proc/self/ns/time");
+	ns_for_pid = me;
+}
+
+void hf_self_ns(pid_t me, uint64_t *pidns, uint64_t *timens)
+{
+	self_ns_for(me);
+	*pidns = ns_pid;
+	*timens = ns_time;
+}
+
+uint64_t hf_self_pidns(void)
+{
+	self_ns_for(getpid());
+	return ns_pid;
+}
+
+uint64_t hf_self_timens(void)
+{
+	self_ns_for(getpid());
+	return ns_time;
+}
+
+int hf_pid_comm(pid_t pid, char *buf, size_t n)
+{
+	char path[64], raw[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? -ESRCH : fd;
+	ssize_t r = hf_sys_read(fd, raw, sizeof raw - 1);
+	hf_sys_close(fd);
+	if (r < 0)
+		return (int)r;
+	raw[r] = '\0';
+	raw[strcspn(raw, "\n")] = '\0';
+	/* a command name is the program's to choose: keep it only as text */
+	if (!hf_text_ok(raw, HF_COMM_MAX))
+		raw[0] = '\0';
+	snprintf(buf, n, "%s", raw);
+	return 0;
+}
+
+int hf_kernel_lock_probe(int fd)
+{
+	int rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
+	if (rc == 0)
+		return 0;
+	return rc == -EWOULDBLOCK ? 1 : rc;
+}
+

@@ -1,0 +1,37 @@
+/*
+ * proc.h - processes as /proc and the kernel show them (proc.c).
+ */
+#ifndef HF_PROC_H
+#define HF_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "holdfast.h" /* the sizes of what records hold: HF_COMM_MAX, ... */
+
+/* Start time of pid (/proc/<pid>/stat field 22): 0 and *ret, -ESRCH when no
+ * such process, other -errno when unreadable. */
+int hf_pid_start(pid_t pid, uint64_t *ret);
+/* The command name of pid (/proc/<pid>/comm, as text; "" when it is not
+ * text) into buf: 0, -ESRCH, or -errno. */
+int hf_pid_comm(pid_t pid, char *buf, size_t n);
+/* The inode of this process's pid namespace, or HF_PIDNS_UNKNOWN when this
+ * /proc is not of our pid namespace (its numbers are not ours) or cannot be
+ * read. */
+uint64_t hf_self_pidns(void);
+/* The inode of this process's time namespace (0: unknown). */
+/* Both, for me = getpid() (the caller read it already). */
+void hf_self_ns(pid_t me, uint64_t *pidns, uint64_t *timens);
+uint64_t hf_self_timens(void);
+/* Probe a kernel lock: flock(fd, LOCK_EX | LOCK_NB) on a descriptor the
+ * caller opened itself. 1: held by another open file description (its
+ * holder lives); 0: free - the caller now holds LOCK_EX on fd until it
+ * closes it or unlocks; <0: -errno (unknown). */
+int hf_kernel_lock_probe(int fd);
+/* This boot's id (cached after the first read). */
+const char *hf_boot_id(void);
+/* This host's name (cached). */
+const char *hf_host_name(void);
+
+#endif

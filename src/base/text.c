@@ -1,0 +1,269 @@
+/*
+ * text.c - text the lock kinds write and read: tokens, ISO-8601 times,
+ * UTF-8 checks, JSON string escapes, and what a message may show.
+ *
+ * Invariants:
+ *  (TX1) hf_time_format and hf_time_parse round-trip every time from year
+ *        0000 to 9999 at millisecond precision, without the C library's
+ *        time-zone machinery (no /etc/localtime is ever read).
+ *  (TX2) hf_text_ok accepts only valid UTF-8 without control characters:
+ *        what it accepts can be printed to a terminal and written into JSON
+ *        with only '"' and '\\' escaped.
+ */
+#include "text.h"
+
+#include "sys.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int hf_random_hex(char *buf, size_t nbytes)
+{
+	unsigned char raw[64];
+	if (nbytes > sizeof raw)
+		return -EINVAL;
+	int rc = hf_sys_getrandom(raw, nbytes);
+	if (rc < 0)
+		return rc;
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < nbytes; i++) {
+		unsigned b = raw[i];
+		buf[2 * i] = hex[b >> 4];
+		buf[2 * i + 1] = hex[b & 15];
+	}
+	buf[2 * nbytes] = '\0';
+	return 0;
+}
+
+/* UTC calendar arithmetic (H. Hinnant's days_from_civil / civil_from_days,
+ * proleptic Gregorian). gmtime_r and timegm would do, but glibc loads
+ * /etc/localtime on their first use: seven system calls in every short
+ * `holdfast` process, for a zone that is never used. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+void hf_copy_str(char *dst, size_t n, const char *s)
+{
+	if (!n)
+		return;
+	size_t l = strnlen(s, n - 1);
+	memcpy(dst, s, l);
+	dst[l] = '\0';
+}
+
+void hf_time_format(int64_t ms, char *buf, size_t n)
+{
+	int64_t s = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+	int frac = (int)(ms - s * 1000);
+	int64_t days = s >= 0 ? s / 86400 : (s - 86399) / 86400;
+	int64_t sod = s - days * 86400, y;
+	int mon, mday;
+	civil_from_days(days, &y, &mon, &mday);
+	int h = (int)(sod / 3600), mi = (int)(sod / 60 % 60), sec = (int)(sod % 60);
+	if (y < 0 || y > 9999 || n < HF_TIME_MAX) {
+		/* outside what four digits say (or a short buffer): the slow way */
+		if (frac)
+			snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, mon,
+				 mday, h, mi, sec, frac);
+		else
+			snprintf(buf, n, "%04lld-%02d-%02dT%02d:%02d:%02dZ", (long long)y, mon, mday,
+				 h, mi, sec);
+		return;
+	}
+	/* by hand: this runs in every acquisition, and stdio's padding costs
+	 * more than the system calls around it */
+	char *p = buf;
+	p = hf_put_u64w(p, (uint64_t)y, 4);
+	*p++ = '-';
+	p = hf_put_u64w(p, (uint64_t)mon, 2);
+	*p++ = '-';
+	p = hf_put_u64w(p, (uint64_t)mday, 2);
+	*p++ = 'T';
+	p = hf_put_u64w(p, (uint64_t)h, 2);
+	*p++ = ':';
+	p = hf_put_u64w(p, (uint64_t)mi, 2);
+	*p++ = ':';
+	p = hf_put_u64w(p, (uint64_t)sec, 2);
+	if (frac) {
+		*p++ = '.';
+		p = hf_put_u64w(p, (uint64_t)frac, 3);
+	}
+	*p++ = 'Z';
+	*p = '\0';
+}
+
+static int digits(const char **p, int n, int *ret)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		char c = (*p)[i];
+		if (c < '0' || c > '9')
+			return -EINVAL;
+		v = v * 10 + (c - '0');
+	}
+	*p += n;
+	*ret = v;
+	return 0;
+}
+
+int hf_time_parse(const char *s, int64_t *ret_ms)
+{
+	const char *p = s;
+	int Y, M, D, h, m, sec;
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' ||
+	    digits(&p, 2, &D) || (*p != 'T' && *p != 't' && *p != ' '))
+		return -EINVAL;
+	p++;
+	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' ||
+	    digits(&p, 2, &sec))
+		return -EINVAL;
+	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+		return -EINVAL;
+	int ms = 0;
+	if (*p == '.' || *p == ',') {
+		p++;
+		int nd = 0;
+		while (*p >= '0' && *p <= '9') {
+			if (nd < 3)
+				ms = ms * 10 + (*p - '0');
+			nd++;
+			p++;
+		}
+		if (nd == 0)
+			return -EINVAL;
+		for (; nd < 3; nd++)
+			ms *= 10;
+	}
+	int64_t off_s = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1, oh, om;
+		if (digits(&p, 2, &oh))
+			return -EINVAL;
+		if (*p == ':')
+			p++;
+		if (digits(&p, 2, &om) || oh > 23 || om > 59)
+			return -EINVAL;
+		off_s = sign * (oh * 3600 + om * 60);
+	} else {
+		return -EINVAL; /* a time without a zone is ambiguous: refuse */
+	}
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (*p)
+		return -EINVAL;
+	/* like timegm: an out-of-range day (Feb 30) rolls into the next month */
+	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec;
+	*ret_ms = (t - off_s) * 1000 + ms;
+	return 0;
+}
+
+size_t hf_utf8_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned c = p[0];
+	size_t extra;
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xe0) == 0xc0 && c >= 0xc2)
+		extra = 1;
+	else if ((c & 0xf0) == 0xe0)
+		extra = 2;
+	else if ((c & 0xf8) == 0xf0 && c <= 0xf4)
+		extra = 3;
+	else
+		return 0;
+	for (size_t i = 1; i <= extra; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return extra + 1;
+}
+
+bool hf_text_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		size_t l = hf_utf8_len(s);
+		if (l == 0 || c < 0x20 || c == 0x7f)
+			return false;
+		s += l;
+		n += l;
+		if (n > max)
+			return false;
+	}
+	return true;
+}
+
+const char *hf_text_show(const char *s, char *buf, size_t n, bool keep_nl)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t at = 0;
+	if (!n)
+		return "";
+	for (; *s && at + 5 < n;) {
+		unsigned char c = (unsigned char)*s;
+		size_t l = hf_utf8_len(s);
+		if (l == 0 || (l == 1 && (c < 0x20 || c == 0x7f) && !(keep_nl && c == '\n'))) {
+			buf[at++] = '\\';
+			buf[at++] = 'x';
+			buf[at++] = hex[c >> 4];
+			buf[at++] = hex[c & 15];
+			s++;
+			continue;
+		}
+		if (at + l >= n)
+			break;
+		memcpy(buf + at, s, l);
+		at += l;
+		s += l;
+	}
+	buf[at] = '\0';
+	return buf;
+}
+
+char *hf_json_escape(char *p, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			*p++ = '\\';
+			*p++ = (char)c;
+		} else if (c < 0x20) {
+			*p++ = '\\';
+			*p++ = 'u';
+			*p++ = '0';
+			*p++ = '0';
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 15];
+		} else {
+			*p++ = (char)c;
+		}
+	}
+	return p;
+}
