@@ -24,13 +24,13 @@
 static void cycle(const void *arg)
 {
 	const char *lock = arg;
-	struct hf_lock_opts o = { .path = lock };
-	struct hf_lock_info got, h;
-	int rc = hf_lock_acquire(&o, &got, &h);
-	if (rc == 0) {
-		rc = hf_lock_release(lock, got.owner.token, &h);
-		close(got.live_fd);
-	}
+	hf_lock *l;
+	int rc = hf_lock_new(lock, &l);
+	if (rc == 0)
+		rc = hf_lock_acquire(l);
+	if (rc == 0)
+		rc = hf_lock_release(l);
+	hf_lock_free(l);
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", lock, hf_strerror(rc));
 		exit(1);

@@ -142,14 +142,16 @@ int main(int argc, char **argv)
 		int lfd = m == 2 ? open(lockp, O_RDWR | O_CLOEXEC) : -1;
 		struct timespec st = { (time_t)(start / 1000000000ull), (long)(start % 1000000000ull) };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &st, NULL);
+		hf_lock *hl = NULL;
+		if (m == 1) {
+			must(hf_lock_new(lockp, &hl), "new", sh);
+			must(hf_lock_set(hl, HF_OPT_WAIT_MS, -1), "set", sh);
+		}
 		while (now_ns() < end && cnt < MAX_EV) {
-			struct hf_lock_info info, holder;
 			switch (m) {
-			case 1: {
-				struct hf_lock_opts o = { .path = lockp, .wait_ms = -1 };
-				must(hf_lock_acquire(&o, &info, &holder), "acquire", sh);
+			case 1:
+				must(hf_lock_acquire(hl), "acquire", sh);
 				break;
-			}
 			case 2:
 				if (flock(lfd, LOCK_EX))
 					_exit(1);
@@ -169,8 +171,7 @@ int main(int argc, char **argv)
 			uint64_t tr = now_ns();
 			switch (m) {
 			case 1:
-				must(hf_lock_release(lockp, info.owner.token, NULL), "release", sh);
-				close(info.live_fd);
+				must(hf_lock_release(hl), "release", sh);
 				break;
 			case 2:
 				flock(lfd, LOCK_UN);

@@ -18,6 +18,7 @@
  * Prints: n bytes iters holdfast_ms floor_ms ratio (medians per cycle).
  */
 #include "holdfast.h"
+#include "internal.h" /* until the scope handle lands */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -62,13 +62,17 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
+static hf_session *handle;
+
 static void lib_cycle(void)
 {
-	struct hf_session_opts o = { lock, "bench", NULL, 0 };
-	int rc = hf_session_take(&o, NULL, NULL);
+	int rc = handle ? 0 : hf_session_new(lock, "bench", &handle);
+	if (rc)
+		die("new", rc);
+	rc = hf_session_take(handle);
 	if (rc)
 		die("take", rc);
-	rc = hf_session_release(&o, NULL);
+	rc = hf_session_release(handle);
 	if (rc)
 		die("release", rc);
 }

@@ -8,7 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "holdfast.h" /* the sizes of what records hold: HF_COMM_MAX, ... */
+#define HF_HOST_MAX 64
+#define HF_BOOTID_LEN 36
+#define HF_COMM_MAX 15      /* /proc/<pid>/comm, as the kernel truncates it   */
+#define HF_PIDNS_UNKNOWN 1  /* no namespace inode is 1: "recorded, not known" */
 
 /* Start time of pid (/proc/<pid>/stat field 22): 0 and *ret, -ESRCH when no
  * such process, other -errno when unreadable. */

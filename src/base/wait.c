@@ -27,6 +27,8 @@
  *       attempt and the poll is then an event in the queue.
  *  (W3) Only events of the current watch count (by watch descriptor): events
  *       of an earlier waiter's watch left in a reused instance never wake.
+ *  (W4) A readable cancel descriptor ends the wait with HF_ECANCELED before
+ *       any further sleep; it is only polled, never read.
  *
  * Hazards:
  *  - Each thread that ever waited keeps one inotify fd (close-on-exec) until
@@ -36,7 +38,8 @@
  */
 #include "wait.h"
 
-#include "internal.h"
+#include "holdfast.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <string.h>
@@ -78,6 +81,7 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
 	w->armed = 0;
 	w->tries = 0;
 	w->backoff_us = 1000;
+	w->cancel_fd = -1;
 	w->name[0] = '\0';
 	w->dir[0] = '\0';
 	if (wait_ms == 0) {
@@ -145,8 +149,24 @@ static int drain(struct hf_waiter *w)
 	return hit;
 }
 
+void hf_wait_set_cancel(struct hf_waiter *w, int fd)
+{
+	w->cancel_fd = fd;
+}
+
+/* 1 when the cancel descriptor is readable (W4). */
+static int cancelled(const struct hf_waiter *w)
+{
+	if (w->cancel_fd < 0)
+		return 0;
+	struct pollfd p = { .fd = w->cancel_fd, .events = POLLIN };
+	return hf_sys_poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
 int hf_wait_next(struct hf_waiter *w)
 {
+	if (cancelled(w))
+		return HF_ECANCELED; /* W4 */
 	if (!w->armed) {
 		if (w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns)
 			return HF_ETIMEDOUT; /* W1 */
@@ -172,18 +192,22 @@ int hf_wait_next(struct hf_waiter *w)
 		w->backoff_us = nb > BACKOFF_MAX_US ? BACKOFF_MAX_US : nb;
 		if (left_ms >= 0 && sleep_ms > left_ms)
 			sleep_ms = left_ms; /* W1 */
-		if (w->ifd < 0) {
+		if (w->ifd < 0 && w->cancel_fd < 0) {
 			int rc = hf_sys_sleep_ms(sleep_ms);
 			return rc < 0 ? rc : 0;
 		}
-		struct pollfd p = { .fd = w->ifd, .events = POLLIN };
+		/* the watch (or nothing: -1 is ignored by poll) and the cancel fd */
+		struct pollfd p[2] = { { .fd = w->ifd, .events = POLLIN },
+				       { .fd = w->cancel_fd, .events = POLLIN } };
 		int64_t start = hf_sys_mono_ns();
-		int rc = hf_sys_poll(&p, 1, (int)sleep_ms);
+		int rc = hf_sys_poll(p, 2, (int)sleep_ms);
 		if (rc < 0 && rc != -EINTR)
 			return rc;
 		if (rc <= 0)
 			return 0; /* backoff elapsed: try again */
-		if (drain(w))
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
+			return HF_ECANCELED; /* W4 */
+		if (w->ifd < 0 || drain(w))
 			return 0;
 		/* only unrelated names changed: keep waiting the rest of this slice */
 		int64_t spent_ms = (hf_sys_mono_ns() - start) / 1000000;

@@ -16,6 +16,7 @@ struct hf_waiter {
 	char name[256];        /* the entry whose removal wakes us ("" = any)  */
 	int64_t deadline_ns;   /* CLOCK_MONOTONIC; <0: no deadline (forever)   */
 	int64_t backoff_us;    /* current fallback sleep                       */
+	int cancel_fd;         /* readable: stop (HF_ECANCELED); -1 none       */
 	unsigned tries;
 };
 
@@ -31,8 +32,12 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
  * inotify waits, in case a release happened on another host or a missed
  * event), or the deadline. 0: try again; HF_ETIMEDOUT: the deadline passed
  * (never sleeps past it). The first call sets up the watch and returns 0
- * at once: the caller's next attempt is made with the watch in place. */
+ * at once: the caller's next attempt is made with the watch in place.
+ * HF_ECANCELED: the cancel descriptor is readable. */
 int hf_wait_next(struct hf_waiter *w);
+/* A descriptor whose being readable ends the wait with HF_ECANCELED (W4);
+ * -1: none (hf_wait_init's default). */
+void hf_wait_set_cancel(struct hf_waiter *w, int fd);
 /* Remove the watch. The inotify instance is kept for this thread's next
  * wait (closing one that ever had a watch costs a synchronize_srcu in the
  * kernel, about 10 ms). */

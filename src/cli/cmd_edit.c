@@ -31,7 +31,7 @@
  *      zombie, so its lock stays live: owner.c).
  *   6. CMD exited 0 with output (or --allow-empty): judge FILE again by its
  *      descriptor and stage the replacement with FILE's mode, owner and
- *      group (E5); under hf_lock_hold (E4) rename it over FILE only if FILE
+ *      group (E5); under hf_dirlock_hold (E4) rename it over FILE only if FILE
  *      is still the object read, or over nothing when FILE was missing (E9);
  *      fsync the directory.
  *   7. Release the lock; then collect CMD (E6); exit 0, or the refusal's or
@@ -49,7 +49,7 @@
  *        lock was lost: E4 keeps it from committing). Only regular files of
  *        our own user with exactly that name form are swept.
  *   (E4) The result is committed only while the lock provably is ours:
- *        hf_lock_hold succeeds (the fence counter still shows our fence and
+ *        hf_dirlock_hold succeeds (the fence counter still shows our fence and
  *        FILE.lock still carries our token) and holds off every later
  *        acquirer's fence step until the rename is done. An edit whose lock
  *        was reaped (as leaked, or judged dead by a reaper on another clock
@@ -92,7 +92,7 @@
  *   - A CMD running past --max-hold (10 min by default) may see its lock
  *     reaped as leaked while it still runs; its result is then refused (E4)
  *     but its other side effects are its own.
- *   - E4 errs on the safe side: hf_lock_hold also says HF_ELOST when the
+ *   - E4 errs on the safe side: hf_dirlock_hold also says HF_ELOST when the
  *     lock was only moved aside and put back (a reaper that had judged the
  *     previous holder dead takes ours, sees another token, restores it)
  *     while another acquirer drew a fence and was denied, or when the put
@@ -158,7 +158,7 @@ struct edit {
 	int dirfd;                /* FILE's directory                         */
 	char base[NAME_MAX + 1];  /* FILE's name in it                        */
 	char lock[PATH_MAX];      /* FILE.lock                                */
-	struct hf_lock_info held; /* our lock (CMD's pid)                     */
+	struct hf_dirlock_info held; /* our lock (CMD's pid)                     */
 	const char *init;         /* --init TEXT, or NULL                     */
 	bool allow_empty;         /* --allow-empty                            */
 	int64_t max_hold_ms;      /* --max-hold                               */
@@ -377,8 +377,8 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 		}
 		if (now.st_nlink == 0) { /* E9: gone from its name. By whom? */
 			int guard = -1;
-			rc = hf_lock_hold(e->lock, &e->held, &guard);
-			hf_lock_unhold(guard);
+			rc = hf_dirlock_hold(e->lock, &e->held, &guard);
+			hf_dirlock_unhold(guard);
 			return rc == HF_ELOST ? edit_lost(e) : edit_replaced(e);
 		}
 		if ((rc = edit_judge(e, &now)) != 0) /* E7, again: it may have changed */
@@ -412,7 +412,7 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 	}
 	hf_sys_point(HF_PT_EDIT_STAGED);
 	int guard = -1;
-	rc = hf_lock_hold(e->lock, &e->held, &guard); /* E4 */
+	rc = hf_dirlock_hold(e->lock, &e->held, &guard); /* E4 */
 	if (rc < 0) {
 		hf_stage_discard(e->dirfd, &stage);
 		if (rc == HF_ELOST)
@@ -423,7 +423,7 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 	}
 	hf_sys_point(HF_PT_EDIT_HELD);
 	rc = hf_stage_commit(e->dirfd, &stage, e->base, e->in >= 0 ? &e->st : NULL); /* E9, E1 */
-	hf_lock_unhold(guard);
+	hf_dirlock_unhold(guard);
 	if (rc < 0) {
 		hf_stage_discard(e->dirfd, &stage);
 		if (rc == -ESTALE)
@@ -585,7 +585,7 @@ int cmd_edit(int argc, char **argv)
 	}
 	/* Step 2: the lock lives as long as CMD (E8); an edit is short, past
 	 * max-hold it may be reaped as leaked and E4 refuses its result. */
-	struct hf_lock_opts o = { .path = e.lock, .pid = child.pid, .max_hold_ms = e.max_hold_ms };
+	struct hf_dirlock_opts o = { .path = e.lock, .pid = child.pid, .max_hold_ms = e.max_hold_ms };
 	code = cli_lock_acquire(&o, cli_deadline(w.wait_ms), &child, &e.held);
 	if (code != 0) {
 		/* a refusal: CMD never runs (R2); -E changes only the exit code */
@@ -596,9 +596,9 @@ int cmd_edit(int argc, char **argv)
 	}
 	hf_sys_point(HF_PT_EDIT_LOCKED);
 	code = edit_locked(&e, cmd, &child, out[0]);
-	struct hf_lock_info h;
+	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
-	rc = hf_lock_release(e.lock, e.held.owner.token, &h); /* E6 */
+	rc = hf_dirlock_release(e.lock, e.held.owner.token, &h); /* E6 */
 	hf_sys_close(e.held.live_fd);
 	if (rc < 0 && !(e.lost && (rc == HF_ENOTHELD || rc == HF_ENOTYOURS)))
 		cli_err("warning: lock %s: release: %s", e.lock, hf_strerror(rc));

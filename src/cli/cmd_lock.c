@@ -81,7 +81,7 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 
 /* The owner record's fields (the file's names), plus path and, for status
  * and conflicts, the judgement. */
-static json_t *info_json(const char *path, const struct hf_lock_info *i, bool judged)
+static json_t *info_json(const char *path, const struct hf_dirlock_info *i, bool judged)
 {
 	json_t *j = json_object();
 	json_object_set_new(j, "path", json_string(path));
@@ -109,7 +109,7 @@ static json_t *info_json(const char *path, const struct hf_lock_info *i, bool ju
 }
 
 /* "pid 4242 on box, 4.1 min old, fence 7" or "no complete owner record, 3 s old" */
-static void describe(const struct hf_lock_info *i, char *buf, size_t n)
+static void describe(const struct hf_dirlock_info *i, char *buf, size_t n)
 {
 	char age[32];
 	cli_format_age(i->age_ms, age, sizeof age);
@@ -216,7 +216,7 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 	return 0;
 }
 
-static int conflict(const char *path, int rc, const struct hf_lock_info *h, bool json)
+static int conflict(const char *path, int rc, const struct hf_dirlock_info *h, bool json)
 {
 	char d[256];
 	describe(h, d, sizeof d);
@@ -235,7 +235,7 @@ static int conflict(const char *path, int rc, const struct hf_lock_info *h, bool
 }
 
 /* Messages for the errors of acquire that are not conflicts. */
-static int acquire_error(const char *path, int rc, pid_t owner, const struct hf_lock_info *h)
+static int acquire_error(const char *path, int rc, pid_t owner, const struct hf_dirlock_info *h)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -299,16 +299,16 @@ static int do_acquire(int argc, char **argv)
 			a.path);
 		return HF_EXIT_USAGE;
 	}
-	struct hf_lock_opts o = {
+	struct hf_dirlock_opts o = {
 		.path = a.path,
 		.wait_ms = a.wait_ms,
 		.stale_ms = a.stale_ms,
 		.max_hold_ms = a.max_hold_ms,
 		.pid = owner,
 	};
-	struct hf_lock_info got, holder;
+	struct hf_dirlock_info got, holder;
 	memset(&holder, 0, sizeof holder);
-	rc = hf_lock_acquire(&o, &got, &holder);
+	rc = hf_dirlock_acquire(&o, &got, &holder);
 	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER ||
 	    (rc == HF_EUNREADABLE && (holder.owner.token[0] || holder.partial)))
 		return conflict(a.path, rc, &holder, a.json);
@@ -332,7 +332,7 @@ static int do_acquire(int argc, char **argv)
 		rc = cli_write_out(line);
 	}
 	if (rc < 0) {
-		int rrc = hf_lock_release(a.path, got.owner.token, NULL);
+		int rrc = hf_dirlock_release(a.path, got.owner.token, NULL);
 		hf_sys_close(got.live_fd);
 		cli_err("lock acquire %s: the token could not be written to standard output (%s): %s",
 			a.path, hf_strerror(rc),
@@ -370,9 +370,9 @@ static int do_release(int argc, char **argv)
 			a.path);
 		return HF_EXIT_USAGE;
 	}
-	struct hf_lock_info holder;
+	struct hf_dirlock_info holder;
 	memset(&holder, 0, sizeof holder);
-	rc = hf_lock_release(a.path, a.token, &holder);
+	rc = hf_dirlock_release(a.path, a.token, &holder);
 	if (rc == HF_ENOTHELD) {
 		cli_err("lock release %s: not held (no record with token %s)", a.path, a.token);
 		return HF_EXIT_NOTHELD;
@@ -401,8 +401,8 @@ static int do_status(int argc, char **argv)
 	int rc = parse(argc, argv, "status", &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	struct hf_lock_info i;
-	rc = hf_lock_status(a.path, &i);
+	struct hf_dirlock_info i;
+	rc = hf_dirlock_status(a.path, &i);
 	if (rc < 0) {
 		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
 		return cli_exit_for(rc);

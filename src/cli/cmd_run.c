@@ -79,6 +79,7 @@
 #include "cli.h"
 #include "faults.h"
 #include "internal.h"
+#include "session.h"
 #include "run.h"
 #include "wait.h"
 
@@ -445,7 +446,7 @@ int64_t cli_deadline(int64_t wait_ms)
 	return hf_sys_mono_ns() + wait_ms * 1000000LL;
 }
 
-void cli_lock_holder(const struct hf_lock_info *h, char *buf, size_t n)
+void cli_lock_holder(const struct hf_dirlock_info *h, char *buf, size_t n)
 {
 	char age[32];
 	cli_format_age(h->age_ms, age, sizeof age);
@@ -478,10 +479,10 @@ static bool lock_busy(int rc)
 	return rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER;
 }
 
-int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, struct cli_child *c,
-		     struct hf_lock_info *ret)
+int cli_lock_acquire(struct hf_dirlock_opts *o, int64_t deadline_ns, struct cli_child *c,
+		     struct hf_dirlock_info *ret)
 {
-	struct hf_lock_info holder;
+	struct hf_dirlock_info holder;
 	int rc;
 	for (;;) {
 		int64_t slice = SLICE_MS;
@@ -495,7 +496,7 @@ int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, struct cli_chi
 		}
 		o->wait_ms = slice;
 		memset(&holder, 0, sizeof holder);
-		rc = hf_lock_acquire(o, ret, &holder);
+		rc = hf_dirlock_acquire(o, ret, &holder);
 		if (rc == 0)
 			return 0;
 		if (!lock_busy(rc))
@@ -557,7 +558,7 @@ struct run_lock {
 	dev_t dev;                /* the parent directory, as the kernel */
 	ino_t ino;                /* knows it (R3): bind mounts, links   */
 	const char *base;         /* the final component (in canon)      */
-	struct hf_lock_info info;
+	struct hf_dirlock_info info;
 	bool held;
 };
 
@@ -640,14 +641,14 @@ struct run_state {
 	struct cli_wait_opts w;
 	struct cli_child child;
 	char session_path[PATH_MAX];
-	struct hf_session_record session;
+	struct hf_sessionlock_record session;
 	bool session_held;
 	char pod[HF_POD_NAME_MAX + 1];
 	bool pod_held;
 	int pod_fd;               /* the scope's liveness file: kept until CMD ended */
 };
 
-static void session_holder(const struct hf_session_status *st, char *buf, size_t n)
+static void session_holder(const struct hf_sessionlock_status *st, char *buf, size_t n)
 {
 	char age[32];
 	cli_format_age(st->age_ms, age, sizeof age);
@@ -667,7 +668,7 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		cli_err("session: cannot locate the session lock: %s", hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
-	struct hf_session_opts so = { .path = s->session_path, .lane = s->lane };
+	struct hf_sessionlock_opts so = { .path = s->session_path, .lane = s->lane };
 	struct hf_waiter wt;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", s->session_path);
@@ -679,10 +680,10 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 			  : deadline_ns == 0 ? 0
 					     : (deadline_ns - hf_sys_mono_ns()) / 1000000 + 1;
 	hf_wait_init(&wt, slash ? (dir[0] ? dir : "/") : ".", base, wait_ms); /* W2 */
-	struct hf_session_status st;
+	struct hf_sessionlock_status st;
 	for (;;) {
 		memset(&st, 0, sizeof st);
-		rc = hf_session_take(&so, &s->session, &st);
+		rc = hf_sessionlock_take(&so, &s->session, &st);
 		if (rc == 0) {
 			s->session_held = true;
 			break;
@@ -726,9 +727,9 @@ static void run_release(struct run_state *s)
 		struct run_lock *l = &s->locks[i];
 		if (!l->held)
 			continue;
-		struct hf_lock_info h;
+		struct hf_dirlock_info h;
 		memset(&h, 0, sizeof h);
-		int rc = hf_lock_release(l->canon, l->info.owner.token, &h);
+		int rc = hf_dirlock_release(l->canon, l->info.owner.token, &h);
 		hf_sys_close(l->info.live_fd); /* R8: after the release, never before */
 		l->info.live_fd = -1;
 		if (rc < 0) {
@@ -741,11 +742,11 @@ static void run_release(struct run_state *s)
 		l->held = false;
 	}
 	if (s->session_held) {
-		struct hf_session_opts so = { .path = s->session_path, .lane = s->lane,
+		struct hf_sessionlock_opts so = { .path = s->session_path, .lane = s->lane,
 					      .owner = s->session.owner };
-		struct hf_session_status st;
+		struct hf_sessionlock_status st;
 		memset(&st, 0, sizeof st);
-		int rc = hf_session_release(&so, &st);
+		int rc = hf_sessionlock_release(&so, &st);
 		if (rc < 0)
 			cli_err("warning: session %s: release: %s", s->session_path,
 				hf_strerror(rc));
@@ -763,7 +764,7 @@ static int run_acquire(struct run_state *s)
 	for (size_t i = 0; i < s->nlocks; i++) {
 		struct run_lock *l = &s->locks[i];
 		/* The lock's life is CMD's (R1): a long CMD is not a leak. */
-		struct hf_lock_opts o = { .path = l->canon, .pid = s->child.pid,
+		struct hf_dirlock_opts o = { .path = l->canon, .pid = s->child.pid,
 					  .max_hold_ms = RUN_MAX_HOLD_MS };
 		if ((rc = cli_lock_acquire(&o, deadline, &s->child, &l->info)) != 0)
 			return rc;

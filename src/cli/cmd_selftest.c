@@ -206,7 +206,7 @@ static int put(struct t *t, const char *content)
 /* A record of lane, started age_ms ago (negative: in the future), at path. */
 static int put_record_at(struct t *t, const char *path, const char *lane, int64_t age_ms)
 {
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
 	snprintf(r.lane, sizeof r.lane, "%s", lane);
 	snprintf(r.owner, sizeof r.owner, "selftest-%s", lane);
@@ -271,8 +271,8 @@ static int asides(struct t *t)
 /* The lock is held (live) at its name by lane, with no aside beside it. */
 static int held_by(struct t *t, const char *lane)
 {
-	struct hf_session_status st;
-	int rc = hf_session_status(t->lock, 0, &st);
+	struct hf_sessionlock_status st;
+	int rc = hf_sessionlock_status(t->lock, 0, &st);
 	if (rc < 0)
 		return fail(t, "status: %s", hf_strerror(rc));
 	if (st.state != HF_SESSION_HELD || st.in_aside || strcmp(st.rec.lane, lane))
@@ -304,8 +304,8 @@ static int c_publish(struct t *t)
 	struct kid a;
 	if (kid_start(t, &a, "pause:link", TAKE(t, "alpha")) < 0 || kid_expect(t, &a, "link") < 0)
 		return kid_wait(&a), -1;
-	struct hf_session_status st;
-	int rc = hf_session_status(t->lock, 0, &st);
+	struct hf_sessionlock_status st;
+	int rc = hf_sessionlock_status(t->lock, 0, &st);
 	int before = rc == 0 ? st.state : -1;
 	kid_go(&a);
 	if (expect_exit(t, "the taker", kid_wait(&a), 0) < 0)
@@ -346,8 +346,8 @@ static int c_break(struct t *t)
 		return -1;
 	if (expect_exit(t, "take by new", run(t, TAKE(t, "new")), 0) < 0)
 		return -1;
-	struct hf_session_status st;
-	hf_session_status(t->lock, 0, &st);
+	struct hf_sessionlock_status st;
+	hf_sessionlock_status(t->lock, 0, &st);
 	if (!st.rec.has_broke || strcmp(st.rec.broke.lane, "old") ||
 	    strcmp(st.rec.broke.owner, "selftest-old") || st.rec.broke.age_s < 7100)
 		return fail(t, "the new record does not name the broken lock under \"broke\"");
@@ -528,8 +528,8 @@ static int c_legacy(struct t *t)
 		return -1;
 	if (expect_exit(t, "take over an old legacy lock", run(t, TAKE(t, "alpha")), 0) < 0)
 		return -1;
-	struct hf_session_status st;
-	hf_session_status(t->lock, 0, &st);
+	struct hf_sessionlock_status st;
+	hf_sessionlock_status(t->lock, 0, &st);
 	if (!st.rec.has_broke || !st.rec.broke.legacy)
 		return fail(t, "the broken legacy lock is not named under \"broke\"");
 	return held_by(t, "alpha");
@@ -539,8 +539,8 @@ static int c_skew(struct t *t)
 {
 	if (put_record(t, "future", -24 * HOUR) < 0)
 		return -1;
-	struct hf_session_status st;
-	hf_session_status(t->lock, 0, &st);
+	struct hf_sessionlock_status st;
+	hf_sessionlock_status(t->lock, 0, &st);
 	if (st.state != HF_SESSION_SKEW)
 		return fail(t, "a record dated tomorrow has state %d, expected skew", st.state);
 	return expect_exit(t, "take over a future-dated lock", run(t, TAKE(t, "alpha")), 1);
@@ -613,8 +613,8 @@ static int c_not_records(struct t *t)
 	int made = hf_sys_symlinkat("/nonexistent/holdfast-selftest", AT_FDCWD, p[0]) == 0 &&
 		   hf_sys_mkdirat(AT_FDCWD, p[1], 0700) == 0;
 	int et = made ? run(t, TAKE(t, "alpha")) : -1;
-	struct hf_session_status st;
-	int rc = made ? hf_session_status(t->lock, 0, &st) : -1;
+	struct hf_sessionlock_status st;
+	int rc = made ? hf_sessionlock_status(t->lock, 0, &st) : -1;
 	int held = rc == 0 && st.state == HF_SESSION_HELD && !st.in_aside &&
 		   !strcmp(st.rec.lane, "alpha");
 	int er = made ? run(t, RELEASE(t, "alpha")) : -1;

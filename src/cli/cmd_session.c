@@ -200,13 +200,13 @@ static void when(int64_t ms, char *buf, size_t n)
 }
 
 /* "data", or "a legacy lock (a bare timestamp, no lane)" */
-static const char *who(const struct hf_session_record *r)
+static const char *who(const struct hf_sessionlock_record *r)
 {
 	return r->legacy ? "a legacy lock (a bare timestamp, no lane)" : r->lane;
 }
 
 /* "4.1 min old", "dated 2.0 min in the future (clock skew)" */
-static void age_words(const struct hf_session_status *st, char *buf, size_t n)
+static void age_words(const struct hf_sessionlock_status *st, char *buf, size_t n)
 {
 	char a[32];
 	cli_format_age(st->age_ms < 0 ? -st->age_ms : st->age_ms, a, sizeof a);
@@ -217,7 +217,7 @@ static void age_words(const struct hf_session_status *st, char *buf, size_t n)
 }
 
 /* The one status line: held by / free / unreadable. */
-static void status_line(const struct hf_session_status *st, char *buf, size_t n)
+static void status_line(const struct hf_sessionlock_status *st, char *buf, size_t n)
 {
 	char age[96], t[40];
 	switch (st->state) {
@@ -238,7 +238,7 @@ static void status_line(const struct hf_session_status *st, char *buf, size_t n)
 }
 
 /* Who holds it, for messages: lane (pid N on host, owner T), age. */
-static void holder_words(const struct hf_session_status *st, char *buf, size_t n)
+static void holder_words(const struct hf_sessionlock_status *st, char *buf, size_t n)
 {
 	char age[96];
 	age_words(st, age, sizeof age);
@@ -254,7 +254,7 @@ static void holder_words(const struct hf_session_status *st, char *buf, size_t n
 		snprintf(buf + len, n - len, "; its record sits beside the lock in %s", st->aside);
 }
 
-static json_t *record_json(const struct hf_session_record *r)
+static json_t *record_json(const struct hf_sessionlock_record *r)
 {
 	char t[40];
 	when(r->started_ms, t, sizeof t);
@@ -285,7 +285,7 @@ static const char *state_name(int state)
 	return state >= 0 && state <= HF_SESSION_UNREADABLE ? names[state] : "unknown";
 }
 
-static json_t *status_json(const struct hf_session_status *st, const char *path)
+static json_t *status_json(const struct hf_sessionlock_status *st, const char *path)
 {
 	json_t *o;
 	char t[40];
@@ -308,7 +308,7 @@ static json_t *status_json(const struct hf_session_status *st, const char *path)
 	return o;
 }
 
-static void print_unreadable(const char *path, const struct hf_session_status *st,
+static void print_unreadable(const char *path, const struct hf_sessionlock_status *st,
 			     const char *verb)
 {
 	char t[40], target[PATH_MAX + 128];
@@ -335,11 +335,11 @@ static void print_unreadable(const char *path, const struct hf_session_status *s
 
 static int do_take(struct opts *o)
 {
-	struct hf_session_opts so = { o->path, o->lane, o->owner, o->stale_ms };
-	struct hf_session_record rec;
-	struct hf_session_status holder;
+	struct hf_sessionlock_opts so = { o->path, o->lane, o->owner, o->stale_ms };
+	struct hf_sessionlock_record rec;
+	struct hf_sessionlock_status holder;
 	memset(&holder, 0, sizeof holder);
-	int rc = hf_session_take(&so, &rec, &holder);
+	int rc = hf_sessionlock_take(&so, &rec, &holder);
 	char words[512];
 	if (rc == 0) {
 		if (rec.has_broke) {
@@ -385,10 +385,10 @@ static int do_take(struct opts *o)
 
 static int do_release(struct opts *o)
 {
-	struct hf_session_opts so = { o->path, o->lane, o->owner, o->stale_ms };
-	struct hf_session_status holder;
+	struct hf_sessionlock_opts so = { o->path, o->lane, o->owner, o->stale_ms };
+	struct hf_sessionlock_status holder;
 	memset(&holder, 0, sizeof holder);
-	int rc = hf_session_release(&so, &holder);
+	int rc = hf_sessionlock_release(&so, &holder);
 	char words[512];
 	switch (rc) {
 	case 0:
@@ -418,8 +418,8 @@ static int do_release(struct opts *o)
 
 static int do_status(struct opts *o, const char *assert_lane)
 {
-	struct hf_session_status st;
-	int rc = hf_session_status(o->path, o->stale_ms, &st);
+	struct hf_sessionlock_status st;
+	int rc = hf_sessionlock_status(o->path, o->stale_ms, &st);
 	if (rc < 0) {
 		cli_err("%s: status failed: %s", SHOWN(o->path), hf_strerror(rc));
 		return cli_exit_for(rc);
@@ -485,8 +485,8 @@ static void racer(int barrier, const char *path, long i, int naive)
 	if (naive) {
 		rc = hf_session_naive_take(path, 0);
 	} else {
-		struct hf_session_opts so = { path, lane, NULL, 0 };
-		rc = hf_session_take(&so, NULL, NULL);
+		struct hf_sessionlock_opts so = { path, lane, NULL, 0 };
+		rc = hf_sessionlock_take(&so, NULL, NULL);
 	}
 	_exit(rc == 0 ? 0 : rc == HF_EHELD ? 1 : 2);
 }

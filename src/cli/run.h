@@ -76,11 +76,11 @@ int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg);
  * caller turns it into -E CODE only when it exits: a refusal, even with
  * -E 0, must never be taken for success), 128+N when stopped by signal N,
  * another code for other errors. */
-int cli_lock_acquire(struct hf_lock_opts *o, int64_t deadline_ns, struct cli_child *c,
-		     struct hf_lock_info *ret);
+int cli_lock_acquire(struct hf_dirlock_opts *o, int64_t deadline_ns, struct cli_child *c,
+		     struct hf_dirlock_info *ret);
 /* The CLOCK_MONOTONIC deadline for a wait: <0 none, 0 try once. */
 int64_t cli_deadline(int64_t wait_ms);
 /* "pid 4242 on box, acquired 12 s ago, fence 17" */
-void cli_lock_holder(const struct hf_lock_info *h, char *buf, size_t n);
+void cli_lock_holder(const struct hf_dirlock_info *h, char *buf, size_t n);
 
 #endif

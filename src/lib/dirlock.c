@@ -51,7 +51,7 @@
  *     A6 read L/owner back at the canonical path: byte-identical   (D2)
  *     A7 under flock, counter == f: entered (recorded as the counter's
  *        "entered"). Last step.                                    (D7)
- *     The descriptor of A2 is handed to the caller (hf_lock_info.live_fd):
+ *     The descriptor of A2 is handed to the caller (hf_dirlock_info.live_fd):
  *     the kernel lock lives as long as the owner holds it.
  *     A failed attempt withdraws (WA) and retries or waits.
  *   Judge (J1, L exists): open L, read L/owner. Dead owner (D6), leaked
@@ -232,7 +232,7 @@ enum { REC_NONE, REC_EMPTY, REC_BAD, REC_OK };
 /* What is at a place (L, or a claim): a directory, its record. */
 struct place {
 	int kind;                       /* REC_*                             */
-	struct hf_lock_info info;       /* REC_OK                            */
+	struct hf_dirlock_info info;       /* REC_OK                            */
 	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
 	int64_t ctime_ms;
@@ -303,13 +303,13 @@ static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence
 	return (size_t)(p - buf);
 }
 
-static int record_parse(const char *buf, struct hf_lock_info *ret)
+static int record_parse(const char *buf, struct hf_dirlock_info *ret)
 {
 	json_error_t err;
 	json_t *j = json_loads(buf, 0, &err);
 	if (!j)
 		return HF_EUNREADABLE;
-	struct hf_lock_info i;
+	struct hf_dirlock_info i;
 	memset(&i, 0, sizeof i);
 	i.live_fd = -1;
 	int rc = hf_owner_from_json(j, "acquired", &i.owner);
@@ -354,7 +354,7 @@ static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
 
 /* Our own records start with the token: take it without a parse. Only for
  * identity checks (a token is 128 random bits); judging parses in full. */
-static bool token_peek(const char *buf, struct hf_lock_info *i)
+static bool token_peek(const char *buf, struct hf_dirlock_info *i)
 {
 	size_t pl = strlen(TOKEN_PREFIX);
 	if (strncmp(buf, TOKEN_PREFIX, pl) != 0)
@@ -461,7 +461,7 @@ static int dir_identify(int dirfd, const char *name, char *token, size_t n, void
 
 /* --- verdicts (D6) ---------------------------------------------------------- */
 
-static int64_t leak_ms(const struct lk *l, const struct hf_lock_info *i)
+static int64_t leak_ms(const struct lk *l, const struct hf_dirlock_info *i)
 {
 	int64_t hold = i->max_hold_ms > 0 ? i->max_hold_ms : l->max_hold_ms;
 	return hold > l->stale_ms ? hold : l->stale_ms;
@@ -473,7 +473,7 @@ static int64_t leak_ms(const struct lk *l, const struct hf_lock_info *i)
  * place_done, so a reap that follows cannot race a late maker. */
 static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t now)
 {
-	struct hf_lock_info *i = &p->info;
+	struct hf_dirlock_info *i = &p->info;
 	if (p->kind == REC_NONE) {
 		i->state = HF_LOCK_FREE;
 		return;
@@ -820,7 +820,7 @@ static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t 
 
 struct look {
 	struct lk *l;
-	struct hf_lock_info *barrier;
+	struct hf_dirlock_info *barrier;
 	int stale;
 	int64_t now;
 };
@@ -857,7 +857,7 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 /* A5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
  * claim; *barrier filled), <0 error (denies, C4). Every claim is judged
  * as the directory is read (no limit); *stale counts claims to sweep. */
-static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
+static int claims_check(struct lk *l, struct hf_dirlock_info *barrier, int *stale)
 {
 	*stale = 0;
 	struct stat st;
@@ -1003,7 +1003,7 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		 * nobody else publishes into a directory only we made and hold
 		 * (model/dirlock.pml, W1ATOMIC=0). */
 		char buf[OWNER_MAX + 1];
-		struct hf_lock_info i;
+		struct hf_dirlock_info i;
 		if (read_small(lfd, "owner", buf, sizeof buf) >= 0 && token_peek(buf, &i) &&
 		    !strcmp(i.owner.token, token))
 			hf_sys_unlinkat(lfd, "owner", 0);
@@ -1137,7 +1137,7 @@ static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why,
 
 /* D11: take a flock of the counter without blocking, within FLOCK_BOUND_MS:
  * an acquirer holds it for the few system calls of A3 (or an edit's commit,
- * hf_lock_hold), so a longer wait means a stopped process: -EBUSY. */
+ * hf_dirlock_hold), so a longer wait means a stopped process: -EBUSY. */
 static int flock_bounded(int fd, int op)
 {
 	int64_t deadline = hf_sys_mono_ns() + FLOCK_BOUND_MS * 1000000LL;
@@ -1210,7 +1210,7 @@ fail:
 
 /* A7: does the counter still equal f? Then record the entry (the line's
  * "entered"). 1 yes, 0 no, <0 error. Exclusive, so that no acquirer passes
- * its A7 while a holder commits under its shared flock (hf_lock_hold, DH1). */
+ * its A7 while a holder commits under its shared flock (hf_dirlock_hold, DH1). */
 static int fence_check(int fd, uint64_t f)
 {
 	int rc = flock_bounded(fd, LOCK_EX);
@@ -1231,7 +1231,7 @@ static int fence_check(int fd, uint64_t f)
 
 /* --- acquire ------------------------------------------------------------------ */
 
-static void holder_from(struct hf_lock_info *h, const struct place *p)
+static void holder_from(struct hf_dirlock_info *h, const struct place *p)
 {
 	if (h) {
 		*h = p->info;
@@ -1241,7 +1241,7 @@ static void holder_from(struct hf_lock_info *h, const struct place *p)
 
 /* J1: L exists. RETRY after a reap (or when L vanished), else the conflict
  * with *holder filled. */
-static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
+static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 {
 	struct place p;
 	int rc = place_read(l->pfd, l->base, &p);
@@ -1330,8 +1330,8 @@ static void stage_drop(struct lk *l, struct stage *st)
 	st->fd = -1;
 }
 
-static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
-		   struct hf_lock_info *ret, struct hf_lock_info *holder)
+static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *st,
+		   struct hf_dirlock_info *ret, struct hf_dirlock_info *holder)
 {
 	struct hf_owner me;
 	int rc = hf_owner_init(&me, o->pid);
@@ -1425,8 +1425,8 @@ out:
 	return rc;
 }
 
-int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
-		    struct hf_lock_info *reterr_holder)
+int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *ret,
+		    struct hf_dirlock_info *reterr_holder)
 {
 	struct lk l;
 	int rc = lk_open(&l, o->path, o->stale_ms, o->max_hold_ms);
@@ -1434,7 +1434,9 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		return rc;
 	struct hf_waiter w;
 	hf_wait_init(&w, l.parent, l.base, o->wait_ms);
-	struct hf_lock_info holder, got;
+	if (o->has_cancel)
+		hf_wait_set_cancel(&w, o->cancel_fd);
+	struct hf_dirlock_info holder, got;
 	memset(&holder, 0, sizeof holder);
 	holder.live_fd = -1;
 	struct stage st = { .fd = -1 };
@@ -1486,7 +1488,7 @@ int hf_lock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 
 /* --- release and status ------------------------------------------------------- */
 
-int hf_lock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder)
+int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder)
 {
 	if (!token || !*token)
 		return -EINVAL;
@@ -1543,7 +1545,7 @@ static int record_exists(struct lk *l, const char *token)
 	return rc < 0 ? rc : found;
 }
 
-int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard)
+int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *ret_guard)
 {
 	if (!held || !held->owner.token[0] || !held->fence)
 		return -EINVAL;
@@ -1584,13 +1586,13 @@ int hf_lock_hold(const char *path, const struct hf_lock_info *held, int *ret_gua
 	return 0;
 }
 
-void hf_lock_unhold(int guard)
+void hf_dirlock_unhold(int guard)
 {
 	if (guard >= 0)
 		hf_sys_close(guard); /* drops the shared flock */
 }
 
-int hf_lock_status(const char *path, struct hf_lock_info *ret)
+int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret)
 {
 	struct lk l;
 	memset(&l, 0, sizeof l);

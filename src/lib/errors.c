@@ -1,36 +1,56 @@
 /*
- * errors.c - names for the library's return codes (holdfast.h).
+ * errors.c - what the library's return codes mean and are called, and its
+ * version (holdfast.h).
  */
 #include "holdfast.h"
 
+#include <errno.h>
 #include <string.h>
+
+const char *hf_version(void)
+{
+	return HF_VERSION_STRING;
+}
+
+static const struct {
+	int rc;
+	const char *name, *text;
+} outcomes[] = {
+	{ HF_EHELD, "held", "held by another" },
+	{ HF_EUNREADABLE, "unreadable", "unreadable or corrupt" },
+	{ HF_ENOTHELD, "not_held", "not held" },
+	{ HF_ENOTYOURS, "not_yours", "held by another lane or owner" },
+	{ HF_ETIMEDOUT, "timed_out", "timed out" },
+	{ HF_ECONFLICT, "conflict", "conflicts with another holder" },
+	{ HF_EUNSAFE, "unsafe", "refused for safety" },
+	{ HF_EBARRIER, "barrier", "a claim beside the lock denies entry" },
+	{ HF_ELOST, "lost", "lost: reaped or released by another" },
+	{ HF_ECANCELED, "canceled", "the wait was cancelled" },
+};
 
 const char *hf_strerror(int rc)
 {
-	switch (rc) {
-	case 0:
+	if (rc == 0)
 		return "success";
-	case HF_EHELD:
-		return "held by another";
-	case HF_EUNREADABLE:
-		return "unreadable or corrupt";
-	case HF_ENOTHELD:
-		return "not held";
-	case HF_ENOTYOURS:
-		return "held by another lane or owner";
-	case HF_ETIMEDOUT:
-		return "timed out";
-	case HF_ECONFLICT:
-		return "conflicts with another holder";
-	case HF_EUNSAFE:
-		return "refused for safety";
-	case HF_EBARRIER:
-		return "a claim beside the lock denies entry";
-	case HF_ELOST:
-		return "lost: reaped or released by another";
-	}
+	for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
+		if (outcomes[i].rc == rc)
+			return outcomes[i].text;
 	if (rc < 0 && rc > -4096)
 		return strerror(-rc);
 	return "unknown error";
 }
 
+const char *hf_error_name(int rc)
+{
+	if (rc == 0)
+		return "ok";
+	for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
+		if (outcomes[i].rc == rc)
+			return outcomes[i].name;
+	if (rc < 0 && rc > -4096) {
+		const char *n = strerrorname_np(-rc);
+		if (n)
+			return n;
+	}
+	return "unknown";
+}

@@ -27,7 +27,7 @@
  *
  * Steps
  * -----
- *   take (hf_session_take):
+ *   take (hf_sessionlock_take):
  *     T1 publish own record at <name> by link (test-and-set)      -> T5
  *        EEXIST: read the lock and judge it:
  *          unreadable  -> refuse (HF_EUNREADABLE), untouched
@@ -52,7 +52,7 @@
  *     else in an aside, by the pinned inode - move it to a fresh aside of
  *     our own, check there that it is the pinned inode, delete it. A file
  *     moved that is not ours goes back (NOREPLACE) or stays a barrier.
- *   release (hf_session_release):
+ *   release (hf_sessionlock_release):
  *     R1 read <name>, keeping the descriptor; ours (lane, and owner token
  *        when given)?                                           [read]
  *     R2 drop it as W does, through the descriptor read (it pins the
@@ -257,7 +257,7 @@ static void sb_key_int(struct sbuf *b, const char *key, int64_t v)
 	sb_put(b, num);
 }
 
-int hf_session_format(const struct hf_session_record *r, char *buf, size_t n)
+int hf_session_format(const struct hf_sessionlock_record *r, char *buf, size_t n)
 {
 	struct sbuf b = { buf, n, 0, 0 };
 	char when[40];
@@ -341,7 +341,7 @@ static int get_time(const json_t *obj, const char *key, int64_t *ret)
 	return s ? hf_time_parse(s, ret) : -EINVAL;
 }
 
-static int parse_json(const char *buf, size_t len, struct hf_session_record *r, char *why,
+static int parse_json(const char *buf, size_t len, struct hf_sessionlock_record *r, char *why,
 		      size_t n)
 {
 	json_error_t err;
@@ -396,10 +396,10 @@ out:
 	return rc;
 }
 
-int hf_session_parse(const char *buf, size_t len, struct hf_session_record *ret, char *why,
+int hf_session_parse(const char *buf, size_t len, struct hf_sessionlock_record *ret, char *why,
 		     size_t n)
 {
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
 	size_t i = 0;
 	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
@@ -424,7 +424,7 @@ int hf_session_parse(const char *buf, size_t len, struct hf_session_record *ret,
 	return rc;
 }
 
-int64_t hf_session_age_ms(const struct hf_session_record *r, int64_t now_ms)
+int64_t hf_session_age_ms(const struct hf_sessionlock_record *r, int64_t now_ms)
 {
 	/* SL2: hf_owner_age_ms's rule - boot-relative on the writer's kernel
 	 * and time namespace, else by the wall clock. */
@@ -439,7 +439,7 @@ int64_t hf_session_age_ms(const struct hf_session_record *r, int64_t now_ms)
 	return hf_owner_age_ms(&o, now_ms);
 }
 
-int hf_session_judge(const struct hf_session_record *r, int64_t now_ms, int64_t stale_ms,
+int hf_session_judge(const struct hf_sessionlock_record *r, int64_t now_ms, int64_t stale_ms,
 		     int64_t *ret_age_ms)
 {
 	int64_t age = hf_session_age_ms(r, now_ms);
@@ -483,7 +483,7 @@ struct seen {
 	int rc;            /* 0 read/parsed; -ENOENT; HF_EUNREADABLE; -errno  */
 	int read_err;      /* the read itself failed (rc is then UNREADABLE) */
 	int not_file;      /* ... because it is no regular file (SL11)       */
-	struct hf_session_record rec;
+	struct hf_sessionlock_record rec;
 	char why[160];
 	char buf[HF_SESSION_FILE_MAX + 2];
 };
@@ -935,7 +935,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms)
 	return 0;
 }
 
-static void fill_status(struct hf_session_status *st, const struct seen *s, int64_t stale_ms,
+static void fill_status(struct hf_sessionlock_status *st, const struct seen *s, int64_t stale_ms,
 			const char *aside)
 {
 	if (!st)
@@ -969,7 +969,7 @@ static int check_name(const char *s, size_t max, int required)
 struct scan {
 	struct lk *l;
 	const struct seen *mine;
-	struct hf_session_status *holder;
+	struct hf_sessionlock_status *holder;
 	char barrier[HF_CLAIM_NAME_MAX];
 	int bfd;      /* a descriptor of the barrier's record, or -1          */
 	int denied;   /* HF_EHELD (live record) or HF_EUNREADABLE (cannot read) */
@@ -1014,7 +1014,7 @@ skip:
 	return 0;
 }
 
-static void copy_broke(struct hf_session_record *r, const struct seen *j, int64_t age_ms)
+static void copy_broke(struct hf_sessionlock_record *r, const struct seen *j, int64_t age_ms)
 {
 	r->has_broke = 1;
 	snprintf(r->broke.lane, sizeof r->broke.lane, "%s", j->rec.lane);
@@ -1026,7 +1026,7 @@ static void copy_broke(struct hf_session_record *r, const struct seen *j, int64_
 
 /* Our own record, formatted into mine->buf (not the heap: a free take never
  * calls malloc, which spares its first-use set-up). */
-static int set_mine(struct seen *mine, const struct hf_session_record *r)
+static int set_mine(struct seen *mine, const struct hf_sessionlock_record *r)
 {
 	int len = hf_session_format(r, mine->buf, sizeof mine->buf);
 	if (len < 0)
@@ -1057,12 +1057,12 @@ static void restore_orphan(struct lk *l, struct scan *sc)
 	hf_claim_restore(l->dfd, sc->barrier, l->dfd, l->name, id, ident_record, NULL);
 }
 
-int hf_session_take(const struct hf_session_opts *o, struct hf_session_record *ret_taken,
-		    struct hf_session_status *reterr_holder)
+int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret_taken,
+		    struct hf_sessionlock_status *reterr_holder)
 {
 	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
 		return -EINVAL;
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
 	strcpy(r.lane, o->lane);
 	int rc = o->owner ? (strcpy(r.owner, o->owner), 0) : hf_random_hex(r.owner, 16);
@@ -1169,7 +1169,7 @@ out:
 
 static int pred_ours(const struct seen *s, const void *arg)
 {
-	const struct hf_session_opts *o = arg;
+	const struct hf_sessionlock_opts *o = arg;
 	return s->rc == 0 && !s->rec.legacy && !strcmp(s->rec.lane, o->lane) &&
 	       (!o->owner || !strcmp(s->rec.owner, o->owner)); /* SL7 */
 }
@@ -1183,7 +1183,7 @@ static int changed(const struct seen *a, const struct seen *b)
 	return a->rc == 0 && !same_bytes(a, b->buf, b->len);
 }
 
-int hf_session_release(const struct hf_session_opts *o, struct hf_session_status *reterr_holder)
+int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessionlock_status *reterr_holder)
 {
 	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
 		return -EINVAL;
@@ -1274,7 +1274,7 @@ static int pred_live(const struct seen *s, const void *arg)
 	       hf_session_judge(&s->rec, hf_sys_now_ms(), l->stale_ms, NULL) != HF_SESSION_STALE;
 }
 
-int hf_session_status(const char *path, int64_t stale_ms, struct hf_session_status *ret)
+int hf_sessionlock_status(const char *path, int64_t stale_ms, struct hf_sessionlock_status *ret)
 {
 	struct lk l;
 	int rc = lk_open(&l, path, stale_ms);

@@ -172,12 +172,12 @@ int dl_acq(void *arg)
 	dl_orphan_guard();
 	int n = a->repeat > 0 ? a->repeat : 1, code = 0;
 	for (int i = 0; i < n; i++) {
-		struct hf_lock_opts o = { .path = a->path, .wait_ms = a->wait_ms,
+		struct hf_dirlock_opts o = { .path = a->path, .wait_ms = a->wait_ms,
 					  .stale_ms = a->stale_ms, .max_hold_ms = a->max_hold_ms,
 					  .pid = a->life };
-		struct hf_lock_info got, h;
+		struct hf_dirlock_info got, h;
 		memset(&got, 0, sizeof got);
-		int rc = hf_lock_acquire(&o, &got, &h);
+		int rc = hf_dirlock_acquire(&o, &got, &h);
 		if (a->result) {
 			char buf[128];
 			snprintf(buf, sizeof buf, "%d %" PRIu64 " %s\n", rc, got.fence,
@@ -199,7 +199,7 @@ int dl_acq(void *arg)
 		hf_sys_point(HF_PT_TEST_LEFT);
 		if (a->no_release)
 			continue;
-		rc = hf_lock_release(a->path, got.owner.token, &h);
+		rc = hf_dirlock_release(a->path, got.owner.token, &h);
 		close(got.live_fd);
 		hf_sys_point(HF_PT_TEST_RELEASED);
 		if (rc != 0)
@@ -277,9 +277,9 @@ void dl_wait_age(const char *path, int64_t ms)
 uint64_t dl_dead_holder(const char *lock)
 {
 	pid_t life = dl_life();
-	struct hf_lock_opts o = { .path = lock, .pid = life };
-	struct hf_lock_info got, h;
-	cr_assert_eq(hf_lock_acquire(&o, &got, &h), 0);
+	struct hf_dirlock_opts o = { .path = lock, .pid = life };
+	struct hf_dirlock_info got, h;
+	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 	dl_kill(life);
 	return got.fence;
 }

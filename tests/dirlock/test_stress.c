@@ -104,16 +104,16 @@ static void worker(int n, int64_t stale_ms)
 	uint64_t start = 0;
 	hf_pid_start(getpid(), &start);
 	for (int i = 0; n < 0 || i < n; i++) {
-		struct hf_lock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms };
-		struct hf_lock_info got, h;
-		int rc = hf_lock_acquire(&o, &got, &h);
+		struct hf_dirlock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms };
+		struct hf_dirlock_info got, h;
+		int rc = hf_dirlock_acquire(&o, &got, &h);
 		if (rc != 0) {
 			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
 			continue;
 		}
 		enter(got.fence, start);
 		leave();
-		int rrc = hf_lock_release(lock, got.owner.token, &h);
+		int rrc = hf_dirlock_release(lock, got.owner.token, &h);
 		close(got.live_fd);
 		if (rrc != 0)
 			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
@@ -195,11 +195,11 @@ Test(stress, kill_storm_no_overlap_and_recovery)
 	cr_assert_gt(during, kills / 2, "the lock kept changing hands during the storm");
 
 	/* the lock always comes back */
-	struct hf_lock_opts o = { .path = lock, .wait_ms = 10000, .stale_ms = stale };
-	struct hf_lock_info got, h;
-	int rc = hf_lock_acquire(&o, &got, &h);
+	struct hf_dirlock_opts o = { .path = lock, .wait_ms = 10000, .stale_ms = stale };
+	struct hf_dirlock_info got, h;
+	int rc = hf_dirlock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "after the storm: %s", hf_strerror(rc));
 	cr_assert_gt(got.fence, sh->last_fence);
-	cr_assert_eq(hf_lock_release(lock, got.owner.token, &h), 0);
+	cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
 	close(got.live_fd);
 }

@@ -1,8 +1,8 @@
-/* holdfast edit commits under hf_lock_hold (E4): a lock that was only moved
+/* holdfast edit commits under hf_dirlock_hold (E4): a lock that was only moved
  * aside and put back while CMD ran, with nobody else entering, must not
  * cost the edit its result.
  *
- * KNOWN TO FAIL until hf_lock_hold (dirlock.c) tells "another acquirer
+ * KNOWN TO FAIL until hf_dirlock_hold (dirlock.c) tells "another acquirer
  * entered" from "another acquirer drew a fence and was denied": the
  * schedule below makes exactly that happen, deterministically. Under load
  * it happens by itself (edit/concurrent_edits_add_up_exactly: 1-4 of 200

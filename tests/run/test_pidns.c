@@ -89,8 +89,8 @@ Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 		      NULL);
 	char *line = rt_line(c.out_rd);
 	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
-	struct hf_lock_info i;
-	cr_assert_eq(hf_lock_status(L, &i), 0);
+	struct hf_dirlock_info i;
+	cr_assert_eq(hf_dirlock_status(L, &i), 0);
 	cr_assert_eq(i.owner.pid, atoi(line + 6), "the record names the pid inside");
 	cr_assert_neq(i.owner.pidns, hf_self_pidns(), "and the namespace it is a pid of");
 	cr_assert_eq(i.state, HF_LOCK_HELD, "not dead by a pid of another namespace");
@@ -216,8 +216,8 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 	cr_assert_eq(try_n(L), 1, "held for the script inside, by its keeper");
 	fifo_say(fifo); /* the script ends: its namespace with it */
 	hft_wait(&c);
-	struct hf_lock_info i;
-	cr_assert_eq(hf_lock_status(L, &i), 0);
+	struct hf_dirlock_info i;
+	cr_assert_eq(hf_dirlock_status(L, &i), 0);
 	cr_assert_neq(i.state, HF_LOCK_HELD, "the owner's end is seen at once, not after max-hold");
 	cr_assert_eq(try_n(L), 0, "reaped at once");
 	free(line);

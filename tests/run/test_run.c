@@ -59,7 +59,7 @@ Test(run, not_found_127_cannot_run_126)
 Test(run, conflict_names_holder_and_honours_E)
 {
 	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
-	struct hf_lock_info held = rt_hold(L);
+	struct hf_dirlock_info held = rt_hold(L);
 	char *err;
 	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "touch", marker)), 1);
 	cr_assert_not(hft_exists(marker), "CMD never runs without its locks");
@@ -138,8 +138,8 @@ Test(run, lock_is_owned_by_cmd_pid)
 	char *line = rt_line(c.out_rd);
 	cr_assert_not_null(line, "CMD started");
 	pid_t cmd = (pid_t)atoi(line);
-	struct hf_lock_info st;
-	cr_assert_eq(hf_lock_status(L, &st), 0);
+	struct hf_dirlock_info st;
+	cr_assert_eq(hf_dirlock_status(L, &st), 0);
 	cr_assert_eq(st.owner.pid, cmd, "R1: the owner is CMD (%d), not holdfast (%d)", (int)cmd,
 		     (int)c.pid);
 	int w = open(fifo, O_WRONLY);
@@ -243,7 +243,7 @@ Test(run, sigkill_of_wrapper_keeps_lock_until_cmd_ends)
 Test(run, several_locks_all_or_nothing)
 {
 	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B"), *marker = rt_path(dir, "ran");
-	struct hf_lock_info held = rt_hold(B);
+	struct hf_dirlock_info held = rt_hold(B);
 	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-n", "--lock", A, "--lock", B, "--", "touch",
 						 marker)),
 		     1);
@@ -287,7 +287,7 @@ Test(run, usage_errors_and_help)
 Test(run, E0_refusal_never_runs_cmd)
 {
 	char *L = rt_path(dir, "L"), *M = rt_path(dir, "marker"), *script;
-	struct hf_lock_info held = rt_hold(L);
+	struct hf_dirlock_info held = rt_hold(L);
 	cr_assert_geq(asprintf(&script,
 			       "cd '%s' || exit 99\n"
 			       "export HOLDFAST_REGISTRY='%s/reg/scope.lock'\n"

@@ -29,7 +29,7 @@ void sx_put(struct sx *x, const char *content)
 static void record_bytes(char *buf, size_t n, const char *lane, const char *owner,
 			 int64_t age_ms)
 {
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
 	snprintf(r.lane, sizeof r.lane, "%s", lane);
 	snprintf(r.owner, sizeof r.owner, "%s", owner);
@@ -49,7 +49,7 @@ void sx_put_record(struct sx *x, const char *lane, const char *owner, int64_t ag
 void sx_put_record_boot(struct sx *x, const char *lane, const char *owner, int64_t age_ms,
 			const char *boot_id, int64_t boot_age_ms)
 {
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
 	snprintf(r.lane, sizeof r.lane, "%s", lane);
 	snprintf(r.owner, sizeof r.owner, "%s", owner);
@@ -111,8 +111,8 @@ void sx_spawn(struct hft_child *c, struct sx *x, const char *rules, const char *
 
 void sx_assert_held(struct sx *x, const char *lane)
 {
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x->lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x->lock, 0, &st), 0);
 	cr_assert_eq(st.state, HF_SESSION_HELD, "state %d, expected held by %s", st.state, lane);
 	cr_assert_not(st.in_aside, "the live record sits in an aside, not at the name");
 	cr_assert_str_eq(st.rec.lane, lane);

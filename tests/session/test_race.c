@@ -56,8 +56,8 @@ static void two_stealers(int a_first)
 	hft_go(second); /* its rename takes the winner's fresh lock: put back */
 	cr_assert_eq(done(second), 1, "the second finds the winner's live lock");
 	sx_assert_held(&x, a_first ? "alpha" : "beta");
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert(st.rec.has_broke && !strcmp(st.rec.broke.lane, "old"));
 }
 

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static struct hf_session_record sample(void)
+static struct hf_sessionlock_record sample(void)
 {
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
 	strcpy(r.lane, "data");
 	strcpy(r.owner, "tok\"en\\1");
@@ -28,7 +28,7 @@ static struct hf_session_record sample(void)
 
 Test(record, format_is_one_line_in_contract_order)
 {
-	struct hf_session_record r = sample();
+	struct hf_sessionlock_record r = sample();
 	r.has_broke = 1;
 	strcpy(r.broke.lane, "dist");
 	strcpy(r.broke.owner, "o2");
@@ -46,7 +46,7 @@ Test(record, format_is_one_line_in_contract_order)
 
 Test(record, parse_round_trip)
 {
-	struct hf_session_record r = sample(), back;
+	struct hf_sessionlock_record r = sample(), back;
 	char buf[1024], why[160];
 	int len = hf_session_format(&r, buf, sizeof buf);
 	cr_assert_eq(hf_session_parse(buf, (size_t)len, &back, why, sizeof why), 0, "%s", why);
@@ -61,7 +61,7 @@ Test(record, parse_round_trip)
 
 Test(record, legacy_timestamp_is_a_record)
 {
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	char why[160];
 	const char *s = "2026-09-22T10:00:00Z\n";
 	cr_assert_eq(hf_session_parse(s, strlen(s), &r, why, sizeof why), 0);
@@ -90,14 +90,14 @@ Test(record, unreadable_content_is_refused_with_a_reason)
 		"{\"lane\":\"d\",\"lane\":\"e\",\"started\":\"2026-09-22T10:00:00Z\"}",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		struct hf_session_record r;
+		struct hf_sessionlock_record r;
 		char why[160] = "";
 		cr_assert_eq(hf_session_parse(bad[i], strlen(bad[i]), &r, why, sizeof why),
 			     HF_EUNREADABLE, "case %zu '%s' must be unreadable", i, bad[i]);
 		cr_assert_neq(why[0], '\0', "case %zu: a reason for the human", i);
 	}
 	char nul[] = "2026-09-22T10:00:00Z\0junk";
-	struct hf_session_record r;
+	struct hf_sessionlock_record r;
 	char why[160];
 	cr_assert_eq(hf_session_parse(nul, sizeof nul - 1, &r, why, sizeof why), HF_EUNREADABLE,
 		     "NUL bytes: not a text record");
@@ -105,7 +105,7 @@ Test(record, unreadable_content_is_refused_with_a_reason)
 
 Test(record, judge_ages_from_started_and_sees_skew)
 {
-	struct hf_session_record r = sample();
+	struct hf_sessionlock_record r = sample();
 	int64_t age;
 	int64_t now = r.started_ms + 10 * 60 * 1000;
 	cr_assert_eq(hf_session_judge(&r, now, 0, &age), HF_SESSION_HELD);
@@ -121,7 +121,7 @@ Test(record, judge_ages_from_started_and_sees_skew)
  * in the record, under the owner records' names. */
 Test(record, boot_fields_round_trip_under_the_owner_records_names)
 {
-	struct hf_session_record r = sample(), back;
+	struct hf_sessionlock_record r = sample(), back;
 	snprintf(r.boot_id, sizeof r.boot_id, "%s", "d616b8ae-4c40-4d21-92b0-5a312d00c62a");
 	r.timens = 4026531834ULL;
 	r.boot_ms = 8123456;
@@ -151,7 +151,7 @@ Test(record, boot_fields_round_trip_under_the_owner_records_names)
  * fields, as 0.1.0 wrote them) the wall clock decides, skew included. */
 Test(record, judge_is_boot_relative_on_this_kernel_else_by_the_wall_clock)
 {
-	struct hf_session_record r = sample();
+	struct hf_sessionlock_record r = sample();
 	int64_t age, now = hf_sys_now_ms();
 	r.started_ms = now - 100 * 60 * 1000; /* the wall clock says 100 min */
 	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());

@@ -82,8 +82,8 @@ Test(take, readers_never_see_a_partial_record)
 	hft_go(&c);
 	hft_expect(&c, "link");
 	cr_assert_not(hft_exists(x.lock), "nothing at the name after the write, before the link");
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert_eq(st.state, HF_SESSION_FREE);
 	hft_go(&c);
 	cr_assert_eq(hft_wait(&c), 0);
@@ -148,8 +148,8 @@ Test(take, stale_lock_is_broken_and_named)
 	char *err;
 	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 0, "%s", err);
 	cr_assert(strstr(err, "broke a stale lock of lane dist"), "%s", err);
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert(st.rec.has_broke);
 	cr_assert_str_eq(st.rec.broke.lane, "dist");
 	cr_assert_str_eq(st.rec.broke.owner, "o-dist");
@@ -203,8 +203,8 @@ Test(take, killed_mismatching_breaker_leaves_a_barrier_that_comes_back)
 	hft_go(&b); /* moves alpha's fresh lock aside, dies before restoring it */
 	cr_assert_eq(hft_wait(&b), 128 + SIGKILL);
 	cr_assert_not(hft_exists(x.lock));
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert_eq(st.state, HF_SESSION_HELD);
 	cr_assert(st.in_aside);
 	cr_assert_str_eq(st.rec.lane, "alpha");
@@ -285,8 +285,8 @@ Test(take, legacy_lock_honoured_then_breakable)
 	free(err);
 	sx_put_legacy(&x, 2 * SX_HOUR);
 	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 0, "%s", err);
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert(st.rec.has_broke && st.rec.broke.legacy);
 	sx_assert_held(&x, "data");
 	free(err);
@@ -299,8 +299,8 @@ Test(take, future_record_is_live_clock_skew)
 	char *err;
 	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 1);
 	cr_assert(strstr(err, "in the future (clock skew)"), "%s", err);
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert_eq(st.state, HF_SESSION_SKEW);
 	free(err);
 }
@@ -426,8 +426,8 @@ Test(take, a_record_of_another_boot_is_judged_by_the_wall_clock)
 	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 0, "%s", err);
 	cr_assert(strstr(err, "broke a stale lock of lane dist"), "%s", err);
 	free(err);
-	struct hf_session_status st;
-	cr_assert_eq(hf_session_status(x.lock, 0, &st), 0);
+	struct hf_sessionlock_status st;
+	cr_assert_eq(hf_sessionlock_status(x.lock, 0, &st), 0);
 	cr_assert(st.rec.has_broke && st.rec.broke.age_s >= 5999 && st.rec.broke.age_s < 6100,
 		  "the wall-clock age: %lld s", (long long)st.rec.broke.age_s);
 	sx_put_record_boot(&x, "dist", "o-dist", -SX_HOUR, other, 0);

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "faults.h"
+#include "internal.h"
 
 struct hft_child {
 	pid_t pid;

@@ -1,0 +1,97 @@
+/*
+ * dirlock.h - the directory lock's protocol functions (dirlock.c), which
+ * the public handle (lock.c) and the tests call. Not part of the public
+ * API; the protocol, its invariants and its hazards are in dirlock.c.
+ */
+#ifndef HF_DIRLOCK_H
+#define HF_DIRLOCK_H
+
+#include "owner.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
+#define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
+
+struct hf_dirlock_opts {
+	const char *path;                 /* the lock directory                     */
+	int64_t wait_ms;                  /* 0: try once; <0: forever; else deadline */
+	int64_t stale_ms;                 /* 0: HF_LOCK_STALE_MS_DEFAULT            */
+	int64_t max_hold_ms;              /* 0: HF_LOCK_MAX_HOLD_MS_DEFAULT         */
+	pid_t pid;                        /* whose life holds the lock; 0: caller   */
+	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
+					     (HF_ECANCELED); 0: no cancel fd      */
+	int cancel_fd;
+};
+
+enum hf_dirlock_state {
+	HF_LOCK_FREE = 0,       /* no lock directory (claims may still deny entry) */
+	HF_LOCK_HELD = 1,       /* a live owner                                    */
+	HF_LOCK_DEAD = 2,       /* owner proven dead: the next acquirer reaps it   */
+	HF_LOCK_LEAKED = 3,     /* live owner older than max(max-hold, stale)      */
+	HF_LOCK_PARTIAL = 4,    /* no complete owner record; its maker lives and is
+				   within the stale window                         */
+	HF_LOCK_ABANDONED = 5,  /* no complete owner record, and its maker is gone
+				   (its kernel lock is free) or past the window    */
+	HF_LOCK_SKEW = 6,       /* dated in the future: counts as live, clock skew */
+};
+
+struct hf_dirlock_info {
+	struct hf_owner owner;            /* owner.time_ms: when acquired           */
+	uint64_t fence;                   /* strictly increasing per lock           */
+	int64_t age_ms;                   /* from the record; partial: from ctime   */
+	int64_t max_hold_ms;              /* recorded by the holder; 0: none        */
+	int partial;                      /* 1: no complete owner record            */
+	int state;                        /* enum hf_dirlock_state                     */
+	int in_claim;                     /* 1: the holder's directory sits in a
+					     claim (a barrier), not at PATH        */
+	int claims;                       /* claims beside the lock (status only)   */
+	int live_fd;                      /* hf_dirlock_acquire: the descriptor of the
+					     lock directory holding its kernel
+					     lock (close-on-exec). Keep it open as
+					     long as the owner lives - pass it to
+					     the owner when that is another process
+					     - and close it after hf_dirlock_release.
+					     -1 everywhere else.                   */
+	char reason[256];                 /* HF_EUNREADABLE: what cannot be read    */
+};
+
+/* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence, live_fd).
+ * Failure:
+ * HF_EHELD (try once: held by another; *reterr_holder), HF_EBARRIER (a
+ * claim beside the lock denies entry; its owner in *reterr_holder when
+ * readable), HF_EUNREADABLE (an unreadable owner record within the stale
+ * window, or the fence counter's reservation lost: reason says which),
+ * HF_ETIMEDOUT (the wait reached its deadline; the last holder seen),
+ * HF_EUNSAFE (state directory of another user or writable by others),
+ * -EINVAL (a name ending in ".holdfast", or no name: ".", "/"), -ESRCH (no
+ * such pid), -EBUSY (the fence counter stayed locked for 5 s: a process
+ * stopped in the middle of an acquisition), -EOVERFLOW (fences exhausted),
+ * -EOPNOTSUPP (no flock on this file system), other -errno. Waiting wakes
+ * on the lock's removal (inotify on PATH's parent) with a jittered backoff
+ * fallback; never past the deadline. */
+int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *ret,
+		    struct hf_dirlock_info *reterr_holder);
+/* Release the lock acquired with token: 0; HF_ENOTHELD when no record with
+ * this token exists (nothing to release); HF_ENOTYOURS when another token
+ * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. Any
+ * process may release with the token; the holder closes its live_fd after. */
+int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder);
+/* Commit under the lock: hold off every later acquisition of PATH while
+ * the caller finishes work it did under the lock it acquired as *held (an
+ * edit's rename). 0 and *ret_guard when the last entry into PATH was
+ * held's and its record still exists (at PATH, or aside in a claim where it
+ * denies every acquirer): nobody can pass the fence steps, so nobody
+ * enters, until hf_dirlock_unhold(*ret_guard). HF_ELOST when the lock is no
+ * longer the caller's (reaped as dead or leaked, released, or entered by
+ * another since); -ETIMEDOUT when the counter stayed locked for 5 s (a
+ * stopped acquirer); other -errno. Hold it briefly. */
+int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *ret_guard);
+void hf_dirlock_unhold(int guard);
+/* Read-only: 0 and *ret filled (state HF_LOCK_FREE when no lock directory;
+ * claims counts claims beside it); -errno on errors. Uses the default stale
+ * and max-hold windows unless the record carries its own max-hold. */
+int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * handle_lock.c - the directory lock's public handle (holdfast.h, hf_lock):
+ * options, the verbs over the protocol functions of dirlock.c, and what a
+ * handle remembers between them (its token, fence, kernel-lock descriptor,
+ * the last holder seen).
+ *
+ * Invariants:
+ *  (HL1) A handle holds at most one acquisition: its token, fence and
+ *        descriptor belong to it until release, detach or free.
+ *  (HL2) hf_lock_free releases only what this process acquired with the
+ *        handle: a forked child that frees an inherited handle, or a handle
+ *        that adopted a token, releases nothing by freeing.
+ *  (HL3) The descriptor that holds the owner's kernel lock is closed only
+ *        after the release (or handed over by detach), never before: while
+ *        the record exists, its owner's liveness object stays locked.
+ */
+#include "internal.h"
+#include "rec.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct hf_lock {
+	char *path;
+	struct hf_dirlock_opts o;
+	struct hf_dirlock_info held;  /* valid while has_token               */
+	bool has_token;               /* acquired, adopted or detached        */
+	bool holds;                   /* acquired or adopted, not released    */
+	bool adopted;
+	pid_t acquired_by;            /* getpid() of the acquisition (HL2)    */
+	int guard;                    /* hf_dirlock_hold's, -1               */
+	hf_rec *holder;
+};
+
+static bool name_ok(const char *path)
+{
+	char dir[PATH_MAX], base[NAME_MAX + 1];
+	if (hf_path_split(path, dir, sizeof dir, base, sizeof base) < 0)
+		return false;
+	size_t n = strlen(base), s = strlen(".holdfast");
+	return !(n >= s && !strcmp(base + n - s, ".holdfast")) && n + s <= NAME_MAX;
+}
+
+int hf_lock_new(const char *path, hf_lock **ret)
+{
+	if (!path || !ret)
+		return -EINVAL;
+	if (strlen(path) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (!name_ok(path))
+		return -EINVAL;
+	hf_lock *l = calloc(1, sizeof *l);
+	if (!l || !(l->path = strdup(path))) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->o.path = l->path;
+	l->o.wait_ms = 0;
+	l->held.live_fd = -1;
+	l->guard = -1;
+	*ret = l;
+	return 0;
+}
+
+int hf_lock_set(hf_lock *l, int opt, int64_t v)
+{
+	if (!l)
+		return -EINVAL;
+	switch (opt) {
+	case HF_OPT_WAIT_MS:
+		l->o.wait_ms = v;
+		return 0;
+	case HF_OPT_STALE_MS:
+		if (v < 0)
+			return -EINVAL;
+		l->o.stale_ms = v;
+		return 0;
+	case HF_OPT_MAX_HOLD_MS:
+		if (v < 0)
+			return -EINVAL;
+		l->o.max_hold_ms = v;
+		return 0;
+	case HF_OPT_PID:
+		if (v < 0 || v > INT_MAX)
+			return -EINVAL;
+		l->o.pid = (pid_t)v;
+		return 0;
+	case HF_OPT_CANCEL_FD:
+		if (v < -1 || v > INT_MAX)
+			return -EINVAL;
+		l->o.has_cancel = v >= 0;
+		l->o.cancel_fd = (int)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void holder_set(hf_lock *l, const struct hf_dirlock_info *h)
+{
+	hf_rec_put(&l->holder, h ? hf_rec_from_dirlock(h, l->path) : NULL);
+}
+
+/* A holder worth naming after rc: someone holds it, or the reason why not. */
+static bool names_holder(int rc)
+{
+	return rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == HF_EBARRIER ||
+	       rc == HF_EUNREADABLE || rc == HF_ENOTYOURS;
+}
+
+int hf_lock_acquire(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (l->holds)
+		return -EALREADY; /* HL1 */
+	struct hf_dirlock_info got, h;
+	memset(&h, 0, sizeof h);
+	h.live_fd = -1;
+	int rc = hf_dirlock_acquire(&l->o, &got, &h);
+	if (rc < 0) {
+		holder_set(l, names_holder(rc) && (h.owner.token[0] || h.reason[0] || h.partial)
+				      ? &h
+				      : NULL);
+		return rc;
+	}
+	if (l->has_token && !l->holds && l->held.live_fd >= 0)
+		hf_sys_close(l->held.live_fd); /* a detached one's was handed over */
+	l->held = got;
+	l->has_token = l->holds = true;
+	l->adopted = false;
+	l->acquired_by = getpid();
+	holder_set(l, &got);
+	return 0;
+}
+
+int hf_lock_release(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (!l->holds)
+		return HF_ENOTHELD;
+	hf_lock_unhold(l);
+	struct hf_dirlock_info h;
+	memset(&h, 0, sizeof h);
+	h.live_fd = -1;
+	int rc = hf_dirlock_release(l->path, l->held.owner.token, &h);
+	if (l->held.live_fd >= 0)
+		hf_sys_close(l->held.live_fd); /* HL3: after the release */
+	l->held.live_fd = -1;
+	l->holds = false;
+	holder_set(l, rc == HF_ENOTYOURS ? &h : NULL);
+	return rc;
+}
+
+int hf_lock_adopt(hf_lock *l, const char *token)
+{
+	if (!l || !token || strlen(token) != HF_TOKEN_LEN ||
+	    strspn(token, "0123456789abcdef") != HF_TOKEN_LEN)
+		return -EINVAL;
+	if (l->holds)
+		return -EALREADY;
+	memset(&l->held, 0, sizeof l->held);
+	l->held.live_fd = -1;
+	memcpy(l->held.owner.token, token, HF_TOKEN_LEN + 1);
+	l->has_token = l->holds = l->adopted = true;
+	return 0;
+}
+
+int hf_lock_check(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (!l->has_token)
+		return HF_ENOTHELD;
+	struct hf_dirlock_info now;
+	int rc = hf_dirlock_status(l->path, &now);
+	if (rc < 0)
+		return rc;
+	bool ours = now.owner.token[0] && !now.partial && !now.in_claim &&
+		    !strcmp(now.owner.token, l->held.owner.token) &&
+		    (now.state == HF_LOCK_HELD || now.state == HF_LOCK_SKEW);
+	holder_set(l, now.state != HF_LOCK_FREE ? &now : NULL);
+	return ours ? 0 : HF_ELOST;
+}
+
+int hf_lock_detach(hf_lock *l)
+{
+	if (!l || !l->holds)
+		return -1;
+	hf_lock_unhold(l);
+	int fd = l->held.live_fd;
+	l->held.live_fd = -1;
+	l->holds = false; /* the token stays readable (has_token) */
+	return fd;
+}
+
+const char *hf_lock_token(const hf_lock *l)
+{
+	return l && l->has_token ? l->held.owner.token : NULL;
+}
+
+uint64_t hf_lock_fence(const hf_lock *l)
+{
+	return l && l->has_token ? l->held.fence : 0;
+}
+
+int hf_lock_fd(const hf_lock *l)
+{
+	return l && l->holds ? l->held.live_fd : -1;
+}
+
+const hf_rec *hf_lock_holder(const hf_lock *l)
+{
+	return l ? l->holder : NULL;
+}
+
+int hf_lock_hold(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (!l->holds || l->adopted)
+		return l->holds ? -EINVAL : HF_ENOTHELD; /* an adopted token has no fence */
+	if (l->guard >= 0)
+		return 0;
+	return hf_dirlock_hold(l->path, &l->held, &l->guard);
+}
+
+void hf_lock_unhold(hf_lock *l)
+{
+	if (l && l->guard >= 0) {
+		hf_dirlock_unhold(l->guard);
+		l->guard = -1;
+	}
+}
+
+void hf_lock_free(hf_lock *l)
+{
+	if (!l)
+		return;
+	if (l->holds && !l->adopted && l->acquired_by == getpid())
+		hf_lock_release(l); /* HL2 */
+	hf_lock_unhold(l);
+	if (l->held.live_fd >= 0)
+		hf_sys_close(l->held.live_fd);
+	hf_rec_free(l->holder);
+	free(l->path);
+	free(l);
+}
+
+int hf_lock_status(const char *path, hf_rec **ret)
+{
+	if (!path || !ret)
+		return -EINVAL;
+	struct hf_dirlock_info i;
+	int rc = hf_dirlock_status(path, &i);
+	if (rc < 0)
+		return rc;
+	hf_rec *r = hf_rec_from_dirlock(&i, path);
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}

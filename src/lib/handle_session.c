@@ -1,0 +1,204 @@
+/*
+ * handle_session.c - the session lock's public handle (holdfast.h,
+ * hf_session): options, a take that waits (woken when the lock file leaves
+ * its name: a release, a break or a withdrawal renames it to an aside), and
+ * the records of session.c's structs.
+ *
+ * Invariants:
+ *  (HS1) A wait never passes its deadline and ends at once when the cancel
+ *        descriptor is readable (the waiter's W1, W4).
+ *  (HS2) Every attempt is a whole hf_sessionlock_take: waiting adds no
+ *        step to the protocol, only sleeps between its attempts.
+ */
+#include "internal.h"
+#include "rec.h"
+#include "session.h"
+#include "wait.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hf_session {
+	char path[PATH_MAX];
+	char lane[HF_LANE_MAX + 1];
+	char owner[HF_OWNER_MAX + 1];  /* "": none set (take generates)    */
+	char taken[HF_OWNER_MAX + 1];  /* the owner recorded by the last take */
+	int64_t wait_ms, stale_ms;
+	int cancel_fd;
+	hf_rec *holder;
+};
+
+int hf_session_new(const char *path, const char *lane, hf_session **ret)
+{
+	if (!lane || !*lane || !hf_text_ok(lane, HF_LANE_MAX) || !ret)
+		return -EINVAL;
+	hf_session *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	int rc = 0;
+	if (path) {
+		if (!*path || strlen(path) >= sizeof s->path)
+			rc = *path ? -ENAMETOOLONG : -EINVAL;
+		else
+			strcpy(s->path, path);
+	} else {
+		rc = hf_session_default_path(s->path, sizeof s->path);
+	}
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	strcpy(s->lane, lane);
+	s->cancel_fd = -1;
+	*ret = s;
+	return 0;
+}
+
+int hf_session_set(hf_session *s, int opt, int64_t v)
+{
+	if (!s)
+		return -EINVAL;
+	switch (opt) {
+	case HF_OPT_WAIT_MS:
+		s->wait_ms = v;
+		return 0;
+	case HF_OPT_STALE_MS:
+		if (v < 0)
+			return -EINVAL;
+		s->stale_ms = v;
+		return 0;
+	case HF_OPT_CANCEL_FD:
+		if (v < -1 || v > INT_MAX)
+			return -EINVAL;
+		s->cancel_fd = (int)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int hf_session_set_str(hf_session *s, int opt, const char *v)
+{
+	if (!s || opt != HF_OPT_OWNER)
+		return -EINVAL;
+	if (!v) {
+		s->owner[0] = '\0';
+		return 0;
+	}
+	if (!*v || !hf_text_ok(v, HF_OWNER_MAX))
+		return -EINVAL;
+	strcpy(s->owner, v);
+	return 0;
+}
+
+static void opts_of(const hf_session *s, struct hf_sessionlock_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->path = s->path;
+	o->lane = s->lane;
+	o->owner = s->owner[0] ? s->owner : NULL;
+	o->stale_ms = s->stale_ms;
+}
+
+static void holder_set(hf_session *s, const struct hf_sessionlock_status *st)
+{
+	hf_rec_put(&s->holder, st ? hf_rec_from_session_status(st, s->path) : NULL);
+}
+
+int hf_session_take(hf_session *s)
+{
+	if (!s)
+		return -EINVAL;
+	struct hf_sessionlock_opts o;
+	opts_of(s, &o);
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	int rc = hf_path_split(s->path, dir, sizeof dir, name, sizeof name);
+	if (rc < 0)
+		return rc;
+	struct hf_waiter w;
+	hf_wait_init(&w, dir, name, s->wait_ms);
+	hf_wait_set_cancel(&w, s->cancel_fd);
+	struct hf_sessionlock_record taken;
+	struct hf_sessionlock_status h;
+	for (;;) {
+		memset(&h, 0, sizeof h);
+		rc = hf_sessionlock_take(&o, &taken, &h); /* HS2 */
+		if (rc != HF_EHELD)
+			break;
+		holder_set(s, &h);
+		int wrc = hf_wait_next(&w); /* HS1 */
+		if (wrc == HF_ETIMEDOUT) {
+			rc = s->wait_ms != 0 ? HF_ETIMEDOUT : HF_EHELD;
+			break;
+		}
+		if (wrc < 0) {
+			rc = wrc;
+			break;
+		}
+	}
+	hf_wait_done(&w);
+	if (rc == 0) {
+		strcpy(s->taken, taken.owner);
+		hf_rec_put(&s->holder, hf_rec_from_session(&taken, s->path));
+	} else if (rc == HF_EUNREADABLE) {
+		holder_set(s, &h);
+	} else if (rc != HF_ETIMEDOUT && rc != HF_EHELD && rc != HF_ECANCELED) {
+		holder_set(s, NULL);
+	}
+	return rc;
+}
+
+int hf_session_release(hf_session *s)
+{
+	if (!s)
+		return -EINVAL;
+	struct hf_sessionlock_opts o;
+	opts_of(s, &o);
+	struct hf_sessionlock_status h;
+	memset(&h, 0, sizeof h);
+	int rc = hf_sessionlock_release(&o, &h);
+	holder_set(s, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
+	return rc;
+}
+
+const char *hf_session_owner(const hf_session *s)
+{
+	return s && s->taken[0] ? s->taken : NULL;
+}
+
+const hf_rec *hf_session_holder(const hf_session *s)
+{
+	return s ? s->holder : NULL;
+}
+
+void hf_session_free(hf_session *s)
+{
+	if (!s)
+		return;
+	hf_rec_free(s->holder);
+	free(s);
+}
+
+int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret)
+{
+	if (!ret)
+		return -EINVAL;
+	char def[PATH_MAX];
+	if (!path) {
+		int rc = hf_session_default_path(def, sizeof def);
+		if (rc < 0)
+			return rc;
+		path = def;
+	}
+	struct hf_sessionlock_status st;
+	int rc = hf_sessionlock_status(path, stale_ms, &st);
+	if (rc < 0)
+		return rc;
+	hf_rec *r = hf_rec_from_session_status(&st, path);
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}

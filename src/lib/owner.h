@@ -1,0 +1,64 @@
+/*
+ * owner.h - owner records and liveness (owner.c): who holds a lock, with
+ * enough to prove its death. Not part of the public API.
+ */
+#ifndef HF_OWNER_H
+#define HF_OWNER_H
+
+#include "proc.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HF_TOKEN_LEN 32   /* hex characters of a generated token (128 bits)   */
+
+struct hf_owner {
+	char token[HF_TOKEN_LEN + 1];     /* random, hex                           */
+	int64_t pid;                      /* the process whose life holds the lock */
+	uint64_t pid_start;               /* /proc/<pid>/stat field 22; 0: unknown */
+	char boot_id[HF_BOOTID_LEN + 1];  /* /proc/sys/kernel/random/boot_id       */
+	char host[HF_HOST_MAX + 1];
+	int64_t time_ms;                  /* wall clock, Unix ms, when recorded    */
+	uint64_t pidns;                   /* inode of the pid namespace `pid` is
+					     a pid of; HF_PIDNS_UNKNOWN: not known
+					     (its pid is never proof); 0: a record
+					     of holdfast 0.1                       */
+	uint64_t timens;                  /* inode of the time namespace boot_ms
+					     was read in; 0: unknown               */
+	int64_t boot_ms;                  /* CLOCK_BOOTTIME ms when recorded; 0:
+					     unknown                               */
+	char comm[HF_COMM_MAX + 1];       /* the owner's command name; "" unknown  */
+};
+
+/* Fill *ret for process pid (0: the caller) with a fresh token and now. */
+int hf_owner_init(struct hf_owner *ret, pid_t pid);
+
+enum hf_liveness {
+	HF_ALIVE = 0,   /* proven alive, or not provably dead (other host, unknown) */
+	HF_DEAD = 1,    /* proven dead: no such pid, or pid reused (start differs)  */
+};
+/* HF_ALIVE or HF_DEAD by pid alone; never an error: whatever cannot be
+ * proven is alive (another kernel, another pid namespace, no start time). */
+int hf_owner_liveness(const struct hf_owner *o);
+/* The same, with the owner's kernel lock as the proof where a pid proves
+ * nothing (another pid namespace of this kernel): probe_fd is a descriptor
+ * the judge opened itself on the owner's liveness object. HF_DEAD when the
+ * kernel lock is free - the judge then holds LOCK_EX on probe_fd until it
+ * closes it, so no late taker can claim the object meanwhile. */
+int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd);
+/* Age of the record at wall-clock time now_ms: boot-relative on this kernel
+ * and time namespace (a wall-clock step does not change it), else by the
+ * wall clock (negative when dated in the future). */
+int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms);
+
+/* The JSON object of an owner record, owned by the caller (json_decref).
+ * Fields: token, pid, pid_start, boot_id, host, time_key as ISO-8601,
+ * pidns, timens, boottime_ms, comm. */
+struct json_t;
+struct json_t *hf_owner_to_json(const struct hf_owner *o, const char *time_key);
+/* Fill *ret from a JSON object; missing optional fields stay zero. -EINVAL
+ * when token or pid are missing or of the wrong type. */
+int hf_owner_from_json(const struct json_t *obj, const char *time_key, struct hf_owner *ret);
+
+#endif

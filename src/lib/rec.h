@@ -1,0 +1,35 @@
+/*
+ * rec.h - records (hf_rec) made from jansson objects (rec.c), and the
+ * builders of each kind's records. Not part of the public API.
+ */
+#ifndef HF_REC_H
+#define HF_REC_H
+
+#include "holdfast.h"
+
+#include <jansson.h>
+
+struct hf_dirlock_info;
+struct hf_sessionlock_status;
+struct hf_sessionlock_record;
+
+/* A record owning obj (stolen; NULL: -ENOMEM is the caller's to report,
+ * and NULL is returned). */
+hf_rec *hf_rec_take(json_t *obj);
+/* The object inside (borrowed). */
+json_t *hf_rec_object(const hf_rec *r);
+/* Replace *slot with r (freeing the old one). */
+void hf_rec_put(hf_rec **slot, hf_rec *r);
+
+/* A directory lock's state as a record: the owner's fields (file names),
+ * "fence", "max_hold_ms", "state", "age_ms", "claims", "in_claim",
+ * "partial", "reason" and "path" (path may be NULL). */
+hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path);
+/* A session record (the file's fields) and a session's state ("state",
+ * "age_ms", "mtime_ms", "aside", "reason", "path"). */
+hf_rec *hf_rec_from_session(const struct hf_sessionlock_record *r, const char *path);
+hf_rec *hf_rec_from_session_status(const struct hf_sessionlock_status *st, const char *path);
+/* A record of one reason: {"reason": why, "path": path} (path may be NULL). */
+hf_rec *hf_rec_reason(const char *why, const char *path);
+
+#endif
