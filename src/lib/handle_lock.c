@@ -35,6 +35,8 @@ struct hf_lock {
 	pid_t acquired_by;            /* getpid() of the acquisition (HL2)    */
 	int guard;                    /* hf_dirlock_hold's, -1               */
 	hf_rec *holder;
+	bool holder_is_self;          /* hf_lock_holder builds our own record
+					 when asked (none on the fast path)  */
 };
 
 static bool name_ok(const char *path)
@@ -102,7 +104,9 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 
 static void holder_set(hf_lock *l, const struct hf_dirlock_info *h)
 {
-	hf_rec_put(&l->holder, h ? hf_rec_from_dirlock(h, l->path) : NULL);
+	l->holder_is_self = false;
+	if (h || l->holder)
+		hf_rec_put(&l->holder, h ? hf_rec_from_dirlock(h, l->path) : NULL);
 }
 
 /* A holder worth naming after rc: someone holds it, or the reason why not. */
@@ -134,7 +138,8 @@ int hf_lock_acquire(hf_lock *l)
 	l->has_token = l->holds = true;
 	l->adopted = false;
 	l->acquired_by = getpid();
-	holder_set(l, &got);
+	holder_set(l, NULL);
+	l->holder_is_self = true;
 	return 0;
 }
 
@@ -216,7 +221,16 @@ int hf_lock_fd(const hf_lock *l)
 
 const hf_rec *hf_lock_holder(const hf_lock *l)
 {
-	return l ? l->holder : NULL;
+	if (!l)
+		return NULL;
+	if (l->holder_is_self && !l->holder && l->has_token) {
+		hf_lock *m = (hf_lock *)l; /* a cache: the record is made on first use */
+		struct hf_dirlock_info self = l->held;
+		self.state = HF_LOCK_HELD;
+		self.live_fd = -1;
+		m->holder = hf_rec_from_dirlock(&self, l->path);
+	}
+	return l->holder;
 }
 
 int hf_lock_hold(hf_lock *l)
