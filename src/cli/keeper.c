@@ -25,7 +25,8 @@
  *      /proc/self/fd/N for each kept descriptor (an unlink changes the
  *      file's link count: IN_ATTRIB).
  *   5. Report the keeper's pid on the pipe and close it: cli_keep_for
- *      returns only once the keeper is armed.
+ *      returns only once the keeper is armed and has closed the pipe (it
+ *      reads to end-of-file).
  *   6. Loop: exit when the owner has exited (the pidfd polls readable; the
  *      fallback without pidfd: kill(pid, 0) says ESRCH or the start time
  *      changed, looked at every second) or when every kept file has no link
@@ -246,6 +247,12 @@ int cli_keep_for(int pid, const int *fds, size_t n)
 	hf_sys_waitpid(child, &st, 0);
 	pid_t keeper = 0;
 	ssize_t r = hf_sys_read(p[0], &keeper, sizeof keeper);
+	/* K1: return only once the keeper has closed its end too. It writes
+	 * its pid before closing, and a caller that looked at the keeper's
+	 * descriptors between the two would find this pipe among them. */
+	char eof;
+	while (r == (ssize_t)sizeof keeper && hf_sys_read(p[0], &eof, 1) > 0)
+		;
 	hf_sys_close(p[0]);
 	if (r != (ssize_t)sizeof keeper || keeper < 0)
 		return -ECHILD; /* it did not start */
