@@ -15,6 +15,7 @@
  *        the record exists, its owner's liveness object stays locked.
  */
 #include "internal.h"
+#include "handle.h"
 #include "rec.h"
 
 #include <assert.h>
@@ -279,4 +280,14 @@ int hf_lock_status(const char *path, hf_rec **ret)
 		return -ENOMEM;
 	*ret = r;
 	return 0;
+}
+
+const struct hf_dirlock_info *hf_lock_held(const hf_lock *l)
+{
+	return l && l->holds && !l->adopted ? &l->held : NULL;
+}
+
+const char *hf_lock_path(const hf_lock *l)
+{
+	return l ? l->path : NULL;
 }
