@@ -164,8 +164,11 @@ void hf_rec_free(hf_rec *r);
 enum hf_opt {
 	HF_OPT_WAIT_MS = 1,    /* lock, session, scope: 0 try once (default); <0
 	                          wait forever; >0 wait at most that. A wait wakes
-	                          on the release (inotify), with a backoff of at
-	                          most 100 ms as a fallback                      */
+	                          on the release (inotify), and otherwise on a
+	                          backoff of at most 250 ms (100 ms where
+	                          inotify is missing) that sees what inotify
+	                          cannot: a holder that died, a release made
+	                          on another host                                */
 	HF_OPT_STALE_MS,       /* lock: a record-less lock's window (default
 	                          60 s); session: a session's age before it is
 	                          stale (default 90 min)                         */
@@ -284,24 +287,38 @@ int hf_lock_status(const char *path, hf_rec **ret);
  * ------------------------------------------------------------------------- */
 typedef struct hf_edit hf_edit;
 
-/* Open file for an edit under l (held). 0 and *ret. HF_EUNSAFE (reterr:
- * "reason", "uid" of its owner): a symlink; owned by another user (root may
- * edit one in a directory nobody else can write); in a directory others can
- * write, writable by group or others or with several hard links. -EISDIR /
- * -EINVAL: not a regular file. HF_ENOTHELD: l holds nothing. */
+/* Open file for an edit under l (held by this handle: HF_ENOTHELD
+ * otherwise) and sweep the temporaries a dead edit left. 0 and *ret.
+ * Refusals, each with *reterr (may be NULL; the caller's, hf_rec_free): a
+ * record with "reason", "path", "euid" (the caller's), "dir_shared" (1: others
+ * can write the directory) and FILE's "uid", "mode", "nlink":
+ *   HF_EUNSAFE  "symlink"; "owner" (another user's FILE - root may edit one
+ *               in a directory nobody else can write); in a directory others
+ *               can write, "writable" (by group or others) or "links"
+ *               (several hard links);
+ *   -EISDIR / -EINVAL  "not_regular".
+ * Other failures: -EINVAL (no file name, or one ending in '/'), -errno. A
+ * missing FILE is not an error: the edit creates it. */
 int hf_edit_open(hf_lock *l, const char *file, hf_edit **ret, hf_rec **reterr);
 /* FILE as opened (read it from offset 0 with pread), or -1 when it does not
  * exist. Owned by the edit. */
 int hf_edit_fd(const hf_edit *e);
 /* Replace FILE with data (len bytes, may be 0). 0: replaced and its
  * directory synced. HF_ELOST: the lock is no longer ours (FILE untouched);
- * HF_EUNSAFE: FILE was replaced, removed or created meanwhile by someone not
- * holding the lock, or became unsafe (FILE as the other left it); -errno.
- * After a commit (either way) the edit is spent. A record of what the
- * replacement could not keep ("dropped_mode": bits dropped; "group_dropped":
- * 1 when the group could not be kept) is in hf_edit_notes. */
+ * HF_EUNSAFE: FILE was "replaced" or removed, or "created", meanwhile by
+ * someone not holding the lock, or became unsafe (the reasons of
+ * hf_edit_open) - FILE as the other left it; -EISDIR/-EINVAL: it is no
+ * longer a regular file; -errno (FILE untouched, except when the notes say
+ * "replaced": 1 - then only the directory's fsync failed). The notes
+ * (hf_edit_notes, NULL when there is nothing to say; lives as long as e)
+ * carry "reason" for each refusal, and what the replacement could not keep:
+ * "dropped_mode" (the setuid/setgid/sticky bits of "mode" it dropped),
+ * "group_dropped" 1 with "gid" (FILE's group), "new_gid" and "new_mode" (the
+ * caller is not in FILE's group: the group bits were cleared). After one
+ * commit (either way) the edit is spent: -EALREADY. */
 int hf_edit_commit(hf_edit *e, const void *data, size_t len);
 const hf_rec *hf_edit_notes(const hf_edit *e);
+/* Close FILE and free the edit (NULL: no-op); the lock stays held. */
 void hf_edit_free(hf_edit *e);
 
 /* ---------------------------------------------------------------------------
@@ -342,7 +359,9 @@ int hf_session_set_str(hf_session *s, int opt, const char *value);
  * HF_ETIMEDOUT, HF_ECANCELED, HF_EUNREADABLE (garbage or unreadable:
  * refused, untouched; "reason" and "mtime_ms" as evidence), -errno. */
 int hf_session_take(hf_session *s);
-/* Release the lane's session. 0; HF_ENOTHELD (nothing to release);
+/* Release the lane's session: after a take by this handle only that take
+ * (its owner token), else the one HF_OPT_OWNER names, else whoever of the
+ * lane holds it. 0; HF_ENOTHELD (nothing to release);
  * HF_ENOTYOURS (another lane, or another owner token; the holder);
  * HF_EUNREADABLE; -errno. */
 int hf_session_release(hf_session *s);

@@ -8,7 +8,11 @@
  * event can be missed (the lock released on another host sharing the file
  * system, or between a failed attempt and the poll), every wait is also
  * capped by a backoff that grows quadratically from 1 ms with +-25 % jitter
- * (git's lockfile.c schedule) up to 100 ms.
+ * (git's lockfile.c schedule) up to 250 ms while the watch is in place (the
+ * wake-ups that find nothing are then only for what inotify cannot see: a
+ * holder that died, a release on another host) and up to 100 ms without
+ * one. A waiter that is not woken by a release thus wakes at most about
+ * four times a second.
  *
  * The watch is set up lazily, by the first hf_wait_next: an acquisition that
  * succeeds at once never touches inotify. The inotify instance is cached per
@@ -46,7 +50,8 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#define BACKOFF_MAX_US 100000
+#define BACKOFF_MAX_US 100000          /* no watch: backoff only   */
+#define BACKOFF_MAX_WATCHED_US 250000  /* the watch wakes the waiter */
 
 /* This thread's idle inotify instance (no watch), and the pid it is for. */
 static __thread int cached_ifd = -1;
@@ -189,7 +194,8 @@ int hf_wait_next(struct hf_waiter *w)
 			sleep_ms = 1;
 		w->tries++;
 		int64_t nb = 1000LL * (w->tries + 1) * (w->tries + 1);
-		w->backoff_us = nb > BACKOFF_MAX_US ? BACKOFF_MAX_US : nb;
+		int64_t cap = w->ifd >= 0 ? BACKOFF_MAX_WATCHED_US : BACKOFF_MAX_US;
+		w->backoff_us = nb > cap ? cap : nb;
 		if (left_ms >= 0 && sleep_ms > left_ms)
 			sleep_ms = left_ms; /* W1 */
 		if (w->ifd < 0 && w->cancel_fd < 0) {

@@ -28,9 +28,10 @@ struct hf_waiter {
  * jittered backoff. */
 int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t wait_ms);
 /* Block until the watched entry is removed, the backoff elapses (the
- * fallback: quadratic from 1 ms, +-25 % jitter, capped at 100 ms; also caps
- * inotify waits, in case a release happened on another host or a missed
- * event), or the deadline. 0: try again; HF_ETIMEDOUT: the deadline passed
+ * fallback: quadratic from 1 ms, +-25 % jitter, capped at 250 ms with the
+ * watch in place and 100 ms without; it also caps inotify waits, for what
+ * inotify cannot see: a holder that died, a release on another host), or
+ * the deadline. 0: try again; HF_ETIMEDOUT: the deadline passed
  * (never sleeps past it). The first call sets up the watch and returns 0
  * at once: the caller's next attempt is made with the watch in place.
  * HF_ECANCELED: the cancel descriptor is readable. */

@@ -1,14 +1,16 @@
 /*
- * run.h - what `holdfast run` and `holdfast edit` share (cmd_run.c): a
- * command started blocked, released once its locks are held, waited for with
- * signals forwarded; directory locks acquired in slices that a stop signal
- * can interrupt; the words for a holder.
+ * run.h - what `holdfast run` and `holdfast edit` share: a command started
+ * blocked, released once its locks are held, waited for with signals
+ * forwarded (supervise.c); directory locks acquired with a wait that a
+ * forwarded signal ends, the -n/-w/-E options, the words for a holder
+ * (acquire.c).
  */
 #ifndef HF_CLI_RUN_H
 #define HF_CLI_RUN_H
 
 #include "holdfast.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,6 +32,8 @@ struct cli_child {
 	int stop_signal;    /* a forwarded signal received (0: none)      */
 };
 
+/* An empty child (nothing started, nothing open). */
+void cli_child_reset(struct cli_child *c);
 /* Block the forwarded signals (those not ignored at start) and SIGCHLD, to
  * be read from c->sigfd. 0 or -errno. */
 int cli_child_init(struct cli_child *c);
@@ -40,6 +44,7 @@ int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int s
 /* Let the child run CMD with env ("K=V" strings) added and the descriptors
  * fds (at most CLI_GO_MAX_FDS) open in it across exec. 0 or -errno. */
 #define CLI_GO_MAX_FDS 80
+#define CLI_GO_MAX PIPE_BUF /* the go message's bytes */
 int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv, const int *fds,
 		 size_t nfds);
 /* The child exits without running CMD; reaped. */
@@ -68,19 +73,30 @@ struct cli_wait_opts {
  * 0, or the usage exit code with a message printed. */
 int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg);
 
-/* Acquire the directory lock o->path (o->wait_ms ignored) for o->pid before
- * deadline_ns (CLOCK_MONOTONIC; <0 none; 0 try once), in slices so that a
- * stop signal on c (may be NULL) ends the wait. 0 and *ret; otherwise a
- * message naming the path and the holder is printed and an exit code that
- * is never 0 returned: HF_EXIT_CONFLICT for a conflict or timeout (the
- * caller turns it into -E CODE only when it exits: a refusal, even with
- * -E 0, must never be taken for success), 128+N when stopped by signal N,
- * another code for other errors. */
-int cli_lock_acquire(struct hf_dirlock_opts *o, int64_t deadline_ns, struct cli_child *c,
-		     struct hf_dirlock_info *ret);
+/* The -n/-w/-E long options (getopt_long), in each command's table. */
+#define CLI_WAIT_LONGOPTS                                                   \
+	{ "nonblock", no_argument, NULL, 'n' },                             \
+	{ "wait", required_argument, NULL, 'w' },                           \
+	{ "timeout", required_argument, NULL, 'w' },                        \
+	{ "conflict-exit-code", required_argument, NULL, 'E' }
+
 /* The CLOCK_MONOTONIC deadline for a wait: <0 none, 0 try once. */
 int64_t cli_deadline(int64_t wait_ms);
-/* "pid 4242 on box, acquired 12 s ago, fence 17" */
-void cli_lock_holder(const struct hf_dirlock_info *h, char *buf, size_t n);
+/* What is left of a deadline as a wait option: -1 none, 0 try once (also
+ * when it has passed), else milliseconds rounded up. */
+int64_t cli_wait_left(int64_t deadline_ns);
+
+/* Acquire l (its other options set by the caller) before deadline_ns
+ * (cli_deadline), waiting in the library, woken by the release; a stop
+ * signal on c (may be NULL) ends the wait. 0: held. Otherwise a message
+ * naming path and the holder is printed and an exit code that is never 0
+ * returned: HF_EXIT_CONFLICT for a conflict or timeout (the caller turns it
+ * into -E CODE only when it exits: a refusal, even with -E 0, must never be
+ * taken for success), 128+N when stopped by signal N, another code for
+ * other errors. */
+int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_child *c);
+/* A holder's record (hf_lock_holder) in words: "pid 4242 (make) on box,
+ * acquired 12 s ago, fence 17". */
+void cli_holder_words(const hf_rec *h, char *buf, size_t n);
 
 #endif

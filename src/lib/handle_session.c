@@ -9,6 +9,10 @@
  *        descriptor is readable (the waiter's W1, W4).
  *  (HS2) Every attempt is a whole hf_sessionlock_take: waiting adds no
  *        step to the protocol, only sleeps between its attempts.
+ *  (HS3) A handle that took the session releases only that take: its
+ *        owner token is required (unless HF_OPT_OWNER names another), so a
+ *        release after the session was broken and taken by another of the
+ *        same lane is refused (HF_ENOTYOURS), not a theft.
  */
 #include "internal.h"
 #include "rec.h"
@@ -156,6 +160,8 @@ int hf_session_release(hf_session *s)
 		return -EINVAL;
 	struct hf_sessionlock_opts o;
 	opts_of(s, &o);
+	if (!o.owner && s->taken[0])
+		o.owner = s->taken; /* HS3: what this handle took, only that */
 	struct hf_sessionlock_status h;
 	memset(&h, 0, sizeof h);
 	int rc = hf_sessionlock_release(&o, &h);

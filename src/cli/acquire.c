@@ -1,0 +1,144 @@
+/*
+ * acquire.c - taking a directory lock on behalf of a command (run.h): the
+ * -n / -w / -E options, the deadline, a wait that a forwarded signal ends,
+ * and the words for a holder.
+ *
+ * The wait is the library's (HF_OPT_WAIT_MS): it wakes on the release, not
+ * on a timer. Its cancel descriptor (HF_OPT_CANCEL_FD) is the child's
+ * signalfd: a forwarded signal ends the wait with HF_ECANCELED, and so does
+ * a SIGCHLD; the first stops the acquisition, the second is read and the
+ * wait resumes with the time that is left.
+ *
+ * Invariants
+ * ----------
+ *   (AQ1) The wait never passes the deadline: each (re)start of the
+ *         library's wait gets the time left, rounded up to a millisecond,
+ *         and the library's waits never sleep past theirs (W1).
+ *   (AQ2) A refusal is never reported as success: every failure returns an
+ *         exit code that is not 0 (HF_EXIT_CONFLICT for held or timed out);
+ *         only the caller turns it into -E CODE, when it exits.
+ */
+#include "cli.h"
+#include "proc.h"
+#include "run.h"
+#include "sys.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'n':
+		w->wait_ms = 0;
+		return 0;
+	case 'w':
+		return cli_duration_arg("-w", arg, &w->wait_ms);
+	case 'E': {
+		char *end;
+		long v = strtol(arg, &end, 10);
+		if (!*arg || *end || v < 0 || v > 255) {
+			cli_err("-E %s: not an exit code (0-255)", arg);
+			return HF_EXIT_USAGE;
+		}
+		w->conflict_exit = (int)v;
+		return 0;
+	}
+	}
+	return HF_EXIT_USAGE;
+}
+
+int64_t cli_deadline(int64_t wait_ms)
+{
+	if (wait_ms < 0)
+		return -1;
+	if (wait_ms == 0)
+		return 0;
+	return hf_sys_mono_ns() + wait_ms * 1000000LL;
+}
+
+int64_t cli_wait_left(int64_t deadline_ns)
+{
+	if (deadline_ns <= 0)
+		return deadline_ns < 0 ? -1 : 0;
+	int64_t left = deadline_ns - hf_sys_mono_ns();
+	return left <= 0 ? 0 : (left + 999999) / 1000000; /* AQ1 */
+}
+
+void cli_holder_words(const hf_rec *h, char *buf, size_t n)
+{
+	int64_t v, pid = 0, age = 0, fence = 0;
+	if (hf_rec_int(h, "age_ms", &v) == 0)
+		age = v;
+	char ages[32];
+	cli_format_age(age, ages, sizeof ages);
+	if (hf_rec_int(h, "partial", &v) == 0 && v) {
+		snprintf(buf, n, "a holder whose owner record is not complete yet (%s old)", ages);
+		return;
+	}
+	if (hf_rec_int(h, "pid", &v) == 0)
+		pid = v;
+	if (pid <= 0) {
+		snprintf(buf, n, "an unknown holder");
+		return;
+	}
+	if (hf_rec_int(h, "fence", &v) == 0)
+		fence = v;
+	const char *host = hf_rec_str(h, "host");
+	const char *comm = hf_rec_str(h, "comm");
+	char live[HF_COMM_MAX + 1] = "";
+	if ((!comm || !*comm) && host && !strcmp(host, hf_host_name()) &&
+	    hf_pid_comm((pid_t)pid, live, sizeof live) == 0)
+		comm = live; /* an older record without its command's name */
+	char shown[64] = "";
+	if (comm && *comm)
+		snprintf(shown, sizeof shown, " (%s)", CLI_SHOW(comm));
+	snprintf(buf, n, "pid %" PRId64 "%s on %s, acquired %s ago, fence %" PRId64, pid, shown,
+		 host && *host ? CLI_SHOW(host) : "an unknown host", ages, fence);
+}
+
+int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_child *c)
+{
+	int rc;
+	if (c)
+		hf_lock_set(l, HF_OPT_CANCEL_FD, c->sigfd);
+	for (;;) {
+		hf_lock_set(l, HF_OPT_WAIT_MS, cli_wait_left(deadline_ns));
+		rc = hf_lock_acquire(l);
+		if (rc != HF_ECANCELED)
+			break;
+		int sig = c ? cli_child_stop_pending(c) : 0;
+		if (sig) {
+			cli_err("lock %s: stopped by %s while waiting", path, strsignal(sig));
+			return 128 + sig;
+		}
+		/* a SIGCHLD (read now): wait on with the time that is left */
+	}
+	if (rc == 0)
+		return 0;
+	if (rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_EBARRIER) {
+		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
+		if (why)
+			cli_err("lock %s: %s: %s", path, hf_strerror(rc), CLI_SHOW(why));
+		else
+			cli_err("lock %s: %s", path, hf_strerror(rc));
+		int code = cli_exit_for(rc);
+		assert(code != 0 && "AQ2");
+		return code;
+	}
+	char who[400];
+	cli_holder_words(hf_lock_holder(l), who, sizeof who);
+	if (rc == HF_EBARRIER)
+		cli_err("lock %s: a claim beside it denies entry (being reaped or released); "
+			"last holder: %s",
+			path, who);
+	else if (deadline_ns == 0)
+		cli_err("lock %s is held by %s", path, who);
+	else
+		cli_err("lock %s: timed out waiting; held by %s", path, who);
+	return HF_EXIT_CONFLICT; /* AQ2: never 0, the caller applies -E */
+}
