@@ -146,7 +146,8 @@ typedef struct hf_rec hf_rec;
 /* The string at field (a dotted path reaches into objects: "broke.lane"),
  * or NULL when it is absent or not a string. Lives as long as r. */
 const char *hf_rec_str(const hf_rec *r, const char *field);
-/* The integer at field: 0 and *ret; -ENOENT absent; -EINVAL not an integer. */
+/* The integer at field (a true/false flag reads as 1/0): 0 and *ret;
+ * -ENOENT absent; -EINVAL not an integer. */
 int hf_rec_int(const hf_rec *r, const char *field, int64_t *ret);
 /* The length of the array at field (0 when absent or not an array) and its
  * i-th string (NULL when not a string or out of range). */

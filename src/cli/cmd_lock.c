@@ -1,11 +1,12 @@
 /*
  * cmd_lock.c - `holdfast lock acquire|release|status PATH`: the short
- * directory lock (src/lib/dirlock.c) from the shell.
+ * directory lock (hf_lock, holdfast.h) from the shell.
  */
 #include "cli.h"
+#include "proc.h"
+#include "sys.h"
 
 #include "holdfast.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -43,85 +43,6 @@ static const char usage[] =
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
 	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
 	"it); 64 usage; 65 unreadable owner record; 69 release: not held; 77 unsafe.\n";
-
-static const char *state_name(int s)
-{
-	switch (s) {
-	case HF_LOCK_FREE:
-		return "free";
-	case HF_LOCK_HELD:
-		return "held";
-	case HF_LOCK_DEAD:
-		return "dead";
-	case HF_LOCK_LEAKED:
-		return "leaked";
-	case HF_LOCK_PARTIAL:
-		return "partial";
-	case HF_LOCK_ABANDONED:
-		return "abandoned";
-	case HF_LOCK_SKEW:
-		return "skew";
-	}
-	return "unknown";
-}
-
-static void iso_time(int64_t ms, char *buf, size_t n)
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	int frac = (int)(ms % 1000);
-	if (frac)
-		snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-	else
-		snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-/* The owner record's fields (the file's names), plus path and, for status
- * and conflicts, the judgement. */
-static json_t *info_json(const char *path, const struct hf_dirlock_info *i, bool judged)
-{
-	json_t *j = json_object();
-	json_object_set_new(j, "path", json_string(path));
-	if (!i->partial && i->owner.token[0]) {
-		char when[64];
-		iso_time(i->owner.time_ms, when, sizeof when);
-		json_object_set_new(j, "token", json_string(i->owner.token));
-		json_object_set_new(j, "pid", json_integer(i->owner.pid));
-		json_object_set_new(j, "pid_start", json_integer((json_int_t)i->owner.pid_start));
-		json_object_set_new(j, "boot_id", json_string(i->owner.boot_id));
-		json_object_set_new(j, "host", json_string(i->owner.host));
-		json_object_set_new(j, "acquired", json_string(when));
-		json_object_set_new(j, "fence", json_integer((json_int_t)i->fence));
-		if (i->max_hold_ms > 0)
-			json_object_set_new(j, "max_hold_ms", json_integer(i->max_hold_ms));
-	}
-	if (judged) {
-		json_object_set_new(j, "state", json_string(state_name(i->state)));
-		json_object_set_new(j, "age_ms", json_integer(i->age_ms));
-		json_object_set_new(j, "partial", json_boolean(i->partial));
-		json_object_set_new(j, "in_claim", json_boolean(i->in_claim));
-		json_object_set_new(j, "claims", json_integer(i->claims));
-	}
-	return j;
-}
-
-/* "pid 4242 on box, 4.1 min old, fence 7" or "no complete owner record, 3 s old" */
-static void describe(const struct hf_dirlock_info *i, char *buf, size_t n)
-{
-	char age[32];
-	cli_format_age(i->age_ms, age, sizeof age);
-	if (i->partial)
-		snprintf(buf, n, "no complete owner record, %s old%s", age,
-			 i->in_claim ? ", in a claim beside it" : "");
-	else
-		snprintf(buf, n, "pid %" PRId64 " on %s, %s old, fence %" PRIu64 "%s%s",
-			 i->owner.pid, i->owner.host[0] ? i->owner.host : "?", age, i->fence,
-			 i->state == HF_LOCK_SKEW ? " (dated in the future: clock skew)" : "",
-			 i->in_claim ? ", in a claim beside it" : "");
-}
 
 enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP };
 
@@ -216,26 +137,59 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 	return 0;
 }
 
-static int conflict(const char *path, int rc, const struct hf_dirlock_info *h, bool json)
+/* A record as --json prints it: the record's own fields. */
+static int print_rec(const hf_rec *r)
+{
+	json_t *j = json_loads(hf_rec_json(r), 0, NULL);
+	return j ? cli_json_print(j) : -ENOMEM;
+}
+
+static int64_t rec_int(const hf_rec *r, const char *field)
+{
+	int64_t v;
+	return hf_rec_int(r, field, &v) == 0 ? v : 0;
+}
+
+/* "pid 4242 on box, 4.1 min old, fence 7" or "no complete owner record, 3 s old" */
+static void describe(const hf_rec *r, char *buf, size_t n)
+{
+	char age[32];
+	cli_format_age(rec_int(r, "age_ms"), age, sizeof age);
+	bool in_claim = rec_int(r, "in_claim") != 0;
+	const char *state = hf_rec_str(r, "state"), *host = hf_rec_str(r, "host");
+	if (rec_int(r, "partial") || !hf_rec_str(r, "token"))
+		snprintf(buf, n, "no complete owner record, %s old%s", age,
+			 in_claim ? ", in a claim beside it" : "");
+	else
+		snprintf(buf, n, "pid %" PRId64 " on %s, %s old, fence %" PRId64 "%s%s",
+			 rec_int(r, "pid"), host && *host ? CLI_SHOW(host) : "?", age,
+			 rec_int(r, "fence"),
+			 state && !strcmp(state, "skew") ? " (dated in the future: clock skew)" : "",
+			 in_claim ? ", in a claim beside it" : "");
+}
+
+static int conflict(const char *path, int rc, const hf_rec *h, bool json)
 {
 	char d[256];
 	describe(h, d, sizeof d);
+	const char *why = hf_rec_str(h, "reason");
 	if (rc == HF_ETIMEDOUT)
 		cli_err("lock %s: timed out; held by %s", path, d);
 	else if (rc == HF_EBARRIER)
 		cli_err("lock %s: a claim beside it denies entry (held by %s)", path, d);
 	else if (rc == HF_EUNREADABLE)
 		cli_err("lock %s: the owner record is unreadable%s%s (%s); refused until it is "
-			"past the stale window", path, h->reason[0] ? ": " : "", h->reason, d);
+			"past the stale window",
+			path, why ? ": " : "", why ? CLI_SHOW(why) : "", d);
 	else
 		cli_err("lock %s: held by %s", path, d);
-	if (json)
-		cli_json_print(info_json(path, h, true));
+	if (json && h)
+		print_rec(h);
 	return cli_exit_for(rc);
 }
 
 /* Messages for the errors of acquire that are not conflicts. */
-static int acquire_error(const char *path, int rc, pid_t owner, const struct hf_dirlock_info *h)
+static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -268,12 +222,14 @@ static int acquire_error(const char *path, int rc, pid_t owner, const struct hf_
 		cli_err("lock acquire %s: its fences are exhausted (the counter in %s.holdfast/fence "
 			"reached 2^63-1)", path, path);
 		return HF_EXIT_SOFTWARE;
-	case HF_EUNREADABLE:
-		if (h->reason[0] && !h->owner.token[0] && !h->partial) {
-			cli_err("lock acquire %s: refused: %s", path, h->reason);
+	case HF_EUNREADABLE: {
+		const char *why = hf_rec_str(h, "reason");
+		if (why) {
+			cli_err("lock acquire %s: refused: %s", path, CLI_SHOW(why));
 			return HF_EXIT_DATAERR;
 		}
 		break;
+	}
 	}
 	cli_err("lock acquire %s: %s", path, hf_strerror(rc));
 	return cli_exit_for(rc);
@@ -299,21 +255,28 @@ static int do_acquire(int argc, char **argv)
 			a.path);
 		return HF_EXIT_USAGE;
 	}
-	struct hf_dirlock_opts o = {
-		.path = a.path,
-		.wait_ms = a.wait_ms,
-		.stale_ms = a.stale_ms,
-		.max_hold_ms = a.max_hold_ms,
-		.pid = owner,
-	};
-	struct hf_dirlock_info got, holder;
-	memset(&holder, 0, sizeof holder);
-	rc = hf_dirlock_acquire(&o, &got, &holder);
-	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER ||
-	    (rc == HF_EUNREADABLE && (holder.owner.token[0] || holder.partial)))
-		return conflict(a.path, rc, &holder, a.json);
+	hf_lock *l;
+	rc = hf_lock_new(a.path, &l);
 	if (rc < 0)
-		return acquire_error(a.path, rc, owner, &holder);
+		return acquire_error(a.path, rc, owner, NULL);
+	hf_lock_set(l, HF_OPT_WAIT_MS, a.wait_ms);
+	if (a.stale_ms)
+		hf_lock_set(l, HF_OPT_STALE_MS, a.stale_ms);
+	if (a.max_hold_ms)
+		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
+	hf_lock_set(l, HF_OPT_PID, owner);
+	rc = hf_lock_acquire(l);
+	if (rc < 0) {
+		const hf_rec *h = hf_lock_holder(l);
+		int code;
+		if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER ||
+		    (rc == HF_EUNREADABLE && (hf_rec_str(h, "token") || rec_int(h, "partial"))))
+			code = conflict(a.path, rc, h, a.json);
+		else
+			code = acquire_error(a.path, rc, owner, h);
+		hf_lock_free(l);
+		return code;
+	}
 
 	/* Either it succeeds or it holds nothing: the token goes out first, and
 	 * a write that fails (a reader gone: `holdfast lock acquire L | true`)
@@ -324,16 +287,17 @@ static int do_acquire(int argc, char **argv)
 	sigaddset(&pipe_sig, SIGPIPE);
 	hf_sys_sigprocmask(SIG_BLOCK, &pipe_sig, NULL);
 	hf_sys_point(HF_PT_LOCK_ACQUIRE_PRINT);
+	uint64_t fence = hf_lock_fence(l);
 	if (a.json) {
-		rc = cli_json_print(info_json(a.path, &got, false));
+		rc = print_rec(hf_lock_holder(l));
 	} else {
 		char line[128];
-		snprintf(line, sizeof line, "%s %" PRIu64 "\n", got.owner.token, got.fence);
+		snprintf(line, sizeof line, "%s %" PRIu64 "\n", hf_lock_token(l), fence);
 		rc = cli_write_out(line);
 	}
 	if (rc < 0) {
-		int rrc = hf_dirlock_release(a.path, got.owner.token, NULL);
-		hf_sys_close(got.live_fd);
+		int rrc = hf_lock_release(l);
+		hf_lock_free(l);
 		cli_err("lock acquire %s: the token could not be written to standard output (%s): %s",
 			a.path, hf_strerror(rc),
 			rrc == 0 ? "released again, nothing is held" : "and releasing it failed too");
@@ -343,8 +307,11 @@ static int do_acquire(int argc, char **argv)
 	 * and we exit now: a keeper holds it (keeper.c), for judges in another
 	 * pid namespace. An owner gone meanwhile leaves a dead owner's lock:
 	 * reapable, nothing to keep. */
-	int keeper = cli_keep_for((int)owner, &got.live_fd, 1);
-	hf_sys_close(got.live_fd);
+	int live = hf_lock_detach(l); /* ours now: the handle releases nothing */
+	hf_lock_free(l);
+	int keeper = live >= 0 ? cli_keep_for((int)owner, &live, 1) : -EBADF;
+	if (live >= 0)
+		hf_sys_close(live);
 	if (keeper < 0 && keeper != -ESRCH)
 		cli_err("warning: lock %s: no keeper for its kernel lock (%s): a process in another "
 			"pid namespace may take pid %d for dead",
@@ -354,7 +321,7 @@ static int do_acquire(int argc, char **argv)
 			hf_pid_comm(owner, comm, sizeof comm);
 		cli_err("lock %s: acquired for pid %d%s%s%s, fence %" PRIu64 " (held until that "
 			"process ends or `holdfast lock release` with the token)",
-			a.path, (int)owner, comm[0] ? " (" : "", comm, comm[0] ? ")" : "", got.fence);
+			a.path, (int)owner, comm[0] ? " (" : "", comm, comm[0] ? ")" : "", fence);
 	}
 	return HF_EXIT_OK;
 }
@@ -370,29 +337,34 @@ static int do_release(int argc, char **argv)
 			a.path);
 		return HF_EXIT_USAGE;
 	}
-	struct hf_dirlock_info holder;
-	memset(&holder, 0, sizeof holder);
-	rc = hf_dirlock_release(a.path, a.token, &holder);
-	if (rc == HF_ENOTHELD) {
-		cli_err("lock release %s: not held (no record with token %s)", a.path, a.token);
-		return HF_EXIT_NOTHELD;
-	}
-	if (rc == HF_ENOTYOURS) {
-		char d[256];
-		describe(&holder, d, sizeof d);
-		cli_err("lock release %s: held by another owner: %s", a.path, d);
-		return HF_EXIT_CONFLICT;
-	}
-	if (rc == HF_EUNSAFE) {
-		cli_err("lock release %s: refused: %s.holdfast is not a private directory of "
-			"this user (or is a symlink)", a.path, a.path);
-		return HF_EXIT_NOPERM;
-	}
+	hf_lock *l;
+	rc = hf_lock_new(a.path, &l);
 	if (rc < 0) {
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
-	return HF_EXIT_OK;
+	/* a string that is not a token is held by no record */
+	rc = hf_lock_adopt(l, a.token) == 0 ? hf_lock_release(l) : HF_ENOTHELD;
+	int code = HF_EXIT_OK;
+	if (rc == HF_ENOTHELD) {
+		cli_err("lock release %s: not held (no record with token %s)", a.path,
+			CLI_SHOW(a.token));
+		code = HF_EXIT_NOTHELD;
+	} else if (rc == HF_ENOTYOURS) {
+		char d[256];
+		describe(hf_lock_holder(l), d, sizeof d);
+		cli_err("lock release %s: held by another owner: %s", a.path, d);
+		code = HF_EXIT_CONFLICT;
+	} else if (rc == HF_EUNSAFE) {
+		cli_err("lock release %s: refused: %s.holdfast is not a private directory of "
+			"this user (or is a symlink)", a.path, a.path);
+		code = HF_EXIT_NOPERM;
+	} else if (rc < 0) {
+		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
+		code = cli_exit_for(rc);
+	}
+	hf_lock_free(l);
+	return code;
 }
 
 static int do_status(int argc, char **argv)
@@ -401,31 +373,38 @@ static int do_status(int argc, char **argv)
 	int rc = parse(argc, argv, "status", &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	struct hf_dirlock_info i;
-	rc = hf_dirlock_status(a.path, &i);
+	hf_rec *i;
+	rc = hf_lock_status(a.path, &i);
 	if (rc < 0) {
 		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	if (a.json) {
-		cli_json_print(info_json(a.path, &i, true));
+		print_rec(i);
+		hf_rec_free(i);
 		return HF_EXIT_OK;
 	}
 	char d[256], extra[64] = "";
-	if (i.claims)
-		snprintf(extra, sizeof extra, " (%d claim%s beside it)", i.claims,
-			 i.claims == 1 ? "" : "s");
-	if (i.state == HF_LOCK_FREE) {
+	int64_t claims = rec_int(i, "claims");
+	if (claims)
+		snprintf(extra, sizeof extra, " (%" PRId64 " claim%s beside it)", claims,
+			 claims == 1 ? "" : "s");
+	const char *st = hf_rec_str(i, "state");
+	if (!st)
+		st = "unknown";
+	if (!strcmp(st, "free")) {
 		printf("free%s\n", extra);
+		hf_rec_free(i);
 		return HF_EXIT_OK;
 	}
-	describe(&i, d, sizeof d);
-	const char *what = i.state == HF_LOCK_DEAD        ? "stale (owner dead)"
-			   : i.state == HF_LOCK_LEAKED    ? "stale (leaked)"
-			   : i.state == HF_LOCK_ABANDONED ? "stale (abandoned)"
-			   : i.state == HF_LOCK_PARTIAL   ? "being acquired or partial"
-							  : "held";
+	describe(i, d, sizeof d);
+	const char *what = !strcmp(st, "dead")        ? "stale (owner dead)"
+			   : !strcmp(st, "leaked")    ? "stale (leaked)"
+			   : !strcmp(st, "abandoned") ? "stale (abandoned)"
+			   : !strcmp(st, "partial")   ? "being acquired or partial"
+						      : "held";
 	printf("%s: %s%s\n", what, d, extra);
+	hf_rec_free(i);
 	return HF_EXIT_OK;
 }
 

@@ -83,6 +83,10 @@ int hf_rec_int(const hf_rec *r, const char *field, int64_t *ret)
 	json_t *v = lookup(r, field);
 	if (!v)
 		return -ENOENT;
+	if (json_is_boolean(v)) {
+		*ret = json_is_true(v); /* a flag reads as 1 or 0 */
+		return 0;
+	}
 	if (!json_is_integer(v))
 		return -EINVAL;
 	*ret = json_integer_value(v);
@@ -141,8 +145,8 @@ hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path)
 	set_str(o, "state", s < HF_ARRAY_SIZE(lock_states) ? lock_states[s] : "unknown");
 	if (i->state != HF_LOCK_FREE)
 		json_object_set_new(o, "age_ms", json_integer(i->age_ms));
-	json_object_set_new(o, "partial", json_integer(i->partial));
-	json_object_set_new(o, "in_claim", json_integer(i->in_claim));
+	json_object_set_new(o, "partial", json_boolean(i->partial));
+	json_object_set_new(o, "in_claim", json_boolean(i->in_claim));
 	json_object_set_new(o, "claims", json_integer(i->claims));
 	if (i->reason[0])
 		set_str(o, "reason", i->reason);
