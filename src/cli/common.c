@@ -4,7 +4,10 @@
 #include "cli.h"
 
 #include "holdfast.h"
-#include "internal.h"
+#include "file.h"
+#include "proc.h"
+#include "sys.h"
+#include "text.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -55,7 +55,10 @@
 #include "cli.h"
 #include "faults.h"
 
-#include "internal.h"
+#include "file.h"
+#include "proc.h"
+#include "sys.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
