@@ -107,6 +107,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)
 
 /* The library's version at run time ("0.2.0"); HF_VERSION_STRING is the
  * header's. */
@@ -380,6 +381,7 @@ int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret);
 int hf_session_default_path(char *buf, size_t n);
 
 /*@SCOPE@*/
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

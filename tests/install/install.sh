@@ -1,0 +1,81 @@
+#!/bin/sh
+# The installed library as a user gets it: `meson install` into a scratch
+# root, a program built with pkg-config against that tree (shared and
+# static), run against the installed CLI in both directions; the shared
+# library exports exactly the functions holdfast.h declares (and
+# libholdfast.sym lists); HOLDFAST_FAULTS means nothing to a program that
+# links it. Usage: install.sh BUILD_DIR SOURCE_DIR
+set -eu
+build=$1
+src=$2
+cc=${CC:-cc}
+t=$(mktemp -d "${HFT_TMPDIR:-/dev/shm}/hft-install.XXXXXX")
+trap 'rm -rf "$t"' EXIT
+fail() { echo "install.sh: $*" >&2; exit 1; }
+
+DESTDIR=$t/root meson install -C "$build" --no-rebuild --quiet >"$t/install.log" 2>&1 ||
+	{ cat "$t/install.log" >&2; fail "meson install failed"; }
+pc=$(find "$t/root" -name holdfast.pc)
+[ -n "$pc" ] || fail "no holdfast.pc installed"
+so=$(find "$t/root" -name 'libholdfast.so.*' -type f)
+a=$(find "$t/root" -name libholdfast.a)
+bin=$(find "$t/root" -path '*/bin/holdfast' -type f)
+hdr=$(find "$t/root" -name holdfast.h)
+[ -n "$so" ] && [ -n "$a" ] && [ -n "$bin" ] && [ -n "$hdr" ] ||
+	fail "missing from the install: so='$so' a='$a' bin='$bin' header='$hdr'"
+[ -n "$(find "$t/root" -name holdfast-version.h)" ] || fail "holdfast-version.h not installed"
+
+# The .pc names the configured prefix; point a copy at the scratch root.
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+mkdir "$t/pc"
+sed "s|^prefix=.*|prefix=$t/root$prefix|" "$pc" >"$t/pc/holdfast.pc"
+export PKG_CONFIG_PATH="$t/pc"
+cflags=$(pkg-config --cflags holdfast)
+libs=$(pkg-config --libs holdfast)
+libdir=$(pkg-config --variable=libdir holdfast)
+[ "$(pkg-config --modversion holdfast)" = "$(sed -n "s/^  version : '\(.*\)',/\1/p" "$src/meson.build")" ] ||
+	fail "pkg-config --modversion disagrees with meson.build"
+
+# 1. Exports: header == version script == nm -D.
+grep -E '^[a-z].*[ *]hf_[a-z0-9_]+\(' "$hdr" | grep -oE 'hf_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$t/header"
+sed -n 's/^[[:space:]]*\(hf_[a-z0-9_]*\);/\1/p' "$src/libholdfast.sym" | sort -u >"$t/sym"
+nm -D --defined-only "$so" | awk '$2 == "T" || $2 == "W" || $2 == "D" || $2 == "B" { print $3 }' |
+	sed 's/@.*//' | sort -u >"$t/nm"
+[ -s "$t/header" ] || fail "no functions found in $hdr"
+diff -u "$t/header" "$t/nm" >&2 || fail "nm -D of the library differs from holdfast.h (above)"
+diff -u "$t/header" "$t/sym" >&2 || fail "libholdfast.sym differs from holdfast.h (above)"
+if nm "$a" 2>/dev/null | grep -q ' T hf_fault_'; then
+	fail "the installed archive carries the fault engine"
+fi
+
+# 2. Built as users build it, against the installed tree only.
+# shellcheck disable=SC2086
+$cc -std=c11 -Wall -Wextra -Werror $cflags -o "$t/prog" "$src/tests/install/prog.c" $libs ||
+	fail "building against the installed tree failed"
+LD_LIBRARY_PATH=$libdir ldd "$t/prog" | grep -q "$libdir/libholdfast.so" ||
+	fail "prog does not load the installed libholdfast.so"
+# shellcheck disable=SC2086
+$cc -std=c11 $cflags -o "$t/prog-static" "$src/tests/install/prog.c" "$libdir/libholdfast.a" \
+	$(pkg-config --libs-only-other --libs-only-L jansson 2>/dev/null) -ljansson ||
+	fail "static linking against libholdfast.a failed"
+if readelf -d "$t/prog-static" | grep -q 'libholdfast'; then
+	fail "prog-static still needs libholdfast.so"
+fi
+
+# 3. Both directions with the installed CLI, shared and static.
+LD_LIBRARY_PATH=$libdir "$t/prog" "$bin" "$t/L1.lock" >"$t/out" || fail "prog (shared) failed"
+"$t/prog-static" "$bin" "$t/L2.lock" >>"$t/out" || fail "prog (static) failed"
+
+# 4. HOLDFAST_FAULTS: the CLI obeys it (a crash at its first call), a
+# program linking the library does not, and a misspelt rule changes nothing.
+rc=0
+HOLDFAST_FAULTS='crash:*:1' "$bin" lock status "$t/L1.lock" >/dev/null 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "the CLI ignored HOLDFAST_FAULTS=crash:*:1 (the check is void)"
+for rules in 'crash:*:1' 'fail:*:1:EIO' 'crash:no.such.point:1' 'garbage'; do
+	HOLDFAST_FAULTS=$rules LD_LIBRARY_PATH=$libdir "$t/prog" - "$t/L3.lock" >>"$t/out" ||
+		fail "a program linking libholdfast.so obeyed HOLDFAST_FAULTS=$rules"
+	HOLDFAST_FAULTS=$rules "$t/prog-static" - "$t/L4.lock" >>"$t/out" ||
+		fail "a program linking libholdfast.a obeyed HOLDFAST_FAULTS=$rules"
+done
+[ "$(grep -c '^ok$' "$t/out")" -eq 10 ] || fail "prog did not report ok ten times: $(cat "$t/out")"
+echo "install: $(wc -l <"$t/header") functions exported, shared and static builds pass"
