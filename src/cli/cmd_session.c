@@ -9,11 +9,12 @@
  * paths through SHOWN (newlines too), stdout lines through cli_shown.
  */
 #include "cli.h"
+#include "file.h"
+#include "sys.h"
+#include "text.h"
 
-#include "claim.h"
 #include "holdfast.h"
-#include "internal.h"
-#include "session.h"
+#include "session.h" /* hf_session_naive_take, for race --naive only */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -199,124 +200,143 @@ static void when(int64_t ms, char *buf, size_t n)
 	hf_time_format(ms, buf, n);
 }
 
-/* "data", or "a legacy lock (a bare timestamp, no lane)" */
-static const char *who(const struct hf_sessionlock_record *r)
+static int64_t rec_int(const hf_rec *r, const char *field)
 {
-	return r->legacy ? "a legacy lock (a bare timestamp, no lane)" : r->lane;
+	int64_t v;
+	return hf_rec_int(r, field, &v) == 0 ? v : 0;
+}
+
+static const char *rec_str(const hf_rec *r, const char *field)
+{
+	const char *v = hf_rec_str(r, field);
+	return v ? v : "";
+}
+
+static bool state_is(const hf_rec *r, const char *state)
+{
+	return !strcmp(rec_str(r, "state"), state);
+}
+
+/* "data", or "a legacy lock (a bare timestamp, no lane)" */
+static const char *who(const hf_rec *r)
+{
+	return rec_int(r, "legacy") ? "a legacy lock (a bare timestamp, no lane)"
+				    : rec_str(r, "lane");
 }
 
 /* "4.1 min old", "dated 2.0 min in the future (clock skew)" */
-static void age_words(const struct hf_sessionlock_status *st, char *buf, size_t n)
+static void age_words(const hf_rec *r, char *buf, size_t n)
 {
 	char a[32];
-	cli_format_age(st->age_ms < 0 ? -st->age_ms : st->age_ms, a, sizeof a);
-	if (st->state == HF_SESSION_SKEW)
+	int64_t age = rec_int(r, "age_ms");
+	cli_format_age(age < 0 ? -age : age, a, sizeof a);
+	if (state_is(r, "skew"))
 		snprintf(buf, n, "dated %s in the future (clock skew)", a);
 	else
 		snprintf(buf, n, "%s old", a);
 }
 
 /* The one status line: held by / free / unreadable. */
-static void status_line(const struct hf_sessionlock_status *st, char *buf, size_t n)
+static void status_line(const hf_rec *r, char *buf, size_t n)
 {
 	char age[96], t[40];
-	switch (st->state) {
-	case HF_SESSION_FREE:
+	if (state_is(r, "free")) {
 		snprintf(buf, n, "free");
 		return;
-	case HF_SESSION_UNREADABLE:
-		when(st->mtime_ms, t, sizeof t);
-		snprintf(buf, n, "unreadable: %s (mtime %s, evidence only)", st->reason, t);
+	}
+	if (state_is(r, "unreadable")) {
+		when(rec_int(r, "mtime_ms"), t, sizeof t);
+		snprintf(buf, n, "unreadable: %s (mtime %s, evidence only)", rec_str(r, "reason"), t);
 		return;
 	}
-	age_words(st, age, sizeof age);
-	size_t len = (size_t)snprintf(buf, n, "held by %s, %s%s", who(&st->rec), age,
-				      st->state == HF_SESSION_STALE ? " (stale: the next take breaks it)"
-								     : "");
-	if (st->in_aside && len < n)
-		snprintf(buf + len, n - len, " (displaced to %s)", st->aside);
+	age_words(r, age, sizeof age);
+	size_t len = (size_t)snprintf(buf, n, "held by %s, %s%s", who(r), age,
+				      state_is(r, "stale") ? " (stale: the next take breaks it)" : "");
+	if (hf_rec_str(r, "aside") && len < n)
+		snprintf(buf + len, n - len, " (displaced to %s)", rec_str(r, "aside"));
 }
 
 /* Who holds it, for messages: lane (pid N on host, owner T), age. */
-static void holder_words(const struct hf_sessionlock_status *st, char *buf, size_t n)
+static void holder_words(const hf_rec *r, char *buf, size_t n)
 {
 	char age[96];
-	age_words(st, age, sizeof age);
-	if (st->rec.legacy) {
-		snprintf(buf, n, "%s, %s", who(&st->rec), age);
+	age_words(r, age, sizeof age);
+	if (rec_int(r, "legacy")) {
+		snprintf(buf, n, "%s, %s", who(r), age);
 		return;
 	}
+	const char *host = rec_str(r, "host"), *owner = rec_str(r, "owner");
 	size_t len = (size_t)snprintf(buf, n, "lane %s (pid %lld on %s, owner %s), %s",
-				      st->rec.lane, (long long)st->rec.pid,
-				      st->rec.host[0] ? st->rec.host : "an unknown host",
-				      st->rec.owner[0] ? st->rec.owner : "none", age);
-	if (st->in_aside && len < n)
-		snprintf(buf + len, n - len, "; its record sits beside the lock in %s", st->aside);
+				      rec_str(r, "lane"), (long long)rec_int(r, "pid"),
+				      host[0] ? host : "an unknown host", owner[0] ? owner : "none",
+				      age);
+	if (hf_rec_str(r, "aside") && len < n)
+		snprintf(buf + len, n - len, "; its record sits beside the lock in %s",
+			 rec_str(r, "aside"));
 }
 
-static json_t *record_json(const struct hf_sessionlock_record *r)
+/* A session record as --json prints it: the file's fields and "file" (the
+ * lock's path), without the derived ones. */
+static json_t *record_json(const hf_rec *r, const char *path)
 {
-	char t[40];
-	when(r->started_ms, t, sizeof t);
-	json_t *o = r->legacy ? json_pack("{s:b, s:s}", "legacy", 1, "started", t)
-			      : json_pack("{s:s, s:s, s:I, s:s, s:s}", "lane", r->lane, "owner",
-					  r->owner, "pid", (json_int_t)r->pid, "host", r->host,
-					  "started", t);
-	if (o && !r->legacy && r->boot_id[0]) {
-		json_object_set_new(o, "boot_id", json_string(r->boot_id));
-		json_object_set_new(o, "timens", json_integer((json_int_t)r->timens));
-		json_object_set_new(o, "boottime_ms", json_integer((json_int_t)r->boot_ms));
+	json_t *src = json_loads(hf_rec_json(r), 0, NULL);
+	json_t *o = json_object();
+	if (!src || !o) {
+		json_decref(src);
+		return o;
 	}
-	if (o && r->has_broke) {
-		when(r->broke.started_ms, t, sizeof t);
-		json_t *b = json_pack("{s:s, s:s, s:s, s:I}", "lane", r->broke.lane, "owner",
-				      r->broke.owner, "started", t, "age_s",
-				      (json_int_t)r->broke.age_s);
-		if (b && r->broke.legacy)
-			json_object_set_new(b, "legacy", json_true());
-		json_object_set_new(o, "broke", b);
+	static const char *const fields[] = { "lane", "owner", "pid", "host", "started",
+					      "boot_id", "timens", "boottime_ms", "broke" };
+	if (json_object_get(src, "legacy")) {
+		json_object_set_new(o, "legacy", json_true());
+		json_object_set(o, "started", json_object_get(src, "started"));
+	} else {
+		for (size_t i = 0; i < HF_ARRAY_SIZE(fields); i++) {
+			json_t *v = json_object_get(src, fields[i]);
+			if (v)
+				json_object_set(o, fields[i], v);
+		}
 	}
+	json_decref(src);
+	json_object_set_new(o, "file", json_string(path));
 	return o;
 }
 
-static const char *state_name(int state)
-{
-	static const char *const names[] = { "free", "held", "stale", "skew", "unreadable" };
-	return state >= 0 && state <= HF_SESSION_UNREADABLE ? names[state] : "unknown";
-}
-
-static json_t *status_json(const struct hf_sessionlock_status *st, const char *path)
+/* A status record as --json prints it: the record's fields, "age_s",
+ * "state", "file", and for an unreadable lock "reason" and "mtime". */
+static json_t *status_json(const hf_rec *r, const char *path)
 {
 	json_t *o;
 	char t[40];
-	if (st->state == HF_SESSION_FREE || st->state == HF_SESSION_UNREADABLE) {
+	bool unreadable = state_is(r, "unreadable");
+	if (state_is(r, "free") || unreadable) {
 		o = json_object();
+		json_object_set_new(o, "file", json_string(path));
 	} else {
-		o = record_json(&st->rec);
-		json_object_set_new(o, "age_s", json_integer(st->age_ms / 1000));
+		o = record_json(r, path);
+		json_object_set_new(o, "age_s", json_integer(rec_int(r, "age_ms") / 1000));
 	}
-	json_object_set_new(o, "state", json_string(state_name(st->state)));
-	json_object_set_new(o, "file", json_string(path));
-	if (st->state == HF_SESSION_UNREADABLE) {
-		when(st->mtime_ms, t, sizeof t);
-		json_t *why = json_string(st->reason); /* NULL when not UTF-8 */
-		json_object_set_new(o, "reason", why ? why : json_string(CLI_SHOW(st->reason)));
+	json_object_set_new(o, "state", json_string(rec_str(r, "state")));
+	if (unreadable) {
+		when(rec_int(r, "mtime_ms"), t, sizeof t);
+		const char *reason = rec_str(r, "reason");
+		json_t *why = json_string(reason); /* NULL when not UTF-8 */
+		json_object_set_new(o, "reason", why ? why : json_string(CLI_SHOW(reason)));
 		json_object_set_new(o, "mtime", json_string(t));
 	}
-	if (st->in_aside)
-		json_object_set_new(o, "aside", json_string(st->aside));
+	if (hf_rec_str(r, "aside"))
+		json_object_set_new(o, "aside", json_string(rec_str(r, "aside")));
 	return o;
 }
 
-static void print_unreadable(const char *path, const struct hf_sessionlock_status *st,
-			     const char *verb)
+static void print_unreadable(const char *path, const hf_rec *r, const char *verb)
 {
 	char t[40], target[PATH_MAX + 128];
-	when(st->mtime_ms, t, sizeof t);
-	if (st->in_aside) {
+	when(rec_int(r, "mtime_ms"), t, sizeof t);
+	if (hf_rec_str(r, "aside")) {
 		const char *slash = strrchr(path, '/');
 		snprintf(target, sizeof target, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path,
-			 st->aside);
+			 rec_str(r, "aside"));
 	} else {
 		snprintf(target, sizeof target, "%s", path);
 	}
@@ -326,48 +346,65 @@ static void print_unreadable(const char *path, const struct hf_sessionlock_statu
 		"  mtime %s (evidence only: a lock's age is its record's \"started\", never its "
 		"mtime).\n"
 		"  If no session holds this tree, remove it by hand: rm -- %s",
-		SHOWN(target), CLI_SHOW(st->reason), verb, t, quoted);
+		SHOWN(target), CLI_SHOW(rec_str(r, "reason")), verb, t, quoted);
 }
 
 /* ------------------------------------------------------------------------
  * take, release, status, assert-held
  * ---------------------------------------------------------------------- */
 
+/* A handle for o's lock and lane with o's options: 0, or the exit code. */
+static int open_session(const struct opts *o, hf_session **ret)
+{
+	int rc = hf_session_new(o->path, o->lane, ret);
+	if (rc == 0 && o->owner)
+		rc = hf_session_set_str(*ret, HF_OPT_OWNER, o->owner);
+	if (rc == 0 && o->stale_ms)
+		rc = hf_session_set(*ret, HF_OPT_STALE_MS, o->stale_ms);
+	if (rc < 0) {
+		cli_err("%s: lane %s: %s", SHOWN(o->path), SHOWN(o->lane), hf_strerror(rc));
+		hf_session_free(*ret);
+		*ret = NULL;
+		return cli_exit_for(rc);
+	}
+	return 0;
+}
+
 static int do_take(struct opts *o)
 {
-	struct hf_sessionlock_opts so = { o->path, o->lane, o->owner, o->stale_ms };
-	struct hf_sessionlock_record rec;
-	struct hf_sessionlock_status holder;
-	memset(&holder, 0, sizeof holder);
-	int rc = hf_sessionlock_take(&so, &rec, &holder);
+	hf_session *s;
+	int rc = open_session(o, &s);
+	if (rc)
+		return rc;
+	rc = hf_session_take(s);
+	const hf_rec *r = hf_session_holder(s);
 	char words[512];
 	if (rc == 0) {
-		if (rec.has_broke) {
-			char t[40], age[32];
-			when(rec.broke.started_ms, t, sizeof t);
-			cli_format_age(rec.broke.age_s * 1000, age, sizeof age);
+		if (hf_rec_str(r, "broke.started") || rec_int(r, "broke.legacy")) {
+			char age[32];
+			cli_format_age(rec_int(r, "broke.age_s") * 1000, age, sizeof age);
+			bool legacy = rec_int(r, "broke.legacy") != 0;
+			const char *owner = rec_str(r, "broke.owner");
 			cli_err("%s: broke a stale lock of %s%s (owner %s, started %s, %s old); "
 				"it is named under \"broke\" in the new record",
-				SHOWN(o->path), rec.broke.legacy ? "a legacy session" : "lane ",
-				rec.broke.legacy ? "" : rec.broke.lane,
-				rec.broke.owner[0] ? rec.broke.owner : "none", t, age);
+				SHOWN(o->path), legacy ? "a legacy session" : "lane ",
+				legacy ? "" : rec_str(r, "broke.lane"), owner[0] ? owner : "none",
+				rec_str(r, "broke.started"), age);
 		}
-		if (o->json) {
-			json_t *j = record_json(&rec);
-			json_object_set_new(j, "file", json_string(o->path));
-			cli_json_print(j);
-		} else {
-			cli_err("%s: taken by lane %s", SHOWN(o->path), rec.lane);
-		}
+		if (o->json)
+			cli_json_print(record_json(r, o->path));
+		else
+			cli_err("%s: taken by lane %s", SHOWN(o->path), rec_str(r, "lane"));
+		hf_session_free(s);
 		return HF_EXIT_OK;
 	}
 	if (rc == HF_EHELD) {
-		holder_words(&holder, words, sizeof words);
+		holder_words(r, words, sizeof words);
 		cli_err("%s: held by %s; take refused (a live lock refuses every lane, %s "
 			"included)",
 			SHOWN(o->path), words, o->lane);
 	} else if (rc == HF_EUNREADABLE) {
-		print_unreadable(o->path, &holder, "take");
+		print_unreadable(o->path, r, "take");
 	} else {
 		cli_err("%s: take failed: %s", SHOWN(o->path), hf_strerror(rc));
 	}
@@ -377,18 +414,21 @@ static int do_take(struct opts *o)
 										  : hf_strerror(rc),
 				      "file", o->path);
 		if (rc == HF_EHELD || rc == HF_EUNREADABLE)
-			json_object_set_new(j, "holder", status_json(&holder, o->path));
+			json_object_set_new(j, "holder", status_json(r, o->path));
 		cli_json_print(j);
 	}
+	hf_session_free(s);
 	return cli_exit_for(rc);
 }
 
 static int do_release(struct opts *o)
 {
-	struct hf_sessionlock_opts so = { o->path, o->lane, o->owner, o->stale_ms };
-	struct hf_sessionlock_status holder;
-	memset(&holder, 0, sizeof holder);
-	int rc = hf_sessionlock_release(&so, &holder);
+	hf_session *s;
+	int rc = open_session(o, &s);
+	if (rc)
+		return rc;
+	rc = hf_session_release(s);
+	const hf_rec *r = hf_session_holder(s);
 	char words[512];
 	switch (rc) {
 	case 0:
@@ -398,8 +438,8 @@ static int do_release(struct opts *o)
 		cli_err("%s: nothing to release: the lock is free", SHOWN(o->path));
 		break;
 	case HF_ENOTYOURS:
-		holder_words(&holder, words, sizeof words);
-		if (!holder.rec.legacy && !strcmp(holder.rec.lane, o->lane))
+		holder_words(r, words, sizeof words);
+		if (!rec_int(r, "legacy") && !strcmp(rec_str(r, "lane"), o->lane))
 			cli_err("%s: held by %s, with another owner token than %s; release refused",
 				SHOWN(o->path), words, o->owner ? o->owner : "(none)");
 		else
@@ -408,42 +448,43 @@ static int do_release(struct opts *o)
 				SHOWN(o->path), words, o->lane);
 		break;
 	case HF_EUNREADABLE:
-		print_unreadable(o->path, &holder, "release");
+		print_unreadable(o->path, r, "release");
 		break;
 	default:
 		cli_err("%s: release failed: %s", SHOWN(o->path), hf_strerror(rc));
 	}
+	hf_session_free(s);
 	return cli_exit_for(rc);
 }
 
 static int do_status(struct opts *o, const char *assert_lane)
 {
-	struct hf_sessionlock_status st;
-	int rc = hf_sessionlock_status(o->path, o->stale_ms, &st);
+	hf_rec *r;
+	int rc = hf_session_status(o->path, o->stale_ms, &r);
 	if (rc < 0) {
 		cli_err("%s: status failed: %s", SHOWN(o->path), hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	char line[512];
-	status_line(&st, line, sizeof line);
+	status_line(r, line, sizeof line);
+	int code;
 	if (!assert_lane) {
 		if (o->json)
-			cli_json_print(status_json(&st, o->path));
+			cli_json_print(status_json(r, o->path));
 		else
 			printf("%s\n", cli_shown(line, (char[4 * sizeof line]){ 0 }, 4 * sizeof line));
-		return st.state == HF_SESSION_UNREADABLE ? HF_EXIT_DATAERR : HF_EXIT_OK;
+		code = state_is(r, "unreadable") ? HF_EXIT_DATAERR : HF_EXIT_OK;
+	} else if ((state_is(r, "held") || state_is(r, "skew")) && !rec_int(r, "legacy") &&
+		   !strcmp(rec_str(r, "lane"), assert_lane)) {
+		code = HF_EXIT_OK;
+	} else {
+		cli_err("%s: not held by lane %s: %s", SHOWN(o->path), assert_lane, line);
+		code = state_is(r, "free")	   ? HF_EXIT_NOTHELD
+		       : state_is(r, "unreadable") ? HF_EXIT_DATAERR
+						   : HF_EXIT_CONFLICT;
 	}
-	int live = st.state == HF_SESSION_HELD || st.state == HF_SESSION_SKEW;
-	if (live && !st.rec.legacy && !strcmp(st.rec.lane, assert_lane))
-		return HF_EXIT_OK;
-	cli_err("%s: not held by lane %s: %s", SHOWN(o->path), assert_lane, line);
-	switch (st.state) {
-	case HF_SESSION_FREE:
-		return HF_EXIT_NOTHELD;
-	case HF_SESSION_UNREADABLE:
-		return HF_EXIT_DATAERR;
-	}
-	return HF_EXIT_CONFLICT;
+	hf_rec_free(r);
+	return code;
 }
 
 /* ------------------------------------------------------------------------
@@ -485,8 +526,11 @@ static void racer(int barrier, const char *path, long i, int naive)
 	if (naive) {
 		rc = hf_session_naive_take(path, 0);
 	} else {
-		struct hf_sessionlock_opts so = { path, lane, NULL, 0 };
-		rc = hf_sessionlock_take(&so, NULL, NULL);
+		hf_session *s;
+		rc = hf_session_new(path, lane, &s);
+		if (rc == 0)
+			rc = hf_session_take(s);
+		hf_session_free(s);
 	}
 	_exit(rc == 0 ? 0 : rc == HF_EHELD ? 1 : 2);
 }
@@ -556,7 +600,7 @@ static int do_race(struct opts *o)
 	long more = 0, maxh = 0, errors = 0;
 	for (long run = 1; run <= o->runs; run++) {
 		int h = race_once(dir, run, o, &errors);
-		hf_claim_scan(dfd, "race-", rm_entry, NULL);
+		hf_dir_each(dfd, "race-", rm_entry, NULL);
 		if (h < 0) {
 			cli_err("session race: run %ld: %s", run, hf_strerror(h));
 			json_decref(list);

@@ -157,9 +157,9 @@ hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path)
 hf_rec *hf_rec_from_session(const struct hf_sessionlock_record *r, const char *path)
 {
 	char line[2048];
-	int n = hf_session_format(r, line, sizeof line);
+	int n = r->legacy ? 0 : hf_session_format(r, line, sizeof line);
 	json_t *o = n > 0 ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
-	if (!o && r->legacy) {
+	if (r->legacy) {
 		/* a bare timestamp: no JSON of its own */
 		char when[HF_TIME_MAX];
 		hf_time_format(r->started_ms, when, sizeof when);
