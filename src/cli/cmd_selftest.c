@@ -10,15 +10,25 @@
  * the same schedule every run. A child that does not reach its point within
  * 10 s fails the check instead of hanging it.
  *
+ * The checks of this file look at single takes and releases (publication,
+ * breaking, unreadable and legacy records, skew, the release rules); the
+ * race schedules are schedule.c's, the same ones tests/session/test_race.c
+ * runs, here with this file's children.
+ *
  * One line per check on stdout ("ok" or "FAIL" and why); exit 0 only if all
  * pass, 1 otherwise.
  */
 #include "cli.h"
+#include "file.h"
+#include "proc.h"
+#include "sys.h"
+#include "text.h"
 
-#include "claim.h"
 #include "holdfast.h"
-#include "internal.h"
-#include "session.h"
+#include "schedule.h"
+#include "session.h" /* hf_session_naive_take: --naive-take */
+
+#include <jansson.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +58,9 @@ static const char usage[] =
 	"the differential check uses it. Never use it as a lock.)\n";
 
 #define KID_TIMEOUT_MS 10000
+/* <name>.aside-<16 hex>: where a break, release or withdrawal moves a
+ * session's record first (holdfast.h, "Session lock"). */
+#define ASIDE_INFIX ".aside-"
 #define NOTIFY_FD 100
 #define GO_FD 101
 
@@ -79,7 +92,7 @@ static int fail(struct t *t, const char *fmt, ...)
  * Children: this binary again, paused at named points
  * ---------------------------------------------------------------------- */
 
-static void kid_exec(int note, int go, const char *rules, const char *const *args)
+static void kid_exec(int note, int go, int err, const char *rules, const char *const *args)
 {
 	const char *argv[16] = { "holdfast" };
 	size_t n = 1;
@@ -88,7 +101,8 @@ static void kid_exec(int note, int go, const char *rules, const char *const *arg
 	argv[n] = NULL;
 	int null = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDWR, 0);
 	if (null < 0 || hf_sys_dup2(note, NOTIFY_FD) < 0 || hf_sys_dup2(go, GO_FD) < 0 ||
-	    hf_sys_dup2(null, 0) < 0 || hf_sys_dup2(null, 1) < 0 || hf_sys_dup2(null, 2) < 0)
+	    hf_sys_dup2(null, 0) < 0 || hf_sys_dup2(null, 1) < 0 ||
+	    hf_sys_dup2(err >= 0 ? err : null, 2) < 0)
 		_exit(126);
 	setenv("HOLDFAST_PAUSE_FDS", "100,101", 1);
 	if (rules)
@@ -99,8 +113,10 @@ static void kid_exec(int note, int go, const char *rules, const char *const *arg
 	_exit(127);
 }
 
-/* Start `holdfast ARGS...` with rules; args NULL-terminated. */
-static int kid_start(struct t *t, struct kid *k, const char *rules, const char *const *args)
+/* Start `holdfast ARGS...` with rules; args NULL-terminated; its stderr
+ * to err (-1: /dev/null). */
+static int kid_start_err(struct t *t, struct kid *k, const char *rules, const char *const *args,
+			 int err)
 {
 	int n[2], g[2];
 	*k = (struct kid){ -1, -1, -1 };
@@ -114,7 +130,7 @@ static int kid_start(struct t *t, struct kid *k, const char *rules, const char *
 	fflush(NULL);
 	pid_t pid = hf_sys_fork();
 	if (pid == 0)
-		kid_exec(n[1], g[0], rules, args);
+		kid_exec(n[1], g[0], err, rules, args);
 	hf_sys_close(n[1]);
 	hf_sys_close(g[0]);
 	*k = (struct kid){ pid, n[0], g[1] };
@@ -125,6 +141,11 @@ static int kid_start(struct t *t, struct kid *k, const char *rules, const char *
 		return fail(t, "fork failed: %s", hf_strerror(pid));
 	}
 	return 0;
+}
+
+static int kid_start(struct t *t, struct kid *k, const char *rules, const char *const *args)
+{
+	return kid_start_err(t, k, rules, args, -1);
 }
 
 /* Wait until the child reports a point; it must be `point`. */
@@ -203,19 +224,23 @@ static int put(struct t *t, const char *content)
 	return put_at(t, t->lock, content);
 }
 
-/* A record of lane, started age_ms ago (negative: in the future), at path. */
+/* A record of lane, started age_ms ago (negative: in the future), at path:
+ * the file's format (holdfast.h, "Session lock"), written as another
+ * holder would. */
 static int put_record_at(struct t *t, const char *path, const char *lane, int64_t age_ms)
 {
-	struct hf_sessionlock_record r;
-	memset(&r, 0, sizeof r);
-	snprintf(r.lane, sizeof r.lane, "%s", lane);
-	snprintf(r.owner, sizeof r.owner, "selftest-%s", lane);
-	r.pid = 1;
-	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
-	r.started_ms = hf_sys_now_ms() - age_ms;
-	char buf[1024];
-	if (hf_session_format(&r, buf, sizeof buf) < 0)
+	char when[HF_TIME_MAX], owner[96];
+	hf_time_format(hf_sys_now_ms() - age_ms, when, sizeof when);
+	snprintf(owner, sizeof owner, "selftest-%s", lane);
+	json_t *r = json_pack("{s:s, s:s, s:i, s:s, s:s}", "lane", lane, "owner", owner, "pid", 1,
+			      "host", hf_host_name(), "started", when);
+	char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	json_decref(r);
+	if (!line)
 		return fail(t, "cannot format a record");
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s\n", line);
+	free(line);
 	return put_at(t, path, buf);
 }
 
@@ -227,7 +252,7 @@ static int put_record(struct t *t, const char *lane, int64_t age_ms)
 /* t's lock + ".aside-" + hex16 */
 static void aside_path(struct t *t, const char *hex16, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s%s%s", t->lock, HF_SESSION_ASIDE_INFIX, hex16);
+	snprintf(buf, n, "%s%s%s", t->lock, ASIDE_INFIX, hex16);
 }
 
 static int put_legacy(struct t *t, int64_t age_ms)
@@ -258,26 +283,56 @@ static int count_cb(int dfd, const char *name, void *ctx)
 static int asides(struct t *t)
 {
 	char prefix[96];
-	snprintf(prefix, sizeof prefix, "%s%s", t->name, HF_SESSION_ASIDE_INFIX);
+	snprintf(prefix, sizeof prefix, "%s%s", t->name, ASIDE_INFIX);
 	int dfd = hf_sys_openat(AT_FDCWD, t->dir, O_RDONLY | O_DIRECTORY, 0);
 	int n = 0;
 	if (dfd >= 0) {
-		hf_claim_scan(dfd, prefix, count_cb, &n);
+		hf_dir_each(dfd, prefix, count_cb, &n);
 		hf_sys_close(dfd);
 	}
 	return n;
 }
 
+/* The session's status record (the caller frees it), NULL with the failure
+ * noted. */
+static hf_rec *status(struct t *t)
+{
+	hf_rec *r = NULL;
+	int rc = hf_session_status(t->lock, 0, &r);
+	if (rc < 0) {
+		fail(t, "status: %s", hf_strerror(rc));
+		return NULL;
+	}
+	return r;
+}
+
+static const char *rec_str(const hf_rec *r, const char *field)
+{
+	const char *v = hf_rec_str(r, field);
+	return v ? v : "";
+}
+
+static int64_t rec_int(const hf_rec *r, const char *field)
+{
+	int64_t v;
+	return hf_rec_int(r, field, &v) == 0 ? v : 0;
+}
+
 /* The lock is held (live) at its name by lane, with no aside beside it. */
 static int held_by(struct t *t, const char *lane)
 {
-	struct hf_sessionlock_status st;
-	int rc = hf_sessionlock_status(t->lock, 0, &st);
+	hf_rec *r = status(t);
+	if (!r)
+		return -1;
+	int rc = 0;
+	if (strcmp(rec_str(r, "state"), "held") || hf_rec_str(r, "aside") ||
+	    strcmp(rec_str(r, "lane"), lane))
+		rc = fail(t, "expected the lock held by %s at its name, found state %s lane '%s'%s",
+			  lane, rec_str(r, "state"), rec_str(r, "lane"),
+			  hf_rec_str(r, "aside") ? " (in an aside)" : "");
+	hf_rec_free(r);
 	if (rc < 0)
-		return fail(t, "status: %s", hf_strerror(rc));
-	if (st.state != HF_SESSION_HELD || st.in_aside || strcmp(st.rec.lane, lane))
-		return fail(t, "expected the lock held by %s at its name, found state %d lane '%s'%s",
-			    lane, st.state, st.rec.lane, st.in_aside ? " (in an aside)" : "");
+		return rc;
 	int n = asides(t);
 	if (n)
 		return fail(t, "%d aside file(s) left beside the lock", n);
@@ -304,14 +359,15 @@ static int c_publish(struct t *t)
 	struct kid a;
 	if (kid_start(t, &a, "pause:link", TAKE(t, "alpha")) < 0 || kid_expect(t, &a, "link") < 0)
 		return kid_wait(&a), -1;
-	struct hf_sessionlock_status st;
-	int rc = hf_sessionlock_status(t->lock, 0, &st);
-	int before = rc == 0 ? st.state : -1;
+	hf_rec *r = status(t);
+	char before[32];
+	snprintf(before, sizeof before, "%s", r ? rec_str(r, "state") : "?");
+	hf_rec_free(r);
 	kid_go(&a);
 	if (expect_exit(t, "the taker", kid_wait(&a), 0) < 0)
 		return -1;
-	if (before != HF_SESSION_FREE)
-		return fail(t, "a reader saw state %d before the link, expected free", before);
+	if (strcmp(before, "free"))
+		return fail(t, "a reader saw state %s before the link, expected free", before);
 	char *s = slurp(t);
 	size_t len = s ? strlen(s) : 0;
 	int whole = len > 2 && s[0] == '{' && s[len - 1] == '\n' && !strchr(s, '\n')[1];
@@ -346,142 +402,14 @@ static int c_break(struct t *t)
 		return -1;
 	if (expect_exit(t, "take by new", run(t, TAKE(t, "new")), 0) < 0)
 		return -1;
-	struct hf_sessionlock_status st;
-	hf_sessionlock_status(t->lock, 0, &st);
-	if (!st.rec.has_broke || strcmp(st.rec.broke.lane, "old") ||
-	    strcmp(st.rec.broke.owner, "selftest-old") || st.rec.broke.age_s < 7100)
+	hf_rec *r = status(t);
+	bool named = r && !strcmp(rec_str(r, "broke.lane"), "old") &&
+		     !strcmp(rec_str(r, "broke.owner"), "selftest-old") &&
+		     rec_int(r, "broke.age_s") >= 7100;
+	hf_rec_free(r);
+	if (!named)
 		return fail(t, "the new record does not name the broken lock under \"broke\"");
 	return held_by(t, "new");
-}
-
-/* The common start of the stealer schedules: a lock two hours stale, and
- * stealers alpha and beta (with their pause rules) both paused at the point
- * where they have judged it stale. On failure both are collected. */
-static int stealers_judged(struct t *t, struct kid *a, const char *rules_a, struct kid *b,
-			   const char *rules_b)
-{
-	if (put_record(t, "old", 2 * HOUR) < 0)
-		return -1;
-	kid_start(t, a, rules_a, TAKE(t, "alpha"));
-	kid_start(t, b, rules_b, TAKE(t, "beta"));
-	if (kid_expect(t, a, "session.take.judged") < 0 ||
-	    kid_expect(t, b, "session.take.judged") < 0) {
-		kid_wait(a);
-		kid_wait(b);
-		return -1;
-	}
-	return 0;
-}
-
-/* Two stealers judged the same stale lock; A breaks it first. */
-static int c_stealers_judged(struct t *t)
-{
-	struct kid a, b;
-	if (stealers_judged(t, &a, "pause:session.take.judged", &b, "pause:session.take.judged") < 0)
-		return -1;
-	kid_go(&a);
-	int ea = kid_wait(&a);
-	kid_go(&b); /* B now moves A's fresh lock: it must put it back */
-	int eb = kid_wait(&b);
-	if (expect_exit(t, "stealer alpha", ea, 0) < 0 || expect_exit(t, "stealer beta", eb, 1) < 0)
-		return -1;
-	return held_by(t, "alpha");
-}
-
-/* A has moved the stale lock aside; B's rename finds nothing. */
-static int c_stealers_moved(struct t *t)
-{
-	struct kid a, b;
-	if (stealers_judged(t, &a, "pause:session.take.judged;pause:session.take.moved", &b, "pause:session.take.judged") < 0)
-		return -1;
-	kid_go(&a);
-	if (kid_expect(t, &a, "session.take.moved") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
-	kid_go(&b); /* ENOENT, publishes at the free name, sweeps A's stale aside */
-	int eb = kid_wait(&b);
-	kid_go(&a); /* its aside is gone: it finds B's live lock */
-	int ea = kid_wait(&a);
-	if (expect_exit(t, "stealer beta", eb, 0) < 0 || expect_exit(t, "stealer alpha", ea, 1) < 0)
-		return -1;
-	return held_by(t, "beta");
-}
-
-/* A won; B moved A's fresh lock aside; C arrives and finds the name free. */
-static int c_third_taker(struct t *t)
-{
-	struct kid a, b;
-	if (stealers_judged(t, &a, "pause:session.take.judged", &b, "pause:session.take.judged;pause:session.take.moved") < 0)
-		return -1;
-	kid_go(&a);
-	int ea = kid_wait(&a);
-	kid_go(&b);
-	if (kid_expect(t, &b, "session.take.moved") < 0) /* A's lock sits in B's aside */
-		return kid_wait(&b), -1;
-	int ec = run(t, TAKE(t, "gamma")); /* sees A's live aside: withdraws, restores it */
-	kid_go(&b);
-	int eb = kid_wait(&b);
-	if (expect_exit(t, "winner alpha", ea, 0) < 0 || expect_exit(t, "third taker gamma", ec, 1) < 0 ||
-	    expect_exit(t, "stealer beta", eb, 1) < 0)
-		return -1;
-	return held_by(t, "alpha");
-}
-
-/* As above, but B's restore finds C at the name: the aside stays a barrier
- * and C must see it after publishing. */
-static int c_barrier(struct t *t)
-{
-	struct kid a, b, c;
-	if (stealers_judged(t, &a, "pause:session.take.judged", &b, "pause:session.take.judged;pause:session.take.moved") < 0)
-		return -1;
-	kid_go(&a);
-	int ea = kid_wait(&a);
-	kid_go(&b);
-	if (kid_expect(t, &b, "session.take.moved") < 0)
-		return kid_wait(&b), -1;
-	kid_start(t, &c, "pause:session.take.published", TAKE(t, "gamma"));
-	if (kid_expect(t, &c, "session.take.published") < 0)
-		return kid_wait(&b), kid_wait(&c), -1;
-	kid_go(&b); /* mismatch; restore fails (C is at the name): a barrier */
-	int eb = kid_wait(&b);
-	kid_go(&c); /* C's scan sees the barrier: withdraw, restore A's lock */
-	int ec = kid_wait(&c);
-	if (expect_exit(t, "winner alpha", ea, 0) < 0 || expect_exit(t, "stealer beta", eb, 1) < 0 ||
-	    expect_exit(t, "third taker gamma", ec, 1) < 0)
-		return -1;
-	return held_by(t, "alpha");
-}
-
-/* The holder releases while a stealer breaks its stale lock. */
-static int c_release_steal(struct t *t)
-{
-	struct kid h, s;
-	if (put_record(t, "data", 2 * HOUR) < 0)
-		return -1;
-	/* 1: the releaser judged the lock its own; the stealer replaces it. */
-	kid_start(t, &h, "pause:session.release.read", RELEASE(t, "data"));
-	if (kid_expect(t, &h, "session.release.read") < 0)
-		return kid_wait(&h), -1;
-	int es = run(t, TAKE(t, "dist"));
-	kid_go(&h); /* its record is gone (the stealer deleted it): the stealer's
-		       lock is not its own, and it is left untouched */
-	int eh = kid_wait(&h);
-	if (expect_exit(t, "stealer dist", es, 0) < 0 || expect_exit(t, "release by data", eh, 1) < 0 ||
-	    held_by(t, "dist") < 0)
-		return -1;
-	/* 2: the stealer has moved the holder's lock aside; the holder releases
-	 * it from there, and the stealer takes the free lock. */
-	hf_sys_unlinkat(AT_FDCWD, t->lock, 0);
-	if (put_record(t, "data", 2 * HOUR) < 0)
-		return -1;
-	kid_start(t, &s, "pause:session.take.moved", TAKE(t, "dist"));
-	if (kid_expect(t, &s, "session.take.moved") < 0)
-		return kid_wait(&s), -1;
-	eh = run(t, RELEASE(t, "data"));
-	kid_go(&s);
-	es = kid_wait(&s);
-	if (expect_exit(t, "release by data", eh, 0) < 0 || expect_exit(t, "stealer dist", es, 0) < 0)
-		return -1;
-	return held_by(t, "dist");
 }
 
 static int c_unreadable(struct t *t)
@@ -528,9 +456,10 @@ static int c_legacy(struct t *t)
 		return -1;
 	if (expect_exit(t, "take over an old legacy lock", run(t, TAKE(t, "alpha")), 0) < 0)
 		return -1;
-	struct hf_sessionlock_status st;
-	hf_sessionlock_status(t->lock, 0, &st);
-	if (!st.rec.has_broke || !st.rec.broke.legacy)
+	hf_rec *r = status(t);
+	bool named = r && rec_int(r, "broke.legacy");
+	hf_rec_free(r);
+	if (!named)
 		return fail(t, "the broken legacy lock is not named under \"broke\"");
 	return held_by(t, "alpha");
 }
@@ -539,10 +468,12 @@ static int c_skew(struct t *t)
 {
 	if (put_record(t, "future", -24 * HOUR) < 0)
 		return -1;
-	struct hf_sessionlock_status st;
-	hf_sessionlock_status(t->lock, 0, &st);
-	if (st.state != HF_SESSION_SKEW)
-		return fail(t, "a record dated tomorrow has state %d, expected skew", st.state);
+	hf_rec *r = status(t);
+	char state[32];
+	snprintf(state, sizeof state, "%s", r ? rec_str(r, "state") : "?");
+	hf_rec_free(r);
+	if (strcmp(state, "skew"))
+		return fail(t, "a record dated tomorrow has state %s, expected skew", state);
 	return expect_exit(t, "take over a future-dated lock", run(t, TAKE(t, "alpha")), 1);
 }
 
@@ -571,37 +502,6 @@ static int c_release_rules(struct t *t)
  * aside and stops there; the barrier's lane releases it; X publishes and
  * sees W's record in W's aside. In 0.1.0, X put W's record back at the name
  * and W, finding its aside empty, stopped: a lock nobody held, 90 min. */
-static int c_withdraw(struct t *t)
-{
-	char barrier[PATH_MAX + 128];
-	aside_path(t, "00000000000000aa", barrier, sizeof barrier);
-	if (put_record_at(t, barrier, "holder", 60 * 1000) < 0)
-		return -1;
-	struct kid w;
-	kid_start(t, &w, "pause:session.withdraw.moved", TAKE(t, "wlane"));
-	if (kid_expect(t, &w, "session.withdraw.moved") < 0)
-		return kid_wait(&w), -1;
-	int er = run(t, RELEASE(t, "holder"));
-	int ex = run(t, TAKE(t, "xlane")); /* W's aside is a live barrier to it */
-	kid_go(&w);
-	int ew = kid_wait(&w);
-	if (expect_exit(t, "release of the barrier by its lane", er, 0) < 0 ||
-	    expect_exit(t, "taker X beside W's withdrawal", ex, 1) < 0 ||
-	    expect_exit(t, "withdrawing taker W", ew, 1) < 0)
-		return -1;
-	char *left = slurp(t);
-	if (left) {
-		fail(t, "a withdrawn take left its record at the name: %s", left);
-		free(left);
-		return -1;
-	}
-	if (asides(t))
-		return fail(t, "%d aside file(s) left beside the lock", asides(t));
-	if (expect_exit(t, "take of the free lock", run(t, TAKE(t, "next")), 0) < 0)
-		return -1;
-	return held_by(t, "next");
-}
-
 /* Only regular files in an aside are records: a dangling symlink and a
  * directory named like asides deny nothing (the tests add a FIFO: this
  * binary makes no FIFOs, sys.c has no mknod). */
@@ -613,10 +513,10 @@ static int c_not_records(struct t *t)
 	int made = hf_sys_symlinkat("/nonexistent/holdfast-selftest", AT_FDCWD, p[0]) == 0 &&
 		   hf_sys_mkdirat(AT_FDCWD, p[1], 0700) == 0;
 	int et = made ? run(t, TAKE(t, "alpha")) : -1;
-	struct hf_sessionlock_status st;
-	int rc = made ? hf_sessionlock_status(t->lock, 0, &st) : -1;
-	int held = rc == 0 && st.state == HF_SESSION_HELD && !st.in_aside &&
-		   !strcmp(st.rec.lane, "alpha");
+	hf_rec *r = made ? status(t) : NULL;
+	int held = r && !strcmp(rec_str(r, "state"), "held") && !hf_rec_str(r, "aside") &&
+		   !strcmp(rec_str(r, "lane"), "alpha");
+	hf_rec_free(r);
 	int er = made ? run(t, RELEASE(t, "alpha")) : -1;
 	struct stat s;
 	int kept = hf_sys_fstatat(AT_FDCWD, p[0], &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(s.st_mode) &&
@@ -636,38 +536,71 @@ static int c_not_records(struct t *t)
 }
 
 /* The seed's differential: A reads, B reads, B writes, A writes. */
-static int c_differential(struct t *t)
+/* ------------------------------------------------------------------------
+ * The race schedules (schedule.c), run with this file's children
+ * ---------------------------------------------------------------------- */
+
+struct sel {
+	struct t *t;
+	struct kid kids[SCHED_KIDS];
+};
+
+static int sel_spawn(void *ctx, int k, const char *rules, const char *const *argv)
 {
-	struct kid a, b;
-	const char *const naive[] = { "selftest", "--naive-take", t->lock, NULL };
-	kid_start(t, &a, "pause:session.naive.read", naive);
-	kid_start(t, &b, "pause:session.naive.read", naive);
-	if (kid_expect(t, &a, "session.naive.read") < 0 ||
-	    kid_expect(t, &b, "session.naive.read") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
-	kid_go(&b);
-	int nb = kid_wait(&b);
-	kid_go(&a);
-	int na = kid_wait(&a);
-	int naive_holders = (na == 0) + (nb == 0);
-	hf_sys_unlinkat(AT_FDCWD, t->lock, 0);
-	/* the same schedule with the atomic take: both stop before publishing */
-	kid_start(t, &a, "pause:session.take.begin", TAKE(t, "alpha"));
-	kid_start(t, &b, "pause:session.take.begin", TAKE(t, "beta"));
-	if (kid_expect(t, &a, "session.take.begin") < 0 ||
-	    kid_expect(t, &b, "session.take.begin") < 0)
-		return kid_wait(&a), kid_wait(&b), -1;
-	kid_go(&b);
-	int ab = kid_wait(&b);
-	kid_go(&a);
-	int aa = kid_wait(&a);
-	int atomic_holders = (aa == 0) + (ab == 0);
-	if (naive_holders != 2)
-		return fail(t, "the old guard admitted %d holders under the schedule, expected 2",
-			    naive_holders);
-	if (atomic_holders != 1 || ab != 0 || aa != 1)
-		return fail(t, "the atomic take admitted %d holders, expected 1", atomic_holders);
-	return held_by(t, "beta");
+	struct sel *s = ctx;
+	return kid_start(s->t, &s->kids[k], rules, argv + 1);
+}
+
+static int sel_expect(void *ctx, int k, const char *point)
+{
+	struct sel *s = ctx;
+	return kid_expect(s->t, &s->kids[k], point);
+}
+
+static void sel_go(void *ctx, int k)
+{
+	kid_go(&((struct sel *)ctx)->kids[k]);
+}
+
+static int sel_wait(void *ctx, int k)
+{
+	return kid_wait(&((struct sel *)ctx)->kids[k]);
+}
+
+static int sel_run(void *ctx, const char *const *argv, char **err)
+{
+	struct sel *s = ctx;
+	int p[2];
+	*err = NULL;
+	if (hf_sys_pipe2(p, O_CLOEXEC) < 0)
+		return fail(s->t, "pipe failed");
+	struct kid k;
+	int rc = kid_start_err(s->t, &k, NULL, argv + 1, p[1]);
+	hf_sys_close(p[1]);
+	int code = rc < 0 ? -1 : kid_wait(&k);
+	char buf[4096];
+	size_t len = 0;
+	ssize_t r;
+	while (len < sizeof buf - 1 && (r = hf_sys_read(p[0], buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)r;
+	buf[len] = '\0';
+	hf_sys_close(p[0]);
+	*err = strdup(buf);
+	return code;
+}
+
+static int sel_fail(void *ctx, const char *msg)
+{
+	return fail(((struct sel *)ctx)->t, "%s", msg);
+}
+
+static int c_schedule(struct t *t, const struct sched *sc)
+{
+	struct sel s = { .t = t };
+	for (int k = 0; k < SCHED_KIDS; k++)
+		s.kids[k].pid = -1;
+	struct sched_ops ops = { &s, sel_spawn, sel_expect, sel_go, sel_wait, sel_run, sel_fail };
+	return sched_run(sc, t->lock, &ops);
 }
 
 static const struct {
@@ -678,27 +611,14 @@ static const struct {
 	{ "publish", "a take's record appears whole or not at all", c_publish },
 	{ "live", "a live lock refuses every lane, the same lane included; untouched", c_live },
 	{ "break", "a stale lock is broken, named under \"broke\", no aside left", c_break },
-	{ "stealers-judged", "two stealers judged one stale lock: one holder", c_stealers_judged },
-	{ "stealers-moved", "the second stealer's rename finds nothing: one holder",
-	  c_stealers_moved },
-	{ "third-taker", "a taker while the winner's lock is aside: it comes back",
-	  c_third_taker },
-	{ "barrier", "a restore that finds the name taken leaves a barrier; it is seen",
-	  c_barrier },
-	{ "release-steal", "a release racing a steal never deletes the stealer's lock",
-	  c_release_steal },
 	{ "unreadable", "garbage, bad JSON, empty, EACCES, a directory: exit 65, untouched",
 	  c_unreadable },
 	{ "legacy", "a bare ISO-8601 timestamp is honoured, then breakable", c_legacy },
 	{ "skew", "a record dated in the future is live (clock skew)", c_skew },
 	{ "release-rules", "release: other lane 1, other owner 1, holder 0, free 69",
 	  c_release_rules },
-	{ "withdraw", "a withdrawn take leaves no record of its own, wherever it was moved",
-	  c_withdraw },
 	{ "not-records", "a symlink or directory named like an aside denies nothing",
 	  c_not_records },
-	{ "differential", "read-then-write admits two under A/B reads, B/A writes; take one",
-	  c_differential },
 };
 
 static int rm_cb(int dfd, const char *name, void *ctx)
@@ -737,21 +657,23 @@ int cmd_selftest(int argc, char **argv)
 			CLI_SHOW(argc == 2 ? argv[1] : "."), hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
-	int failed = 0, n = (int)(sizeof checks / sizeof checks[0]);
+	int failed = 0, nown = (int)HF_ARRAY_SIZE(checks), n = nown + (int)sched_count;
 	for (int i = 0; i < n; i++) {
 		t.why[0] = '\0';
 		snprintf(t.name, sizeof t.name, "c%02d.lock", i + 1);
 		snprintf(t.lock, sizeof t.lock, "%s/%s", t.dir, t.name);
-		int ok = checks[i].fn(&t) == 0;
+		const struct sched *sc = i < nown ? NULL : &sched_table[i - nown];
+		int ok = (sc ? c_schedule(&t, sc) : checks[i].fn(&t)) == 0;
 		failed += !ok;
-		printf("%s %2d %-16s %s%s%s\n", ok ? "ok  " : "FAIL", i + 1, checks[i].name,
-		       checks[i].what, ok ? "" : ": ",
+		printf("%s %2d %-17s %s%s%s\n", ok ? "ok  " : "FAIL", i + 1,
+		       sc ? sc->name : checks[i].name, sc ? sc->what : checks[i].what,
+		       ok ? "" : ": ",
 		       ok ? "" : cli_shown(t.why, (char[4 * sizeof t.why]){ 0 }, 4 * sizeof t.why));
 		fflush(stdout);
 	}
 	int dfd = hf_sys_openat(AT_FDCWD, t.dir, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd >= 0) {
-		hf_claim_scan(dfd, "", rm_cb, NULL);
+		hf_dir_each(dfd, "", rm_cb, NULL);
 		hf_sys_close(dfd);
 	}
 	hf_sys_unlinkat(AT_FDCWD, t.dir, AT_REMOVEDIR);
