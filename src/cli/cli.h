@@ -92,6 +92,10 @@ int cli_scope_run_release(const char *name, int live_fd);
  * -errno. The caller may close its own copies at once. */
 int cli_keep_for(int pid, const int *fds, size_t n);
 
+/* The read-then-write guard the session lock replaces (naive.c), to be
+ * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */
+int cli_naive_take(const char *path);
+
 /* Each family: argv[0] is the family name. Returns the exit code. */
 int cmd_session(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);

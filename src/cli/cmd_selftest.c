@@ -26,7 +26,6 @@
 
 #include "holdfast.h"
 #include "schedule.h"
-#include "session.h" /* hf_session_naive_take: --naive-take */
 
 #include <jansson.h>
 
@@ -636,7 +635,7 @@ int cmd_selftest(int argc, char **argv)
 		return HF_EXIT_OK;
 	}
 	if (argc == 3 && !strcmp(argv[1], "--naive-take")) {
-		int rc = hf_session_naive_take(argv[2], 0);
+		int rc = cli_naive_take(argv[2]);
 		return rc == 0 ? HF_EXIT_OK : cli_exit_for(rc);
 	}
 	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {

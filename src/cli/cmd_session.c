@@ -14,7 +14,6 @@
 #include "text.h"
 
 #include "holdfast.h"
-#include "session.h" /* hf_session_naive_take, for race --naive only */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -524,7 +523,7 @@ static void racer(int barrier, const char *path, long i, int naive)
 	snprintf(lane, sizeof lane, "racer-%ld", i);
 	int rc;
 	if (naive) {
-		rc = hf_session_naive_take(path, 0);
+		rc = cli_naive_take(path);
 	} else {
 		hf_session *s;
 		rc = hf_session_new(path, lane, &s);
