@@ -21,8 +21,11 @@
  *   int rc = hf_lock_new("build.lock", &l);         no I/O yet
  *   if (rc == 0) rc = hf_lock_set(l, HF_OPT_WAIT_MS, 30000);
  *   if (rc == 0) rc = hf_lock_acquire(l);
- *   if (rc == HF_EHELD || rc == HF_ETIMEDOUT)
- *           printf("held by pid %s\n", hf_rec_str(hf_lock_holder(l), "pid"));
+ *   int64_t pid;
+ *   if ((rc == HF_EHELD || rc == HF_ETIMEDOUT) &&
+ *       hf_rec_int(hf_lock_holder(l), "pid", &pid) == 0)
+ *           printf("held by pid %lld on %s\n", (long long)pid,
+ *                  hf_rec_str(hf_lock_holder(l), "host"));
  *   else if (rc == 0) {
  *           ... work, checking hf_lock_fence(l) where the resource keeps fences ...
  *           rc = hf_lock_release(l);

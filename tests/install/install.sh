@@ -62,6 +62,23 @@ if readelf -d "$t/prog-static" | grep -q 'libholdfast'; then
 	fail "prog-static still needs libholdfast.so"
 fi
 
+# The README's example, as printed there, wrapped in main().
+awk '/^## The C library/ { f = 1 } f && /^```c$/ { g = 1; next } g && /^```$/ { exit } g' \
+	"$src/README.md" >"$t/snippet"
+[ -s "$t/snippet" ] || fail "no C example found in the README"
+{
+	echo '#include <stdio.h>'
+	grep '^#include' "$t/snippet"
+	echo 'int main(void) {'
+	grep -v '^#include' "$t/snippet"
+	echo 'return rc < 0; }'
+} >"$t/readme.c"
+# shellcheck disable=SC2086
+$cc -std=gnu11 -Wall -Werror $cflags -o "$t/readme" "$t/readme.c" $libs ||
+	fail "the README's C example does not build"
+(cd "$t" && LD_LIBRARY_PATH=$libdir ./readme) || fail "the README's C example failed"
+[ ! -e "$t/build.lock" ] || fail "the README's example left build.lock behind"
+
 # 3. Both directions with the installed CLI, shared and static.
 LD_LIBRARY_PATH=$libdir "$t/prog" "$bin" "$t/L1.lock" >"$t/out" || fail "prog (shared) failed"
 "$t/prog-static" "$bin" "$t/L2.lock" >>"$t/out" || fail "prog (static) failed"
