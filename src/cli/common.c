@@ -54,54 +54,9 @@ int cli_exit_for(int rc)
 	return rc < 0 && rc > -4096 ? HF_EXIT_OSERR : HF_EXIT_SOFTWARE;
 }
 
-/* Length of the UTF-8 sequence starting at p (1-4), or 0 when it is not a
- * valid one. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned c = p[0];
-	size_t extra;
-	if (c < 0x80)
-		return 1;
-	if ((c & 0xe0) == 0xc0 && c >= 0xc2)
-		extra = 1;
-	else if ((c & 0xf0) == 0xe0)
-		extra = 2;
-	else if ((c & 0xf8) == 0xf0 && c <= 0xf4)
-		extra = 3;
-	else
-		return 0;
-	for (size_t i = 1; i <= extra; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return extra + 1;
-}
-
-/* Copy s into buf, control characters (except '\n' when keep_nl) and
- * bytes that are not UTF-8 as \xNN. */
-static const char *escape(const char *s, char *buf, size_t n, bool keep_nl)
-{
-	size_t at = 0;
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p && at + 5 < n) {
-		size_t l = utf8_len(p);
-		if (l == 0 || (l == 1 && (*p < 0x20 || *p == 0x7f) && !(keep_nl && *p == '\n'))) {
-			at += (size_t)snprintf(buf + at, n - at, "\\x%02x", *p);
-			p++;
-			continue;
-		}
-		if (at + l >= n)
-			break;
-		memcpy(buf + at, p, l);
-		at += l;
-		p += l;
-	}
-	buf[at] = '\0';
-	return buf;
-}
-
 const char *cli_shown(const char *s, char *buf, size_t n)
 {
-	return escape(s ? s : "", buf, n, false);
+	return hf_text_show(s ? s : "", buf, n, false);
 }
 
 const char *cli_shell_quote(const char *s, char *buf, size_t n)
@@ -137,7 +92,7 @@ void cli_err(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "holdfast: %s\n", escape(buf, shown, sizeof shown, true));
+	fprintf(stderr, "holdfast: %s\n", hf_text_show(buf, shown, sizeof shown, true));
 }
 
 int cli_parse_duration(const char *s, int64_t *ret_ms)

@@ -20,20 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(users, .init = setup, .fini = teardown, .timeout = 240);
+HFT_SCRATCH_SUITE(users, 240);
 
 
 static void need_root(void)

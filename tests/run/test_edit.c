@@ -9,20 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(edit, .init = setup, .fini = teardown, .timeout = 60);
+HFT_SCRATCH_SUITE(edit, 60);
 
 static const char incr[] = "read n; echo $((n+1))";
 

@@ -6,20 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(edit_api, .init = setup, .fini = teardown, .timeout = 30);
+HFT_SCRATCH_SUITE(edit_api, 30);
 
 static hf_lock *held_lock(const char *file)
 {

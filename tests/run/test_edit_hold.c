@@ -14,20 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(edit_hold, .init = setup, .fini = teardown, .timeout = 60);
+HFT_SCRATCH_SUITE(edit_hold, 60);
 
 /* A reaper R judged the previous holder dead; before R moved the lock, the
  * previous holder's lock was released and our edit E acquired it. R takes

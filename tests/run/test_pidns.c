@@ -11,20 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(pidns, .init = setup, .fini = teardown, .timeout = 60);
+HFT_SCRATCH_SUITE(pidns, 60);
 
 static void need_unshare(void)
 {

@@ -12,20 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(run, .init = setup, .fini = teardown, .timeout = 60);
+HFT_SCRATCH_SUITE(run, 60);
 
 Test(run, status_passes_through_and_lock_is_released)
 {

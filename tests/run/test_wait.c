@@ -10,20 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = hft_tmpdir();
-}
-
-static void teardown(void)
-{
-	hft_rmtree(dir);
-	free(dir);
-}
-
-TestSuite(wait, .init = setup, .fini = teardown, .timeout = 60);
+HFT_SCRATCH_SUITE(wait, 60);
 
 static double now_s(void)
 {

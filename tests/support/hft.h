@@ -73,6 +73,21 @@ void hft_unmount(const char *dst);
 const char *hft_bin(void);
 /* A fresh empty directory for one test, under $HFT_TMPDIR or /dev/shm. */
 char *hft_tmpdir(void);
+/* A Criterion suite whose every test gets a scratch directory `dir`
+ * (hft_tmpdir), removed after it: HFT_SCRATCH_SUITE(edit, 60); */
+#define HFT_SCRATCH_SUITE(name, timeout_s)                                     \
+	static char *dir;                                                      \
+	static void hft_scratch_setup(void)                                    \
+	{                                                                      \
+		dir = hft_tmpdir();                                            \
+	}                                                                      \
+	static void hft_scratch_teardown(void)                                 \
+	{                                                                      \
+		hft_rmtree(dir);                                               \
+		free(dir);                                                     \
+	}                                                                      \
+	TestSuite(name, .init = hft_scratch_setup, .fini = hft_scratch_teardown, \
+		  .timeout = (timeout_s))
 /* Remove a directory tree (best effort, for test clean-up). */
 void hft_rmtree(const char *path);
 /* Write a whole file (test set-up). */
