@@ -223,24 +223,14 @@ static int put(struct t *t, const char *content)
 	return put_at(t, t->lock, content);
 }
 
-/* A record of lane, started age_ms ago (negative: in the future), at path:
- * the file's format (holdfast.h, "Session lock"), written as another
- * holder would. */
+/* A record of lane (owner "selftest-LANE"), started age_ms ago (negative:
+ * in the future), at path. */
 static int put_record_at(struct t *t, const char *path, const char *lane, int64_t age_ms)
 {
-	char when[HF_TIME_MAX], owner[96];
-	hf_time_format(hf_sys_now_ms() - age_ms, when, sizeof when);
+	char owner[96];
 	snprintf(owner, sizeof owner, "selftest-%s", lane);
-	json_t *r = json_pack("{s:s, s:s, s:i, s:s, s:s}", "lane", lane, "owner", owner, "pid", 1,
-			      "host", hf_host_name(), "started", when);
-	char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
-	json_decref(r);
-	if (!line)
-		return fail(t, "cannot format a record");
-	char buf[1024];
-	snprintf(buf, sizeof buf, "%s\n", line);
-	free(line);
-	return put_at(t, path, buf);
+	int rc = sched_put_record(path, lane, owner, age_ms);
+	return rc < 0 ? fail(t, "cannot write %s: %s", path, hf_strerror(rc)) : 0;
 }
 
 static int put_record(struct t *t, const char *lane, int64_t age_ms)
@@ -262,34 +252,14 @@ static int put_legacy(struct t *t, int64_t age_ms)
 	return put(t, buf);
 }
 
-/* The lock's bytes (malloc'd), NULL when absent. */
 static char *slurp(struct t *t)
 {
-	char *buf = NULL;
-	if (hf_read_file_at(AT_FDCWD, t->lock, O_NONBLOCK, 1 << 16, &buf, NULL, NULL) < 0)
-		return NULL;
-	return buf;
-}
-
-static int count_cb(int dfd, const char *name, void *ctx)
-{
-	(void)dfd;
-	(void)name;
-	(*(int *)ctx)++;
-	return 0;
+	return sched_lock_bytes(t->lock);
 }
 
 static int asides(struct t *t)
 {
-	char prefix[96];
-	snprintf(prefix, sizeof prefix, "%s%s", t->name, ASIDE_INFIX);
-	int dfd = hf_sys_openat(AT_FDCWD, t->dir, O_RDONLY | O_DIRECTORY, 0);
-	int n = 0;
-	if (dfd >= 0) {
-		hf_dir_each(dfd, prefix, count_cb, &n);
-		hf_sys_close(dfd);
-	}
-	return n;
+	return sched_asides(t->lock);
 }
 
 /* The session's status record (the caller frees it), NULL with the failure

@@ -259,16 +259,16 @@ static int failf(struct run *r, const char *fmt, ...)
 	return r->ops->fail(r->ops->ctx, msg);
 }
 
-static int put(struct run *r, const char *path, const char *lane, const char *owner, int64_t age)
+int sched_put_record(const char *path, const char *lane, const char *owner, int64_t age_ms)
 {
 	char when[HF_TIME_MAX];
-	hf_time_format(hf_sys_now_ms() - age, when, sizeof when);
+	hf_time_format(hf_sys_now_ms() - age_ms, when, sizeof when);
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s}", "lane", lane, "owner", owner, "pid", 1,
 			      "host", hf_host_name(), "started", when);
 	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!line)
-		return failf(r, "cannot format a record");
+		return -ENOMEM;
 	int fd = hf_sys_openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	ssize_t w = fd < 0 ? fd : hf_sys_write(fd, line, strlen(line));
 	if (w >= 0)
@@ -276,13 +276,19 @@ static int put(struct run *r, const char *path, const char *lane, const char *ow
 	if (fd >= 0)
 		hf_sys_close(fd);
 	free(line);
-	return w < 0 ? failf(r, "cannot write %s: %s", path, hf_strerror((int)w)) : 0;
+	return w < 0 ? (int)w : 0;
 }
 
-static char *lock_bytes(struct run *r)
+static int put(struct run *r, const char *path, const char *lane, const char *owner, int64_t age)
+{
+	int rc = sched_put_record(path, lane, owner, age);
+	return rc < 0 ? failf(r, "cannot write %s: %s", path, hf_strerror(rc)) : 0;
+}
+
+char *sched_lock_bytes(const char *lock)
 {
 	char *buf = NULL;
-	if (hf_read_file_at(AT_FDCWD, r->lock, O_NONBLOCK, 1 << 16, &buf, NULL, NULL) < 0)
+	if (hf_read_file_at(AT_FDCWD, lock, O_NONBLOCK, 1 << 16, &buf, NULL, NULL) < 0)
 		return NULL;
 	return buf;
 }
@@ -295,11 +301,11 @@ static int count_one(int dfd, const char *name, void *ctx)
 	return 0;
 }
 
-static int asides(struct run *r)
+int sched_asides(const char *lock)
 {
 	char dir[PATH_MAX], base[NAME_MAX + 1], prefix[NAME_MAX + 16];
 	int dfd, n = 0;
-	if (hf_path_split(r->lock, dir, sizeof dir, base, sizeof base) < 0)
+	if (hf_path_split(lock, dir, sizeof dir, base, sizeof base) < 0)
 		return -1;
 	snprintf(prefix, sizeof prefix, "%s.aside-", base);
 	if ((dfd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)) < 0)
@@ -322,7 +328,7 @@ static int held(struct run *r, const char *lane)
 		rc = failf(r, "expected the lock held by %s at its name, found %s lane '%s'%s", lane,
 			   state ? state : "?", got ? got : "", aside ? " (in an aside)" : "");
 	hf_rec_free(st);
-	if (rc == 0 && (rc = asides(r)) != 0)
+	if (rc == 0 && (rc = sched_asides(r->lock)) != 0)
 		rc = failf(r, "%d aside file(s) left beside the lock", rc);
 	return rc;
 }
@@ -416,14 +422,14 @@ static int step(struct run *r, const struct sched_step *s)
 			       : failf(r, "expected nothing at the lock's name");
 	}
 	case SO_ASIDES: {
-		int n = asides(r);
+		int n = sched_asides(r->lock);
 		return n == s->n ? 0
 				 : failf(r, "%d aside(s) beside the lock, expected %lld", n,
 					 (long long)s->n);
 	}
 	case SO_SAVE: {
 		free(r->saved);
-		r->saved = lock_bytes(r);
+		r->saved = sched_lock_bytes(r->lock);
 		struct stat st;
 		if (!r->saved || hf_sys_fstatat(AT_FDCWD, r->lock, &st, 0) < 0)
 			return failf(r, "nothing at the lock's name to remember");
@@ -431,7 +437,7 @@ static int step(struct run *r, const struct sched_step *s)
 		return 0;
 	}
 	case SO_SAME: {
-		char *now = lock_bytes(r);
+		char *now = sched_lock_bytes(r->lock);
 		int rc = now && r->saved && !strcmp(now, r->saved)
 				 ? 0
 				 : failf(r, "the lock is not the one remembered, byte for byte: %s",

@@ -79,4 +79,13 @@ struct sched_ops {
  * told why. Every child started is waited for either way. */
 int sched_run(const struct sched *s, const char *lock, const struct sched_ops *ops);
 
+/* What both harnesses look at. A record of lane and owner started age_ms
+ * ago (negative: in the future) at path, in the file's format, as another
+ * holder would write it: 0 or -errno. */
+int sched_put_record(const char *path, const char *lane, const char *owner, int64_t age_ms);
+/* The lock file's bytes (malloc'd), NULL when absent. */
+char *sched_lock_bytes(const char *lock);
+/* How many <lock>.aside-* entries sit beside lock (-1: unreadable). */
+int sched_asides(const char *lock);
+
 #endif
