@@ -466,11 +466,6 @@ static int c_release_rules(struct t *t)
 	return slurp(t) ? fail(t, "the released lock is still there") : 0;
 }
 
-/* A withdrawn take leaves no record of its own anywhere. A live record sits
- * in an aside; W publishes, sees it, moves its own record to its withdraw
- * aside and stops there; the barrier's lane releases it; X publishes and
- * sees W's record in W's aside. In 0.1.0, X put W's record back at the name
- * and W, finding its aside empty, stopped: a lock nobody held, 90 min. */
 /* Only regular files in an aside are records: a dangling symlink and a
  * directory named like asides deny nothing (the tests add a FIFO: this
  * binary makes no FIFOs, sys.c has no mknod). */

@@ -2,6 +2,7 @@
  * main.c - `holdfast`: dispatch to the command families.
  */
 #include "cli.h"
+#include "holdfast.h"
 #include "faults.h"
 
 #include <stdio.h>
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
 		return HF_EXIT_OK;
 	}
 	if (!strcmp(c, "--version")) {
-		puts("holdfast 0.1.0");
+		printf("holdfast %s\n", hf_version());
 		return HF_EXIT_OK;
 	}
 	static const struct {

@@ -36,6 +36,13 @@ libdir=$(pkg-config --variable=libdir holdfast)
 [ "$(pkg-config --modversion holdfast)" = "$(sed -n "s/^  version : '\(.*\)',/\1/p" "$src/meson.build")" ] ||
 	fail "pkg-config --modversion disagrees with meson.build"
 
+# The version is meson.build's everywhere: pkg-config (above), the CLI,
+# the manual page, the library.
+want=$(pkg-config --modversion holdfast)
+[ "$("$bin" --version)" = "holdfast $want" ] || fail "holdfast --version says $("$bin" --version), not $want"
+man=$(find "$t/root" -name holdfast.1)
+[ -n "$man" ] && grep -q "\"holdfast $want\"" "$man" || fail "the installed manual page does not say holdfast $want"
+
 # 1. Exports: header == version script == nm -D.
 grep -E '^[a-z].*[ *]hf_[a-z0-9_]+\(' "$hdr" | grep -oE 'hf_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$t/header"
 sed -n 's/^[[:space:]]*\(hf_[a-z0-9_]*\);/\1/p' "$src/libholdfast.sym" | sort -u >"$t/sym"
