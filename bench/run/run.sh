@@ -10,9 +10,13 @@
 #   3. npm proper-lockfile doing the same (plf_run.js), installed into
 #      /tmp/hfbench when missing, skipped with a note when it cannot be;
 #   4. the wrapper SIGKILLed while its command runs: who lets a second
-#      holder in (holdfast run vs dotlockfile).
+#      holder in (holdfast run vs dotlockfile);
+#   5. a command waiting for a held lock: how often the waiting process
+#      wakes per second (voluntary context switches), holdfast run beside
+#      flock(1) - and beside an older holdfast binary given as HF_BEFORE.
 # Environment: ROUNDS (3), SECS (2, contention window), RUNS (300, hyperfine
-# runs per command), NODE_RUNS (30), HFBENCH (/tmp/hfbench).
+# runs per command), NODE_RUNS (30), HFBENCH (/tmp/hfbench), WAKE_SECS (3),
+# HF_BEFORE (an older holdfast binary for section 5; none by default).
 set -u
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -160,4 +164,36 @@ fi
 echo
 echo "## 4. wrapper SIGKILLed while CMD runs: does a second holder get in while CMD still runs?"
 "$here/killed_wrapper.sh" "$HF" "$work"
+
+# --- 5. a waiting command's wake-ups --------------------------------------------------
+WAKE_SECS=${WAKE_SECS:-3}
+echo
+echo "## 5. waiting for a held lock: wake-ups per second of the waiting process (${WAKE_SECS} s window)"
+switches() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+# wake_rate NAME CMD...: CMD waits for a lock this script holds; its wake-ups
+# per second over the window (a measurement: reported, never judged).
+wake_rate() {
+	local name=$1 pid a b
+	shift
+	"$@" >/dev/null 2>&1 &
+	pid=$!
+	sleep 0.5 # past the first backoff steps: the steady state is measured
+	a=$(switches "$pid")
+	sleep "$WAKE_SECS"
+	b=$(switches "$pid")
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	awk -v n="$name" -v a="$a" -v b="$b" -v s="$WAKE_SECS" \
+		'BEGIN { printf "   %-28s %6.1f wake-ups/s\n", n, (b - a) / s }'
+}
+tok=$("$HF" lock acquire "$work/wait.L" --pid $$ | cut -d' ' -f1)
+wake_rate "holdfast run (this build)" "$HF" run --lock "$work/wait.L" -- /bin/true
+if [ -n "${HF_BEFORE:-}" ] && [ -x "$HF_BEFORE" ]; then
+	wake_rate "holdfast run (HF_BEFORE)" "$HF_BEFORE" run --lock "$work/wait.L" -- /bin/true
+fi
+"$HF" lock release "$work/wait.L" --token "$tok"
+exec 9>"$work/wait.fl"
+flock 9
+wake_rate "flock(1)" flock "$work/wait.fl" /bin/true
+exec 9>&-
 exit 0
