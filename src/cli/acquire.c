@@ -24,6 +24,7 @@
 #include "sys.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -75,30 +76,35 @@ void cli_holder_words(const hf_rec *h, char *buf, size_t n)
 	if (hf_rec_int(h, "age_ms", &v) == 0)
 		age = v;
 	char ages[32];
-	cli_format_age(age, ages, sizeof ages);
-	if (hf_rec_int(h, "partial", &v) == 0 && v) {
-		snprintf(buf, n, "a holder whose owner record is not complete yet (%s old)", ages);
-		return;
-	}
+	cli_format_age(age < 0 ? -age : age, ages, sizeof ages);
+	bool in_claim = hf_rec_int(h, "in_claim", &v) == 0 && v;
+	const char *claim = in_claim ? ", in a claim beside it" : "";
 	if (hf_rec_int(h, "pid", &v) == 0)
 		pid = v;
-	if (pid <= 0) {
-		snprintf(buf, n, "an unknown holder");
+	if ((hf_rec_int(h, "partial", &v) == 0 && v) || (!hf_rec_str(h, "token") && pid <= 0)) {
+		if (hf_rec_int(h, "age_ms", &v) == 0)
+			snprintf(buf, n, "a holder whose owner record is not complete yet (%s old%s)",
+				 ages, claim);
+		else
+			snprintf(buf, n, "an unknown holder");
 		return;
 	}
 	if (hf_rec_int(h, "fence", &v) == 0)
 		fence = v;
 	const char *host = hf_rec_str(h, "host");
 	const char *comm = hf_rec_str(h, "comm");
+	const char *state = hf_rec_str(h, "state");
 	char live[HF_COMM_MAX + 1] = "";
 	if ((!comm || !*comm) && host && !strcmp(host, hf_host_name()) &&
 	    hf_pid_comm((pid_t)pid, live, sizeof live) == 0)
-		comm = live; /* an older record without its command's name */
+		comm = live; /* a record without its command's name */
 	char shown[64] = "";
 	if (comm && *comm)
 		snprintf(shown, sizeof shown, " (%s)", CLI_SHOW(comm));
-	snprintf(buf, n, "pid %" PRId64 "%s on %s, acquired %s ago, fence %" PRId64, pid, shown,
-		 host && *host ? CLI_SHOW(host) : "an unknown host", ages, fence);
+	bool skew = state && !strcmp(state, "skew");
+	snprintf(buf, n, "pid %" PRId64 "%s on %s, %s%s%s, fence %" PRId64 "%s", pid, shown,
+		 host && *host ? CLI_SHOW(host) : "an unknown host", skew ? "dated " : "", ages,
+		 skew ? " in the future (clock skew)" : " old", fence, claim);
 }
 
 int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_child *c)

@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "proc.h"
+#include "run.h"
 #include "sys.h"
 
 #include "holdfast.h"
@@ -150,27 +151,15 @@ static int64_t rec_int(const hf_rec *r, const char *field)
 	return hf_rec_int(r, field, &v) == 0 ? v : 0;
 }
 
-/* "pid 4242 on box, 4.1 min old, fence 7" or "no complete owner record, 3 s old" */
+/* Who holds it, in the words every command uses (acquire.c). */
 static void describe(const hf_rec *r, char *buf, size_t n)
 {
-	char age[32];
-	cli_format_age(rec_int(r, "age_ms"), age, sizeof age);
-	bool in_claim = rec_int(r, "in_claim") != 0;
-	const char *state = hf_rec_str(r, "state"), *host = hf_rec_str(r, "host");
-	if (rec_int(r, "partial") || !hf_rec_str(r, "token"))
-		snprintf(buf, n, "no complete owner record, %s old%s", age,
-			 in_claim ? ", in a claim beside it" : "");
-	else
-		snprintf(buf, n, "pid %" PRId64 " on %s, %s old, fence %" PRId64 "%s%s",
-			 rec_int(r, "pid"), host && *host ? CLI_SHOW(host) : "?", age,
-			 rec_int(r, "fence"),
-			 state && !strcmp(state, "skew") ? " (dated in the future: clock skew)" : "",
-			 in_claim ? ", in a claim beside it" : "");
+	cli_holder_words(r, buf, n);
 }
 
 static int conflict(const char *path, int rc, const hf_rec *h, bool json)
 {
-	char d[256];
+	char d[400];
 	describe(h, d, sizeof d);
 	const char *why = hf_rec_str(h, "reason");
 	if (rc == HF_ETIMEDOUT)
@@ -351,7 +340,7 @@ static int do_release(int argc, char **argv)
 			CLI_SHOW(a.token));
 		code = HF_EXIT_NOTHELD;
 	} else if (rc == HF_ENOTYOURS) {
-		char d[256];
+		char d[400];
 		describe(hf_lock_holder(l), d, sizeof d);
 		cli_err("lock release %s: held by another owner: %s", a.path, d);
 		code = HF_EXIT_CONFLICT;
@@ -384,7 +373,7 @@ static int do_status(int argc, char **argv)
 		hf_rec_free(i);
 		return HF_EXIT_OK;
 	}
-	char d[256], extra[64] = "";
+	char d[400], extra[64] = "";
 	int64_t claims = rec_int(i, "claims");
 	if (claims)
 		snprintf(extra, sizeof extra, " (%" PRId64 " claim%s beside it)", claims,

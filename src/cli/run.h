@@ -95,8 +95,8 @@ int64_t cli_wait_left(int64_t deadline_ns);
  * taken for success), 128+N when stopped by signal N, another code for
  * other errors. */
 int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_child *c);
-/* A holder's record (hf_lock_holder) in words: "pid 4242 (make) on box,
- * acquired 12 s ago, fence 17". */
+/* A holder's record (hf_lock_holder, hf_lock_status) in the words every
+ * command uses: "pid 4242 (make) on box, 12 s old, fence 17". */
 void cli_holder_words(const hf_rec *h, char *buf, size_t n);
 
 #endif

@@ -158,7 +158,7 @@ Test(cli, status_lines)
 	acquire(t, &f, NULL);
 	cr_assert_eq(hft_cli(&out, NULL, st), 0);
 	char pid[32];
-	snprintf(pid, sizeof pid, "held: pid %d on ", (int)getpid());
+	snprintf(pid, sizeof pid, "held: pid %d (", (int)getpid());
 	cr_assert_eq(strncmp(out, pid, strlen(pid)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "fence 1"), "%s", out);
 	free(out);
