@@ -48,6 +48,19 @@
  * Output parameters named ret* are written only on success, those named
  * reterr* only on the failures their function documents.
  *
+ * Misuse and no-ops
+ * -----------------
+ * A NULL handle or a NULL required argument is -EINVAL (an accessor then
+ * returns NULL, 0 or -1). A verb in the wrong state says so and changes
+ * nothing: acquiring with a handle that holds is -EALREADY; releasing or
+ * holding with one that holds nothing is HF_ENOTHELD, and so is checking
+ * with one that never had a token. No-ops:
+ * _free(NULL), hf_rec_free(NULL), hf_lock_unhold without a hold. An option
+ * set between two verbs applies from the next one. Why handles: no struct
+ * layout is part of the ABI (a binding needs only pointers and integers, and
+ * records grow fields without breaking anyone), and every kind has one verb
+ * set and one option setter.
+ *
  * Records
  * -------
  * Who holds a lock, what a lock's state is, a registry's allocation: each is

@@ -133,8 +133,9 @@ int hf_lock_acquire(hf_lock *l)
 				      : NULL);
 		return rc;
 	}
-	if (l->has_token && !l->holds && l->held.live_fd >= 0)
-		hf_sys_close(l->held.live_fd); /* a detached one's was handed over */
+	/* HL1, HL3: nothing held, so no descriptor left (closed by the release,
+	 * or handed over by detach) */
+	assert(l->held.live_fd < 0 && "HL3");
 	l->held = got;
 	l->has_token = l->holds = true;
 	l->adopted = false;

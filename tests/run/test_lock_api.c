@@ -1,0 +1,124 @@
+/* hf_lock (holdfast.h) as a C program calls it: the misuse and no-op
+ * sentences of the header, detach handing the lock over, check after the
+ * lock was lost, and a wait ended by its cancel descriptor. */
+#include "rt.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+HFT_SCRATCH_SUITE(lock_api, 30);
+
+Test(lock_api, misuse_says_so_and_changes_nothing)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(NULL, &l), -EINVAL);
+	cr_assert_eq(hf_lock_new(p, NULL), -EINVAL);
+	cr_assert_eq(hf_lock_new("x.holdfast", &l), -EINVAL, "reserved names are refused");
+	cr_assert_eq(hf_lock_acquire(NULL), -EINVAL);
+	cr_assert_eq(hf_lock_release(NULL), -EINVAL);
+	cr_assert_eq(hf_lock_set(NULL, HF_OPT_WAIT_MS, 0), -EINVAL);
+	cr_assert_null(hf_lock_token(NULL));
+	cr_assert_eq(hf_lock_fd(NULL), -1);
+	hf_lock_free(NULL);
+	hf_rec_free(NULL);
+	cr_assert_eq(hf_lock_new(p, &l), 0);
+	cr_assert_eq(hf_lock_set(l, 9999, 1), -EINVAL, "an option the kind does not have");
+	cr_assert_eq(hf_lock_release(l), HF_ENOTHELD);
+	cr_assert_eq(hf_lock_hold(l), HF_ENOTHELD);
+	cr_assert_eq(hf_lock_check(l), HF_ENOTHELD, "never had a token");
+	hf_lock_unhold(l); /* no-op */
+	cr_assert_eq(hf_lock_acquire(l), 0);
+	uint64_t fence = hf_lock_fence(l);
+	cr_assert_eq(hf_lock_acquire(l), -EALREADY);
+	cr_assert_eq(hf_lock_fence(l), fence, "the failed call changed nothing");
+	cr_assert_eq(hf_lock_check(l), 0);
+	cr_assert_eq(hf_lock_release(l), 0);
+	cr_assert_eq(hf_lock_check(l), HF_ELOST, "released: no longer ours");
+	cr_assert_eq(hf_lock_release(l), HF_ENOTHELD);
+	hf_lock_free(l);
+	free(p);
+}
+
+Test(lock_api, detach_hands_the_lock_and_its_descriptor_over)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(p, &l), 0);
+	cr_assert_eq(hf_lock_acquire(l), 0);
+	char token[64];
+	snprintf(token, sizeof token, "%s", hf_lock_token(l));
+	int fd = hf_lock_detach(l);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(hf_lock_release(l), HF_ENOTHELD, "the handle holds nothing now");
+	hf_lock_free(l); /* releases nothing */
+	cr_assert_eq(fcntl(fd, F_GETFD), FD_CLOEXEC, "the descriptor is the caller's, still open");
+	hf_rec *st;
+	cr_assert_eq(hf_lock_status(p, &st), 0);
+	cr_assert_str_eq(hf_rec_str(st, "state"), "held");
+	cr_assert_str_eq(hf_rec_str(st, "token"), token);
+	hf_rec_free(st);
+	hf_lock *again;
+	cr_assert_eq(hf_lock_new(p, &again), 0);
+	cr_assert_eq(hf_lock_adopt(again, token), 0);
+	cr_assert_eq(hf_lock_release(again), 0, "released by its token elsewhere");
+	hf_lock_free(again);
+	close(fd);
+	free(p);
+}
+
+Test(lock_api, a_readable_cancel_descriptor_ends_a_wait)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *holder, *waiter;
+	cr_assert_eq(hf_lock_new(p, &holder), 0);
+	cr_assert_eq(hf_lock_acquire(holder), 0);
+	int c[2];
+	cr_assert_eq(pipe(c), 0);
+	cr_assert_eq(write(c[1], "x", 1), 1); /* readable before the wait starts */
+	cr_assert_eq(hf_lock_new(p, &waiter), 0);
+	cr_assert_eq(hf_lock_set(waiter, HF_OPT_WAIT_MS, -1), 0); /* forever */
+	cr_assert_eq(hf_lock_set(waiter, HF_OPT_CANCEL_FD, c[0]), 0);
+	cr_assert_eq(hf_lock_acquire(waiter), HF_ECANCELED);
+	char b;
+	cr_assert_eq(read(c[0], &b, 1), 1, "the library only polls the descriptor, never reads it");
+	cr_assert_eq(hf_lock_release(holder), 0);
+	cr_assert_eq(hf_lock_acquire(waiter), 0, "with nothing to read, the wait goes on and gets it");
+	hf_lock_free(waiter);
+	hf_lock_free(holder);
+	close(c[0]);
+	close(c[1]);
+	free(p);
+}
+
+Test(lock_api, a_session_take_waits_until_cancelled_and_releases_only_its_own_take)
+{
+	char *p = rt_path(dir, ".session.lock");
+	hf_session *a, *b;
+	cr_assert_eq(hf_session_new(p, "alpha", &a), 0);
+	cr_assert_eq(hf_session_take(a), 0);
+	int c[2];
+	cr_assert_eq(pipe(c), 0);
+	cr_assert_eq(write(c[1], "x", 1), 1);
+	cr_assert_eq(hf_session_new(p, "beta", &b), 0);
+	cr_assert_eq(hf_session_set(b, HF_OPT_WAIT_MS, -1), 0);
+	cr_assert_eq(hf_session_set(b, HF_OPT_CANCEL_FD, c[0]), 0);
+	cr_assert_eq(hf_session_take(b), HF_ECANCELED);
+	int64_t pid;
+	cr_assert_eq(hf_rec_int(hf_session_holder(b), "pid", &pid), 0);
+	cr_assert_eq(pid, getpid(), "the holder seen while waiting");
+	/* another handle of lane alpha that took nothing releases whoever of
+	 * the lane holds it; one that took releases only its own take (HS3) */
+	hf_session *a2;
+	cr_assert_eq(hf_session_new(p, "alpha", &a2), 0);
+	cr_assert_eq(hf_session_release(a), 0);
+	cr_assert_eq(hf_session_take(a2), 0);
+	cr_assert_eq(hf_session_release(a), HF_ENOTYOURS, "a's take is over: a2's is not a's");
+	cr_assert_eq(hf_session_release(a2), 0);
+	hf_session_free(a);
+	hf_session_free(a2);
+	hf_session_free(b);
+	close(c[0]);
+	close(c[1]);
+	free(p);
+}
