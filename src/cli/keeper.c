@@ -31,8 +31,11 @@
  *      fallback without pidfd: kill(pid, 0) says ESRCH or the start time
  *      changed, looked at every second) or when every kept file has no link
  *      left (fstat st_nlink == 0; looked at on every wake-up, and every
- *      second without inotify). Exiting closes the descriptors: the kernel
- *      drops their locks.
+ *      second without inotify). A removed directory sends no event while it
+ *      is held open, so one that moved (IN_MOVE_SELF: a release renames the
+ *      lock before removing it) is looked at every 20 ms for a second, and a
+ *      kept directory every 10 s whatever happens. Exiting closes the
+ *      descriptors: the kernel drops their locks.
  *
  * Invariants
  * ----------
@@ -186,7 +189,8 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	for (size_t i = 0; ifd >= 0 && i < k->n; i++) {
 		char path[64];
 		snprintf(path, sizeof path, "/proc/self/fd/%d", k->fds[i]);
-		if (hf_sys_inotify_add_watch(ifd, path, IN_ATTRIB | IN_DELETE_SELF) < 0) {
+		if (hf_sys_inotify_add_watch(ifd, path, IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) <
+		    0) {
 			hf_sys_close(ifd);
 			ifd = -1;
 		}
@@ -194,6 +198,19 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	hf_sys_write(report, &me, sizeof me); /* step 5 */
 	hf_sys_close(report);
 
+	/* A directory (a lock's) that is removed sends no event while we hold
+	 * it open: rmdir changes no link count that inotify reports, and
+	 * IN_DELETE_SELF waits for the last descriptor. Its release renames it
+	 * first (IN_MOVE_SELF) and removes it right after: after a move the
+	 * keeper looks again soon (SOON_MS, SOON_TRIES times), and with a
+	 * directory among the kept files it looks every DIR_LOOK_MS anyway (K2). */
+	enum { SOON_MS = 20, SOON_TRIES = 50, DIR_LOOK_MS = 10000 };
+	bool dirs = false;
+	for (size_t i = 0; i < k->n; i++) {
+		struct stat st;
+		dirs |= hf_sys_fstat(k->fds[i], &st) == 0 && S_ISDIR(st.st_mode);
+	}
+	int soon = 0;
 	for (;;) {
 		if (owner_gone(k, pidfd) || files_gone(k))
 			_exit(0);
@@ -204,14 +221,26 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 		if (ifd >= 0)
 			p[np++] = (struct pollfd){ .fd = ifd, .events = POLLIN };
 		int timeout = pidfd >= 0 && ifd >= 0 ? -1 : 1000; /* the fallbacks look every second */
+		if (dirs && (timeout < 0 || timeout > DIR_LOOK_MS))
+			timeout = DIR_LOOK_MS;
+		if (soon > 0) {
+			timeout = SOON_MS;
+			soon--;
+		}
 		int rc = hf_sys_poll(p, np, timeout);
 		if (rc < 0 && rc != -EINTR)
 			hf_sys_sleep_ms(1000);
 		if (ifd >= 0) {
 			char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 			struct pollfd q = { .fd = ifd, .events = POLLIN };
-			while (hf_sys_poll(&q, 1, 0) > 0 && hf_sys_read(ifd, buf, sizeof buf) > 0)
-				; /* drained: the checks above say what happened */
+			ssize_t r;
+			while (hf_sys_poll(&q, 1, 0) > 0 && (r = hf_sys_read(ifd, buf, sizeof buf)) > 0)
+				for (char *e = buf; e < buf + r;) {
+					const struct inotify_event *ev = (const struct inotify_event *)e;
+					if (ev->mask & IN_MOVE_SELF)
+						soon = SOON_TRIES; /* moved: removed next, most likely */
+					e += sizeof *ev + ev->len;
+				}
 		}
 	}
 }

@@ -6,6 +6,12 @@
 #include "internal.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -530,4 +536,58 @@ Test(cli, durations_are_decimal_and_bounded)
 		cr_assert_eq(release(tok, NULL), 0);
 		free(out);
 	}
+}
+
+/* The keeper that holds an acquired lock's kernel lock for its owner ends
+ * when the lock is released, while the owner lives on: a released lock
+ * directory is removed, which inotify does not report while the keeper
+ * holds it open, so a keeper that waited only for events stayed until its
+ * owner ended - one process per `lock acquire` of a long-lived shell. The
+ * test is the keeper's subreaper, so the keeper is its child. */
+static pid_t only_child(void)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/task/%d/children", (int)gettid());
+	char *s = hft_slurp(p);
+	cr_assert_not_null(s);
+	long pid = 0;
+	int n = 0, off = 0, got;
+	long v;
+	while (sscanf(s + off, "%ld%n", &v, &got) == 1) {
+		pid = v;
+		n++;
+		off += got;
+	}
+	free(s);
+	cr_assert_eq(n, 1, "one child: the keeper");
+	return (pid_t)pid;
+}
+
+Test(cli, keeper_ends_when_its_lock_is_released)
+{
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	char me[32];
+	snprintf(me, sizeof me, "%d", (int)getpid());
+	char *out;
+	const char *acq[] = { "holdfast", "lock", "acquire", "-n", lock, "--pid", me, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, acq), 0);
+	char token[64];
+	cr_assert_eq(sscanf(out, "%63s", token), 1);
+	free(out);
+	pid_t k = only_child();
+	int pfd = (int)syscall(SYS_pidfd_open, k, 0);
+	cr_assert_geq(pfd, 0);
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "the keeper holds the lock for us");
+	const char *rel[] = { "holdfast", "lock", "release", lock, "--token", token, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
+	int rc;
+	do /* a bound against a hang, not a timing: it ends within milliseconds */
+		rc = poll(&p, 1, 5000);
+	while (rc < 0 && errno == EINTR);
+	if (rc != 1)
+		kill(k, SIGKILL);
+	cr_assert_eq(waitpid(k, NULL, 0), k);
+	close(pfd);
+	cr_assert_eq(rc, 1, "the keeper ended once the lock was released, its owner alive");
 }

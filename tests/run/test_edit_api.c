@@ -54,7 +54,9 @@ Test(edit_api, a_missing_file_is_created_and_a_symlink_refused_with_its_reason)
 	cr_assert_eq(hf_edit_fd(e), -1, "FILE does not exist");
 	cr_assert_eq(hf_edit_commit(e, "x", 1), 0);
 	hf_edit_free(e);
-	cr_assert_str_eq(hft_slurp(f), "x");
+	char *s = hft_slurp(f);
+	cr_assert_str_eq(s, "x");
+	free(s);
 	cr_assert_eq(symlink(f, link), 0);
 	hf_lock *l2 = held_lock(link);
 	hf_rec *why = NULL;
