@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-HFT_SCRATCH_SUITE(edit_api, 30);
+HFT_SCRATCH_SUITE(edit_api, 60);
 
 static hf_lock *held_lock(const char *file)
 {

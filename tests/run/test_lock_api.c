@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-HFT_SCRATCH_SUITE(lock_api, 30);
+HFT_SCRATCH_SUITE(lock_api, 60);
 
 Test(lock_api, misuse_says_so_and_changes_nothing)
 {
