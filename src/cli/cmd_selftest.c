@@ -53,7 +53,7 @@ static const char usage[] =
 	"read-then-write guard next to the atomic take, ...\n"
 	"Prints one line per check; exits 0 only if every check passes, else 1.\n"
 	"\n"
-	"(Internal: 'holdfast selftest --naive-take FILE' runs the seed's old guard once;\n"
+	"(Internal: 'holdfast selftest --naive-take FILE' runs the old read-then-write guard once;\n"
 	"the differential check uses it. Never use it as a lock.)\n";
 
 #define KID_TIMEOUT_MS 10000
@@ -499,7 +499,6 @@ static int c_not_records(struct t *t)
 	return slurp(t) ? fail(t, "the released lock is still there") : 0;
 }
 
-/* The seed's differential: A reads, B reads, B writes, A writes. */
 /* ------------------------------------------------------------------------
  * The race schedules (schedule.c), run with this file's children
  * ---------------------------------------------------------------------- */
