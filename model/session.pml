@@ -135,7 +135,7 @@ inline inaside_set(t, res) {
   jj = 0
 }
 
-/* a fresh aside name (C5: 64 random bits) */
+/* a fresh aside name (CL5: 64 random bits) */
 inline fresh(c) {
   assert(nas < NAS); c = nas; nas++
 }

@@ -59,7 +59,7 @@ struct hf_stage {
  * (fchmod after fchown; the umask does not apply), written and fsync'ed.
  * When gid cannot be set (EPERM/EINVAL: a user outside that group) the
  * created group stays and mode loses its group bits: the replacement never
- * grants more than mode grants to gid (U3). A uid that cannot be set fails
+ * grants more than mode grants to gid (FI3). A uid that cannot be set fails
  * (-EPERM). 0 and *ret; on failure nothing is left. */
 int hf_stage_create(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 		    uid_t uid, gid_t gid, struct hf_stage *ret);

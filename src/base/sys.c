@@ -204,7 +204,7 @@ int hf_sys_renameat2(int odir, const char *oldp, int ndir, const char *newp, uns
 	/* A file system that refuses RENAME_NOREPLACE (some network and FUSE
 	 * file systems) says EINVAL. It is never emulated here: link + unlink
 	 * would unlink the source by name, a check-then-act at a canonical
-	 * name (C2). The caller decides what is safe without the flag. */
+	 * name (CL2). The caller decides what is safe without the flag. */
 	if ((flags & RENAME_NOREPLACE) && e == EINVAL)
 		return -EOPNOTSUPP;
 	return -e;

@@ -23,16 +23,16 @@
  * cache belongs to one pid: a forked child never reads its parent's queue.
  *
  * Invariants:
- *  (W1) hf_wait_next never sleeps past the deadline: each poll's timeout is
- *       min(backoff, time left), and it returns HF_ETIMEDOUT once none is left.
- *  (W2) Every sleep follows an attempt made while the watch was in place: the
- *       first hf_wait_next sets the watch up and returns at once, so the
- *       caller attempts again before any sleep; a release between that
- *       attempt and the poll is then an event in the queue.
- *  (W3) Only events of the current watch count (by watch descriptor): events
- *       of an earlier waiter's watch left in a reused instance never wake.
- *  (W4) A readable cancel descriptor ends the wait with HF_ECANCELED before
- *       any further sleep; it is only polled, never read.
+ *  (WT1) hf_wait_next never sleeps past the deadline: each poll's timeout is
+ *        min(backoff, time left), and it returns HF_ETIMEDOUT once none is left.
+ *  (WT2) Every sleep follows an attempt made while the watch was in place: the
+ *        first hf_wait_next sets the watch up and returns at once, so the
+ *        caller attempts again before any sleep; a release between that
+ *        attempt and the poll is then an event in the queue.
+ *  (WT3) Only events of the current watch count (by watch descriptor): events
+ *        of an earlier waiter's watch left in a reused instance never wake.
+ *  (WT4) A readable cancel descriptor ends the wait with HF_ECANCELED before
+ *        any further sleep; it is only polled, never read.
  *
  * Hazards:
  *  - Each thread that ever waited keeps one inotify fd (close-on-exec) until
@@ -104,7 +104,7 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
 	return 0;
 }
 
-/* Set up the watch (W2). 0 when set up; <0 when inotify is refused. */
+/* Set up the watch (WT2). 0 when set up; <0 when inotify is refused. */
 static int arm(struct hf_waiter *w)
 {
 	w->armed = 1;
@@ -145,7 +145,7 @@ static int drain(struct hf_waiter *w)
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->mask & IN_Q_OVERFLOW)
 				hit = 1;
-			else if (ev->wd == w->wd && /* W3 */
+			else if (ev->wd == w->wd && /* WT3 */
 				 (!w->name[0] || (ev->len && !strcmp(ev->name, w->name))))
 				hit = 1;
 			p += sizeof *ev + ev->len;
@@ -159,7 +159,7 @@ void hf_wait_set_cancel(struct hf_waiter *w, int fd)
 	w->cancel_fd = fd;
 }
 
-/* 1 when the cancel descriptor is readable (W4). */
+/* 1 when the cancel descriptor is readable (WT4). */
 static int cancelled(const struct hf_waiter *w)
 {
 	if (w->cancel_fd < 0)
@@ -171,19 +171,19 @@ static int cancelled(const struct hf_waiter *w)
 int hf_wait_next(struct hf_waiter *w)
 {
 	if (cancelled(w))
-		return HF_ECANCELED; /* W4 */
+		return HF_ECANCELED; /* WT4 */
 	if (!w->armed) {
 		if (w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns)
-			return HF_ETIMEDOUT; /* W1 */
+			return HF_ETIMEDOUT; /* WT1 */
 		if (arm(w) == 0)
-			return 0; /* W2: attempt again, now watched */
+			return 0; /* WT2: attempt again, now watched */
 	}
 	for (;;) {
 		int64_t left_ms = -1;
 		if (w->deadline_ns >= 0) {
 			int64_t left_ns = w->deadline_ns - hf_sys_mono_ns();
 			if (left_ns <= 0)
-				return HF_ETIMEDOUT; /* W1 */
+				return HF_ETIMEDOUT; /* WT1 */
 			left_ms = (left_ns + 999999) / 1000000;
 		}
 		/* backoff with +-25 % jitter */
@@ -197,7 +197,7 @@ int hf_wait_next(struct hf_waiter *w)
 		int64_t cap = w->ifd >= 0 ? BACKOFF_MAX_WATCHED_US : BACKOFF_MAX_US;
 		w->backoff_us = nb > cap ? cap : nb;
 		if (left_ms >= 0 && sleep_ms > left_ms)
-			sleep_ms = left_ms; /* W1 */
+			sleep_ms = left_ms; /* WT1 */
 		if (w->ifd < 0 && w->cancel_fd < 0) {
 			int rc = hf_sys_sleep_ms(sleep_ms);
 			return rc < 0 ? rc : 0;
@@ -212,7 +212,7 @@ int hf_wait_next(struct hf_waiter *w)
 		if (rc <= 0)
 			return 0; /* backoff elapsed: try again */
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
-			return HF_ECANCELED; /* W4 */
+			return HF_ECANCELED; /* WT4 */
 		if (w->ifd < 0 || drain(w))
 			return 0;
 		/* only unrelated names changed: keep waiting the rest of this slice */

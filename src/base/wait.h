@@ -23,7 +23,7 @@ struct hf_waiter {
 /* Prepare to wait for the removal of entry `name` (moved away or deleted)
  * of directory `dir`. Call before the first attempt. wait_ms: 0 try once,
  * <0 forever, >0 deadline. Costs no system call: the watch is set up by the
- * first hf_wait_next (see W2), so an attempt that succeeds at once never
+ * first hf_wait_next (see WT2), so an attempt that succeeds at once never
  * touches inotify. Where inotify is not available the waiter falls back to
  * jittered backoff. */
 int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t wait_ms);
@@ -36,7 +36,7 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
  * at once: the caller's next attempt is made with the watch in place.
  * HF_ECANCELED: the cancel descriptor is readable. */
 int hf_wait_next(struct hf_waiter *w);
-/* A descriptor whose being readable ends the wait with HF_ECANCELED (W4);
+/* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */
 void hf_wait_set_cancel(struct hf_waiter *w, int fd);
 /* Remove the watch. The inotify instance is kept for this thread's next

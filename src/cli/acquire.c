@@ -13,7 +13,7 @@
  * ----------
  *   (AQ1) The wait never passes the deadline: each (re)start of the
  *         library's wait gets the time left, rounded up to a millisecond,
- *         and the library's waits never sleep past theirs (W1).
+ *         and the library's waits never sleep past theirs (WT1).
  *   (AQ2) A refusal is never reported as success: every failure returns an
  *         exit code that is not 0 (HF_EXIT_CONFLICT for held or timed out);
  *         only the caller turns it into -E CODE, when it exits.

@@ -2,7 +2,7 @@
  * keeper.c - hold descriptors for a process that cannot hold them itself.
  *
  * A kernel lock is proof of life only while someone holds it for the owner
- * (liveness.c, L3). `holdfast scope register` registers a pod for another
+ * (owner.c, OW3). `holdfast scope register` registers a pod for another
  * process (its caller, or --pid) and then exits: the allocation's liveness
  * file, with its flock(LOCK_SH), must outlive it. cli_keep_for() leaves the
  * descriptors to a small detached process, the keeper, that holds them

@@ -28,25 +28,25 @@
  *
  * Invariants
  * ----------
- *   (C1) Identity is the owner token and the record's content, never an
- *        inode number (the kernel hands a freed inode number to the next
- *        mkdir at once: REPORT.md, "inode number reuse").
- *   (C2) Nothing is ever deleted at the canonical name by "read it, it is
- *        mine, unlink it": only after it was moved to one's own claim (the
- *        check-then-unlink race of REPORT.md's full-protocol trail).
- *   (C3) A restore never replaces anything (RENAME_NOREPLACE; where the file
- *        system refuses that flag, nothing is restored and the claim stays a
- *        barrier), and re-checks the token just before and just after the
- *        rename: a sweeper may have emptied the claim meanwhile (REPORT.md
- *        point 4).
- *   (C5) A take moves to a name drawn from 64 random bits that nobody else
- *        uses: where the file system refuses RENAME_NOREPLACE, a plain rename
- *        to that fresh name replaces nothing (short of a 2^-64 collision).
- *        Nothing is ever emulated by link + unlink, which would unlink the
- *        canonical name after the check (C2).
- *   (C4) A claim that could not be restored is a barrier: every taker scans
- *        for claims after publishing its own record and withdraws if one may
- *        hold a live owner. A scan that fails (any readdir error) denies.
+ *   (CL1) Identity is the owner token and the record's content, never an
+ *         inode number (the kernel hands a freed inode number to the next
+ *         mkdir at once: REPORT.md, "inode number reuse").
+ *   (CL2) Nothing is ever deleted at the canonical name by "read it, it is
+ *         mine, unlink it": only after it was moved to one's own claim (the
+ *         check-then-unlink race of REPORT.md's full-protocol trail).
+ *   (CL3) A restore never replaces anything (RENAME_NOREPLACE; where the file
+ *         system refuses that flag, nothing is restored and the claim stays a
+ *         barrier), and re-checks the token just before and just after the
+ *         rename: a sweeper may have emptied the claim meanwhile (REPORT.md
+ *         point 4).
+ *   (CL5) A take moves to a name drawn from 64 random bits that nobody else
+ *         uses: where the file system refuses RENAME_NOREPLACE, a plain rename
+ *         to that fresh name replaces nothing (short of a 2^-64 collision).
+ *         Nothing is ever emulated by link + unlink, which would unlink the
+ *         canonical name after the check (CL2).
+ *   (CL4) A claim that could not be restored is a barrier: every taker scans
+ *         for claims after publishing its own record and withdraws if one may
+ *         hold a live owner. A scan that fails (any readdir error) denies.
  *
  * Hazards
  * -------
@@ -83,7 +83,7 @@ int hf_claim_take(int dirfd, const char *canon, int claimdirfd, const char *pref
 		memcpy(ret_name, prefix, pl);
 		memcpy(ret_name + pl, hex, 17); /* with its NUL */
 		rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, RENAME_NOREPLACE);
-		if (rc == -EOPNOTSUPP) /* C5: a fresh random name; nothing to replace */
+		if (rc == -EOPNOTSUPP) /* CL5: a fresh random name; nothing to replace */
 			rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, 0);
 		if (rc != -EEXIST)
 			return rc; /* 0, -ENOENT (nothing there), or an error */
@@ -101,7 +101,7 @@ int hf_claim_verify(int claimdirfd, const char *name, const char *judged_token,
 		return 0;
 	if (rc < 0)
 		return rc;
-	return strcmp(token, judged_token) == 0; /* C1 */
+	return strcmp(token, judged_token) == 0; /* CL1 */
 }
 
 int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *canon,
@@ -110,7 +110,7 @@ int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *ca
 	char token[128];
 	int rc;
 	if (expect_token) {
-		/* C3: just before the rename, the claim must still be what we
+		/* CL3: just before the rename, the claim must still be what we
 		 * read; an emptied claim must not go back over a fresh lock. */
 		rc = identify(claimdirfd, name, token, sizeof token, ctx);
 		if (rc < 0 || strcmp(token, expect_token) != 0)
@@ -119,12 +119,12 @@ int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *ca
 	hf_sys_point(HF_PT_CLAIM_RESTORE_CHECKED);
 	rc = hf_sys_renameat2(claimdirfd, name, dirfd, canon, RENAME_NOREPLACE);
 	if (rc == -EEXIST || rc == -ENOTEMPTY || rc == -EOPNOTSUPP)
-		return HF_EBARRIER; /* C3, C4: canon is taken again (or the file system
+		return HF_EBARRIER; /* CL3, CL4: canon is taken again (or the file system
 				     * cannot refuse to replace it): the claim stays */
 	if (rc < 0)
 		return rc;
 	if (expect_token) {
-		/* C3: and just after. If a sweeper emptied it in between, the
+		/* CL3: and just after. If a sweeper emptied it in between, the
 		 * object at canon has no owner: the next taker judges it then. */
 		rc = identify(dirfd, canon, token, sizeof token, ctx);
 		if (rc == 0 && strcmp(token, expect_token) != 0)
@@ -144,7 +144,7 @@ int hf_claim_scan(int claimdirfd, const char *prefix, hf_claim_scan_fn fn, void 
 	for (;;) {
 		ssize_t n = hf_sys_getdents(fd, buf, sizeof buf);
 		if (n < 0) {
-			rc = (int)n; /* C4: a scan error denies */
+			rc = (int)n; /* CL4: a scan error denies */
 			break;
 		}
 		if (n == 0)

@@ -38,7 +38,7 @@ int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *ca
 /* Call fn for every entry of claimdirfd whose name starts with prefix.
  * fn returns 0 to go on, >0 to stop (returned), <0 to fail (returned). Any
  * error reading the directory is returned: a scan that could not see every
- * claim must deny (C4). */
+ * claim must deny (CL4). */
 typedef int (*hf_claim_scan_fn)(int claimdirfd, const char *name, void *ctx);
 int hf_claim_scan(int claimdirfd, const char *prefix, hf_claim_scan_fn fn, void *ctx);
 

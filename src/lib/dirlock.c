@@ -8,7 +8,7 @@
  *   P/L                     the lock: a directory made by mkdir (0700). Its
  *                           maker holds a shared flock(2) on it from the
  *                           instant after mkdir for as long as the owner
- *                           lives: the directory's kernel lock (D9).
+ *                           lives: the directory's kernel lock (DL9).
  *   P/L/owner               its owner record, one JSON object: token, pid,
  *                           pid_start, boot_id, host, acquired, fence,
  *                           max_hold_ms, pidns, timens, boottime_ms, comm.
@@ -33,52 +33,52 @@
  * Steps
  * -----
  *   Acquire (one attempt):
- *     A0 (once per acquisition, kept while waiting) mkdir L.holdfast/n-…,
+ *     DA0 (once per acquisition, kept while waiting) mkdir L.holdfast/n-…,
  *        open it (a descriptor that follows it wherever it is moved) and
- *        take a shared flock on it, without blocking               (D9)
- *     A1 rename it to L, RENAME_NOREPLACE: the directory appears at L with
- *        its kernel lock already held            (EEXIST: J1, keep it)
- *     A2 (the descriptor of A0 is the lock's directory now)
- *     A3 fence f = counter + 1, under flock                        (D7)
- *     A4 publish the owner record with f into our directory, through its
- *        descriptor: O_TMPFILE + linkat, never replacing              (D1)
- *     A5 look at the claims: fstat(L.holdfast) link count, readdir only when
+ *        take a shared flock on it, without blocking               (DL9)
+ *     DA1 rename it to L, RENAME_NOREPLACE: the directory appears at L with
+ *        its kernel lock already held            (EEXIST: DJ1, keep it)
+ *     DA2 (the descriptor of DA0 is the lock's directory now)
+ *     DA3 fence f = counter + 1, under flock                        (DL7)
+ *     DA4 publish the owner record with f into our directory, through its
+ *        descriptor: O_TMPFILE + linkat, never replacing              (DL1)
+ *     DA5 look at the claims: fstat(L.holdfast) link count, readdir only when
  *        it says there are subdirectories. A claim holding a complete record
  *        whose owner is live and did not declare the claim its own denies;
- *        so does an unreadable record or any error (D2, D8, C4). Record-less,
+ *        so does an unreadable record or any error (DL2, DL8, CL4). Record-less,
  *        stale and self-declared claims cannot hide a holder in its critical
  *        section (its record stays in its directory all through it).
- *     A6 read L/owner back at the canonical path: byte-identical   (D2)
- *     A7 under flock, counter == f: entered (recorded as the counter's
- *        "entered"). Last step.                                    (D7)
- *     The descriptor of A2 is handed to the caller (hf_dirlock_info.live_fd):
+ *     DA6 read L/owner back at the canonical path: byte-identical   (DL2)
+ *     DA7 under flock, counter == f: entered (recorded as the counter's
+ *        "entered"). Last step.                                    (DL7)
+ *     The descriptor of DA2 is handed to the caller (hf_dirlock_info.live_fd):
  *     the kernel lock lives as long as the owner holds it.
- *     A failed attempt withdraws (WA) and retries or waits.
- *   Judge (J1, L exists): open L, read L/owner. Dead owner (D6), leaked
+ *     A failed attempt withdraws (DW) and retries or waits.
+ *   Judge (DJ1, L exists): open L, read L/owner. Dead owner (DL6), leaked
  *     owner, no complete record while the directory's kernel lock is free
  *     (its maker is gone: it renamed the directory into L already locked;
  *     the judge keeps the lock exclusively while it reaps) or past the
- *     stale window: reap (R); else held.
- *   Reap (R): take L into one's own claim (hf_claim_take, NOREPLACE),
+ *     stale window: reap (DJ2); else held.
+ *   Reap (DJ2): take L into one's own claim (hf_claim_take, NOREPLACE),
  *     verify what was judged (token; or no record + the same directory,
  *     pinned by the open descriptor), remove it; on a mismatch restore it
  *     (hf_claim_restore: NOREPLACE + re-checks) or leave it as a barrier.
- *                                                              (D3, D4)
- *   Withdraw by the acquirer itself (WA; a denied or failed attempt): it
+ *                                                              (DL3, DL4)
+ *   Withdraw by the acquirer itself (DW; a denied or failed attempt): it
  *     holds the descriptor of its directory, wherever that is now (at L, or
- *     in anyone's claim; still in the state directory: just removed). WA1 if the record in it is its own, unlink it
+ *     in anyone's claim; still in the state directory: just removed). DW1 if the record in it is its own, unlink it
  *     through the descriptor - from then on no record of the attempt exists
- *     anywhere (D10). WA2 if the directory is at L, take L into one's own
+ *     anywhere (DL10). DW2 if the directory is at L, take L into one's own
  *     self-claim, verify it is that directory and record-less, remove it;
  *     elsewhere leave it (record-less: its claim's owner removes it, or it
- *     is reapable once WA3 is done). WA3 close the descriptor: the kernel
+ *     is reapable once DW3 is done). DW3 close the descriptor: the kernel
  *     lock goes.
- *   Release by token (W; any process, e.g. `holdfast lock release`): if
+ *   Release by token (DT; any process, e.g. `holdfast lock release`): if
  *     L/owner is the token's, take L into one's own self-claim, verify the
  *     token there, remove. Else (or on a mismatch, after restoring) find
  *     the record in the claims: steal that claim into one's own claim,
  *     verify, remove. Found nowhere: look at L once more (a reaper that took
- *     it by mistake restores it there).                         (D3, D5)
+ *     it by mistake restores it there).                         (DL3, DL5)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
  *     age), a record-less claim whose kernel lock is free, or a record-less,
  *     unreadable or self-claim older than the stale window by its name, is
@@ -86,14 +86,14 @@
  *     by a barrier, and by a holder that saw stale claims on its way in).
  *     Stealing before removing spares a claimer still at work: its next step
  *     finds its claim gone. A new directory n-… older than the stale window
- *     by its name whose kernel lock is free goes too.          (D5, D6)
+ *     by its name whose kernel lock is free goes too.          (DL5, DL6)
  *
  * Named points (hf_sys_point; tests pause or crash processes there):
- *   dirlock.acquire.staged after A0; dirlock.acquire.{made,opened,fenced,
- *     published,scanned,readback,entered} after A1 (L exists), A2 (the same
- *     instant: the descriptor is ours already), A3, A4, A5, A6, A7; dirlock.acquire.judged (J1 verdict
+ *   dirlock.acquire.staged after DA0; dirlock.acquire.{made,opened,fenced,
+ *     published,scanned,readback,entered} after DA1 (L exists), DA2 (the same
+ *     instant: the descriptor is ours already), DA3, DA4, DA5, DA6, DA7; dirlock.acquire.judged (DJ1 verdict
  *     made), .denied (before withdrawing), .waiting (before a wait);
- *   dirlock.withdraw.unlinked (after WA1);
+ *   dirlock.withdraw.unlinked (after DW1);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
  *     withdraw, release, find (one's record found in a claim): before the
  *     take, after it, after reading the claim, after unlinking its record;
@@ -101,62 +101,62 @@
  *
  * Invariants
  * ----------
- *   (D1) Publication is a test-and-set: the record appears complete under
- *        owner (linkat) or not at all, and never replaces another; a token's
- *        record is published only by its own attempt, only into that
- *        attempt's own directory, through its descriptor - so it exists
- *        nowhere else, wherever others moved that directory.
- *   (D2) A holder enters only after (a) its record was published, (b) a
- *        look after publication found no claim that may hide a live holder
- *        (an error denies), (c) the record read back at the canonical path
- *        is the one it published, (d) the fence check (D7) passed.
- *   (D3) Nothing is removed from a lock directory except in one's own
- *        claim, after verifying there the identity that was judged: the
- *        token (C1), never an inode number alone - or by the acquirer
- *        itself, its own record through its own descriptor (D10).
- *   (D4) A claim is restored only by its creator, never over anything
- *        (RENAME_NOREPLACE) and re-checked before and after (C3); one that
- *        cannot be restored stays, a barrier (C4).
- *   (D5) Nobody empties another's claim in place: a sweeper or a releaser
- *        first steals it into its own claim, so a delayed restorer finds
- *        its name gone and can never put back an emptied directory.
- *   (D6) Verdicts: dead only on proof (liveness.c; in another pid namespace
- *        the directory's kernel lock is the proof), and dead wins over any
- *        date; leaked only past max(max_hold, stale) by the record's own
- *        time, boot-relative on this kernel (hf_owner_age_ms); a record
- *        dated in the future by the wall clock is live (skew); without a
- *        complete record: at once when the directory's kernel lock is free,
- *        else past the stale window by the directory's ctime (only the
- *        kernel sets ctime, and every rename or entry change moves it
- *        forward, so it can only understate the age; mtime can be set
- *        backwards by anyone and is never used) or, for a claim, by the time
- *        in its name. A record without a time is dated by the ctime too.
- *   (D7) Fences: allocated under flock after mkdir, and checked equal to
- *        the counter as the last step before entering. Entries happen in
- *        check order and the counter only grows, so successive holders'
- *        fences strictly increase. A new boot (boot id changed: unsynced
- *        writes may be lost) restarts the counter from the durable reserve,
- *        which is >= every fence ever handed out (fsync'ed before use).
- *        A fence never passes INT64_MAX (a JSON integer): -EOVERFLOW.
- *   (D8) Claims are found without scanning the parent: they live in
- *        L.holdfast/, whose link count (2 + subdirectories, on tmpfs, ext4
- *        and xfs: checked by fstatfs) shows in one fstat that there is none.
- *   (D9) The kernel lock: a directory's maker holds a shared flock on it
- *        from before it is at L (A0) until its attempt is over - entered and
- *        released, or withdrawn - and a holder for as long as the owner
- *        holds live_fd. A judge takes it exclusively, without blocking, and
- *        only then reaps a record-less directory. So a directory at L
- *        without a record always has a live maker or is reapable at once,
- *        and is never reaped under a live maker except past the stale
- *        window (a stopped maker; safe by the model, whose judges may reap
- *        record-less directories at any time).
- *   (D10) A failed attempt leaves no record of its own anywhere: it unlinks
- *        its record through the descriptor of the directory it published
- *        into, wherever others moved that directory.
- *   (D11) Nothing opened here may block: records and directories are opened
- *        O_NONBLOCK | O_NOFOLLOW | O_NOCTTY (a FIFO planted as a record is
- *        unreadable, never waited on), and the counter's flocks are taken
- *        without blocking, within a bound (a process stopped inside A3).
+ *   (DL1) Publication is a test-and-set: the record appears complete under
+ *         owner (linkat) or not at all, and never replaces another; a token's
+ *         record is published only by its own attempt, only into that
+ *         attempt's own directory, through its descriptor - so it exists
+ *         nowhere else, wherever others moved that directory.
+ *   (DL2) A holder enters only after (a) its record was published, (b) a
+ *         look after publication found no claim that may hide a live holder
+ *         (an error denies), (c) the record read back at the canonical path
+ *         is the one it published, (d) the fence check (DL7) passed.
+ *   (DL3) Nothing is removed from a lock directory except in one's own
+ *         claim, after verifying there the identity that was judged: the
+ *         token (CL1), never an inode number alone - or by the acquirer
+ *         itself, its own record through its own descriptor (DL10).
+ *   (DL4) A claim is restored only by its creator, never over anything
+ *         (RENAME_NOREPLACE) and re-checked before and after (CL3); one that
+ *         cannot be restored stays, a barrier (CL4).
+ *   (DL5) Nobody empties another's claim in place: a sweeper or a releaser
+ *         first steals it into its own claim, so a delayed restorer finds
+ *         its name gone and can never put back an emptied directory.
+ *   (DL6) Verdicts: dead only on proof (liveness.c; in another pid namespace
+ *         the directory's kernel lock is the proof), and dead wins over any
+ *         date; leaked only past max(max_hold, stale) by the record's own
+ *         time, boot-relative on this kernel (hf_owner_age_ms); a record
+ *         dated in the future by the wall clock is live (skew); without a
+ *         complete record: at once when the directory's kernel lock is free,
+ *         else past the stale window by the directory's ctime (only the
+ *         kernel sets ctime, and every rename or entry change moves it
+ *         forward, so it can only understate the age; mtime can be set
+ *         backwards by anyone and is never used) or, for a claim, by the time
+ *         in its name. A record without a time is dated by the ctime too.
+ *   (DL7) Fences: allocated under flock after mkdir, and checked equal to
+ *         the counter as the last step before entering. Entries happen in
+ *         check order and the counter only grows, so successive holders'
+ *         fences strictly increase. A new boot (boot id changed: unsynced
+ *         writes may be lost) restarts the counter from the durable reserve,
+ *         which is >= every fence ever handed out (fsync'ed before use).
+ *         A fence never passes INT64_MAX (a JSON integer): -EOVERFLOW.
+ *   (DL8) Claims are found without scanning the parent: they live in
+ *         L.holdfast/, whose link count (2 + subdirectories, on tmpfs, ext4
+ *         and xfs: checked by fstatfs) shows in one fstat that there is none.
+ *   (DL9) The kernel lock: a directory's maker holds a shared flock on it
+ *         from before it is at L (DA0) until its attempt is over - entered and
+ *         released, or withdrawn - and a holder for as long as the owner
+ *         holds live_fd. A judge takes it exclusively, without blocking, and
+ *         only then reaps a record-less directory. So a directory at L
+ *         without a record always has a live maker or is reapable at once,
+ *         and is never reaped under a live maker except past the stale
+ *         window (a stopped maker; safe by the model, whose judges may reap
+ *         record-less directories at any time).
+ *   (DL10) A failed attempt leaves no record of its own anywhere: it unlinks
+ *          its record through the descriptor of the directory it published
+ *          into, wherever others moved that directory.
+ *   (DL11) Nothing opened here may block: records and directories are opened
+ *          O_NONBLOCK | O_NOFOLLOW | O_NOCTTY (a FIFO planted as a record is
+ *          unreadable, never waited on), and the counter's flocks are taken
+ *          without blocking, within a bound (a process stopped inside DA3).
  *
  * Hazards
  * -------
@@ -208,7 +208,7 @@
 #define OWNER_MAX 4096
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
-#define FLOCK_BOUND_MS 5000 /* D11: the counter is held for a few syscalls */
+#define FLOCK_BOUND_MS 5000 /* DL11: the counter is held for a few syscalls */
 #define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
 #define OPEN_REC (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
 
@@ -238,8 +238,8 @@ struct place {
 	int64_t ctime_ms;
 	int fd;                         /* the directory, open while the place
 					   is in use (place_done closes it): it
-					   pins the inode number (C1) and is the
-					   judge's handle on its kernel lock (D9);
+					   pins the inode number (CL1) and is the
+					   judge's handle on its kernel lock (DL9);
 					   -1 for REC_NONE                     */
 };
 
@@ -333,7 +333,7 @@ static int record_parse(const char *buf, struct hf_dirlock_info *ret)
 
 /* Read a small regular file whole: bytes read (< cap, NUL-terminated), or
  * -EFBIG when it does not fit, or -errno. One read: a regular file returns
- * fewer bytes than asked only at its end. Never blocks (D11): a FIFO reads
+ * fewer bytes than asked only at its end. Never blocks (DL11): a FIFO reads
  * as empty or -EAGAIN. */
 static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
 {
@@ -400,7 +400,7 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		p->kind = REC_EMPTY;
 	else if (n == -EFBIG || n == -ELOOP || n == -EISDIR || n == -EAGAIN || n == -ENXIO ||
 		 n == -EINVAL)
-		p->kind = REC_BAD; /* D11: not a regular record */
+		p->kind = REC_BAD; /* DL11: not a regular record */
 	else if (n < 0)
 		rc = (int)n;
 	else if (peek && token_peek(buf, &p->info))
@@ -459,7 +459,7 @@ static int dir_identify(int dirfd, const char *name, char *token, size_t n, void
 	return 0;
 }
 
-/* --- verdicts (D6) ---------------------------------------------------------- */
+/* --- verdicts (DL6) ---------------------------------------------------------- */
 
 static int64_t leak_ms(const struct lk *l, const struct hf_dirlock_info *i)
 {
@@ -469,7 +469,7 @@ static int64_t leak_ms(const struct lk *l, const struct hf_dirlock_info *i)
 
 /* Fill p->info's state and age; `born_ms` dates a place without record (or
  * a record without time). May take the place's kernel lock exclusively (a
- * free one is the proof that its maker is gone, D9): it is held until
+ * free one is the proof that its maker is gone, DL9): it is held until
  * place_done, so a reap that follows cannot race a late maker. */
 static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t now)
 {
@@ -483,7 +483,7 @@ static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t 
 		bool dated = i->owner.time_ms != 0 || i->owner.boot_ms > 0;
 		i->age_ms = dated ? hf_owner_age_ms(&i->owner, now) : now - born_ms;
 		if (hf_owner_liveness_fd(&i->owner, p->fd) == HF_DEAD)
-			i->state = HF_LOCK_DEAD; /* D6: death is proof whatever the date */
+			i->state = HF_LOCK_DEAD; /* DL6: death is proof whatever the date */
 		else if (i->age_ms < -SKEW_MS)
 			i->state = HF_LOCK_SKEW;
 		else if (i->age_ms > leak_ms(l, i))
@@ -499,7 +499,7 @@ static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t 
 	if (i->age_ms < 0)
 		i->age_ms = 0;
 	if (p->kind == REC_EMPTY && p->fd >= 0 && hf_kernel_lock_probe(p->fd) == 0) {
-		i->state = HF_LOCK_ABANDONED; /* D6, D9: its maker is gone */
+		i->state = HF_LOCK_ABANDONED; /* DL6, DL9: its maker is gone */
 		return;
 	}
 	i->state = i->age_ms > l->stale_ms ? HF_LOCK_ABANDONED : HF_LOCK_PARTIAL;
@@ -510,17 +510,17 @@ static bool reapable(int state)
 	return state == HF_LOCK_DEAD || state == HF_LOCK_LEAKED || state == HF_LOCK_ABANDONED;
 }
 
-/* Is the place now what was judged? By token (C1); a place without a
+/* Is the place now what was judged? By token (CL1); a place without a
  * complete record by its kind and inode (the same directory object: it was
  * moved, never copied) - an inode number is identity only while an open
  * descriptor pins the judged directory: then the number cannot have been
- * handed to a new directory meanwhile (C1). */
+ * handed to a new directory meanwhile (CL1). */
 static bool same_as_judged(const struct place *judged, const struct place *now)
 {
 	if (judged->kind != now->kind)
 		return false;
 	if (judged->kind == REC_OK)
-		return strcmp(judged->info.owner.token, now->info.owner.token) == 0; /* C1 */
+		return strcmp(judged->info.owner.token, now->info.owner.token) == 0; /* CL1 */
 	return judged->fd >= 0 && judged->dev == now->dev && judged->ino == now->ino;
 }
 
@@ -605,7 +605,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 	if (rc < 0)
 		goto fail;
 	l->nlink_counts = sf.f_type == TMPFS_MAGIC || sf.f_type == EXT4_SUPER_MAGIC ||
-			  sf.f_type == XFS_SUPER_MAGIC; /* D8 */
+			  sf.f_type == XFS_SUPER_MAGIC; /* DL8 */
 	return 0;
 fail:
 	lk_close(l);
@@ -682,11 +682,11 @@ static int rm_files_cb(int dirfd, const char *name, void *ctx)
 	return rc == -EISDIR || rc == -EPERM || rc == -ENOENT ? 0 : rc < 0 ? rc : 0;
 }
 
-/* Remove our own verified claim: the record, then the directory (D3). 1
+/* Remove our own verified claim: the record, then the directory (DL3). 1
  * removed; 0 when it stays: a record appeared in it meanwhile (an acquirer
  * publishing through the descriptor it opened while the directory was at L,
- * D1: it cannot enter, its directory is not at L, and it unlinks its record
- * through that descriptor when it withdraws, D10); <0 on errors. Stray temporaries (the named fallback of
+ * DL1: it cannot enter, its directory is not at L, and it unlinks its record
+ * through that descriptor when it withdraws, DL10); <0 on errors. Stray temporaries (the named fallback of
  * hf_publish_file_at) are removed; never a subdirectory (never recursive). */
 static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 {
@@ -713,11 +713,11 @@ static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 		rc = hf_sys_unlinkat(l->sfd, mine, AT_REMOVEDIR);
 	}
 	if (rc == -ENOENT)
-		return 0; /* stolen from us after the record went (D5) */
+		return 0; /* stolen from us after the record went (DL5) */
 	return rc < 0 ? rc : 1;
 }
 
-/* Put our own claim back at L, or leave it as a barrier (D4). */
+/* Put our own claim back at L, or leave it as a barrier (DL4). */
 static int claim_putback(struct lk *l, const char *mine, const struct place *found)
 {
 	const char *expect = found->kind == REC_OK ? found->info.owner.token : NULL;
@@ -750,9 +750,9 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 	if (now.kind != REC_NONE && same_as_judged(judged, &now))
 		return claim_remove(l, mine, role);
 	if (now.kind == REC_NONE)
-		return 0; /* stolen from us meanwhile (D5) */
+		return 0; /* stolen from us meanwhile (DL5) */
 	if (dirfd == l->pfd)
-		return claim_putback(l, mine, &now); /* D4 */
+		return claim_putback(l, mine, &now); /* DL4 */
 	return 0;
 }
 
@@ -775,7 +775,7 @@ static int list_cb(int dirfd, const char *name, void *ctx)
 
 /* The claims beside the lock, at most MAX_CLAIMS (a sweep or a search
  * handles the rest in a later pass): none at all in one fstat when the link
- * count says there is no subdirectory (D8), else readdir. */
+ * count says there is no subdirectory (DL8), else readdir. */
 static int claims_list(struct lk *l, struct claim_list *cl)
 {
 	cl->n = 0;
@@ -789,7 +789,7 @@ static int claims_list(struct lk *l, struct claim_list *cl)
 	return rc < 0 ? rc : 0;
 }
 
-/* How a claim stands for an acquirer's look (D2b). */
+/* How a claim stands for an acquirer's look (DL2b). */
 enum { CLAIM_GONE, CLAIM_HARMLESS, CLAIM_STALE, CLAIM_BARRIER };
 
 /* A claim can hide a holder in its critical section only if it holds a
@@ -831,7 +831,7 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 	struct look *k = ctx;
 	int64_t born = name_time(name, NEW_PREFIX);
 	if (born >= 0) {
-		/* another acquirer's new directory (A0): no record, never a
+		/* another acquirer's new directory (DA0): no record, never a
 		 * barrier; one left by a crash is swept by the holder */
 		if (k->now - born > k->l->stale_ms)
 			k->stale++;
@@ -842,7 +842,7 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 	struct place p;
 	int v = claim_judge(k->l, name, &p, k->now);
 	if (v < 0)
-		return -EIO; /* C4: a claim we could not read denies */
+		return -EIO; /* CL4: a claim we could not read denies */
 	place_done(&p);
 	if (v == CLAIM_BARRIER) {
 		if (k->barrier)
@@ -854,8 +854,8 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 	return 0;
 }
 
-/* A5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
- * claim; *barrier filled), <0 error (denies, C4). Every claim is judged
+/* DA5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
+ * claim; *barrier filled), <0 error (denies, CL4). Every claim is judged
  * as the directory is read (no limit); *stale counts claims to sweep. */
 static int claims_check(struct lk *l, struct hf_dirlock_info *barrier, int *stale)
 {
@@ -865,15 +865,15 @@ static int claims_check(struct lk *l, struct hf_dirlock_info *barrier, int *stal
 	if (rc < 0)
 		return rc;
 	if (l->nlink_counts && st.st_nlink == 2)
-		return 0; /* D8 */
+		return 0; /* DL8 */
 	struct look k = { .l = l, .barrier = barrier, .now = hf_sys_now_ms() };
 	rc = hf_claim_scan(l->sfd, "", look_cb, &k);
 	*stale = k.stale;
 	return rc;
 }
 
-/* A new directory (A0) left by a crashed acquirer: past the stale window by
- * its name and its kernel lock free (D9). Removed by its unique name while
+/* A new directory (DA0) left by a crashed acquirer: past the stale window by
+ * its name and its kernel lock free (DL9). Removed by its unique name while
  * we hold that lock exclusively: its maker never published into it. */
 struct sweep_new {
 	const struct lk *l;
@@ -895,7 +895,7 @@ static int sweep_new_cb(int dirfd, const char *name, void *ctx)
 	return 0;
 }
 
-/* Sweep: remove every stale claim (D5, D6): steal it into our own claim,
+/* Sweep: remove every stale claim (DL5, DL6): steal it into our own claim,
  * verify it is what was judged, remove it; and crashed acquirers' new
  * directories. Returns the number removed. */
 static int sweep(struct lk *l)
@@ -915,8 +915,8 @@ static int sweep(struct lk *l)
 				place_done(&p);
 			continue;
 		}
-		/* p stays open: it pins a record-less claim's inode (C1) and holds
-		 * the kernel lock the verdict took (D9) until it is removed */
+		/* p stays open: it pins a record-less claim's inode (CL1) and holds
+		 * the kernel lock the verdict took (DL9) until it is removed */
 		rc = take_verify_remove(l, l->sfd, cl->names[i], &p, NULL, ROLE(SWEEP));
 		place_done(&p);
 		if (rc > 0)
@@ -927,7 +927,7 @@ static int sweep(struct lk *l)
 }
 
 /* Find our own record in a claim; steal it into our own claim, verify,
- * remove (D5). 1 found and removed, 0 not found, <0 error; *ret_claims (may
+ * remove (DL5). 1 found and removed, 0 not found, <0 error; *ret_claims (may
  * be NULL): how many claims there were to look at. */
 static int find_own(struct lk *l, const char *token, int *ret_claims)
 {
@@ -962,7 +962,7 @@ static int at_l_is(struct lk *l, const char *token, struct place *p)
 	return p->kind == REC_OK && !strcmp(p->info.owner.token, token);
 }
 
-/* Release by token (W), for a process that holds no descriptor of the lock:
+/* Release by token (DT), for a process that holds no descriptor of the lock:
  * at L through our own claim, or in a claim; found nowhere, at L once more
  * (a reaper that took it by mistake has put it back meanwhile), and while
  * claims exist a few passes more: a record moved between L and the claims
@@ -990,15 +990,15 @@ static int withdraw(struct lk *l, const char *token, const struct role *role)
 	return 0;
 }
 
-/* WA: the acquirer's own withdrawal, through the descriptor lfd of the
- * directory it opened at A2 (wherever it is now). token: its record's, or
- * NULL when it published none. The caller closes lfd after (WA3). */
+/* DW: the acquirer's own withdrawal, through the descriptor lfd of the
+ * directory it opened at DA2 (wherever it is now). token: its record's, or
+ * NULL when it published none. The caller closes lfd after (DW3). */
 static void withdraw_own(struct lk *l, int lfd, const char *token)
 {
 	if (token) {
-		/* WA1, D10: the record in our directory, if it is ours. Only this
+		/* DW1, DL10: the record in our directory, if it is ours. Only this
 		 * attempt ever publishes our token, and only into this directory
-		 * (D1): unlinking it here leaves no record of ours anywhere, and
+		 * (DL1): unlinking it here leaves no record of ours anywhere, and
 		 * it is safe as two steps (read, then unlink) - once ours is gone
 		 * nobody else publishes into a directory only we made and hold
 		 * (model/dirlock.pml, W1ATOMIC=0). */
@@ -1009,9 +1009,9 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 			hf_sys_unlinkat(lfd, "owner", 0);
 		hf_sys_point(HF_PT_DIRLOCK_WITHDRAW_UNLINKED);
 	}
-	/* WA2: if our directory is at L, it goes through our own claim; if it
+	/* DW2: if our directory is at L, it goes through our own claim; if it
 	 * is in another's claim, that claim's owner deals with it (record-less
-	 * once we close lfd: harmless, and reapable at once, D9). */
+	 * once we close lfd: harmless, and reapable at once, DL9). */
 	struct stat mine, at;
 	if (hf_sys_fstat(lfd, &mine) < 0 ||
 	    hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -1021,12 +1021,12 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 				.fd = lfd };
 	take_verify_remove(l, l->pfd, l->base, &judged, token, ROLE(WITHDRAW));
 }
-/* --- fences (D7) -------------------------------------------------------------- */
+/* --- fences (DL7) -------------------------------------------------------------- */
 
 struct fence_line {
 	uint64_t fence, reserve;
 	char boot[HF_BOOTID_LEN + 1];
-	uint64_t entered;               /* the fence of the last entry (A7)  */
+	uint64_t entered;               /* the fence of the last entry (DA7)  */
 };
 
 /* "<fence> <reserve> <boot id> <entered>\n", fixed width: rewritten in
@@ -1135,8 +1135,8 @@ static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why,
 	return 0;
 }
 
-/* D11: take a flock of the counter without blocking, within FLOCK_BOUND_MS:
- * an acquirer holds it for the few system calls of A3 (or an edit's commit,
+/* DL11: take a flock of the counter without blocking, within FLOCK_BOUND_MS:
+ * an acquirer holds it for the few system calls of DA3 (or an edit's commit,
  * hf_dirlock_hold), so a longer wait means a stopped process: -EBUSY. */
 static int flock_bounded(int fd, int op)
 {
@@ -1154,7 +1154,7 @@ static int flock_bounded(int fd, int op)
 	}
 }
 
-/* A3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f;
+/* DA3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f;
  * HF_EUNREADABLE with why (n bytes) when the reservation is lost. */
 static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, size_t why_n)
 {
@@ -1172,7 +1172,7 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 		goto unlock;
 	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
 		/* new, unreadable, or from another boot (unsynced counts may be
-		 * lost): restart from the durable reservation (D7) */
+		 * lost): restart from the durable reservation (DL7) */
 		rc = reserve_read(l, rc == -ENODATA, &fl.reserve, why, why_n);
 		if (rc < 0)
 			goto unlock;
@@ -1181,7 +1181,7 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 		snprintf(fl.boot, sizeof fl.boot, "%s", boot);
 	}
 	if (fl.fence >= FENCE_MAX) {
-		rc = -EOVERFLOW; /* D7: never wrap to a fence handed out before */
+		rc = -EOVERFLOW; /* DL7: never wrap to a fence handed out before */
 		goto unlock;
 	}
 	uint64_t f = fl.fence + 1;
@@ -1208,9 +1208,9 @@ fail:
 	return rc;
 }
 
-/* A7: does the counter still equal f? Then record the entry (the line's
+/* DA7: does the counter still equal f? Then record the entry (the line's
  * "entered"). 1 yes, 0 no, <0 error. Exclusive, so that no acquirer passes
- * its A7 while a holder commits under its shared flock (hf_dirlock_hold, DH1). */
+ * its DA7 while a holder commits under its shared flock (hf_dirlock_hold, DL12). */
 static int fence_check(int fd, uint64_t f)
 {
 	int rc = flock_bounded(fd, LOCK_EX);
@@ -1239,7 +1239,7 @@ static void holder_from(struct hf_dirlock_info *h, const struct place *p)
 	}
 }
 
-/* J1: L exists. RETRY after a reap (or when L vanished), else the conflict
+/* DJ1: L exists. RETRY after a reap (or when L vanished), else the conflict
  * with *holder filled. */
 static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 {
@@ -1265,7 +1265,7 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 	 * directory there is another's, and taking it would only make the
 	 * claim core put it back - or leave a barrier that denies everyone
 	 * until its owner releases from it. The claim core's check remains the
-	 * proof (C1); this spares the live. */
+	 * proof (CL1); this spares the live. */
 	struct stat at;
 	if (hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    at.st_dev != p.dev || at.st_ino != p.ino) {
@@ -1273,13 +1273,13 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 		return RETRY;
 	}
 	/* p stays open across the reap: it pins a record-less directory's inode
-	 * (C1) and holds the kernel lock the verdict took (D9) */
+	 * (CL1) and holds the kernel lock the verdict took (DL9) */
 	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, ROLE(REAP));
 	place_done(&p);
 	return rc < 0 ? rc : RETRY;
 }
 
-/* A0: our new directory in the state directory, locked (D9), kept across
+/* DA0: our new directory in the state directory, locked (DL9), kept across
  * attempts until it is renamed to L. */
 struct stage {
 	int fd;                         /* -1: none made yet                 */
@@ -1306,7 +1306,7 @@ static int stage_make(struct lk *l, struct stage *st)
 		int fd = hf_sys_openat(l->sfd, st->name, OPEN_DIR, 0);
 		if (fd < 0)
 			return fd == -ENOENT ? RETRY : fd; /* swept already */
-		rc = hf_sys_flock(fd, LOCK_SH | LOCK_NB); /* D9 */
+		rc = hf_sys_flock(fd, LOCK_SH | LOCK_NB); /* DL9 */
 		if (rc < 0) {
 			hf_sys_close(fd);
 			if (rc == -EWOULDBLOCK)
@@ -1339,9 +1339,9 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		return rc;
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
 		return rc;
-	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* A1 */
+	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* DA1 */
 	if (rc == -EEXIST || rc == -ENOTEMPTY)
-		return judge_and_reap(l, holder); /* A0's directory stays for the next try */
+		return judge_and_reap(l, holder); /* DA0's directory stays for the next try */
 	if (rc == -ENOENT) {
 		hf_sys_close(st->fd); /* swept meanwhile (it cannot be: we hold its lock) */
 		st->fd = -1;
@@ -1349,7 +1349,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	}
 	if (rc < 0)
 		return rc; /* -EOPNOTSUPP: no RENAME_NOREPLACE here; never emulated */
-	int lfd = st->fd; /* A2: ours, at L, locked */
+	int lfd = st->fd; /* DA2: ours, at L, locked */
 	st->fd = -1;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_MADE);
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_OPENED);
@@ -1359,12 +1359,12 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	size_t reclen = 0;
 	const char *mine = NULL; /* our token once a record of ours may exist */
 	char why[sizeof holder->reason] = "";
-	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* A3 */
+	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
 	reclen = record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
-	/* A4, D1: into the directory we opened and locked, through its
+	/* DA4, DL1: into the directory we opened and locked, through its
 	 * descriptor. The unnamed temporary is made in the state directory and
 	 * linked from there: a crowded parent's full inode groups would make an
 	 * inode allocated beside it slow (ext4), and a named fallback temporary
@@ -1373,17 +1373,17 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	if (rc == -ENOENT)
 		rc = RETRY; /* our directory was removed: reaped past the stale window */
 	if (rc != 0)
-		goto withdraw; /* nothing of ours was linked (U1) */
+		goto withdraw; /* nothing of ours was linked (FI1) */
 	mine = me.token;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_PUBLISHED);
 
 	int stale = 0;
-	rc = claims_check(l, holder, &stale); /* A5, D2b, D8 */
+	rc = claims_check(l, holder, &stale); /* DA5, DL2b, DL8 */
 	if (rc != 0)
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_SCANNED);
 
-	char opath[NAME_MAX + 8], back[OWNER_MAX + 1]; /* A6, D2c */
+	char opath[NAME_MAX + 8], back[OWNER_MAX + 1]; /* DA6, DL2c */
 	*hf_put_str(hf_put_str(opath, l->base), "/owner") = '\0';
 	ssize_t backlen = read_small(l->pfd, opath, back, sizeof back);
 	if (backlen >= 0)
@@ -1396,7 +1396,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
-	rc = fence_check(ffd, f); /* A7, D2d, D7: the last step */
+	rc = fence_check(ffd, f); /* DA7, DL2d, DL7: the last step */
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = RETRY;
@@ -1408,7 +1408,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	ret->fence = f;
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
 	ret->state = HF_LOCK_HELD;
-	ret->live_fd = lfd; /* D9: the caller's now */
+	ret->live_fd = lfd; /* DL9: the caller's now */
 	rc = 0;
 	if (stale > 0)
 		sweep(l); /* left-overs of crashes: tidy up, as the holder */
@@ -1417,8 +1417,8 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 denied:
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_DENIED);
 withdraw:
-	withdraw_own(l, lfd, mine); /* WA1, WA2 */
-	hf_sys_close(lfd);          /* WA3 */
+	withdraw_own(l, lfd, mine); /* DW1, DW2 */
+	hf_sys_close(lfd);          /* DW3 */
 out:
 	if (ffd >= 0)
 		hf_sys_close(ffd);
@@ -1562,7 +1562,7 @@ int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *r
 	if (rc == -EBUSY)
 		rc = -ETIMEDOUT;
 	if (rc == 0) {
-		/* DH1: while we hold LOCK_SH nobody passes A3 or A7 (both take
+		/* DL12: while we hold LOCK_SH nobody passes DA3 or DA7 (both take
 		 * LOCK_EX): nobody enters until we let go. The last entry was ours
 		 * (fences allocated since by attempts that were then denied do not
 		 * count), and our record still exists, at L or aside in a claim

@@ -6,7 +6,7 @@
  *
  * Invariants:
  *  (HS1) A wait never passes its deadline and ends at once when the cancel
- *        descriptor is readable (the waiter's W1, W4).
+ *        descriptor is readable (the waiter's WT1, WT4).
  *  (HS2) Every attempt is a whole hf_sessionlock_take: waiting adds no
  *        step to the protocol, only sleeps between its attempts.
  *  (HS3) A handle that took the session releases only that take: its

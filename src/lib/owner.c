@@ -24,20 +24,20 @@
  * that cannot be confused by a pid namespace, a reused pid or a clock.
  *
  * Proof of death, on this kernel only (the record's boot id is ours):
- *   (L1) same pid namespace (the record's pidns is ours): no process has
- *        the pid (kill(pid, 0) says ESRCH, /proc says so too);
- *   (L2) same pid namespace: a process has the pid but started at another
- *        time: the pid was reused, so the owner that recorded it is gone;
- *   (L3) another pid namespace of this kernel (a container, a sandbox,
- *        `unshare --pid`), or a record whose namespace is unknown: a pid
- *        there is not a pid here, so it proves nothing either way. The
- *        owner holds a kernel lock (flock(2), shared) on its liveness object
- *        - the lock directory, a registry allocation's live file - for its
- *        whole life; the kernel drops it when the last process holding that
- *        open file description ends, whatever namespace or user it is in.
- *        The judge opens the object itself and tries LOCK_EX | LOCK_NB: got
- *        it, the owner is dead (and the judge keeps the lock while it acts,
- *        so no late taker can take the object meanwhile).
+ *   (OW1) same pid namespace (the record's pidns is ours): no process has
+ *         the pid (kill(pid, 0) says ESRCH, /proc says so too);
+ *   (OW2) same pid namespace: a process has the pid but started at another
+ *         time: the pid was reused, so the owner that recorded it is gone;
+ *   (OW3) another pid namespace of this kernel (a container, a sandbox,
+ *         `unshare --pid`), or a record whose namespace is unknown: a pid
+ *         there is not a pid here, so it proves nothing either way. The
+ *         owner holds a kernel lock (flock(2), shared) on its liveness object
+ *         - the lock directory, a registry allocation's live file - for its
+ *         whole life; the kernel drops it when the last process holding that
+ *         open file description ends, whatever namespace or user it is in.
+ *         The judge opens the object itself and tries LOCK_EX | LOCK_NB: got
+ *         it, the owner is dead (and the judge keeps the lock while it acts,
+ *         so no late taker can take the object meanwhile).
  * Everything else is alive: another kernel (another boot id: a machine
  * sharing the file system, or this one before a reboot - its pids are gone,
  * but its record may come from a live host), a record without start time or
@@ -201,7 +201,7 @@ static bool same_kernel(const struct hf_owner *o)
 }
 
 /* What the pid alone proves: PID_DEAD, PID_ALIVE, or PID_UNKNOWN when a
- * pid of that record is not a pid here (L3). */
+ * pid of that record is not a pid here (OW3). */
 static int pid_verdict(const struct hf_owner *o)
 {
 	if (o->pid <= 0 || o->pid > 0x7fffffff)
@@ -211,13 +211,13 @@ static int pid_verdict(const struct hf_owner *o)
 	if (o->pidns) {
 		uint64_t mine = hf_self_pidns();
 		if (mine == HF_PIDNS_UNKNOWN || mine != o->pidns)
-			return PID_UNKNOWN; /* L3 (an unknown namespace never matches) */
+			return PID_UNKNOWN; /* OW3 (an unknown namespace never matches) */
 	} else if (!o->host[0] || strcmp(o->host, hf_host_name()) != 0) {
 		return PID_UNKNOWN; /* a 0.1 record of another host */
 	}
 	int rc = hf_sys_kill((pid_t)o->pid, 0);
 	if (rc == -ESRCH)
-		return PID_DEAD; /* L1 */
+		return PID_DEAD; /* OW1 */
 	if (rc < 0 && rc != -EPERM)
 		return PID_ALIVE;
 	if (o->pid_start == 0)
@@ -225,10 +225,10 @@ static int pid_verdict(const struct hf_owner *o)
 	uint64_t start;
 	rc = hf_pid_start((pid_t)o->pid, &start);
 	if (rc == -ESRCH)
-		return PID_DEAD; /* L1: gone between the two looks */
+		return PID_DEAD; /* OW1: gone between the two looks */
 	if (rc < 0)
 		return PID_ALIVE;
-	return start == o->pid_start ? PID_ALIVE : PID_DEAD; /* L2 */
+	return start == o->pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
 }
 
 int hf_owner_liveness(const struct hf_owner *o)
@@ -241,7 +241,7 @@ int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd)
 	int v = pid_verdict(o);
 	if (v != PID_UNKNOWN)
 		return v;
-	/* L3: only records that name their namespace held a kernel lock, and
+	/* OW3: only records that name their namespace held a kernel lock, and
 	 * only a lock of this kernel is proof. */
 	if (probe_fd < 0 || !o->pidns || !same_kernel(o))
 		return HF_ALIVE;

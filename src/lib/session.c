@@ -28,39 +28,39 @@
  * Steps
  * -----
  *   take (hf_sessionlock_take):
- *     T1 publish own record at <name> by link (test-and-set)      -> T5
+ *     ST1 publish own record at <name> by link (test-and-set)      -> ST5
  *        EEXIST: read the lock and judge it:
  *          unreadable  -> refuse (HF_EUNREADABLE), untouched
  *          live / skew -> refuse (HF_EHELD), untouched
- *          stale       -> T2
- *     T2 move it to a fresh aside (hf_claim_take)                 [judged]
- *        ENOENT: someone else moved it first -> T1
- *     T3 verify the aside byte for byte against what was judged   [moved]
+ *          stale       -> ST2
+ *     ST2 move it to a fresh aside (hf_claim_take)                 [judged]
+ *        ENOENT: someone else moved it first -> ST1
+ *     ST3 verify the aside byte for byte against what was judged   [moved]
  *        mismatch: it was a fresh lock (a winner's): put it back with
- *        hf_claim_restore (NOREPLACE) or leave it as a barrier -> T1
- *     T4 record the broken lock in own "broke" -> T1, then delete the
- *        judged aside once T1 has published (or failed to)      [verified]
- *     T5 scan the asides (regular files only)                    [published]
+ *        hf_claim_restore (NOREPLACE) or leave it as a barrier -> ST1
+ *     ST4 record the broken lock in own "broke" -> ST1, then delete the
+ *        judged aside once ST1 has published (or failed to)      [verified]
+ *     ST5 scan the asides (regular files only)                    [published]
  *          own record (displaced by a mismatching breaker): still ours
  *          stale record (a breaker killed mid-steal): sweep it (claim)
- *          live record: a barrier -> withdraw (W below)       [barrier]
+ *          live record: a barrier -> withdraw (SW below)       [barrier]
  *          and, if no mover holds the barrier's kernel lock, put it
  *          back at <name> (SL4); refuse (HF_EHELD, the barrier's lane)
  *          nothing live: taken.
- *   withdraw (W, the pinned drop): until no name refers to our record
+ *   withdraw (SW, the pinned drop): until no name refers to our record
  *     (fstat of the pinned descriptor: st_nlink 0), find it - at <name>,
  *     else in an aside, by the pinned inode - move it to a fresh aside of
  *     our own, check there that it is the pinned inode, delete it. A file
  *     moved that is not ours goes back (NOREPLACE) or stays a barrier.
  *   release (hf_sessionlock_release):
- *     R1 read <name>, keeping the descriptor; ours (lane, and owner token
+ *     SR1 read <name>, keeping the descriptor; ours (lane, and owner token
  *        when given)?                                           [read]
- *     R2 drop it as W does, through the descriptor read (it pins the
+ *     SR2 drop it as SW does, through the descriptor read (it pins the
  *        record that was judged ours)                           [moved]
- *     R3 not at <name>: look for our record in the asides (a barrier, or
+ *     SR3 not at <name>: look for our record in the asides (a barrier, or
  *        a breaker's claim), and drop it the same way. When neither has
  *        it, read <name> again: if it changed meanwhile (a record put back
- *        there during the scan), start over from R1.
+ *        there during the scan), start over from SR1.
  *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS.
  *   status: read <name>; when absent, an aside holding a live record.
  *
@@ -93,10 +93,10 @@
  *         aside and verifies there that it is what it judged - byte for byte
  *         (break, sweep: the owner token among the bytes), or the very inode
  *         its descriptor pins (withdraw, release); never an inode number
- *         without a descriptor that pins it (C1, C2).
+ *         without a descriptor that pins it (CL1, CL2).
  *   (SL4) A file moved that is not the one meant is put back with
- *         RENAME_NOREPLACE, re-checked before and after (C3); when <name> is
- *         taken again it stays in its aside as a barrier (C4). A taker puts
+ *         RENAME_NOREPLACE, re-checked before and after (CL3); when <name> is
+ *         taken again it stays in its aside as a barrier (CL4). A taker puts
  *         someone else's live aside back at <name> only when it can take that
  *         record's kernel lock (flock, LOCK_NB): a withdrawer or a releaser
  *         holds it on its pinned descriptor while its record is in flight,
@@ -631,7 +631,7 @@ static uint64_t fnv1a(const char *p, size_t n)
 	return h;
 }
 
-/* C1: a record's identity, for the claim core, is a digest of all its bytes
+/* CL1: a record's identity, for the claim core, is a digest of all its bytes
  * (the owner token is among them) and their length. Where a verdict is acted
  * on, the bytes themselves are compared as well: see move_verified. No
  * parsing: the verifying read of a claim costs a read, not a JSON parse. */
@@ -667,19 +667,19 @@ static const struct {
 
 /* SL4: we moved a file we did not mean to (it replaced what we judged at
  * src between our look and our move): put it back at src without replacing
- * anything, re-checked before and after (C3), or leave it as a barrier. */
+ * anything, re-checked before and after (CL3), or leave it as a barrier. */
 static void put_back(struct lk *l, const char *aside, const char *src)
 {
 	struct seen got;
 	char moved[ID_MAX];
 	int rc = ident_record(l->dfd, aside, moved, sizeof moved, &got);
 	if (rc == -ENOENT || (rc < 0 && rc != HF_EUNREADABLE))
-		return; /* gone; or cannot tell what it is: it stays (C4) */
+		return; /* gone; or cannot tell what it is: it stays (CL4) */
 	hf_claim_restore(l->dfd, aside, l->dfd, src, rc == 0 ? moved : NULL, ident_record, NULL);
 }
 
 /* Move lk's src to a fresh aside (ret_aside) and verify it is byte for byte
- * what was judged (expect). 0: it is, and the aside is ours (C2); -ENOENT:
+ * what was judged (expect). 0: it is, and the aside is ours (CL2); -ENOENT:
  * nothing was at src, or the file left our aside before we read it (a
  * sweeper or a restorer took it on); HF_ENOTYOURS: it was another file, now
  * put back at src or left as a barrier; other -errno. */
@@ -696,7 +696,7 @@ static int move_verified(struct lk *l, const char *src, const struct seen *expec
 	got.rc = -ENOENT;
 	rc = hf_claim_verify(l->dfd, ret_aside, judged, ident_record, &got);
 	if (rc == 1 && same_bytes(&got, expect->buf, expect->len))
-		return 0; /* C1: digest and bytes */
+		return 0; /* CL1: digest and bytes */
 	if (got.rc == -ENOENT)
 		return -ENOENT;
 	if (rc < 0 && got.rc != HF_EUNREADABLE)
@@ -724,7 +724,7 @@ static int delete_verified(struct lk *l, const char *src, const struct seen *exp
 
 /* A record pinned by a descriptor (our published O_TMPFILE, or the one we
  * read a record by): while it is open the inode cannot be reused, so its
- * number identifies the record wherever it is renamed to (C1 allows an
+ * number identifies the record wherever it is renamed to (CL1 allows an
  * inode number only against a descriptor that pins it). */
 struct pin {
 	int fd;
@@ -784,7 +784,7 @@ static int take_pinned(struct lk *l, const struct pin *p, const char *src, int p
 	hf_sys_point(points[pt].moved);
 	rc = pin_is(p, l->dfd, aside);
 	if (rc == 1) {
-		rc = hf_sys_unlinkat(l->dfd, aside, 0); /* our verified claim (C2) */
+		rc = hf_sys_unlinkat(l->dfd, aside, 0); /* our verified claim (CL2) */
 		return rc == -ENOENT ? 0 : rc;
 	}
 	if (rc < 0)
@@ -843,7 +843,7 @@ static int drop_pinned(struct lk *l, int fd, int pt)
 
 /* Find an aside whose record satisfies pred: 1 and ret_name/ret_seen filled
  * (and *keep, when not NULL, a descriptor of what was read), 0 none, <0 a
- * scan error (C4). */
+ * scan error (CL4). */
 typedef int (*seen_pred)(const struct seen *s, const void *arg);
 struct find {
 	seen_pred pred;
@@ -1001,7 +1001,7 @@ static int take_scan_cb(int cfd, const char *name, void *ctx)
 		goto skip;
 	}
 	if (rc < 0 && rc != HF_EUNREADABLE)
-		return rc; /* C4: a claim we cannot read denies */
+		return rc; /* CL4: a claim we cannot read denies */
 	/* SL5: a live record (or one we cannot read) beside the lock. */
 	fill_status(sc->holder, s, sc->l->stale_ms, name);
 	snprintf(sc->barrier, sizeof sc->barrier, "%s", name);
@@ -1040,14 +1040,14 @@ static int set_mine(struct seen *mine, const struct hf_sessionlock_record *r)
 static void drop_stolen(struct lk *l, char *stolen)
 {
 	if (stolen[0])
-		hf_sys_unlinkat(l->dfd, stolen, 0); /* our verified claim (C2) */
+		hf_sys_unlinkat(l->dfd, stolen, 0); /* our verified claim (CL2) */
 	stolen[0] = '\0';
 }
 
 /* SL4: after our withdrawal, a live barrier that no one is moving goes back
  * to <name>: we can take its kernel lock (a withdrawer or releaser moving
  * its own record holds it), and hf_claim_restore re-checks its bytes just
- * before and after the rename, which never replaces anything (C3). */
+ * before and after the rename, which never replaces anything (CL3). */
 static void restore_orphan(struct lk *l, struct scan *sc)
 {
 	if (sc->denied != HF_EHELD || sc->bfd < 0 || hf_kernel_lock_probe(sc->bfd) != 0)
@@ -1082,8 +1082,8 @@ int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlo
 	struct seen mine;
 	int mine_fd = -1; /* pins our published record (SL10) */
 	union { /* never live together: 4 KiB less stack to fault in */
-		struct seen j;    /* the lock found at the name (T1-T3) */
-		struct scan sc;   /* the asides after publishing (T5)   */
+		struct seen j;    /* the lock found at the name (ST1-ST3) */
+		struct scan sc;   /* the asides after publishing (ST5)   */
 	} u;
 	char stolen[HF_CLAIM_NAME_MAX] = "";
 	rc = set_mine(&mine, &r);
@@ -1146,7 +1146,7 @@ int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlo
 		if (rc < 0) {
 			stolen[0] = '\0';
 			if (rc == -ENOENT || rc == HF_ENOTYOURS)
-				continue; /* another mover got there first: T1 again */
+				continue; /* another mover got there first: ST1 again */
 			goto out;
 		}
 		hf_sys_point(HF_PT_SESSION_TAKE_VERIFIED);
@@ -1191,7 +1191,7 @@ int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessio
 	int rc = lk_open(&l, o->path, o->stale_ms);
 	if (rc < 0)
 		return rc;
-	struct seen looks[2], a; /* <name> as read, twice (R3), and an aside */
+	struct seen looks[2], a; /* <name> as read, twice (SR3), and an aside */
 	struct seen *s = &looks[0], *again = &looks[1];
 	int fd = -1;
 	rc = look(l.dfd, l.name, s, &fd);
@@ -1213,7 +1213,7 @@ int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessio
 		fd = -1;
 		if (rc < 0 && rc != -ENOENT && rc != HF_EUNREADABLE)
 			goto out;
-		/* R3: not ours at the name; our record may sit in an aside (a
+		/* SR3: not ours at the name; our record may sit in an aside (a
 		 * barrier, or a breaker's claim): release it there. */
 		char where[HF_CLAIM_NAME_MAX];
 		int afd;

@@ -190,7 +190,7 @@ Test(seed, r1_r2_a_b_waiting_b_enters_after_a)
 	free(rb);
 }
 
-/* Open path and hold a shared flock on it: a live maker's kernel lock (D9).
+/* Open path and hold a shared flock on it: a live maker's kernel lock (DL9).
  * The descriptor is returned (close it to let the maker "die"). */
 static int hold_kernel_lock(const char *path)
 {
@@ -321,7 +321,7 @@ Test(seed, repeated_contention)
 	cr_assert_eq(f, 601, "600 acquisitions, no fence wasted or repeated");
 }
 
-/* C4: a look at the claims that fails denies entry, and the attempt
+/* CL4: a look at the claims that fails denies entry, and the attempt
  * withdraws: readdir fails (a claim is there, so the link count sends the
  * look to readdir) and the link count itself cannot be read. */
 Test(seed, unreadable_scan_denies)
@@ -411,9 +411,9 @@ Test(seed, links_refused_never_fall_back_to_rename)
 }
 
 /* A's fresh directory was moved away by an outdated reaper, B's is at L:
- * each publishes into its own directory, through its descriptor (D1), so
+ * each publishes into its own directory, through its descriptor (DL1), so
  * A's record lands in the claim, where it is a barrier to B until A's own
- * look finds it there and A withdraws it through its descriptor (D10).
+ * look finds it there and A withdraws it through its descriptor (DL10).
  * One holder at most - B, at L - in both orders, and nothing left. */
 static void same_directory(bool a_first)
 {
@@ -449,7 +449,7 @@ static void same_directory(bool a_first)
 	cr_assert_eq(hft_wait(&B), DL_ENTERED);
 	cr_assert_eq(dl_ovl_count(ovl), 0);
 	char *owner = dl_path(aside, "owner");
-	cr_assert(!hft_exists(owner), "A left no record of its own anywhere (D10)");
+	cr_assert(!hft_exists(owner), "A left no record of its own anywhere (DL10)");
 	acquire_now(NULL);
 	free(owner);
 	free(aside);

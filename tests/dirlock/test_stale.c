@@ -1,4 +1,4 @@
-/* Staleness verdicts (dirlock.c D6) and fences (D7): a dead owner is reaped
+/* Staleness verdicts (dirlock.c DL6) and fences (DL7): a dead owner is reaped
  * at once, a record-less or unreadable lock after the stale window, a live
  * owner older than max(max-hold, stale) as leaked; every acquisition's
  * fence is greater than every earlier one across reaps, crashes at every
@@ -163,7 +163,7 @@ Test(stale, other_hosts_owner_is_never_dead_by_pid)
 	free(fixed);
 }
 
-/* The kernel lock of a directory (D9): its maker holds it shared from
+/* The kernel lock of a directory (DL9): its maker holds it shared from
  * before the directory is at L until it publishes or withdraws. */
 static int maker_lock(const char *path)
 {
@@ -473,7 +473,7 @@ Test(fence, hold_keeps_the_next_acquirer_before_its_fence)
 	cr_assert_eq(hf_dirlock_acquire(&o, &a, &h), 0);
 	int guard = -1;
 	cr_assert_eq(hf_dirlock_hold(lock, &a, &guard), 0);
-	dl_kill(life); /* now reapable: the next acquirer gets in as far as A3 */
+	dl_kill(life); /* now reapable: the next acquirer gets in as far as DA3 */
 	char *counter = dl_path(state, "fence");
 	int fd = open(counter, O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);

@@ -142,8 +142,8 @@ Test(trail, weakened_no_claim_scan)
 
 /* cex-full-protocol-withdraw-by-path.txt and cex-inode-number-reuse.txt:
  * A0's withdrawal is delayed just before it takes L - its record already
- * unlinked through its descriptor (D10), its directory at L pinned and
- * kernel-locked (D9). Stopped past the stale window, the record-less
+ * unlinked through its descriptor (DL10), its directory at L pinned and
+ * kernel-locked (DL9). Stopped past the stale window, the record-less
  * directory is reaped; A1 acquires a fresh L (maybe with the same inode
  * number) and enters. A0's delayed destructive step must not touch A1's
  * record: it takes L into its own claim, finds token 5 there instead of
@@ -324,8 +324,8 @@ Test(trail, misjudged_live_holder_is_fenced)
  * takes A1's fresh directory; A0 makes the next; the seed's restore then
  * replaced A0's empty directory and both published into one directory by
  * check-then-rename. Here the restore never replaces (NOREPLACE), and each
- * publishes into its own directory (D1): A1's record lands in R0's claim,
- * its own look finds it there, it withdraws it (D10); A0, at L, enters. */
+ * publishes into its own directory (DL1): A1's record lands in R0's claim,
+ * its own look finds it there, it withdraws it (DL10); A0, at L, enters. */
 Test(trail, rename_fallback)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);         /* a crashed acquirer's dir */
@@ -364,7 +364,7 @@ Test(trail, rename_fallback)
 /* cex-rename-fallback-noreplace.txt: a verdict "L has no record" is applied
  * to a different record-less directory, and in the seed an acquirer's stat
  * picked up the next acquirer's directory: two acquirers recorded one
- * directory. Here an acquirer only ever publishes into its own (D1): A0's
+ * directory. Here an acquirer only ever publishes into its own (DL1): A0's
  * record lands in R0's claim and is withdrawn from there; A1's fence check
  * sees A0's later fence and A1 tries again; one holder, A1. */
 Test(trail, rename_fallback_noreplace)
@@ -408,7 +408,7 @@ Test(trail, rename_fallback_noreplace)
  * L; A0 withdraws; in the seed a sweeper emptied R1's claim in place and
  * R1's restore put the emptied directory back over A1's, which A1 then
  * adopted while A0 still held an fd on it. Here A0 unlinks its own record
- * through its descriptor (D10); R1's restore re-checks the token it read
+ * through its descriptor (DL10); R1's restore re-checks the token it read
  * and finds it gone, so nothing goes back over A1's L (NOREPLACE anyway);
  * A1 only ever publishes into its own directory, enters; the record-less
  * claim is swept once A0's kernel lock is gone. */
@@ -462,7 +462,7 @@ Test(trail, withdraw_by_fd_plus_sweep)
  * claim and starts to withdraw, R restores A's directory, and 0.1's A then
  * searched the claims, found nothing and left: L held by A's record while
  * A's owner lived (max-hold, 10 min). Here A unlinks its record through its
- * descriptor (D10): nothing of A's is left anywhere, and the next acquirer
+ * descriptor (DL10): nothing of A's is left anywhere, and the next acquirer
  * gets L at once although A's owner lives on. */
 Test(trail, failed_attempt_leaves_no_record_of_its_own)
 {

@@ -97,9 +97,9 @@ Test(claim, restore_onto_taken_name_leaves_barrier)
 	char p[600];
 	snprintf(p, sizeof p, "%s/L", dir);
 	char *s = hft_slurp(p);
-	cr_assert_str_eq(s, "third", "C3: never replaced");
+	cr_assert_str_eq(s, "third", "CL3: never replaced");
 	free(s);
-	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1, "C4: the claim stays as a barrier");
+	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1, "CL4: the claim stays as a barrier");
 }
 
 Test(claim, restore_refuses_changed_claim)
@@ -109,7 +109,7 @@ Test(claim, restore_refuses_changed_claim)
 	cr_assert_eq(hf_claim_take(dfd, "L", dfd, "L.aside-", claim, sizeof claim), 0);
 	put(claim, ""); /* emptied meanwhile (a sweeper) */
 	cr_assert_eq(hf_claim_restore(dfd, claim, dfd, "L", "fresh", ident_file, NULL),
-		     HF_EBARRIER, "C3: an emptied claim never goes back");
+		     HF_EBARRIER, "CL3: an emptied claim never goes back");
 	char p[600];
 	snprintf(p, sizeof p, "%s/L", dir);
 	cr_assert_not(hft_exists(p));
@@ -134,7 +134,7 @@ Test(claim, scan_finds_prefixed_and_errors_deny)
 	cr_assert_eq(n, 2);
 	cr_assert_eq(hf_fault_inject("fail:getdents:1:EIO", NULL, 0), 0);
 	n = 0;
-	cr_assert_eq(hf_claim_scan(dfd, "L.aside-", count_cb, &n), -EIO, "C4: a scan error denies");
+	cr_assert_eq(hf_claim_scan(dfd, "L.aside-", count_cb, &n), -EIO, "CL4: a scan error denies");
 }
 
 Test(claim, without_noreplace_take_still_moves_and_restore_leaves_a_barrier)
@@ -145,16 +145,16 @@ Test(claim, without_noreplace_take_still_moves_and_restore_leaves_a_barrier)
 	cr_assert_eq(hf_fault_inject("fail:rename:1:EOPNOTSUPP", NULL, 0), 0);
 	char claim[HF_CLAIM_NAME_MAX];
 	cr_assert_eq(hf_claim_take(dfd, "L", dfd, "L.aside-", claim, sizeof claim), 0,
-		     "C5: a plain rename to the fresh random name");
+		     "CL5: a plain rename to the fresh random name");
 	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1);
 	put("L", "third");
 	cr_assert_eq(hf_fault_inject("fail:rename:1:EOPNOTSUPP", NULL, 0), 0);
 	cr_assert_eq(hf_claim_restore(dfd, claim, dfd, "L", "fresh", ident_file, NULL),
-		     HF_EBARRIER, "C3: no restore without NOREPLACE");
+		     HF_EBARRIER, "CL3: no restore without NOREPLACE");
 	char p[600];
 	snprintf(p, sizeof p, "%s/L", dir);
 	char *s = hft_slurp(p);
 	cr_assert_str_eq(s, "third", "never replaced");
 	free(s);
-	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1, "C4: the claim stays a barrier");
+	cr_assert_eq(hft_count_prefix(dir, "L.aside-"), 1, "CL4: the claim stays a barrier");
 }

@@ -69,7 +69,7 @@ Test(liveness, exited_child_dead)
 	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "running child");
 	close(p[1]);
 	waitpid(pid, NULL, 0);
-	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "L1: no such pid");
+	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "OW1: no such pid");
 }
 
 Test(liveness, reused_pid_dead)
@@ -77,7 +77,7 @@ Test(liveness, reused_pid_dead)
 	struct hf_owner o;
 	cr_assert_eq(hf_owner_init(&o, 0), 0);
 	o.pid_start += 1; /* as if our pid had been recorded by an earlier process */
-	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "L2: start time differs");
+	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "OW2: start time differs");
 }
 
 Test(liveness, unknown_counts_as_alive)
@@ -182,7 +182,7 @@ Test(owner, json_round_trip_keeps_namespaces)
 }
 
 /* A pid of another pid namespace proves nothing: a dead pid there may be a
- * live process here and the other way round (L3). */
+ * live process here and the other way round (OW3). */
 Test(liveness, other_pid_namespace_is_never_judged_by_pid)
 {
 	struct hf_owner o;
@@ -197,7 +197,7 @@ Test(liveness, other_pid_namespace_is_never_judged_by_pid)
 	cr_assert_eq(hf_owner_liveness_fd(&foreign, -1), HF_ALIVE, "no kernel lock to probe");
 }
 
-/* L3: in another pid namespace, the owner's kernel lock is the proof. */
+/* OW3: in another pid namespace, the owner's kernel lock is the proof. */
 Test(liveness, other_namespace_judged_by_its_kernel_lock)
 {
 	char *dir = hft_tmpdir();

@@ -53,7 +53,7 @@ Test(util, publish_is_test_and_set)
 	char p[600];
 	snprintf(p, sizeof p, "%s/rec", d);
 	char *s = hft_slurp(p);
-	cr_assert_str_eq(s, "first\n", "U1: never replaced");
+	cr_assert_str_eq(s, "first\n", "FI1: never replaced");
 	free(s);
 	cr_assert_eq(hft_count_prefix(d, ""), 1, "no temporary left beside it");
 	close(dfd);
@@ -68,7 +68,7 @@ Test(util, publish_failure_leaves_nothing)
 	cr_assert_eq(hf_fault_inject("fail:write:1:ENOSPC", NULL, 0), 0);
 	cr_assert_eq(hf_publish_file_at(dfd, "rec", "data", 4, 0644, false), -ENOSPC);
 	hf_fault_inject(NULL, NULL, 0);
-	cr_assert_eq(hft_count_prefix(d, ""), 0, "U1: nothing visible after a failed publish");
+	cr_assert_eq(hft_count_prefix(d, ""), 0, "FI1: nothing visible after a failed publish");
 	close(dfd);
 	hft_rmtree(d);
 	free(d);
@@ -93,7 +93,7 @@ Test(util, replace_keeps_mode_and_leaves_no_temporary)
 	cr_assert_eq(hf_replace_file_at(dfd, "f", "newer", 5, 0600, true), -EIO);
 	hf_fault_inject(NULL, NULL, 0);
 	s = hft_slurp(p);
-	cr_assert_str_eq(s, "new", "U2: a failed replace leaves the old content");
+	cr_assert_str_eq(s, "new", "FI2: a failed replace leaves the old content");
 	free(s);
 	cr_assert_eq(hft_count_prefix(d, "f.tmp-"), 0);
 	close(dfd);
