@@ -9,7 +9,7 @@
  *
  * The C code as built (dirlock.c) makes its new directory in the state
  * directory, takes LOCK_SH on it there, and renames it to L with
- * RENAME_NOREPLACE (A0/A1 there); publishes through the fd (PUBLISH=2); and
+ * RENAME_NOREPLACE (DA0/DA1 there); publishes through the fd (PUBLISH=2); and
  * a reaper acts on a verdict only while the judged directory is still at
  * L. Each of these only removes interleavings from this model's: a rename
  * of a locked directory is this model's A1 with A2 and the flock run at
@@ -23,7 +23,7 @@
  * two of them. The protocol, step by step:
  *
  * Acquire (one attempt, token tok; NA processes x NATT attempts):
- *   A1 mkdir L. Blocks while L exists (the wait and retry of J1: judging L
+ *   A1 mkdir L. Blocks while L exists (the wait and retry of DJ1: judging L
  *      is what the judges below do).
  *   A2 open L (O_RDONLY|O_DIRECTORY): an fd on whatever directory object is
  *      at L now, maybe not the one made (none: retry). It pins the object:

@@ -11,42 +11,49 @@
  *   <dir>/<canon>                 the lock object at its canonical name
  *   <claimdir>/<prefix><16 hex>   a claim: the object moved aside. The name
  *                                 is unique (64 random bits) and never reused.
- *   The kind chooses claimdir and prefix: the session lock uses its own
- *   directory and "<name>.aside-"; the directory lock a claims directory.
+ *   The kind chooses claimdir and prefix: the session lock uses the lock's
+ *   own directory and "<name>.aside-"; the directory lock its state
+ *   directory <lock>.holdfast/ and "c-<ms>-" (dirlock.c).
  *
  * Steps
  * -----
- *   1. Judge: read the object's identity (its owner token) and decide.
+ *   1. Judge: read the object's identity and decide.
  *   2. Take:  renameat2(canon -> claim, RENAME_NOREPLACE). Only one mover can
  *             take a given object; a second gets ENOENT (or takes whatever
  *             has replaced it since, which step 3 detects).
- *   3. Verify: read the claim's token; it must equal the judged token.
+ *   3. Verify: read the claim's identity; it must equal the judged one.
  *   4. Match:    the mover owns the claim and may destroy it.
  *      Mismatch: the mover took a fresh lock that is not what it judged. It
  *             restores it with renameat2(claim -> canon, RENAME_NOREPLACE).
  *             If canon is occupied again, the claim stays: a barrier.
+ *   An identity is what the kind's identify callback reads: the owner token
+ *   of a directory lock's record, a digest of a session record's bytes.
  *
  * Invariants
  * ----------
- *   (CL1) Identity is the owner token and the record's content, never an
- *         inode number (the kernel hands a freed inode number to the next
- *         mkdir at once: REPORT.md, "inode number reuse").
+ *   (CL1) Identity is the record's content - its owner token, or all its
+ *         bytes - never an inode number by itself: the kernel hands a freed
+ *         inode number to the next mkdir or create at once. An inode number
+ *         identifies an object only while the verifier holds a descriptor
+ *         that pins it (dirlock.c's record-less directories, session.c's
+ *         pinned records): then the number cannot have been reused.
  *   (CL2) Nothing is ever deleted at the canonical name by "read it, it is
- *         mine, unlink it": only after it was moved to one's own claim (the
- *         check-then-unlink race of REPORT.md's full-protocol trail).
+ *         mine, unlink it": only after it was moved to one's own claim (an
+ *         unlink by name after a check removes whatever replaced the object
+ *         in between).
  *   (CL3) A restore never replaces anything (RENAME_NOREPLACE; where the file
  *         system refuses that flag, nothing is restored and the claim stays a
- *         barrier), and re-checks the token just before and just after the
- *         rename: a sweeper may have emptied the claim meanwhile (REPORT.md
- *         point 4).
+ *         barrier), and, when the caller knows the identity it expects,
+ *         re-checks it just before and just after the rename: a sweeper may
+ *         have emptied the claim meanwhile.
+ *   (CL4) A claim that could not be restored is a barrier: every taker scans
+ *         for claims after publishing its own record and withdraws if one may
+ *         hold a live owner. A scan that fails (any readdir error) denies.
  *   (CL5) A take moves to a name drawn from 64 random bits that nobody else
  *         uses: where the file system refuses RENAME_NOREPLACE, a plain rename
  *         to that fresh name replaces nothing (short of a 2^-64 collision).
  *         Nothing is ever emulated by link + unlink, which would unlink the
  *         canonical name after the check (CL2).
- *   (CL4) A claim that could not be restored is a barrier: every taker scans
- *         for claims after publishing its own record and withdraws if one may
- *         hold a live owner. A scan that fails (any readdir error) denies.
  *
  * Hazards
  * -------
@@ -131,42 +138,4 @@ int hf_claim_restore(int claimdirfd, const char *name, int dirfd, const char *ca
 			return HF_ELOST;
 	}
 	return 0;
-}
-
-int hf_claim_scan(int claimdirfd, const char *prefix, hf_claim_scan_fn fn, void *ctx)
-{
-	int fd = hf_sys_openat(claimdirfd, ".", O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd;
-	size_t plen = strlen(prefix);
-	char buf[8192] __attribute__((aligned(8)));
-	int rc = 0;
-	for (;;) {
-		ssize_t n = hf_sys_getdents(fd, buf, sizeof buf);
-		if (n < 0) {
-			rc = (int)n; /* CL4: a scan error denies */
-			break;
-		}
-		if (n == 0)
-			break;
-		for (ssize_t off = 0; off < n;) {
-			struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (void *)(buf + off);
-			off += d->reclen;
-			if (strncmp(d->name, prefix, plen) != 0 || !strcmp(d->name, ".") ||
-			    !strcmp(d->name, ".."))
-				continue;
-			rc = fn(claimdirfd, d->name, ctx);
-			if (rc != 0)
-				goto out;
-		}
-	}
-out:
-	hf_sys_close(fd);
-	return rc;
 }

@@ -1,18 +1,23 @@
 /*
- * dirlock.c - the short directory lock (seed 000), hardened against every
- * counterexample of the seed's model check and model-checked as built
- * (model/dirlock.pml).
+ * dirlock.c - the short directory lock: mkdir-style exclusion, an owner
+ * record published by link, claims for every destructive step, a sweep of
+ * what crashes leave, and a fence per entry. Model-checked as built
+ * (model/dirlock.pml: its A3-A7 and W1-W3 are DA3-DA7 and DW1-DW3 here;
+ * its A1 (mkdir L) and A2 (open, flock) are DA0-DA2, a directory made and
+ * locked aside, then renamed to L).
  *
  * On-disk artifacts
  * -----------------
- *   P/L                     the lock: a directory made by mkdir (0700). Its
- *                           maker holds a shared flock(2) on it from the
- *                           instant after mkdir for as long as the owner
- *                           lives: the directory's kernel lock (DL9).
- *   P/L/owner               its owner record, one JSON object: token, pid,
+ *   P/L                     the lock: a directory (0700), made in the state
+ *                           directory and renamed to L. Its maker holds a
+ *                           shared flock(2) on it from before it is at L for
+ *                           as long as the owner lives: the directory's
+ *                           kernel lock (DL9).
+ *   P/L/owner               its owner record, one line of JSON: token, pid,
  *                           pid_start, boot_id, host, acquired, fence,
- *                           max_hold_ms, pidns, timens, boottime_ms, comm.
- *                           Published complete or not at all.
+ *                           max_hold_ms, pidns, timens, boottime_ms, comm
+ *                           (owner.c writes it). Published complete or not
+ *                           at all.
  *   P/L.holdfast/           the lock's state directory (0700, never removed)
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>
  *                           <entered>" (entered: the fence of the last
@@ -21,8 +26,8 @@
  *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
  *                           and locked (shared flock) here, then renamed to
  *                           L; a waiter keeps its own between attempts. One
- *                           whose kernel lock is free is a crashed
- *                           acquirer's, swept by the next holder.
+ *                           past the stale window whose kernel lock is free
+ *                           is a crashed acquirer's, swept by the next sweep.
  *   P/L.holdfast/c-<ms>-[<token>-]<hex>/   a claim: a lock directory moved
  *                           aside by someone about to destroy or inspect it;
  *                           <ms> is the wall-clock time it was taken (the
@@ -34,26 +39,29 @@
  * -----
  *   Acquire (one attempt):
  *     DA0 (once per acquisition, kept while waiting) mkdir L.holdfast/n-…,
- *        open it (a descriptor that follows it wherever it is moved) and
- *        take a shared flock on it, without blocking               (DL9)
+ *         open it (a descriptor that follows it wherever it is moved) and
+ *         take a shared flock on it, without blocking               (DL9)
  *     DA1 rename it to L, RENAME_NOREPLACE: the directory appears at L with
- *        its kernel lock already held            (EEXIST: DJ1, keep it)
+ *         its kernel lock already held           (EEXIST: DJ1, keep it)
  *     DA2 (the descriptor of DA0 is the lock's directory now)
  *     DA3 fence f = counter + 1, under flock                        (DL7)
  *     DA4 publish the owner record with f into our directory, through its
- *        descriptor: O_TMPFILE + linkat, never replacing              (DL1)
- *     DA5 look at the claims: fstat(L.holdfast) link count, readdir only when
- *        it says there are subdirectories. A claim holding a complete record
- *        whose owner is live and did not declare the claim its own denies;
- *        so does an unreadable record or any error (DL2, DL8, CL4). Record-less,
- *        stale and self-declared claims cannot hide a holder in its critical
- *        section (its record stays in its directory all through it).
+ *         descriptor: O_TMPFILE + linkat, never replacing           (DL1)
+ *     DA5 look at the claims: fstat(L.holdfast) link count, readdir unless
+ *         it says there is no subdirectory (DL8). A claim holding a
+ *         complete record whose owner is live and did not declare the claim
+ *         its own denies; so does an unreadable record within the stale
+ *         window by the claim's name, and any error (DL2, CL4). Record-less,
+ *         stale and self-declared claims cannot hide a holder in its
+ *         critical section (its record stays in its directory all through).
  *     DA6 read L/owner back at the canonical path: byte-identical   (DL2)
  *     DA7 under flock, counter == f: entered (recorded as the counter's
- *        "entered"). Last step.                                    (DL7)
+ *         "entered"). Last step.                                    (DL7)
  *     The descriptor of DA2 is handed to the caller (hf_dirlock_info.live_fd):
  *     the kernel lock lives as long as the owner holds it.
- *     A failed attempt withdraws (DW) and retries or waits.
+ *     A failed attempt after DA1 withdraws (DW) and retries or waits; the
+ *     directory of DA0, if it never went to L, is removed by its unique name
+ *     when the acquisition ends.
  *   Judge (DJ1, L exists): open L, read L/owner. Dead owner (DL6), leaked
  *     owner, no complete record while the directory's kernel lock is free
  *     (its maker is gone: it renamed the directory into L already locked;
@@ -66,7 +74,7 @@
  *                                                              (DL3, DL4)
  *   Withdraw by the acquirer itself (DW; a denied or failed attempt): it
  *     holds the descriptor of its directory, wherever that is now (at L, or
- *     in anyone's claim; still in the state directory: just removed). DW1 if the record in it is its own, unlink it
+ *     in anyone's claim). DW1 if the record in it is its own, unlink it
  *     through the descriptor - from then on no record of the attempt exists
  *     anywhere (DL10). DW2 if the directory is at L, take L into one's own
  *     self-claim, verify it is that directory and record-less, remove it;
@@ -78,7 +86,11 @@
  *     token there, remove. Else (or on a mismatch, after restoring) find
  *     the record in the claims: steal that claim into one's own claim,
  *     verify, remove. Found nowhere: look at L once more (a reaper that took
- *     it by mistake restores it there).                         (DL3, DL5)
+ *     it by mistake restores it there), up to four passes while claims
+ *     exist.                                                    (DL3, DL5)
+ *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
+ *     acquirer passes DA3 or DA7, taken only while the counter's last entry
+ *     is the holder's and its record exists.                      (DL12)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
  *     age), a record-less claim whose kernel lock is free, or a record-less,
  *     unreadable or self-claim older than the stale window by its name, is
@@ -90,9 +102,10 @@
  *
  * Named points (hf_sys_point; tests pause or crash processes there):
  *   dirlock.acquire.staged after DA0; dirlock.acquire.{made,opened,fenced,
- *     published,scanned,readback,entered} after DA1 (L exists), DA2 (the same
- *     instant: the descriptor is ours already), DA3, DA4, DA5, DA6, DA7; dirlock.acquire.judged (DJ1 verdict
- *     made), .denied (before withdrawing), .waiting (before a wait);
+ *     published,scanned,readback,entered} after DA1 (L exists), DA2 (the
+ *     same instant: the descriptor is ours already), DA3, DA4, DA5, DA6,
+ *     DA7; dirlock.acquire.judged (DJ1 verdict made), .denied (before
+ *     withdrawing), .waiting (before a wait);
  *   dirlock.withdraw.unlinked (after DW1);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
  *     withdraw, release, find (one's record found in a claim): before the
@@ -102,61 +115,70 @@
  * Invariants
  * ----------
  *   (DL1) Publication is a test-and-set: the record appears complete under
- *         owner (linkat) or not at all, and never replaces another; a token's
- *         record is published only by its own attempt, only into that
- *         attempt's own directory, through its descriptor - so it exists
- *         nowhere else, wherever others moved that directory.
+ *         owner (linkat) or not at all, and never replaces another; a
+ *         token's record is published only by its own attempt, only into
+ *         that attempt's own directory, through its descriptor - so it
+ *         exists nowhere else, wherever others moved that directory.
  *   (DL2) A holder enters only after (a) its record was published, (b) a
  *         look after publication found no claim that may hide a live holder
  *         (an error denies), (c) the record read back at the canonical path
  *         is the one it published, (d) the fence check (DL7) passed.
  *   (DL3) Nothing is removed from a lock directory except in one's own
  *         claim, after verifying there the identity that was judged: the
- *         token (CL1), never an inode number alone - or by the acquirer
- *         itself, its own record through its own descriptor (DL10).
+ *         token, or for a record-less directory its inode while a descriptor
+ *         pins it (CL1) - or by the acquirer itself, its own record through
+ *         its own descriptor (DL10).
  *   (DL4) A claim is restored only by its creator, never over anything
- *         (RENAME_NOREPLACE) and re-checked before and after (CL3); one that
- *         cannot be restored stays, a barrier (CL4).
+ *         (RENAME_NOREPLACE) and, when it holds a record, re-checked before
+ *         and after (CL3); one that cannot be restored stays, a barrier
+ *         (CL4).
  *   (DL5) Nobody empties another's claim in place: a sweeper or a releaser
  *         first steals it into its own claim, so a delayed restorer finds
  *         its name gone and can never put back an emptied directory.
- *   (DL6) Verdicts: dead only on proof (liveness.c; in another pid namespace
- *         the directory's kernel lock is the proof), and dead wins over any
- *         date; leaked only past max(max_hold, stale) by the record's own
- *         time, boot-relative on this kernel (hf_owner_age_ms); a record
- *         dated in the future by the wall clock is live (skew); without a
- *         complete record: at once when the directory's kernel lock is free,
- *         else past the stale window by the directory's ctime (only the
- *         kernel sets ctime, and every rename or entry change moves it
- *         forward, so it can only understate the age; mtime can be set
- *         backwards by anyone and is never used) or, for a claim, by the time
- *         in its name. A record without a time is dated by the ctime too.
- *   (DL7) Fences: allocated under flock after mkdir, and checked equal to
- *         the counter as the last step before entering. Entries happen in
- *         check order and the counter only grows, so successive holders'
- *         fences strictly increase. A new boot (boot id changed: unsynced
- *         writes may be lost) restarts the counter from the durable reserve,
- *         which is >= every fence ever handed out (fsync'ed before use).
- *         A fence never passes INT64_MAX (a JSON integer): -EOVERFLOW.
+ *   (DL6) Verdicts: dead only on proof (owner.c, OW1-OW3; in another pid
+ *         namespace the directory's kernel lock is the proof), and dead wins
+ *         over any date; leaked only past max(max_hold, stale) by the
+ *         record's own time, boot-relative on this kernel (hf_owner_age_ms);
+ *         a record dated more than SKEW_MS in the future by the wall clock
+ *         is live (skew); without a complete record: at once when the
+ *         directory holds no record and its kernel lock is free, else past
+ *         the stale window by the directory's ctime (only the kernel sets
+ *         ctime, and every rename or entry change moves it forward, so it
+ *         can only understate the age; mtime can be set backwards by anyone
+ *         and is never used) or, for a claim, by the time in its name. A
+ *         record without a time is dated by the ctime too.
+ *   (DL7) Fences: allocated under flock after DA1, and checked equal to the
+ *         counter as the last step before entering. Entries happen in check
+ *         order and the counter only grows, so successive holders' fences
+ *         strictly increase. A new boot (boot id changed: unsynced writes
+ *         may be lost) restarts the counter from the durable reserve, which
+ *         is >= every fence ever handed out (fsync'ed before use). A fence
+ *         never passes INT64_MAX (a JSON integer): -EOVERFLOW.
  *   (DL8) Claims are found without scanning the parent: they live in
  *         L.holdfast/, whose link count (2 + subdirectories, on tmpfs, ext4
  *         and xfs: checked by fstatfs) shows in one fstat that there is none.
  *   (DL9) The kernel lock: a directory's maker holds a shared flock on it
- *         from before it is at L (DA0) until its attempt is over - entered and
- *         released, or withdrawn - and a holder for as long as the owner
+ *         from before it is at L (DA0) until its attempt is over - entered
+ *         and released, or withdrawn - and a holder for as long as the owner
  *         holds live_fd. A judge takes it exclusively, without blocking, and
- *         only then reaps a record-less directory. So a directory at L
- *         without a record always has a live maker or is reapable at once,
+ *         only then reaps a record-less directory at once. So a directory at
+ *         L without a record always has a live maker or is reapable at once,
  *         and is never reaped under a live maker except past the stale
  *         window (a stopped maker; safe by the model, whose judges may reap
  *         record-less directories at any time).
- *   (DL10) A failed attempt leaves no record of its own anywhere: it unlinks
- *          its record through the descriptor of the directory it published
- *          into, wherever others moved that directory.
- *   (DL11) Nothing opened here may block: records and directories are opened
- *          O_NONBLOCK | O_NOFOLLOW | O_NOCTTY (a FIFO planted as a record is
- *          unreadable, never waited on), and the counter's flocks are taken
- *          without blocking, within a bound (a process stopped inside DA3).
+ *   (DL10) A failed attempt leaves no record of its own anywhere: it
+ *          unlinks its record through the descriptor of the directory it
+ *          published into, wherever others moved that directory.
+ *   (DL11) Nothing opened here may block: records and directories are
+ *          opened O_NONBLOCK | O_NOFOLLOW | O_NOCTTY (a FIFO planted as a
+ *          record is unreadable, never waited on), and the counter's flocks
+ *          are taken without blocking, within a bound (a process stopped
+ *          inside DA3).
+ *   (DL12) hf_dirlock_hold succeeds only while the counter's last entry is
+ *          the holder's fence on this boot and its record exists (at L or in
+ *          a claim); its shared flock of the counter then keeps every
+ *          acquirer out of DA3 and DA7 (both take it exclusively) until
+ *          hf_dirlock_unhold.
  *
  * Hazards
  * -------
@@ -173,9 +195,9 @@
  *     judges outside its namespace; in its own namespace its pid decides.
  *   - A release by token (a process without the lock's descriptor) can miss
  *     its record while a reaper and a withdrawal move it between L and the
- *     claims (model: rel-leftover): it answers "not held" and the record
- *     stays until its owner is proven dead. The holder's own withdrawal
- *     (through its descriptor) never misses.
+ *     claims (model/check.sh: rel-leftover): it answers "not held" and the
+ *     record stays until its owner is proven dead. The holder's own
+ *     withdrawal (through its descriptor) never misses.
  *   - A wall clock set back makes records of another kernel look younger
  *     (liveness only); set forward, such a live owner may look leaked:
  *     fencing again. On one kernel ages are boot-relative.
@@ -686,8 +708,9 @@ static int rm_files_cb(int dirfd, const char *name, void *ctx)
  * removed; 0 when it stays: a record appeared in it meanwhile (an acquirer
  * publishing through the descriptor it opened while the directory was at L,
  * DL1: it cannot enter, its directory is not at L, and it unlinks its record
- * through that descriptor when it withdraws, DL10); <0 on errors. Stray temporaries (the named fallback of
- * hf_publish_file_at) are removed; never a subdirectory (never recursive). */
+ * through that descriptor when it withdraws, DL10); <0 on errors. Any other
+ * file in it (holdfast puts none there) is removed; never a subdirectory
+ * (never recursive). */
 static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 {
 	char p[HF_CLAIM_NAME_MAX + 16];
@@ -1087,7 +1110,7 @@ static int fence_read(int fd, struct fence_line *fl)
 	size_t bl = strcspn(p, " \n");
 	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0' && p[bl] != ' '))
 		return HF_EUNREADABLE;
-	uint64_t e = f; /* a line of holdfast 0.1: its last fence */
+	uint64_t e = f; /* an older three-field line: its last fence */
 	if (p[bl] == ' ') {
 		const char *q = p + bl + 1;
 		if (fence_u64(&q, '\n', &e) < 0 || e > f)

@@ -1,7 +1,8 @@
 /*
  * dirlock.h - the directory lock's protocol functions (dirlock.c), which
- * the public handle (lock.c) and the tests call. Not part of the public
- * API; the protocol, its invariants and its hazards are in dirlock.c.
+ * the public handle (handle_lock.c), the records (rec.c) and the tests
+ * call. Not part of the public API; the protocol, its invariants and its
+ * hazards are in dirlock.c.
  */
 #ifndef HF_DIRLOCK_H
 #define HF_DIRLOCK_H
@@ -64,6 +65,7 @@ struct hf_dirlock_info {
  * readable), HF_EUNREADABLE (an unreadable owner record within the stale
  * window, or the fence counter's reservation lost: reason says which),
  * HF_ETIMEDOUT (the wait reached its deadline; the last holder seen),
+ * HF_ECANCELED (has_cancel and cancel_fd became readable while waiting),
  * HF_EUNSAFE (state directory of another user or writable by others),
  * -EINVAL (a name ending in ".holdfast", or no name: ".", "/"), -ESRCH (no
  * such pid), -EBUSY (the fence counter stayed locked for 5 s: a process

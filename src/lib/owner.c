@@ -4,7 +4,7 @@
  * A record names a process by (pid, pid_start, boot_id, host) and carries a
  * 128-bit random token that is the record's identity: two records are the
  * same record only if their tokens are equal (inode numbers are reused by
- * the kernel at once and prove nothing; research/model/REPORT.md, point 5).
+ * the kernel at once and prove nothing by themselves).
  *
  * It also names the namespaces its numbers belong to: the pid namespace the
  * pid was read in (a pid means nothing in another one: see Liveness) and the
@@ -15,7 +15,7 @@
  *   {"token":"…","pid":4242,"pid_start":123456,"boot_id":"…","host":"box",
  *    "<time_key>":"2026-09-22T10:00:00Z","pidns":4026531836,
  *    "timens":4026531834,"boottime_ms":8123456,"comm":"make"}
- * pidns, timens, boottime_ms and comm are absent in records of holdfast 0.1
+ * pidns, timens, boottime_ms and comm are absent in records of older writers
  * (read as 0 / "": unknown).
  *
  * Liveness
@@ -49,9 +49,8 @@
  * its own pid namespace the pid is the better proof; the kernel lock is the
  * proof only where a pid cannot be one.
  *
- * Records of holdfast 0.1 carry no pidns: they are judged as 0.1 judged
- * them (by pid when host and boot id are ours), and never by a kernel lock
- * (0.1 holders held none).
+ * Records without pidns (older writers) are judged by pid when host and
+ * boot id are ours, and never by a kernel lock (their holders held none).
  *
  * A zombie (exited, not yet waited for) still has its pid and start time.
  * While its parent lives it counts as alive: the parent may still act for
@@ -213,7 +212,7 @@ static int pid_verdict(const struct hf_owner *o)
 		if (mine == HF_PIDNS_UNKNOWN || mine != o->pidns)
 			return PID_UNKNOWN; /* OW3 (an unknown namespace never matches) */
 	} else if (!o->host[0] || strcmp(o->host, hf_host_name()) != 0) {
-		return PID_UNKNOWN; /* a 0.1 record of another host */
+		return PID_UNKNOWN; /* a record without pidns, of another host */
 	}
 	int rc = hf_sys_kill((pid_t)o->pid, 0);
 	if (rc == -ESRCH)

@@ -22,8 +22,8 @@ struct hf_owner {
 	int64_t time_ms;                  /* wall clock, Unix ms, when recorded    */
 	uint64_t pidns;                   /* inode of the pid namespace `pid` is
 					     a pid of; HF_PIDNS_UNKNOWN: not known
-					     (its pid is never proof); 0: a record
-					     of holdfast 0.1                       */
+					     (its pid is never proof); 0: absent
+					     from the record (an older writer)     */
 	uint64_t timens;                  /* inode of the time namespace boot_ms
 					     was read in; 0: unknown               */
 	int64_t boot_ms;                  /* CLOCK_BOOTTIME ms when recorded; 0:

@@ -1,5 +1,5 @@
 /*
- * session.c - the session lock (seed 002): one holder per work tree, by lane.
+ * session.c - the session lock: one holder per work tree, by lane.
  *
  * A "session" is an operator working through a protocol, not a process:
  * every `holdfast session ...` is a fresh process, so ownership is the lane
@@ -22,7 +22,7 @@
  *                               Only a regular file there is a record (SL11).
  *                               .gitignore: `.session.lock.aside-*`
  *   No named temporaries: a record is written to an unnamed O_TMPFILE and
- *   linked into place (util.c, hf_publish_file_at_fd), and the taker keeps
+ *   linked into place (file.c, hf_publish_file_at_fd), and the taker keeps
  *   that descriptor: it pins the record's inode until the take is decided.
  *
  * Steps
@@ -46,6 +46,7 @@
  *          live record: a barrier -> withdraw (SW below)       [barrier]
  *          and, if no mover holds the barrier's kernel lock, put it
  *          back at <name> (SL4); refuse (HF_EHELD, the barrier's lane)
+ *          a record that cannot be read: withdraw, refuse (HF_EUNREADABLE)
  *          nothing live: taken.
  *   withdraw (SW, the pinned drop): until no name refers to our record
  *     (fstat of the pinned descriptor: st_nlink 0), find it - at <name>,
@@ -61,7 +62,9 @@
  *        a breaker's claim), and drop it the same way. When neither has
  *        it, read <name> again: if it changed meanwhile (a record put back
  *        there during the scan), start over from SR1.
- *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS.
+ *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS; an
+ *     unreadable lock at <name>: HF_EUNREADABLE.
+ *   model/session.pml names the take's steps T1-T5 and the withdrawal W.
  *   status: read <name>; when absent, an aside holding a live record.
  *
  *   Named points (hf_sys_point; a test pauses or kills a process there):
@@ -84,7 +87,7 @@
  *         evidence only): boot-relative ("boottime_ms") when the judge runs
  *         on the writer's kernel ("boot_id") and time namespace ("timens"),
  *         so a wall-clock step moves it neither way; else now - "started"
- *         by the wall clock (legacy timestamps, 0.1.0 records, another
+ *         by the wall clock (legacy timestamps, records without these fields, another
  *         machine), where a record dated in the future is live (clock
  *         skew). A lock that cannot be read or parsed is refused, never
  *         aged and never moved.
@@ -103,10 +106,10 @@
  *         so only an orphaned barrier (its mover killed, or its restore
  *         refused) is put back - the one a waiter would otherwise spin on
  *         (every attempt publishing and withdrawing beside it) for the rest
- *         of its holder's session. Putting back an aside in flight is what
- *         resurrected withdrawn takes in 0.1.0 (a record at <name> that
- *         nobody held, for 90 minutes) and what made a release lose 32
- *         rounds to a waiter woken by the release's own rename (EAGAIN).
+ *         of its holder's session. Putting back an aside in flight would
+ *         resurrect a withdrawn take (a record at <name> that nobody holds,
+ *         until it turns stale) and make a release lose its rounds to a
+ *         waiter woken by the release's own rename (-EAGAIN, SH10).
  *         Safety never depends on the lock: SL10 makes any restore harmless.
  *   (SL5) A taker reports success only after a scan of the asides, made
  *         after its own record was published, found no live record but its
@@ -141,10 +144,11 @@
  * Hazards
  * -------
  *   (SH1) Two sessions of one lane are the same owner unless they pass
- *         --owner: a release by lane releases either (the seed's limit).
+ *         --owner: a release by lane releases either.
  *   (SH2) A session that runs past the stale window is broken while it
- *         still believes it holds the tree (no file protocol can stop that;
- *         REPORT.md, ORACLE=1). Takers with different --stale windows
+ *         still believes it holds the tree (no file protocol can stop that:
+ *         staleness is a guess about an operator, not a proof). Takers with
+ *         different --stale windows
  *         disagree about which asides are stale.
  *   (SH3) A live record left in an aside (a breaker killed between its move
  *         and its restore) blocks every taker until a taker puts it back
@@ -157,7 +161,7 @@
  *         lock is refused as unreadable (SL2) and cleared by a human.
  *   (SH6) A legacy lock has no lane: no release matches it; it is broken
  *         when stale or removed by the old protocol's own "delete it".
- *   (SH7) hf_session_naive_take is the seed's read-then-write guard, kept
+ *   (SH7) hf_session_naive_take is the naive read-then-write guard, kept
  *         only to measure against: it admits two holders.
  *   (SH8) A release that has not yet found its record holds no descriptor:
  *         if the record is moved twice while the release looks for it (back
@@ -1264,7 +1268,7 @@ out:
 }
 
 /* ------------------------------------------------------------------------
- * status, and the seed's old guard
+ * status, and the naive guard
  * ---------------------------------------------------------------------- */
 
 static int pred_live(const struct seen *s, const void *arg)

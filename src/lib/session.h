@@ -31,7 +31,7 @@ struct hf_sessionlock_record {
 	} broke;
 	/* When "started" was, on the writer's kernel: with these its age is
 	 * boot-relative for a judge on the same kernel and time namespace (a
-	 * wall-clock step moves it neither way); absent in 0.1.0 records. */
+	 * wall-clock step moves it neither way); absent in older records. */
 	char boot_id[HF_BOOTID_LEN + 1];  /* "": unknown                            */
 	uint64_t timens;                  /* time namespace inode; 0: unknown       */
 	int64_t boot_ms;                  /* CLOCK_BOOTTIME ms; 0: unknown          */
@@ -97,7 +97,7 @@ int hf_session_judge(const struct hf_sessionlock_record *r, int64_t now_ms, int6
 /* Is name an aside of the lock file lock_name ("<lock_name>.aside-<16 hex>")? */
 int hf_session_is_aside(const char *lock_name, const char *name);
 
-/* The seed's OLD guard, kept only to be measured against (`session race
+/* The naive guard (read, then write), kept only to be measured against (`session race
  * --naive`, the selftest's differential): read the file; if it holds a live
  * timestamp, HF_EHELD; else write the current ISO-8601 time over it with
  * O_TRUNC and return 0. Read-then-write: NOT a lock (hazard SH7). */
