@@ -45,6 +45,7 @@
 #include "holdfast.h"
 #include "sys.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -198,6 +199,7 @@ int hf_wait_next(struct hf_waiter *w)
 		w->backoff_us = nb > cap ? cap : nb;
 		if (left_ms >= 0 && sleep_ms > left_ms)
 			sleep_ms = left_ms; /* WT1 */
+		assert((left_ms < 0 || sleep_ms <= left_ms) && sleep_ms >= 0 && "WT1");
 		if (w->ifd < 0 && w->cancel_fd < 0) {
 			int rc = hf_sys_sleep_ms(sleep_ms);
 			return rc < 0 ? rc : 0;

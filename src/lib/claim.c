@@ -67,6 +67,7 @@
 #include "claim.h"
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,6 +90,7 @@ int hf_claim_take(int dirfd, const char *canon, int claimdirfd, const char *pref
 			return -ENAMETOOLONG;
 		memcpy(ret_name, prefix, pl);
 		memcpy(ret_name + pl, hex, 17); /* with its NUL */
+		assert(strlen(ret_name) == pl + 16 && "CL5"); /* 64 fresh random bits */
 		rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, RENAME_NOREPLACE);
 		if (rc == -EOPNOTSUPP) /* CL5: a fresh random name; nothing to replace */
 			rc = hf_sys_renameat2(dirfd, canon, claimdirfd, ret_name, 0);
@@ -102,6 +104,7 @@ int hf_claim_take(int dirfd, const char *canon, int claimdirfd, const char *pref
 int hf_claim_verify(int claimdirfd, const char *name, const char *judged_token,
 		    hf_claim_identify_fn identify, void *ctx)
 {
+	assert(judged_token && judged_token[0] && "CL1"); /* an identity, not a name */
 	char token[128];
 	int rc = identify(claimdirfd, name, token, sizeof token, ctx);
 	if (rc == HF_EUNREADABLE || rc == -ENOENT)

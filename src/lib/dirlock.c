@@ -713,6 +713,7 @@ static int rm_files_cb(int dirfd, const char *name, void *ctx)
  * (never recursive). */
 static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 {
+	assert(claim_time(mine) >= 0 && "DL3"); /* our own claim, never L */
 	char p[HF_CLAIM_NAME_MAX + 16];
 	*hf_put_str(hf_put_str(p, mine), "/owner") = '\0';
 	int rc = hf_sys_unlinkat(l->sfd, p, 0);
@@ -743,6 +744,7 @@ static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 /* Put our own claim back at L, or leave it as a barrier (DL4). */
 static int claim_putback(struct lk *l, const char *mine, const struct place *found)
 {
+	assert(claim_time(mine) >= 0 && found->kind != REC_NONE && "DL4");
 	const char *expect = found->kind == REC_OK ? found->info.owner.token : NULL;
 	int rc = hf_claim_restore(l->sfd, mine, l->pfd, l->base, expect, dir_identify, NULL);
 	return rc == HF_EBARRIER || rc == HF_ELOST || rc == -ENOENT ? 0 : rc;
@@ -1217,6 +1219,7 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 			goto unlock;
 		fl.reserve = reserve;
 	}
+	assert(f > fl.fence && f <= fl.reserve && fl.reserve <= FENCE_MAX && "DL7");
 	fl.fence = f;
 	rc = fence_write(fd, &fl);
 unlock:
@@ -1297,6 +1300,7 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 	}
 	/* p stays open across the reap: it pins a record-less directory's inode
 	 * (CL1) and holds the kernel lock the verdict took (DL9) */
+	assert(p.fd >= 0 && (p.kind == REC_OK || p.info.partial) && "DL9");
 	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, ROLE(REAP));
 	place_done(&p);
 	return rc < 0 ? rc : RETRY;
@@ -1397,6 +1401,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		rc = RETRY; /* our directory was removed: reaped past the stale window */
 	if (rc != 0)
 		goto withdraw; /* nothing of ours was linked (FI1) */
+	assert(reclen > 0 && reclen < OWNER_MAX && rec[reclen - 1] == '\n' && "DL1");
 	mine = me.token;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_PUBLISHED);
 
@@ -1425,6 +1430,8 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 			rc = RETRY;
 		goto denied;
 	}
+	/* DL2: published (a), looked (b), read back (c), fence checked (d) */
+	assert(mine && rc == 1 && f > 0 && lfd >= 0 && "DL2");
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_ENTERED);
 	memset(ret, 0, sizeof *ret);
 	ret->owner = me;

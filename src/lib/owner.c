@@ -66,6 +66,7 @@
  */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -214,6 +215,9 @@ static int pid_verdict(const struct hf_owner *o)
 	} else if (!o->host[0] || strcmp(o->host, hf_host_name()) != 0) {
 		return PID_UNKNOWN; /* a record without pidns, of another host */
 	}
+	/* OW1, OW2: a pid of this kernel and of our pid namespace (or of a
+	 * record without pidns, of this host) */
+	assert(same_kernel(o) && "OW1");
 	int rc = hf_sys_kill((pid_t)o->pid, 0);
 	if (rc == -ESRCH)
 		return PID_DEAD; /* OW1 */
@@ -227,6 +231,7 @@ static int pid_verdict(const struct hf_owner *o)
 		return PID_DEAD; /* OW1: gone between the two looks */
 	if (rc < 0)
 		return PID_ALIVE;
+	assert(o->pid_start != 0 && "OW2"); /* a start time to compare */
 	return start == o->pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
 }
 
@@ -244,6 +249,7 @@ int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd)
 	 * only a lock of this kernel is proof. */
 	if (probe_fd < 0 || !o->pidns || !same_kernel(o))
 		return HF_ALIVE;
+	assert(v == PID_UNKNOWN && "OW3"); /* the pid proves nothing here */
 	return hf_kernel_lock_probe(probe_fd) == 0 ? HF_DEAD : HF_ALIVE;
 }
 

@@ -187,6 +187,7 @@
 #include "claim.h"
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -719,6 +720,7 @@ static int delete_verified(struct lk *l, const char *src, const struct seen *exp
 	int rc = move_verified(l, src, expect, pt, aside, sizeof aside);
 	if (rc < 0)
 		return rc;
+	assert(hf_session_is_aside(l->name, aside) && "SL3");
 	return hf_sys_unlinkat(l->dfd, aside, 0);
 }
 
@@ -788,6 +790,7 @@ static int take_pinned(struct lk *l, const struct pin *p, const char *src, int p
 	hf_sys_point(points[pt].moved);
 	rc = pin_is(p, l->dfd, aside);
 	if (rc == 1) {
+		assert(hf_session_is_aside(l->name, aside) && "SL3");
 		rc = hf_sys_unlinkat(l->dfd, aside, 0); /* our verified claim (CL2) */
 		return rc == -ENOENT ? 0 : rc;
 	}
@@ -824,6 +827,7 @@ static int drop_pinned(struct lk *l, int fd, int pt)
 			return rc;
 		if (st.st_nlink == 0)
 			return ours ? 0 : GONE; /* SL10: no name refers to it */
+		assert(st.st_dev == p.dev && st.st_ino == p.ino && "SL10"); /* pinned */
 		char where[HF_CLAIM_NAME_MAX];
 		rc = pin_is(&p, l->dfd, l->name);
 		if (rc == 1) {
@@ -1035,6 +1039,7 @@ static int set_mine(struct seen *mine, const struct hf_sessionlock_record *r)
 	int len = hf_session_format(r, mine->buf, sizeof mine->buf);
 	if (len < 0)
 		return len;
+	assert(len > 0 && mine->buf[len - 1] == '\n' && "SL1"); /* a whole record */
 	mine->len = (size_t)len;
 	mine->rec = *r;
 	return 0;
@@ -1043,8 +1048,10 @@ static int set_mine(struct seen *mine, const struct hf_sessionlock_record *r)
 /* SL8: the judged lock's aside goes once our publication is decided. */
 static void drop_stolen(struct lk *l, char *stolen)
 {
-	if (stolen[0])
+	if (stolen[0]) {
+		assert(hf_session_is_aside(l->name, stolen) && "SL8");
 		hf_sys_unlinkat(l->dfd, stolen, 0); /* our verified claim (CL2) */
+	}
 	stolen[0] = '\0';
 }
 
@@ -1109,6 +1116,8 @@ int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlo
 			sc->lost = 0;
 			rc = hf_claim_scan(l.dfd, l.prefix, take_scan_cb, sc); /* SL5 */
 			if (rc == 0) {
+				/* SL5: the scan after publishing found no live record */
+				assert(sc->denied == 0 && sc->bfd < 0 && mine_fd >= 0 && "SL5");
 				if (ret_taken)
 					*ret_taken = r;
 				goto out;
