@@ -9,6 +9,9 @@
  *  (TX2) hf_text_ok accepts only valid UTF-8 without control characters:
  *        what it accepts can be printed to a terminal and written into JSON
  *        with only '"' and '\\' escaped.
+ *  (TX3) hf_json_escape is the one JSON string escaper: what it writes is
+ *        valid inside a JSON string for any input without NUL, and for text
+ *        (TX2) it is the text with only '"' and '\\' escaped.
  */
 #include "text.h"
 
@@ -254,7 +257,7 @@ char *hf_json_escape(char *p, const char *s)
 		if (c == '"' || c == '\\') {
 			*p++ = '\\';
 			*p++ = (char)c;
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || c == 0x7f) {
 			*p++ = '\\';
 			*p++ = 'u';
 			*p++ = '0';
@@ -266,4 +269,15 @@ char *hf_json_escape(char *p, const char *s)
 		}
 	}
 	return p;
+}
+
+uint64_t hf_fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
 }

@@ -73,8 +73,11 @@ bool hf_text_ok(const char *s, size_t max);
  * keep_nl) and bytes that are not UTF-8 as \xNN, cut to fit. Returns buf. */
 const char *hf_text_show(const char *s, char *buf, size_t n, bool keep_nl);
 /* s as the inside of a JSON string at p ('"' and '\\' escaped, control
- * characters as \u00XX; at most 6 bytes per byte of s), not NUL-terminated;
- * returns the end. */
+ * characters and DEL as \u00XX; at most 6 bytes per byte of s), not
+ * NUL-terminated; returns the end. The one JSON escaper (TX3). */
 char *hf_json_escape(char *p, const char *s);
+/* FNV-1a, 64 bits, of n bytes at p (a digest for identity and hashing,
+ * not for security). */
+uint64_t hf_fnv1a(const void *p, size_t n);
 
 #endif

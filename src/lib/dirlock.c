@@ -228,6 +228,7 @@
 #define RESERVE_STEP 1024
 #define FENCE_MAX ((uint64_t)INT64_MAX)
 #define OWNER_MAX 4096
+_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (record_format)");
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
 #define FLOCK_BOUND_MS 5000 /* DL11: the counter is held for a few syscalls */
@@ -270,57 +271,23 @@ struct place {
 
 /* --- owner records ---------------------------------------------------------- */
 
-/* JSON string body of s (printable UTF-8 checked by the caller): escape
- * '"' and '\\'. */
-static void json_escape(char *dst, size_t n, const char *s)
-{
-	size_t o = 0;
-	for (; *s && o + 3 < n; s++) {
-		if (*s == '"' || *s == '\\')
-			dst[o++] = '\\';
-		dst[o++] = *s;
-	}
-	dst[o] = '\0';
-}
-
-/* The owner record: one line of JSON, fields in this order (the token
- * first: readers that only need it find it without a parse, place_peek).
- * Built by hand into buf (OWNER_MAX bytes): it is made in every
- * acquisition, and stdio formats slower than the system calls around it.
- * The length; host and comm are text (hf_text_ok), escaped for JSON. */
+/* The owner record: one line of JSON, owner.c's members (OW4) with the
+ * lock's own between the time and pidns; the token first, so readers that
+ * only need it find it without a parse (token_peek). Into buf (OWNER_MAX
+ * bytes); the length. */
 static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence,
 			    int64_t max_hold_ms)
 {
-	char when[HF_TIME_MAX], host[2 * HF_HOST_MAX + 1], comm[2 * HF_COMM_MAX + 1];
-	hf_time_format(me->time_ms, when, sizeof when);
-	json_escape(host, sizeof host, me->host);
-	json_escape(comm, sizeof comm, me->comm);
+	char mid[64], *m = mid;
+	m = HF_PUT_LIT(m, ",\"fence\":");
+	m = hf_put_u64w(m, fence, 1);
+	m = HF_PUT_LIT(m, ",\"max_hold_ms\":");
+	m = hf_put_u64w(m, (uint64_t)(max_hold_ms > 0 ? max_hold_ms : 0), 1);
+	*m = '\0';
 	char *p = buf;
-	p = HF_PUT_LIT(p, "{\"token\":\"");
-	p = hf_put_str(p, me->token);
-	p = HF_PUT_LIT(p, "\",\"pid\":");
-	p = hf_put_u64w(p, (uint64_t)me->pid, 1);
-	p = HF_PUT_LIT(p, ",\"pid_start\":");
-	p = hf_put_u64w(p, me->pid_start, 1);
-	p = HF_PUT_LIT(p, ",\"boot_id\":\"");
-	p = hf_put_str(p, me->boot_id);
-	p = HF_PUT_LIT(p, "\",\"host\":\"");
-	p = hf_put_str(p, host);
-	p = HF_PUT_LIT(p, "\",\"acquired\":\"");
-	p = hf_put_str(p, when);
-	p = HF_PUT_LIT(p, "\",\"fence\":");
-	p = hf_put_u64w(p, fence, 1);
-	p = HF_PUT_LIT(p, ",\"max_hold_ms\":");
-	p = hf_put_u64w(p, (uint64_t)(max_hold_ms > 0 ? max_hold_ms : 0), 1);
-	p = HF_PUT_LIT(p, ",\"pidns\":");
-	p = hf_put_u64w(p, me->pidns, 1);
-	p = HF_PUT_LIT(p, ",\"timens\":");
-	p = hf_put_u64w(p, me->timens, 1);
-	p = HF_PUT_LIT(p, ",\"boottime_ms\":");
-	p = hf_put_u64w(p, (uint64_t)(me->boot_ms > 0 ? me->boot_ms : 0), 1);
-	p = HF_PUT_LIT(p, ",\"comm\":\"");
-	p = hf_put_str(p, comm);
-	p = HF_PUT_LIT(p, "\"}\n");
+	*p++ = '{';
+	p = hf_owner_put_json(p, me, "acquired", mid);
+	p = HF_PUT_LIT(p, "}\n");
 	*p = '\0';
 	return (size_t)(p - buf);
 }

@@ -18,6 +18,11 @@
  * pidns, timens, boottime_ms and comm are absent in records of older writers
  * (read as 0 / "": unknown).
  *
+ *   (OW4) One writer: hf_owner_put_json writes these members for every
+ *         owner record - the directory lock's file, with its own members
+ *         between the time and pidns, and hf_owner_to_json - and
+ *         hf_owner_from_json reads back every field it wrote.
+ *
  * Liveness
  * --------
  * Is an owner alive? Dead only on proof, and only on a proof
@@ -122,15 +127,63 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 	return 0;
 }
 
+/* A JSON integer at p: v in decimal, '-' first when negative. */
+static char *put_i64(char *p, int64_t v)
+{
+	if (v < 0) {
+		*p++ = '-';
+		return hf_put_u64w(p, -(uint64_t)v, 1);
+	}
+	return hf_put_u64w(p, (uint64_t)v, 1);
+}
+
+/* Built by hand: the directory lock writes one in every acquisition, and
+ * stdio formats slower than the system calls around it. */
+char *hf_owner_put_json(char *p, const struct hf_owner *o, const char *time_key,
+			const char *mid)
+{
+	char when[HF_TIME_MAX];
+	hf_time_format(o->time_ms, when, sizeof when);
+	p = HF_PUT_LIT(p, "\"token\":\"");
+	p = hf_json_escape(p, o->token);
+	p = HF_PUT_LIT(p, "\",\"pid\":");
+	p = put_i64(p, o->pid);
+	p = HF_PUT_LIT(p, ",\"pid_start\":");
+	p = hf_put_u64w(p, o->pid_start, 1);
+	p = HF_PUT_LIT(p, ",\"boot_id\":\"");
+	p = hf_json_escape(p, o->boot_id);
+	p = HF_PUT_LIT(p, "\",\"host\":\"");
+	p = hf_json_escape(p, o->host);
+	p = HF_PUT_LIT(p, "\",\"");
+	p = hf_json_escape(p, time_key);
+	p = HF_PUT_LIT(p, "\":\"");
+	p = hf_put_str(p, when);
+	*p++ = '"';
+	if (mid)
+		p = hf_put_str(p, mid);
+	p = HF_PUT_LIT(p, ",\"pidns\":");
+	p = hf_put_u64w(p, o->pidns, 1);
+	p = HF_PUT_LIT(p, ",\"timens\":");
+	p = hf_put_u64w(p, o->timens, 1);
+	p = HF_PUT_LIT(p, ",\"boottime_ms\":");
+	p = hf_put_u64w(p, (uint64_t)(o->boot_ms > 0 ? o->boot_ms : 0), 1);
+	p = HF_PUT_LIT(p, ",\"comm\":\"");
+	p = hf_json_escape(p, o->comm);
+	*p++ = '"';
+	return p;
+}
+
 json_t *hf_owner_to_json(const struct hf_owner *o, const char *time_key)
 {
-	char when[40];
-	hf_time_format(o->time_ms, when, sizeof when);
-	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "token", o->token,
-			 "pid", (json_int_t)o->pid, "pid_start", (json_int_t)o->pid_start,
-			 "boot_id", o->boot_id, "host", o->host, time_key, when, "pidns",
-			 (json_int_t)o->pidns, "timens", (json_int_t)o->timens, "boottime_ms",
-			 (json_int_t)o->boot_ms, "comm", o->comm);
+	char buf[HF_OWNER_JSON_MAX + 2];
+	if (strlen(time_key) > HF_OWNER_TIME_KEY_MAX)
+		return NULL;
+	char *p = buf;
+	*p++ = '{';
+	p = hf_owner_put_json(p, o, time_key, NULL);
+	*p++ = '}';
+	assert((size_t)(p - buf) <= sizeof buf && "OW4");
+	return json_loadb(buf, (size_t)(p - buf), 0, NULL); /* OW4: the one writer */
 }
 
 /* An optional non-negative integer field (0 when absent); -1 when present

@@ -52,9 +52,19 @@ int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd);
  * wall clock (negative when dated in the future). */
 int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms);
 
-/* The JSON object of an owner record, owned by the caller (json_decref).
- * Fields: token, pid, pid_start, boot_id, host, time_key as ISO-8601,
- * pidns, timens, boottime_ms, comm. */
+/* The owner record's members as JSON text at p, without the braces:
+ * token, pid, pid_start, boot_id, host, time_key (ISO-8601), then mid
+ * verbatim (NULL: nothing; the caller's own members, each starting with
+ * ','), then pidns, timens, boottime_ms, comm. Not NUL-terminated; returns
+ * the end. At most HF_OWNER_JSON_MAX bytes plus strlen(mid), for a
+ * time_key of at most HF_OWNER_TIME_KEY_MAX bytes. The one writer (OW4). */
+#define HF_OWNER_TIME_KEY_MAX 32
+#define HF_OWNER_JSON_MAX 1600
+char *hf_owner_put_json(char *p, const struct hf_owner *o, const char *time_key,
+			const char *mid);
+/* The JSON object of an owner record (hf_owner_put_json, parsed), owned by
+ * the caller (json_decref); NULL when it cannot be made (host or comm not
+ * UTF-8, no memory, a time_key longer than HF_OWNER_TIME_KEY_MAX). */
 struct json_t;
 struct json_t *hf_owner_to_json(const struct hf_owner *o, const char *time_key);
 /* Fill *ret from a JSON object; missing optional fields stay zero. -EINVAL

@@ -228,21 +228,18 @@ static void sb_put(struct sbuf *b, const char *s)
 	sb_putn(b, s, strlen(s));
 }
 
+/* s as a JSON string (hf_json_escape), a slice at a time. */
 static void sb_str(struct sbuf *b, const char *s)
 {
 	sb_putn(b, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		char esc[8];
-		if (*p == '"' || *p == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)*p;
-			sb_putn(b, esc, 2);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			snprintf(esc, sizeof esc, "\\u%04x", *p);
-			sb_put(b, esc);
-		} else {
-			sb_putn(b, (const char *)p, 1);
-		}
+	char slice[65], esc[6 * (sizeof slice - 1)];
+	for (size_t n = strlen(s); n > 0;) {
+		size_t k = n < sizeof slice - 1 ? n : sizeof slice - 1;
+		memcpy(slice, s, k);
+		slice[k] = '\0';
+		sb_putn(b, esc, (size_t)(hf_json_escape(esc, slice) - esc));
+		s += k;
+		n -= k;
 	}
 	sb_putn(b, "\"", 1);
 }
@@ -626,23 +623,13 @@ static int look_aside(int dfd, const char *name, struct seen *s, int *keep)
 	return rc;
 }
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 /* CL1: a record's identity, for the claim core, is a digest of all its bytes
  * (the owner token is among them) and their length. Where a verdict is acted
  * on, the bytes themselves are compared as well: see move_verified. No
  * parsing: the verifying read of a claim costs a read, not a JSON parse. */
 static void identity(const struct seen *s, char *id, size_t n)
 {
-	snprintf(id, n, "%zu:%016llx", s->len, (unsigned long long)fnv1a(s->buf, s->len));
+	snprintf(id, n, "%zu:%016llx", s->len, (unsigned long long)hf_fnv1a(s->buf, s->len));
 }
 
 /* The claim core's identify callback. ctx (may be NULL) keeps what was read,

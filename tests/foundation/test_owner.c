@@ -1,4 +1,4 @@
-/* owner.c and liveness.c: records and proof of death. */
+/* owner.c: records and proof of death. */
 #include "hft.h"
 #include "internal.h"
 
@@ -43,6 +43,54 @@ Test(owner, json_round_trip)
 	json_t *bad = json_pack("{s:s}", "token", "abc");
 	cr_assert_eq(hf_owner_from_json(bad, "acquired", &back), -EINVAL, "pid is required");
 	json_decref(bad);
+}
+
+/* OW4: the one writer of owner records, byte for byte the contract's form
+ * (the directory lock's owner file: its own members between the time and
+ * pidns), and every field it writes reads back equal. */
+Test(owner, one_writer_exact_and_round_trip)
+{
+	struct hf_owner o, back;
+	memset(&o, 0, sizeof o);
+	strcpy(o.token, "0123456789abcdef0123456789abcdef");
+	o.pid = 4242;
+	o.pid_start = 123456;
+	strcpy(o.boot_id, "d616b8ae-4c40-4d21-92b0-5a312d00c62a");
+	strcpy(o.host, "b\"o\\x");
+	o.time_ms = 1758535200000LL;
+	o.pidns = 4026531836u;
+	o.timens = 4026531834u;
+	o.boot_ms = 8123456;
+	strcpy(o.comm, "make");
+	char buf[HF_OWNER_JSON_MAX + 64], *p = buf;
+	*p++ = '{';
+	p = hf_owner_put_json(p, &o, "acquired", ",\"fence\":7,\"max_hold_ms\":600000");
+	*p++ = '}';
+	*p = '\0';
+	cr_assert_str_eq(buf, "{\"token\":\"0123456789abcdef0123456789abcdef\",\"pid\":4242,"
+			      "\"pid_start\":123456,\"boot_id\":\"d616b8ae-4c40-4d21-92b0-5a312d00c62a\","
+			      "\"host\":\"b\\\"o\\\\x\",\"acquired\":\"2025-09-22T10:00:00Z\","
+			      "\"fence\":7,\"max_hold_ms\":600000,\"pidns\":4026531836,"
+			      "\"timens\":4026531834,\"boottime_ms\":8123456,\"comm\":\"make\"}");
+	json_t *j = json_loads(buf, 0, NULL);
+	cr_assert_not_null(j);
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), 0);
+	cr_assert_eq(memcmp(&o, &back, sizeof o), 0, "write, parse: equal");
+	cr_assert_eq(json_integer_value(json_object_get(j, "fence")), 7);
+	json_decref(j);
+	/* hf_owner_to_json is the same writer, parsed */
+	j = hf_owner_to_json(&o, "acquired");
+	cr_assert_not_null(j);
+	char *dump = json_dumps(j, JSON_COMPACT);
+	cr_assert_str_eq(dump, "{\"token\":\"0123456789abcdef0123456789abcdef\",\"pid\":4242,"
+			       "\"pid_start\":123456,\"boot_id\":\"d616b8ae-4c40-4d21-92b0-5a312d00c62a\","
+			       "\"host\":\"b\\\"o\\\\x\",\"acquired\":\"2025-09-22T10:00:00Z\","
+			       "\"pidns\":4026531836,\"timens\":4026531834,\"boottime_ms\":8123456,"
+			       "\"comm\":\"make\"}");
+	free(dump);
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), 0);
+	cr_assert_eq(memcmp(&o, &back, sizeof o), 0);
+	json_decref(j);
 }
 
 Test(liveness, self_alive)
