@@ -1,7 +1,8 @@
 /*
  * file.c - the file operations every lock kind shares: one path splitter,
- * one small-file reader, one directory iterator, test-and-set publication
- * and atomic replacement of files.
+ * one small-file reader (and a heap reader for files of any size), one
+ * directory iterator, test-and-set publication and atomic replacement of
+ * files.
  *
  * Invariants:
  *  (FI1) hf_publish_file_at never makes a partial file visible under its name,
@@ -39,6 +40,27 @@
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
+
+ssize_t hf_read_small_at(int dirfd, const char *path, int flags, char *buf, size_t n,
+			 int *ret_fd)
+{
+	if (n < 2)
+		return -EINVAL;
+	int fd = hf_sys_openat(dirfd, path, O_RDONLY | O_NOFOLLOW | flags, 0);
+	if (fd < 0)
+		return fd;
+	ssize_t r = hf_sys_read(fd, buf, n - 1);
+	if (r >= 0 && (size_t)r < n - 1 && ret_fd)
+		*ret_fd = fd;
+	else
+		hf_sys_close(fd);
+	if (r < 0)
+		return r;
+	if ((size_t)r == n - 1)
+		return -EFBIG;
+	buf[r] = '\0';
+	return r;
+}
 
 int hf_read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret_buf,
 		    size_t *ret_len, struct stat *ret_st)

@@ -10,8 +10,17 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* Read a whole small file (at most max bytes) at dirfd/path, NUL-terminated.
- * *ret_buf is malloc'd. -EFBIG when larger than max. flags: extra O_ flags. */
+/* The small-file reader: dirfd/path (opened O_RDONLY | O_NOFOLLOW | flags)
+ * into buf (n bytes) with one read, NUL-terminated: the count (< n), or
+ * -EFBIG when it holds n - 1 bytes or more, or -errno. One read: a regular
+ * file returns fewer bytes than asked only at its end (a record, a /proc
+ * file); no heap, no fstat. ret_fd (may be NULL): on success the descriptor
+ * is left open there (close-on-exec), pinning what was read. */
+ssize_t hf_read_small_at(int dirfd, const char *path, int flags, char *buf, size_t n,
+			 int *ret_fd);
+/* Read a whole file of any size up to max bytes at dirfd/path,
+ * NUL-terminated, into a malloc'd *ret_buf (a table, /proc/self/mountinfo).
+ * -EFBIG when larger than max. flags: extra O_ flags. */
 int hf_read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret_buf,
 		    size_t *ret_len, struct stat *ret_st);
 

@@ -12,6 +12,8 @@
  */
 #include "proc.h"
 
+#include "file.h"
+
 #include "sys.h"
 #include "text.h"
 
@@ -77,15 +79,12 @@ const char *hf_boot_id(void)
 	static char id[HF_BOOTID_LEN + 1];
 	static int done;
 	if (!done) {
-		int fd = hf_sys_openat(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY, 0);
-		if (fd >= 0) {
-			char buf[64];
-			ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
-			hf_sys_close(fd);
-			if (n >= HF_BOOTID_LEN) {
-				memcpy(id, buf, HF_BOOTID_LEN);
-				id[HF_BOOTID_LEN] = '\0';
-			}
+		char buf[64];
+		ssize_t n = hf_read_small_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 0, buf,
+					     sizeof buf, NULL);
+		if (n >= HF_BOOTID_LEN) {
+			memcpy(id, buf, HF_BOOTID_LEN);
+			id[HF_BOOTID_LEN] = '\0';
 		}
 		done = 1;
 	}
@@ -166,14 +165,9 @@ int hf_pid_comm(pid_t pid, char *buf, size_t n)
 {
 	char path[64], raw[64];
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
-	if (fd < 0)
-		return fd == -ENOENT ? -ESRCH : fd;
-	ssize_t r = hf_sys_read(fd, raw, sizeof raw - 1);
-	hf_sys_close(fd);
+	ssize_t r = hf_read_small_at(AT_FDCWD, path, O_NOCTTY | O_NONBLOCK, raw, sizeof raw, NULL);
 	if (r < 0)
-		return (int)r;
-	raw[r] = '\0';
+		return r == -ENOENT ? -ESRCH : (int)r;
 	raw[strcspn(raw, "\n")] = '\0';
 	/* a command name is the program's to choose: keep it only as text */
 	if (!hf_text_ok(raw, HF_COMM_MAX))

@@ -233,7 +233,7 @@ _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (record_fo
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
 #define FLOCK_BOUND_MS 5000 /* DL11: the counter is held for a few syscalls */
 #define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-#define OPEN_REC (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+#define OPEN_REC (O_NONBLOCK | O_NOCTTY) /* with hf_read_small_at's O_NOFOLLOW */
 
 #ifndef XFS_SUPER_MAGIC
 #define XFS_SUPER_MAGIC 0x58465342
@@ -320,23 +320,12 @@ static int record_parse(const char *buf, struct hf_dirlock_info *ret)
 	return 0;
 }
 
-/* Read a small regular file whole: bytes read (< cap, NUL-terminated), or
- * -EFBIG when it does not fit, or -errno. One read: a regular file returns
- * fewer bytes than asked only at its end. Never blocks (DL11): a FIFO reads
- * as empty or -EAGAIN. */
-static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
+/* A record whole (hf_read_small_at, one read): bytes read, -EFBIG when it
+ * is longer than OWNER_MAX, or -errno. Never blocks (DL11): a FIFO reads as
+ * empty or -EAGAIN. buf: OWNER_MAX + 2 bytes. */
+static ssize_t read_small(int dirfd, const char *name, char *buf)
 {
-	int fd = hf_sys_openat(dirfd, name, OPEN_REC, 0);
-	if (fd < 0)
-		return fd;
-	ssize_t n = hf_sys_read(fd, buf, cap);
-	hf_sys_close(fd);
-	if (n < 0)
-		return n;
-	if ((size_t)n == cap)
-		return -EFBIG;
-	buf[n] = '\0';
-	return n;
+	return hf_read_small_at(dirfd, name, OPEN_REC, buf, OWNER_MAX + 2, NULL);
 }
 
 #define TOKEN_PREFIX "{\"token\":\""
@@ -382,8 +371,8 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		return HF_EUNSAFE;
 	if (dfd < 0)
 		return dfd;
-	char buf[OWNER_MAX + 1];
-	ssize_t n = read_small(dfd, "owner", buf, sizeof buf);
+	char buf[OWNER_MAX + 2];
+	ssize_t n = read_small(dfd, "owner", buf);
 	int rc = 0;
 	if (n == -ENOENT)
 		p->kind = REC_EMPTY;
@@ -994,9 +983,9 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		 * it is safe as two steps (read, then unlink) - once ours is gone
 		 * nobody else publishes into a directory only we made and hold
 		 * (model/dirlock.pml, W1ATOMIC=0). */
-		char buf[OWNER_MAX + 1];
+		char buf[OWNER_MAX + 2];
 		struct hf_dirlock_info i;
-		if (read_small(lfd, "owner", buf, sizeof buf) >= 0 && token_peek(buf, &i) &&
+		if (read_small(lfd, "owner", buf) >= 0 && token_peek(buf, &i) &&
 		    !strcmp(i.owner.token, token))
 			hf_sys_unlinkat(lfd, "owner", 0);
 		hf_sys_point(HF_PT_DIRLOCK_WITHDRAW_UNLINKED);
@@ -1097,8 +1086,9 @@ static int fence_read(int fd, struct fence_line *fl)
  * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
 static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why, size_t n)
 {
-	char *buf;
-	int rc = hf_read_file_at(l->sfd, RESERVE_FILE, O_NONBLOCK | O_NOCTTY, 64, &buf, NULL, NULL);
+	char buf[66];
+	ssize_t got = hf_read_small_at(l->sfd, RESERVE_FILE, OPEN_REC, buf, sizeof buf, NULL);
+	int rc = got < 0 ? (int)got : 0;
 	if (rc == -ENOENT && missing_ok) {
 		*ret = 0;
 		return 0;
@@ -1111,7 +1101,6 @@ static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why,
 		v = strtoull(buf, &end, 10);
 		ok = end != buf && buf[0] != '-' && !errno && v <= FENCE_MAX &&
 		     (*end == '\n' || *end == '\0');
-		free(buf);
 	} else if (rc != -ENOENT && rc != -EFBIG) {
 		return rc;
 	}
@@ -1378,9 +1367,9 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_SCANNED);
 
-	char opath[NAME_MAX + 8], back[OWNER_MAX + 1]; /* DA6, DL2c */
+	char opath[NAME_MAX + 8], back[OWNER_MAX + 2]; /* DA6, DL2c */
 	*hf_put_str(hf_put_str(opath, l->base), "/owner") = '\0';
-	ssize_t backlen = read_small(l->pfd, opath, back, sizeof back);
+	ssize_t backlen = read_small(l->pfd, opath, back);
 	if (backlen >= 0)
 		rc = (size_t)backlen == reclen && !memcmp(back, rec, reclen) ? 0 : RETRY;
 	else if (backlen == -ENOENT || backlen == -ENOTDIR || backlen == -EFBIG)

@@ -500,28 +500,18 @@ static int64_t mtime_ms(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
 }
 
-/* One read: a lock is a few hundred bytes, so open, read, close - no fstat,
- * no heap. A regular file's read is short only at its end; a longer file
- * overflows the buffer, a FIFO or device reads nothing or overflows: both
- * are refused as not a record (SL2). keep (may be NULL): the descriptor is
- * left open there when the read succeeded - it pins what was read. */
+/* One read (hf_read_small_at): a lock is a few hundred bytes - no fstat,
+ * no heap. A longer file overflows the buffer, a FIFO or device reads
+ * nothing or overflows: both are refused as not a record (SL2). keep (may
+ * be NULL): the descriptor is left open there when the read succeeded - it
+ * pins what was read. */
 static int read_small(int dfd, const char *name, struct seen *s, int *keep)
 {
-	int fd = hf_sys_openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-			       0);
-	if (fd < 0)
-		return fd;
-	ssize_t n = hf_sys_read(fd, s->buf, HF_SESSION_FILE_MAX + 1);
-	if (n >= 0 && n <= HF_SESSION_FILE_MAX && keep)
-		*keep = fd;
-	else
-		hf_sys_close(fd);
+	_Static_assert(sizeof s->buf == HF_SESSION_FILE_MAX + 2, "a record and one byte more");
+	ssize_t n = hf_read_small_at(dfd, name, O_NONBLOCK | O_NOCTTY, s->buf, sizeof s->buf, keep);
 	if (n < 0)
 		return (int)n;
-	if (n > HF_SESSION_FILE_MAX)
-		return -EFBIG;
 	s->len = (size_t)n;
-	s->buf[n] = '\0';
 	return 0;
 }
 
