@@ -28,18 +28,15 @@
 
 int hf_pid_start(pid_t pid, uint64_t *ret)
 {
-	char path[64], buf[1024];
+	char path[64], buf[2048]; /* 52 fields of at most 20 digits, comm 18 */
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY, 0);
-	if (fd < 0)
-		return fd == -ENOENT ? -ESRCH : fd;
-	ssize_t n = hf_sys_read(fd, buf, sizeof buf - 1);
-	hf_sys_close(fd);
+	ssize_t n = hf_read_small_at(AT_FDCWD, path, 0, buf, sizeof buf, NULL);
+	if (n == -ENOENT)
+		return -ESRCH;
 	if (n < 0)
 		return (int)n;
 	if (n == 0)
 		return -ESRCH; /* a zombie being reaped */
-	buf[n] = '\0';
 	/* Field 2 (comm) may hold spaces and parentheses: start after the last ')'. */
 	char *p = strrchr(buf, ')');
 	if (!p)
