@@ -362,10 +362,9 @@ int hf_path_split(const char *path, char *dir, size_t dn, char *base, size_t bn)
 	return 0;
 }
 
-int hf_open_parent(const char *path, int *ret_dirfd, char *base, size_t n)
+int hf_open_split(const char *path, int *ret_dirfd, char *dir, size_t dn, char *base, size_t bn)
 {
-	char dir[PATH_MAX];
-	int rc = hf_path_split(path, dir, sizeof dir, base, n);
+	int rc = hf_path_split(path, dir, dn, base, bn);
 	if (rc < 0)
 		return rc;
 	int fd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, 0);
@@ -373,6 +372,12 @@ int hf_open_parent(const char *path, int *ret_dirfd, char *base, size_t n)
 		return fd;
 	*ret_dirfd = fd;
 	return 0;
+}
+
+int hf_open_parent(const char *path, int *ret_dirfd, char *base, size_t n)
+{
+	char dir[PATH_MAX];
+	return hf_open_split(path, ret_dirfd, dir, sizeof dir, base, n);
 }
 
 int hf_dir_each(int dirfd, const char *prefix, hf_dir_fn fn, void *ctx)

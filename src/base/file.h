@@ -92,6 +92,8 @@ int hf_path_split(const char *path, char *dir, size_t dn, char *base, size_t bn)
 /* Split path (hf_path_split) and open its directory (O_RDONLY|O_DIRECTORY)
  * into *ret_dirfd. */
 int hf_open_parent(const char *path, int *ret_dirfd, char *base, size_t n);
+/* The same, keeping the directory's path in dir (dn bytes) too. */
+int hf_open_split(const char *path, int *ret_dirfd, char *dir, size_t dn, char *base, size_t bn);
 
 /* Call fn for every entry of dirfd whose name starts with prefix ("" for
  * all; never "." or ".."). fn returns 0 to go on, >0 to stop (returned),

@@ -530,7 +530,8 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 		return -EINVAL;
 	l->stale_ms = stale_ms > 0 ? stale_ms : HF_LOCK_STALE_MS_DEFAULT;
 	l->max_hold_ms = max_hold_ms > 0 ? max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
-	int rc = hf_open_parent(path, &l->pfd, l->base, sizeof l->base);
+	int rc = hf_open_split(path, &l->pfd, l->parent, sizeof l->parent, l->base,
+			       sizeof l->base);
 	if (rc < 0)
 		return rc;
 	if (name_reserved(l->base) ||
@@ -539,23 +540,6 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 		goto fail;
 	}
 	*hf_put_str(hf_put_str(l->sname, l->base), STATE_SUFFIX) = '\0';
-	size_t plen = strlen(path);
-	while (plen > 1 && path[plen - 1] == '/')
-		plen--;
-	const char *slash = memrchr(path, '/', plen);
-	if (!slash) {
-		strcpy(l->parent, ".");
-	} else if (slash == path) {
-		strcpy(l->parent, "/");
-	} else {
-		size_t dl = (size_t)(slash - path);
-		if (dl >= sizeof l->parent) {
-			rc = -ENAMETOOLONG;
-			goto fail;
-		}
-		memcpy(l->parent, path, dl);
-		l->parent[dl] = '\0';
-	}
 
 	for (int tries = 0;; tries++) {
 		l->sfd = hf_sys_openat(l->pfd, l->sname, OPEN_DIR, 0);
@@ -684,7 +668,7 @@ static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 		struct stat st;
 		rc = hf_sys_fstatat(cfd, "owner", &st, AT_SYMLINK_NOFOLLOW);
 		if (rc == -ENOENT)
-			rc = hf_claim_scan(cfd, "", rm_files_cb, NULL);
+			rc = hf_dir_each(cfd, "", rm_files_cb, NULL);
 		else if (rc == 0)
 			rc = 1; /* a record appeared: the claim stays */
 		hf_sys_close(cfd);
@@ -848,7 +832,7 @@ static int claims_check(struct lk *l, struct hf_dirlock_info *barrier, int *stal
 	if (l->nlink_counts && st.st_nlink == 2)
 		return 0; /* DL8 */
 	struct look k = { .l = l, .barrier = barrier, .now = hf_sys_now_ms() };
-	rc = hf_claim_scan(l->sfd, "", look_cb, &k);
+	rc = hf_dir_each(l->sfd, "", look_cb, &k); /* claims and new directories */
 	*stale = k.stale;
 	return rc;
 }
@@ -882,7 +866,7 @@ static int sweep_new_cb(int dirfd, const char *name, void *ctx)
 static int sweep(struct lk *l)
 {
 	struct sweep_new news = { .l = l };
-	hf_claim_scan(l->sfd, NEW_PREFIX, sweep_new_cb, &news);
+	hf_dir_each(l->sfd, NEW_PREFIX, sweep_new_cb, &news);
 	struct claim_list *cl = malloc(sizeof *cl);
 	if (!cl)
 		return -ENOMEM;
