@@ -149,17 +149,11 @@ static void do_pause(enum hf_point point)
 	if (notify_fd >= 0) {
 		char line[80];
 		int len = snprintf(line, sizeof line, "%s\n", hf_point_name(point));
-		ssize_t w;
-		do
-			w = write(notify_fd, line, (size_t)len);
-		while (w < 0 && errno == EINTR);
+		(void)HF_EINTR_RETRY(write(notify_fd, line, (size_t)len));
 	}
 	if (go_fd >= 0) {
 		char c;
-		ssize_t r;
-		do
-			r = read(go_fd, &c, 1);
-		while (r < 0 && errno == EINTR);
+		(void)HF_EINTR_RETRY(read(go_fd, &c, 1));
 	}
 }
 

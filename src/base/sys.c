@@ -17,7 +17,9 @@
  *  (SY3) Functions here never touch errno as seen by the caller's contract:
  *        results come back as -errno.
  *  (SY4) EINTR is retried where a retry is always right (open, read, write,
- *        flock, waits), never for close (the fd may be reused at once).
+ *        flock, waits, dup2, getrandom, messages: HF_EINTR_RETRY, the one
+ *        loop; a sleep resumes the rest), never for close (the fd may be
+ *        reused at once).
  */
 #include "sys.h"
 
@@ -91,10 +93,7 @@ void hf_sys_point(enum hf_point point)
 int hf_sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
 	PASS(OPEN);
-	int fd;
-	do
-		fd = openat(dirfd, path, flags | O_CLOEXEC, mode);
-	while (fd < 0 && errno == EINTR);
+	int fd = HF_EINTR_RETRY(openat(dirfd, path, flags | O_CLOEXEC, mode));
 	return fd < 0 ? -errno : fd;
 }
 
@@ -112,20 +111,14 @@ int hf_sys_close(int fd)
 ssize_t hf_sys_read(int fd, void *buf, size_t n)
 {
 	PASS(READ);
-	ssize_t r;
-	do
-		r = read(fd, buf, n);
-	while (r < 0 && errno == EINTR);
+	ssize_t r = HF_EINTR_RETRY(read(fd, buf, n));
 	return r < 0 ? -errno : r;
 }
 
 ssize_t hf_sys_pread(int fd, void *buf, size_t n, off_t off)
 {
 	PASS(READ);
-	ssize_t r;
-	do
-		r = pread(fd, buf, n, off);
-	while (r < 0 && errno == EINTR);
+	ssize_t r = HF_EINTR_RETRY(pread(fd, buf, n, off));
 	return r < 0 ? -errno : r;
 }
 
@@ -135,12 +128,9 @@ ssize_t hf_sys_write(int fd, const void *buf, size_t n)
 	const char *p = buf;
 	size_t left = n;
 	while (left > 0) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
+		ssize_t w = HF_EINTR_RETRY(write(fd, p, left));
+		if (w < 0)
 			return -errno;
-		}
 		if (w == 0)
 			return -EIO;
 		p += w;
@@ -232,10 +222,7 @@ ssize_t hf_sys_readlinkat(int dirfd, const char *path, char *buf, size_t n)
 int hf_sys_flock(int fd, int op)
 {
 	PASS(FLOCK);
-	int rc;
-	do
-		rc = flock(fd, op);
-	while (rc < 0 && errno == EINTR && !(op & LOCK_NB));
+	int rc = HF_EINTR_RETRY(flock(fd, op)); /* with LOCK_NB it never blocks */
 	return rc < 0 ? -errno : 0;
 }
 
@@ -255,10 +242,7 @@ int hf_sys_pipe2(int fds[2], int flags)
 int hf_sys_dup2(int oldfd, int newfd)
 {
 	PASS(DUP);
-	int rc;
-	do
-		rc = dup2(oldfd, newfd);
-	while (rc < 0 && errno == EINTR);
+	int rc = HF_EINTR_RETRY(dup2(oldfd, newfd));
 	return rc < 0 ? -errno : rc;
 }
 
@@ -273,12 +257,9 @@ int hf_sys_getrandom(void *buf, size_t n)
 	PASS(GETRANDOM);
 	char *p = buf;
 	while (n > 0) {
-		ssize_t r = getrandom(p, n, 0);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
+		ssize_t r = HF_EINTR_RETRY(getrandom(p, n, 0));
+		if (r < 0)
 			return -errno;
-		}
 		p += r;
 		n -= (size_t)r;
 	}
@@ -295,10 +276,7 @@ pid_t hf_sys_fork(void)
 pid_t hf_sys_waitpid(pid_t pid, int *status, int options)
 {
 	PASS(WAIT);
-	pid_t r;
-	do
-		r = waitpid(pid, status, options);
-	while (r < 0 && errno == EINTR);
+	pid_t r = HF_EINTR_RETRY(waitpid(pid, status, options));
 	return r < 0 ? -errno : r;
 }
 
@@ -387,10 +365,7 @@ int hf_sys_fstatfs(int fd, struct statfs *st)
 ssize_t hf_sys_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
 	PASS(WRITE);
-	ssize_t w;
-	do
-		w = pwrite(fd, buf, n, off);
-	while (w < 0 && errno == EINTR);
+	ssize_t w = HF_EINTR_RETRY(pwrite(fd, buf, n, off));
 	if (w < 0)
 		return -errno;
 	return (size_t)w == n ? w : -EIO;
@@ -427,10 +402,7 @@ int hf_sys_inotify_rm_watch(int fd, int wd)
 int hf_sys_waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
 	PASS(WAIT);
-	int rc;
-	do
-		rc = waitid(type, id, info, options);
-	while (rc < 0 && errno == EINTR);
+	int rc = HF_EINTR_RETRY(waitid(type, id, info, options));
 	return rc < 0 ? -errno : 0;
 }
 
@@ -488,20 +460,14 @@ int hf_sys_socketpair(int domain, int type, int fds[2])
 ssize_t hf_sys_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	PASS(WRITE);
-	ssize_t w;
-	do
-		w = sendmsg(fd, msg, flags | MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
+	ssize_t w = HF_EINTR_RETRY(sendmsg(fd, msg, flags | MSG_NOSIGNAL));
 	return w < 0 ? -errno : w;
 }
 
 ssize_t hf_sys_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	PASS(READ);
-	ssize_t r;
-	do
-		r = recvmsg(fd, msg, flags);
-	while (r < 0 && errno == EINTR);
+	ssize_t r = HF_EINTR_RETRY(recvmsg(fd, msg, flags));
 	return r < 0 ? -errno : r;
 }
 

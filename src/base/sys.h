@@ -22,6 +22,17 @@
 #include <sys/wait.h>
 #include <time.h>
 
+/* The one EINTR loop (SY4): evaluate expr (a system call returning < 0 and
+ * setting errno on failure) again while it fails with EINTR; its value. */
+#define HF_EINTR_RETRY(expr)                                  \
+	({                                                    \
+		__typeof__(expr) r_;                          \
+		do                                            \
+			r_ = (expr);                          \
+		while (r_ < 0 && errno == EINTR);             \
+		r_;                                           \
+	})
+
 /* Every point: HF_PT_<ID> for each line of points.def, the calls first. */
 enum hf_point {
 #define HF_CALL(id, name) HF_PT_##id,
