@@ -28,13 +28,22 @@ static const struct {
 	{ HF_ECANCELED, "canceled", "the wait was cancelled" },
 };
 
+/* The outcome rc names, or -1 when it is none of them. */
+static int outcome(int rc)
+{
+	for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
+		if (outcomes[i].rc == rc)
+			return (int)i;
+	return -1;
+}
+
 const char *hf_strerror(int rc)
 {
 	if (rc == 0)
 		return "success";
-	for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
-		if (outcomes[i].rc == rc)
-			return outcomes[i].text;
+	int i = outcome(rc);
+	if (i >= 0)
+		return outcomes[i].text;
 	if (rc < 0 && rc > -4096)
 		return strerror(-rc);
 	return "unknown error";
@@ -44,9 +53,9 @@ const char *hf_error_name(int rc)
 {
 	if (rc == 0)
 		return "ok";
-	for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++)
-		if (outcomes[i].rc == rc)
-			return outcomes[i].name;
+	int i = outcome(rc);
+	if (i >= 0)
+		return outcomes[i].name;
 	if (rc < 0 && rc > -4096) {
 		const char *n = strerrorname_np(-rc);
 		if (n)

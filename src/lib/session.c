@@ -898,16 +898,23 @@ int hf_session_default_path(char *buf, size_t n)
 	return 0;
 }
 
+int hf_session_resolve_path(const char **path, char *def, size_t n)
+{
+	if (*path)
+		return 0;
+	int rc = hf_session_default_path(def, n);
+	if (rc == 0)
+		*path = def;
+	return rc;
+}
+
 static int lk_open(struct lk *l, const char *path, int64_t stale_ms)
 {
 	char def[PATH_MAX];
-	if (!path) {
-		int rc = hf_session_default_path(def, sizeof def);
-		if (rc < 0)
-			return rc;
-		path = def;
-	}
-	int rc = hf_open_parent(path, &l->dfd, l->name, sizeof l->name);
+	int rc = hf_session_resolve_path(&path, def, sizeof def);
+	if (rc < 0)
+		return rc;
+	rc = hf_open_parent(path, &l->dfd, l->name, sizeof l->name);
 	if (rc < 0)
 		return rc;
 	/* an aside is <name>.aside-<16 hex>: it must fit in a file name */

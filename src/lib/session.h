@@ -71,6 +71,10 @@ int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessio
 int hf_sessionlock_status(const char *path, int64_t stale_ms, struct hf_sessionlock_status *ret);
 
 
+/* *path, or when it is NULL the default path (hf_session_default_path) into
+ * def (n bytes) and *path = def. 0 or -errno. */
+int hf_session_resolve_path(const char **path, char *def, size_t n);
+
 /* A lock file larger than this is not a lock (a record is well under 1 KiB). */
 #define HF_SESSION_FILE_MAX 4096
 
