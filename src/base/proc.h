@@ -24,9 +24,9 @@ int hf_pid_comm(pid_t pid, char *buf, size_t n);
  * read. */
 uint64_t hf_self_pidns(void);
 /* The inode of this process's time namespace (0: unknown). */
+uint64_t hf_self_timens(void);
 /* Both, for me = getpid() (the caller read it already). */
 void hf_self_ns(pid_t me, uint64_t *pidns, uint64_t *timens);
-uint64_t hf_self_timens(void);
 /* Probe a kernel lock: flock(fd, LOCK_EX | LOCK_NB) on a descriptor the
  * caller opened itself. 1: held by another open file description (its
  * holder lives); 0: free - the caller now holds LOCK_EX on fd until it

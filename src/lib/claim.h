@@ -12,8 +12,9 @@
 
 #define HF_CLAIM_NAME_MAX 256
 
-/* Read the identity (the owner token) of the lock object at dirfd/name: 0 and
- * token filled; HF_EUNREADABLE for garbage; -ENOENT when nothing (or, for a
+/* Read the identity of the lock object at dirfd/name (a directory lock's
+ * owner token, a digest of a session record's bytes: CL1) into token (n
+ * bytes): 0; HF_EUNREADABLE for garbage; -ENOENT when nothing (or, for a
  * directory, no complete owner record) is there; other -errno. */
 typedef int (*hf_claim_identify_fn)(int dirfd, const char *name, char *token, size_t n,
 				    void *ctx);

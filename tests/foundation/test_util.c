@@ -1,4 +1,4 @@
-/* util.c: times, publication, atomic replacement, text validation. */
+/* file.c and text.c: times, publication, atomic replacement, text validation. */
 #include "hft.h"
 #include "internal.h"
 
@@ -110,4 +110,32 @@ Test(util, text_validation)
 	cr_assert_not(hf_text_ok("\xff\xfe", 64));
 	cr_assert_not(hf_text_ok("\xc3", 64), "truncated sequence");
 	cr_assert_not(hf_text_ok("abcdef", 5));
+}
+
+/* The small-file reader: one read, NUL-terminated, -EFBIG at n - 1 bytes,
+ * the descriptor kept on request; hf_json_escape, the one escaper (TX3). */
+Test(util, read_small_and_json_escape)
+{
+	char *d = hft_tmpdir();
+	int dfd = open(d, O_RDONLY | O_DIRECTORY);
+	cr_assert_eq(hf_publish_file_at(dfd, "f", "12345", 5, 0600, false), 0);
+	char buf[7];
+	int fd = -1;
+	cr_assert_eq(hf_read_small_at(dfd, "f", 0, buf, sizeof buf, &fd), 5);
+	cr_assert_str_eq(buf, "12345");
+	cr_assert_geq(fd, 0, "the descriptor is kept");
+	close(fd);
+	fd = -1;
+	cr_assert_eq(hf_read_small_at(dfd, "f", 0, buf, 6, &fd), -EFBIG, "5 bytes need 7");
+	cr_assert_eq(fd, -1, "nothing kept on failure");
+	cr_assert_eq(hf_read_small_at(dfd, "none", 0, buf, sizeof buf, NULL), -ENOENT);
+	cr_assert_eq(symlinkat("f", dfd, "l"), 0);
+	cr_assert_eq(hf_read_small_at(dfd, "l", 0, buf, sizeof buf, NULL), -ELOOP, "never followed");
+	close(dfd);
+	hft_rmtree(d);
+	free(d);
+
+	char out[64];
+	*hf_json_escape(out, "a\"b\\c\x01\x7f\xc3\xa9") = '\0';
+	cr_assert_str_eq(out, "a\\\"b\\\\c\\u0001\\u007f\xc3\xa9");
 }
