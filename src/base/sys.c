@@ -2,8 +2,7 @@
  * sys.c - the system-call seam: every kernel call holdfast makes for files
  * and processes, in one place, so that a test can fail the Nth call of a
  * kind, pause a process at a named point until a test lets it go, or kill
- * it there, without touching protocol code (SQLite's os_unix.c syscall
- * table and test_syscall.c are the model).
+ * it there, without touching protocol code.
  *
  * The seam only passes each call through hf_sys_hook when one is set. The
  * fault engine that sets it (faults.c, rules from the environment) is linked

@@ -7,8 +7,8 @@
  * names in a busy directory are drained without waking the caller. Because an
  * event can be missed (the lock released on another host sharing the file
  * system, or between a failed attempt and the poll), every wait is also
- * capped by a backoff that grows quadratically from 1 ms with +-25 % jitter
- * (git's lockfile.c schedule) up to 250 ms while the watch is in place (the
+ * capped by a backoff that grows quadratically from 1 ms (n^2 ms before the
+ * nth sleep) with +-25 % jitter, up to 250 ms while the watch is in place (the
  * wake-ups that find nothing are then only for what inotify cannot see: a
  * holder that died, a release on another host) and up to 100 ms without
  * one. A waiter that is not woken by a release thus wakes at most about
