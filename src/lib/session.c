@@ -75,8 +75,9 @@
  *   .barrier (a live aside found, before withdrawing), .withdrawn (before
  *   putting an orphaned barrier back); session.release.read (judged its
  *   own, before dropping it), .moved, .mismatch; session.withdraw.moved/
- *   .mismatch; session.sweep.moved/.mismatch; session.naive.read/.wrote;
- *   claim.c's claim.restore.checked.
+ *   .mismatch; session.sweep.moved/.mismatch; claim.c's
+ *   claim.restore.checked. (session.naive.read/.wrote are the CLI's naive
+ *   guard's, src/cli/naive.c.)
  *
  * Invariants
  * ----------
@@ -161,8 +162,6 @@
  *         lock is refused as unreadable (SL2) and cleared by a human.
  *   (SH6) A legacy lock has no lane: no release matches it; it is broken
  *         when stale or removed by the old protocol's own "delete it".
- *   (SH7) hf_session_naive_take is the naive read-then-write guard, kept
- *         only to measure against: it admits two holders.
  *   (SH8) A release that has not yet found its record holds no descriptor:
  *         if the record is moved twice while the release looks for it (back
  *         to <name> during its scan of the asides - a mismatching mover's
@@ -1261,7 +1260,7 @@ out:
 }
 
 /* ------------------------------------------------------------------------
- * status, and the naive guard
+ * status
  * ---------------------------------------------------------------------- */
 
 static int pred_live(const struct seen *s, const void *arg)
@@ -1292,39 +1291,6 @@ int hf_sessionlock_status(const char *path, int64_t stale_ms, struct hf_sessionl
 			memset(ret, 0, sizeof *ret); /* HF_SESSION_FREE */
 		rc = rc < 0 ? rc : 0;
 	}
-	hf_sys_close(l.dfd);
-	return rc;
-}
-
-int hf_session_naive_take(const char *path, int64_t stale_ms)
-{
-	/* SH7: read, judge, then write - the window this library exists to
-	 * close. Kept only to be measured against. */
-	struct lk l;
-	int rc = lk_open(&l, path, stale_ms);
-	if (rc < 0)
-		return rc;
-	struct seen s;
-	rc = look(l.dfd, l.name, &s, NULL);
-	if (rc == 0 && hf_session_judge(&s.rec, hf_sys_now_ms(), l.stale_ms, NULL) !=
-			       HF_SESSION_STALE) {
-		rc = HF_EHELD;
-		goto out;
-	}
-	hf_sys_point(HF_PT_SESSION_NAIVE_READ);
-	char when[48];
-	hf_time_format(hf_sys_now_ms(), when, sizeof when - 1);
-	strcat(when, "\n");
-	int fd = hf_sys_openat(l.dfd, l.name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		rc = fd;
-		goto out;
-	}
-	rc = (int)hf_sys_write(fd, when, strlen(when));
-	hf_sys_close(fd);
-	rc = rc < 0 ? rc : 0;
-	hf_sys_point(HF_PT_SESSION_NAIVE_WROTE);
-out:
 	hf_sys_close(l.dfd);
 	return rc;
 }

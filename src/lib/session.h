@@ -101,10 +101,4 @@ int hf_session_judge(const struct hf_sessionlock_record *r, int64_t now_ms, int6
 /* Is name an aside of the lock file lock_name ("<lock_name>.aside-<16 hex>")? */
 int hf_session_is_aside(const char *lock_name, const char *name);
 
-/* The naive guard (read, then write), kept only to be measured against (`session race
- * --naive`, the selftest's differential): read the file; if it holds a live
- * timestamp, HF_EHELD; else write the current ISO-8601 time over it with
- * O_TRUNC and return 0. Read-then-write: NOT a lock (hazard SH7). */
-int hf_session_naive_take(const char *path, int64_t stale_ms);
-
 #endif
