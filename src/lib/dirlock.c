@@ -255,7 +255,7 @@ enum { REC_NONE, REC_EMPTY, REC_BAD, REC_OK };
 /* What is at a place (L, or a claim): a directory, its record. */
 struct place {
 	int kind;                       /* REC_*                             */
-	struct hf_dirlock_info info;       /* REC_OK                            */
+	struct hf_dirlock_info info;    /* REC_OK                            */
 	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
 	int64_t ctime_ms;
@@ -761,8 +761,9 @@ enum { CLAIM_GONE, CLAIM_HARMLESS, CLAIM_STALE, CLAIM_BARRIER };
  * complete record whose owner is live and did not declare the claim its own
  * (a holder's record stays in its directory all through its critical
  * section, and an owner claims its own record only after leaving it or
- * instead of entering). Unreadable records count as barriers. *p is filled
- * (place_done it when the result is >= 0). */
+ * instead of entering). Unreadable records count as barriers until the
+ * claim is older than the stale window by its name. *p is filled (place_done
+ * it when the result is >= 0). */
 static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t now)
 {
 	if (place_read(l->sfd, name, p) < 0)

@@ -975,9 +975,9 @@ static int take_scan_cb(int cfd, const char *name, void *ctx)
 	int fd;
 	int rc = look_aside(cfd, name, s, &fd);
 	if (rc == -ENOENT || rc == NOT_A_RECORD || (rc == HF_EUNREADABLE && !s->read_err))
-		goto skip; /* gone; not a regular file (SL11); or garbage: holdfast
-			      moves only records it has read and parsed, so that
-			      was never a lock */
+		goto skip; /* gone; not a regular file (SL11); or garbage: no
+			      taker wrote it (records are published whole, SL1),
+			      so it hides no holder */
 	if (rc == 0 && same_bytes(s, sc->mine->buf, sc->mine->len))
 		goto skip; /* our own record, displaced by a mismatching breaker:
 			      still ours (it restores it, or a later taker sees
