@@ -31,7 +31,8 @@ struct hf_owner {
 	char comm[HF_COMM_MAX + 1];       /* the owner's command name; "" unknown  */
 };
 
-/* Fill *ret for process pid (0: the caller) with a fresh token and now. */
+/* Fill *ret for process pid (0: the caller) with a fresh token and now: 0,
+ * -ESRCH when there is no such process, or -errno. */
 int hf_owner_init(struct hf_owner *ret, pid_t pid);
 
 enum hf_liveness {
@@ -68,7 +69,8 @@ char *hf_owner_put_json(char *p, const struct hf_owner *o, const char *time_key,
 struct json_t;
 struct json_t *hf_owner_to_json(const struct hf_owner *o, const char *time_key);
 /* Fill *ret from a JSON object; missing optional fields stay zero. -EINVAL
- * when token or pid are missing or of the wrong type. */
+ * when token or pid are missing or of the wrong type, or a field present is
+ * malformed (the time, pidns, timens, boottime_ms, comm not text). */
 int hf_owner_from_json(const struct json_t *obj, const char *time_key, struct hf_owner *ret);
 
 #endif
