@@ -62,8 +62,17 @@ struct hf_sessionlock_status {
 	char reason[160];                 /* UNREADABLE: what was wrong             */
 };
 
+/* Take the lock for o->lane (session.c, ST1-ST5). 0 and *ret_taken (may be
+ * NULL); HF_EHELD (a live lock at the name or in an aside: *reterr_holder),
+ * HF_EUNREADABLE (the lock or an aside cannot be read: *reterr_holder with
+ * the reason), -EINVAL (lane or owner not text), -EAGAIN (the lock changed
+ * hands ROUNDS_MAX times meanwhile), other -errno. */
 int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret_taken,
 		    struct hf_sessionlock_status *reterr_holder);
+/* Release o->lane's lock (SR1-SR3). 0; HF_ENOTHELD (no record at the name
+ * or in an aside); HF_ENOTYOURS (another lane's or owner's: *reterr_holder);
+ * HF_EUNREADABLE (the lock cannot be read); -EAGAIN (SH10); -EINVAL; other
+ * -errno. */
 int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessionlock_status *reterr_holder);
 /* 0 and *ret filled (any state, UNREADABLE included); -errno when the
  * directory cannot be read. path NULL: the default path; stale_ms <= 0:
