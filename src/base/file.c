@@ -29,6 +29,7 @@
 #include "sys.h"
 #include "text.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -276,6 +277,7 @@ int hf_stage_create(int dirfd, const char *name, const void *data, size_t len, m
 		}
 	}
 	s.mode = mode & 07777;
+	assert((!s.group_dropped || !(s.mode & 070)) && "FI3");
 	rc = hf_sys_fchmod(fd, s.mode); /* FI3: after the owner; whatever the umask */
 	if (rc == 0)
 		rc = write_all_and_sync(fd, data, len, true);

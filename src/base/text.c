@@ -17,6 +17,7 @@
 
 #include "sys.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -114,6 +115,7 @@ void hf_time_format(int64_t ms, char *buf, size_t n)
 	}
 	*p++ = 'Z';
 	*p = '\0';
+	assert(p - buf < HF_TIME_MAX && "TX1");
 }
 
 static int digits(const char **p, int n, int *ret)
