@@ -98,7 +98,7 @@ int cli_child_init(struct cli_child *c)
 	return c->sigfd < 0 ? c->sigfd : 0;
 }
 
-/* The child: wait for the go message (R2), then become CMD. */
+/* The child: wait for the go message (SV1), then become CMD. */
 static void __attribute__((noreturn))
 child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int stdout_fd)
 {

@@ -192,14 +192,11 @@ int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret)
 	if (!ret)
 		return -EINVAL;
 	char def[PATH_MAX];
-	if (!path) {
-		int rc = hf_session_default_path(def, sizeof def);
-		if (rc < 0)
-			return rc;
-		path = def;
-	}
+	int rc = hf_session_resolve_path(&path, def, sizeof def);
+	if (rc < 0)
+		return rc;
 	struct hf_sessionlock_status st;
-	int rc = hf_sessionlock_status(path, stale_ms, &st);
+	rc = hf_sessionlock_status(path, stale_ms, &st);
 	if (rc < 0)
 		return rc;
 	hf_rec *r = hf_rec_from_session_status(&st, path);

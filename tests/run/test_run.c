@@ -127,7 +127,7 @@ Test(run, lock_is_owned_by_cmd_pid)
 	pid_t cmd = (pid_t)atoi(line);
 	struct hf_dirlock_info st;
 	cr_assert_eq(hf_dirlock_status(L, &st), 0);
-	cr_assert_eq(st.owner.pid, cmd, "R1: the owner is CMD (%d), not holdfast (%d)", (int)cmd,
+	cr_assert_eq(st.owner.pid, cmd, "RUN1: the owner is CMD (%d), not holdfast (%d)", (int)cmd,
 		     (int)c.pid);
 	int w = open(fifo, O_WRONLY);
 	cr_assert_geq(w, 0);
