@@ -44,7 +44,8 @@
  * for a system error, or one of the HF_E* outcomes below (all below -4096,
  * outside the errno range). hf_strerror() says what a code means,
  * hf_error_name() gives it a stable name ("held", "ENOENT") for programs.
- * Nothing here prints, exits, or changes errno as the caller sees it.
+ * Nothing here prints or exits; outcomes are returned, never left in
+ * errno, whose value after a call is unspecified.
  * Output parameters named ret* are written only on success, those named
  * reterr* only on the failures their function documents.
  *
@@ -183,7 +184,7 @@ enum hf_opt {
 	HF_OPT_WAIT_MS = 1,    /* lock, session, scope: 0 try once (default); <0
 	                          wait forever; >0 wait at most that. A wait wakes
 	                          on the release (inotify), and otherwise on a
-	                          backoff of at most 250 ms (100 ms where
+	                          backoff growing to 250 ms +-25 % (100 ms where
 	                          inotify is missing) that sees what inotify
 	                          cannot: a holder that died, a release made
 	                          on another host                                */
@@ -197,7 +198,8 @@ enum hf_opt {
 	                          the caller)                                    */
 	HF_OPT_CANCEL_FD,      /* lock, session, scope: a descriptor that ends a
 	                          wait with HF_ECANCELED when readable (-1, the
-	                          default: none). The library only polls it      */
+	                          default: none). The library only polls it; one
+	                          that is not open ends the wait with -EBADF     */
 	HF_OPT_LOCK_WAIT_MS,   /* scope: the bound on waiting for the registry's
 	                          own lock (default 5 s; then HF_ETIMEDOUT)      */
 	HF_OPT_GENERATION,     /* scope: release only this registration (0, the
@@ -274,7 +276,9 @@ const hf_rec *hf_lock_holder(const hf_lock *l);
 /* Commit under the lock: 0 when the last entry into PATH was this handle's
  * and its record still exists; until hf_lock_unhold nobody can pass the
  * fence steps, so nobody enters. HF_ELOST when the lock is no longer the
- * caller's; -ETIMEDOUT when the counter stayed locked 5 s. Hold it briefly.
+ * caller's; HF_ENOTHELD when the handle holds nothing, -EINVAL for an
+ * adopted token (it has no fence of its own); -ETIMEDOUT when the counter
+ * stayed locked 5 s. Hold it briefly.
  * hf_lock_unhold without a hold is a no-op. */
 int hf_lock_hold(hf_lock *l);
 void hf_lock_unhold(hf_lock *l);
@@ -305,8 +309,8 @@ int hf_lock_status(const char *path, hf_rec **ret);
  * ------------------------------------------------------------------------- */
 typedef struct hf_edit hf_edit;
 
-/* Open file for an edit under l (held by this handle: HF_ENOTHELD
- * otherwise) and sweep the temporaries a dead edit left. 0 and *ret.
+/* Open file for an edit under l (acquired by this handle - not adopted:
+ * HF_ENOTHELD otherwise) and sweep the temporaries a dead edit left. 0 and *ret.
  * Refusals, each with *reterr (may be NULL; the caller's, hf_rec_free): a
  * record with "reason", "path", "euid" (the caller's), "dir_shared" (1: others
  * can write the directory) and FILE's "uid", "mode", "nlink":
@@ -323,15 +327,16 @@ int hf_edit_open(hf_lock *l, const char *file, hf_edit **ret, hf_rec **reterr);
 int hf_edit_fd(const hf_edit *e);
 /* Replace FILE with data (len bytes, may be 0). 0: replaced and its
  * directory synced. HF_ELOST: the lock is no longer ours (FILE untouched);
- * HF_EUNSAFE: FILE was "replaced" or removed, or "created", meanwhile by
- * someone not holding the lock, or became unsafe (the reasons of
- * hf_edit_open) - FILE as the other left it; -EISDIR/-EINVAL: it is no
- * longer a regular file; -errno (FILE untouched, except when the notes say
- * "replaced": 1 - then only the directory's fsync failed). The notes
+ * HF_ENOTHELD: the handle released it meanwhile; HF_EUNSAFE: FILE was
+ * "replaced" or removed, or "created", meanwhile by someone not holding the
+ * lock, or became unsafe ("owner", "writable", "links" as in
+ * hf_edit_open) - FILE as the other left it; -errno (FILE untouched, except
+ * when the notes say "replaced": true - then only the directory's fsync
+ * failed). The notes
  * (hf_edit_notes, NULL when there is nothing to say; lives as long as e)
  * carry "reason" for each refusal, and what the replacement could not keep:
  * "dropped_mode" (the setuid/setgid/sticky bits of "mode" it dropped),
- * "group_dropped" 1 with "gid" (FILE's group), "new_gid" and "new_mode" (the
+ * "group_dropped" true with "gid" (FILE's group), "new_gid" and "new_mode" (the
  * caller is not in FILE's group: the group bits were cleared). After one
  * commit (either way) the edit is spent: -EALREADY. */
 int hf_edit_commit(hf_edit *e, const void *data, size_t len);
@@ -377,9 +382,9 @@ int hf_session_set_str(hf_session *s, int opt, const char *value);
  * HF_ETIMEDOUT, HF_ECANCELED, HF_EUNREADABLE (garbage or unreadable:
  * refused, untouched; "reason" and "mtime_ms" as evidence), -errno. */
 int hf_session_take(hf_session *s);
-/* Release the lane's session: after a take by this handle only that take
- * (its owner token), else the one HF_OPT_OWNER names, else whoever of the
- * lane holds it. 0; HF_ENOTHELD (nothing to release);
+/* Release the lane's session: the one whose owner token HF_OPT_OWNER
+ * names, else (after a take by this handle) only that take, else whoever of
+ * the lane holds it. 0; HF_ENOTHELD (nothing to release);
  * HF_ENOTYOURS (another lane, or another owner token; the holder);
  * HF_EUNREADABLE; -errno. */
 int hf_session_release(hf_session *s);

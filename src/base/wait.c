@@ -160,18 +160,25 @@ void hf_wait_set_cancel(struct hf_waiter *w, int fd)
 	w->cancel_fd = fd;
 }
 
-/* 1 when the cancel descriptor is readable (WT4). */
+/* 1 when the cancel descriptor is readable (WT4), -1 when it is not open. */
 static int cancelled(const struct hf_waiter *w)
 {
 	if (w->cancel_fd < 0)
 		return 0;
 	struct pollfd p = { .fd = w->cancel_fd, .events = POLLIN };
-	return hf_sys_poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+	if (hf_sys_poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & POLLNVAL)
+		return -1; /* not an open descriptor: the caller's mistake, said at once */
+	return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 int hf_wait_next(struct hf_waiter *w)
 {
-	if (cancelled(w))
+	int c = cancelled(w);
+	if (c < 0)
+		return -EBADF; /* the cancel descriptor is not open */
+	if (c)
 		return HF_ECANCELED; /* WT4 */
 	if (!w->armed) {
 		if (w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns)
@@ -213,6 +220,8 @@ int hf_wait_next(struct hf_waiter *w)
 			return rc;
 		if (rc <= 0)
 			return 0; /* backoff elapsed: try again */
+		if (p[1].revents & POLLNVAL)
+			return -EBADF; /* closed under us */
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
 			return HF_ECANCELED; /* WT4 */
 		if (w->ifd < 0 || drain(w))

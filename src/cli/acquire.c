@@ -6,8 +6,9 @@
  * The wait is the library's (HF_OPT_WAIT_MS): it wakes on the release, not
  * on a timer. Its cancel descriptor (HF_OPT_CANCEL_FD) is the child's
  * signalfd: a forwarded signal ends the wait with HF_ECANCELED, and so does
- * a SIGCHLD; the first stops the acquisition, the second is read and the
- * wait resumes with the time that is left.
+ * a SIGCHLD; the first stops the acquisition, the second stops it when
+ * CMD's (still blocked) process is gone - killed before it could run -
+ * and otherwise is read and the wait resumes with the time that is left.
  *
  * Invariants
  * ----------
@@ -122,7 +123,14 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 			cli_err("lock %s: stopped by %s while waiting", path, strsignal(sig));
 			return 128 + sig;
 		}
-		/* a SIGCHLD (read now): wait on with the time that is left */
+		if (c && c->exited) {
+			/* CMD's process, blocked before exec, was killed: nobody to
+			 * hold the lock for, and nothing will run */
+			cli_err("lock %s: CMD's process ended (status %d) while waiting; nothing ran",
+				path, c->code);
+			return c->code ? c->code : HF_EXIT_SOFTWARE; /* AQ2: never 0 */
+		}
+		/* another SIGCHLD (read now): wait on with the time that is left */
 	}
 	if (rc == 0)
 		return 0;

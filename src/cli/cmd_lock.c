@@ -332,8 +332,14 @@ static int do_release(int argc, char **argv)
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
-	/* a string that is not a token is held by no record */
-	rc = hf_lock_adopt(l, a.token) == 0 ? hf_lock_release(l) : HF_ENOTHELD;
+	if (hf_lock_adopt(l, a.token) < 0) {
+		cli_err("lock release %s: --token %s is not a token (the 32 hex digits `lock acquire` "
+			"printed)",
+			a.path, CLI_SHOW(a.token));
+		hf_lock_free(l);
+		return HF_EXIT_USAGE;
+	}
+	rc = hf_lock_release(l);
 	int code = HF_EXIT_OK;
 	if (rc == HF_ENOTHELD) {
 		cli_err("lock release %s: not held (no record with token %s)", a.path,

@@ -220,8 +220,13 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 	}
 	const char *path = s->session_path;
 	rc = hf_session_new(path, s->lane, &s->session);
+	if (rc == -EINVAL) {
+		cli_err("session %s: --session '%s' is not a lane (1 to %d characters of text)", path,
+			CLI_SHOW(s->lane), HF_LANE_MAX);
+		return HF_EXIT_USAGE;
+	}
 	if (rc < 0) {
-		cli_err("session: lane %s: %s", CLI_SHOW(s->lane), hf_strerror(rc));
+		cli_err("session %s: %s", path, hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
 	hf_session_set(s->session, HF_OPT_CANCEL_FD, s->child.sigfd);
@@ -234,6 +239,11 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		if (sig) {
 			cli_err("session %s: stopped by %s while waiting", path, strsignal(sig));
 			return 128 + sig;
+		}
+		if (s->child.exited) {
+			cli_err("session %s: CMD's process ended (status %d) while waiting; nothing ran",
+				path, s->child.code);
+			return s->child.code ? s->child.code : HF_EXIT_SOFTWARE; /* never 0 */
 		}
 	}
 	if (rc == 0) {

@@ -525,7 +525,7 @@ static void racer(int barrier, const char *path, long i, int naive)
 	if (naive) {
 		rc = cli_naive_take(path);
 	} else {
-		hf_session *s;
+		hf_session *s = NULL; /* written only on success */
 		rc = hf_session_new(path, lane, &s);
 		if (rc == 0)
 			rc = hf_session_take(s);

@@ -32,9 +32,10 @@
  *      changed, looked at every second) or when every kept file has no link
  *      left (fstat st_nlink == 0; looked at on every wake-up, and every
  *      second without inotify). A removed directory sends no event while it
- *      is held open, so one that moved (IN_MOVE_SELF: a release renames the
- *      lock before removing it) is looked at every 20 ms for a second, and a
- *      kept directory every 10 s whatever happens. Exiting closes the
+ *      is held open, so for one that moved (IN_MOVE_SELF: a release renames
+ *      the lock before removing it) the directory it moved into is watched
+ *      too (its removal is an IN_DELETE there) and it is looked at every
+ *      20 ms for a second; a kept directory every 10 s whatever happens. Exiting closes the
  *      descriptors: the kernel drops their locks.
  *
  * Invariants
@@ -65,6 +66,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -147,6 +149,28 @@ static bool files_gone(const struct keep *k)
 	return true;
 }
 
+/* A kept directory moved (a release renames the lock into its claims
+ * before removing it): watch the directory it sits in now, whose entry
+ * for it goes when it is removed (IN_DELETE there), since the removed
+ * directory itself reports nothing while we hold it open. */
+static void watch_new_parent(int ifd, const struct keep *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		char link[64], path[PATH_MAX];
+		snprintf(link, sizeof link, "/proc/self/fd/%d", k->fds[i]);
+		ssize_t n = hf_sys_readlinkat(AT_FDCWD, link, path, sizeof path - 1);
+		if (n <= 0)
+			continue;
+		path[n] = '\0';
+		char *slash = strrchr(path, '/');
+		if (!slash || strstr(path, " (deleted)"))
+			continue; /* gone already: the next look sees it */
+		*slash = '\0';
+		hf_sys_inotify_add_watch(ifd, path[0] ? path : "/",
+					 IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
+	}
+}
+
 static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 {
 	hf_fault_inject(NULL, NULL, 0); /* the caller's fault rules are not the keeper's */
@@ -202,8 +226,9 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	 * it open: rmdir changes no link count that inotify reports, and
 	 * IN_DELETE_SELF waits for the last descriptor. Its release renames it
 	 * first (IN_MOVE_SELF) and removes it right after: after a move the
-	 * keeper looks again soon (SOON_MS, SOON_TRIES times), and with a
-	 * directory among the kept files it looks every DIR_LOOK_MS anyway (K2). */
+	 * keeper watches its new parent (watch_new_parent) and looks again soon
+	 * (SOON_MS, SOON_TRIES times); with a directory among the kept files it
+	 * looks every DIR_LOOK_MS anyway (K2). */
 	enum { SOON_MS = 20, SOON_TRIES = 50, DIR_LOOK_MS = 10000 };
 	bool dirs = false;
 	for (size_t i = 0; i < k->n; i++) {
@@ -237,8 +262,10 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 			while (hf_sys_poll(&q, 1, 0) > 0 && (r = hf_sys_read(ifd, buf, sizeof buf)) > 0)
 				for (char *e = buf; e < buf + r;) {
 					const struct inotify_event *ev = (const struct inotify_event *)e;
-					if (ev->mask & IN_MOVE_SELF)
+					if (ev->mask & IN_MOVE_SELF) {
 						soon = SOON_TRIES; /* moved: removed next, most likely */
+						watch_new_parent(ifd, k);
+					}
 					e += sizeof *ev + ev->len;
 				}
 		}

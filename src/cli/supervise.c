@@ -340,10 +340,18 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 		}
 	}
 	if (rc < 0) {
-		/* cannot wait any more: CMD must not outlive our locks */
-		if (!c->exited)
+		/* cannot wait any more: CMD must not outlive our locks. It is
+		 * killed and its end awaited, but not collected (SV2): the
+		 * caller releases first, then reaps. */
+		if (!c->exited) {
 			hf_sys_kill(c->pid, SIGKILL);
-		cli_child_reap(c);
+			siginfo_t si;
+			memset(&si, 0, sizeof si);
+			if (hf_sys_waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT) == 0) {
+				c->exited = true;
+				c->code = 128 + SIGKILL;
+			}
+		}
 		free(buf);
 		return rc;
 	}

@@ -280,8 +280,9 @@ int hf_edit_commit(hf_edit *e, const void *data, size_t len)
 		if (now.st_nlink == 0) { /* ED5: gone from its name. By whom? */
 			rc = hf_lock_hold(e->lock);
 			hf_lock_unhold(e->lock);
-			return rc == HF_ELOST ? refuse(e, HF_ELOST, "lost")
-					      : refuse(e, HF_EUNSAFE, "replaced");
+			if (rc == 0) /* the lock is ours: someone not holding it */
+				return refuse(e, HF_EUNSAFE, "replaced");
+			return rc == HF_ELOST ? refuse(e, HF_ELOST, "lost") : rc;
 		}
 		const char *why = NULL;
 		if ((rc = judge(e, &now, &why)) < 0) { /* ED4, again: it may have changed */
@@ -317,7 +318,7 @@ int hf_edit_commit(hf_edit *e, const void *data, size_t len)
 	if (stage.group_dropped) {
 		json_t *o = notes(e);
 		if (o) {
-			json_object_set_new(o, "group_dropped", json_integer(1));
+			json_object_set_new(o, "group_dropped", json_true());
 			json_object_set_new(o, "gid", json_integer(gid));
 			json_object_set_new(o, "new_gid", json_integer(stage.gid));
 			json_object_set_new(o, "new_mode", json_integer(stage.mode));
@@ -344,7 +345,7 @@ int hf_edit_commit(hf_edit *e, const void *data, size_t len)
 	if (rc < 0) {
 		json_t *o = notes(e);
 		if (o) /* in place, but its name may not survive a crash */
-			json_object_set_new(o, "replaced", json_integer(1));
+			json_object_set_new(o, "replaced", json_true());
 	}
 	return rc;
 }

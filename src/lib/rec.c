@@ -80,6 +80,8 @@ const char *hf_rec_str(const hf_rec *r, const char *field)
 
 int hf_rec_int(const hf_rec *r, const char *field, int64_t *ret)
 {
+	if (!ret)
+		return -EINVAL;
 	json_t *v = lookup(r, field);
 	if (!v)
 		return -ENOENT;
@@ -143,8 +145,7 @@ hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path)
 	}
 	unsigned s = (unsigned)i->state;
 	set_str(o, "state", s < HF_ARRAY_SIZE(lock_states) ? lock_states[s] : "unknown");
-	if (i->state != HF_LOCK_FREE)
-		json_object_set_new(o, "age_ms", json_integer(i->age_ms));
+	json_object_set_new(o, "age_ms", json_integer(i->state != HF_LOCK_FREE ? i->age_ms : 0));
 	json_object_set_new(o, "partial", json_boolean(i->partial));
 	json_object_set_new(o, "in_claim", json_boolean(i->in_claim));
 	json_object_set_new(o, "claims", json_integer(i->claims));

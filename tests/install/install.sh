@@ -9,7 +9,9 @@ set -eu
 build=$1
 src=$2
 cc=${CC:-cc}
-t=$(mktemp -d "${HFT_TMPDIR:-/dev/shm}/hft-install.XXXXXX")
+# Programs are built and run from here: the build tree, which is executable
+# (/dev/shm may be mounted noexec).
+t=$(mktemp -d "$build/hft-install.XXXXXX")
 trap 'rm -rf "$t"' EXIT
 fail() { echo "install.sh: $*" >&2; exit 1; }
 
@@ -62,9 +64,12 @@ $cc -std=c11 -Wall -Wextra -Werror $cflags -o "$t/prog" "$src/tests/install/prog
 LD_LIBRARY_PATH=$libdir ldd "$t/prog" | grep -q "$libdir/libholdfast.so" ||
 	fail "prog does not load the installed libholdfast.so"
 # shellcheck disable=SC2086
-$cc -std=c11 $cflags -o "$t/prog-static" "$src/tests/install/prog.c" "$libdir/libholdfast.a" \
-	$(pkg-config --libs-only-other --libs-only-L jansson 2>/dev/null) -ljansson ||
-	fail "static linking against libholdfast.a failed"
+static_libs=$(pkg-config --static --libs holdfast)
+case " $static_libs " in *" -ljansson "*) ;; *) fail "pkg-config --static names no -ljansson: $static_libs" ;; esac
+# shellcheck disable=SC2086
+$cc -std=c11 $cflags -o "$t/prog-static" "$src/tests/install/prog.c" \
+	-Wl,-Bstatic -lholdfast -Wl,-Bdynamic $(echo " $static_libs " | sed 's/ -lholdfast / /') ||
+	fail "static linking against libholdfast.a (pkg-config --static) failed"
 if readelf -d "$t/prog-static" | grep -q 'libholdfast'; then
 	fail "prog-static still needs libholdfast.so"
 fi
@@ -95,6 +100,10 @@ LD_LIBRARY_PATH=$libdir "$t/prog" "$bin" "$t/L1.lock" >"$t/out" || fail "prog (s
 rc=0
 HOLDFAST_FAULTS='crash:*:1' "$bin" lock status "$t/L1.lock" >/dev/null 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "the CLI ignored HOLDFAST_FAULTS=crash:*:1 (the check is void)"
+rc=0
+HOLDFAST_FAULTS='crash:no.such.point:1' "$bin" lock status "$t/L1.lock" >/dev/null 2>"$t/err" || rc=$?
+[ "$rc" -eq 64 ] && grep -q "no.such.point" "$t/err" ||
+	fail "the CLI did not refuse a misspelt fault rule (exit $rc): $(cat "$t/err")"
 for rules in 'crash:*:1' 'fail:*:1:EIO' 'crash:no.such.point:1' 'garbage'; do
 	HOLDFAST_FAULTS=$rules LD_LIBRARY_PATH=$libdir "$t/prog" - "$t/L3.lock" >>"$t/out" ||
 		fail "a program linking libholdfast.so obeyed HOLDFAST_FAULTS=$rules"

@@ -109,16 +109,78 @@ Test(lock_api, a_session_take_waits_until_cancelled_and_releases_only_its_own_ta
 	cr_assert_eq(pid, getpid(), "the holder seen while waiting");
 	/* another handle of lane alpha that took nothing releases whoever of
 	 * the lane holds it; one that took releases only its own take (HS3) */
-	hf_session *a2;
+	hf_session *a2, *anyone;
 	cr_assert_eq(hf_session_new(p, "alpha", &a2), 0);
+	cr_assert_eq(hf_session_new(p, "alpha", &anyone), 0);
 	cr_assert_eq(hf_session_release(a), 0);
 	cr_assert_eq(hf_session_take(a2), 0);
 	cr_assert_eq(hf_session_release(a), HF_ENOTYOURS, "a's take is over: a2's is not a's");
-	cr_assert_eq(hf_session_release(a2), 0);
+	cr_assert_eq(hf_session_release(anyone), 0, "a handle that took nothing: whoever of the lane");
+	cr_assert_eq(hf_session_release(a2), HF_ENOTHELD, "released by the other handle");
+	hf_session_free(anyone);
 	hf_session_free(a);
 	hf_session_free(a2);
 	hf_session_free(b);
 	close(c[0]);
 	close(c[1]);
+	free(p);
+}
+
+/* The cancel descriptor becomes readable while the waiter is waiting (the
+ * waiter a child paused at its wait point, let go, then cancelled): the
+ * wait ends with HF_ECANCELED, whenever the byte arrives. */
+static int cancel_fd_for_child = -1;
+static const char *cancel_path;
+
+static int wait_forever(void *arg)
+{
+	(void)arg;
+	hf_lock *l;
+	if (hf_lock_new(cancel_path, &l) < 0)
+		return 2;
+	hf_lock_set(l, HF_OPT_WAIT_MS, -1);
+	hf_lock_set(l, HF_OPT_CANCEL_FD, cancel_fd_for_child);
+	int rc = hf_lock_acquire(l);
+	hf_lock_free(l);
+	return rc == HF_ECANCELED ? 0 : 1;
+}
+
+Test(lock_api, a_cancel_that_arrives_during_the_wait_ends_it)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *holder;
+	cr_assert_eq(hf_lock_new(p, &holder), 0);
+	cr_assert_eq(hf_lock_acquire(holder), 0);
+	int c[2];
+	cr_assert_eq(pipe(c), 0);
+	cancel_fd_for_child = c[0];
+	cancel_path = p;
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:dirlock.acquire.waiting:2", wait_forever, NULL);
+	hft_expect(&w, "dirlock.acquire.waiting"); /* its second wait: the watch is armed */
+	hft_go(&w);
+	cr_assert_eq(write(c[1], "x", 1), 1); /* while it sleeps, or just before */
+	cr_assert_eq(hft_wait(&w), 0, "the waiter ended with HF_ECANCELED");
+	cr_assert_eq(hf_lock_release(holder), 0, "the holder never lost it");
+	hf_lock_free(holder);
+	close(c[0]);
+	close(c[1]);
+	free(p);
+}
+
+Test(lock_api, a_cancel_descriptor_that_is_not_open_is_refused_at_once)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *holder, *waiter;
+	cr_assert_eq(hf_lock_new(p, &holder), 0);
+	cr_assert_eq(hf_lock_acquire(holder), 0);
+	int bad = 1000; /* far above what the library opens meanwhile */
+	cr_assert_eq(fcntl(bad, F_GETFD), -1, "descriptor %d is open", bad);
+	cr_assert_eq(hf_lock_new(p, &waiter), 0);
+	cr_assert_eq(hf_lock_set(waiter, HF_OPT_WAIT_MS, -1), 0);
+	cr_assert_eq(hf_lock_set(waiter, HF_OPT_CANCEL_FD, bad), 0);
+	cr_assert_eq(hf_lock_acquire(waiter), -EBADF, "not a wait forever, not a spin");
+	hf_lock_free(waiter);
+	hf_lock_free(holder);
 	free(p);
 }

@@ -120,3 +120,36 @@ Test(wait, signal_ends_wait_and_releases)
 	free(B);
 	free(marker);
 }
+
+/* CMD's process, forked blocked before its locks are held, is killed while
+ * run waits for a lock: nothing will run and nobody is left to hold the
+ * lock for, so run ends at once with that process's status instead of
+ * waiting (forever, without -w). */
+Test(wait, cmd_killed_while_waiting_ends_the_wait)
+{
+	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
+	struct hf_dirlock_info held = rt_hold(L);
+	struct hft_child c;
+	hft_spawn_cli(&c, "pause:dirlock.acquire.waiting",
+		      RT_ARGV("run", "--lock", L, "--", "touch", marker), NULL);
+	hft_expect(&c, "dirlock.acquire.waiting");
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)c.pid, (int)c.pid);
+	char *kids = hft_slurp(p);
+	cr_assert_not_null(kids);
+	int cmd = atoi(kids);
+	cr_assert_gt(cmd, 0, "run's blocked child: '%s'", kids);
+	free(kids);
+	cr_assert_eq(kill(cmd, SIGKILL), 0);
+	hft_go(&c);
+	cr_assert_eq(hft_wait(&c), 128 + SIGKILL, "its status, at once");
+	char *err = hft_read_all(c.err_rd);
+	cr_assert(strstr(err, "ended") && strstr(err, "nothing ran"), "%s", err);
+	cr_assert_not(hft_exists(marker));
+	free(err);
+	close(c.out_rd);
+	close(c.err_rd);
+	rt_release(L, &held);
+	free(L);
+	free(marker);
+}

@@ -52,6 +52,10 @@ static void h_go(void *ctx, int k)
 static int h_wait(void *ctx, int k)
 {
 	struct hft_child *c = &((struct harness *)ctx)->kids[k];
+	if (c->go_wr >= 0) { /* EOF lets a still-paused child run to its end */
+		close(c->go_wr);
+		c->go_wr = -1;
+	}
 	int rc = hft_wait(c);
 	close(c->out_rd);
 	close(c->err_rd);
