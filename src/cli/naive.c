@@ -3,7 +3,11 @@
  * to be measured against (`holdfast session race --naive`, the selftest's
  * and the tests' "differential" schedule): read the lock, judge it, then
  * write a bare timestamp. Between the read and the write another process
- * does the same: two holders. Never use it as a lock.
+ * does the same: two holders. Never use it as a lock. It judges with
+ * hf_session_status, so a record in an aside or an unreadable file counts
+ * as held (the guard it imitates looked only at the name and wrote over
+ * what it could not read); `session race` starts every run from no file,
+ * where the two agree.
  */
 #include "cli.h"
 #include "sys.h"
