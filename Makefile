@@ -61,7 +61,7 @@ test-release: build
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model --no-suite install
+	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model
 
 # The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion,
 # no leftover record and fence monotonicity at bound B1 (also with judges
