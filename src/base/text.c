@@ -1,6 +1,7 @@
 /*
  * text.c - text the lock kinds write and read: tokens, ISO-8601 times,
- * UTF-8 checks, JSON string escapes, and what a message may show.
+ * UTF-8 checks, JSON string escapes, what a message may show, and the one
+ * string hash of the tree (FNV-1a).
  *
  * Invariants:
  *  (TX1) hf_time_format and hf_time_parse round-trip every time from year
@@ -266,4 +267,15 @@ char *hf_json_escape(char *p, const char *s)
 		}
 	}
 	return p;
+}
+
+uint64_t hf_hash_fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
 }

@@ -1,5 +1,6 @@
 /*
- * text.h - tokens, ISO-8601 times, UTF-8 and JSON text (text.c).
+ * text.h - tokens, ISO-8601 times, UTF-8 and JSON text, a string hash
+ * (text.c).
  */
 #ifndef HF_TEXT_H
 #define HF_TEXT_H
@@ -76,5 +77,9 @@ const char *hf_text_show(const char *s, char *buf, size_t n, bool keep_nl);
  * characters as \u00XX; at most 6 bytes per byte of s), not NUL-terminated;
  * returns the end. */
 char *hf_json_escape(char *p, const char *s);
+
+/* The 64-bit FNV-1a hash of the n bytes at p: for hash tables and digests
+ * that live in memory, never for anything an adversary chooses to collide. */
+uint64_t hf_hash_fnv1a(const void *p, size_t n);
 
 #endif

@@ -220,14 +220,6 @@ struct name_index {
 	long *slot; /* -1: empty */
 };
 
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static int index_build(const struct hf_scope_table *t, struct name_index *ix, long *ret_dup)
 {
 	size_t size = 16;
@@ -239,7 +231,7 @@ static int index_build(const struct hf_scope_table *t, struct name_index *ix, lo
 	ix->mask = size - 1;
 	memset(ix->slot, 0xff, size * sizeof *ix->slot);
 	for (size_t i = 0; i < t->n; i++) {
-		size_t h = fnv(t->a[i].name) & ix->mask;
+		size_t h = hf_hash_fnv1a(t->a[i].name, strlen(t->a[i].name)) & ix->mask;
 		while (ix->slot[h] >= 0) {
 			if (!strcmp(t->a[ix->slot[h]].name, t->a[i].name)) {
 				if (ret_dup)
@@ -257,7 +249,7 @@ static int index_build(const struct hf_scope_table *t, struct name_index *ix, lo
 static long index_find(const struct hf_scope_table *t, const struct name_index *ix,
 		       const char *name)
 {
-	size_t h = fnv(name) & ix->mask;
+	size_t h = hf_hash_fnv1a(name, strlen(name)) & ix->mask;
 	while (ix->slot[h] >= 0) {
 		if (!strcmp(t->a[ix->slot[h]].name, name))
 			return ix->slot[h];
@@ -755,7 +747,7 @@ static int strset_init(struct strset *s, size_t n)
 
 static void strset_add(struct strset *s, const char *k)
 {
-	size_t h = fnv(k) & s->mask;
+	size_t h = hf_hash_fnv1a(k, strlen(k)) & s->mask;
 	while (s->slot[h] && strcmp(s->slot[h], k))
 		h = (h + 1) & s->mask;
 	s->slot[h] = k;
@@ -763,7 +755,7 @@ static void strset_add(struct strset *s, const char *k)
 
 static bool strset_has(const struct strset *s, const char *k)
 {
-	size_t h = fnv(k) & s->mask;
+	size_t h = hf_hash_fnv1a(k, strlen(k)) & s->mask;
 	while (s->slot[h]) {
 		if (!strcmp(s->slot[h], k))
 			return true;

@@ -621,23 +621,13 @@ static int look_aside(int dfd, const char *name, struct seen *s, int *keep)
 	return rc;
 }
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 /* C1: a record's identity, for the claim core, is a digest of all its bytes
  * (the owner token is among them) and their length. Where a verdict is acted
  * on, the bytes themselves are compared as well: see move_verified. No
  * parsing: the verifying read of a claim costs a read, not a JSON parse. */
 static void identity(const struct seen *s, char *id, size_t n)
 {
-	snprintf(id, n, "%zu:%016llx", s->len, (unsigned long long)fnv1a(s->buf, s->len));
+	snprintf(id, n, "%zu:%016llx", s->len, (unsigned long long)hf_hash_fnv1a(s->buf, s->len));
 }
 
 /* The claim core's identify callback. ctx (may be NULL) keeps what was read,
