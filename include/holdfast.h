@@ -359,6 +359,9 @@ int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret);
  * directory, into buf (n bytes). */
 int hf_session_default_path(char *buf, size_t n);
 
+/* A pod name: 1 to HF_POD_NAME_MAX bytes. */
+#define HF_POD_NAME_MAX 128
+
 /*@SCOPE@*/
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
  *
  * DIR gets a registry of N live allocations (the format holdfast writes).
  * Two measures alternate in blocks of 10 cycles, so both see the same noise:
- *   holdfast  hf_scope_register(new pod) + hf_scope_release(it): lock, read,
+ *   holdfast  hf_scopereg_register(new pod) + hf_scopereg_release(it): lock, read,
  *             parse, judge every owner alive, check overlap, write (tmp,
  *             fsync, rename, fsync dir), twice;
  *   floor     the same two file round trips with jansson alone: flock, read,
@@ -19,6 +19,7 @@
  */
 #include "holdfast.h"
 #include "internal.h" /* until the scope handle lands */
+#include "registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -190,17 +191,17 @@ int main(int argc, char **argv)
 	double *ours = malloc(sizeof(double) * (size_t)iters);
 	double *flr = malloc(sizeof(double) * (size_t)iters);
 	const char *specs[] = { "/bench/new/x:write:recursive" };
-	struct hf_scope_request req = { .name = "newalloc", .specs = specs, .nspecs = 1 };
-	struct hf_scope_holder h;
+	struct hf_scopereg_request req = { .name = "newalloc", .specs = specs, .nspecs = 1 };
+	struct hf_scopereg_holder h;
 	for (int done = 0; done < iters;) {
 		int block = iters - done < 10 ? iters - done : 10;
 		for (int k = 0; k < block; k++) {
 			double t0 = now_ms();
 			uint64_t gen;
 			int fd = -1;
-			int rc = hf_scope_register(&req, &gen, &fd, &h);
+			int rc = hf_scopereg_register(&req, &gen, &fd, &h);
 			if (rc == 0)
-				rc = hf_scope_release(NULL, "newalloc", gen, &h);
+				rc = hf_scopereg_release(NULL, "newalloc", gen, &h);
 			if (fd >= 0)
 				close(fd);
 			if (rc < 0) {
@@ -219,12 +220,12 @@ int main(int argc, char **argv)
 	}
 	struct stat st;
 	stat(reg, &st);
-	struct hf_scope_table *t;
-	if (hf_scope_read(NULL, &t, &h) < 0 || (int)hf_scope_count(t) != n) {
+	struct hf_scopereg_table *t;
+	if (hf_scopereg_read(NULL, &t, &h) < 0 || (int)hf_scopereg_count(t) != n) {
 		fprintf(stderr, "the registry does not hold the %d allocations any more\n", n);
 		return 1;
 	}
-	hf_scope_free(t);
+	hf_scopereg_free(t);
 	double mo = median(ours, iters), mf = median(flr, iters);
 	printf("%d %lld %d %.4f %.4f %.2f\n", n, (long long)st.st_size, iters, mo, mf, mo / mf);
 	close(go[1]);

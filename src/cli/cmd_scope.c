@@ -6,6 +6,7 @@
 
 #include "holdfast.h"
 #include "internal.h"
+#include "registry.h"
 #include "run.h"
 #include "wait.h"
 
@@ -58,7 +59,7 @@ static const char usage[] =
 
 #define SHOW(s) CLI_SHOW(s)
 
-static void holder_words(const struct hf_scope_holder *h, char *buf, size_t n)
+static void holder_words(const struct hf_scopereg_holder *h, char *buf, size_t n)
 {
 	char age[32] = "";
 	if (h->age_ms >= 0 && h->registered_ms)
@@ -72,7 +73,7 @@ static void holder_words(const struct hf_scope_holder *h, char *buf, size_t n)
 
 /* The message for a failed register/release; the exit code. */
 static int report(const char *verb, const char *name, const char *const *specs, int rc,
-		  const struct hf_scope_holder *h)
+		  const struct hf_scopereg_holder *h)
 {
 	char who[512], given[HF_SCOPE_SPEC_MAX + 32] = "";
 	if (specs && (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL))
@@ -152,7 +153,7 @@ static int report(const char *verb, const char *name, const char *const *specs, 
 	return cli_exit_for(rc);
 }
 
-static json_t *alloc_json(const struct hf_scope_alloc *a, bool with_live)
+static json_t *alloc_json(const struct hf_scopereg_alloc *a, bool with_live)
 {
 	char when[40] = "";
 	if (a->registered_ms)
@@ -307,7 +308,7 @@ static int do_register(int argc, char **argv)
 			"--help')");
 		return HF_EXIT_USAGE;
 	}
-	struct hf_scope_request req = { .name = pos[0], .specs = (const char *const *)pos + 1,
+	struct hf_scopereg_request req = { .name = pos[0], .specs = (const char *const *)pos + 1,
 					.nspecs = (size_t)a.npos - 1, .socket = a.socket };
 	uint64_t pid = 0;
 	if (a.pid && (parse_u64(a.pid, &pid) < 0 || pid == 0 || pid > 0x7fffffff)) {
@@ -333,10 +334,10 @@ static int do_register(int argc, char **argv)
 	req.from = a.from ? a.from : (env && *env ? env : NULL);
 	if (req.from && !*req.from)
 		req.from = NULL;
-	struct hf_scope_holder h;
+	struct hf_scopereg_holder h;
 	uint64_t gen;
 	int live_fd = -1;
-	rc = hf_scope_register(&req, &gen, &live_fd, &h);
+	rc = hf_scopereg_register(&req, &gen, &live_fd, &h);
 	if (rc < 0) {
 		int code = report("register", req.name, req.specs, rc, &h);
 		if (a.json)
@@ -353,12 +354,12 @@ static int do_register(int argc, char **argv)
 		cli_err("warning: scope register %s: no keeper for its liveness file (%s): a "
 			"process in another pid namespace may take pid %d for dead",
 			SHOW(req.name), hf_strerror(keeper), (int)req.pid);
-	struct hf_scope_table *t;
-	rc = hf_scope_read(NULL, &t, &h);
-	long i = rc == 0 ? hf_scope_find(t, req.name) : -1;
-	struct hf_scope_alloc al;
+	struct hf_scopereg_table *t;
+	rc = hf_scopereg_read(NULL, &t, &h);
+	long i = rc == 0 ? hf_scopereg_find(t, req.name) : -1;
+	struct hf_scopereg_alloc al;
 	if (i >= 0)
-		hf_scope_get(t, (size_t)i, &al);
+		hf_scopereg_get(t, (size_t)i, &al);
 	if (a.json) {
 		json_t *o = i >= 0 ? alloc_json(&al, false)
 				   : json_pack("{s:s, s:I}", "name", req.name, "generation",
@@ -376,7 +377,7 @@ static int do_register(int argc, char **argv)
 		printf("\n");
 	}
 	if (rc == 0)
-		hf_scope_free(t);
+		hf_scopereg_free(t);
 	free(pos);
 	return HF_EXIT_OK;
 }
@@ -394,17 +395,17 @@ static int do_release(int argc, char **argv)
 		cli_err("scope release: give exactly one NAME (and --generation G as a number)");
 		return HF_EXIT_USAGE;
 	}
-	struct hf_scope_holder h;
-	rc = hf_scope_release(NULL, pos[0], gen, &h);
+	struct hf_scopereg_holder h;
+	rc = hf_scopereg_release(NULL, pos[0], gen, &h);
 	int code = rc < 0 ? report("release", pos[0], NULL, rc, &h) : HF_EXIT_OK;
 	free(pos);
 	return code;
 }
 
-static int read_table(struct hf_scope_table **t, const char *verb, const char *name)
+static int read_table(struct hf_scopereg_table **t, const char *verb, const char *name)
 {
-	struct hf_scope_holder h;
-	int rc = hf_scope_read(NULL, t, &h);
+	struct hf_scopereg_holder h;
+	int rc = hf_scopereg_read(NULL, t, &h);
 	if (rc < 0)
 		return report(verb, name, NULL, rc, &h);
 	return 0;
@@ -423,27 +424,27 @@ static int do_list(int argc, char **argv)
 		return HF_EXIT_USAGE;
 	}
 	free(pos);
-	struct hf_scope_table *t;
+	struct hf_scopereg_table *t;
 	if ((rc = read_table(&t, "list", "")))
 		return rc;
 	char path[PATH_MAX];
-	hf_scope_registry_path(path, sizeof path);
-	size_t n = hf_scope_count(t);
+	hf_scopereg_path(path, sizeof path);
+	size_t n = hf_scopereg_count(t);
 	if (a.json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(t, i, &al);
+			struct hf_scopereg_alloc al;
+			hf_scopereg_get(t, i, &al);
 			json_array_append_new(arr, alloc_json(&al, true));
 		}
 		cli_json_print(json_pack("{s:s, s:I, s:o}", "registry", path, "generation",
-					 (json_int_t)hf_scope_generation(t), "allocations", arr));
+					 (json_int_t)hf_scopereg_generation(t), "allocations", arr));
 	} else {
 		printf("registry %s: generation %llu, %zu allocation%s\n", path,
-		       (unsigned long long)hf_scope_generation(t), n, n == 1 ? "" : "s");
+		       (unsigned long long)hf_scopereg_generation(t), n, n == 1 ? "" : "s");
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(t, i, &al);
+			struct hf_scopereg_alloc al;
+			hf_scopereg_get(t, i, &al);
 			char age[32] = "?";
 			if (al.registered_ms)
 				cli_format_age(hf_sys_now_ms() - al.registered_ms, age, sizeof age);
@@ -456,7 +457,7 @@ static int do_list(int argc, char **argv)
 			printf("\n");
 		}
 	}
-	hf_scope_free(t);
+	hf_scopereg_free(t);
 	return HF_EXIT_OK;
 }
 
@@ -473,29 +474,29 @@ static int do_effective(int argc, char **argv)
 		return HF_EXIT_USAGE;
 	}
 	const char *name = pos[0];
-	struct hf_scope_table *t;
+	struct hf_scopereg_table *t;
 	if ((rc = read_table(&t, "effective", name))) {
 		free(pos);
 		return rc;
 	}
-	struct hf_scope_deny *d = NULL;
+	struct hf_scopereg_deny *d = NULL;
 	size_t nd = 0;
-	rc = hf_scope_effective(t, name, &d, &nd);
+	rc = hf_scopereg_effective(t, name, &d, &nd);
 	if (rc < 0) {
 		char reg[PATH_MAX];
-		hf_scope_registry_path(reg, sizeof reg);
+		hf_scopereg_path(reg, sizeof reg);
 		if (rc == HF_ELOST)
 			cli_err("scope effective %s: its process is gone; its scope returns to its "
 				"parent on the next change (registry %s)",
 				SHOW(name), reg);
 		else
 			cli_err("scope effective %s: no such pod in %s", SHOW(name), reg);
-		hf_scope_free(t);
+		hf_scopereg_free(t);
 		free(pos);
 		return cli_exit_for(rc);
 	}
-	struct hf_scope_alloc al;
-	hf_scope_get(t, (size_t)hf_scope_find(t, name), &al);
+	struct hf_scopereg_alloc al;
+	hf_scopereg_get(t, (size_t)hf_scopereg_find(t, name), &al);
 	if (a.json) {
 		json_t *allow = json_array(), *deny = json_array();
 		for (size_t k = 0; k < al.nscope; k++)
@@ -518,7 +519,7 @@ static int do_effective(int argc, char **argv)
 			       (long long)d[k].pid);
 	}
 	free(d);
-	hf_scope_free(t);
+	hf_scopereg_free(t);
 	free(pos);
 	return HF_EXIT_OK;
 }
@@ -551,24 +552,24 @@ static int do_check(int argc, char **argv)
 		free(pos);
 		return rc == -EINVAL ? HF_EXIT_USAGE : cli_exit_for(rc);
 	}
-	struct hf_scope_table *t;
+	struct hf_scopereg_table *t;
 	if ((rc = read_table(&t, "check", given))) {
 		free(pos);
 		return rc;
 	}
-	struct hf_scope_verdict v;
-	rc = hf_scope_check(t, canon, a.pod, gen, &v);
+	struct hf_scopereg_verdict v;
+	rc = hf_scopereg_check(t, canon, a.pod, gen, &v);
 	if (rc < 0) {
-		hf_scope_free(t);
+		hf_scopereg_free(t);
 		free(pos);
 		return cli_exit_for(rc);
 	}
-	struct hf_scope_alloc holder, pod;
+	struct hf_scopereg_alloc holder, pod;
 	if (v.holder >= 0)
-		hf_scope_get(t, (size_t)v.holder, &holder);
+		hf_scopereg_get(t, (size_t)v.holder, &holder);
 	if (v.pod >= 0)
-		hf_scope_get(t, (size_t)v.pod, &pod);
-	int code = v.state == HF_SCOPE_FREE || v.state == HF_SCOPE_YOURS ? HF_EXIT_OK
+		hf_scopereg_get(t, (size_t)v.pod, &pod);
+	int code = v.state == HF_SCOPEREG_FREE || v.state == HF_SCOPEREG_YOURS ? HF_EXIT_OK
 									 : HF_EXIT_CONFLICT;
 	if (a.json) {
 		json_t *h = json_null();
@@ -581,7 +582,7 @@ static int do_check(int argc, char **argv)
 		char fs[HF_SCOPE_FS_MAX];
 		json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "path", given, "canonical", canon,
 				      "state", state_name(v.state), "holder", h, "generation",
-				      (json_int_t)hf_scope_generation(t));
+				      (json_int_t)hf_scopereg_generation(t));
 		json_object_set_new(o, "fs", hf_scope_identity(canon, fs, sizeof fs) == 0
 						    ? json_string(fs)
 						    : json_null());
@@ -606,21 +607,21 @@ static int do_check(int argc, char **argv)
 				 v.holder_fs ? " (the same files through another path: " : "",
 				 v.holder_fs ? v.holder_fs : "", v.holder_fs ? ")" : "");
 		switch (v.state) {
-		case HF_SCOPE_FREE:
+		case HF_SCOPEREG_FREE:
 			printf("%s: free (registry generation %llu)\n", where,
-			       (unsigned long long)hf_scope_generation(t));
+			       (unsigned long long)hf_scopereg_generation(t));
 			break;
-		case HF_SCOPE_YOURS:
+		case HF_SCOPEREG_YOURS:
 			printf("%s: yours (%s, generation %llu)\n", where, pod.name,
 			       (unsigned long long)pod.generation);
 			break;
-		case HF_SCOPE_HELD:
+		case HF_SCOPEREG_HELD:
 			printf("%s: held by %s\n", where, who);
 			break;
-		case HF_SCOPE_OUTSIDE:
+		case HF_SCOPEREG_OUTSIDE:
 			printf("%s: outside %s's write scope (nobody holds it)\n", where, SHOW(a.pod));
 			break;
-		case HF_SCOPE_LOST:
+		case HF_SCOPEREG_LOST:
 			if (v.pod >= 0 && pod.live == HF_ALIVE)
 				printf("%s: %s lost its scope: generation %s is gone, the name now "
 				       "has generation %llu%s%s\n",
@@ -632,7 +633,7 @@ static int do_check(int argc, char **argv)
 			break;
 		}
 	}
-	hf_scope_free(t);
+	hf_scopereg_free(t);
 	free(pos);
 	return code;
 }
@@ -649,17 +650,17 @@ static int do_reap(int argc, char **argv)
 		cli_err("scope reap: takes no arguments");
 		return HF_EXIT_USAGE;
 	}
-	struct hf_scope_table *r;
-	struct hf_scope_holder h;
-	rc = hf_scope_reap(NULL, &r, &h);
+	struct hf_scopereg_table *r;
+	struct hf_scopereg_holder h;
+	rc = hf_scopereg_reap(NULL, &r, &h);
 	if (rc < 0)
 		return report("reap", "", NULL, rc, &h);
-	size_t n = hf_scope_count(r);
+	size_t n = hf_scopereg_count(r);
 	if (a.json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(r, i, &al);
+			struct hf_scopereg_alloc al;
+			hf_scopereg_get(r, i, &al);
 			json_t *o = alloc_json(&al, false);
 			json_object_set_new(o, "returned_to", al.returned_to
 								      ? json_string(al.returned_to)
@@ -667,11 +668,11 @@ static int do_reap(int argc, char **argv)
 			json_array_append_new(arr, o);
 		}
 		cli_json_print(json_pack("{s:o, s:I}", "reaped", arr, "generation",
-					 (json_int_t)hf_scope_generation(r)));
+					 (json_int_t)hf_scopereg_generation(r)));
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(r, i, &al);
+			struct hf_scopereg_alloc al;
+			hf_scopereg_get(r, i, &al);
 			printf("reaped %s (pid %lld gone, generation %llu):", al.name,
 			       (long long)al.pid, (unsigned long long)al.generation);
 			for (size_t k = 0; k < al.nscope; k++)
@@ -680,9 +681,9 @@ static int do_reap(int argc, char **argv)
 		}
 		if (n == 0)
 			printf("nothing to reap (registry generation %llu)\n",
-			       (unsigned long long)hf_scope_generation(r));
+			       (unsigned long long)hf_scopereg_generation(r));
 	}
-	hf_scope_free(r);
+	hf_scopereg_free(r);
 	return HF_EXIT_OK;
 }
 
@@ -728,10 +729,10 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 			   char *ret_name, size_t n)
 {
 	const char *env = getenv("HOLDFAST_POD");
-	struct hf_scope_request req = { .specs = specs, .nspecs = nspecs, .pid = pid,
+	struct hf_scopereg_request req = { .specs = specs, .nspecs = nspecs, .pid = pid,
 					.from = env && *env ? env : NULL };
 	char gen_name[32];
-	struct hf_scope_holder h;
+	struct hf_scopereg_holder h;
 	int rc, live_fd = -1;
 	/* Woken when the registry changes: the table is replaced by a rename
 	 * (its temporary moves away) and live files are removed, both in the
@@ -739,7 +740,7 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 	 * the wake-ups are also capped (hf_wait_next's backoff, at most 100 ms)
 	 * and each attempt reaps it. */
 	char reg[PATH_MAX];
-	rc = hf_scope_registry_path(reg, sizeof reg);
+	rc = hf_scopereg_path(reg, sizeof reg);
 	if (rc < 0)
 		return report("register", "(run)", NULL, rc, &h);
 	char *slash = strrchr(reg, '/');
@@ -773,7 +774,7 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		/* -n: the scope is tried once, but the registry's lock (a short
 		 * critical section, not the thing held) gets its usual bound */
 		req.lock_wait_ms = deadline_ns == 0 ? 0 : slice;
-		rc = hf_scope_register(&req, &run_generation, &live_fd, &h);
+		rc = hf_scopereg_register(&req, &run_generation, &live_fd, &h);
 		if (rc == HF_EHELD && !name && attempt < 4)
 			continue; /* a generated name taken: draw another */
 		if (rc != HF_ECONFLICT && rc != HF_EHELD && rc != HF_ETIMEDOUT)
@@ -822,8 +823,8 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 int cli_scope_run_release(const char *name, int live_fd)
 {
 	uint64_t gen = !strcmp(name, run_name) ? run_generation : 0;
-	struct hf_scope_holder h;
-	int rc = hf_scope_release(NULL, name, gen, &h);
+	struct hf_scopereg_holder h;
+	int rc = hf_scopereg_release(NULL, name, gen, &h);
 	if (live_fd >= 0)
 		hf_sys_close(live_fd); /* after the release: the owner was alive until now */
 	if (rc == HF_ENOTHELD)

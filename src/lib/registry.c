@@ -166,7 +166,7 @@ static bool pid_is_ours(const struct hf_alloc *a)
 	return mine != HF_PIDNS_UNKNOWN && a->pidns == mine;
 }
 
-int hf_registry_judge(struct hf_scope_table *t, int dirfd, const char *base, bool keep)
+int hf_registry_judge(struct hf_scopereg_table *t, int dirfd, const char *base, bool keep)
 {
 	size_t size = 16;
 	while (size < 2 * t->n + 1)
@@ -221,7 +221,7 @@ int hf_registry_judge(struct hf_scope_table *t, int dirfd, const char *base, boo
 /* Remove the dead (RG7): live children go to their nearest live ancestor.
  * Appends the reaped entries to *reaped when not NULL, and each one's live
  * file to r's gone list. The number reaped, or -ENOMEM. */
-static int sweep(struct hf_scope_table *t, struct hf_scope_table *reaped, struct hf_regfile *r)
+static int sweep(struct hf_scopereg_table *t, struct hf_scopereg_table *reaped, struct hf_regfile *r)
 {
 	size_t w = 0;
 	int count = 0;
@@ -258,8 +258,8 @@ static int sweep(struct hf_scope_table *t, struct hf_scope_table *reaped, struct
 
 /* Steps 1-4 for a change. */
 static int reg_begin(const char *registry, int64_t lock_wait_ms, struct hf_regfile *r,
-		     struct hf_scope_table *t, struct hf_scope_table *reaped, int *ret_nreaped,
-		     struct hf_scope_holder *err)
+		     struct hf_scopereg_table *t, struct hf_scopereg_table *reaped, int *ret_nreaped,
+		     struct hf_scopereg_holder *err)
 {
 	r->lock_wait_ms = lock_wait_ms;
 	int rc = hf_regfile_open(registry, true, true, r, err);
@@ -286,7 +286,7 @@ static int reg_begin(const char *registry, int64_t lock_wait_ms, struct hf_regfi
  * Operations.
  * --------------------------------------------------------------------- */
 
-static void fill_holder(struct hf_scope_holder *h, const struct hf_alloc *a, const char *scope)
+static void fill_holder(struct hf_scopereg_holder *h, const struct hf_alloc *a, const char *scope)
 {
 	if (!h)
 		return;
@@ -331,8 +331,8 @@ int hf_scope_identity(const char *path, char *buf, size_t n)
 	return rc;
 }
 
-int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generation,
-		      int *ret_live_fd, struct hf_scope_holder *err)
+int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
+			 int *ret_live_fd, struct hf_scopereg_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);
@@ -373,7 +373,7 @@ int hf_scope_register(const struct hf_scope_request *req, uint64_t *ret_generati
 		me.host[0] = '\0'; /* RG10 */
 
 	struct hf_regfile r;
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	int nreaped, live_fd = -1;
 	bool pushed = false;
 	char token[HF_REG_TOKEN_HEX + 1];
@@ -491,15 +491,15 @@ out:;
 	return rc;
 }
 
-int hf_scope_release(const char *registry, const char *name, uint64_t generation,
-		     struct hf_scope_holder *err)
+int hf_scopereg_release(const char *registry, const char *name, uint64_t generation,
+			struct hf_scopereg_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);
 	if (!name || !hf_pod_name_ok(name))
 		return bad_input(err, "not a valid pod name");
 	struct hf_regfile r;
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	int nreaped;
 	int rc = reg_begin(registry, 0, &r, &t, NULL, &nreaped, err);
 	if (rc < 0)
@@ -534,19 +534,19 @@ int hf_scope_release(const char *registry, const char *name, uint64_t generation
 	return rc;
 }
 
-int hf_scope_reap(const char *registry, struct hf_scope_table **ret, struct hf_scope_holder *err)
+int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret, struct hf_scopereg_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);
-	struct hf_scope_table *reaped = calloc(1, sizeof *reaped);
+	struct hf_scopereg_table *reaped = calloc(1, sizeof *reaped);
 	if (!reaped)
 		return -ENOMEM;
 	struct hf_regfile r;
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	int nreaped;
 	int rc = reg_begin(registry, 0, &r, &t, reaped, &nreaped, err);
 	if (rc < 0) {
-		hf_scope_free(reaped);
+		hf_scopereg_free(reaped);
 		return rc;
 	}
 	if (nreaped > 0)
@@ -561,18 +561,18 @@ int hf_scope_reap(const char *registry, struct hf_scope_table **ret, struct hf_s
 	if (rc == 0 && ret)
 		rc = hf_regtable_index(reaped, NULL); /* RT3 */
 	if (rc < 0 || !ret) {
-		hf_scope_free(reaped);
+		hf_scopereg_free(reaped);
 		return rc < 0 ? rc : nreaped;
 	}
 	*ret = reaped;
 	return nreaped;
 }
 
-int hf_scope_read(const char *registry, struct hf_scope_table **ret, struct hf_scope_holder *err)
+int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret, struct hf_scopereg_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);
-	struct hf_scope_table *t = calloc(1, sizeof *t);
+	struct hf_scopereg_table *t = calloc(1, sizeof *t);
 	if (!t)
 		return -ENOMEM;
 	struct hf_regfile r;
@@ -588,7 +588,7 @@ int hf_scope_read(const char *registry, struct hf_scope_table **ret, struct hf_s
 		rc = hf_registry_judge(t, -1, "", false);
 	}
 	if (rc < 0) {
-		hf_scope_free(t);
+		hf_scopereg_free(t);
 		return rc;
 	}
 	*ret = t;

@@ -21,7 +21,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-int hf_scope_registry_path(char *buf, size_t n)
+int hf_scopereg_path(char *buf, size_t n)
 {
 	const char *env = getenv("HOLDFAST_REGISTRY");
 	int len;
@@ -32,7 +32,7 @@ int hf_scope_registry_path(char *buf, size_t n)
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
 }
 
-int hf_regfile_say(struct hf_scope_holder *err, int rc, const char *fmt, ...)
+int hf_regfile_say(struct hf_scopereg_holder *err, int rc, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;
@@ -54,7 +54,7 @@ static const char *type_name(mode_t m)
 
 /* RG8: ours, not writable by others, of the right type. */
 static int verify_stat(const struct stat *st, bool dir, const char *what,
-		       struct hf_scope_holder *err)
+		       struct hf_scopereg_holder *err)
 {
 	if (st->st_uid != geteuid())
 		return unsafe(err,
@@ -145,7 +145,7 @@ static long flock_holder(const struct stat *st)
  * set one; else HF_SCOPE_LOCK_WAIT_MS while one holder keeps the lock (a
  * holder that changed since the last look means progress: another window).
  * HF_ETIMEDOUT naming the holder. */
-static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct hf_scope_holder *err)
+static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct hf_scopereg_holder *err)
 {
 	int rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
 	if (rc != -EWOULDBLOCK)
@@ -200,7 +200,7 @@ static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct
 }
 
 /* Name the owner of something at dir that could not be opened (RG8). */
-static int refuse_dir(const char *dir, int rc, struct hf_scope_holder *err)
+static int refuse_dir(const char *dir, int rc, struct hf_scopereg_holder *err)
 {
 	struct stat st;
 	if (hf_sys_fstatat(AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -215,7 +215,7 @@ static int refuse_dir(const char *dir, int rc, struct hf_scope_holder *err)
 /* Steps 1 (and 2 when lock): 0, or -ENOENT when !create and there is no
  * directory yet. */
 int hf_regfile_open(const char *registry, bool create, bool lock, struct hf_regfile *r,
-		    struct hf_scope_holder *err)
+		    struct hf_scopereg_holder *err)
 {
 	char path[PATH_MAX];
 	r->dirfd = r->lockfd = -1;
@@ -223,7 +223,7 @@ int hf_regfile_open(const char *registry, bool create, bool lock, struct hf_regf
 	r->ngone = r->capgone = 0;
 	int rc = registry ? (snprintf(path, sizeof path, "%s", registry) < (int)sizeof path ? 0
 										  : -ENAMETOOLONG)
-			  : hf_scope_registry_path(path, sizeof path);
+			  : hf_scopereg_path(path, sizeof path);
 	if (rc < 0)
 		return rc;
 	if (err)
@@ -322,7 +322,7 @@ int hf_regfile_open(const char *registry, bool create, bool lock, struct hf_regf
 
 struct scan_ctx {
 	struct hf_regfile *r;
-	const struct hf_scope_table *t;
+	const struct hf_scopereg_table *t;
 	const struct hf_regindex *tokens;
 };
 
@@ -393,8 +393,8 @@ static int read_fd(int fd, const struct stat *st, size_t max, char **ret, size_t
 }
 
 /* Step 3: an empty table when there is no file yet. */
-int hf_regfile_load(struct hf_regfile *r, bool locked, struct hf_scope_table *t,
-		    struct hf_scope_holder *err)
+int hf_regfile_load(struct hf_regfile *r, bool locked, struct hf_scopereg_table *t,
+		    struct hf_scopereg_holder *err)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -450,7 +450,7 @@ sweep:
 }
 
 /* Step 6 (RG2, RG10). */
-int hf_regfile_store(struct hf_regfile *r, const struct hf_scope_table *t, struct hf_scope_holder *err)
+int hf_regfile_store(struct hf_regfile *r, const struct hf_scopereg_table *t, struct hf_scopereg_holder *err)
 {
 	if (t->generation > HF_REG_GEN_MAX)
 		return hf_regfile_say(err, -EOVERFLOW,
@@ -476,7 +476,7 @@ int hf_regfile_store(struct hf_regfile *r, const struct hf_scope_table *t, struc
 
 /* After step 6: remove the live files of the entries the stored table no
  * longer names (stored), then close the judges' probes (RG9). */
-void hf_regfile_finish(struct hf_regfile *r, const struct hf_scope_table *t, bool stored)
+void hf_regfile_finish(struct hf_regfile *r, const struct hf_scopereg_table *t, bool stored)
 {
 	struct hf_regindex keep = { 0 };
 	if (stored && r->ngone && hf_regindex_build(&keep, t, HF_REGKEY_TOKEN, NULL) == 0) {

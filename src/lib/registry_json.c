@@ -39,7 +39,7 @@ bool hf_regtable_token_ok(const char *s)
 	return i == HF_REG_TOKEN_HEX;
 }
 
-static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_max, char *why,
+static int parse_alloc(const json_t *o, struct hf_scopereg_table *t, uint64_t gen_max, char *why,
 		       size_t n)
 {
 	if (!json_is_object(o)) {
@@ -219,7 +219,7 @@ static int parse_alloc(const json_t *o, struct hf_scope_table *t, uint64_t gen_m
 	return 0;
 }
 
-int hf_regtable_parse(const char *buf, size_t len, struct hf_scope_table *t, char *reason,
+int hf_regtable_parse(const char *buf, size_t len, struct hf_scopereg_table *t, char *reason,
 		      size_t n)
 {
 	memset(t, 0, sizeof *t);
@@ -340,7 +340,7 @@ static void out_u64(struct out *o, uint64_t v)
 	out_raw(o, b, (size_t)n);
 }
 
-int hf_regtable_format(const struct hf_scope_table *t, char **ret, size_t *ret_len)
+int hf_regtable_format(const struct hf_scopereg_table *t, char **ret, size_t *ret_len)
 {
 	struct out o = { 0 };
 	out_reserve(&o, 64 + t->n * 320);

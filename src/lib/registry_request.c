@@ -22,8 +22,8 @@ void hf_regreq_free(struct hf_regreq *q)
 	free(q);
 }
 
-int hf_regreq_make(const struct hf_scope_request *req, struct hf_regreq **ret,
-			  struct hf_scope_holder *err)
+int hf_regreq_make(const struct hf_scopereg_request *req, struct hf_regreq **ret,
+			  struct hf_scopereg_holder *err)
 {
 	struct hf_regreq *q = calloc(1, sizeof *q);
 	if (!q)
@@ -90,7 +90,7 @@ int hf_regreq_make(const struct hf_scope_request *req, struct hf_regreq **ret,
 }
 
 /* Store the request's specs, identities included, in a (arena-owned). */
-int hf_regreq_store(struct hf_scope_table *t, struct hf_alloc *a, const struct hf_regreq *q)
+int hf_regreq_store(struct hf_scopereg_table *t, struct hf_alloc *a, const struct hf_regreq *q)
 {
 	a->nspecs = q->n;
 	a->spec_text = hf_regtable_alloc(t, q->n * sizeof *a->spec_text);

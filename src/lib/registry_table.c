@@ -50,7 +50,7 @@ struct hf_arena {
 	char mem[];
 };
 
-void *hf_regtable_alloc(struct hf_scope_table *t, size_t n)
+void *hf_regtable_alloc(struct hf_scopereg_table *t, size_t n)
 {
 	n = (n + 7) & ~(size_t)7;
 	struct hf_arena *a = t->arena;
@@ -70,7 +70,7 @@ void *hf_regtable_alloc(struct hf_scope_table *t, size_t n)
 	return p;
 }
 
-const char *hf_regtable_strndup(struct hf_scope_table *t, const char *s, size_t len)
+const char *hf_regtable_strndup(struct hf_scopereg_table *t, const char *s, size_t len)
 {
 	char *p = hf_regtable_alloc(t, len + 1);
 	if (p) {
@@ -80,7 +80,7 @@ const char *hf_regtable_strndup(struct hf_scope_table *t, const char *s, size_t 
 	return p;
 }
 
-void hf_regtable_clear(struct hf_scope_table *t)
+void hf_regtable_clear(struct hf_scopereg_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (t->a[i].probe_fd >= 0)
@@ -95,7 +95,7 @@ void hf_regtable_clear(struct hf_scope_table *t)
 	memset(t, 0, sizeof *t);
 }
 
-int hf_regtable_push(struct hf_scope_table *t, struct hf_alloc **ret)
+int hf_regtable_push(struct hf_scopereg_table *t, struct hf_alloc **ret)
 {
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 16;
@@ -121,7 +121,7 @@ static const char *key_of(const struct hf_alloc *a, enum hf_regkey key)
 	return key == HF_REGKEY_NAME ? a->name : a->token;
 }
 
-int hf_regindex_build(struct hf_regindex *ix, const struct hf_scope_table *t, enum hf_regkey key,
+int hf_regindex_build(struct hf_regindex *ix, const struct hf_scopereg_table *t, enum hf_regkey key,
 		      long *ret_dup)
 {
 	size_t size = 16;
@@ -154,7 +154,7 @@ int hf_regindex_build(struct hf_regindex *ix, const struct hf_scope_table *t, en
 	return 0;
 }
 
-long hf_regindex_find(const struct hf_regindex *ix, const struct hf_scope_table *t,
+long hf_regindex_find(const struct hf_regindex *ix, const struct hf_scopereg_table *t,
 		      enum hf_regkey key, const char *k)
 {
 	if (!ix->slot)
@@ -174,12 +174,12 @@ void hf_regindex_free(struct hf_regindex *ix)
 	memset(ix, 0, sizeof *ix);
 }
 
-int hf_regtable_index(struct hf_scope_table *t, long *ret_dup)
+int hf_regtable_index(struct hf_scopereg_table *t, long *ret_dup)
 {
 	return hf_regindex_build(&t->names, t, HF_REGKEY_NAME, ret_dup); /* RT2 */
 }
 
-long hf_regtable_find(const struct hf_scope_table *t, const char *name)
+long hf_regtable_find(const struct hf_scopereg_table *t, const char *name)
 {
 	assert((t->names.slot || t->n == 0) && t->names.n == t->n && "RT3");
 	return hf_regindex_find(&t->names, t, HF_REGKEY_NAME, name);
@@ -189,7 +189,7 @@ long hf_regtable_find(const struct hf_scope_table *t, const char *name)
  * The delegation tree.
  * --------------------------------------------------------------------- */
 
-int hf_regtable_check_tree(const struct hf_scope_table *t, char *why, size_t n)
+int hf_regtable_check_tree(const struct hf_scopereg_table *t, char *why, size_t n)
 {
 	unsigned char *state = calloc(t->n ? t->n : 1, 1); /* 0 new, 1 on path, 2 done */
 	if (!state)
@@ -221,7 +221,7 @@ int hf_regtable_check_tree(const struct hf_scope_table *t, char *why, size_t n)
 	return rc;
 }
 
-int hf_regtable_link(struct hf_scope_table *t)
+int hf_regtable_link(struct hf_scopereg_table *t)
 {
 	int rc = hf_regtable_index(t, NULL);
 	if (rc < 0)
@@ -253,7 +253,7 @@ int hf_regtable_link(struct hf_scope_table *t)
 	return 0;
 }
 
-bool hf_regtable_descends(const struct hf_scope_table *t, long i, long anc)
+bool hf_regtable_descends(const struct hf_scopereg_table *t, long i, long anc)
 {
 	size_t steps = 0;
 	for (long j = t->a[i].parent; j >= 0; j = t->a[j].parent) {
@@ -298,7 +298,7 @@ static bool spec_within(const struct hf_spec *outer, const struct hf_spec *inner
 	return false;
 }
 
-int hf_regtable_admit(const struct hf_scope_table *t, const struct hf_spec *specs, size_t n,
+int hf_regtable_admit(const struct hf_scopereg_table *t, const struct hf_spec *specs, size_t n,
 		      long parent, struct hf_regtable_refusal *ret)
 {
 	memset(ret, 0, sizeof *ret);
@@ -356,20 +356,20 @@ int hf_regtable_admit(const struct hf_scope_table *t, const struct hf_spec *spec
 	return 0;
 }
 
-size_t hf_scope_count(const struct hf_scope_table *t)
+size_t hf_scopereg_count(const struct hf_scopereg_table *t)
 {
 	return t->n;
 }
 
-uint64_t hf_scope_generation(const struct hf_scope_table *t)
+uint64_t hf_scopereg_generation(const struct hf_scopereg_table *t)
 {
 	return t->generation;
 }
 
-void hf_scope_get(const struct hf_scope_table *t, size_t i, struct hf_scope_alloc *ret)
+void hf_scopereg_get(const struct hf_scopereg_table *t, size_t i, struct hf_scopereg_alloc *ret)
 {
 	const struct hf_alloc *a = &t->a[i];
-	*ret = (struct hf_scope_alloc){
+	*ret = (struct hf_scopereg_alloc){
 		.name = a->name, .pid = a->pid, .pid_start = a->pid_start, .boot_id = a->boot_id,
 		.host = a->host, .socket = a->socket, .delegated_from = a->from,
 		.generation = a->generation, .registered_ms = a->registered_ms,
@@ -381,12 +381,12 @@ void hf_scope_get(const struct hf_scope_table *t, size_t i, struct hf_scope_allo
 	};
 }
 
-long hf_scope_find(const struct hf_scope_table *t, const char *name)
+long hf_scopereg_find(const struct hf_scopereg_table *t, const char *name)
 {
 	return hf_regtable_find(t, name);
 }
 
-void hf_scope_free(struct hf_scope_table *t)
+void hf_scopereg_free(struct hf_scopereg_table *t)
 {
 	if (!t)
 		return;
@@ -394,8 +394,8 @@ void hf_scope_free(struct hf_scope_table *t)
 	free(t);
 }
 
-int hf_scope_effective(const struct hf_scope_table *t, const char *name,
-		       struct hf_scope_deny **ret, size_t *ret_n)
+int hf_scopereg_effective(const struct hf_scopereg_table *t, const char *name,
+			  struct hf_scopereg_deny **ret, size_t *ret_n)
 {
 	long me = hf_regtable_find(t, name);
 	if (me < 0)
@@ -403,7 +403,7 @@ int hf_scope_effective(const struct hf_scope_table *t, const char *name,
 	if (t->a[me].live == HF_DEAD)
 		return HF_ELOST;
 	size_t n = 0, cap = 0;
-	struct hf_scope_deny *d = NULL;
+	struct hf_scopereg_deny *d = NULL;
 	for (size_t j = 0; j < t->n; j++) {
 		if (t->a[j].live != HF_ALIVE || !hf_regtable_descends(t, (long)j, me))
 			continue;
@@ -418,14 +418,14 @@ int hf_scope_effective(const struct hf_scope_table *t, const char *name,
 				continue;
 			if (n == cap) {
 				cap = cap ? 2 * cap : 8;
-				struct hf_scope_deny *nd = realloc(d, cap * sizeof *nd);
+				struct hf_scopereg_deny *nd = realloc(d, cap * sizeof *nd);
 				if (!nd) {
 					free(d);
 					return -ENOMEM;
 				}
 				d = nd;
 			}
-			d[n++] = (struct hf_scope_deny){ .scope = t->a[j].spec_text[k],
+			d[n++] = (struct hf_scopereg_deny){ .scope = t->a[j].spec_text[k],
 							 .name = t->a[j].name, .pid = t->a[j].pid };
 		}
 	}
@@ -434,8 +434,8 @@ int hf_scope_effective(const struct hf_scope_table *t, const char *name,
 	return 0;
 }
 
-int hf_scope_check(const struct hf_scope_table *t, const char *path, const char *pod,
-		   uint64_t pod_generation, struct hf_scope_verdict *ret)
+int hf_scopereg_check(const struct hf_scopereg_table *t, const char *path, const char *pod,
+		      uint64_t pod_generation, struct hf_scopereg_verdict *ret)
 {
 	unsigned depth;
 	size_t len = strlen(path);
@@ -451,7 +451,7 @@ int hf_scope_check(const struct hf_scope_table *t, const char *path, const char 
 		have_id = w > 0 && hf_fsid_parse(idtext, (size_t)w, &id) == 0;
 	}
 	hf_mounts_free(&m);
-	struct hf_scope_verdict v = { .state = HF_SCOPE_FREE, .holder = -1, .pod = -1 };
+	struct hf_scopereg_verdict v = { .state = HF_SCOPEREG_FREE, .holder = -1, .pod = -1 };
 	/* the owner of a path is the deepest live pod whose write spec covers
 	 * it: an ancestor's scope there was delegated away (effective scope) */
 	for (size_t j = 0; j < t->n; j++) {
@@ -482,13 +482,13 @@ int hf_scope_check(const struct hf_scope_table *t, const char *path, const char 
 		v.pod = hf_regtable_find(t, pod);
 		if (v.pod < 0 || t->a[v.pod].live != HF_ALIVE ||
 		    (pod_generation && t->a[v.pod].generation != pod_generation))
-			v.state = HF_SCOPE_LOST;
+			v.state = HF_SCOPEREG_LOST;
 		else if (v.holder == v.pod)
-			v.state = HF_SCOPE_YOURS;
+			v.state = HF_SCOPEREG_YOURS;
 		else
-			v.state = v.holder >= 0 ? HF_SCOPE_HELD : HF_SCOPE_OUTSIDE;
+			v.state = v.holder >= 0 ? HF_SCOPEREG_HELD : HF_SCOPEREG_OUTSIDE;
 	} else {
-		v.state = v.holder >= 0 ? HF_SCOPE_HELD : HF_SCOPE_FREE;
+		v.state = v.holder >= 0 ? HF_SCOPEREG_HELD : HF_SCOPEREG_FREE;
 	}
 	*ret = v;
 	return 0;

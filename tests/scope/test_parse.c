@@ -21,7 +21,7 @@ static const char valid[] =
 
 static int parse(const char *s, size_t len, char *why, size_t n)
 {
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	int rc = hf_regtable_parse(s, len, &t, why, n);
 	if (rc == 0)
 		hf_regtable_clear(&t);
@@ -30,7 +30,7 @@ static int parse(const char *s, size_t len, char *why, size_t n)
 
 Test(parse, valid_round_trip)
 {
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	char why[256];
 	cr_assert_eq(hf_regtable_parse(valid, strlen(valid), &t, why, sizeof why), 0, "%s", why);
 	cr_assert_eq(t.n, 2);
@@ -41,7 +41,7 @@ Test(parse, valid_round_trip)
 	char *out;
 	size_t len;
 	cr_assert_eq(hf_regtable_format(&t, &out, &len), 0);
-	struct hf_scope_table u;
+	struct hf_scopereg_table u;
 	cr_assert_eq(hf_regtable_parse(out, len, &u, why, sizeof why), 0, "%s", why);
 	char *again;
 	size_t len2;
@@ -61,14 +61,14 @@ Test(parse, escaping_round_trips)
 		"{\"version\":1,\"generation\":1,\"allocations\":[{\"name\":\"\\u00e9t\\u00e9\","
 		"\"pid\":5,\"socket\":\"/r/\\\"q\\\\.sock\",\"scope_allow\":"
 		"[\"/p/\\\"it's\\\"/\\\\x/\\u65e5:write\"],\"generation\":1}]}";
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	char why[256];
 	cr_assert_eq(hf_regtable_parse(in, strlen(in), &t, why, sizeof why), 0, "%s", why);
 	cr_assert_str_eq(t.a[0].spec_text[0], "/p/\"it's\"/\\x/\xe6\x97\xa5:write");
 	char *out;
 	size_t len;
 	cr_assert_eq(hf_regtable_format(&t, &out, &len), 0);
-	struct hf_scope_table u;
+	struct hf_scopereg_table u;
 	cr_assert_eq(hf_regtable_parse(out, len, &u, why, sizeof why), 0, "%s", why);
 	cr_assert_str_eq(u.a[0].spec_text[0], t.a[0].spec_text[0]);
 	cr_assert_str_eq(u.a[0].socket, "/r/\"q\\.sock");
