@@ -546,7 +546,7 @@ static int do_check(int argc, char **argv)
 	}
 	const char *given = pos[0];
 	char canon[PATH_MAX];
-	rc = hf_scope_canonical_path(given, canon, sizeof canon);
+	rc = hf_path_canonical(given, canon, sizeof canon);
 	if (rc < 0) {
 		cli_err("scope check: cannot resolve '%s': %s", SHOW(given), hf_strerror(rc));
 		free(pos);
@@ -583,7 +583,7 @@ static int do_check(int argc, char **argv)
 		json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "path", given, "canonical", canon,
 				      "state", state_name(v.state), "holder", h, "generation",
 				      (json_int_t)hf_scopereg_generation(t));
-		json_object_set_new(o, "fs", hf_scope_identity(canon, fs, sizeof fs) == 0
+		json_object_set_new(o, "fs", hf_path_identity(canon, fs, sizeof fs) == 0
 						    ? json_string(fs)
 						    : json_null());
 		if (a.pod) {

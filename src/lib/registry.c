@@ -90,7 +90,8 @@
  *   (RG11) Nothing the registry opens can block: every open is O_NONBLOCK,
  *         and a table, lock or live file that is not a regular file is
  *         refused before it is read or locked; the flock(LOCK_EX) wait is
- *         bounded (HF_SCOPE_LOCK_WAIT_MS while one holder keeps it).
+ *         bounded (HF_SCOPE_LOCK_WAIT_MS while one holder keeps it) and
+ *         ends when the caller's cancel descriptor is readable.
  *
  * Hazards
  * -------
@@ -257,11 +258,13 @@ static int sweep(struct hf_scopereg_table *t, struct hf_scopereg_table *reaped, 
 }
 
 /* Steps 1-4 for a change. */
-static int reg_begin(const char *registry, int64_t lock_wait_ms, struct hf_regfile *r,
-		     struct hf_scopereg_table *t, struct hf_scopereg_table *reaped, int *ret_nreaped,
+static int reg_begin(const char *registry, int64_t lock_wait_ms, int cancel_fd,
+		     struct hf_regfile *r, struct hf_scopereg_table *t,
+		     struct hf_scopereg_table *reaped, int *ret_nreaped,
 		     struct hf_scopereg_holder *err)
 {
 	r->lock_wait_ms = lock_wait_ms;
+	r->cancel_fd = cancel_fd;
 	int rc = hf_regfile_open(registry, true, true, r, err);
 	if (rc < 0)
 		return rc;
@@ -304,31 +307,11 @@ static void fill_holder(struct hf_scopereg_holder *h, const struct hf_alloc *a, 
 	h->fs[0] = h->request_fs[0] = '\0';
 }
 
-int hf_scope_canonical(const char *spec, char *buf, size_t n)
+int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms)
 {
-	struct hf_spec s;
-	return hf_spec_canonicalize(spec, buf, n, &s);
-}
-
-int hf_scope_canonical_path(const char *path, char *buf, size_t n)
-{
-	return hf_path_canonicalize(path, buf, n);
-}
-
-int hf_scope_identity(const char *path, char *buf, size_t n)
-{
-	unsigned depth;
-	size_t len = strlen(path);
-	if (!hf_path_normal(path, len, &depth))
-		return -EINVAL;
-	struct hf_mounts m;
-	int rc = hf_mounts_load(&m);
-	if (rc == 0) {
-		rc = hf_path_identify(&m, path, len, 'e', buf, n);
-		rc = rc < 0 ? rc : 0;
-	}
-	hf_mounts_free(&m);
-	return rc;
+	struct hf_owner o;
+	owner_of(&t->a[i], &o);
+	return t->a[i].registered_ms ? hf_owner_age_ms(&o, now_ms) : -1;
 }
 
 int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
@@ -377,7 +360,8 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 	int nreaped, live_fd = -1;
 	bool pushed = false;
 	char token[HF_REG_TOKEN_HEX + 1];
-	rc = reg_begin(req->registry, req->lock_wait_ms, &r, &t, NULL, &nreaped, err);
+	rc = reg_begin(req->registry, req->lock_wait_ms, req->has_cancel ? req->cancel_fd : -1, &r,
+		       &t, NULL, &nreaped, err);
 	if (rc < 0) {
 		hf_regreq_free(q);
 		return rc;
@@ -501,7 +485,7 @@ int hf_scopereg_release(const char *registry, const char *name, uint64_t generat
 	struct hf_regfile r;
 	struct hf_scopereg_table t;
 	int nreaped;
-	int rc = reg_begin(registry, 0, &r, &t, NULL, &nreaped, err);
+	int rc = reg_begin(registry, 0, -1, &r, &t, NULL, &nreaped, err);
 	if (rc < 0)
 		return rc;
 	long i = hf_regtable_find(&t, name);
@@ -544,7 +528,7 @@ int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret, struc
 	struct hf_regfile r;
 	struct hf_scopereg_table t;
 	int nreaped;
-	int rc = reg_begin(registry, 0, &r, &t, reaped, &nreaped, err);
+	int rc = reg_begin(registry, 0, -1, &r, &t, reaped, &nreaped, err);
 	if (rc < 0) {
 		hf_scopereg_free(reaped);
 		return rc;
@@ -577,6 +561,7 @@ int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret, struc
 		return -ENOMEM;
 	struct hf_regfile r;
 	r.lock_wait_ms = 0;
+	r.cancel_fd = -1;
 	int rc = hf_regfile_open(registry, false, false, &r, err);
 	if (rc == 0) {
 		rc = hf_regfile_load(&r, false, t, err);

@@ -44,6 +44,9 @@ struct hf_scopereg_request {
 	int64_t lock_wait_ms;             /* the registry lock: 0 the default
 					     (HF_SCOPE_LOCK_WAIT_MS), >0 at most
 					     that (then HF_ETIMEDOUT)              */
+	bool has_cancel;                  /* cancel_fd is set                       */
+	int cancel_fd;                    /* readable: stop waiting for the
+					     registry's lock (HF_ECANCELED)        */
 };
 
 /* What went wrong, for the message: the holder on HF_ECONFLICT (or the
@@ -82,14 +85,10 @@ struct hf_scopereg_holder {
  * another directory there: it shares no registry with the rest of the user
  * unless it sets HOLDFAST_REGISTRY to a path both see. */
 int hf_scopereg_path(char *buf, size_t n);
-/* "PATH:MODE[:recursive]" with PATH canonical, into buf (n bytes). */
-int hf_scope_canonical(const char *spec, char *buf, size_t n);
-/* An absolute canonical path (see above) into buf. */
-int hf_scope_canonical_path(const char *path, char *buf, size_t n);
-/* The kernel identity of a canonical path, "MAJOR:MINOR:e:PATH" (the
- * mount's device, the path within its file system) into buf: 0, -ENOENT
- * when the mount table does not show it (a chroot), -errno. */
-int hf_scope_identity(const char *canonical_path, char *buf, size_t n);
+struct hf_scopereg_table;
+/* The age of entry i's registration (boot-relative on this kernel, as
+ * hf_owner_age_ms), -1 when unknown. */
+int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms);
 
 /* Register req->name for req->pid with every spec, or nothing (all or
  * nothing); delegated from req->from when set. 0, the generation granted,
@@ -311,6 +310,7 @@ struct hf_regfile {
 	int dirfd;
 	int lockfd;                  /* holding LOCK_EX; -1: not locked          */
 	int64_t lock_wait_ms;        /* 0: the default bound                     */
+	int cancel_fd;               /* readable: stop waiting for the lock; -1  */
 	char base[NAME_MAX + 1];     /* the table's name                         */
 	char lockname[NAME_MAX + 1]; /* <base>.flock                             */
 	char dir[PATH_MAX];

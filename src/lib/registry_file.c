@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,7 +145,8 @@ static long flock_holder(const struct stat *st)
  * retried with a growing sleep. The bound: r->lock_wait_ms when the caller
  * set one; else HF_SCOPE_LOCK_WAIT_MS while one holder keeps the lock (a
  * holder that changed since the last look means progress: another window).
- * HF_ETIMEDOUT naming the holder. */
+ * HF_ETIMEDOUT naming the holder; HF_ECANCELED when r->cancel_fd (if any)
+ * became readable. */
 static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct hf_scopereg_holder *err)
 {
 	int rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
@@ -173,7 +175,20 @@ static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct
 		if (ms > 20)
 			ms = 20;
 		int64_t left = (deadline - now + 999999) / 1000000;
-		rc = hf_sys_sleep_ms(ms < left ? ms : left);
+		ms = ms < left ? ms : left;
+		if (r->cancel_fd >= 0) {
+			/* the caller's cancel descriptor ends the wait (RG11) */
+			struct pollfd p = { .fd = r->cancel_fd, .events = POLLIN };
+			rc = hf_sys_poll(&p, 1, (int)ms);
+			if (rc > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
+				return hf_regfile_say(err, HF_ECANCELED,
+						      "canceled while waiting for its lock %s/%s; "
+						      "nothing was changed",
+						      r->dir, r->lockname);
+			rc = rc < 0 && rc != -EINTR ? rc : 0;
+		} else {
+			rc = hf_sys_sleep_ms(ms);
+		}
 		if (rc < 0)
 			return rc;
 		rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
