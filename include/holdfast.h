@@ -424,7 +424,9 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *value);
  * that is not a spec: "request_index"), -ESRCH (no process has HF_OPT_PID),
  * -EALREADY (this handle holds a registration), -EOVERFLOW (the generation
  * is exhausted), -errno. The holder record names "registry" once it was
- * located, and "reason" where there is more to say than the code.
+ * located, "reason" where there is more to say than the code, and
+ * "refused": the name (hf_error_name) of the refusal it describes - after a
+ * wait that timed out or was cancelled, the last one ("conflict", "held").
  * With HF_OPT_WAIT_MS, HF_EHELD and HF_ECONFLICT are waited out: each
  * attempt is a whole registration, woken when the registry file changes
  * (inotify on its directory) or after a backoff of at most 100 ms (a holder

@@ -26,6 +26,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,9 @@ int hf_scope_add(hf_scope *s, const char *spec)
 		holder_reason(s, "at most 1024 specs");
 		return -EINVAL;
 	}
-	if (!hf_text_ok(spec, HF_SCOPE_SPEC_MAX - 1) ||
+	/* the form only: a path too long is refused when registering, with
+	 * the reason the look-up gives */
+	if (!hf_text_ok(spec, SIZE_MAX) ||
 	    hf_spec_split(spec, strlen(spec), &pl, &w, &r) < 0) {
 		holder_reason(s, "not a spec PATH:MODE[:recursive] (MODE read or write) of UTF-8 "
 				 "text without control characters");

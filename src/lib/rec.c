@@ -259,6 +259,7 @@ hf_rec *hf_rec_from_scope_holder(const struct hf_scopereg_holder *h, int rc, con
 			set_str(o, "request_fs", h->request_fs);
 		}
 	}
+	set_str(o, "refused", hf_error_name(rc));
 	if (h->registry[0])
 		set_str(o, "registry", h->registry);
 	if (h->reason[0])
