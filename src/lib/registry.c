@@ -222,15 +222,17 @@ int hf_registry_judge(struct hf_scopereg_table *t, int dirfd, const char *base, 
 /* Remove the dead (RG7): live children go to their nearest live ancestor.
  * Appends the reaped entries to *reaped when not NULL, and each one's live
  * file to r's gone list. The number reaped, or -ENOMEM. */
-static int sweep(struct hf_scopereg_table *t, struct hf_scopereg_table *reaped, struct hf_regfile *r)
+static int sweep(struct hf_scopereg_table *t, struct hf_scopereg_table *reaped,
+		 struct hf_regfile *r)
 {
 	size_t w = 0;
 	int count = 0;
+	uint64_t before = t->generation;
 	for (size_t i = 0; i < t->n; i++) {
 		struct hf_alloc *a = &t->a[i];
 		const char *to = a->parent >= 0 ? t->a[a->parent].name : NULL;
 		/* RG9: only a probe that proved death keeps its lock */
-		assert(a->live == HF_DEAD || a->probe_fd < 0);
+		assert((a->live == HF_DEAD || a->probe_fd < 0) && "RG9");
 		if (a->live == HF_DEAD) {
 			count++;
 			t->generation++; /* RG6 */
@@ -252,6 +254,7 @@ static int sweep(struct hf_scopereg_table *t, struct hf_scopereg_table *reaped, 
 		t->a[w++] = *a;
 	}
 	t->n = w;
+	assert(t->generation == before + (uint64_t)count && "RG6"); /* +1 per reaped */
 	/* indices moved (RT3); liveness stays judged */
 	int rc = count ? hf_regtable_link(t) : 0;
 	return rc < 0 ? rc : count;
@@ -443,7 +446,7 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 		}
 	}
 	hf_sys_point(HF_PT_SCOPE_REGISTER_DECIDED);
-	assert(!ret_live_fd || (a->token && live_fd >= 0)); /* RG9: its file exists first */
+	assert((!ret_live_fd || (a->token && live_fd >= 0)) && "RG9"); /* its file exists first */
 	rc = hf_regfile_store(&r, &t, err);
 	if (rc == 0) {
 		if (ret_generation)
@@ -518,7 +521,8 @@ int hf_scopereg_release(const char *registry, const char *name, uint64_t generat
 	return rc;
 }
 
-int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret, struct hf_scopereg_holder *err)
+int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret,
+		     struct hf_scopereg_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);
@@ -552,7 +556,8 @@ int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret, struc
 	return nreaped;
 }
 
-int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret, struct hf_scopereg_holder *err)
+int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret,
+		     struct hf_scopereg_holder *err)
 {
 	if (err)
 		memset(err, 0, sizeof *err);

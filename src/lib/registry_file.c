@@ -9,6 +9,7 @@
  */
 #include "registry.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -144,10 +145,12 @@ static long flock_holder(const struct stat *st)
 /* Step 2's wait (RG11): flock(LOCK_EX) without ever blocking in the kernel,
  * retried with a growing sleep. The bound: r->lock_wait_ms when the caller
  * set one; else HF_SCOPE_LOCK_WAIT_MS while one holder keeps the lock (a
- * holder that changed since the last look means progress: another window).
+ * holder that changed since the last look, or none at that instant, means
+ * progress: another window, at most 12).
  * HF_ETIMEDOUT naming the holder; HF_ECANCELED when r->cancel_fd (if any)
  * became readable. */
-static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct hf_scopereg_holder *err)
+static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st,
+		     struct hf_scopereg_holder *err)
 {
 	int rc = hf_sys_flock(fd, LOCK_EX | LOCK_NB);
 	if (rc != -EWOULDBLOCK)
@@ -161,8 +164,10 @@ static int lock_wait(struct hf_regfile *r, int fd, const struct stat *st, struct
 		int64_t now = hf_sys_mono_ns();
 		if (now >= deadline) {
 			long h = flock_holder(st);
-			if (!strict && h > 0 && h != holder && windows < 12) {
-				holder = h; /* progress: the lock changed hands */
+			/* progress: the lock changed hands, or is free this instant
+			 * (released, the next one not in yet: many lockers poll) */
+			if (!strict && h != 0 && (h < 0 || h != holder) && windows < 12) {
+				holder = h;
 				deadline = now + window * 1000000LL;
 				windows++;
 				continue;
@@ -465,8 +470,10 @@ sweep:
 }
 
 /* Step 6 (RG2, RG10). */
-int hf_regfile_store(struct hf_regfile *r, const struct hf_scopereg_table *t, struct hf_scopereg_holder *err)
+int hf_regfile_store(struct hf_regfile *r, const struct hf_scopereg_table *t,
+		     struct hf_scopereg_holder *err)
 {
+	assert(r->lockfd >= 0 && "RG1"); /* a change is written only under the lock */
 	if (t->generation > HF_REG_GEN_MAX)
 		return hf_regfile_say(err, -EOVERFLOW,
 			   "its generation would pass 2^63-1, more than any reader accepts; nothing "

@@ -36,6 +36,7 @@
  */
 #include "scope.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -264,6 +265,9 @@ int hf_spec_canonicalize(const char *spec, char *buf, size_t n, struct hf_spec *
 	rc = hf_path_canonicalize(path, canon, sizeof canon);
 	if (rc < 0)
 		return rc;
+	unsigned depth;
+	assert(hf_path_normal(canon, strlen(canon), &depth) && "SC2");
+	(void)depth;
 	struct hf_spec s = { .path = canon, .len = strlen(canon), .write = w, .recursive = r };
 	rc = hf_spec_format(&s, buf, n);
 	if (rc < 0)

@@ -29,11 +29,15 @@ static int worker(void *arg)
 	uint64_t gen;
 	int fd;
 	int rc = hf_scopereg_register(&req, &gen, &fd, &h);
-	if (rc < 0)
+	if (rc < 0) {
+		fprintf(stderr, "%s: register: %s (%s)\n", name, hf_strerror(rc), h.reason);
 		return 10;
+	}
 	hf_sys_point(HF_PT_TEST_REGISTERED); /* the test holds everyone here */
 	rc = hf_scopereg_release(NULL, name, gen, &h);
 	close(fd);
+	if (rc < 0)
+		fprintf(stderr, "%s: release: %s (%s)\n", name, hf_strerror(rc), h.reason);
 	return rc < 0 ? 11 : 0;
 }
 

@@ -300,7 +300,7 @@ Test(files, lock_file_swapped_under_a_locker, .init = start, .fini = stop)
 	json_decref(root);
 }
 
-/* One registry per user: XDG_RUNTIME_DIR no longer moves it (item 11). */
+/* One registry per user: XDG_RUNTIME_DIR does not move it. */
 Test(files, default_location)
 {
 	char buf[PATH_MAX], exp[PATH_MAX];
