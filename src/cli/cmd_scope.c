@@ -458,9 +458,23 @@ static int do_release(int argc, char **argv)
 		code = refuse("release", pos[0], NULL, "not a valid pod name");
 	else if (rc < 0)
 		code = report("release", pos[0], NULL, rc, NULL);
-	else if (gen > INT64_MAX)
-		code = report("release", pos[0], NULL, HF_ENOTHELD, NULL);
-	else {
+	else if (gen > INT64_MAX) {
+		/* no registration has it: the name's own registration, if any,
+		 * is another one */
+		hf_registry *r = NULL;
+		rc = hf_registry_read(NULL, &r, NULL);
+		long i = rc == 0 ? hf_registry_find(r, pos[0]) : -1;
+		char reg[PATH_MAX] = "";
+		hf_registry_path(reg, sizeof reg);
+		if (i >= 0) {
+			code = report("release", pos[0], NULL, HF_ENOTYOURS,
+				      hf_registry_get(r, (size_t)i));
+		} else {
+			cli_err("scope release %s: no such pod in %s", SHOW(pos[0]), reg);
+			code = cli_exit_for(HF_ENOTHELD);
+		}
+		hf_registry_free(r);
+	} else {
 		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
 		rc = hf_scope_release(s);
 		code = rc < 0 ? report("release", pos[0], NULL, rc, hf_scope_holder(s)) : HF_EXIT_OK;
