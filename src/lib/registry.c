@@ -52,6 +52,18 @@
  *   writing: the table file is only ever replaced whole, so a read sees one
  *   table, old or new. Their probes are let go at once.
  *
+ * Named points (hf_sys_point: tests pause or crash a process there)
+ * ------------------------------------------------------------------
+ *   scope.open.locked        step 2: locked, before the name is checked again
+ *   scope.register.judged    a registration after step 4, under the lock
+ *   scope.live.created       step 5: its live file made and locked
+ *   scope.register.decided   step 5 done, before step 6
+ *   scope.release.decided    a release decided, before step 6
+ *   scope.store.formatted    step 6: the new table formatted, not yet written
+ *   scope.live.removed       after step 6: the gone entries' live files removed
+ *   scope.register.waiting   hf_scope_register (handle_scope.c), refused, before
+ *                            each wait for the registry to change
+ *
  * Invariants
  * ----------
  *   (RG1) One writer at a time: every change is made under flock(LOCK_EX) of

@@ -369,49 +369,6 @@ static int sweep_file(int dirfd, const char *name, void *arg)
 	return 0;
 }
 
-/* Read a regular file's whole content from fd (at most max bytes). */
-static int read_fd(int fd, const struct stat *st, size_t max, char **ret, size_t *ret_len)
-{
-	size_t cap = st->st_size > 0 ? (size_t)st->st_size + 1 : 256, len = 0;
-	if (cap > max + 1)
-		cap = max + 1;
-	char *buf = malloc(cap + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (len == cap) {
-			if (cap > max) {
-				free(buf);
-				return -EFBIG;
-			}
-			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		ssize_t n = hf_sys_read(fd, buf + len, cap - len);
-		if (n < 0) {
-			free(buf);
-			return (int)n;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max) {
-		free(buf);
-		return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 /* Step 3: an empty table when there is no file yet. */
 int hf_regfile_load(struct hf_regfile *r, bool locked, struct hf_scopereg_table *t,
 		    struct hf_scopereg_holder *err)
@@ -438,7 +395,7 @@ int hf_regfile_load(struct hf_regfile *r, bool locked, struct hf_scopereg_table 
 	if (rc == 0)
 		rc = verify_stat(&st, false, "the registry file", err);
 	if (rc == 0)
-		rc = read_fd(fd, &st, HF_REG_MAX_BYTES, &buf, &len);
+		rc = hf_read_fd(fd, &st, HF_REG_MAX_BYTES, &buf, &len);
 	hf_sys_close(fd);
 	if (rc == -EFBIG) {
 		if (err)
