@@ -35,6 +35,12 @@ static hf_scope *pod(const char *name, const char *s1)
 	return s;
 }
 
+static const char *F_or_empty(const hf_rec *r, const char *field)
+{
+	const char *v = hf_rec_str(r, field);
+	return v ? v : "";
+}
+
 static int64_t rec_int(const hf_rec *r, const char *field)
 {
 	int64_t v = -1;
@@ -237,13 +243,16 @@ Test(api, a_waiting_register_gets_the_scope_on_release)
 	struct hft_child c;
 	hft_spawn_fn(&c, "pause:scope.register.waiting:2", waiter, NULL);
 	hft_expect(&c, "scope.register.waiting");
-	hf_registry *r;
-	cr_assert_eq(hf_registry_read(NULL, &r, NULL), 0);
-	cr_assert_eq(hf_registry_find(r, "w"), -1, "refused while a holds p");
+	hf_registry *r = NULL;
+	int rrc = hf_registry_read(NULL, &r, NULL);
+	long early = rrc == 0 ? hf_registry_find(r, "w") : -1;
 	hf_registry_free(r);
-	cr_assert_eq(hf_scope_release(a), 0);
-	hft_go(&c);
+	int rel = hf_scope_release(a);
+	hft_go(&c); /* before any assertion: a failed test must not leave c paused */
 	cr_assert_eq(hft_wait(&c), 0, "the waiter registered after the release");
+	cr_assert_eq(rrc, 0);
+	cr_assert_eq(early, -1, "refused while a held p");
+	cr_assert_eq(rel, 0);
 	hf_scope_free(a);
 }
 
@@ -257,11 +266,12 @@ Test(api, the_cancel_descriptor_ends_a_wait)
 	struct hft_child c;
 	hft_spawn_fn(&c, "pause:scope.register.waiting:2", waiter, (void *)1);
 	hft_expect(&c, "scope.register.waiting");
-	cr_assert_eq(write(p[1], "x", 1), 1); /* stop */
+	ssize_t wr = write(p[1], "x", 1); /* stop */
 	hft_go(&c);
 	int code = sc_wait_within(c.pid, 10000);
 	if (code < 0)
 		kill(c.pid, SIGKILL);
+	cr_assert_eq(wr, 1);
 	cr_assert_eq(code, 0, "HF_ECANCELED, the holder named (-1: still waiting)");
 	close(p[0]);
 	close(p[1]);
@@ -328,4 +338,43 @@ Test(api, an_unreadable_registry_is_named_in_reterr)
 	cr_assert_eq(hf_scope_register(a), HF_EUNREADABLE, "never written over");
 	cr_assert_not_null(hf_rec_str(hf_scope_holder(a), "reason"));
 	hf_scope_free(a);
+}
+
+/* Holds the registry's lock: paused after judging, inside a change. */
+static int locker(void *arg)
+{
+	hf_scope *x = pod("x", spec("x", "write"));
+	int rc = hf_scope_register(x);
+	close(hf_scope_detach(x)); /* left registered: the test reads it back */
+	hf_scope_free(x);
+	return rc == 0 ? 0 : 10;
+}
+
+/* The cancel descriptor also ends the wait for the registry's own lock
+ * (held by a change in progress), at once and without changing anything. */
+Test(api, the_cancel_descriptor_ends_the_wait_for_the_registry_lock)
+{
+	struct hft_child c;
+	hft_spawn_fn(&c, "pause:scope.register.judged", locker, NULL);
+	hft_expect(&c, "scope.register.judged"); /* c holds the registry's lock */
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(write(p[1], "x", 1), 1); /* readable before we start */
+	hf_scope *w = pod("w", spec("p", "write"));
+	cr_assert_eq(hf_scope_set(w, HF_OPT_CANCEL_FD, p[0]), 0);
+	cr_assert_eq(hf_scope_set(w, HF_OPT_LOCK_WAIT_MS, 20000), 0); /* the bound is not it */
+	int rc = hf_scope_register(w);
+	bool said = strstr(F_or_empty(hf_scope_holder(w), "reason"), "canceled") != NULL;
+	hf_scope_free(w);
+	close(p[0]);
+	close(p[1]);
+	hft_go(&c); /* before any assertion: a failed test must not leave c paused */
+	cr_assert_eq(hft_wait(&c), 0, "the change in progress completes");
+	cr_assert_eq(rc, HF_ECANCELED);
+	cr_assert(said, "the reason says it was canceled");
+	hf_registry *r;
+	cr_assert_eq(hf_registry_read(NULL, &r, NULL), 0);
+	cr_assert_eq(hf_registry_find(r, "w"), -1, "nothing of the canceled one");
+	cr_assert_geq(hf_registry_find(r, "x"), 0, "the change in progress was written");
+	hf_registry_free(r);
 }
