@@ -401,7 +401,162 @@ int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret);
  * directory, into buf (n bytes). */
 int hf_session_default_path(char *buf, size_t n);
 
-/*@SCOPE@*/
+/* ---------------------------------------------------------------------------
+ * Scopes and the registry
+ *
+ * One JSON table per user (hf_registry_path) of pods and the path scopes
+ * they were granted. A spec is "PATH:MODE[:recursive]", MODE read or write;
+ * recursive covers PATH and everything below it, otherwise PATH and its
+ * direct children. Paths are made absolute and canonical and compared by
+ * whole components; each spec also records the kernel's identity of what
+ * its path reaches (mount device and path within it), so one directory
+ * reached through a bind mount is one scope. Two live pods never hold
+ * overlapping write specs unless one descends from the other (delegation:
+ * HF_OPT_FROM); read specs never conflict. A pod's effective scope is its
+ * own specs minus the write specs of its live descendants. A pod whose
+ * owner is proven dead is reaped on every change (its live children go to
+ * its nearest live ancestor). The registry's generation grows with every
+ * change; each registration keeps the one it was granted (a fencing token).
+ * The protocol is in src/lib/registry.c.
+ *
+ *   hf_scope *s;
+ *   int rc = hf_scope_new("agent-1", &s);           no I/O yet
+ *   if (rc == 0) rc = hf_scope_add(s, "/p/src:write:recursive");
+ *   if (rc == 0) rc = hf_scope_register(s);
+ *   if (rc == HF_ECONFLICT)
+ *           printf("held by %s\n", hf_rec_str(hf_scope_holder(s), "name"));
+ *   else if (rc == 0) {
+ *           ... work, keeping hf_scope_fd(s) open ...
+ *           rc = hf_scope_release(s);
+ *   }
+ *   hf_scope_free(s);                               releases if still held
+ * ------------------------------------------------------------------------- */
+/* A pod name: 1 to HF_POD_NAME_MAX bytes of UTF-8 text without white space,
+ * quotes, '\' or '/', not starting with '-'. */
+#define HF_POD_NAME_MAX 128
+
+typedef struct hf_scope hf_scope;
+
+/* A handle for a pod named name (copied). -EINVAL: a bad name; -ENOMEM. */
+int hf_scope_new(const char *name, hf_scope **ret);
+/* Add a spec "PATH:MODE[:recursive]" (copied; at least one before
+ * registering, at most 1024). Only its form is checked here; its path is
+ * made canonical when registering. -EINVAL with the reason in
+ * hf_scope_holder. */
+int hf_scope_add(hf_scope *s, const char *spec);
+/* HF_OPT_PID, _WAIT_MS, _CANCEL_FD, _LOCK_WAIT_MS, _GENERATION; set_str:
+ * HF_OPT_REGISTRY, _SOCKET, _FROM (NULL: back to the default). Options take
+ * effect at the next register or release. HF_OPT_GENERATION on a handle
+ * that holds a registration: -EBUSY (it has its own). */
+int hf_scope_set(hf_scope *s, int opt, int64_t value);
+int hf_scope_set_str(hf_scope *s, int opt, const char *value);
+/* Register every spec or none. 0 (hf_scope_generation, hf_scope_fd: the
+ * registration's liveness file holding flock(LOCK_SH) - keep it open as long
+ * as the owner lives, in it or for it). HF_EHELD (the name is taken),
+ * HF_ECONFLICT (hf_scope_holder: the deepest live pod whose write spec
+ * overlaps - "name", "pid", "host", "generation", "comm", "age_ms" -,
+ * "scope" its spec, "request" the spec of ours (canonical) and
+ * "request_index" its place, "others" how many more pods overlap it,
+ * "fs"/"request_fs" when the overlap is by identity), HF_ENOTYOURS (a
+ * delegated spec outside the parent's effective scope; the parent), HF_ELOST
+ * (the parent is not registered: "name" is its name), HF_ETIMEDOUT (a wait,
+ * the last holder seen; or the registry's own lock: its "pid"),
+ * HF_ECANCELED, HF_EUNREADABLE, HF_EUNSAFE (a registry directory or file of
+ * another user, writable by others, a symlink), -EINVAL (no spec, or one
+ * that is not a spec: "request_index"), -ESRCH (no process has HF_OPT_PID),
+ * -EALREADY (this handle holds a registration), -EOVERFLOW (the generation
+ * is exhausted), -errno. The holder record names "registry" once it was
+ * located, "reason" where there is more to say than the code, and
+ * "refused": the name (hf_error_name) of the refusal it describes - after a
+ * wait that timed out or was cancelled, the last one ("conflict", "held").
+ * With HF_OPT_WAIT_MS, HF_EHELD and HF_ECONFLICT are waited out: each
+ * attempt is a whole registration, woken when the registry file changes
+ * (inotify on its directory) or after a backoff of at most 100 ms (a holder
+ * that dies changes nothing there: the next attempt reaps it). */
+int hf_scope_register(hf_scope *s);
+/* Release the pod name's registration (this handle's, or - after _new and
+ * HF_OPT_GENERATION - one made elsewhere; generation 0: whatever
+ * registration the name has). 0; HF_ENOTHELD (no such pod); HF_ENOTYOURS
+ * (the name now belongs to another registration: hf_scope_holder). Its scope
+ * returns to its parent; its live children are re-parented to it. The
+ * handle's descriptor is closed after the release, either way. */
+int hf_scope_release(hf_scope *s);
+/* Forget a registration without releasing it; returns its descriptor (the
+ * caller's now) or -1 when the handle holds none. The generation stays
+ * readable. */
+int hf_scope_detach(hf_scope *s);
+/* The generation granted (or set with HF_OPT_GENERATION; 0: none). */
+uint64_t hf_scope_generation(const hf_scope *s);
+/* The liveness descriptor while the handle holds a registration, else -1. */
+int hf_scope_fd(const hf_scope *s);
+/* After a failed add, register or release: what went wrong (see
+ * hf_scope_register; NULL: nothing more than the code). NULL after a
+ * success. */
+const hf_rec *hf_scope_holder(const hf_scope *s);
+/* Free; a registration it still holds (made by this process) is released.
+ * NULL: no-op. */
+void hf_scope_free(hf_scope *s);
+
+/* "PATH:MODE[:recursive]" with PATH canonical, into buf (n bytes). */
+int hf_scope_canonical(const char *spec, char *buf, size_t n);
+/* An absolute canonical path into buf (symbolic links of the existing part
+ * resolved, "." and ".." removed). */
+int hf_path_canonical(const char *path, char *buf, size_t n);
+/* The kernel identity of a canonical path, "MAJOR:MINOR:e:PATH", into buf:
+ * 0, -ENOENT when the mount table does not show it (a chroot), -EINVAL (not
+ * a canonical path), -errno. */
+int hf_path_identity(const char *canonical_path, char *buf, size_t n);
+/* $HOLDFAST_REGISTRY, else /tmp/holdfast-<euid>/scope.lock: one registry
+ * per user whatever the environment (a private /tmp sees another one). */
+int hf_registry_path(char *buf, size_t n);
+
+typedef struct hf_registry hf_registry;
+
+/* Read the registry (path NULL: hf_registry_path) without changing it; a
+ * missing registry is empty. 0 and *ret; failures as hf_scope_register's
+ * (HF_EUNREADABLE, HF_EUNSAFE, -errno), with *reterr (may be NULL; the
+ * caller's, hf_rec_free) naming "registry" and "reason". */
+int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr);
+/* Reap every pod proven dead: the number reaped, *ret (may be NULL) holds
+ * the reaped ones (each with "returned_to": the pod that got its scope
+ * back, null for none) and the new generation. */
+int hf_registry_reap(const char *path, hf_registry **ret, hf_rec **reterr);
+size_t hf_registry_count(const hf_registry *r);
+uint64_t hf_registry_generation(const hf_registry *r);
+/* The i-th allocation: the file's fields "name", "pid", "pid_start",
+ * "boot_id", "host", "socket" (null: none), "scope_allow" (array),
+ * "delegated_from" (null: top level), "generation", "registered" (when
+ * known), "pidns", "timens", "boottime_ms", "comm" (absent in entries of
+ * holdfast 0.1), "token" (when it has a liveness file), "scope_fs" (array
+ * of arrays, when known); and "live" ("alive" / "dead"), "depth", "age_ms"
+ * (when registered is known), "returned_to" (reaped ones). NULL when i is
+ * out of range. Lives as long as r. */
+const hf_rec *hf_registry_get(const hf_registry *r, size_t i);
+/* The index of pod name, or -1. */
+long hf_registry_find(const hf_registry *r, const char *name);
+/* Pod name's effective scope: 0 and *ret (the caller's), a record with
+ * "name", "pid", "generation", "scope" (its specs) and "denied" (an array of
+ * objects {"scope","name","pid"}: the write specs of its live descendants
+ * that overlap its own). HF_ENOTHELD: no such pod; HF_ELOST: its owner is
+ * dead (its scope returns to its parent on the next change). */
+int hf_registry_effective(const hf_registry *r, const char *name, hf_rec **ret);
+/* May pod (NULL: anyone) write at canonical_path? The verdict (>= 0) and
+ * *ret (may be NULL; the caller's): "state" (the verdict's name: "free",
+ * "held", "yours", "outside", "lost"), "holder" and "holder_scope" (the
+ * deepest live pod whose write spec covers the path, by path or by
+ * identity: then "holder_fs"), "pod" (when given). pod_generation 0: any.
+ * -EINVAL: not a canonical path. */
+enum hf_scope_state {
+	HF_SCOPE_FREE = 0,     /* no live write spec covers it                   */
+	HF_SCOPE_HELD = 1,     /* another pod's                                  */
+	HF_SCOPE_YOURS = 2,    /* the pod's effective write scope                */
+	HF_SCOPE_OUTSIDE = 3,  /* nobody's, and not the pod's                    */
+	HF_SCOPE_LOST = 4,     /* the pod (or that generation) is gone           */
+};
+int hf_registry_check(const hf_registry *r, const char *canonical_path, const char *pod,
+		      uint64_t pod_generation, hf_rec **ret);
+/* NULL: no-op. */
+void hf_registry_free(hf_registry *r);
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }

@@ -6,9 +6,9 @@
  *
  * DIR gets a registry of N live allocations (the format holdfast writes).
  * Two measures alternate in blocks of 10 cycles, so both see the same noise:
- *   holdfast  hf_scope_register(new pod) + hf_scope_release(it): lock, read,
- *             parse, judge every owner alive, check overlap, write (tmp,
- *             fsync, rename, fsync dir), twice;
+ *   holdfast  hf_scope_register(new pod) + hf_scope_release(it), one
+ *             handle: lock, read, parse, judge every owner alive, check
+ *             overlap, write (tmp, fsync, rename, fsync dir), twice;
  *   floor     the same two file round trips with jansson alone: flock, read,
  *             json_loadb, append (remove) one allocation object, json_dumps,
  *             tmp + fsync + rename + fsync dir.
@@ -18,7 +18,6 @@
  * Prints: n bytes iters holdfast_ms floor_ms ratio (medians per cycle).
  */
 #include "holdfast.h"
-#include "internal.h" /* until the scope handle lands */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -189,22 +188,19 @@ int main(int argc, char **argv)
 
 	double *ours = malloc(sizeof(double) * (size_t)iters);
 	double *flr = malloc(sizeof(double) * (size_t)iters);
-	const char *specs[] = { "/bench/new/x:write:recursive" };
-	struct hf_scope_request req = { .name = "newalloc", .specs = specs, .nspecs = 1 };
-	struct hf_scope_holder h;
+	hf_scope *s;
+	if (hf_scope_new("newalloc", &s) < 0 || hf_scope_add(s, "/bench/new/x:write:recursive") < 0)
+		die("hf_scope_new");
 	for (int done = 0; done < iters;) {
 		int block = iters - done < 10 ? iters - done : 10;
 		for (int k = 0; k < block; k++) {
 			double t0 = now_ms();
-			uint64_t gen;
-			int fd = -1;
-			int rc = hf_scope_register(&req, &gen, &fd, &h);
+			int rc = hf_scope_register(s);
 			if (rc == 0)
-				rc = hf_scope_release(NULL, "newalloc", gen, &h);
-			if (fd >= 0)
-				close(fd);
+				rc = hf_scope_release(s); /* closes the liveness descriptor */
 			if (rc < 0) {
-				fprintf(stderr, "holdfast: %s %s\n", hf_strerror(rc), h.reason);
+				const char *why = hf_rec_str(hf_scope_holder(s), "reason");
+				fprintf(stderr, "holdfast: %s %s\n", hf_strerror(rc), why ? why : "");
 				return 1;
 			}
 			ours[done + k] = now_ms() - t0;
@@ -219,12 +215,13 @@ int main(int argc, char **argv)
 	}
 	struct stat st;
 	stat(reg, &st);
-	struct hf_scope_table *t;
-	if (hf_scope_read(NULL, &t, &h) < 0 || (int)hf_scope_count(t) != n) {
+	hf_scope_free(s);
+	hf_registry *t;
+	if (hf_registry_read(NULL, &t, NULL) < 0 || (int)hf_registry_count(t) != n) {
 		fprintf(stderr, "the registry does not hold the %d allocations any more\n", n);
 		return 1;
 	}
-	hf_scope_free(t);
+	hf_registry_free(t);
 	double mo = median(ours, iters), mf = median(flr, iters);
 	printf("%d %lld %d %.4f %.4f %.2f\n", n, (long long)st.st_size, iters, mo, mf, mo / mf);
 	close(go[1]);

@@ -63,6 +63,50 @@ ssize_t hf_read_small_at(int dirfd, const char *path, int flags, char *buf, size
 	return r;
 }
 
+int hf_read_fd(int fd, const struct stat *st, size_t max, char **ret_buf, size_t *ret_len)
+{
+	size_t cap = st->st_size > 0 ? (size_t)st->st_size + 1 : 256;
+	if (cap > max + 1)
+		cap = max + 1;
+	char *buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t len = 0;
+	for (;;) {
+		if (len == cap) {
+			if (cap > max) {
+				free(buf);
+				return -EFBIG;
+			}
+			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *nb = realloc(buf, ncap + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		ssize_t r = hf_sys_read(fd, buf + len, cap - len);
+		if (r < 0) {
+			free(buf);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	if (len > max) {
+		free(buf);
+		return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
 int hf_read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret_buf,
 		    size_t *ret_len, struct stat *ret_st)
 {
@@ -71,57 +115,10 @@ int hf_read_file_at(int dirfd, const char *path, int flags, size_t max, char **r
 		return fd;
 	struct stat st;
 	int rc = hf_sys_fstat(fd, &st);
-	if (rc < 0)
-		goto out;
-	size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 256;
-	if (cap > max + 1)
-		cap = max + 1;
-	char *buf = malloc(cap + 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	size_t len = 0;
-	for (;;) {
-		if (len == cap) {
-			if (cap > max) {
-				free(buf);
-				rc = -EFBIG;
-				goto out;
-			}
-			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				free(buf);
-				rc = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		ssize_t r = hf_sys_read(fd, buf + len, cap - len);
-		if (r < 0) {
-			free(buf);
-			rc = (int)r;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	if (len > max) {
-		free(buf);
-		rc = -EFBIG;
-		goto out;
-	}
-	buf[len] = '\0';
-	*ret_buf = buf;
-	if (ret_len)
-		*ret_len = len;
-	if (ret_st)
+	if (rc == 0)
+		rc = hf_read_fd(fd, &st, max, ret_buf, ret_len);
+	if (rc == 0 && ret_st)
 		*ret_st = st;
-	rc = 0;
-out:
 	hf_sys_close(fd);
 	return rc;
 }

@@ -23,6 +23,8 @@ ssize_t hf_read_small_at(int dirfd, const char *path, int flags, char *buf, size
  * -EFBIG when larger than max. flags: extra O_ flags. */
 int hf_read_file_at(int dirfd, const char *path, int flags, size_t max, char **ret_buf,
 		    size_t *ret_len, struct stat *ret_st);
+/* The same from fd, already open (and verified) with st its fstat. */
+int hf_read_fd(int fd, const struct stat *st, size_t max, char **ret_buf, size_t *ret_len);
 
 /* Publish a complete file at dirfd/name only if nothing is there (a true
  * test-and-set, never check-then-rename): an unnamed O_TMPFILE written and

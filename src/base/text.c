@@ -1,6 +1,7 @@
 /*
  * text.c - text the lock kinds write and read: tokens, ISO-8601 times,
- * UTF-8 checks, JSON string escapes, and what a message may show.
+ * UTF-8 checks, JSON string escapes, what a message may show, and the one
+ * string hash of the tree (FNV-1a).
  *
  * Invariants:
  *  (TX1) hf_time_format and hf_time_parse round-trip every time from year

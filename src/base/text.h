@@ -1,5 +1,6 @@
 /*
- * text.h - tokens, ISO-8601 times, UTF-8 and JSON text (text.c).
+ * text.h - tokens, ISO-8601 times, UTF-8 and JSON text, a string hash
+ * (text.c).
  */
 #ifndef HF_TEXT_H
 #define HF_TEXT_H

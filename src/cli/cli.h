@@ -70,12 +70,13 @@ int cli_owner_find(pid_t *ret_pid, char *comm, size_t n);
  * register specs for pid under name (NULL: a generated name), delegating
  * from $HOLDFAST_POD when it is set, waiting until deadline_ns
  * (CLOCK_MONOTONIC; <0 none, 0 try once) while the scope is held by another
- * (woken when the registry changes), in slices so that a stop signal on c
- * (may be NULL) ends the wait. Prints its own message on failure and
- * returns the exit code (HF_EXIT_CONFLICT held or timed out, 128+N stopped
- * by signal N); 0, ret_name (n bytes) and *ret_live_fd on success: the
- * allocation's liveness descriptor (hf_scope_register), to keep open until
- * CMD has ended and hand to cli_scope_run_release. */
+ * (woken when the registry changes); a stop signal on c (may be NULL) ends
+ * the wait: c's signal descriptor is the wait's HF_OPT_CANCEL_FD. Prints its
+ * own message on failure and returns the exit code (HF_EXIT_CONFLICT held or
+ * timed out, 128+N stopped by signal N); 0, ret_name (n bytes) and
+ * *ret_live_fd on success: the allocation's liveness descriptor
+ * (hf_scope_fd, detached), to keep open until CMD has ended and hand to
+ * cli_scope_run_release. */
 struct cli_child;
 int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
 			   int64_t deadline_ns, struct cli_child *c, int *ret_live_fd,

@@ -1,13 +1,15 @@
 /*
  * cmd_scope.c - `holdfast scope register|release|list|effective|check|reap`
- * and the scope side of `holdfast run --scope`.
+ * and the scope side of `holdfast run --scope`, over the public API alone
+ * (hf_scope, hf_registry): parse, call, word the outcome.
  */
 #include "cli.h"
 
 #include "holdfast.h"
-#include "internal.h"
+#include "sys.h"
+#include "text.h"
+
 #include "run.h"
-#include "wait.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -58,56 +60,70 @@ static const char usage[] =
 
 #define SHOW(s) CLI_SHOW(s)
 
-static void holder_words(const struct hf_scope_holder *h, char *buf, size_t n)
+/* A field of a record for a message: "" when absent. */
+static const char *F(const hf_rec *r, const char *field)
 {
-	char age[32] = "";
-	if (h->age_ms >= 0 && h->registered_ms)
-		cli_format_age(h->age_ms, age, sizeof age);
-	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(h->name),
-		 (long long)h->pid, h->foreign_pidns ? " in another pid namespace" : "",
-		 h->comm[0] ? ", command " : "", SHOW(h->comm), h->host[0] ? SHOW(h->host) : "?",
-		 (unsigned long long)h->generation, age[0] ? ", registered " : "", age,
-		 age[0] ? " ago" : "");
+	const char *v = hf_rec_str(r, field);
+	return v ? v : "";
 }
 
-/* The message for a failed register/release; the exit code. */
-static int report(const char *verb, const char *name, const char *const *specs, int rc,
-		  const struct hf_scope_holder *h)
+static int64_t I(const hf_rec *r, const char *field, int64_t dflt)
 {
-	char who[512], given[HF_SCOPE_SPEC_MAX + 32] = "";
-	if (specs && (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL))
-		snprintf(given, sizeof given, "'%s'", SHOW(specs[h->request_index]));
+	int64_t v;
+	return hf_rec_int(r, field, &v) == 0 ? v : dflt;
+}
+
+static void holder_words(const hf_rec *h, char *buf, size_t n)
+{
+	char age[32] = "";
+	int64_t age_ms = I(h, "age_ms", -1); /* present when registered is known */
+	if (age_ms >= 0)
+		cli_format_age(age_ms, age, sizeof age);
+	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(F(h, "name")),
+		 (long long)I(h, "pid", 0), I(h, "foreign_pidns", 0) ? " in another pid namespace" : "",
+		 F(h, "comm")[0] ? ", command " : "", SHOW(F(h, "comm")),
+		 F(h, "host")[0] ? SHOW(F(h, "host")) : "?", (unsigned long long)I(h, "generation", 0),
+		 age[0] ? ", registered " : "", age, age[0] ? " ago" : "");
+}
+
+/* The message for a failed register/release; the exit code. given: the
+ * caller's spec the refusal is about (NULL: none). */
+static int report(const char *verb, const char *name, const char *spec, int rc, const hf_rec *h)
+{
+	char who[512], given[4096 + 32] = "";
+	if (spec && (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL))
+		snprintf(given, sizeof given, "'%s'", SHOW(spec));
+	const char *reg = F(h, "registry"), *reason = F(h, "reason");
 	switch (rc) {
 	case HF_ECONFLICT:
 		holder_words(h, who, sizeof who);
-		if (h->fs[0])
+		if (F(h, "fs")[0])
 			cli_err("scope %s %s: %s (canonical %s) reaches the same files as the write "
 				"scope %s of %s%s, through another path (a bind mount): kernel "
 				"identity %s meets %s (registry %s)",
-				verb, SHOW(name), given, h->request, h->scope, who,
-				h->others ? ", and of more live pods" : "", h->request_fs, h->fs,
-				h->registry);
+				verb, SHOW(name), given, F(h, "request"), F(h, "scope"), who,
+				I(h, "others", 0) ? ", and of more live pods" : "", F(h, "request_fs"),
+				F(h, "fs"), reg);
 		else
 			cli_err("scope %s %s: %s (canonical %s) overlaps the write scope %s of %s%s "
 				"(registry %s)",
-				verb, SHOW(name), given, h->request, h->scope, who,
-				h->others ? ", and of more live pods" : "", h->registry);
+				verb, SHOW(name), given, F(h, "request"), F(h, "scope"), who,
+				I(h, "others", 0) ? ", and of more live pods" : "", reg);
 		break;
 	case HF_ETIMEDOUT:
-		cli_err("scope %s %s: the registry %s is busy: %s", verb, SHOW(name), h->registry,
-			h->reason);
+		cli_err("scope %s %s: the registry %s is busy: %s", verb, SHOW(name), reg, reason);
 		break;
 	case -EOVERFLOW:
 	case -EFBIG:
-		cli_err("scope %s %s: refusing to write the registry %s: %s", verb, SHOW(name),
-			h->registry, h->reason);
+		cli_err("scope %s %s: refusing to write the registry %s: %s", verb, SHOW(name), reg,
+			reason);
 		return HF_EXIT_DATAERR;
 	case HF_ENOTYOURS:
 		holder_words(h, who, sizeof who);
-		if (specs)
+		if (spec)
 			cli_err("scope %s %s: %s (canonical %s) is not inside the effective scope of "
 				"its parent %s, which holds %s",
-				verb, SHOW(name), given, h->request, who, h->scope);
+				verb, SHOW(name), given, F(h, "request"), who, F(h, "scope"));
 		else
 			cli_err("scope %s %s: the name now belongs to another registration: %s",
 				verb, SHOW(name), who);
@@ -115,82 +131,74 @@ static int report(const char *verb, const char *name, const char *const *specs, 
 	case HF_EHELD:
 		holder_words(h, who, sizeof who);
 		cli_err("scope %s %s: the name is taken by %s holding %s", verb, SHOW(name), who,
-			h->scope);
+			F(h, "scope"));
 		break;
 	case HF_ELOST:
 		cli_err("scope %s %s: its parent '%s' is not registered (released, or reaped "
 			"after its process ended) in %s",
-			verb, SHOW(name), SHOW(h->name), h->registry);
+			verb, SHOW(name), SHOW(F(h, "name")), reg);
 		break;
 	case HF_ENOTHELD:
-		cli_err("scope %s %s: no such pod in %s", verb, SHOW(name), h->registry);
+		cli_err("scope %s %s: no such pod in %s", verb, SHOW(name), reg);
 		break;
 	case HF_EUNREADABLE:
 		cli_err("the scope registry %s is corrupt: %s. Nothing was changed. To recover, "
 			"look at it, then move it aside (mv '%s' '%s.bad'): a new registry starts "
 			"empty and every pod must register again",
-			h->registry, h->reason, h->registry, h->registry);
+			reg, reason, reg, reg);
 		break;
 	case HF_EUNSAFE:
 		cli_err("refusing the scope registry %s: %s (it must be ours, not writable by "
 			"group or others, and not a symbolic link)",
-			h->registry, h->reason);
+			reg, reason);
 		break;
 	case -ESRCH: /* --pid names no process */
 	case -EINVAL:
 		cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
-			h->reason[0] ? h->reason : "invalid argument");
+			reason[0] ? reason : "invalid argument");
 		return HF_EXIT_USAGE;
 	default:
-		if (h->reason[0])
+		if (reason[0])
 			cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
-				h->reason);
+				reason);
 		else
 			cli_err("scope %s %s: %s (registry %s)", verb, SHOW(name), hf_strerror(rc),
-				h->registry[0] ? h->registry : "?");
+				reg[0] ? reg : "?");
 	}
 	return cli_exit_for(rc);
 }
 
-static json_t *alloc_json(const struct hf_scope_alloc *a, bool with_live)
+/* The spec of specs (n) that holder record h is about, or NULL. */
+static const char *spec_of(const char *const *specs, size_t n, const hf_rec *h)
 {
-	char when[40] = "";
-	if (a->registered_ms)
-		hf_time_format(a->registered_ms, when, sizeof when);
-	json_t *specs = json_array();
-	for (size_t k = 0; k < a->nscope; k++)
-		json_array_append_new(specs, json_string(a->scope_allow[k]));
-	json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:s, s:o, s:o, s:o, s:I}", "name", a->name,
-			      "pid", (json_int_t)a->pid, "pid_start", (json_int_t)a->pid_start,
-			      "boot_id", a->boot_id, "host", a->host, "socket",
-			      a->socket ? json_string(a->socket) : json_null(), "scope_allow", specs,
-			      "delegated_from",
-			      a->delegated_from ? json_string(a->delegated_from) : json_null(),
-			      "generation", (json_int_t)a->generation);
-	if (when[0])
-		json_object_set_new(o, "registered", json_string(when));
-	/* the fields of the file, as the file has them (registry.c) */
-	if (a->pidns) {
-		json_object_set_new(o, "pidns", json_integer((json_int_t)a->pidns));
-		json_object_set_new(o, "timens", json_integer((json_int_t)a->timens));
-		json_object_set_new(o, "boottime_ms", json_integer((json_int_t)a->boot_ms));
-		json_object_set_new(o, "comm", json_string(a->comm));
-	}
-	if (a->token)
-		json_object_set_new(o, "token", json_string(a->token));
-	if (a->nscope_fs) {
-		json_t *fs = json_array();
-		for (size_t k = 0; k < a->nscope; k++) {
-			json_t *l = json_array();
-			for (size_t j = 0; j < a->nscope_fs; j++)
-				if (a->scope_fs_spec[j] == k)
-					json_array_append_new(l, json_string(a->scope_fs[j]));
-			json_array_append_new(fs, l);
-		}
-		json_object_set_new(o, "scope_fs", fs);
-	}
+	int64_t i = I(h, "request_index", -1);
+	return specs && i >= 0 && (size_t)i < n ? specs[i] : NULL;
+}
+
+/* A refusal of the arguments before any I/O: usage. */
+static int refuse(const char *verb, const char *name, const char *spec, const char *why)
+{
+	char given[4096 + 32] = "";
+	if (spec)
+		snprintf(given, sizeof given, "'%s'", SHOW(spec));
+	cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "", why);
+	return HF_EXIT_USAGE;
+}
+
+/* An allocation as `--json` prints it: the file's fields (the record's, in
+ * the file's order), and "live" as a boolean when with_live. */
+static json_t *alloc_json(const hf_rec *a, bool with_live)
+{
+	json_t *o = json_loads(hf_rec_json(a), 0, NULL);
+	if (!o)
+		return json_object();
+	bool alive = !strcmp(F(a, "live"), "alive");
+	json_object_del(o, "live");
+	json_object_del(o, "depth");
+	json_object_del(o, "age_ms");
+	json_object_del(o, "returned_to");
 	if (with_live)
-		json_object_set_new(o, "live", json_boolean(a->live == HF_ALIVE));
+		json_object_set_new(o, "live", json_boolean(alive));
 	return o;
 }
 
@@ -294,6 +302,45 @@ static int collect(int argc, char **argv, const char *allowed, struct args *a, c
 	return 0;
 }
 
+#define NAME_RULE                                                                         \
+	"a pod name is 1 to 128 bytes of UTF-8 text without control characters, white "    \
+	"space, quotes, '\\' or '/', not starting with '-'"
+
+/* A handle for name with specs (n) and the options common to register: 0,
+ * or the exit code with the message printed. */
+static int scope_make(const char *verb, const char *name, const char *const *specs, size_t n,
+		      hf_scope **ret)
+{
+	hf_scope *s;
+	int rc = hf_scope_new(name, &s);
+	if (rc == -EINVAL)
+		return refuse(verb, name, n ? specs[0] : NULL, NAME_RULE);
+	if (rc < 0)
+		return report(verb, name, NULL, rc, NULL);
+	for (size_t i = 0; i < n; i++) {
+		rc = hf_scope_add(s, specs[i]);
+		if (rc < 0) {
+			int code = rc == -EINVAL ? refuse(verb, name, specs[i],
+							   F(hf_scope_holder(s), "reason"))
+						 : report(verb, name, NULL, rc, NULL);
+			hf_scope_free(s);
+			return code;
+		}
+	}
+	*ret = s;
+	return 0;
+}
+
+/* The allocation named name, read back (NULL: none; *ret_r to free). */
+static const hf_rec *read_back(const char *name, hf_registry **ret_r)
+{
+	*ret_r = NULL;
+	if (hf_registry_read(NULL, ret_r, NULL) < 0)
+		return NULL;
+	long i = hf_registry_find(*ret_r, name);
+	return i >= 0 ? hf_registry_get(*ret_r, (size_t)i) : NULL;
+}
+
 static int do_register(int argc, char **argv)
 {
 	struct args a;
@@ -307,8 +354,9 @@ static int do_register(int argc, char **argv)
 			"--help')");
 		return HF_EXIT_USAGE;
 	}
-	struct hf_scope_request req = { .name = pos[0], .specs = (const char *const *)pos + 1,
-					.nspecs = (size_t)a.npos - 1, .socket = a.socket };
+	const char *name = pos[0];
+	const char *const *specs = (const char *const *)pos + 1;
+	size_t nspecs = (size_t)a.npos - 1;
 	uint64_t pid = 0;
 	if (a.pid && (parse_u64(a.pid, &pid) < 0 || pid == 0 || pid > 0x7fffffff)) {
 		free(pos);
@@ -322,61 +370,66 @@ static int do_register(int argc, char **argv)
 		if (cli_owner_find(&owner, NULL, 0) < 0) {
 			cli_err("scope register %s: no process to hold the pod: holdfast's caller is "
 				"init or outside this pid namespace; give --pid PID",
-				SHOW(pos[0]));
+				SHOW(name));
 			free(pos);
 			return HF_EXIT_USAGE;
 		}
 		pid = (uint64_t)owner;
 	}
-	req.pid = (pid_t)pid;
 	const char *env = getenv("HOLDFAST_POD");
-	req.from = a.from ? a.from : (env && *env ? env : NULL);
-	if (req.from && !*req.from)
-		req.from = NULL;
-	struct hf_scope_holder h;
-	uint64_t gen;
-	int live_fd = -1;
-	rc = hf_scope_register(&req, &gen, &live_fd, &h);
-	if (rc < 0) {
-		int code = report("register", req.name, req.specs, rc, &h);
+	const char *from = a.from ? a.from : (env && *env ? env : NULL);
+	if (from && !*from)
+		from = NULL;
+	hf_scope *s = NULL;
+	rc = scope_make("register", name, specs, nspecs, &s);
+	if (rc == 0 && ((rc = hf_scope_set(s, HF_OPT_PID, (int64_t)pid)) < 0 ||
+			(rc = hf_scope_set_str(s, HF_OPT_FROM, from)) < 0 ||
+			(rc = hf_scope_set_str(s, HF_OPT_SOCKET, a.socket)) < 0 ||
+			(rc = hf_scope_register(s)) < 0)) {
+		const hf_rec *h = hf_scope_holder(s);
+		int code = report("register", name, spec_of(specs, nspecs, h), rc, h);
 		if (a.json)
 			cli_json_print(json_pack("{s:s, s:s, s:i}", "error", hf_strerror(rc), "name",
-						 req.name, "exit", code));
+						 name, "exit", code));
+		hf_scope_free(s);
 		free(pos);
 		return code;
 	}
+	if (rc) {
+		if (a.json)
+			cli_json_print(json_pack("{s:s, s:s, s:i}", "error", hf_strerror(-EINVAL),
+						 "name", name, "exit", rc));
+		free(pos);
+		return rc;
+	}
+	uint64_t gen = hf_scope_generation(s);
 	/* The liveness file must be held as long as PID lives, and we exit
 	 * now: a keeper holds it (keeper.c). */
-	int keeper = cli_keep_for((int)req.pid, &live_fd, 1);
+	int live_fd = hf_scope_detach(s);
+	hf_scope_free(s);
+	int keeper = cli_keep_for((int)pid, &live_fd, 1);
 	hf_sys_close(live_fd);
 	if (keeper < 0)
 		cli_err("warning: scope register %s: no keeper for its liveness file (%s): a "
 			"process in another pid namespace may take pid %d for dead",
-			SHOW(req.name), hf_strerror(keeper), (int)req.pid);
-	struct hf_scope_table *t;
-	rc = hf_scope_read(NULL, &t, &h);
-	long i = rc == 0 ? hf_scope_find(t, req.name) : -1;
-	struct hf_scope_alloc al;
-	if (i >= 0)
-		hf_scope_get(t, (size_t)i, &al);
+			SHOW(name), hf_strerror(keeper), (int)pid);
+	hf_registry *r;
+	const hf_rec *al = read_back(name, &r);
 	if (a.json) {
-		json_t *o = i >= 0 ? alloc_json(&al, false)
-				   : json_pack("{s:s, s:I}", "name", req.name, "generation",
-					       (json_int_t)gen);
+		json_t *o = al ? alloc_json(al, false)
+			       : json_pack("{s:s, s:I}", "name", name, "generation", (json_int_t)gen);
 		json_object_set_new(o, "keeper", keeper > 0 ? json_integer(keeper) : json_null());
 		cli_json_print(o);
 	} else {
-		printf("registered %s (pid %d, generation %llu%s%s)", req.name, (int)req.pid,
-		       (unsigned long long)gen, req.from ? ", delegated from " : "",
-		       req.from ? req.from : "");
-		for (size_t k = 0; i >= 0 && k < al.nscope; k++)
-			printf("%s%s", k ? ", " : ": ", al.scope_allow[k]);
+		printf("registered %s (pid %d, generation %llu%s%s)", name, (int)pid,
+		       (unsigned long long)gen, from ? ", delegated from " : "", from ? from : "");
+		for (size_t k = 0; al && k < hf_rec_len(al, "scope_allow"); k++)
+			printf("%s%s", k ? ", " : ": ", hf_rec_str_at(al, "scope_allow", k));
 		if (keeper > 0)
 			printf("; liveness kept by pid %d", keeper);
 		printf("\n");
 	}
-	if (rc == 0)
-		hf_scope_free(t);
+	hf_registry_free(r);
 	free(pos);
 	return HF_EXIT_OK;
 }
@@ -394,20 +447,56 @@ static int do_release(int argc, char **argv)
 		cli_err("scope release: give exactly one NAME (and --generation G as a number)");
 		return HF_EXIT_USAGE;
 	}
-	struct hf_scope_holder h;
-	rc = hf_scope_release(NULL, pos[0], gen, &h);
-	int code = rc < 0 ? report("release", pos[0], NULL, rc, &h) : HF_EXIT_OK;
+	hf_scope *s = NULL;
+	rc = hf_scope_new(pos[0], &s);
+	int code;
+	if (rc == -EINVAL)
+		code = refuse("release", pos[0], NULL, "not a valid pod name");
+	else if (rc < 0)
+		code = report("release", pos[0], NULL, rc, NULL);
+	else if (gen > INT64_MAX) {
+		/* no registration has it: the name's own registration, if any,
+		 * is another one */
+		hf_registry *r = NULL;
+		rc = hf_registry_read(NULL, &r, NULL);
+		long i = rc == 0 ? hf_registry_find(r, pos[0]) : -1;
+		char reg[PATH_MAX] = "";
+		hf_registry_path(reg, sizeof reg);
+		if (i >= 0) {
+			code = report("release", pos[0], NULL, HF_ENOTYOURS,
+				      hf_registry_get(r, (size_t)i));
+		} else {
+			cli_err("scope release %s: no such pod in %s", SHOW(pos[0]), reg);
+			code = cli_exit_for(HF_ENOTHELD);
+		}
+		hf_registry_free(r);
+	} else {
+		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
+		rc = hf_scope_release(s);
+		code = rc < 0 ? report("release", pos[0], NULL, rc, hf_scope_holder(s)) : HF_EXIT_OK;
+	}
+	hf_scope_free(s);
 	free(pos);
 	return code;
 }
 
-static int read_table(struct hf_scope_table **t, const char *verb, const char *name)
+static int read_registry(hf_registry **r, const char *verb, const char *name)
 {
-	struct hf_scope_holder h;
-	int rc = hf_scope_read(NULL, t, &h);
-	if (rc < 0)
-		return report(verb, name, NULL, rc, &h);
-	return 0;
+	hf_rec *h = NULL;
+	int rc = hf_registry_read(NULL, r, &h);
+	int code = rc < 0 ? report(verb, name, NULL, rc, h) : 0;
+	hf_rec_free(h);
+	return code;
+}
+
+/* The Unix ms of a record's "registered", 0 when unknown. */
+static int64_t registered_ms(const hf_rec *a)
+{
+	int64_t ms = 0;
+	const char *when = hf_rec_str(a, "registered");
+	if (!when || hf_time_parse(when, &ms) < 0)
+		return 0;
+	return ms;
 }
 
 static int do_list(int argc, char **argv)
@@ -423,40 +512,38 @@ static int do_list(int argc, char **argv)
 		return HF_EXIT_USAGE;
 	}
 	free(pos);
-	struct hf_scope_table *t;
-	if ((rc = read_table(&t, "list", "")))
+	hf_registry *r;
+	if ((rc = read_registry(&r, "list", "")))
 		return rc;
 	char path[PATH_MAX];
-	hf_scope_registry_path(path, sizeof path);
-	size_t n = hf_scope_count(t);
+	hf_registry_path(path, sizeof path);
+	size_t n = hf_registry_count(r);
 	if (a.json) {
 		json_t *arr = json_array();
-		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(t, i, &al);
-			json_array_append_new(arr, alloc_json(&al, true));
-		}
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, alloc_json(hf_registry_get(r, i), true));
 		cli_json_print(json_pack("{s:s, s:I, s:o}", "registry", path, "generation",
-					 (json_int_t)hf_scope_generation(t), "allocations", arr));
+					 (json_int_t)hf_registry_generation(r), "allocations", arr));
 	} else {
 		printf("registry %s: generation %llu, %zu allocation%s\n", path,
-		       (unsigned long long)hf_scope_generation(t), n, n == 1 ? "" : "s");
+		       (unsigned long long)hf_registry_generation(r), n, n == 1 ? "" : "s");
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(t, i, &al);
+			const hf_rec *al = hf_registry_get(r, i);
 			char age[32] = "?";
-			if (al.registered_ms)
-				cli_format_age(hf_sys_now_ms() - al.registered_ms, age, sizeof age);
-			printf("  %-16s pid %-7lld gen %-5llu %-6s %-9s from %-12s",
-			       al.name, (long long)al.pid, (unsigned long long)al.generation,
-			       al.live == HF_ALIVE ? "live" : "DEAD", age,
-			       al.delegated_from ? al.delegated_from : "-");
-			for (size_t k = 0; k < al.nscope; k++)
-				printf(" %s", al.scope_allow[k]);
+			int64_t when = registered_ms(al);
+			if (when)
+				cli_format_age(hf_sys_now_ms() - when, age, sizeof age);
+			const char *from = hf_rec_str(al, "delegated_from");
+			printf("  %-16s pid %-7lld gen %-5llu %-6s %-9s from %-12s", F(al, "name"),
+			       (long long)I(al, "pid", 0), (unsigned long long)I(al, "generation", 0),
+			       !strcmp(F(al, "live"), "alive") ? "live" : "DEAD", age,
+			       from ? from : "-");
+			for (size_t k = 0; k < hf_rec_len(al, "scope_allow"); k++)
+				printf(" %s", hf_rec_str_at(al, "scope_allow", k));
 			printf("\n");
 		}
 	}
-	hf_scope_free(t);
+	hf_registry_free(r);
 	return HF_EXIT_OK;
 }
 
@@ -473,60 +560,51 @@ static int do_effective(int argc, char **argv)
 		return HF_EXIT_USAGE;
 	}
 	const char *name = pos[0];
-	struct hf_scope_table *t;
-	if ((rc = read_table(&t, "effective", name))) {
+	hf_registry *r;
+	if ((rc = read_registry(&r, "effective", name))) {
 		free(pos);
 		return rc;
 	}
-	struct hf_scope_deny *d = NULL;
-	size_t nd = 0;
-	rc = hf_scope_effective(t, name, &d, &nd);
+	hf_rec *e;
+	rc = hf_registry_effective(r, name, &e);
 	if (rc < 0) {
 		char reg[PATH_MAX];
-		hf_scope_registry_path(reg, sizeof reg);
+		hf_registry_path(reg, sizeof reg);
 		if (rc == HF_ELOST)
 			cli_err("scope effective %s: its process is gone; its scope returns to its "
 				"parent on the next change (registry %s)",
 				SHOW(name), reg);
 		else
 			cli_err("scope effective %s: no such pod in %s", SHOW(name), reg);
-		hf_scope_free(t);
+		hf_registry_free(r);
 		free(pos);
 		return cli_exit_for(rc);
 	}
-	struct hf_scope_alloc al;
-	hf_scope_get(t, (size_t)hf_scope_find(t, name), &al);
+	json_t *o = json_loads(hf_rec_json(e), 0, NULL);
+	json_t *allow = json_object_get(o, "scope"), *deny = json_object_get(o, "denied");
 	if (a.json) {
-		json_t *allow = json_array(), *deny = json_array();
-		for (size_t k = 0; k < al.nscope; k++)
-			json_array_append_new(allow, json_string(al.scope_allow[k]));
-		for (size_t k = 0; k < nd; k++)
-			json_array_append_new(deny, json_pack("{s:s, s:s, s:I}", "scope", d[k].scope,
-							      "name", d[k].name, "pid",
-							      (json_int_t)d[k].pid));
-		cli_json_print(json_pack("{s:s, s:I, s:I, s:o, s:o}", "name", al.name, "pid",
-					 (json_int_t)al.pid, "generation",
-					 (json_int_t)al.generation, "scope_allow", allow,
+		cli_json_print(json_pack("{s:s, s:I, s:I, s:O, s:O}", "name", F(e, "name"), "pid",
+					 (json_int_t)I(e, "pid", 0), "generation",
+					 (json_int_t)I(e, "generation", 0), "scope_allow", allow,
 					 "scope_deny", deny));
 	} else {
-		printf("%s (pid %lld, generation %llu): effective scope\n", al.name,
-		       (long long)al.pid, (unsigned long long)al.generation);
-		for (size_t k = 0; k < al.nscope; k++)
-			printf("  %s\n", al.scope_allow[k]);
-		for (size_t k = 0; k < nd; k++)
-			printf("    minus %s (delegated to %s, pid %lld)\n", d[k].scope, d[k].name,
-			       (long long)d[k].pid);
+		printf("%s (pid %lld, generation %llu): effective scope\n", F(e, "name"),
+		       (long long)I(e, "pid", 0), (unsigned long long)I(e, "generation", 0));
+		for (size_t k = 0; k < json_array_size(allow); k++)
+			printf("  %s\n", json_string_value(json_array_get(allow, k)));
+		for (size_t k = 0; k < json_array_size(deny); k++) {
+			json_t *d = json_array_get(deny, k);
+			printf("    minus %s (delegated to %s, pid %lld)\n",
+			       json_string_value(json_object_get(d, "scope")),
+			       json_string_value(json_object_get(d, "name")),
+			       (long long)json_integer_value(json_object_get(d, "pid")));
+		}
 	}
-	free(d);
-	hf_scope_free(t);
+	json_decref(o);
+	hf_rec_free(e);
+	hf_registry_free(r);
 	free(pos);
 	return HF_EXIT_OK;
-}
-
-static const char *state_name(int s)
-{
-	static const char *names[] = { "free", "held", "yours", "outside", "lost" };
-	return s >= 0 && s < 5 ? names[s] : "?";
 }
 
 static int do_check(int argc, char **argv)
@@ -545,51 +623,55 @@ static int do_check(int argc, char **argv)
 	}
 	const char *given = pos[0];
 	char canon[PATH_MAX];
-	rc = hf_scope_canonical_path(given, canon, sizeof canon);
+	rc = hf_path_canonical(given, canon, sizeof canon);
 	if (rc < 0) {
 		cli_err("scope check: cannot resolve '%s': %s", SHOW(given), hf_strerror(rc));
 		free(pos);
 		return rc == -EINVAL ? HF_EXIT_USAGE : cli_exit_for(rc);
 	}
-	struct hf_scope_table *t;
-	if ((rc = read_table(&t, "check", given))) {
+	hf_registry *r;
+	if ((rc = read_registry(&r, "check", given))) {
 		free(pos);
 		return rc;
 	}
-	struct hf_scope_verdict v;
-	rc = hf_scope_check(t, canon, a.pod, gen, &v);
-	if (rc < 0) {
-		hf_scope_free(t);
+	hf_rec *v;
+	int state = hf_registry_check(r, canon, a.pod, gen, &v);
+	if (state < 0) {
+		hf_registry_free(r);
 		free(pos);
-		return cli_exit_for(rc);
+		return cli_exit_for(state);
 	}
-	struct hf_scope_alloc holder, pod;
-	if (v.holder >= 0)
-		hf_scope_get(t, (size_t)v.holder, &holder);
-	if (v.pod >= 0)
-		hf_scope_get(t, (size_t)v.pod, &pod);
-	int code = v.state == HF_SCOPE_FREE || v.state == HF_SCOPE_YOURS ? HF_EXIT_OK
-									 : HF_EXIT_CONFLICT;
+	const hf_rec *holder = NULL, *pod = NULL;
+	long hi = hf_rec_str(v, "holder") ? hf_registry_find(r, F(v, "holder")) : -1;
+	long pi = a.pod ? hf_registry_find(r, a.pod) : -1;
+	if (hi >= 0)
+		holder = hf_registry_get(r, (size_t)hi);
+	if (pi >= 0)
+		pod = hf_registry_get(r, (size_t)pi);
+	const char *holder_scope = F(v, "holder_scope"), *holder_fs = hf_rec_str(v, "holder_fs");
+	int code = state == HF_SCOPE_FREE || state == HF_SCOPE_YOURS ? HF_EXIT_OK
+								     : HF_EXIT_CONFLICT;
 	if (a.json) {
 		json_t *h = json_null();
-		if (v.holder >= 0)
-			h = json_pack("{s:s, s:I, s:s, s:I, s:s}", "name", holder.name, "pid",
-				      (json_int_t)holder.pid, "scope", v.holder_scope, "generation",
-				      (json_int_t)holder.generation, "host", holder.host);
-		if (v.holder >= 0 && v.holder_fs)
-			json_object_set_new(h, "fs", json_string(v.holder_fs));
-		char fs[HF_SCOPE_FS_MAX];
+		if (holder)
+			h = json_pack("{s:s, s:I, s:s, s:I, s:s}", "name", F(holder, "name"), "pid",
+				      (json_int_t)I(holder, "pid", 0), "scope", holder_scope,
+				      "generation", (json_int_t)I(holder, "generation", 0), "host",
+				      F(holder, "host"));
+		if (holder && holder_fs)
+			json_object_set_new(h, "fs", json_string(holder_fs));
+		char fs[PATH_MAX + 32];
 		json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "path", given, "canonical", canon,
-				      "state", state_name(v.state), "holder", h, "generation",
-				      (json_int_t)hf_scope_generation(t));
-		json_object_set_new(o, "fs", hf_scope_identity(canon, fs, sizeof fs) == 0
+				      "state", F(v, "state"), "holder", h, "generation",
+				      (json_int_t)hf_registry_generation(r));
+		json_object_set_new(o, "fs", hf_path_identity(canon, fs, sizeof fs) == 0
 						    ? json_string(fs)
 						    : json_null());
 		if (a.pod) {
 			json_object_set_new(o, "pod", json_string(a.pod));
 			json_object_set_new(o, "pod_generation",
-					    v.pod >= 0 ? json_integer((json_int_t)pod.generation)
-						       : json_null());
+					    pod ? json_integer((json_int_t)I(pod, "generation", 0))
+						: json_null());
 		}
 		cli_json_print(o);
 	} else {
@@ -598,21 +680,21 @@ static int do_check(int argc, char **argv)
 			snprintf(where, sizeof where, "%s (canonical %s)", SHOW(given), canon);
 		else
 			snprintf(where, sizeof where, "%s", canon);
-		char who[600 + HF_SCOPE_FS_MAX] = "";
-		if (v.holder >= 0)
+		char who[600 + PATH_MAX + 32] = "";
+		if (holder)
 			snprintf(who, sizeof who, "%s (pid %lld, generation %llu) with %s%s%s%s",
-				 holder.name, (long long)holder.pid,
-				 (unsigned long long)holder.generation, v.holder_scope,
-				 v.holder_fs ? " (the same files through another path: " : "",
-				 v.holder_fs ? v.holder_fs : "", v.holder_fs ? ")" : "");
-		switch (v.state) {
+				 F(holder, "name"), (long long)I(holder, "pid", 0),
+				 (unsigned long long)I(holder, "generation", 0), holder_scope,
+				 holder_fs ? " (the same files through another path: " : "",
+				 holder_fs ? holder_fs : "", holder_fs ? ")" : "");
+		switch (state) {
 		case HF_SCOPE_FREE:
 			printf("%s: free (registry generation %llu)\n", where,
-			       (unsigned long long)hf_scope_generation(t));
+			       (unsigned long long)hf_registry_generation(r));
 			break;
 		case HF_SCOPE_YOURS:
-			printf("%s: yours (%s, generation %llu)\n", where, pod.name,
-			       (unsigned long long)pod.generation);
+			printf("%s: yours (%s, generation %llu)\n", where, F(pod, "name"),
+			       (unsigned long long)I(pod, "generation", 0));
 			break;
 		case HF_SCOPE_HELD:
 			printf("%s: held by %s\n", where, who);
@@ -621,10 +703,11 @@ static int do_check(int argc, char **argv)
 			printf("%s: outside %s's write scope (nobody holds it)\n", where, SHOW(a.pod));
 			break;
 		case HF_SCOPE_LOST:
-			if (v.pod >= 0 && pod.live == HF_ALIVE)
+			if (pod && !strcmp(F(pod, "live"), "alive"))
 				printf("%s: %s lost its scope: generation %s is gone, the name now "
 				       "has generation %llu%s%s\n",
-				       where, SHOW(a.pod), SHOW(a.gen), (unsigned long long)pod.generation,
+				       where, SHOW(a.pod), SHOW(a.gen),
+				       (unsigned long long)I(pod, "generation", 0),
 				       who[0] ? "; the path is held by " : "", who);
 			else
 				printf("%s: %s lost its scope (released or reaped)%s%s\n", where,
@@ -632,7 +715,8 @@ static int do_check(int argc, char **argv)
 			break;
 		}
 	}
-	hf_scope_free(t);
+	hf_rec_free(v);
+	hf_registry_free(r);
 	free(pos);
 	return code;
 }
@@ -649,40 +733,41 @@ static int do_reap(int argc, char **argv)
 		cli_err("scope reap: takes no arguments");
 		return HF_EXIT_USAGE;
 	}
-	struct hf_scope_table *r;
-	struct hf_scope_holder h;
-	rc = hf_scope_reap(NULL, &r, &h);
-	if (rc < 0)
-		return report("reap", "", NULL, rc, &h);
-	size_t n = hf_scope_count(r);
+	hf_registry *r;
+	hf_rec *h = NULL;
+	rc = hf_registry_reap(NULL, &r, &h);
+	if (rc < 0) {
+		int code = report("reap", "", NULL, rc, h);
+		hf_rec_free(h);
+		return code;
+	}
+	size_t n = hf_registry_count(r);
 	if (a.json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(r, i, &al);
-			json_t *o = alloc_json(&al, false);
-			json_object_set_new(o, "returned_to", al.returned_to
-								      ? json_string(al.returned_to)
-								      : json_null());
+			const hf_rec *al = hf_registry_get(r, i);
+			json_t *o = alloc_json(al, false);
+			const char *to = hf_rec_str(al, "returned_to");
+			json_object_set_new(o, "returned_to", to ? json_string(to) : json_null());
 			json_array_append_new(arr, o);
 		}
 		cli_json_print(json_pack("{s:o, s:I}", "reaped", arr, "generation",
-					 (json_int_t)hf_scope_generation(r)));
+					 (json_int_t)hf_registry_generation(r)));
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			struct hf_scope_alloc al;
-			hf_scope_get(r, i, &al);
-			printf("reaped %s (pid %lld gone, generation %llu):", al.name,
-			       (long long)al.pid, (unsigned long long)al.generation);
-			for (size_t k = 0; k < al.nscope; k++)
-				printf(" %s", al.scope_allow[k]);
-			printf("; returned to %s\n", al.returned_to ? al.returned_to : "nobody (top level)");
+			const hf_rec *al = hf_registry_get(r, i);
+			printf("reaped %s (pid %lld gone, generation %llu):", F(al, "name"),
+			       (long long)I(al, "pid", 0), (unsigned long long)I(al, "generation", 0));
+			for (size_t k = 0; k < hf_rec_len(al, "scope_allow"); k++)
+				printf(" %s", hf_rec_str_at(al, "scope_allow", k));
+			const char *to = hf_rec_str(al, "returned_to");
+			printf("; returned to %s\n", to ? to : "nobody (top level)");
 		}
 		if (n == 0)
 			printf("nothing to reap (registry generation %llu)\n",
-			       (unsigned long long)hf_scope_generation(r));
+			       (unsigned long long)hf_registry_generation(r));
 	}
-	hf_scope_free(r);
+	hf_registry_free(r);
 	return HF_EXIT_OK;
 }
 
@@ -719,102 +804,89 @@ int cmd_scope(int argc, char **argv)
 static char run_name[HF_POD_NAME_MAX + 1];
 static uint64_t run_generation;
 
-/* A wait slice: the registry's lock and the wake-up are each bounded by it,
- * so a stop signal is seen within two slices. */
-#define RUN_SLICE_MS 100
+/* What a refusal of the last attempt was, when the wait ended on it. */
+static int refusal_of(int rc, const hf_rec *h)
+{
+	const char *was = F(h, "refused");
+	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_ECONFLICT)))
+		return HF_ECONFLICT;
+	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_EHELD)))
+		return HF_EHELD;
+	return rc;
+}
 
 int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
 			   int64_t deadline_ns, struct cli_child *c, int *ret_live_fd,
 			   char *ret_name, size_t n)
 {
 	const char *env = getenv("HOLDFAST_POD");
-	struct hf_scope_request req = { .specs = specs, .nspecs = nspecs, .pid = pid,
-					.from = env && *env ? env : NULL };
 	char gen_name[32];
-	struct hf_scope_holder h;
-	int rc, live_fd = -1;
-	/* Woken when the registry changes: the table is replaced by a rename
-	 * (its temporary moves away) and live files are removed, both in the
-	 * registry's directory; a holder that dies changes nothing there, so
-	 * the wake-ups are also capped (hf_wait_next's backoff, at most 100 ms)
-	 * and each attempt reaps it. */
-	char reg[PATH_MAX];
-	rc = hf_scope_registry_path(reg, sizeof reg);
-	if (rc < 0)
-		return report("register", "(run)", NULL, rc, &h);
-	char *slash = strrchr(reg, '/');
-	if (slash && slash != reg)
-		*slash = '\0';
-	else
-		strcpy(reg, slash ? "/" : ".");
-	int64_t wait_ms = deadline_ns < 0 ? -1
-			  : deadline_ns == 0 ? 0
-					     : (deadline_ns - hf_sys_mono_ns()) / 1000000 + 1;
-	struct hf_waiter w;
-	hf_wait_init(&w, reg, "", wait_ms);
-	int64_t lock_busy_since = 0, lock_holder = -1;
-	bool timed_out = false;
+	hf_scope *s = NULL;
+	int rc = 0;
+	const char *pname = name;
+	bool fresh = !name; /* a generated name: tried once first (drawn again if taken) */
 	for (int attempt = 0;; attempt++) {
-		if (name) {
-			req.name = name;
-		} else if (attempt == 0 || rc == HF_EHELD) {
+		if (fresh) {
 			char hex[9];
 			rc = hf_random_hex(hex, 4);
 			if (rc < 0)
-				break;
+				return report("register", "(run)", NULL, rc, NULL);
 			snprintf(gen_name, sizeof gen_name, "run-%s", hex);
-			req.name = gen_name;
+			pname = gen_name;
 		}
-		int64_t slice = RUN_SLICE_MS;
-		if (deadline_ns > 0) {
-			int64_t left = (deadline_ns - hf_sys_mono_ns()) / 1000000;
-			slice = left < 1 ? 1 : left < slice ? left : slice;
-		}
+		hf_scope_free(s);
+		rc = scope_make("register", pname, specs, nspecs, &s);
+		if (rc)
+			return rc;
+		/* the wait, woken when the registry changes (hf_scope_register),
+		 * ends on a forwarded signal: c's signal descriptor */
+		int64_t left = deadline_ns > 0 ? (deadline_ns - hf_sys_mono_ns()) / 1000000 + 1 : 0;
+		int64_t wait_ms = deadline_ns < 0 ? -1 : deadline_ns == 0 || fresh ? 0 : left;
+		hf_scope_set(s, HF_OPT_PID, pid);
+		hf_scope_set_str(s, HF_OPT_FROM, env && *env ? env : NULL);
+		hf_scope_set(s, HF_OPT_WAIT_MS, wait_ms);
 		/* -n: the scope is tried once, but the registry's lock (a short
 		 * critical section, not the thing held) gets its usual bound */
-		req.lock_wait_ms = deadline_ns == 0 ? 0 : slice;
-		rc = hf_scope_register(&req, &run_generation, &live_fd, &h);
-		if (rc == HF_EHELD && !name && attempt < 4)
-			continue; /* a generated name taken: draw another */
-		if (rc != HF_ECONFLICT && rc != HF_EHELD && rc != HF_ETIMEDOUT)
-			break;
-		if (rc == HF_ETIMEDOUT) {
-			/* the registry's lock: a holder that keeps it this long is
-			 * stopped, not busy (registry.c, R11) */
-			int64_t now = hf_sys_mono_ns();
-			if (!lock_busy_since || h.pid != lock_holder)
-				lock_busy_since = now;
-			lock_holder = h.pid;
-			if (now - lock_busy_since >= HF_SCOPE_LOCK_WAIT_MS * 1000000LL)
-				break;
-		} else {
-			lock_busy_since = 0;
-		}
-		int sig = c ? cli_child_stop_pending(c) : 0;
+		hf_scope_set(s, HF_OPT_LOCK_WAIT_MS, left > 0 ? left : 0);
+		hf_scope_set(s, HF_OPT_CANCEL_FD, c ? c->sigfd : -1);
+		rc = hf_scope_register(s);
+		const hf_rec *h = hf_scope_holder(s);
+		if (rc == HF_ECANCELED && c && !cli_child_stop_pending(c) &&
+		    (deadline_ns < 0 || hf_sys_mono_ns() < deadline_ns))
+			continue; /* not a stop (CMD's SIGCHLD): wait on */
+		int sig = c && rc < 0 ? cli_child_stop_pending(c) : 0;
 		if (sig) {
-			hf_wait_done(&w);
-			cli_err("scope register %s: stopped by %s while waiting", SHOW(req.name),
+			cli_err("scope register %s: stopped by %s while waiting", SHOW(pname),
 				strsignal(sig));
+			hf_scope_free(s);
 			return 128 + sig;
 		}
-		if (deadline_ns == 0)
-			break;
-		hf_sys_point(HF_PT_RUN_SCOPE_WAITING);
-		if (hf_wait_next(&w) == HF_ETIMEDOUT) {
-			timed_out = true;
-			break;
+		if (fresh && rc == HF_EHELD && attempt < 4)
+			continue; /* a generated name taken: draw another */
+		if (fresh && (rc == HF_ECONFLICT || rc == HF_EHELD) && deadline_ns != 0) {
+			fresh = false; /* now wait, under this name */
+			continue;
 		}
+		if (rc < 0) {
+			bool waited = deadline_ns > 0 && hf_sys_mono_ns() >= deadline_ns;
+			int was = refusal_of(rc, h);
+			int code = report(waited ? "register (timed out waiting)" : "register", pname,
+					  spec_of(specs, nspecs, h), was, h);
+			hf_scope_free(s);
+			return code;
+		}
+		break;
 	}
-	hf_wait_done(&w);
-	if (rc < 0)
-		return report(timed_out ? "register (timed out waiting)" : "register", req.name, specs,
-			      rc, &h);
-	if (strlen(req.name) + 1 > n) {
+	uint64_t gen = hf_scope_generation(s);
+	int live_fd = hf_scope_detach(s); /* run keeps it until CMD has ended */
+	hf_scope_free(s);
+	if (strlen(pname) + 1 > n) {
 		hf_sys_close(live_fd);
 		return HF_EXIT_SOFTWARE;
 	}
-	snprintf(run_name, sizeof run_name, "%s", req.name);
-	strcpy(ret_name, req.name);
+	snprintf(run_name, sizeof run_name, "%s", pname);
+	run_generation = gen;
+	strcpy(ret_name, pname);
 	*ret_live_fd = live_fd;
 	return HF_EXIT_OK;
 }
@@ -822,17 +894,21 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 int cli_scope_run_release(const char *name, int live_fd)
 {
 	uint64_t gen = !strcmp(name, run_name) ? run_generation : 0;
-	struct hf_scope_holder h;
-	int rc = hf_scope_release(NULL, name, gen, &h);
+	hf_scope *s = NULL;
+	int rc = hf_scope_new(name, &s);
+	if (rc == 0) {
+		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
+		rc = hf_scope_release(s);
+	}
 	if (live_fd >= 0)
 		hf_sys_close(live_fd); /* after the release: the owner was alive until now */
-	if (rc == HF_ENOTHELD)
-		return HF_EXIT_OK; /* reaped already: CMD's pid ended before we got here */
-	if (rc == HF_ENOTYOURS) {
+	int code = HF_EXIT_OK;
+	if (rc == HF_ENOTYOURS)
 		cli_err("run: the scope '%s' was reaped and registered again by another (pid %lld); "
 			"left alone",
-			SHOW(name), (long long)h.pid);
-		return HF_EXIT_OK;
-	}
-	return rc < 0 ? report("release", name, NULL, rc, &h) : HF_EXIT_OK;
+			SHOW(name), (long long)I(hf_scope_holder(s), "pid", 0));
+	else if (rc < 0 && rc != HF_ENOTHELD) /* not held: reaped already, CMD's pid ended */
+		code = report("release", name, NULL, rc, s ? hf_scope_holder(s) : NULL);
+	hf_scope_free(s);
+	return code;
 }

@@ -8,7 +8,6 @@
 #include "holdfast.h"
 #include "owner.h"
 #include "dirlock.h"
-#include "scope_old.h"
 #include "file.h"
 #include "proc.h"
 #include "sys.h"

@@ -10,6 +10,7 @@
 #include "rec.h"
 
 #include "dirlock.h"
+#include "registry.h"
 #include "session.h"
 #include "text.h"
 
@@ -213,5 +214,112 @@ hf_rec *hf_rec_reason(const char *why, const char *path)
 		return NULL;
 	set_str(o, "reason", why);
 	set_str(o, "path", path);
+	return hf_rec_take(o);
+}
+
+static void set_int(json_t *o, const char *k, int64_t v)
+{
+	json_object_set_new(o, k, json_integer((json_int_t)v));
+}
+
+static void set_str_or_null(json_t *o, const char *k, const char *v)
+{
+	json_object_set_new(o, k, v ? json_string(v) : json_null());
+}
+
+hf_rec *hf_rec_from_scope_holder(const struct hf_scopereg_holder *h, int rc, const char *given)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	if (h->name[0]) {
+		set_str(o, "name", h->name);
+		if (rc != HF_ELOST) { /* HF_ELOST names only the parent missing */
+			set_int(o, "pid", h->pid);
+			set_str(o, "host", h->host);
+			set_int(o, "generation", (int64_t)h->generation);
+			set_str(o, "scope", h->scope);
+			set_str(o, "comm", h->comm);
+			set_int(o, "foreign_pidns", h->foreign_pidns);
+			if (h->registered_ms) {
+				char when[HF_TIME_MAX];
+				hf_time_format(h->registered_ms, when, sizeof when);
+				set_str(o, "registered", when);
+				set_int(o, "age_ms", h->age_ms);
+			}
+		}
+	} else if (h->pid) {
+		set_int(o, "pid", h->pid); /* the registry lock's holder */
+	}
+	if (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL) {
+		if (h->request[0])
+			set_str(o, "request", h->request);
+		set_int(o, "request_index", (int64_t)h->request_index);
+		set_str(o, "spec", given);
+	}
+	if (rc == HF_ECONFLICT) {
+		set_int(o, "others", (int64_t)h->others);
+		if (h->fs[0]) {
+			set_str(o, "fs", h->fs);
+			set_str(o, "request_fs", h->request_fs);
+		}
+	}
+	set_str(o, "refused", hf_error_name(rc));
+	if (h->registry[0])
+		set_str(o, "registry", h->registry);
+	if (h->reason[0])
+		set_str(o, "reason", h->reason);
+	return hf_rec_take(o);
+}
+
+hf_rec *hf_rec_from_scope_alloc(const struct hf_scopereg_alloc *a, int64_t age_ms, bool reaped)
+{
+	json_t *o = json_object(), *allow = json_array();
+	if (!o || !allow) {
+		json_decref(o);
+		json_decref(allow);
+		return NULL;
+	}
+	/* the file's fields, in the file's order (registry_json.c) */
+	set_str(o, "name", a->name);
+	set_int(o, "pid", a->pid);
+	set_int(o, "pid_start", (int64_t)a->pid_start);
+	set_str(o, "boot_id", a->boot_id);
+	set_str(o, "host", a->host);
+	set_str_or_null(o, "socket", a->socket);
+	for (size_t k = 0; k < a->nscope; k++)
+		json_array_append_new(allow, json_string(a->scope_allow[k]));
+	json_object_set_new(o, "scope_allow", allow);
+	set_str_or_null(o, "delegated_from", a->delegated_from);
+	set_int(o, "generation", (int64_t)a->generation);
+	if (a->registered_ms) {
+		char when[HF_TIME_MAX];
+		hf_time_format(a->registered_ms, when, sizeof when);
+		set_str(o, "registered", when);
+	}
+	if (a->pidns) {
+		set_int(o, "pidns", (int64_t)a->pidns);
+		set_int(o, "timens", (int64_t)a->timens);
+		set_int(o, "boottime_ms", a->boot_ms);
+		set_str(o, "comm", a->comm);
+	}
+	set_str(o, "token", a->token);
+	if (a->nscope_fs) {
+		json_t *fs = json_array();
+		for (size_t k = 0; fs && k < a->nscope; k++) {
+			json_t *l = json_array();
+			for (size_t j = 0; l && j < a->nscope_fs; j++)
+				if (a->scope_fs_spec[j] == k)
+					json_array_append_new(l, json_string(a->scope_fs[j]));
+			json_array_append_new(fs, l);
+		}
+		json_object_set_new(o, "scope_fs", fs);
+	}
+	set_str(o, "live", a->live == HF_ALIVE ? "alive" : "dead");
+	set_int(o, "depth", a->depth);
+	if (a->registered_ms)
+		set_int(o, "age_ms", age_ms);
+	if (reaped)
+		set_str_or_null(o, "returned_to", a->returned_to);
 	return hf_rec_take(o);
 }

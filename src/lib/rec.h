@@ -8,10 +8,13 @@
 #include "holdfast.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 struct hf_dirlock_info;
 struct hf_sessionlock_status;
 struct hf_sessionlock_record;
+struct hf_scopereg_holder;
+struct hf_scopereg_alloc;
 
 /* A record owning obj (stolen; NULL: -ENOMEM is the caller's to report,
  * and NULL is returned). */
@@ -29,6 +32,16 @@ hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path);
  * "age_ms", "mtime_ms", "aside", "reason", "path"). */
 hf_rec *hf_rec_from_session(const struct hf_sessionlock_record *r, const char *path);
 hf_rec *hf_rec_from_session_status(const struct hf_sessionlock_status *st, const char *path);
+/* What a failed scope operation (rc) says: the holder's fields ("name",
+ * "pid", "host", "generation", "scope", "comm", "foreign_pidns", "age_ms",
+ * "registered"), "request", "request_index", "spec" (given: the caller's
+ * spec at request_index, may be NULL), "others", "fs", "request_fs",
+ * "registry", "reason" - each only when it is known -, and "refused":
+ * hf_error_name(rc). */
+hf_rec *hf_rec_from_scope_holder(const struct hf_scopereg_holder *h, int rc, const char *given);
+/* An allocation of the registry with the file's field names, and "live",
+ * "depth", "age_ms" (when registered is known); "returned_to" when reaped. */
+hf_rec *hf_rec_from_scope_alloc(const struct hf_scopereg_alloc *a, int64_t age_ms, bool reaped);
 /* A record of one reason: {"reason": why, "path": path} (path may be NULL). */
 hf_rec *hf_rec_reason(const char *why, const char *path);
 

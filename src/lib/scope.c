@@ -1,7 +1,8 @@
 /*
- * scope.c - scope algebra: specs, canonical paths, overlap, cover, effective.
+ * scope.c - scope algebra: specs, canonical paths, overlap, cover, kernel
+ * identities, pod names.
  *
- * A spec is "PATH:MODE[:recursive]" (seed 001). PATH is split from the right,
+ * A spec is "PATH:MODE[:recursive]" PATH is split from the right,
  * so a path may itself hold ':'. Everything here is pure arithmetic on
  * strings except hf_path_canonicalize, which looks paths up (lstat, readlink,
  * realpath(".")) through sys.c.
@@ -16,25 +17,26 @@
  *
  * Invariants
  * ----------
- *   (A1) Paths compare by whole components: "/p/src" is never under "/p/src2"
- *        (a prefix must end where a '/' starts the next component).
- *   (A2) Every path compared is normal (hf_path_normal): absolute, no "//",
- *        ".", "..", no trailing '/'. Canonicalization makes user paths so;
- *        the registry parser refuses stored paths that are not.
- *   (A3) Canonical paths resolve every symbolic link of the part that
- *        exists, so two spellings of one directory compare equal; the part
- *        that does not exist yet is kept by name (it has no links to resolve).
- *   (A4) Read specs never conflict: overlap is only ever asked of two write
- *        specs (callers), and effective scope only subtracts write specs.
+ *   (SC1) Paths compare by whole components: "/p/src" is never under "/p/src2"
+ *         (a prefix must end where a '/' starts the next component).
+ *   (SC2) Every path compared is normal (hf_path_normal): absolute, no "//",
+ *         ".", "..", no trailing '/'. Canonicalization makes user paths so;
+ *         the registry parser refuses stored paths that are not.
+ *   (SC3) Canonical paths resolve every symbolic link of the part that
+ *         exists, so two spellings of one directory compare equal; the part
+ *         that does not exist yet is kept by name (it has no links to resolve).
+ *   (SC4) Read specs never conflict: overlap is only ever asked of two write
+ *         specs (callers), and effective scope only subtracts write specs.
  *
  * Hazards
  * -------
  *   - A path canonicalized today may resolve elsewhere tomorrow (a link
  *     created later inside the part that did not exist). The registry keeps
- *     what was true at registration; it is advisory, like the seed.
+ *     what was true at registration; it is advisory.
  */
 #include "scope.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -112,7 +114,7 @@ int hf_spec_parse_canonical(const char *s, size_t len, struct hf_spec *ret)
 	if (rc < 0)
 		return rc;
 	unsigned depth;
-	if (!hf_path_normal(s, pl, &depth)) /* A2 */
+	if (!hf_path_normal(s, pl, &depth)) /* SC2 */
 		return -EINVAL;
 	*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w, .recursive = r };
 	return 0;
@@ -187,7 +189,7 @@ int hf_path_canonicalize(const char *path, char *buf, size_t n)
 		if (rc < 0)
 			return rc;
 		if (missing_at)
-			continue; /* A3: below a missing directory nothing exists */
+			continue; /* SC3: below a missing directory nothing exists */
 		struct stat st;
 		rc = hf_sys_fstatat(AT_FDCWD, res, &st, AT_SYMLINK_NOFOLLOW);
 		if (rc == -ENOENT || rc == -ENOTDIR) {
@@ -263,6 +265,9 @@ int hf_spec_canonicalize(const char *spec, char *buf, size_t n, struct hf_spec *
 	rc = hf_path_canonicalize(path, canon, sizeof canon);
 	if (rc < 0)
 		return rc;
+	unsigned depth;
+	assert(hf_path_normal(canon, strlen(canon), &depth) && "SC2");
+	(void)depth;
 	struct hf_spec s = { .path = canon, .len = strlen(canon), .write = w, .recursive = r };
 	rc = hf_spec_format(&s, buf, n);
 	if (rc < 0)
@@ -276,7 +281,7 @@ bool hf_path_under(const char *a, size_t alen, const char *b, size_t blen)
 		return true; /* everything is under "/" */
 	if (blen < alen || memcmp(a, b, alen) != 0)
 		return false;
-	return blen == alen || b[alen] == '/'; /* A1 */
+	return blen == alen || b[alen] == '/'; /* SC1 */
 }
 
 bool hf_spec_overlap(const struct hf_spec *a, const struct hf_spec *b)
@@ -336,12 +341,12 @@ bool hf_pod_name_ok(const char *name)
  * it is never reached), stacked mounts included. Its identity is that
  * mount's device and root + the rest of the path.
  *
- *   (A5) Two specs are the same files when their identities are: the path
- *        string alone is not (bind mounts, containers sharing a directory).
- *   (A6) A recursive spec reaches the mounts below it: each contributes its
- *        own identity (device, root, recursive), so a scope that covers a
- *        mount point conflicts with any scope reaching into that mount
- *        through another path.
+ *   (SC5) Two specs are the same files when their identities are: the path
+ *         string alone is not (bind mounts, containers sharing a directory).
+ *   (SC6) A recursive spec reaches the mounts below it: each contributes its
+ *         own identity (device, root, recursive), so a scope that covers a
+ *         mount point conflicts with any scope reaching into that mount
+ *         through another path.
  *
  * Hazards
  * -------
@@ -519,7 +524,7 @@ int hf_mounts_load(struct hf_mounts *ret)
 	return 0;
 }
 
-/* The mount the kernel's walk of p ends in (A5). */
+/* The mount the kernel's walk of p ends in (SC5). */
 static const struct hf_mount *mount_of(const struct hf_mounts *ms, const char *p, size_t len)
 {
 	if (ms->top < 0)
@@ -606,7 +611,7 @@ int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char **
 	if (w < 0)
 		return w;
 	int rc = strv_push_unique(&v, &n, buf);
-	/* A6: the mounts the spec reaches below its path */
+	/* SC6: the mounts the spec reaches below its path */
 	for (size_t i = 0; rc == 0 && i < m->n; i++) {
 		const struct hf_mount *mt = &m->m[i];
 		unsigned d;

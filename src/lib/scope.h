@@ -1,7 +1,7 @@
 /*
- * scope.h - the scope registry's internals: scope algebra (scope.c) and the
- * registry table (registry.c). Not part of the public API; the protocol,
- * its invariants and its hazards are in registry.c's header.
+ * scope.h - scope algebra (scope.c): specs, canonical paths, kernel
+ * identities, pod names. Not part of the public API; the registry that
+ * stores specs is in registry.h.
  */
 #ifndef HF_SCOPE_H
 #define HF_SCOPE_H
@@ -133,67 +133,5 @@ void hf_strv_free(char **v, size_t n);
 /* Pod names: 1..HF_POD_NAME_MAX bytes of UTF-8 text without white space,
  * quotes, backslash or '/', not starting with '-'. Pure. */
 bool hf_pod_name_ok(const char *name);
-
-/* --- registry.c: the table ------------------------------------------------ */
-
-struct hf_alloc {
-	const char *name;
-	int64_t pid;
-	uint64_t pid_start;
-	const char *boot_id;         /* "" when unknown                          */
-	const char *host;            /* "" when unknown                          */
-	uint64_t pidns, timens;      /* as in struct hf_owner; 0: unknown (0.1)  */
-	int64_t boot_ms;             /* CLOCK_BOOTTIME ms at registration; 0     */
-	const char *comm;            /* "" when unknown                          */
-	const char *token;           /* 32 hex: its live file; NULL: none        */
-	const char *socket;          /* NULL: none                               */
-	const char *from;            /* delegated_from; NULL: top level          */
-	uint64_t generation;
-	int64_t registered_ms;       /* 0: unknown                               */
-	struct hf_spec *specs;
-	const char **spec_text;      /* the stored strings, for output           */
-	size_t nspecs;
-	struct hf_fsid *fs;          /* every spec's identities, spec by spec    */
-	const char **fs_text;
-	size_t *fs_spec;             /* the spec each belongs to                 */
-	size_t nfs;
-	/* derived when the table is judged */
-	int live;                    /* HF_ALIVE / HF_DEAD                       */
-	long parent;                 /* index of the nearest live ancestor, -1   */
-	unsigned depth;              /* in the delegation tree; 0: top level     */
-	const char *returned_to;     /* reaped/released: who got the scope back  */
-	int probe_fd;                /* proven dead by its live file: the judge's
-					LOCK_EX on it, held until the change is
-					written (-1: none)                      */
-};
-
-struct hf_arena;
-
-struct hf_scope_table {
-	uint64_t generation;
-	size_t n, cap;
-	struct hf_alloc *a;
-	struct hf_arena *arena;      /* the strings and spec arrays              */
-};
-
-/* Parse a registry file's bytes. HF_EUNREADABLE with reason (n bytes) for
- * anything that is not a registry this version wrote or would write: not
- * JSON, wrong types, a spec that is not canonical, a bad name, a duplicate
- * name, a delegation cycle. Never crashes on any input. */
-int hf_registry_parse(const char *buf, size_t len, struct hf_scope_table *t, char *reason,
-		      size_t n);
-/* The table as JSON text (one allocation a line), malloc'd. */
-int hf_registry_format(const struct hf_scope_table *t, char **ret, size_t *ret_len);
-void hf_registry_table_clear(struct hf_scope_table *t);
-
-/* Judge liveness and derive parent/depth: each entry's parent is its
- * nearest live ancestor. An owner in this process's pid namespace is judged
- * by pid (hf_owner_liveness, one proof per distinct owner); one elsewhere by
- * its live file <base>.live-<token> in dirfd (hf_owner_liveness_fd), when
- * dirfd >= 0; keep: a probe that proved death keeps its LOCK_EX descriptor
- * in probe_fd (closed by hf_registry_table_clear). */
-void hf_registry_judge(struct hf_scope_table *t, int dirfd, const char *base, bool keep);
-/* Index of the entry named name, or -1. */
-long hf_registry_find(const struct hf_scope_table *t, const char *name);
 
 #endif

@@ -7,6 +7,7 @@
 #define SCOPE_SUPPORT_H
 
 #include "hft.h"
+#include "registry.h"
 
 #include <jansson.h>
 #include <stdbool.h>

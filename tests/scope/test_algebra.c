@@ -1,6 +1,6 @@
 /* scope.c: specs, whole-component overlap, cover, canonical paths. */
 #include "hft.h"
-#include "scope.h"
+#include "registry.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

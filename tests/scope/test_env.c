@@ -1,4 +1,4 @@
-/* Where users really run holdfast (issue items 11 and 14): one registry per
+/* Where users really run holdfast: one registry per
  * user whatever the environment - a login shell with XDG_RUNTIME_DIR, a
  * cron job or `env -i` without - and a shared sticky /tmp where another
  * user may plant /tmp/holdfast-<uid> first. Each test gets a private mount

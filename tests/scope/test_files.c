@@ -300,19 +300,19 @@ Test(files, lock_file_swapped_under_a_locker, .init = start, .fini = stop)
 	json_decref(root);
 }
 
-/* One registry per user: XDG_RUNTIME_DIR no longer moves it (item 11). */
+/* One registry per user: XDG_RUNTIME_DIR does not move it. */
 Test(files, default_location)
 {
 	char buf[PATH_MAX], exp[PATH_MAX];
 	setenv("HOLDFAST_REGISTRY", "/some/where/reg.json", 1);
-	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
+	cr_assert_eq(hf_scopereg_path(buf, sizeof buf), 0);
 	cr_assert_str_eq(buf, "/some/where/reg.json");
 	unsetenv("HOLDFAST_REGISTRY");
 	snprintf(exp, sizeof exp, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
 	setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
-	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
+	cr_assert_eq(hf_scopereg_path(buf, sizeof buf), 0);
 	cr_assert_str_eq(buf, exp, "XDG_RUNTIME_DIR does not choose the registry");
 	unsetenv("XDG_RUNTIME_DIR");
-	cr_assert_eq(hf_scope_registry_path(buf, sizeof buf), 0);
+	cr_assert_eq(hf_scopereg_path(buf, sizeof buf), 0);
 	cr_assert_str_eq(buf, exp);
 }

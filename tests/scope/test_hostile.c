@@ -1,4 +1,4 @@
-/* Hostile files and stuck holders (issue item 14 and the odds and ends):
+/* Hostile files and stuck holders:
  * nothing the registry opens may block or be read before it is known to be
  * a regular file of ours (a FIFO or a device at the table, lock or live
  * file path), the registry never writes a generation it would refuse to

@@ -1,4 +1,4 @@
-/* Bind mounts (issue "Holder identity and liveness", item 12): one
+/* Bind mounts: one
  * directory reached through two paths is one scope. Real bind mounts and a
  * real tmpfs in a private mount namespace of the test process (nothing is
  * seen outside it; everything is unmounted before the directory goes), the
@@ -77,7 +77,7 @@ static int reg(const char *name, const char *spec_rel, const char *from, char **
 			     NULL);
 }
 
-/* The seed's case: A/src held recursively, then B/src where B is a bind
+/* A/src held recursively, then B/src where B is a bind
  * mount of A - the same files, so refused naming the holder. */
 Test(mounts, bind_mount_of_a_held_directory_is_refused)
 {

@@ -1,4 +1,4 @@
-/* Pid namespaces (issue "Holder identity and liveness", item 4): a pod
+/* Pid namespaces: a pod
  * registered inside `unshare --pid --fork --mount-proc` records a pid that
  * means nothing on the host, and a host pod's pid means nothing inside. Each
  * side must take the other's pod for alive while it runs - by the kernel

@@ -3,7 +3,7 @@
  * deterministic random mutations of a valid registry (a libFuzzer-free
  * regression test; any input must give 0 or HF_EUNREADABLE with a reason). */
 #include "hft.h"
-#include "scope.h"
+#include "registry.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,18 +21,18 @@ static const char valid[] =
 
 static int parse(const char *s, size_t len, char *why, size_t n)
 {
-	struct hf_scope_table t;
-	int rc = hf_registry_parse(s, len, &t, why, n);
+	struct hf_scopereg_table t;
+	int rc = hf_regtable_parse(s, len, &t, why, n);
 	if (rc == 0)
-		hf_registry_table_clear(&t);
+		hf_regtable_clear(&t);
 	return rc;
 }
 
 Test(parse, valid_round_trip)
 {
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	char why[256];
-	cr_assert_eq(hf_registry_parse(valid, strlen(valid), &t, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(hf_regtable_parse(valid, strlen(valid), &t, why, sizeof why), 0, "%s", why);
 	cr_assert_eq(t.n, 2);
 	cr_assert_eq(t.generation, 9);
 	cr_assert_str_eq(t.a[1].from, "a");
@@ -40,18 +40,18 @@ Test(parse, valid_round_trip)
 	cr_assert_eq(t.a[0].nspecs, 2);
 	char *out;
 	size_t len;
-	cr_assert_eq(hf_registry_format(&t, &out, &len), 0);
-	struct hf_scope_table u;
-	cr_assert_eq(hf_registry_parse(out, len, &u, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(hf_regtable_format(&t, &out, &len), 0);
+	struct hf_scopereg_table u;
+	cr_assert_eq(hf_regtable_parse(out, len, &u, why, sizeof why), 0, "%s", why);
 	char *again;
 	size_t len2;
-	cr_assert_eq(hf_registry_format(&u, &again, &len2), 0);
+	cr_assert_eq(hf_regtable_format(&u, &again, &len2), 0);
 	cr_assert_eq(len, len2);
 	cr_assert_eq(memcmp(out, again, len), 0, "format(parse(format(t))) == format(t)");
 	free(out);
 	free(again);
-	hf_registry_table_clear(&t);
-	hf_registry_table_clear(&u);
+	hf_regtable_clear(&t);
+	hf_regtable_clear(&u);
 }
 
 Test(parse, escaping_round_trips)
@@ -61,21 +61,21 @@ Test(parse, escaping_round_trips)
 		"{\"version\":1,\"generation\":1,\"allocations\":[{\"name\":\"\\u00e9t\\u00e9\","
 		"\"pid\":5,\"socket\":\"/r/\\\"q\\\\.sock\",\"scope_allow\":"
 		"[\"/p/\\\"it's\\\"/\\\\x/\\u65e5:write\"],\"generation\":1}]}";
-	struct hf_scope_table t;
+	struct hf_scopereg_table t;
 	char why[256];
-	cr_assert_eq(hf_registry_parse(in, strlen(in), &t, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(hf_regtable_parse(in, strlen(in), &t, why, sizeof why), 0, "%s", why);
 	cr_assert_str_eq(t.a[0].spec_text[0], "/p/\"it's\"/\\x/\xe6\x97\xa5:write");
 	char *out;
 	size_t len;
-	cr_assert_eq(hf_registry_format(&t, &out, &len), 0);
-	struct hf_scope_table u;
-	cr_assert_eq(hf_registry_parse(out, len, &u, why, sizeof why), 0, "%s", why);
+	cr_assert_eq(hf_regtable_format(&t, &out, &len), 0);
+	struct hf_scopereg_table u;
+	cr_assert_eq(hf_regtable_parse(out, len, &u, why, sizeof why), 0, "%s", why);
 	cr_assert_str_eq(u.a[0].spec_text[0], t.a[0].spec_text[0]);
 	cr_assert_str_eq(u.a[0].socket, "/r/\"q\\.sock");
 	cr_assert_str_eq(u.a[0].name, "\xc3\xa9t\xc3\xa9");
 	free(out);
-	hf_registry_table_clear(&t);
-	hf_registry_table_clear(&u);
+	hf_regtable_clear(&t);
+	hf_regtable_clear(&u);
 }
 
 Test(parse, malformed_refused_with_a_reason)

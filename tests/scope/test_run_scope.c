@@ -171,7 +171,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* `run --scope` waits like `--lock` (issue item 7): a held scope is
+/* `run --scope` waits like `--lock`: a held scope is
  * waited for, and the waiter gets it when the holder releases - woken by
  * the registry's change, not by a timer it would have to outlast. */
 Test(run_scope, waits_for_a_held_scope_and_gets_it_on_release)
@@ -186,8 +186,8 @@ Test(run_scope, waits_for_a_held_scope_and_gets_it_on_release)
 	cr_assert_str_eq(line, "held");
 	const char *wait[] = { "holdfast", "run", "-w", "3600", "--scope", sc_path("p/x:write"),
 			       "--name", "waiter", "--", "sh", "-c", "echo got $HOLDFAST_POD", NULL };
-	hft_spawn_cli(&waiter, "pause:run.scope.waiting", wait, NULL);
-	hft_expect(&waiter, "run.scope.waiting"); /* refused for now: it waits */
+	hft_spawn_cli(&waiter, "pause:scope.register.waiting", wait, NULL);
+	hft_expect(&waiter, "scope.register.waiting"); /* refused for now: it waits */
 	hft_go(&waiter);
 	int fd = open(fifo, O_WRONLY); /* the holder's CMD ends: run releases */
 	cr_assert_geq(fd, 0);
@@ -235,7 +235,7 @@ Test(run_scope, wait_is_bounded_by_w)
 }
 
 /* A waiting `holdfast run` answers SIGTERM within a fraction of a second:
- * the wait goes in slices and looks at the signals between them. */
+ * its signal descriptor cancels the library's wait. */
 Test(run_scope, sigterm_ends_the_wait_at_once)
 {
 	struct sc_sleeper s;
@@ -247,8 +247,8 @@ Test(run_scope, sigterm_ends_the_wait_at_once)
 	const char *wait[] = { "holdfast", "run", "--scope", sc_path("p/x:write"), "--name",
 			       "waiter", "--", "touch", marker, NULL };
 	struct hft_child w;
-	hft_spawn_cli(&w, "pause:run.scope.waiting", wait, NULL);
-	hft_expect(&w, "run.scope.waiting");
+	hft_spawn_cli(&w, "pause:scope.register.waiting", wait, NULL);
+	hft_expect(&w, "scope.register.waiting");
 	hft_go(&w); /* waiting for good now (no -w: forever) */
 	double t0 = now_s();
 	cr_assert_eq(kill(w.pid, SIGTERM), 0);

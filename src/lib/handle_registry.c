@@ -1,0 +1,188 @@
+/*
+ * handle_registry.c - the registry's public snapshot (holdfast.h,
+ * hf_registry): a judged table read by registry.c, its allocations as
+ * records (made when first asked for), and the queries of
+ * registry_table.c - effective scope and the write check - as records.
+ */
+#include "internal.h"
+#include "rec.h"
+#include "registry.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert((int)HF_SCOPE_FREE == (int)HF_SCOPEREG_FREE &&
+		       (int)HF_SCOPE_HELD == (int)HF_SCOPEREG_HELD &&
+		       (int)HF_SCOPE_YOURS == (int)HF_SCOPEREG_YOURS &&
+		       (int)HF_SCOPE_OUTSIDE == (int)HF_SCOPEREG_OUTSIDE &&
+		       (int)HF_SCOPE_LOST == (int)HF_SCOPEREG_LOST,
+	       "the public verdicts are the registry's");
+
+struct hf_registry {
+	struct hf_scopereg_table *t;
+	hf_rec **recs;   /* one per allocation, made by hf_registry_get */
+	bool reaped;     /* a reap's table: each entry says where its scope went */
+};
+
+static int wrap(struct hf_scopereg_table *t, bool reaped, hf_registry **ret)
+{
+	hf_registry *r = calloc(1, sizeof *r);
+	size_t n = hf_scopereg_count(t);
+	if (!r || !(r->recs = calloc(n ? n : 1, sizeof *r->recs))) {
+		free(r);
+		hf_scopereg_free(t);
+		return -ENOMEM;
+	}
+	r->t = t;
+	r->reaped = reaped;
+	*ret = r;
+	return 0;
+}
+
+static void fail_rec(hf_rec **reterr, const struct hf_scopereg_holder *h, int rc)
+{
+	if (reterr)
+		*reterr = hf_rec_from_scope_holder(h, rc, NULL);
+}
+
+int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr)
+{
+	if (!ret)
+		return -EINVAL;
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	struct hf_scopereg_table *t;
+	int rc = hf_scopereg_read(path, &t, h);
+	if (rc < 0)
+		fail_rec(reterr, h, rc);
+	else
+		rc = wrap(t, false, ret);
+	free(h);
+	return rc;
+}
+
+int hf_registry_reap(const char *path, hf_registry **ret, hf_rec **reterr)
+{
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	struct hf_scopereg_table *t = NULL;
+	int rc = hf_scopereg_reap(path, ret ? &t : NULL, h);
+	if (rc < 0) {
+		fail_rec(reterr, h, rc);
+	} else if (ret) {
+		int n = rc;
+		rc = wrap(t, true, ret);
+		rc = rc < 0 ? rc : n;
+	}
+	free(h);
+	return rc;
+}
+
+size_t hf_registry_count(const hf_registry *r)
+{
+	return r ? hf_scopereg_count(r->t) : 0;
+}
+
+uint64_t hf_registry_generation(const hf_registry *r)
+{
+	return r ? hf_scopereg_generation(r->t) : 0;
+}
+
+const hf_rec *hf_registry_get(const hf_registry *r, size_t i)
+{
+	if (!r || i >= hf_scopereg_count(r->t))
+		return NULL;
+	if (!r->recs[i]) { /* a cache: the record is made on first use */
+		struct hf_scopereg_alloc a;
+		hf_scopereg_get(r->t, i, &a);
+		r->recs[i] = hf_rec_from_scope_alloc(&a, hf_scopereg_age_ms(r->t, i, hf_sys_now_ms()),
+						     r->reaped);
+	}
+	return r->recs[i];
+}
+
+long hf_registry_find(const hf_registry *r, const char *name)
+{
+	return r && name ? hf_scopereg_find(r->t, name) : -1;
+}
+
+int hf_registry_effective(const hf_registry *r, const char *name, hf_rec **ret)
+{
+	if (!r || !name || !ret)
+		return -EINVAL;
+	struct hf_scopereg_deny *d = NULL;
+	size_t nd = 0;
+	int rc = hf_scopereg_effective(r->t, name, &d, &nd);
+	if (rc < 0)
+		return rc;
+	struct hf_scopereg_alloc a;
+	hf_scopereg_get(r->t, (size_t)hf_scopereg_find(r->t, name), &a);
+	json_t *allow = json_array(), *deny = json_array();
+	for (size_t k = 0; allow && k < a.nscope; k++)
+		json_array_append_new(allow, json_string(a.scope_allow[k]));
+	for (size_t k = 0; deny && k < nd; k++)
+		json_array_append_new(deny, json_pack("{s:s, s:s, s:I}", "scope", d[k].scope, "name",
+						      d[k].name, "pid", (json_int_t)d[k].pid));
+	free(d);
+	if (!allow || !deny) {
+		json_decref(allow);
+		json_decref(deny);
+		return -ENOMEM;
+	}
+	hf_rec *rec = hf_rec_take(json_pack("{s:s, s:I, s:I, s:o, s:o}", "name", a.name, "pid",
+					    (json_int_t)a.pid, "generation",
+					    (json_int_t)a.generation, "scope", allow, "denied",
+					    deny));
+	if (!rec)
+		return -ENOMEM;
+	*ret = rec;
+	return 0;
+}
+
+static const char *const states[] = { "free", "held", "yours", "outside", "lost" };
+
+int hf_registry_check(const hf_registry *r, const char *path, const char *pod,
+		      uint64_t pod_generation, hf_rec **ret)
+{
+	if (!r || !path)
+		return -EINVAL;
+	struct hf_scopereg_verdict v;
+	int rc = hf_scopereg_check(r->t, path, pod, pod_generation, &v);
+	if (rc < 0)
+		return rc;
+	if (ret) {
+		json_t *o = json_object();
+		if (!o)
+			return -ENOMEM;
+		json_object_set_new(o, "state", json_string(states[v.state]));
+		if (v.holder >= 0) {
+			struct hf_scopereg_alloc a;
+			hf_scopereg_get(r->t, (size_t)v.holder, &a);
+			json_object_set_new(o, "holder", json_string(a.name));
+			json_object_set_new(o, "holder_scope", json_string(v.holder_scope));
+			if (v.holder_fs)
+				json_object_set_new(o, "holder_fs", json_string(v.holder_fs));
+		}
+		if (pod)
+			json_object_set_new(o, "pod", json_string(pod));
+		hf_rec *rec = hf_rec_take(o);
+		if (!rec)
+			return -ENOMEM;
+		*ret = rec;
+	}
+	return v.state;
+}
+
+void hf_registry_free(hf_registry *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < hf_scopereg_count(r->t); i++)
+		hf_rec_free(r->recs[i]);
+	free(r->recs);
+	hf_scopereg_free(r->t);
+	free(r);
+}

@@ -1,0 +1,348 @@
+/*
+ * handle_scope.c - the scope's public handle (holdfast.h, hf_scope): the
+ * pod's name, specs and options, a register that waits (woken when the
+ * registry file changes), the release, and what a handle remembers between
+ * them (its generation, liveness descriptor, the last refusal). The
+ * registry's protocol is registry.c's; the read-only snapshot is
+ * handle_registry.c's.
+ *
+ * Invariants:
+ *  (HC1) A handle holds at most one registration: its generation and
+ *        descriptor belong to it until release, detach or free.
+ *  (HC2) hf_scope_free releases only what this process registered with the
+ *        handle: a forked child freeing an inherited handle releases nothing.
+ *  (HC3) The liveness descriptor is closed only after the release (or
+ *        handed over by detach), never before: while the table names the
+ *        pod, its owner's liveness file stays locked.
+ *  (HC4) A wait never passes its deadline and ends at once when the cancel
+ *        descriptor is readable (the waiter's W1, W4); every attempt is a
+ *        whole hf_scopereg_register, so waiting adds no state of its own.
+ */
+#include "internal.h"
+#include "rec.h"
+#include "registry.h"
+#include "wait.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct hf_scope {
+	char name[HF_POD_NAME_MAX + 1];
+	char **specs;
+	size_t nspecs, cap;
+	char *registry, *socket, *from;   /* options; NULL: the default      */
+	pid_t pid;
+	int64_t wait_ms, lock_wait_ms;
+	int cancel_fd;                    /* -1: none                          */
+	uint64_t generation;              /* granted, or HF_OPT_GENERATION     */
+	bool holds;                       /* registered, not released/detached */
+	pid_t registered_by;              /* getpid() of the registration (HC2) */
+	int fd;                           /* the liveness descriptor, -1       */
+	char held_registry[PATH_MAX];     /* where it was registered           */
+	hf_rec *holder;
+};
+
+int hf_scope_new(const char *name, hf_scope **ret)
+{
+	if (!name || !ret || !hf_pod_name_ok(name))
+		return -EINVAL;
+	hf_scope *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	strcpy(s->name, name); /* hf_pod_name_ok: at most HF_POD_NAME_MAX */
+	s->cancel_fd = -1;
+	s->fd = -1;
+	*ret = s;
+	return 0;
+}
+
+static void holder_reason(hf_scope *s, const char *why)
+{
+	hf_rec_put(&s->holder, why ? hf_rec_reason(why, NULL) : NULL);
+}
+
+int hf_scope_add(hf_scope *s, const char *spec)
+{
+	if (!s || !spec)
+		return -EINVAL;
+	size_t pl;
+	bool w, r;
+	if (s->nspecs >= HF_REG_MAX_SPECS) {
+		holder_reason(s, "at most 1024 specs");
+		return -EINVAL;
+	}
+	/* the form only: a path too long is refused when registering, with
+	 * the reason the look-up gives */
+	if (!hf_text_ok(spec, SIZE_MAX) ||
+	    hf_spec_split(spec, strlen(spec), &pl, &w, &r) < 0) {
+		holder_reason(s, "not a spec PATH:MODE[:recursive] (MODE read or write) of UTF-8 "
+				 "text without control characters");
+		return -EINVAL;
+	}
+	if (s->nspecs == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 4;
+		char **v = realloc(s->specs, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		s->specs = v;
+		s->cap = cap;
+	}
+	if (!(s->specs[s->nspecs] = strdup(spec)))
+		return -ENOMEM;
+	s->nspecs++;
+	holder_reason(s, NULL);
+	return 0;
+}
+
+int hf_scope_set(hf_scope *s, int opt, int64_t v)
+{
+	if (!s)
+		return -EINVAL;
+	switch (opt) {
+	case HF_OPT_PID:
+		if (v < 0 || v > INT_MAX)
+			return -EINVAL;
+		s->pid = (pid_t)v;
+		return 0;
+	case HF_OPT_WAIT_MS:
+		s->wait_ms = v;
+		return 0;
+	case HF_OPT_CANCEL_FD:
+		if (v < -1 || v > INT_MAX)
+			return -EINVAL;
+		s->cancel_fd = (int)v;
+		return 0;
+	case HF_OPT_LOCK_WAIT_MS:
+		if (v < 0)
+			return -EINVAL;
+		s->lock_wait_ms = v;
+		return 0;
+	case HF_OPT_GENERATION:
+		if (v < 0)
+			return -EINVAL;
+		if (s->holds)
+			return -EBUSY; /* HC1: it has its own */
+		s->generation = (uint64_t)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int hf_scope_set_str(hf_scope *s, int opt, const char *v)
+{
+	if (!s)
+		return -EINVAL;
+	char **slot = opt == HF_OPT_REGISTRY ? &s->registry
+		      : opt == HF_OPT_SOCKET ? &s->socket
+		      : opt == HF_OPT_FROM   ? &s->from
+					     : NULL;
+	if (!slot)
+		return -EINVAL;
+	char *copy = NULL;
+	if (v && !(copy = strdup(v)))
+		return -ENOMEM;
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+/* The registry's directory, for the waiter: "" when it cannot be named. */
+static void registry_dir(const char *path, char *dir, size_t n)
+{
+	char base[PATH_MAX];
+	if (hf_path_split(path, dir, n, base, sizeof base) < 0)
+		dir[0] = '\0';
+}
+
+static void holder_set(hf_scope *s, const struct hf_scopereg_holder *h, int rc)
+{
+	const char *given = NULL;
+	if (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL)
+		given = h->request_index < s->nspecs ? s->specs[h->request_index] : NULL;
+	hf_rec_put(&s->holder, hf_rec_from_scope_holder(h, rc, given));
+}
+
+int hf_scope_register(hf_scope *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (s->holds)
+		return -EALREADY; /* HC1 */
+	char path[PATH_MAX];
+	int rc = s->registry ? (strlen(s->registry) < sizeof path ? 0 : -ENAMETOOLONG)
+			     : hf_scopereg_path(path, sizeof path);
+	if (rc < 0)
+		return rc;
+	if (s->registry)
+		strcpy(path, s->registry);
+	struct hf_scopereg_request req = {
+		.registry = path, .name = s->name, .specs = (const char *const *)s->specs,
+		.nspecs = s->nspecs, .pid = s->pid, .socket = s->socket, .from = s->from,
+		.lock_wait_ms = s->lock_wait_ms, .has_cancel = s->cancel_fd >= 0,
+		.cancel_fd = s->cancel_fd,
+	};
+	/* The table is replaced by a rename of a temporary in its directory and
+	 * live files are removed there: any removal or move out of the directory
+	 * wakes the waiter (name ""). */
+	char dir[PATH_MAX];
+	registry_dir(path, dir, sizeof dir);
+	struct hf_waiter w;
+	hf_wait_init(&w, dir[0] ? dir : ".", "", s->wait_ms);
+	hf_wait_set_cancel(&w, s->cancel_fd);
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	uint64_t gen = 0;
+	int fd = -1;
+	bool waited_out = false;
+	for (;;) {
+		rc = hf_scopereg_register(&req, &gen, &fd, h); /* HC4 */
+		if (rc != HF_ECONFLICT && rc != HF_EHELD)
+			break;
+		holder_set(s, h, rc);
+		if (s->wait_ms == 0)
+			break;
+		hf_sys_point(HF_PT_SCOPE_REGISTER_WAITING);
+		int wrc = hf_wait_next(&w); /* HC4 */
+		if (wrc < 0) {
+			/* HF_ETIMEDOUT, HF_ECANCELED: the last holder seen stays */
+			rc = wrc;
+			waited_out = true;
+			break;
+		}
+	}
+	hf_wait_done(&w);
+	if (rc == 0) {
+		assert(fd >= 0 && gen > 0 && "HC1");
+		s->holds = true;
+		s->fd = fd;
+		s->generation = gen;
+		s->registered_by = getpid();
+		snprintf(s->held_registry, sizeof s->held_registry, "%s", path);
+		holder_reason(s, NULL);
+	} else if (!waited_out) {
+		holder_set(s, h, rc);
+	}
+	free(h);
+	return rc;
+}
+
+int hf_scope_release(hf_scope *s)
+{
+	if (!s)
+		return -EINVAL;
+	char path[PATH_MAX];
+	int rc = 0;
+	if (s->holds)
+		strcpy(path, s->held_registry);
+	else if (s->registry)
+		rc = strlen(s->registry) < sizeof path ? (strcpy(path, s->registry), 0)
+						       : -ENAMETOOLONG;
+	else
+		rc = hf_scopereg_path(path, sizeof path);
+	if (rc < 0)
+		return rc;
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	rc = hf_scopereg_release(path, s->name, s->generation, h);
+	if (s->fd >= 0)
+		hf_sys_close(s->fd); /* HC3: after the release */
+	s->fd = -1;
+	s->holds = false;
+	if (rc < 0)
+		holder_set(s, h, rc);
+	else
+		holder_reason(s, NULL);
+	free(h);
+	return rc;
+}
+
+int hf_scope_detach(hf_scope *s)
+{
+	if (!s || !s->holds)
+		return -1;
+	int fd = s->fd;
+	s->fd = -1;
+	s->holds = false; /* the generation stays readable */
+	return fd;
+}
+
+uint64_t hf_scope_generation(const hf_scope *s)
+{
+	return s ? s->generation : 0;
+}
+
+int hf_scope_fd(const hf_scope *s)
+{
+	return s && s->holds ? s->fd : -1;
+}
+
+const hf_rec *hf_scope_holder(const hf_scope *s)
+{
+	return s ? s->holder : NULL;
+}
+
+void hf_scope_free(hf_scope *s)
+{
+	if (!s)
+		return;
+	if (s->holds && s->registered_by == getpid())
+		hf_scope_release(s); /* HC2 */
+	if (s->fd >= 0)
+		hf_sys_close(s->fd);
+	for (size_t i = 0; i < s->nspecs; i++)
+		free(s->specs[i]);
+	free(s->specs);
+	free(s->registry);
+	free(s->socket);
+	free(s->from);
+	hf_rec_free(s->holder);
+	free(s);
+}
+
+/* --- paths ---------------------------------------------------------------- */
+
+int hf_scope_canonical(const char *spec, char *buf, size_t n)
+{
+	if (!spec || !buf)
+		return -EINVAL;
+	struct hf_spec s;
+	return hf_spec_canonicalize(spec, buf, n, &s);
+}
+
+int hf_path_canonical(const char *path, char *buf, size_t n)
+{
+	if (!path || !buf)
+		return -EINVAL;
+	return hf_path_canonicalize(path, buf, n);
+}
+
+int hf_path_identity(const char *path, char *buf, size_t n)
+{
+	if (!path || !buf)
+		return -EINVAL;
+	unsigned depth;
+	size_t len = strlen(path);
+	if (!hf_path_normal(path, len, &depth))
+		return -EINVAL;
+	struct hf_mounts m;
+	int rc = hf_mounts_load(&m);
+	if (rc == 0) {
+		rc = hf_path_identify(&m, path, len, 'e', buf, n);
+		rc = rc < 0 ? rc : 0;
+	}
+	hf_mounts_free(&m);
+	return rc;
+}
+
+int hf_registry_path(char *buf, size_t n)
+{
+	return buf ? hf_scopereg_path(buf, n) : -EINVAL;
+}

@@ -1,0 +1,379 @@
+/*
+ * registry.h - the scope registry's internals: the operations the public
+ * handles (handle_scope.c) and the tests call (registry.c), the table in
+ * memory (registry_table.c), its file format (registry_json.c), a
+ * registration's specs (registry_request.c) and its files
+ * (registry_file.c). Not part of the public API. The protocol, its
+ * invariants (RG) and its hazards are in registry.c's header; the table's
+ * invariants (RT) in registry_table.c's.
+ */
+#ifndef HF_REGISTRY_H
+#define HF_REGISTRY_H
+
+#include "owner.h"
+#include "scope.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HF_REG_MAX_BYTES (256u << 20)   /* the largest table read or written     */
+#define HF_REG_MAX_SPECS 1024           /* specs of one allocation               */
+#define HF_REG_GEN_MAX ((uint64_t)INT64_MAX) /* the largest JSON integer jansson reads */
+#define HF_REG_TOKEN_HEX 32             /* a live file's token                   */
+
+/* --- registry.c: the operations, under the public handles ---------------- */
+
+#define HF_SCOPE_SPEC_MAX 4200            /* PATH_MAX + ":write:recursive"   */
+#define HF_SCOPE_SOCKET_MAX 4095
+#define HF_SCOPE_FS_MAX 4128              /* "MAJOR:MINOR:KIND:PATH"          */
+#define HF_SCOPE_LOCK_WAIT_MS 5000        /* default bound on the registry's
+					     flock(2): a stopped holder never
+					     hangs anyone for longer            */
+#define HF_SCOPE_LIVE_INFIX ".live-"      /* <registry>.live-<token>          */
+
+struct hf_scopereg_request {
+	const char *registry;             /* NULL: hf_scopereg_path()         */
+	const char *name;
+	const char *const *specs;         /* "PATH:MODE[:recursive]", 1 or more     */
+	size_t nspecs;
+	pid_t pid;                        /* 0: the caller                          */
+	const char *socket;               /* absolute path, or NULL                 */
+	const char *from;                 /* delegating parent, or NULL             */
+	int64_t lock_wait_ms;             /* the registry lock: 0 the default
+					     (HF_SCOPE_LOCK_WAIT_MS), >0 at most
+					     that (then HF_ETIMEDOUT)              */
+	bool has_cancel;                  /* cancel_fd is set                       */
+	int cancel_fd;                    /* readable: stop waiting for the
+					     registry's lock (HF_ECANCELED)        */
+};
+
+/* What went wrong, for the message: the holder on HF_ECONFLICT (or the
+ * parent on HF_ENOTYOURS, the owner of the name on HF_EHELD), the reason
+ * and the registry's path on the other errors. */
+struct hf_scopereg_holder {
+	char name[HF_POD_NAME_MAX + 1];
+	int64_t pid;                      /* also: the registry lock's holder on
+					     HF_ETIMEDOUT (0: not known)           */
+	char host[HF_HOST_MAX + 1];
+	int64_t registered_ms;            /* Unix ms; 0: unknown                    */
+	uint64_t generation;
+	char scope[HF_SCOPE_SPEC_MAX];    /* the holder's overlapping spec          */
+	size_t request_index;             /* which spec of the request              */
+	char request[HF_SCOPE_SPEC_MAX];  /* that spec, canonical                   */
+	size_t others;                    /* more live holders overlapping it       */
+	char registry[4096];              /* the registry file                      */
+	char reason[512];
+	/* added after 0.1.0 */
+	char comm[HF_COMM_MAX + 1];       /* the holder's command; "" unknown       */
+	int foreign_pidns;                /* 1: pid is a pid of another pid
+					     namespace than the caller's           */
+	int64_t age_ms;                   /* of the registration (boot-relative on
+					     this kernel); -1: unknown             */
+	char fs[HF_SCOPE_FS_MAX];         /* HF_ECONFLICT by identity (another
+					     path to the same files): the holder's
+					     identity that met the request's;
+					     "" when the paths overlap             */
+	char request_fs[HF_SCOPE_FS_MAX]; /* and the request's                      */
+};
+
+/* $HOLDFAST_REGISTRY, else /tmp/holdfast-<euid>/scope.lock: one registry
+ * per user whatever the environment (XDG_RUNTIME_DIR, HOME, a login shell
+ * or cron, su, sudo, env -i all agree). A process whose /tmp is private (a
+ * systemd unit with PrivateTmp=yes, a container with its own /tmp) sees
+ * another directory there: it shares no registry with the rest of the user
+ * unless it sets HOLDFAST_REGISTRY to a path both see. */
+int hf_scopereg_path(char *buf, size_t n);
+struct hf_scopereg_table;
+/* The age of entry i's registration (boot-relative on this kernel, as
+ * hf_owner_age_ms), -1 when unknown. */
+int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms);
+
+/* Register req->name for req->pid with every spec, or nothing (all or
+ * nothing); delegated from req->from when set. 0, the generation granted,
+ * and in *ret_live_fd a descriptor (close-on-exec) of the allocation's
+ * liveness file holding flock(LOCK_SH): THE CALLER MUST KEEP IT OPEN AS LONG
+ * AS THE OWNER (req->pid) LIVES - in that process, a child it forks, or a
+ * keeper - and close it after hf_scopereg_release; a judge in another pid
+ * namespace takes the lock being free as the owner's death and reaps the
+ * allocation. Clear FD_CLOEXEC to pass it to an exec'ed owner. `holdfast run
+ * --scope` passes it into CMD and keeps its own copy until CMD has ended;
+ * `holdfast scope register` leaves it to a keeper process.
+ * ret_live_fd NULL: no liveness file - then no judge outside the owner's
+ * pid namespace can ever prove it dead. */
+int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
+			 int *ret_live_fd, struct hf_scopereg_holder *reterr_holder);
+/* Remove name's allocation (generation 0: whatever its generation; else
+ * HF_ENOTYOURS when the name now belongs to another registration). Its scope
+ * returns to its parent; its live children are re-parented to it. Its
+ * liveness file is removed after the table no longer names it. */
+int hf_scopereg_release(const char *registry, const char *name, uint64_t generation,
+			struct hf_scopereg_holder *reterr);
+
+/* A snapshot of the registry, each allocation judged alive or dead. */
+struct hf_scopereg_table;
+struct hf_scopereg_alloc {
+	const char *name;
+	int64_t pid;
+	uint64_t pid_start;
+	const char *boot_id;
+	const char *host;
+	const char *socket;               /* NULL: none                             */
+	const char *delegated_from;       /* NULL: top level                        */
+	uint64_t generation;
+	int64_t registered_ms;
+	const char *const *scope_allow;   /* canonical specs                        */
+	size_t nscope;
+	int live;                         /* HF_ALIVE / HF_DEAD                     */
+	unsigned depth;                   /* in the delegation tree (live pods)     */
+	const char *returned_to;          /* hf_scopereg_reap: who got the scope back  */
+	/* added after 0.1.0: as in struct hf_owner (0 / "" unknown: an entry of 0.1) */
+	uint64_t pidns, timens;
+	int64_t boot_ms;
+	const char *comm;
+	const char *token;                /* NULL: no liveness file                 */
+	const char *const *scope_fs;      /* every spec's identities, in order      */
+	const size_t *scope_fs_spec;      /* the index in scope_allow of each       */
+	size_t nscope_fs;
+};
+/* Read the registry without changing it (a missing registry is empty). */
+int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret,
+		     struct hf_scopereg_holder *reterr);
+/* Reap every pod proven dead; *ret (may be NULL) holds the reaped ones and
+ * the new generation. The number reaped. */
+int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret,
+		     struct hf_scopereg_holder *reterr);
+size_t hf_scopereg_count(const struct hf_scopereg_table *t);
+uint64_t hf_scopereg_generation(const struct hf_scopereg_table *t);
+/* The i-th allocation; its strings live as long as the table. */
+void hf_scopereg_get(const struct hf_scopereg_table *t, size_t i, struct hf_scopereg_alloc *ret);
+/* Index of name, or -1. */
+long hf_scopereg_find(const struct hf_scopereg_table *t, const char *name);
+void hf_scopereg_free(struct hf_scopereg_table *t);
+
+/* A pod's effective scope: its own specs minus these, the write specs of its
+ * live descendants that overlap its own (by path or identity). *ret
+ * malloc'd (free it). */
+struct hf_scopereg_deny {
+	const char *scope;
+	const char *name;
+	int64_t pid;
+};
+int hf_scopereg_effective(const struct hf_scopereg_table *t, const char *name,
+			  struct hf_scopereg_deny **ret, size_t *ret_n);
+
+/* May anyone, or pod, write at a canonical path? */
+enum hf_scopereg_state {
+	HF_SCOPEREG_FREE = 0,                /* no live write spec covers it           */
+	HF_SCOPEREG_HELD = 1,                /* another pod's (holder set)             */
+	HF_SCOPEREG_YOURS = 2,               /* the pod's effective write scope        */
+	HF_SCOPEREG_OUTSIDE = 3,             /* nobody's, and not the pod's            */
+	HF_SCOPEREG_LOST = 4,                /* the pod (or that generation) is gone   */
+};
+struct hf_scopereg_verdict {
+	int state;                        /* enum hf_scopereg_state                    */
+	long holder;                      /* index of the deepest live holder, -1   */
+	const char *holder_scope;         /* its spec covering the path             */
+	long pod;                         /* index of the pod, -1                   */
+	const char *holder_fs;            /* the holder's identity covering the
+					     path when its spec's path does not
+					     (another path to the same files)      */
+};
+/* pod may be NULL (is it held at all?); pod_generation 0: any. A spec
+ * covers the path by path or by identity: the path's identity is read from
+ * this process's mount table (/proc/self/mountinfo). */
+int hf_scopereg_check(const struct hf_scopereg_table *t, const char *canonical_path,
+		      const char *pod, uint64_t pod_generation, struct hf_scopereg_verdict *ret);
+
+/* --- registry_table.c: the table ---------------------------------------- */
+
+struct hf_alloc {
+	const char *name;
+	int64_t pid;
+	uint64_t pid_start;
+	const char *boot_id;         /* "" when unknown                          */
+	const char *host;            /* "" when unknown                          */
+	uint64_t pidns, timens;      /* as in struct hf_owner; 0: unknown (0.1)  */
+	int64_t boot_ms;             /* CLOCK_BOOTTIME ms at registration; 0     */
+	const char *comm;            /* "" when unknown                          */
+	const char *token;           /* 32 hex: its live file; NULL: none        */
+	const char *socket;          /* NULL: none                               */
+	const char *from;            /* delegated_from; NULL: top level          */
+	uint64_t generation;
+	int64_t registered_ms;       /* 0: unknown                               */
+	struct hf_spec *specs;
+	const char **spec_text;      /* the stored strings, for output           */
+	size_t nspecs;
+	struct hf_fsid *fs;          /* every spec's identities, spec by spec    */
+	const char **fs_text;
+	size_t *fs_spec;             /* the spec each belongs to                 */
+	size_t nfs;
+	/* derived when the table is judged */
+	int live;                    /* HF_ALIVE / HF_DEAD                       */
+	long parent;                 /* index of the nearest live ancestor, -1   */
+	unsigned depth;              /* in the delegation tree; 0: top level     */
+	const char *returned_to;     /* reaped/released: who got the scope back  */
+	int probe_fd;                /* proven dead by its live file: the judge's
+					LOCK_EX on it, held until the change is
+					written (-1: none)                      */
+};
+
+/* An index of a table's entries by a string key (open addressing, FNV-1a):
+ * the names (each table keeps one, RT3) or the live files' tokens. */
+enum hf_regkey { HF_REGKEY_NAME, HF_REGKEY_TOKEN };
+struct hf_regindex {
+	size_t mask;
+	long *slot;                  /* entry indices; -1 empty                  */
+	size_t n;                    /* the table's n when it was built          */
+};
+
+struct hf_arena;
+
+struct hf_scopereg_table {
+	uint64_t generation;
+	size_t n, cap;
+	struct hf_alloc *a;
+	struct hf_arena *arena;      /* the strings and spec arrays (RT1)        */
+	struct hf_regindex names;    /* by name (RT3)                            */
+};
+
+/* n bytes / a copy of s[0..len) in t's arena (RT1); NULL: out of memory. */
+void *hf_regtable_alloc(struct hf_scopereg_table *t, size_t n);
+const char *hf_regtable_strndup(struct hf_scopereg_table *t, const char *s, size_t len);
+/* A new zeroed entry at the end (parent -1, probe_fd -1). */
+int hf_regtable_push(struct hf_scopereg_table *t, struct hf_alloc **ret);
+/* Free everything, close the probes; t is then empty. */
+void hf_regtable_clear(struct hf_scopereg_table *t);
+
+/* Index t's entries by key (entries without a token are left out). -EEXIST
+ * and *ret_dup (may be NULL) when two entries have the same key. */
+int hf_regindex_build(struct hf_regindex *ix, const struct hf_scopereg_table *t, enum hf_regkey key,
+		      long *ret_dup);
+long hf_regindex_find(const struct hf_regindex *ix, const struct hf_scopereg_table *t,
+		      enum hf_regkey key, const char *k);
+void hf_regindex_free(struct hf_regindex *ix);
+
+/* (Re)build t's name index: 0, -EEXIST (*ret_dup: the second entry of a
+ * name), -ENOMEM. */
+int hf_regtable_index(struct hf_scopereg_table *t, long *ret_dup);
+/* Index of the entry named name, or -1. */
+long hf_regtable_find(const struct hf_scopereg_table *t, const char *name);
+/* Does every delegated_from chain end (RT4)? 0, or -EINVAL with why. */
+int hf_regtable_check_tree(const struct hf_scopereg_table *t, char *why, size_t n);
+/* Derive each entry's parent (its nearest live ancestor) and depth from the
+ * judged liveness, and re-index the names. 0 or -ENOMEM. */
+int hf_regtable_link(struct hf_scopereg_table *t);
+/* Is anc an ancestor of i through live parents? */
+bool hf_regtable_descends(const struct hf_scopereg_table *t, long i, long anc);
+
+/* Why a registration was refused (hf_regtable_admit). */
+struct hf_regtable_refusal {
+	long who;                    /* the entry that refused it                */
+	size_t who_spec;             /* its spec that did                        */
+	size_t index;                /* the request's spec refused               */
+	size_t others;               /* more live holders overlapping it         */
+	const char *who_fs, *req_fs; /* the identities that met (or NULL)        */
+};
+/* May specs (n of them) be registered, delegated from entry parent (-1:
+ * top level)? 0; HF_ECONFLICT (RG4: who is the deepest live pod whose write
+ * spec meets one of ours); HF_ENOTYOURS (RG5: a spec outside the parent's).
+ * Pure. */
+int hf_regtable_admit(const struct hf_scopereg_table *t, const struct hf_spec *specs, size_t n,
+		      long parent, struct hf_regtable_refusal *ret);
+
+/* --- registry_json.c: the file format ------------------------------------ */
+
+/* Is s a live file's token (HF_REG_TOKEN_HEX lowercase hex digits)? */
+bool hf_regtable_token_ok(const char *s);
+/* Parse a registry file's bytes. HF_EUNREADABLE with reason (n bytes) for
+ * anything that is not a registry this version wrote or would write: not
+ * JSON, wrong types, a spec that is not canonical, a bad name, a duplicate
+ * name, a delegation cycle. Never crashes on any input. The table comes
+ * back indexed by name. */
+int hf_regtable_parse(const char *buf, size_t len, struct hf_scopereg_table *t, char *reason,
+		      size_t n);
+/* The table as JSON text (one allocation a line), malloc'd. */
+int hf_regtable_format(const struct hf_scopereg_table *t, char **ret, size_t *ret_len);
+
+/* --- registry_file.c: the files ------------------------------------------ */
+
+/* Entries a change removed: their live files go once the table written no
+ * longer names them (RG9); the judges' probes are closed then. */
+struct hf_reg_gone {
+	const char *token;
+	int fd;
+};
+
+/* An opened registry: its directory, and its lock when locked. */
+struct hf_regfile {
+	int dirfd;
+	int lockfd;                  /* holding LOCK_EX; -1: not locked          */
+	int64_t lock_wait_ms;        /* 0: the default bound                     */
+	int cancel_fd;               /* readable: stop waiting for the lock; -1  */
+	char base[NAME_MAX + 1];     /* the table's name                         */
+	char lockname[NAME_MAX + 1]; /* <base>.flock                             */
+	char dir[PATH_MAX];
+	struct hf_reg_gone *gone;
+	size_t ngone, capgone;
+};
+
+/* Write the reason into err (may be NULL); returns rc. */
+int hf_regfile_say(struct hf_scopereg_holder *err, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Steps 1 (and 2 when lock) of registry.c: 0, or -ENOENT when !create and
+ * there is no directory yet. */
+int hf_regfile_open(const char *registry, bool create, bool lock, struct hf_regfile *r,
+		    struct hf_scopereg_holder *err);
+void hf_regfile_close(struct hf_regfile *r);
+/* Step 3: read and parse the table (an empty one when there is no file
+ * yet); when locked, sweep what crashes left. */
+int hf_regfile_load(struct hf_regfile *r, bool locked, struct hf_scopereg_table *t,
+		    struct hf_scopereg_holder *err);
+/* Step 6: write t (RG2, RG10). */
+int hf_regfile_store(struct hf_regfile *r, const struct hf_scopereg_table *t,
+		     struct hf_scopereg_holder *err);
+/* After step 6: remove the live files of the entries the stored table no
+ * longer names (when stored), then close the judges' probes (RG9). */
+void hf_regfile_finish(struct hf_regfile *r, const struct hf_scopereg_table *t, bool stored);
+/* Remember a removed entry's live file (token may be NULL) and probe (fd,
+ * -1: none; owned by r from now on). */
+void hf_regfile_gone(struct hf_regfile *r, const char *token, int fd);
+/* "<base>.live-<token>" into buf (NAME_MAX + 1 bytes). */
+void hf_regfile_live_name(const char *base, const char *token, char *buf);
+/* Open an existing live file for a probe (RG11): the fd, or <0. */
+int hf_regfile_live_open(int dirfd, const char *name);
+/* Step 5 of a registration: a new live file holding LOCK_SH; the fd, and
+ * its token in token. */
+int hf_regfile_live_create(struct hf_regfile *r, char token[HF_REG_TOKEN_HEX + 1]);
+
+/* --- registry_request.c: a registration's specs --------------------------- */
+
+/* The request's specs, canonical, with their identities. */
+struct hf_regreq {
+	char (*canon)[HF_SCOPE_SPEC_MAX];
+	struct hf_spec *specs;
+	char **ids_text[HF_REG_MAX_SPECS];
+	size_t nids[HF_REG_MAX_SPECS];
+	struct hf_fsid *ids[HF_REG_MAX_SPECS];
+	size_t n;
+};
+/* Canonicalize and identify req's specs (without the registry's lock).
+ * 0 and *ret; -EINVAL / -errno with err's request_index and reason. */
+int hf_regreq_make(const struct hf_scopereg_request *req, struct hf_regreq **ret,
+		   struct hf_scopereg_holder *err);
+void hf_regreq_free(struct hf_regreq *q);
+/* Store q's specs, identities included, in a (arena-owned: RT1). */
+int hf_regreq_store(struct hf_scopereg_table *t, struct hf_alloc *a, const struct hf_regreq *q);
+
+/* --- registry.c: judging ------------------------------------------------- */
+
+/* Judge liveness and derive parent/depth: each entry's parent is its
+ * nearest live ancestor. An owner in this process's pid namespace is judged
+ * by pid (hf_owner_liveness, one proof per distinct owner); one elsewhere by
+ * its live file <base>.live-<token> in dirfd (hf_owner_liveness_fd), when
+ * dirfd >= 0; keep: a probe that proved death keeps its LOCK_EX descriptor
+ * in probe_fd (closed by hf_regtable_clear). 0 or -ENOMEM. */
+int hf_registry_judge(struct hf_scopereg_table *t, int dirfd, const char *base, bool keep);
+
+#endif
