@@ -45,6 +45,18 @@ want=$(pkg-config --modversion holdfast)
 man=$(find "$t/root" -name holdfast.1)
 [ -n "$man" ] && grep -q "\"holdfast $want\"" "$man" || fail "the installed manual page does not say holdfast $want"
 
+# 0. The wall: the CLI includes holdfast.h, src/base and its own headers,
+# nothing of src/lib (the build's include path for it has no src/lib
+# either; this names the file that would break it).
+for f in "$src"/src/cli/*.c "$src"/src/cli/*.h; do
+	grep -o '^#include "[^"]*"' "$f" | sed 's/^#include "\(.*\)"/\1/' | while read -r h; do
+		[ "$h" = holdfast.h ] || [ -e "$src/src/base/$h" ] || [ -e "$src/src/cli/$h" ] ||
+			fail "$f includes \"$h\", which is neither holdfast.h, src/base nor src/cli"
+	done
+done
+grep -q "inc_cli = \[inc_pub, inc_base, include_directories('src/cli')\]" "$src/meson.build" ||
+	fail "meson.build: the CLI's include path is not holdfast.h, src/base and src/cli alone"
+
 # 1. Exports: header == version script == nm -D.
 grep -E '^[a-z].*[ *]hf_[a-z0-9_]+\(' "$hdr" | grep -oE 'hf_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$t/header"
 sed -n 's/^[[:space:]]*\(hf_[a-z0-9_]*\);/\1/p' "$src/libholdfast.sym" | sort -u >"$t/sym"
