@@ -376,8 +376,9 @@ int hf_session_new(const char *path, const char *lane, hf_session **ret);
 /* HF_OPT_WAIT_MS, _STALE_MS, _CANCEL_FD; set_str: HF_OPT_OWNER. */
 int hf_session_set(hf_session *s, int opt, int64_t value);
 int hf_session_set_str(hf_session *s, int opt, const char *value);
-/* Take the session. 0 (hf_session_owner: the token recorded; the record in
- * hf_session_holder). HF_EHELD (a live session, whoever holds it - there is
+/* Take the session. 0, or 1 when the take broke a stale session (named
+ * under "broke" in the new record): hf_session_owner is the token recorded,
+ * hf_session_holder the record. HF_EHELD (a live session, whoever holds it - there is
  * no "you already hold it" -, or a live record in an aside; the holder),
  * HF_ETIMEDOUT, HF_ECANCELED, HF_EUNREADABLE (garbage or unreadable:
  * refused, untouched; "reason" and "mtime_ms" as evidence), -errno. */

@@ -70,7 +70,7 @@ static void lib_cycle(void)
 	if (rc)
 		die("new", rc);
 	rc = hf_session_take(handle);
-	if (rc)
+	if (rc < 0)
 		die("take", rc);
 	rc = hf_session_release(handle);
 	if (rc)

@@ -246,7 +246,7 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 			return s->child.code ? s->child.code : HF_EXIT_SOFTWARE; /* never 0 */
 		}
 	}
-	if (rc == 0) {
+	if (rc >= 0) { /* 1: it broke a stale session */
 		s->session_held = true;
 		return 0;
 	}

@@ -376,10 +376,11 @@ static int do_take(struct opts *o)
 	if (rc)
 		return rc;
 	rc = hf_session_take(s);
-	const hf_rec *r = hf_session_holder(s);
 	char words[512];
-	if (rc == 0) {
-		if (hf_rec_str(r, "broke.started") || rec_int(r, "broke.legacy")) {
+	if (rc >= 0) {
+		/* the record only when there is something to say from it */
+		const hf_rec *r = rc == 1 || o->json ? hf_session_holder(s) : NULL;
+		if (rc == 1) {
 			char age[32];
 			cli_format_age(rec_int(r, "broke.age_s") * 1000, age, sizeof age);
 			bool legacy = rec_int(r, "broke.legacy") != 0;
@@ -393,10 +394,11 @@ static int do_take(struct opts *o)
 		if (o->json)
 			cli_json_print(record_json(r, o->path));
 		else
-			cli_err("%s: taken by lane %s", SHOWN(o->path), rec_str(r, "lane"));
+			cli_err("%s: taken by lane %s", SHOWN(o->path), o->lane);
 		hf_session_free(s);
 		return HF_EXIT_OK;
 	}
+	const hf_rec *r = hf_session_holder(s);
 	if (rc == HF_EHELD) {
 		holder_words(r, words, sizeof words);
 		cli_err("%s: held by %s; take refused (a live lock refuses every lane, %s "
@@ -531,7 +533,7 @@ static void racer(int barrier, const char *path, long i, int naive)
 			rc = hf_session_take(s);
 		hf_session_free(s);
 	}
-	_exit(rc == 0 ? 0 : rc == HF_EHELD ? 1 : 2);
+	_exit(rc >= 0 ? 0 : rc == HF_EHELD ? 1 : 2);
 }
 
 static int race_once(const char *dir, long run, struct opts *o, long *ret_errors)

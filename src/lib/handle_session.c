@@ -13,6 +13,8 @@
  *        owner token is required (unless HF_OPT_OWNER names another), so a
  *        release after the session was broken and taken by another of the
  *        same lane is refused (HF_ENOTYOURS), not a theft.
+ *  (HS4) A take's own record is built only when hf_session_holder asks
+ *        for it: a take that nobody asks about costs no JSON.
  */
 #include "internal.h"
 #include "rec.h"
@@ -26,13 +28,15 @@
 #include <string.h>
 
 struct hf_session {
-	char path[PATH_MAX];
+	char *path;                    /* its own copy: the handle stays small */
 	char lane[HF_LANE_MAX + 1];
 	char owner[HF_OWNER_MAX + 1];  /* "": none set (take generates)    */
 	char taken[HF_OWNER_MAX + 1];  /* the owner recorded by the last take */
 	int64_t wait_ms, stale_ms;
 	int cancel_fd;
 	hf_rec *holder;
+	struct hf_sessionlock_record took; /* the last take's record (HS4)   */
+	bool holder_is_took;            /* hf_session_holder builds it       */
 };
 
 int hf_session_new(const char *path, const char *lane, hf_session **ret)
@@ -43,14 +47,16 @@ int hf_session_new(const char *path, const char *lane, hf_session **ret)
 	if (!s)
 		return -ENOMEM;
 	int rc = 0;
+	char def[PATH_MAX];
 	if (path) {
-		if (!*path || strlen(path) >= sizeof s->path)
+		if (!*path || strlen(path) >= PATH_MAX)
 			rc = *path ? -ENAMETOOLONG : -EINVAL;
-		else
-			strcpy(s->path, path);
 	} else {
-		rc = hf_session_default_path(s->path, sizeof s->path);
+		rc = hf_session_default_path(def, sizeof def);
+		path = def;
 	}
+	if (rc == 0 && !(s->path = strdup(path)))
+		rc = -ENOMEM;
 	if (rc < 0) {
 		free(s);
 		return rc;
@@ -108,6 +114,7 @@ static void opts_of(const hf_session *s, struct hf_sessionlock_opts *o)
 
 static void holder_set(hf_session *s, const struct hf_sessionlock_status *st)
 {
+	s->holder_is_took = false;
 	hf_rec_put(&s->holder, st ? hf_rec_from_session_status(st, s->path) : NULL);
 }
 
@@ -145,7 +152,10 @@ int hf_session_take(hf_session *s)
 	hf_wait_done(&w);
 	if (rc == 0) {
 		strcpy(s->taken, taken.owner);
-		hf_rec_put(&s->holder, hf_rec_from_session(&taken, s->path));
+		s->took = taken;
+		hf_rec_put(&s->holder, NULL);
+		s->holder_is_took = true; /* HS4: built when asked for */
+		return taken.has_broke ? 1 : 0; /* how many stale sessions it broke */
 	} else if (rc == HF_EUNREADABLE) {
 		holder_set(s, &h);
 	} else if (rc != HF_ETIMEDOUT && rc != HF_EHELD && rc != HF_ECANCELED) {
@@ -176,7 +186,13 @@ const char *hf_session_owner(const hf_session *s)
 
 const hf_rec *hf_session_holder(const hf_session *s)
 {
-	return s ? s->holder : NULL;
+	if (!s)
+		return NULL;
+	if (s->holder_is_took && !s->holder) {
+		hf_session *m = (hf_session *)s; /* a cache: the handle says the same */
+		m->holder = hf_rec_from_session(&s->took, s->path);
+	}
+	return s->holder;
 }
 
 void hf_session_free(hf_session *s)
@@ -184,6 +200,7 @@ void hf_session_free(hf_session *s)
 	if (!s)
 		return;
 	hf_rec_free(s->holder);
+	free(s->path);
 	free(s);
 }
 

@@ -158,17 +158,42 @@ hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path)
 
 hf_rec *hf_rec_from_session(const struct hf_sessionlock_record *r, const char *path)
 {
-	char line[2048];
-	int n = r->legacy ? 0 : hf_session_format(r, line, sizeof line);
-	json_t *o = n > 0 ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
-	if (r->legacy) {
-		/* a bare timestamp: no JSON of its own */
-		char when[HF_TIME_MAX];
-		hf_time_format(r->started_ms, when, sizeof when);
-		o = json_pack("{s:s, s:i}", "started", when, "legacy", 1);
-	}
+	/* the file's fields in the file's order (hf_session_format), built
+	 * directly: no line to format and parse again */
+	char when[HF_TIME_MAX];
+	hf_time_format(r->started_ms, when, sizeof when);
+	json_t *o = json_object();
 	if (!o)
 		return NULL;
+	if (r->legacy) { /* a bare timestamp: no fields of its own */
+		set_str(o, "started", when);
+		json_object_set_new(o, "legacy", json_true());
+		set_str(o, "path", path);
+		return hf_rec_take(o);
+	}
+	set_str(o, "lane", r->lane);
+	set_str(o, "owner", r->owner);
+	json_object_set_new(o, "pid", json_integer(r->pid));
+	set_str(o, "host", r->host);
+	set_str(o, "started", when);
+	if (r->boot_id[0]) {
+		set_str(o, "boot_id", r->boot_id);
+		json_object_set_new(o, "timens", json_integer((json_int_t)r->timens));
+		json_object_set_new(o, "boottime_ms", json_integer(r->boot_ms));
+	}
+	if (r->has_broke) {
+		json_t *b = json_object();
+		if (b) {
+			hf_time_format(r->broke.started_ms, when, sizeof when);
+			set_str(b, "lane", r->broke.lane);
+			set_str(b, "owner", r->broke.owner);
+			set_str(b, "started", when);
+			json_object_set_new(b, "age_s", json_integer(r->broke.age_s));
+			if (r->broke.legacy)
+				json_object_set_new(b, "legacy", json_true());
+			json_object_set_new(o, "broke", b);
+		}
+	}
 	set_str(o, "path", path);
 	return hf_rec_take(o);
 }

@@ -184,3 +184,20 @@ Test(lock_api, a_cancel_descriptor_that_is_not_open_is_refused_at_once)
 	hf_lock_free(holder);
 	free(p);
 }
+
+Test(lock_api, a_take_that_breaks_a_stale_session_says_so)
+{
+	char *p = rt_path(dir, ".session.lock");
+	hft_write(p, "{\"lane\":\"old\",\"owner\":\"o\",\"pid\":1,\"host\":\"elsewhere\","
+		     "\"started\":\"2000-01-01T00:00:00Z\"}\n");
+	hf_session *s;
+	cr_assert_eq(hf_session_new(p, "new", &s), 0);
+	cr_assert_eq(hf_session_take(s), 1, "1: it broke one stale session");
+	cr_assert_str_eq(hf_rec_str(hf_session_holder(s), "broke.lane"), "old");
+	cr_assert_eq(hf_session_release(s), 0);
+	cr_assert_eq(hf_session_take(s), 0, "a free lock: nothing broken");
+	cr_assert_null(hf_rec_str(hf_session_holder(s), "broke.lane"));
+	cr_assert_eq(hf_session_release(s), 0);
+	hf_session_free(s);
+	free(p);
+}
