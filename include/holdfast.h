@@ -527,8 +527,8 @@ uint64_t hf_registry_generation(const hf_registry *r);
 /* The i-th allocation: the file's fields "name", "pid", "pid_start",
  * "boot_id", "host", "socket" (null: none), "scope_allow" (array),
  * "delegated_from" (null: top level), "generation", "registered" (when
- * known), "pidns", "timens", "boottime_ms", "comm" (absent in entries of
- * holdfast 0.1), "token" (when it has a liveness file), "scope_fs" (array
+ * known), "pidns", "timens", "boottime_ms", "comm" (absent in entries written
+ * without them), "token" (when it has a liveness file), "scope_fs" (array
  * of arrays, when known); and "live" ("alive" / "dead"), "depth", "age_ms"
  * (when registered is known), "returned_to" (reaped ones). NULL when i is
  * out of range. Lives as long as r. */

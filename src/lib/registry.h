@@ -65,7 +65,7 @@ struct hf_scopereg_holder {
 	size_t others;                    /* more live holders overlapping it       */
 	char registry[4096];              /* the registry file                      */
 	char reason[512];
-	/* added after 0.1.0 */
+	/* absent in older entries: */
 	char comm[HF_COMM_MAX + 1];       /* the holder's command; "" unknown       */
 	int foreign_pidns;                /* 1: pid is a pid of another pid
 					     namespace than the caller's           */
@@ -128,7 +128,7 @@ struct hf_scopereg_alloc {
 	int live;                         /* HF_ALIVE / HF_DEAD                     */
 	unsigned depth;                   /* in the delegation tree (live pods)     */
 	const char *returned_to;          /* hf_scopereg_reap: who got the scope back  */
-	/* added after 0.1.0: as in struct hf_owner (0 / "" unknown: an entry of 0.1) */
+	/* as in struct hf_owner (0 / "" unknown: an entry written without them) */
 	uint64_t pidns, timens;
 	int64_t boot_ms;
 	const char *comm;
@@ -194,7 +194,7 @@ struct hf_alloc {
 	uint64_t pid_start;
 	const char *boot_id;         /* "" when unknown                          */
 	const char *host;            /* "" when unknown                          */
-	uint64_t pidns, timens;      /* as in struct hf_owner; 0: unknown (0.1)  */
+	uint64_t pidns, timens;      /* as in struct hf_owner; 0: unknown       */
 	int64_t boot_ms;             /* CLOCK_BOOTTIME ms at registration; 0     */
 	const char *comm;            /* "" when unknown                          */
 	const char *token;           /* 32 hex: its live file; NULL: none        */
