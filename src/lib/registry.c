@@ -170,7 +170,8 @@ static void owner_of(const struct hf_alloc *a, struct hf_owner *o)
 
 /* Is a's pid a pid of this process's namespace, on this kernel? Else only
  * its kernel lock can prove its death (RG9). An entry without pidns (written
- * before it was recorded) is judged by its pid and boot (owner.c). */
+ * before it was recorded) is taken for one of this namespace: its pid
+ * decides (owner.c). */
 static bool pid_is_ours(const struct hf_alloc *a)
 {
 	if (!a->pidns)
