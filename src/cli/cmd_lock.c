@@ -20,9 +20,10 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: holdfast lock acquire PATH [-n | -w SECS] [--stale DUR] [--max-hold DUR]\n"
-	"                                  [--pid PID] [--json]\n"
+	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
+	"                                  [--pid PID] [-v] [--json]\n"
 	"       holdfast lock release PATH --token TOKEN\n"
+	"       holdfast lock check PATH [--token TOKEN]\n"
 	"       holdfast lock status PATH [--json]\n"
 	"\n"
 	"A short lock: the directory PATH, made by mkdir, with its owner record\n"
@@ -37,13 +38,23 @@ static const char usage[] =
 	"          record after --stale (default 60s); a live owner older than\n"
 	"          max(--max-hold, --stale) as leaked (--max-hold default 10m; it is\n"
 	"          recorded, so it is the holder's own ceiling).\n"
+	"          -E CODE: the exit code for held or timed out (1-255, default 1;\n"
+	"          0 is refused: it would tell the caller the lock is theirs).\n"
 	"release   release the lock acquired with TOKEN.\n"
-	"status    one line: 'free', or 'held by pid P on HOST, AGE old, fence F', ...\n"
+	"check     exit 0 when PATH is held by a live holder or being acquired;\n"
+	"          with --token, 0 only when held by the acquisition of TOKEN (\"do I\n"
+	"          still hold it?\") and 1 when another holds it; 69 when free or\n"
+	"          stale; 65 unreadable. Prints nothing; changes nothing.\n"
+	"status    one line: 'free', or 'held: pid P (CMD) on HOST, AGE old, fence F', ...\n"
+	"\n"
+	"TOKEN may be given as acquire printed it, 'TOKEN FENCE' (token=$(holdfast\n"
+	"lock acquire L) works as is); the fence is then ignored.\n"
 	"\n"
 	"--json prints one JSON object with the owner record's fields.\n"
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
 	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
-	"it); 64 usage; 65 unreadable owner record; 69 release: not held; 77 unsafe.\n";
+	"it); 64 usage; 65 unreadable owner record; 69 release or check: not held;\n"
+	"77 unsafe.\n";
 
 enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP };
 
@@ -60,20 +71,40 @@ static const struct option longopts[] = {
 
 struct args {
 	const char *path, *token;
+	char token_buf[64];
 	int64_t wait_ms, stale_ms, max_hold_ms;
 	long pid;
+	int conflict_exit;
 	bool json, nowait, waitset, pidset, verbose;
 };
+
+/* --token as acquire printed it: "TOKEN" or "TOKEN FENCE" (what
+ * token=$(holdfast lock acquire L) holds); the token alone into a. */
+static void token_arg(struct args *a, const char *arg)
+{
+	size_t n = strcspn(arg, " \t\n");
+	const char *rest = arg + n + strspn(arg + n, " \t\n");
+	bool fence = *rest && strspn(rest, "0123456789") == strcspn(rest, "\n") &&
+		     rest[strspn(rest, "0123456789")] != ' ';
+	if (n < sizeof a->token_buf && (!*rest || fence)) {
+		memcpy(a->token_buf, arg, n);
+		a->token_buf[n] = '\0';
+		a->token = a->token_buf;
+	} else {
+		a->token = arg; /* not that form: the adopt says it is not a token */
+	}
+}
 
 /* 0, or an exit code (usage printed). */
 static int parse(int argc, char **argv, const char *sub, struct args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->wait_ms = -1;
+	a->conflict_exit = HF_EXIT_CONFLICT;
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "nw:hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nw:E:hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			a->verbose = true;
@@ -114,8 +145,23 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			a->json = true;
 			break;
 		case OPT_TOKEN:
-			a->token = optarg;
+			token_arg(a, optarg);
 			break;
+		case 'E': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (strcmp(sub, "acquire") || !*optarg || *end || v < 1 || v > 255) {
+				/* 0 would tell the script it holds a lock another holds */
+				cli_err("lock %s: -E %s: %s", sub, CLI_SHOW(optarg),
+					strcmp(sub, "acquire")
+						? "only acquire takes -E"
+						: "not an exit code for a refusal (1-255: 0 would say "
+						  "the lock is yours)");
+				return HF_EXIT_USAGE;
+			}
+			a->conflict_exit = (int)v;
+			break;
+		}
 		case 'h':
 		case OPT_HELP:
 			fputs(usage, stdout);
@@ -259,8 +305,11 @@ static int do_acquire(int argc, char **argv)
 		const hf_rec *h = hf_lock_holder(l);
 		int code;
 		if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER ||
-		    (rc == HF_EUNREADABLE && (hf_rec_str(h, "token") || rec_int(h, "partial"))))
+		    (rc == HF_EUNREADABLE && (hf_rec_str(h, "token") || rec_int(h, "partial")))) {
 			code = conflict(a.path, rc, h, a.json);
+			if (code == HF_EXIT_CONFLICT)
+				code = a.conflict_exit; /* -E: the code of held or timed out */
+		}
 		else
 			code = acquire_error(a.path, rc, owner, h);
 		hf_lock_free(l);
@@ -362,6 +411,60 @@ static int do_release(int argc, char **argv)
 	return code;
 }
 
+/* `lock check`: the answer is the exit code (see the usage). */
+static int do_check(int argc, char **argv)
+{
+	struct args a;
+	int rc = parse(argc, argv, "check", &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (a.json) {
+		cli_err("lock check: the answer is the exit code; lock status --json says more");
+		return HF_EXIT_USAGE;
+	}
+	if (a.token) {
+		hf_lock *l;
+		rc = hf_lock_new(a.path, &l);
+		if (rc == 0 && hf_lock_adopt(l, a.token) < 0) {
+			cli_err("lock check %s: --token %s is not a token (the 32 hex digits `lock "
+				"acquire` printed)",
+				a.path, CLI_SHOW(a.token));
+			hf_lock_free(l);
+			return HF_EXIT_USAGE;
+		}
+		if (rc < 0) {
+			cli_err("lock check %s: %s", a.path, hf_strerror(rc));
+			return cli_exit_for(rc);
+		}
+		rc = hf_lock_check(l); /* 0: ours; HF_ELOST: not (holder: who is) */
+		int code = HF_EXIT_OK;
+		if (rc == HF_ELOST) {
+			const char *st = hf_rec_str(hf_lock_holder(l), "state");
+			code = st && (!strcmp(st, "held") || !strcmp(st, "skew")) ? HF_EXIT_CONFLICT
+										   : HF_EXIT_NOTHELD;
+		} else if (rc < 0) {
+			cli_err("lock check %s: %s", a.path, hf_strerror(rc));
+			code = cli_exit_for(rc);
+		}
+		hf_lock_free(l);
+		return code;
+	}
+	hf_rec *i;
+	rc = hf_lock_status(a.path, &i);
+	if (rc < 0) {
+		cli_err("lock check %s: %s", a.path, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
+	const char *st = hf_rec_str(i, "state");
+	/* held, held with a clock ahead, or being acquired by a live maker */
+	int code = st && (!strcmp(st, "held") || !strcmp(st, "skew") || !strcmp(st, "partial"))
+			   ? HF_EXIT_OK
+		   : hf_rec_str(i, "reason") && !hf_rec_str(i, "token") ? HF_EXIT_DATAERR
+									: HF_EXIT_NOTHELD;
+	hf_rec_free(i);
+	return code;
+}
+
 static int do_status(int argc, char **argv)
 {
 	struct args a;
@@ -416,6 +519,8 @@ int cmd_lock(int argc, char **argv)
 		return do_release(argc - 1, argv + 1);
 	if (!strcmp(sub, "status"))
 		return do_status(argc - 1, argv + 1);
-	cli_err("lock: unknown subcommand '%s' (acquire, release, status)", sub);
+	if (!strcmp(sub, "check"))
+		return do_check(argc - 1, argv + 1);
+	cli_err("lock: unknown subcommand '%s' (acquire, release, check, status)", sub);
 	return HF_EXIT_USAGE;
 }

@@ -591,3 +591,42 @@ Test(cli, keeper_ends_when_its_lock_is_released)
 	close(pfd);
 	cr_assert_eq(rc, 1, "the keeper ended once the lock was released, its owner alive");
 }
+
+/* `lock check` as a script branches on it, `--token` given the way
+ * `token=$(holdfast lock acquire L)` holds it ("TOKEN FENCE"), and -E on
+ * acquire; in bash and dash. */
+static void check_in(const char *shell)
+{
+	char script[4096];
+	snprintf(script, sizeof script,
+		 "L='%s'; H=\"$HOLDFAST_BIN\"\n"
+		 "\"$H\" lock check \"$L\"; echo free=$?\n"
+		 "t=$(\"$H\" lock acquire \"$L\")\n"
+		 "if \"$H\" lock check \"$L\"; then echo held=yes; fi\n"
+		 "\"$H\" lock check \"$L\" --token \"$t\"; echo mine=$?\n"
+		 "\"$H\" lock check \"$L\" --token 0123456789abcdef0123456789abcdef; echo other=$?\n"
+		 "\"$H\" lock acquire -n -E 75 \"$L\" 2>/dev/null; echo busy=$?\n"
+		 "\"$H\" lock acquire -n -E 0 \"$L\" 2>/dev/null; echo e0=$?\n"
+		 "\"$H\" lock check \"$L\" --token 'not a token' 2>/dev/null; echo bad=$?\n"
+		 "\"$H\" lock release \"$L\" --token \"$t\"; echo released=$?\n"
+		 "\"$H\" lock check \"$L\" --token \"$t\"; echo after=$?\n",
+		 lock);
+	char *out, *err;
+	cr_assert_eq(hft_sh(&out, &err, shell, NULL, script), 0, "%s: %s", shell, err);
+	cr_assert_str_eq(out,
+			 "free=69\nheld=yes\nmine=0\nother=1\nbusy=75\ne0=64\nbad=64\nreleased=0\n"
+			 "after=69\n",
+			 "%s: %s", shell, err);
+	free(out);
+	free(err);
+}
+
+Test(cli, check_branches_on_held_and_mine_in_bash)
+{
+	check_in("bash");
+}
+
+Test(cli, check_branches_on_held_and_mine_in_dash)
+{
+	check_in("dash");
+}
