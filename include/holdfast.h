@@ -243,7 +243,12 @@ int hf_lock_set(hf_lock *l, int opt, int64_t value);
  * beside the lock denies entry), HF_EUNREADABLE (an unreadable record
  * within the stale window, or the fence reservation lost: "reason"),
  * HF_EUNSAFE (PATH.holdfast of another user or writable by others),
- * -EALREADY (this handle holds it already), -ESRCH (no such pid), -EBUSY
+ * -EALREADY (this handle holds it already), -EDEADLK (a wait without a
+ * deadline on behalf of HF_OPT_PID, another process, for a lock that process
+ * holds already: it would last as long as that process; hf_lock_holder says
+ * who. A bounded wait runs to its deadline; a caller acquiring for itself
+ * waits: another of its threads may release), -ESRCH
+ * (no such pid), -EBUSY
  * (the fence counter stayed locked 5 s: a stopped acquirer), -EOVERFLOW,
  * -EOPNOTSUPP (no flock or RENAME_NOREPLACE here), other -errno. */
 int hf_lock_acquire(hf_lock *l);

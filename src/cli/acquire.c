@@ -134,6 +134,14 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 	}
 	if (rc == 0)
 		return 0;
+	if (rc == -EDEADLK) { /* CMD's own pid cannot hold it already: only a --pid caller */
+		char who[400];
+		cli_holder_words(hf_lock_holder(l), who, sizeof who);
+		cli_err("lock %s: held by the process it is wanted for (%s): waiting would last as "
+			"long as it does",
+			path, who);
+		return HF_EXIT_CONFLICT;
+	}
 	if (rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_EBARRIER) {
 		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
 		if (why)

@@ -40,6 +40,8 @@ static const char usage[] =
 	"          recorded, so it is the holder's own ceiling).\n"
 	"          -E CODE: the exit code for held or timed out (1-255, default 1;\n"
 	"          0 is refused: it would tell the caller the lock is theirs).\n"
+	"          Without -w, a lock PID holds already is refused at once (exit 1):\n"
+	"          waiting for itself would last forever.\n"
 	"release   release the lock acquired with TOKEN.\n"
 	"check     exit 0 when PATH is held by a live holder or being acquired;\n"
 	"          with --token, 0 only when held by the acquisition of TOKEN (\"do I\n"
@@ -230,6 +232,14 @@ static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
 	base = base ? base + 1 : path;
 	size_t bl = strlen(base);
 	switch (rc) {
+	case -EDEADLK: {
+		char d[400];
+		describe(h, d, sizeof d);
+		cli_err("lock acquire %s: already held by pid %d itself (%s): waiting would last as "
+			"long as it does; release it first (lock release --token) or use -n",
+			path, (int)owner, d);
+		return HF_EXIT_CONFLICT;
+	}
 	case -ESRCH:
 		cli_err("lock acquire %s: no process %d to hold it", path, (int)owner);
 		return HF_EXIT_USAGE;

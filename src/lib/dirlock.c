@@ -179,6 +179,12 @@
  *          a claim); its shared flock of the counter then keeps every
  *          acquirer out of DA3 and DA7 (both take it exclusively) until
  *          hf_dirlock_unhold.
+ *   (DL13) An acquire on behalf of another process (o->pid) never waits
+ *          forever for that process: when the live holder is it (same pid,
+ *          pid namespace, boot and start time) a wait without a deadline
+ *          fails at once with -EDEADLK. A bounded wait runs to its deadline
+ *          (the process may release meanwhile, from another job); a caller
+ *          acquiring for itself waits (another of its threads may release).
  *
  * Hazards
  * -------
@@ -1396,6 +1402,24 @@ out:
 	return rc;
 }
 
+/* DL13: is the live holder the very process the lock is wanted for on
+ * behalf of (the same pid of this pid namespace on this boot, with the same
+ * start time)? That process is not the waiter, so waiting would last as
+ * long as it lives: a self-deadlock. A caller waiting for itself may be one
+ * thread waiting for another's release, and waits. */
+static bool waits_for_itself(const struct hf_dirlock_opts *o, const struct hf_dirlock_info *h)
+{
+	pid_t pid = o->pid;
+	if (pid <= 0 || pid == getpid())
+		return false;
+	if (h->partial || !h->owner.token[0] || h->owner.pid != pid || !h->owner.pid_start)
+		return false;
+	if (strcmp(h->owner.boot_id, hf_boot_id()) || h->owner.pidns != hf_self_pidns())
+		return false;
+	uint64_t start;
+	return hf_pid_start(pid, &start) == 0 && start == h->owner.pid_start;
+}
+
 int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *ret,
 		    struct hf_dirlock_info *reterr_holder)
 {
@@ -1431,6 +1455,10 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 				continue;
 		} else if (rc != HF_EHELD && rc != HF_EUNREADABLE) {
 			break; /* a system error, or a lost fence reservation */
+		}
+		if (rc == HF_EHELD && o->wait_ms < 0 && waits_for_itself(o, &holder)) {
+			rc = -EDEADLK; /* DL13: it would wait for its own end */
+			break;
 		}
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);

@@ -114,7 +114,7 @@ static void holder_set(hf_lock *l, const struct hf_dirlock_info *h)
 static bool names_holder(int rc)
 {
 	return rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == HF_EBARRIER ||
-	       rc == HF_EUNREADABLE || rc == HF_ENOTYOURS;
+	       rc == HF_EUNREADABLE || rc == HF_ENOTYOURS || rc == -EDEADLK;
 }
 
 int hf_lock_acquire(hf_lock *l)

@@ -630,3 +630,22 @@ Test(cli, check_branches_on_held_and_mine_in_dash)
 {
 	check_in("dash");
 }
+
+/* A script that acquires a lock it holds already would wait for itself
+ * forever: it is told at once, named. */
+Test(cli, acquiring_again_what_the_script_holds_fails_at_once_naming_it)
+{
+	char script[2048];
+	snprintf(script, sizeof script,
+		 "L='%s'; H=\"$HOLDFAST_BIN\"\n"
+		 "t=$(\"$H\" lock acquire \"$L\")\n"
+		 "\"$H\" lock acquire \"$L\" >/dev/null; echo again=$?\n"
+		 "\"$H\" lock release \"$L\" --token \"$t\"; echo released=$?\n",
+		 lock);
+	char *out, *err;
+	cr_assert_eq(hft_sh(&out, &err, "bash", NULL, script), 0, "%s", err);
+	cr_assert_str_eq(out, "again=1\nreleased=0\n", "%s", err);
+	cr_assert(strstr(err, "itself"), "names the holder as the script itself: %s", err);
+	free(out);
+	free(err);
+}

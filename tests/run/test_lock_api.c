@@ -201,3 +201,33 @@ Test(lock_api, a_take_that_breaks_a_stale_session_says_so)
 	hf_session_free(s);
 	free(p);
 }
+
+/* The library's side of it: waiting on behalf of another process for a
+ * lock that process holds is -EDEADLK at once, naming it; a process
+ * waiting for itself waits (a sibling thread may release). */
+Test(lock_api, a_wait_for_a_lock_its_owner_holds_is_refused_at_once)
+{
+	char *p = rt_path(dir, "L");
+	pid_t parent = getppid(); /* alive for the test's length: Criterion's runner */
+	hf_lock *a, *b;
+	cr_assert_eq(hf_lock_new(p, &a), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_PID, parent), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_new(p, &b), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_PID, parent), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, -1), 0);
+	cr_assert_eq(hf_lock_acquire(b), -EDEADLK);
+	int64_t pid;
+	cr_assert_eq(hf_rec_int(hf_lock_holder(b), "pid", &pid), 0);
+	cr_assert_eq(pid, parent);
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_PID, 0), 0); /* now the test's own */
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_PID, 0), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, 200), 0);
+	cr_assert_eq(hf_lock_acquire(b), HF_ETIMEDOUT, "for itself: a wait, up to its deadline");
+	cr_assert_eq(hf_lock_release(a), 0);
+	hf_lock_free(a);
+	hf_lock_free(b);
+	free(p);
+}
