@@ -1,13 +1,55 @@
 /*
  * handle.h - what the library's own files need from the public handles
- * (handle_lock.c). Not part of the public API.
+ * (handle_lock.c) and what the handles share (the options' ranges). Not
+ * part of the public API.
  */
 #ifndef HF_HANDLE_H
 #define HF_HANDLE_H
 
 #include "holdfast.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+
 struct hf_dirlock_info;
+
+/* The one range rule of every option (holdfast.h, enum hf_opt), for each
+ * kind's setter on handle h: 0 when opt may take v, -EINVAL otherwise or
+ * when h is NULL (whether the kind has opt at all is the setter's to say). */
+static inline int hf_opt_check(const void *h, int opt, int64_t v)
+{
+	if (!h)
+		return -EINVAL;
+	switch (opt) {
+	case HF_OPT_WAIT_MS:
+		return 0; /* <0 forever, 0 once, >0 a bound */
+	case HF_OPT_STALE_MS:
+	case HF_OPT_MAX_HOLD_MS:
+	case HF_OPT_LOCK_WAIT_MS:
+	case HF_OPT_GENERATION:
+		return v < 0 ? -EINVAL : 0;
+	case HF_OPT_PID:
+		return v < 0 || v > INT_MAX ? -EINVAL : 0;
+	case HF_OPT_CANCEL_FD:
+		return v < -1 || v > INT_MAX ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}
+
+/* The options every waiting kind has, HF_OPT_WAIT_MS and HF_OPT_CANCEL_FD
+ * (checked by hf_opt_check first): 1 when opt is one of them (stored),
+ * 0 when it is not. */
+static inline int hf_opt_wait(int opt, int64_t v, int64_t *wait_ms, int *cancel_fd)
+{
+	if (opt == HF_OPT_WAIT_MS)
+		*wait_ms = v;
+	else if (opt == HF_OPT_CANCEL_FD)
+		*cancel_fd = (int)v;
+	else
+		return 0;
+	return 1;
+}
 
 /* The acquisition l holds (acquired, not adopted), or NULL. */
 const struct hf_dirlock_info *hf_lock_held(const hf_lock *l);

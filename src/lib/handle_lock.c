@@ -64,6 +64,7 @@ int hf_lock_new(const char *path, hf_lock **ret)
 	}
 	l->o.path = l->path;
 	l->o.wait_ms = 0;
+	l->o.cancel_fd = -1; /* none (has_cancel false) */
 	l->held.live_fd = -1;
 	l->guard = -1;
 	*ret = l;
@@ -72,32 +73,23 @@ int hf_lock_new(const char *path, hf_lock **ret)
 
 int hf_lock_set(hf_lock *l, int opt, int64_t v)
 {
-	if (!l)
-		return -EINVAL;
-	switch (opt) {
-	case HF_OPT_WAIT_MS:
-		l->o.wait_ms = v;
+	int rc = hf_opt_check(l, opt, v);
+	if (rc < 0)
+		return rc;
+	if (hf_opt_wait(opt, v, &l->o.wait_ms, &l->o.cancel_fd)) {
+		if (opt == HF_OPT_CANCEL_FD)
+			l->o.has_cancel = v >= 0;
 		return 0;
+	}
+	switch (opt) {
 	case HF_OPT_STALE_MS:
-		if (v < 0)
-			return -EINVAL;
 		l->o.stale_ms = v;
 		return 0;
 	case HF_OPT_MAX_HOLD_MS:
-		if (v < 0)
-			return -EINVAL;
 		l->o.max_hold_ms = v;
 		return 0;
 	case HF_OPT_PID:
-		if (v < 0 || v > INT_MAX)
-			return -EINVAL;
 		l->o.pid = (pid_t)v;
-		return 0;
-	case HF_OPT_CANCEL_FD:
-		if (v < -1 || v > INT_MAX)
-			return -EINVAL;
-		l->o.has_cancel = v >= 0;
-		l->o.cancel_fd = (int)v;
 		return 0;
 	}
 	return -EINVAL;

@@ -19,6 +19,7 @@
  *        whole hf_scopereg_register, so waiting adds no state of its own.
  */
 #include "internal.h"
+#include "handle.h"
 #include "rec.h"
 #include "registry.h"
 #include "wait.h"
@@ -102,30 +103,19 @@ int hf_scope_add(hf_scope *s, const char *spec)
 
 int hf_scope_set(hf_scope *s, int opt, int64_t v)
 {
-	if (!s)
-		return -EINVAL;
+	int rc = hf_opt_check(s, opt, v);
+	if (rc < 0)
+		return rc;
+	if (hf_opt_wait(opt, v, &s->wait_ms, &s->cancel_fd))
+		return 0;
 	switch (opt) {
 	case HF_OPT_PID:
-		if (v < 0 || v > INT_MAX)
-			return -EINVAL;
 		s->pid = (pid_t)v;
 		return 0;
-	case HF_OPT_WAIT_MS:
-		s->wait_ms = v;
-		return 0;
-	case HF_OPT_CANCEL_FD:
-		if (v < -1 || v > INT_MAX)
-			return -EINVAL;
-		s->cancel_fd = (int)v;
-		return 0;
 	case HF_OPT_LOCK_WAIT_MS:
-		if (v < 0)
-			return -EINVAL;
 		s->lock_wait_ms = v;
 		return 0;
 	case HF_OPT_GENERATION:
-		if (v < 0)
-			return -EINVAL;
 		if (s->holds)
 			return -EBUSY; /* HC1: it has its own */
 		s->generation = (uint64_t)v;

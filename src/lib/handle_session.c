@@ -17,6 +17,7 @@
  *        for it: a take that nobody asks about costs no JSON.
  */
 #include "internal.h"
+#include "handle.h"
 #include "rec.h"
 #include "session.h"
 #include "wait.h"
@@ -69,21 +70,14 @@ int hf_session_new(const char *path, const char *lane, hf_session **ret)
 
 int hf_session_set(hf_session *s, int opt, int64_t v)
 {
-	if (!s)
-		return -EINVAL;
+	int rc = hf_opt_check(s, opt, v);
+	if (rc < 0)
+		return rc;
+	if (hf_opt_wait(opt, v, &s->wait_ms, &s->cancel_fd))
+		return 0;
 	switch (opt) {
-	case HF_OPT_WAIT_MS:
-		s->wait_ms = v;
-		return 0;
 	case HF_OPT_STALE_MS:
-		if (v < 0)
-			return -EINVAL;
 		s->stale_ms = v;
-		return 0;
-	case HF_OPT_CANCEL_FD:
-		if (v < -1 || v > INT_MAX)
-			return -EINVAL;
-		s->cancel_fd = (int)v;
 		return 0;
 	}
 	return -EINVAL;

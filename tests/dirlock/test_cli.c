@@ -544,24 +544,6 @@ Test(cli, durations_are_decimal_and_bounded)
  * holds it open, so a keeper that waited only for events stayed until its
  * owner ended - one process per `lock acquire` of a long-lived shell. The
  * test is the keeper's subreaper, so the keeper is its child. */
-static pid_t only_child(void)
-{
-	char p[64];
-	snprintf(p, sizeof p, "/proc/self/task/%d/children", (int)gettid());
-	char *s = hft_slurp(p);
-	cr_assert_not_null(s);
-	long pid = 0;
-	int n = 0, off = 0, got;
-	long v;
-	while (sscanf(s + off, "%ld%n", &v, &got) == 1) {
-		pid = v;
-		n++;
-		off += got;
-	}
-	free(s);
-	cr_assert_eq(n, 1, "one child: the keeper");
-	return (pid_t)pid;
-}
 
 Test(cli, keeper_ends_when_its_lock_is_released)
 {
@@ -574,22 +556,16 @@ Test(cli, keeper_ends_when_its_lock_is_released)
 	char token[64];
 	cr_assert_eq(sscanf(out, "%63s", token), 1);
 	free(out);
-	pid_t k = only_child();
-	int pfd = (int)syscall(SYS_pidfd_open, k, 0);
-	cr_assert_geq(pfd, 0);
-	struct pollfd p = { .fd = pfd, .events = POLLIN };
-	cr_assert_eq(poll(&p, 1, 0), 0, "the keeper holds the lock for us");
+	pid_t k = hft_only_child(getpid()); /* the keeper */
+	cr_assert_eq(hft_exit_within(k, 0), -1, "the keeper holds the lock for us");
 	const char *rel[] = { "holdfast", "lock", "release", lock, "--token", token, NULL };
 	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
-	int rc;
-	do /* a bound against a hang, not a timing: it ends within milliseconds */
-		rc = poll(&p, 1, 5000);
-	while (rc < 0 && errno == EINTR);
-	if (rc != 1)
+	int code = hft_exit_within(k, 5000); /* it ends within milliseconds */
+	if (code < 0) {
 		kill(k, SIGKILL);
-	cr_assert_eq(waitpid(k, NULL, 0), k);
-	close(pfd);
-	cr_assert_eq(rc, 1, "the keeper ended once the lock was released, its owner alive");
+		waitpid(k, NULL, 0);
+	}
+	cr_assert_geq(code, 0, "the keeper ended once the lock was released, its owner alive");
 }
 
 /* `lock check` as a script branches on it, `--token` given the way

@@ -14,8 +14,9 @@ HFT_SCRATCH_SUITE(edit, 60);
 static const char incr[] = "read n; echo $((n+1))";
 
 /* Start the binary with stdin /dev/null, stdout to /dev/null, stderr
- * appended to errlog. */
-static pid_t start(const char *errlog, const char *const *argv)
+ * appended to errlog, and environment additions ("K=V;K2=V2", NULL: none;
+ * HOLDFAST_FAULTS only when given there). */
+static pid_t start_env(const char *errlog, const char *env, const char *const *argv)
 {
 	fflush(NULL);
 	pid_t pid = fork();
@@ -27,6 +28,14 @@ static pid_t start(const char *errlog, const char *const *argv)
 		dup2(nul, 1);
 		dup2(e, 2);
 		unsetenv("HOLDFAST_FAULTS");
+		char *copy = strdup(env ? env : ""), *save = NULL;
+		for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+			char *eq = strchr(kv, '=');
+			if (eq) {
+				*eq = '\0';
+				setenv(kv, eq + 1, 1);
+			}
+		}
 		char *av[16];
 		size_t n = 0;
 		av[n++] = (char *)hft_bin();
@@ -37,6 +46,11 @@ static pid_t start(const char *errlog, const char *const *argv)
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t start(const char *errlog, const char *const *argv)
+{
+	return start_env(errlog, NULL, argv);
 }
 
 Test(edit, concurrent_edits_add_up_exactly)
@@ -299,39 +313,6 @@ Test(edit, conflict_with_E0_never_runs_cmd)
 	free(marker);
 }
 
-/* Start the binary like start(), with environment additions ("K=V;K2=V2")
- * kept (HOLDFAST_FAULTS among them). */
-static pid_t start_env(const char *errlog, const char *env, const char *const *argv)
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR);
-		int e = open(errlog, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(e, 2);
-		unsetenv("HOLDFAST_FAULTS");
-		char *copy = strdup(env ? env : ""), *save = NULL;
-		for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
-			char *eq = strchr(kv, '=');
-			if (eq) {
-				*eq = '\0';
-				setenv(kv, eq + 1, 1);
-			}
-		}
-		char *av[16];
-		size_t n = 0;
-		av[n++] = (char *)hft_bin();
-		for (size_t i = 1; argv[i] && n < 15; i++)
-			av[n++] = (char *)argv[i];
-		av[n] = NULL;
-		execv(av[0], av);
-		_exit(127);
-	}
-	return pid;
-}
 
 /* The lock of an edit is CMD's, not holdfast's: SIGKILL the edit wrapper
  * while CMD runs (held up by a pipe the test holds) and the lock stays held

@@ -24,6 +24,8 @@ Test(lock_api, misuse_says_so_and_changes_nothing)
 	hf_rec_free(NULL);
 	cr_assert_eq(hf_lock_new(p, &l), 0);
 	cr_assert_eq(hf_lock_set(l, 9999, 1), -EINVAL, "an option the kind does not have");
+	cr_assert_eq(hf_lock_set(l, HF_OPT_STALE_MS, -1), -EINVAL, "a value out of its range");
+	cr_assert_eq(hf_lock_set(l, HF_OPT_CANCEL_FD, -2), -EINVAL);
 	cr_assert_eq(hf_lock_release(l), HF_ENOTHELD);
 	cr_assert_eq(hf_lock_hold(l), HF_ENOTHELD);
 	cr_assert_eq(hf_lock_check(l), HF_ENOTHELD, "never had a token");

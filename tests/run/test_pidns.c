@@ -32,14 +32,16 @@ static void fifo_say(const char *fifo)
 /* The init of the namespace unshare made: its only child. */
 static pid_t ns_init(pid_t unshare_pid)
 {
-	char path[64], *s;
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)unshare_pid, (int)unshare_pid);
-	s = hft_slurp(path);
-	cr_assert_not_null(s);
-	pid_t p = (pid_t)atoi(s);
-	free(s);
-	cr_assert_gt(p, 0);
-	return p;
+	return hft_only_child(unshare_pid);
+}
+
+/* sh -c script as the init of a new pid namespace (and mount of /proc),
+ * killed with everything in it when unshare ends. */
+static void spawn_in_pidns(struct hft_child *c, const char *script)
+{
+	hft_spawn_cmd(c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child",
+						"--mount-proc", "sh", "-c", script, NULL },
+		      NULL);
 }
 
 static int try_n(const char *L)
@@ -71,9 +73,7 @@ Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 			       L, fifo),
 		      0);
 	struct hft_child c;
-	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
-						 script, NULL },
-		      NULL);
+	spawn_in_pidns(&c, script);
 	char *line = rt_line(c.out_rd);
 	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
 	struct hf_dirlock_info i;
@@ -144,25 +144,16 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 			       L, fifo, end),
 		      0);
 	struct hft_child c;
-	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
-						 script, NULL },
-		      NULL);
+	spawn_in_pidns(&c, script);
 	char *line = rt_line(c.out_rd);
 	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
 	/* the wrapper's pid inside is $PPID of CMD; find it on the host by its
 	 * NSpid: the child of the namespace's shell */
 	pid_t init = ns_init(c.pid);
-	char path[64], *kids;
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)init, (int)init);
-	kids = hft_slurp(path);
-	pid_t wrapper = (pid_t)atoi(kids);
+	pid_t wrapper = 0, cmd = 0;
+	cr_assert_geq(hft_children(init, &wrapper, 1), 1);
 	cr_assert_gt(wrapper, 0);
-	char *cmds;
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)wrapper, (int)wrapper);
-	cmds = hft_slurp(path);
-	pid_t cmd = (pid_t)atoi(cmds);
-	cr_assert_gt(cmd, 0);
-	free(cmds);
+	cmd = hft_only_child(wrapper);
 	cr_assert_eq(kill(wrapper, SIGKILL), 0);
 	rt_await_exit(wrapper);
 	cr_assert_eq(try_n(L), 1, "CMD holds the lock's kernel lock: still held");
@@ -172,7 +163,6 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 	fifo_say(end);
 	hft_wait(&c);
 	free(end);
-	free(kids);
 	free(line);
 	free(script);
 	free(L);
@@ -195,9 +185,7 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 			       L, fifo),
 		      0);
 	struct hft_child c;
-	hft_spawn_cmd(&c, (const char *const[]){ "unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c",
-						 script, NULL },
-		      NULL);
+	spawn_in_pidns(&c, script);
 	char *line = rt_line(c.out_rd);
 	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
 	cr_assert_eq(try_n(L), 1, "held for the script inside, by its keeper");

@@ -67,22 +67,11 @@ Test(run_session, conflict_names_lane_and_honours_E)
  * instances are used up by other processes - in a plain backoff sleep). */
 static void expect_either(struct hft_child *c, const char *a, const char *b)
 {
-	char line[128];
-	size_t len = 0;
-	for (;;) {
-		char ch;
-		ssize_t r = read(c->notify_rd, &ch, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		cr_assert_eq(r, 1, "child %d ended before reaching '%s' or '%s'", (int)c->pid, a, b);
-		if (ch == '\n')
-			break;
-		if (len < sizeof line - 1)
-			line[len++] = ch;
-	}
-	line[len] = '\0';
-	cr_assert(!strcmp(line, a) || !strcmp(line, b), "child %d reached '%s', expected '%s' or '%s'",
-		  (int)c->pid, line, a, b);
+	char line[128], what[300];
+	snprintf(what, sizeof what, "'%s' or '%s'", a, b);
+	hft_next_point(c, line, sizeof line, what);
+	cr_assert(!strcmp(line, a) || !strcmp(line, b), "child %d reached '%s', expected %s",
+		  (int)c->pid, line, what);
 }
 
 /* The waiter is asleep when the release comes. Two flakes lived here: the

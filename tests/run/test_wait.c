@@ -133,13 +133,7 @@ Test(wait, cmd_killed_while_waiting_ends_the_wait)
 	hft_spawn_cli(&c, "pause:dirlock.acquire.waiting",
 		      RT_ARGV("run", "--lock", L, "--", "touch", marker), NULL);
 	hft_expect(&c, "dirlock.acquire.waiting");
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)c.pid, (int)c.pid);
-	char *kids = hft_slurp(p);
-	cr_assert_not_null(kids);
-	int cmd = atoi(kids);
-	cr_assert_gt(cmd, 0, "run's blocked child: '%s'", kids);
-	free(kids);
+	pid_t cmd = hft_only_child(c.pid); /* run's blocked child */
 	cr_assert_eq(kill(cmd, SIGKILL), 0);
 	hft_go(&c);
 	cr_assert_eq(hft_wait(&c), 128 + SIGKILL, "its status, at once");

@@ -103,66 +103,41 @@ void sc_private_mounts(bool tmp)
 	close(old);
 }
 
+struct sc_sleeper sc_owner;
+
+void sc_setup_owned(void)
+{
+	sc_setup();
+	sc_sleeper_start(&sc_owner);
+}
+
+void sc_teardown_owned(void)
+{
+	sc_sleeper_end(&sc_owner, SIGKILL);
+	sc_teardown();
+}
+
 int sc_wait_within(pid_t pid, int ms)
 {
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int rc;
-	do
-		rc = poll(&p, 1, ms);
-	while (rc < 0 && errno == EINTR);
-	close(fd);
-	if (rc != 1)
-		return -1;
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return hft_exit_within(pid, ms);
 }
 
 bool sc_exits_within(pid_t pid, int ms)
 {
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int rc;
-	do
-		rc = poll(&p, 1, ms);
-	while (rc < 0 && errno == EINTR);
-	close(fd);
-	if (rc != 1)
-		return false;
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return true;
+	return hft_exit_within(pid, ms) >= 0;
 }
 
 /* argv[0] (searched in PATH) with stdin /dev/null, stdout and stderr on
  * pipes (*out_rd, *err_rd), $HF the binary, no fault rules. */
 static pid_t spawn_piped(const char *const *argv, int *out_rd, int *err_rd)
 {
-	int o[2], e[2];
-	cr_assert_eq(pipe2(o, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(e, O_CLOEXEC), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(o[1], 1);
-		dup2(e[1], 2);
-		int null = open("/dev/null", O_RDONLY);
-		dup2(null, 0);
-		setenv("HF", hft_bin(), 1);
-		unsetenv("HOLDFAST_FAULTS");
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(o[1]);
-	close(e[1]);
-	*out_rd = o[0];
-	*err_rd = e[0];
-	return pid;
+	char env[4200];
+	snprintf(env, sizeof env, "HF=%s", hft_bin());
+	struct hft_child c;
+	hft_spawn_cmd(&c, argv, env);
+	*out_rd = c.out_rd;
+	*err_rd = c.err_rd;
+	return c.pid;
 }
 
 int sc_sh(char **out, char **err, const char *script, ...)
@@ -182,22 +157,7 @@ int sc_sh(char **out, char **err, const char *script, ...)
 	argv[n] = NULL;
 	int o, e;
 	pid_t pid = spawn_piped(argv, &o, &e);
-	char *so = hft_read_all(o);
-	char *se = hft_read_all(e);
-	close(o);
-	close(e);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (out)
-		*out = so;
-	else
-		free(so);
-	if (err)
-		*err = se;
-	else
-		free(se);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return hft_collect(pid, o, e, out, err);
 }
 
 

@@ -60,6 +60,11 @@ struct sc_sleeper {
 	int wr; /* closing it ends the sleeper */
 };
 void sc_sleeper_start(struct sc_sleeper *s);
+/* Fixtures of a suite whose registrations belong to one sleeper, sc_owner:
+ * sc_setup and a sleeper started; the sleeper killed and sc_teardown. */
+extern struct sc_sleeper sc_owner;
+void sc_setup_owned(void);
+void sc_teardown_owned(void);
 /* End it (sig 0: close its pipe, else kill with sig) and wait for it, so it
  * is no zombie: its pid is dead as far as liveness can tell. */
 void sc_sleeper_end(struct sc_sleeper *s, int sig);

@@ -103,6 +103,18 @@ static void install_binary(void)
 
 /* A second user in the shared sticky /tmp creates /tmp/holdfast-<victim>
  * first (or files in it): refused (77) naming the owner, never used. */
+/* The victim's registration is refused (77), naming mallory (uid 4242) as
+ * the owner of what sits at its registry's place. */
+static void victim_refused(unsigned victim)
+{
+	char *out, *err;
+	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
+		     77, "%s", err);
+	HAS(err, "belongs to uid 4242");
+	free(out);
+	free(err);
+}
+
 Test(env, another_users_registry_directory_refused_naming_its_owner)
 {
 	sc_need_root();
@@ -127,11 +139,7 @@ Test(env, another_users_registry_directory_refused_naming_its_owner)
 			     "rmdir /tmp/holdfast-4343 && mkdir -m 0700 /tmp/holdfast-4343", NULL),
 		     0, "%s", err);
 	free(err);
-	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
-		     77, "%s", err);
-	HAS(err, "belongs to uid 4242");
-	free(out);
-	free(err);
+	victim_refused(victim);
 	/* ... a symbolic link to somewhere of mallory's choosing */
 	cr_assert_eq(as_user(mallory, NULL, &err,
 			     "rmdir /tmp/holdfast-4343 && mkdir -m 0777 /tmp/m && "
@@ -139,11 +147,7 @@ Test(env, another_users_registry_directory_refused_naming_its_owner)
 			     NULL),
 		     0, "%s", err);
 	free(err);
-	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
-		     77, "%s", err);
-	HAS(err, "belongs to uid 4242");
-	free(out);
-	free(err);
+	victim_refused(victim);
 	cr_assert(!hft_exists("/tmp/m/scope.lock") && !hft_exists("/tmp/m/scope.lock.flock"),
 		  "nothing was written through the link");
 	/* the victim's own directory with mallory's table in it (planted by

@@ -24,27 +24,15 @@ TestSuite(files);
 
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
 
-static struct sc_sleeper owner;
 
 static int reg(const char *name, const char *rel, char **err)
 {
 	return sc_cli(NULL, err, "scope", "register", name, sc_path(rel), "--pid",
-		      sc_num(owner.pid), NULL);
+		      sc_num(sc_owner.pid), NULL);
 }
 
-static void start(void)
-{
-	sc_setup();
-	sc_sleeper_start(&owner);
-}
 
-static void stop(void)
-{
-	sc_sleeper_end(&owner, SIGKILL);
-	sc_teardown();
-}
-
-Test(files, modes_whatever_the_umask, .init = start, .fini = stop)
+Test(files, modes_whatever_the_umask, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	umask(0);
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
@@ -73,7 +61,7 @@ static void expect_unsafe(const char *what)
 	free(err);
 }
 
-Test(files, unsafe_directory_refused, .init = start, .fini = stop)
+Test(files, unsafe_directory_refused, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
 	cr_assert_eq(chmod(sc_path("reg"), 0770), 0);
@@ -87,7 +75,7 @@ Test(files, unsafe_directory_refused, .init = start, .fini = stop)
 	expect_unsafe("symlinked directory");
 }
 
-Test(files, unsafe_files_refused, .init = start, .fini = stop)
+Test(files, unsafe_files_refused, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
 	char lock[600], aside[600];
@@ -116,7 +104,7 @@ Test(files, unsafe_files_refused, .init = start, .fini = stop)
 	cr_assert_eq(reg("X", "x:write", NULL), 0, "and all is well again");
 }
 
-Test(files, corrupt_registry_refused_untouched, .init = start, .fini = stop)
+Test(files, corrupt_registry_refused_untouched, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
 	const char *garbage[] = { "{\"version\":1,\"generation\":1,\"allocations\":[{\"name\":",
@@ -138,7 +126,7 @@ Test(files, corrupt_registry_refused_untouched, .init = start, .fini = stop)
 	}
 }
 
-Test(files, crash_temporaries_swept, .init = start, .fini = stop)
+Test(files, crash_temporaries_swept, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
 	char tmp[600];
@@ -242,11 +230,11 @@ static void crash_every_step(const char *const *argv, const char *name, bool in_
 	free(old);
 }
 
-Test(files, sigkill_at_every_step_of_register, .init = start, .fini = stop)
+Test(files, sigkill_at_every_step_of_register, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write:recursive", NULL), 0);
 	const char *argv[] = { "holdfast", "scope", "register", "B", sc_path("q:write"),
-			       "--pid", sc_num(owner.pid), NULL };
+			       "--pid", sc_num(sc_owner.pid), NULL };
 	crash_every_step(argv, "B", true, 2);
 	/* whatever a crash left behind is swept by the next change */
 	cr_assert_eq(reg("C", "r:write", NULL), 0);
@@ -256,7 +244,7 @@ Test(files, sigkill_at_every_step_of_register, .init = start, .fini = stop)
 	live_files_match_table(); /* R9: crash orphans swept, entries' files kept */
 }
 
-Test(files, sigkill_at_every_step_of_release, .init = start, .fini = stop)
+Test(files, sigkill_at_every_step_of_release, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write:recursive", NULL), 0);
 	cr_assert_eq(reg("B", "q:write", NULL), 0);
@@ -267,15 +255,15 @@ Test(files, sigkill_at_every_step_of_release, .init = start, .fini = stop)
 /* R1: the lock file is deleted and recreated between a locker's open and
  * its flock; the locker must notice and lock the file now at the name, or
  * the two writers would both think they hold the lock (a lost update). */
-Test(files, lock_file_swapped_under_a_locker, .init = start, .fini = stop)
+Test(files, lock_file_swapped_under_a_locker, .init = sc_setup_owned, .fini = sc_teardown_owned)
 {
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
 	char lock[600];
 	snprintf(lock, sizeof lock, "%s.flock", sc_reg);
 	const char *argv1[] = { "holdfast", "scope", "register", "B", sc_path("b:write"), "--pid",
-				sc_num(owner.pid), NULL };
+				sc_num(sc_owner.pid), NULL };
 	const char *argv2[] = { "holdfast", "scope", "register", "C", sc_path("c:write"), "--pid",
-				sc_num(owner.pid), NULL };
+				sc_num(sc_owner.pid), NULL };
 	struct hft_child b, c;
 	hft_spawn_cli(&b, "pause:flock:1;pause:flock:2", argv1, NULL);
 	hft_expect(&b, "flock"); /* B opened the old lock file */

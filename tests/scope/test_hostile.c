@@ -21,28 +21,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct sc_sleeper owner;
 
-static void start(void)
-{
-	sc_setup();
-	sc_sleeper_start(&owner);
-}
 
-static void stop(void)
-{
-	sc_sleeper_end(&owner, SIGKILL);
-	sc_teardown();
-}
-
-TestSuite(hostile, .init = start, .fini = stop, .timeout = 60);
+TestSuite(hostile, .init = sc_setup_owned, .fini = sc_teardown_owned, .timeout = 60);
 
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
 
 static int reg(const char *name, const char *rel, char **err)
 {
 	return sc_cli(NULL, err, "scope", "register", name, sc_path(rel), "--pid",
-		      sc_num(owner.pid), NULL);
+		      sc_num(sc_owner.pid), NULL);
 }
 
 /* Run holdfast ARGV; it must end within 10 s (a blocked open would not):
@@ -78,7 +66,7 @@ Test(hostile, fifo_or_device_at_the_table_or_lock_path_refused_without_blocking)
 	snprintf(aside, sizeof aside, "%s.aside", sc_reg);
 	snprintf(lock, sizeof lock, "%s.flock", sc_reg);
 	const char *reg_b[] = { "holdfast", "scope", "register", "B", sc_path("q:write"), "--pid",
-				sc_num(owner.pid), NULL };
+				sc_num(sc_owner.pid), NULL };
 	const char *list[] = { "holdfast", "scope", "list", NULL };
 
 	cr_assert_eq(rename(sc_reg, aside), 0);
@@ -138,7 +126,7 @@ Test(hostile, fifo_at_a_live_file_path_proves_nothing_and_never_blocks)
 	free(out);
 	free(err);
 	const char *reg_b[] = { "holdfast", "scope", "register", "B", sc_path("p/x:write"),
-				"--pid", sc_num(owner.pid), NULL };
+				"--pid", sc_num(sc_owner.pid), NULL };
 	cr_assert_eq(bounded(NULL, &err, reg_b), 1, "A is not provably dead: %s", err);
 	HAS(err, "of A (pid ");
 	free(err);
@@ -155,7 +143,7 @@ Test(hostile, generation_limit_refused_not_written)
 	hft_write(sc_reg, "{\"version\":1,\"generation\":9223372036854775806,\"allocations\":[]}\n");
 	char *out, *err;
 	cr_assert_eq(sc_cli(&out, &err, "scope", "register", "A", sc_path("p:write"), "--pid",
-			    sc_num(owner.pid), "--json", NULL),
+			    sc_num(sc_owner.pid), "--json", NULL),
 		     0, "%s", err);
 	HAS(out, "\"generation\":9223372036854775807");
 	free(out);
@@ -189,7 +177,7 @@ Test(hostile, stopped_holder_of_the_registry_lock_is_named_not_waited_for)
 {
 	cr_assert_eq(reg("A", "p:write", NULL), 0);
 	const char *argv[] = { "holdfast", "scope", "register", "X", sc_path("x:write"), "--pid",
-			       sc_num(owner.pid), NULL };
+			       sc_num(sc_owner.pid), NULL };
 	struct hft_child x;
 	hft_spawn_cli(&x, "pause:scope.register.judged", argv, NULL);
 	hft_expect(&x, "scope.register.judged"); /* X holds the registry's lock */

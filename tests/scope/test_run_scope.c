@@ -22,6 +22,15 @@
 
 TestSuite(run_scope, .init = sc_setup, .fini = sc_teardown);
 
+/* A sleeper that holds p, recursively, registered as "holder". */
+static void hold_p(struct sc_sleeper *s)
+{
+	sc_sleeper_start(s);
+	cr_assert_eq(sc_cli(NULL, NULL, "scope", "register", "holder", sc_path("p:write:recursive"),
+			    "--pid", sc_num(s->pid), NULL),
+		     0);
+}
+
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
 
 static char env[1200];
@@ -101,10 +110,7 @@ Test(run_scope, nested_run_delegates_from_holdfast_pod)
 Test(run_scope, conflict_keeps_cmd_from_running)
 {
 	struct sc_sleeper s;
-	sc_sleeper_start(&s);
-	cr_assert_eq(sc_cli(NULL, NULL, "scope", "register", "holder", sc_path("p:write:recursive"),
-			    "--pid", sc_num(s.pid), NULL),
-		     0);
+	hold_p(&s);
 	char *err;
 	const char *marker = sc_path("ran");
 	int rc = sc_cli(NULL, &err, "run", "-n", "--scope", sc_path("p/x:write"), "--", "touch",
@@ -212,10 +218,7 @@ Test(run_scope, waits_for_a_held_scope_and_gets_it_on_release)
 Test(run_scope, wait_is_bounded_by_w)
 {
 	struct sc_sleeper s;
-	sc_sleeper_start(&s);
-	cr_assert_eq(sc_cli(NULL, NULL, "scope", "register", "holder", sc_path("p:write:recursive"),
-			    "--pid", sc_num(s.pid), NULL),
-		     0);
+	hold_p(&s);
 	const char *marker = sc_path("ran");
 	char *err;
 	double t0 = now_s();
@@ -239,10 +242,7 @@ Test(run_scope, wait_is_bounded_by_w)
 Test(run_scope, sigterm_ends_the_wait_at_once)
 {
 	struct sc_sleeper s;
-	sc_sleeper_start(&s);
-	cr_assert_eq(sc_cli(NULL, NULL, "scope", "register", "holder", sc_path("p:write:recursive"),
-			    "--pid", sc_num(s.pid), NULL),
-		     0);
+	hold_p(&s);
 	const char *marker = sc_path("ran");
 	const char *wait[] = { "holdfast", "run", "--scope", sc_path("p/x:write"), "--name",
 			       "waiter", "--", "touch", marker, NULL };

@@ -26,28 +26,10 @@ void sx_put(struct sx *x, const char *content)
 	hft_write(x->lock, content);
 }
 
+/* A record of lane and owner started age_ms ago, written by pid 4242 on
+ * "box"; with boot_id, also its boot-relative time boot_age_ms ago. */
 static void record_bytes(char *buf, size_t n, const char *lane, const char *owner,
-			 int64_t age_ms)
-{
-	struct hf_sessionlock_record r;
-	memset(&r, 0, sizeof r);
-	snprintf(r.lane, sizeof r.lane, "%s", lane);
-	snprintf(r.owner, sizeof r.owner, "%s", owner);
-	r.pid = 4242;
-	snprintf(r.host, sizeof r.host, "box");
-	r.started_ms = hf_sys_now_ms() - age_ms;
-	cr_assert_gt(hf_session_format(&r, buf, n), 0);
-}
-
-void sx_put_record(struct sx *x, const char *lane, const char *owner, int64_t age_ms)
-{
-	char buf[1024];
-	record_bytes(buf, sizeof buf, lane, owner, age_ms);
-	sx_put(x, buf);
-}
-
-void sx_put_record_boot(struct sx *x, const char *lane, const char *owner, int64_t age_ms,
-			const char *boot_id, int64_t boot_age_ms)
+			 int64_t age_ms, const char *boot_id, int64_t boot_age_ms)
 {
 	struct hf_sessionlock_record r;
 	memset(&r, 0, sizeof r);
@@ -61,8 +43,21 @@ void sx_put_record_boot(struct sx *x, const char *lane, const char *owner, int64
 		r.timens = hf_self_timens();
 		r.boot_ms = hf_sys_boot_ms() - boot_age_ms;
 	}
+	cr_assert_gt(hf_session_format(&r, buf, n), 0);
+}
+
+void sx_put_record(struct sx *x, const char *lane, const char *owner, int64_t age_ms)
+{
 	char buf[1024];
-	cr_assert_gt(hf_session_format(&r, buf, sizeof buf), 0);
+	record_bytes(buf, sizeof buf, lane, owner, age_ms, NULL, 0);
+	sx_put(x, buf);
+}
+
+void sx_put_record_boot(struct sx *x, const char *lane, const char *owner, int64_t age_ms,
+			const char *boot_id, int64_t boot_age_ms)
+{
+	char buf[1024];
+	record_bytes(buf, sizeof buf, lane, owner, age_ms, boot_id, boot_age_ms);
 	sx_put(x, buf);
 }
 
@@ -70,7 +65,7 @@ void sx_put_aside_record(struct sx *x, const char *hex16, const char *lane, cons
 			 int64_t age_ms)
 {
 	char buf[1024], path[900];
-	record_bytes(buf, sizeof buf, lane, owner, age_ms);
+	record_bytes(buf, sizeof buf, lane, owner, age_ms, NULL, 0);
 	snprintf(path, sizeof path, "%s%s%s", x->lock, HF_SESSION_ASIDE_INFIX, hex16);
 	hft_write(path, buf);
 }

@@ -18,6 +18,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Every child spawned here, so that a test that fails half way (an
@@ -157,22 +159,28 @@ void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *ar
 				 .err_rd = e[0] };
 }
 
-void hft_expect(struct hft_child *c, const char *point)
+void hft_next_point(struct hft_child *c, char *line, size_t n, const char *expected)
 {
-	char line[128];
 	size_t len = 0;
 	for (;;) {
 		char ch;
 		ssize_t r = read(c->notify_rd, &ch, 1);
 		if (r < 0 && errno == EINTR)
 			continue;
-		cr_assert_eq(r, 1, "child %d ended before reaching point '%s'", (int)c->pid, point);
+		cr_assert_eq(r, 1, "child %d ended before reaching %s", (int)c->pid, expected);
 		if (ch == '\n')
 			break;
-		if (len < sizeof line - 1)
+		if (len < n - 1)
 			line[len++] = ch;
 	}
 	line[len] = '\0';
+}
+
+void hft_expect(struct hft_child *c, const char *point)
+{
+	char line[128], what[160];
+	snprintf(what, sizeof what, "point '%s'", point);
+	hft_next_point(c, line, sizeof line, what);
 	cr_assert_str_eq(line, point, "child %d reached '%s', expected '%s'", (int)c->pid, line,
 			 point);
 }
@@ -181,6 +189,76 @@ void hft_go(struct hft_child *c)
 {
 	char ch = 'g';
 	cr_assert_eq(write(c->go_wr, &ch, 1), 1);
+}
+
+int hft_collect(pid_t pid, int out_rd, int err_rd, char **out, char **err)
+{
+	/* Read stderr after stdout: both are small in every test; a child that
+	 * fills a pipe would block, so keep outputs under 64 KiB. */
+	char *so = hft_read_all(out_rd);
+	char *se = hft_read_all(err_rd);
+	close(out_rd);
+	close(err_rd);
+	int st;
+	pid_t r;
+	do
+		r = waitpid(pid, &st, 0);
+	while (r < 0 && errno == EINTR);
+	cr_assert_eq(r, pid);
+	if (out)
+		*out = so;
+	else
+		free(so);
+	if (err)
+		*err = se;
+	else
+		free(se);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int hft_children(pid_t pid, pid_t *kids, int n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	char *s = hft_slurp(path);
+	cr_assert_not_null(s, "%s (a kernel without CONFIG_PROC_CHILDREN?)", path);
+	int found = 0, off = 0, used;
+	long v;
+	while (sscanf(s + off, "%ld%n", &v, &used) == 1) {
+		if (found < n)
+			kids[found] = (pid_t)v;
+		found++;
+		off += used;
+	}
+	free(s);
+	return found;
+}
+
+pid_t hft_only_child(pid_t pid)
+{
+	pid_t kid = 0;
+	int n = hft_children(pid, &kid, 1);
+	cr_assert_eq(n, 1, "process %d has %d children, expected one", (int)pid, n);
+	cr_assert_gt(kid, 0);
+	return kid;
+}
+
+int hft_exit_within(pid_t pid, int ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pid, strerror(errno));
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+	do /* a bound against a hang, never a timing asserted */
+		rc = poll(&p, 1, ms);
+	while (rc < 0 && errno == EINTR);
+	close(fd);
+	if (rc != 1)
+		return -1;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 char *hft_read_all(int fd)
@@ -246,27 +324,7 @@ static int run_argv(char **out, char **err, const char *env, const char *input,
 		cr_assert_eq(write(i[1], input, len), (ssize_t)len);
 	}
 	close(i[1]);
-	/* Read stderr after stdout: both are small in every test; a child that
-	 * fills a pipe would block, so keep outputs under 64 KiB. */
-	char *so = hft_read_all(o[0]);
-	char *se = hft_read_all(e[0]);
-	close(o[0]);
-	close(e[0]);
-	int st;
-	pid_t r;
-	do
-		r = waitpid(pid, &st, 0);
-	while (r < 0 && errno == EINTR);
-	cr_assert_eq(r, pid);
-	if (out)
-		*out = so;
-	else
-		free(so);
-	if (err)
-		*err = se;
-	else
-		free(se);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return hft_collect(pid, o[0], e[0], out, err);
 }
 
 int hft_sh(char **out, char **err, const char *shell, const char *env, const char *script)

@@ -37,6 +37,9 @@ void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env
 /* Block until the child reports a point; it must be `point` (Criterion
  * assertion). */
 void hft_expect(struct hft_child *c, const char *point);
+/* The next point the child reports, into line (n bytes); expected names
+ * what was awaited in the failure message when the child ends first. */
+void hft_next_point(struct hft_child *c, char *line, size_t n, const char *expected);
 /* Let the child go on from its pause. */
 void hft_go(struct hft_child *c);
 /* SIGKILL whatever is left in a CLI child's process group (hft_spawn_cli
@@ -45,6 +48,18 @@ void hft_go(struct hft_child *c);
 void hft_reap_group(const struct hft_child *c);
 /* Wait for the child: its exit code, or 128+N when killed by signal N. */
 int hft_wait(struct hft_child *c);
+/* Read a child's stdout and stderr to their ends (into *out / *err,
+ * malloc'd, when not NULL; the descriptors are closed), then wait for it:
+ * its exit code (128+N: signal N). */
+int hft_collect(pid_t pid, int out_rd, int err_rd, char **out, char **err);
+/* The children of process pid's main thread, from /proc (at most n into
+ * kids): how many it has. */
+int hft_children(pid_t pid, pid_t *kids, int n);
+/* Its child, asserting it has exactly one. */
+pid_t hft_only_child(pid_t pid);
+/* Wait at most ms for process pid (our child) to end: its exit code
+ * (reaped), or -1 when it still runs. A bound against a hang. */
+int hft_exit_within(pid_t pid, int ms);
 /* Collected stdout/stderr of a CLI child (valid after hft_wait, malloc'd). */
 char *hft_read_all(int fd);
 
