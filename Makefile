@@ -13,7 +13,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench clean
 
 all: build
 
@@ -50,11 +50,15 @@ build-asan: deps $(ASAN_BUILD)/build.ninja
 run: build
 	@bash demo/demo.sh $(BUILD)/holdfast
 
-test: test-release test-asan
+test: test-release test-asan test-bindings
 	@echo "make test: all suites passed (release and ASan+UBSan)"
 	@cat $(BUILD)/meson-logs/testlog.txt $(ASAN_BUILD)/meson-logs/testlog.txt | \
 	  sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\) | Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2 \3/p' | \
 	  awk '{ p += $$1; f += $$2 + $$3 } END { print "tests: " p " passed, " f " failed" }'
+
+# Each language's binding against the release build's library (bindings/*/test.sh).
+test-bindings: build
+	bash bindings/rust/test.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
