@@ -156,13 +156,15 @@ static int fail_text(int exit, const char *code, const char *path, char *holder)
 
 int cli_fail(int exit, const char *code, const char *path, const hf_rec *holder)
 {
-	const char *h = holder && J.hint ? hf_rec_json(holder) : NULL;
+	const char *h = holder && J.on ? hf_rec_json(holder) : NULL;
 	return fail_text(exit, code, path, h ? strdup(h) : NULL);
 }
 
 int cli_fail_json(int exit, const char *code, const char *path, json_t *holder)
 {
-	char *h = holder && J.hint ? json_dumps(holder, JSON_COMPACT) : NULL;
+	/* J.on, not J.hint: a session without --json may have jansson on its
+	 * arena (cmd_session.c), whose memory free() must never see */
+	char *h = holder && J.on ? json_dumps(holder, JSON_COMPACT) : NULL;
 	json_decref(holder);
 	return fail_text(exit, code, path, h);
 }
