@@ -79,6 +79,8 @@ void cli_subject(const char *path);
 int cli_fail(int exit, const char *code, const char *path, const struct hf_rec *holder);
 /* The same with the holder as JSON (stolen; NULL: none). */
 int cli_fail_json(int exit, const char *code, const char *path, struct json_t *holder);
+/* A record as JSON (NULL for NULL), its "path" made absolute. */
+struct json_t *cli_rec_json(const struct hf_rec *r);
 /* cli_fail(cli_exit_for(rc), hf_error_name(rc), path, holder). */
 int cli_fail_rc(int rc, const char *path, const struct hf_rec *holder);
 /* The stable name of a failure that ended with exit code exit. */

@@ -30,7 +30,8 @@
  *   (JS3) In JSON mode an invocation that ends with a non-zero code and no
  *         object prints the error object; one that ends with 0 and no
  *         object (a command's bug) prints a "software" error and exits 70 -
- *         except --help, which prints its text.
+ *         except --help, which prints its text. A recorded failure always
+ *         prints the error object, even with exit 0 (run -E 0).
  * ---------------------------------------------------------------------- */
 
 static struct {
@@ -154,10 +155,22 @@ static int fail_text(int exit, const char *code, const char *path, char *holder)
 	return exit;
 }
 
+json_t *cli_rec_json(const hf_rec *r)
+{
+	json_t *o = r ? json_loads(hf_rec_json(r), 0, NULL) : NULL;
+	const char *p = o ? json_string_value(json_object_get(o, "path")) : NULL;
+	if (p && p[0] != '/') {
+		char abs[PATH_MAX];
+		json_object_set_new(o, "path", json_text(cli_abs_path(p, abs, sizeof abs)));
+	}
+	return o;
+}
+
 int cli_fail(int exit, const char *code, const char *path, const hf_rec *holder)
 {
-	const char *h = holder && J.on ? hf_rec_json(holder) : NULL;
-	return fail_text(exit, code, path, h ? strdup(h) : NULL);
+	if (J.failed || !J.hint)
+		return exit;
+	return cli_fail_json(exit, code, path, holder && J.on ? cli_rec_json(holder) : NULL);
 }
 
 int cli_fail_json(int exit, const char *code, const char *path, json_t *holder)
@@ -178,9 +191,9 @@ int cli_json_end(int code)
 {
 	if (!J.on && !(J.hint && code == HF_EXIT_USAGE))
 		return code; /* JSON mode, or a usage error of a line with --json */
-	if (J.printed || (code == 0 && J.help))
+	if (J.printed || (code == 0 && J.help && !J.failed))
 		return code;
-	if (code == 0) { /* JS3: a command that forgot its object */
+	if (code == 0 && !J.failed) { /* JS3: a command that forgot its object */
 		J.failed = false;
 		cli_err("internal: the command printed no JSON object");
 		snprintf(J.last, sizeof J.last, "internal: the command printed no JSON object");
