@@ -83,6 +83,8 @@ int cli_fail_json(int exit, const char *code, const char *path, struct json_t *h
 struct json_t *cli_rec_json(const struct hf_rec *r);
 /* cli_fail(cli_exit_for(rc), hf_error_name(rc), path, holder). */
 int cli_fail_rc(int rc, const char *path, const struct hf_rec *holder);
+/* Whether a failure was recorded (a success object would be refused). */
+bool cli_failed(void);
 /* The stable name of a failure that ended with exit code exit. */
 const char *cli_code_for_exit(int exit);
 /* path made absolute (lexically: ".", "//" dropped) into buf. */

@@ -545,7 +545,7 @@ int cmd_run(int argc, char **argv)
 	hf_sys_point(HF_PT_RUN_EXITED);
 	run_release(&s); /* RUN4, RUN6: CMD is still a zombie: released, not reaped */
 	cli_child_reap(&s.child);
-	if (held) { /* --json: after CMD's own output, what was held and how CMD ended */
+	if (held && !cli_failed()) { /* --json: after CMD's own output, what was held and how CMD ended */
 		json_object_set_new(held, "exit", json_integer(code));
 		json_object_set_new(held, "cmd", cli_child_json(&s.child, argv + optind));
 		cli_json_print(held); /* refused after a recorded failure (JS2) */

@@ -86,6 +86,11 @@ bool cli_json_on(void)
 	return J.on;
 }
 
+bool cli_failed(void)
+{
+	return J.failed;
+}
+
 const char *cli_abs_path(const char *path, char *buf, size_t n)
 {
 	char joined[2 * PATH_MAX + 2];
