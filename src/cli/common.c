@@ -212,7 +212,11 @@ int cli_json_end(int code)
 	json_t *o = json_object();
 	json_object_set_new(o, "error", json_string(J.code));
 	json_object_set_new(o, "exit", json_integer(code));
-	json_object_set_new(o, "message", json_text(msg[0] ? msg : J.code));
+	char dflt[96];
+	snprintf(dflt, sizeof dflt, "%s", code == HF_EXIT_USAGE
+		 ? "usage: the command line was refused (the usage is on stderr; see --help)"
+		 : J.code);
+	json_object_set_new(o, "message", json_text(msg[0] ? msg : dflt));
 	json_object_set_new(o, "path", J.path[0] ? json_text(J.path) : json_null());
 	json_object_set_new(o, "holder", holder ? holder : json_null());
 	/* a reader gone must not turn the documented exit code into SIGPIPE's */
