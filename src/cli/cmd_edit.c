@@ -103,7 +103,7 @@ static const char edit_usage[] =
 	"untouched); 65 CMD printed nothing (FILE untouched; see --allow-empty);\n"
 	"64 usage or FILE not a regular file; 77 refused for safety (above);\n"
 	"70/71/73/74 internal, OS, cannot-create, I/O errors.\n"
-	"--json: once CMD has ended, one JSON object on stdout (FILE, the lock, its\n"
+	"--json: once CMD has ended, one JSON object on stdout (FILE, the lock with its\n"
 	"token and fence, \"replaced\", CMD's exit or signal; CMD's output goes to FILE,\n"
 	"never to stdout); a refusal prints the error object (README: Machine output).\n";
 
@@ -483,8 +483,8 @@ int cmd_edit(int argc, char **argv)
 	cli_child_abort(&child); /* EC2: after the release; never started: it exits */
 	if (cli_json_on() && e.ran && !cli_failed()) {
 		char file[PATH_MAX], lock[PATH_MAX];
-		cli_json_print(json_pack("{s:s, s:s, s:s, s:I, s:b, s:i, s:o}", "file",
-					 cli_abs_path(e.file, file, sizeof file), "lock",
+		cli_json_print(json_pack("{s:s, s:{s:s, s:s, s:I}, s:b, s:i, s:o}", "file",
+					 cli_abs_path(e.file, file, sizeof file), "lock", "path",
 					 cli_abs_path(e.lock, lock, sizeof lock), "token", token,
 					 "fence", (json_int_t)fence, "replaced", e.replaced, "exit",
 					 code, "cmd", cli_child_json(&child, cmd)));

@@ -463,7 +463,7 @@ static void check_answer(const char *path, int code, bool token, const hf_rec *r
 							: "free";
 	const char *st = r ? hf_rec_str(r, "state") : NULL;
 	char abs[PATH_MAX];
-	json_t *h = r && (hf_rec_str(r, "token") || rec_int(r, "pid")) ? rec_json(r, path) : NULL;
+	json_t *h = r && (st ? strcmp(st, "free") : code == HF_EXIT_OK) ? rec_json(r, path) : NULL;
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s?, s:o}", "path",
 			      cli_abs_path(path, abs, sizeof abs), "answer", answer, "exit", code,
 			      "state", st ? st : (token && code == HF_EXIT_OK ? "held" : NULL),

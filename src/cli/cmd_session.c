@@ -482,11 +482,15 @@ static int do_status(struct opts *o, const char *assert_lane)
 	status_line(r, line, sizeof line);
 	int code;
 	if (!assert_lane) {
-		if (o->json)
-			cli_json_print(status_json(r, o->path));
-		else
-			printf("%s\n", cli_shown(line, (char[4 * sizeof line]){ 0 }, 4 * sizeof line));
 		code = state_is(r, "unreadable") ? HF_EXIT_DATAERR : HF_EXIT_OK;
+		if (o->json) {
+			json_t *j = status_json(r, o->path);
+			if (code) /* an answer with a non-zero exit says so */
+				json_object_set_new(j, "exit", json_integer(code));
+			cli_json_print(j);
+		} else {
+			printf("%s\n", cli_shown(line, (char[4 * sizeof line]){ 0 }, 4 * sizeof line));
+		}
 	} else if ((state_is(r, "held") || state_is(r, "skew")) && !rec_int(r, "legacy") &&
 		   !strcmp(rec_str(r, "lane"), assert_lane)) {
 		code = HF_EXIT_OK;
