@@ -397,7 +397,10 @@ static int json_emit(json_t *obj)
 	s[len] = '\n'; /* one write: the object and its newline together */
 	fflush(stdout); /* what printf buffered goes first */
 	ssize_t w = hf_sys_write(1, s, len + 1);
-	free(s);
+	json_malloc_t m;
+	json_free_t f;
+	json_get_alloc_funcs(&m, &f); /* the session's arena, perhaps (cmd_session.c) */
+	(f ? f : free)(s);
 	return w < 0 ? (int)w : 0;
 }
 

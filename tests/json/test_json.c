@@ -683,7 +683,7 @@ Test(json, edit_every_outcome)
  * selftest, and usage errors wherever --json is on the line
  * ---------------------------------------------------------------------- */
 
-Test(json, selftest_one_object_with_checks, .timeout = 300)
+Test(json, selftest_one_object_with_checks)
 {
 	json_t *o = jrun("sh", 0, "\"$H\" selftest --json .");
 	cr_assert_str_eq(str(o, "dir"), dir);
