@@ -302,6 +302,14 @@ static json_t *record_json(const hf_rec *r, const char *path)
 		}
 	}
 	json_decref(src);
+	/* ages in ms, as everywhere in --json: the file's broke.age_s */
+	json_t *broke = json_object_get(o, "broke"), *age = json_object_get(broke, "age_s");
+	if (json_is_integer(age)) {
+		broke = json_deep_copy(broke);
+		json_object_set_new(broke, "age_ms", json_integer(json_integer_value(age) * 1000));
+		json_object_del(broke, "age_s");
+		json_object_set_new(o, "broke", broke);
+	}
 	char abs[PATH_MAX];
 	json_object_set_new(o, "file", json_string(cli_abs_path(path, abs, sizeof abs)));
 	return o;

@@ -461,6 +461,18 @@ Test(json, session_every_subcommand)
 	free(file);
 }
 
+Test(json, session_take_breaking_a_stale_lock_says_age_ms)
+{
+	char *file = at(".session.lock");
+	hft_write(file, "2020-01-01T00:00:00Z\n"); /* a legacy lock, long stale */
+	json_t *o = jrun("sh", 0, "\"$H\" session take --lane a --json");
+	json_t *broke = json_object_get(o, "broke");
+	cr_assert_not_null(broke, "the broken lock is named");
+	cr_assert_gt(num(broke, "age_ms"), 86400000LL);
+	json_decref(o);
+	free(file);
+}
+
 Test(json, session_unreadable)
 {
 	char *file = at(".session.lock");
