@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 struct json_t;
+struct hf_rec;
 
 /* Exit codes (the contract; flock(1)-style, sysexits for the rest). */
 enum {
@@ -53,8 +54,46 @@ int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 
+/* --json: exactly one JSON object on stdout per invocation (README,
+ * "Machine output"). main() calls cli_json_begin before dispatching and
+ * returns cli_json_end(code). A command that parses --json calls
+ * cli_json_enable(); on success it prints its object with cli_json_print;
+ * on failure it prints its message with cli_err and returns the exit code
+ * from cli_fail / cli_fail_rc (after the cli_err: the message recorded is
+ * the last one cli_err printed). main then prints the error object
+ *   {"error": CODE, "exit": N, "message": "...", "path": "/abs"|null,
+ *    "holder": {...}|null}
+ * whenever the command ended with a non-zero code and printed no object;
+ * a failure the command did not record is named from its exit code, with
+ * the last cli_err message and the path given to cli_subject. */
+void cli_json_begin(int argc, char **argv);
+int cli_json_end(int code);
+void cli_json_enable(void);
+bool cli_json_on(void);
+/* The path a failure is about unless cli_fail names another (made
+ * absolute); NULL forgets it. */
+void cli_subject(const char *path);
+/* Record a failure: code a stable name (NULL: the name for exit), path
+ * (NULL: the subject), holder (NULL: none; copied). The first failure
+ * recorded wins; returns exit. After it no success object can be printed. */
+int cli_fail(int exit, const char *code, const char *path, const struct hf_rec *holder);
+/* The same with the holder as JSON (stolen; NULL: none). */
+int cli_fail_json(int exit, const char *code, const char *path, struct json_t *holder);
+/* A record as JSON (NULL for NULL), its "path" made absolute. */
+struct json_t *cli_rec_json(const struct hf_rec *r);
+/* cli_fail(cli_exit_for(rc), hf_error_name(rc), path, holder). */
+int cli_fail_rc(int rc, const char *path, const struct hf_rec *holder);
+/* Whether a failure was recorded (a success object would be refused). */
+bool cli_failed(void);
+/* The stable name of a failure that ended with exit code exit. */
+const char *cli_code_for_exit(int exit);
+/* path made absolute (lexically: ".", "//" dropped) into buf. */
+const char *cli_abs_path(const char *path, char *buf, size_t n);
+
 /* Print exactly one JSON object on stdout, then a newline; steals obj.
- * 0, or -errno when it could not be written (-EPIPE: no reader). */
+ * 0, or -errno when it could not be written (-EPIPE: no reader);
+ * -EALREADY (nothing printed) when an object was printed or a failure
+ * recorded already in this invocation. */
 int cli_json_print(struct json_t *obj);
 /* Write s to stdout now (after anything stdio buffered): 0 or -errno. */
 int cli_write_out(const char *s);

@@ -52,6 +52,8 @@ static const char usage[] =
 	"racing a steal, a withdrawal whose record is moved under it, the old\n"
 	"read-then-write guard next to the atomic take, ...\n"
 	"Prints one line per check; exits 0 only if every check passes, else 1.\n"
+	"--json: one JSON object at the end instead, {\"dir\", \"ok\", \"passed\",\n"
+	"\"total\", \"exit\", \"checks\": [{\"n\", \"name\", \"what\", \"ok\", \"why\"}]}.\n"
 	"\n"
 	"(Internal: 'holdfast selftest --naive-take FILE' runs the old read-then-write guard once;\n"
 	"the differential check uses it. Never use it as a lock.)\n";
@@ -598,6 +600,16 @@ int cmd_selftest(int argc, char **argv)
 		fputs(usage, stdout);
 		return HF_EXIT_OK;
 	}
+	/* --json anywhere: one object with every check at the end */
+	bool json = false;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			cli_json_enable();
+			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof *argv);
+			argc--;
+			i--;
+		}
 	if (argc == 3 && !strcmp(argv[1], "--naive-take")) {
 		int rc = cli_naive_take(argv[2]);
 		return rc == 0 ? HF_EXIT_OK : cli_exit_for(rc);
@@ -618,9 +630,10 @@ int cmd_selftest(int argc, char **argv)
 	if (rc < 0) {
 		cli_err("selftest: cannot make a scratch directory in %s: %s",
 			CLI_SHOW(argc == 2 ? argv[1] : "."), hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, argc == 2 ? argv[1] : ".", NULL);
 	}
 	int failed = 0, nown = (int)HF_ARRAY_SIZE(checks), n = nown + (int)sched_count;
+	json_t *list = json ? json_array() : NULL;
 	for (int i = 0; i < n; i++) {
 		t.why[0] = '\0';
 		snprintf(t.name, sizeof t.name, "c%02d.lock", i + 1);
@@ -628,6 +641,15 @@ int cmd_selftest(int argc, char **argv)
 		const struct sched *sc = i < nown ? NULL : &sched_table[i - nown];
 		int ok = (sc ? c_schedule(&t, sc) : checks[i].fn(&t)) == 0;
 		failed += !ok;
+		if (json) {
+			json_t *why = ok ? json_null() : json_string(t.why);
+			json_array_append_new(
+				list, json_pack("{s:i, s:s, s:s, s:b, s:o}", "n", i + 1, "name",
+						sc ? sc->name : checks[i].name, "what",
+						sc ? sc->what : checks[i].what, "ok", ok, "why",
+						why ? why : json_string(CLI_SHOW(t.why))));
+			continue;
+		}
 		printf("%s %2d %-17s %s%s%s\n", ok ? "ok  " : "FAIL", i + 1,
 		       sc ? sc->name : checks[i].name, sc ? sc->what : checks[i].what,
 		       ok ? "" : ": ",
@@ -642,5 +664,12 @@ int cmd_selftest(int argc, char **argv)
 	hf_sys_unlinkat(AT_FDCWD, t.dir, AT_REMOVEDIR);
 	cli_err("selftest: %d of %d checks passed on %s", n - failed, n,
 		CLI_SHOW(argc == 2 ? argv[1] : "."));
+	if (json) {
+		char abs[PATH_MAX];
+		cli_json_print(json_pack("{s:s, s:b, s:i, s:i, s:i, s:o}", "dir",
+					 cli_abs_path(argc == 2 ? argv[1] : ".", abs, sizeof abs),
+					 "ok", !failed, "passed", n - failed, "total", n, "exit",
+					 failed ? HF_EXIT_CONFLICT : HF_EXIT_OK, "checks", list));
+	}
 	return failed ? HF_EXIT_CONFLICT : HF_EXIT_OK;
 }
