@@ -204,6 +204,15 @@ enum hf_opt {
 	                          own lock (default 5 s; then HF_ETIMEDOUT)      */
 	HF_OPT_GENERATION,     /* scope: release only this registration (0, the
 	                          default: whatever generation the name has)     */
+	HF_OPT_TTL_MS,         /* lock on etcd: the lease's TTL (default 10 s;
+	                          rounded up to whole seconds, at least 1 s; etcd
+	                          may grant more): how long a holder whose
+	                          keep-alive stopped (a host that died, a keeper
+	                          killed) keeps the lock                         */
+	HF_OPT_TIMEOUT_MS,     /* lock on etcd: the bound of one request to etcd
+	                          (default 5 s; connecting to one endpoint at most
+	                          2 s of it); then -EIO, the holder's "reason"
+	                          says what happened                             */
 	HF_OPT_OWNER = 100,    /* session (string): the owner token to record
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
@@ -212,6 +221,20 @@ enum hf_opt {
 	HF_OPT_SOCKET,         /* scope (string): an absolute socket path to
 	                          record for the pod                             */
 	HF_OPT_FROM,           /* scope (string): the delegating parent pod      */
+	HF_OPT_BACKEND,        /* lock (string): where the lock lives. NULL or
+	                          "file" (the default): the file system.
+	                          "etcd://HOST:PORT[,HOST:PORT...]" (http) or
+	                          "etcds://..." (https; an item may also carry
+	                          its own http:// or https://): an etcd v3 cluster,
+	                          its endpoints tried in turn. See "Directory lock
+	                          on etcd" below                                 */
+	HF_OPT_ETCD_USER,      /* lock on etcd (string): authenticate as this
+	                          user (default: no auth)                        */
+	HF_OPT_ETCD_PASSWORD_FILE, /* lock on etcd (string): the file whose first
+	                          line is the user's password (read at each
+	                          authentication, never kept)                    */
+	HF_OPT_ETCD_CA_FILE,   /* lock on etcd (string): the CA bundle for https
+	                          endpoints (default: the system's)              */
 };
 
 /* ---------------------------------------------------------------------------
@@ -235,8 +258,15 @@ typedef struct hf_lock hf_lock;
 /* A handle for the lock directory path (copied). -EINVAL: no name (".",
  * "/", "") or one ending in ".holdfast"; -ENAMETOOLONG; -ENOMEM. */
 int hf_lock_new(const char *path, hf_lock **ret);
-/* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CANCEL_FD. */
+/* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CANCEL_FD, _TTL_MS,
+ * _TIMEOUT_MS. */
 int hf_lock_set(hf_lock *l, int opt, int64_t value);
+/* HF_OPT_BACKEND, _ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE (NULL:
+ * back to the default). -EINVAL: not a backend URI, an empty string;
+ * -EPROTONOSUPPORT: a library built without the etcd client; -EBUSY: the
+ * backend of a handle that holds its lock. Options take effect at the next
+ * verb that holds nothing. */
+int hf_lock_set_str(hf_lock *l, int opt, const char *value);
 /* Acquire. 0: held (hf_lock_token, hf_lock_fence, hf_lock_fd). Failure:
  * HF_EHELD (tried once: held by another; hf_lock_holder), HF_ETIMEDOUT (the
  * last holder seen in hf_lock_holder), HF_ECANCELED, HF_EBARRIER (a claim
@@ -296,6 +326,45 @@ void hf_lock_free(hf_lock *l);
  * (how many claims beside it), "in_claim" (1: the holder's directory sits in
  * a claim); "reason" when unreadable. -errno on errors. */
 int hf_lock_status(const char *path, hf_rec **ret);
+/* The same through a handle, on its backend (HF_OPT_BACKEND): 0 and *ret
+ * (the caller's); on etcd the record also has "backend" ("etcd"), "key"
+ * and "ttl_ms". Failures: -errno; on etcd -EIO, -EACCES, -EPROTO with
+ * hf_lock_holder's "reason" saying what happened. */
+int hf_lock_query(hf_lock *l, hf_rec **ret);
+/* Keep the lock l acquired on etcd (held or detached) alive for its owner
+ * (HF_OPT_PID at the acquisition): renew its lease every TTL/3 until the
+ * owner process ends - then revoke it, the lock is free at once: 0 -, the
+ * lease ends elsewhere (released with the token, expired: HF_ENOTHELD), or
+ * it could not be renewed for a whole TTL (HF_ELOST). Blocks that long; for
+ * a process that acquired on another's behalf and forked (the handle's
+ * connections are made anew). -EOPNOTSUPP on the file system (keep
+ * hf_lock_fd open instead); HF_ENOTHELD when l has no lease. */
+int hf_lock_keep(hf_lock *l);
+
+/* ---------------------------------------------------------------------------
+ * Directory lock on etcd (HF_OPT_BACKEND "etcd://...")
+ *
+ * The same verbs, outcomes and records, with a key in place of the
+ * directory: "/holdfast/lock" + PATH made absolute lexically (".", ".."
+ * and "//" resolved without the file system, symbolic links kept), so
+ * hosts sharing a tree must mount it at the same path (or name the lock by
+ * the same absolute path). Nothing is made on the file system. The value
+ * is the owner record (the fields above but "fence", plus "ttl_ms"), bound
+ * to a lease of its own; the fence is the key's create_revision (strictly
+ * greater for every later acquisition of the store). A resource checks a
+ * fence by comparing the key's create_revision to it inside its own etcd
+ * txn, or with hf_lock_query ("fence"). Liveness is the lease: a holding
+ * handle keeps it alive from a thread of its own (started by acquire,
+ * stopped and joined by release, detach and free); hf_lock_keep keeps it
+ * for a process that cannot. An owner proven dead on its own kernel is
+ * reaped at once by the next acquirer there; on another host only its
+ * lease's expiry frees it (HF_OPT_TTL_MS). Waits are watches of the key (no
+ * polling), bounded by HF_OPT_WAIT_MS, ended by HF_OPT_CANCEL_FD.
+ * hf_lock_hold only checks (there is no hold-off on etcd); hf_lock_fd is
+ * -1. The etcd client (libcurl over etcd's JSON gateway) uses one
+ * keep-alive connection per handle, and prints nothing: no password or
+ * auth token appears in any record.
+ * ------------------------------------------------------------------------- */
 
 /* ---------------------------------------------------------------------------
  * Edit: replace a file under a held directory lock

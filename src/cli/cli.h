@@ -132,6 +132,45 @@ int cli_scope_run_release(const char *name, int live_fd);
  * -errno. The caller may close its own copies at once. */
 int cli_keep_for(int pid, const int *fds, size_t n);
 
+/* Backends (backend.c): --backend URI and the etcd options, in every
+ * command that takes a lock (lock, run, edit): put CLI_BACKEND_LONGOPTS in
+ * its options and pass each option to cli_backend_opt first (-1: taken;
+ * HF_EXIT_USAGE: refused, said; 0: not one of them). */
+enum {
+	CLI_OPT_BACKEND = 3000,
+	CLI_OPT_ETCD_USER,
+	CLI_OPT_ETCD_PWFILE,
+	CLI_OPT_ETCD_CA,
+	CLI_OPT_TTL,
+	CLI_OPT_ETCD_TIMEOUT,
+};
+#define CLI_BACKEND_LONGOPTS                                                   \
+	{ "backend", required_argument, NULL, CLI_OPT_BACKEND },                \
+	{ "etcd-user", required_argument, NULL, CLI_OPT_ETCD_USER },            \
+	{ "etcd-password-file", required_argument, NULL, CLI_OPT_ETCD_PWFILE }, \
+	{ "etcd-ca", required_argument, NULL, CLI_OPT_ETCD_CA },                \
+	{ "ttl", required_argument, NULL, CLI_OPT_TTL },                        \
+	{ "etcd-timeout", required_argument, NULL, CLI_OPT_ETCD_TIMEOUT }
+int cli_backend_opt(int opt, const char *arg);
+/* The backend URI in force (--backend, else HOLDFAST_BACKEND), NULL for
+ * the file system. */
+const char *cli_backend(void);
+/* Put the backend and its options (HOLDFAST_ETCD_USER,
+ * HOLDFAST_ETCD_PASSWORD_FILE, HOLDFAST_ETCD_CA_FILE when no option says)
+ * on l: 0, or an exit code (said, recorded). */
+struct hf_lock;
+int cli_backend_apply(struct hf_lock *l, const char *path);
+/* hf_lock_status on the backend in force: 0 and *ret; -errno (nothing
+ * said); > 0: an exit code, the failure said and recorded already. */
+int cli_lock_status(const char *path, struct hf_rec **ret);
+/* main, before anything else: an invocation for etcd in a binary without
+ * the etcd client becomes holdfast-etcd's (exec; returns only on failure:
+ * the exit code). 0: nothing to hand over. */
+int cli_backend_handover(int argc, char **argv);
+/* `lock acquire` on etcd: a keeper (keeper.c) keeps the lease of l
+ * (detached) alive for pid and revokes it when pid ends. Its pid, -errno. */
+int cli_keep_lock(int pid, struct hf_lock *l);
+
 /* The read-then-write guard the session lock replaces (naive.c), to be
  * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */
 int cli_naive_take(const char *path);

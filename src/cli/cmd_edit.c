@@ -359,6 +359,7 @@ int cmd_edit(int argc, char **argv)
 	enum { OPT_INIT = 0x100, OPT_ALLOW_EMPTY, OPT_MAX_HOLD };
 	static const struct option longopts[] = {
 		CLI_WAIT_LONGOPTS,
+		CLI_BACKEND_LONGOPTS,
 		{ "init", required_argument, NULL, OPT_INIT },
 		{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
 		{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
@@ -409,7 +410,11 @@ int cmd_edit(int argc, char **argv)
 			cli_err("edit: unknown option or missing argument: %s", argv[optind - 1]);
 			return HF_EXIT_USAGE;
 		}
-		if ((code = cli_wait_opt(&w, opt, optarg)) != 0)
+		if ((code = cli_backend_opt(opt, optarg)) < 0) {
+			code = 0;
+			continue;
+		}
+		if (code || (code = cli_wait_opt(&w, opt, optarg)) != 0)
 			return code;
 	}
 	if (!e.file || optind >= argc) {
@@ -438,6 +443,10 @@ int cmd_edit(int argc, char **argv)
 	if (rc < 0) {
 		cli_err("edit %s: %s", e.file, hf_strerror(rc));
 		return cli_fail_rc(rc, e.file, NULL);
+	}
+	if ((code = cli_backend_apply(e.l, e.lock)) != 0) {
+		hf_lock_free(e.l);
+		return code;
 	}
 
 	/* Step 1: signals first, so a stop while waiting for the lock is seen;

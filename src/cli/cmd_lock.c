@@ -23,7 +23,7 @@ static const char usage[] =
 	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
 	"                                  [--pid PID] [-v] [--json]\n"
 	"       holdfast lock release PATH --token TOKEN [--json]\n"
-	"       holdfast lock check PATH [--token TOKEN] [--json]\n"
+	"       holdfast lock check PATH [--token TOKEN | --fence N] [--json]\n"
 	"       holdfast lock status PATH [--json]\n"
 	"\n"
 	"A short lock: the directory PATH, made by mkdir, with its owner record\n"
@@ -48,7 +48,17 @@ static const char usage[] =
 	"          still hold it?\") and 1 when another holds it; 69 when free or\n"
 	"          stale; 65 unreadable. Prints nothing (--json: the answer as an\n"
 	"          object); changes nothing.\n"
+	"          With --fence N: 0 only while the acquisition whose fence is N holds\n"
+	"          it (a resource's check before it writes), 1 another's, 69 free.\n"
 	"status    one line: 'free', or 'held: pid P (CMD) on HOST, AGE old, fence F', ...\n"
+	"\n"
+	"Backend (every subcommand): --backend etcd://HOST:PORT[,HOST:PORT...] (or\n"
+	"etcds:// for https; default: HOLDFAST_BACKEND, else 'file', the file system)\n"
+	"keeps the lock in etcd under /holdfast/lock/ + PATH made absolute; --ttl DUR\n"
+	"the lease (default 10s: how long a dead host's or a killed keeper's lock\n"
+	"lasts), --etcd-user USER with --etcd-password-file FILE (or\n"
+	"HOLDFAST_ETCD_USER, HOLDFAST_ETCD_PASSWORD_FILE), --etcd-ca FILE (or\n"
+	"HOLDFAST_ETCD_CA_FILE), --etcd-timeout DUR (one request; default 5s).\n"
 	"\n"
 	"TOKEN may be given as acquire printed it, 'TOKEN FENCE' (token=$(holdfast\n"
 	"lock acquire L) works as is); the fence is then ignored.\n"
@@ -61,7 +71,7 @@ static const char usage[] =
 	"it); 64 usage; 65 unreadable owner record; 69 release or check: not held;\n"
 	"77 unsafe.\n";
 
-enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP };
+enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_FENCE };
 
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
@@ -71,6 +81,8 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "token", required_argument, NULL, OPT_TOKEN },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "fence", required_argument, NULL, OPT_FENCE },
+	CLI_BACKEND_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -80,7 +92,8 @@ struct args {
 	int64_t wait_ms, stale_ms, max_hold_ms;
 	long pid;
 	int conflict_exit;
-	bool json, nowait, waitset, pidset, verbose;
+	int64_t fence;
+	bool json, nowait, waitset, pidset, verbose, fenceset;
 };
 
 /* --token as acquire printed it: "TOKEN" or "TOKEN FENCE" (what
@@ -172,10 +185,30 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		case OPT_HELP:
 			fputs(usage, stdout);
 			return -1;
-		default:
+		case OPT_FENCE: {
+			char *end;
+			errno = 0;
+			long long v = strtoll(optarg, &end, 10);
+			if (strcmp(sub, "check") || !*optarg || *end || errno || v < 1) {
+				cli_err("lock %s: --fence %s: %s", sub, CLI_SHOW(optarg),
+					strcmp(sub, "check") ? "only check takes --fence"
+							     : "not a fence (1 or more)");
+				return HF_EXIT_USAGE;
+			}
+			a->fence = v;
+			a->fenceset = true;
+			break;
+		}
+		default: {
+			int b = cli_backend_opt(c, optarg);
+			if (b < 0)
+				break;
+			if (b)
+				return b;
 			cli_err("lock %s: unknown option '%s' (see 'holdfast lock --help')", sub,
 				argv[optind - 1]);
 			return HF_EXIT_USAGE;
+		}
 		}
 	}
 	if (a->nowait && a->waitset) {
@@ -290,14 +323,16 @@ static int acquire_error_words(const char *path, int rc, pid_t owner, const hf_r
 		break;
 	}
 	}
-	cli_err("lock acquire %s: %s", path, hf_strerror(rc));
+	const char *why = hf_rec_str(h, "reason");
+	cli_err("lock acquire %s: %s%s%s", path, hf_strerror(rc), why ? ": " : "",
+		why ? CLI_SHOW(why) : "");
 	return cli_exit_for(rc);
 }
 
 static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
 {
 	int code = acquire_error_words(path, rc, owner, h);
-	bool who = rc == -EDEADLK || rc == HF_EUNREADABLE;
+	bool who = rc == -EDEADLK || rc == HF_EUNREADABLE || hf_rec_str(h, "reason");
 	return cli_fail_json(code, rc == -ESRCH ? "no_process" : hf_error_name(rc), path,
 			     who && h ? rec_json(h, path) : NULL);
 }
@@ -326,6 +361,10 @@ static int do_acquire(int argc, char **argv)
 	rc = hf_lock_new(a.path, &l);
 	if (rc < 0)
 		return acquire_error(a.path, rc, owner, NULL);
+	if ((rc = cli_backend_apply(l, a.path)) != 0) {
+		hf_lock_free(l);
+		return rc;
+	}
 	hf_lock_set(l, HF_OPT_WAIT_MS, a.wait_ms);
 	if (a.stale_ms)
 		hf_lock_set(l, HF_OPT_STALE_MS, a.stale_ms);
@@ -378,11 +417,16 @@ static int do_acquire(int argc, char **argv)
 	 * pid namespace. An owner gone meanwhile leaves a dead owner's lock:
 	 * reapable, nothing to keep. */
 	int live = hf_lock_detach(l); /* ours now: the handle releases nothing */
+	int keeper = live >= 0	      ? cli_keep_for((int)owner, &live, 1)
+		     : cli_backend() ? cli_keep_lock((int)owner, l) /* etcd: its lease */
+				      : -EBADF;
 	hf_lock_free(l);
-	int keeper = live >= 0 ? cli_keep_for((int)owner, &live, 1) : -EBADF;
 	if (live >= 0)
 		hf_sys_close(live);
-	if (keeper < 0 && keeper != -ESRCH)
+	if (keeper < 0 && keeper != -ESRCH && cli_backend())
+		cli_err("warning: lock %s: no keeper for its lease (%s): it is free after its TTL",
+			a.path, hf_strerror(keeper));
+	else if (keeper < 0 && keeper != -ESRCH)
 		cli_err("warning: lock %s: no keeper for its kernel lock (%s): a process in another "
 			"pid namespace may take pid %d for dead",
 			a.path, hf_strerror(keeper), (int)owner);
@@ -413,6 +457,10 @@ static int do_release(int argc, char **argv)
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}
+	if ((rc = cli_backend_apply(l, a.path)) != 0) {
+		hf_lock_free(l);
+		return rc;
+	}
 	if (hf_lock_adopt(l, a.token) < 0) {
 		cli_err("lock release %s: --token %s is not a token (the 32 hex digits `lock acquire` "
 			"printed)",
@@ -436,7 +484,9 @@ static int do_release(int argc, char **argv)
 			"this user (or is a symlink)", a.path, a.path);
 		code = HF_EXIT_NOPERM;
 	} else if (rc < 0) {
-		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
+		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
+		cli_err("lock release %s: %s%s%s", a.path, hf_strerror(rc), why ? ": " : "",
+			why ? CLI_SHOW(why) : "");
 		code = cli_exit_for(rc);
 	}
 	if (rc < 0)
@@ -478,9 +528,18 @@ static int do_check(int argc, char **argv)
 	int rc = parse(argc, argv, "check", &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	int code0;
+	if (a.token && a.fenceset) {
+		cli_err("lock check %s: --token and --fence exclude each other", a.path);
+		return HF_EXIT_USAGE;
+	}
 	if (a.token) {
 		hf_lock *l;
 		rc = hf_lock_new(a.path, &l);
+		if (rc == 0 && (code0 = cli_backend_apply(l, a.path)) != 0) {
+			hf_lock_free(l);
+			return code0;
+		}
 		if (rc == 0 && hf_lock_adopt(l, a.token) < 0) {
 			cli_err("lock check %s: --token %s is not a token (the 32 hex digits `lock "
 				"acquire` printed)",
@@ -499,8 +558,10 @@ static int do_check(int argc, char **argv)
 			code = st && (!strcmp(st, "held") || !strcmp(st, "skew")) ? HF_EXIT_CONFLICT
 										   : HF_EXIT_NOTHELD;
 		} else if (rc < 0) {
-			cli_err("lock check %s: %s", a.path, hf_strerror(rc));
-			code = cli_fail_rc(rc, a.path, NULL);
+			const char *why = hf_rec_str(hf_lock_holder(l), "reason");
+			cli_err("lock check %s: %s%s%s", a.path, hf_strerror(rc), why ? ": " : "",
+				why ? CLI_SHOW(why) : "");
+			code = cli_fail_rc(rc, a.path, why ? hf_lock_holder(l) : NULL);
 		}
 		if (a.json && (rc == 0 || rc == HF_ELOST))
 			check_answer(a.path, code, true, hf_lock_holder(l));
@@ -508,7 +569,9 @@ static int do_check(int argc, char **argv)
 		return code;
 	}
 	hf_rec *i;
-	rc = hf_lock_status(a.path, &i);
+	rc = cli_lock_status(a.path, &i);
+	if (rc > 0)
+		return rc; /* said and recorded */
 	if (rc < 0) {
 		cli_err("lock check %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
@@ -519,8 +582,12 @@ static int do_check(int argc, char **argv)
 			   ? HF_EXIT_OK
 		   : hf_rec_str(i, "reason") && !hf_rec_str(i, "token") ? HF_EXIT_DATAERR
 									: HF_EXIT_NOTHELD;
+	int64_t fence;
+	if (a.fenceset && code == HF_EXIT_OK && strcmp(st, "partial") &&
+	    (hf_rec_int(i, "fence", &fence) < 0 || fence != a.fence))
+		code = HF_EXIT_CONFLICT; /* held, by another acquisition */
 	if (a.json)
-		check_answer(a.path, code, false, i);
+		check_answer(a.path, code, a.fenceset, i);
 	hf_rec_free(i);
 	return code;
 }
@@ -532,7 +599,9 @@ static int do_status(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	hf_rec *i;
-	rc = hf_lock_status(a.path, &i);
+	rc = cli_lock_status(a.path, &i);
+	if (rc > 0)
+		return rc; /* said and recorded */
 	if (rc < 0) {
 		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);

@@ -350,6 +350,10 @@ static int run_acquire(struct run_state *s)
 			cli_err("lock %s: %s", l->given, hf_strerror(rc));
 			return cli_fail_rc(rc, l->given, NULL);
 		}
+		if ((rc = cli_backend_apply(h, l->given)) != 0) {
+			hf_lock_free(h);
+			return rc;
+		}
 		/* The lock's life is CMD's (RUN1): a long CMD is not a leak. */
 		hf_lock_set(h, HF_OPT_PID, s->child.pid);
 		hf_lock_set(h, HF_OPT_MAX_HOLD_MS, RUN_MAX_HOLD_MS);
@@ -377,6 +381,7 @@ int cmd_run(int argc, char **argv)
 		{ "scope", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'N' },
 		CLI_WAIT_LONGOPTS,
+		CLI_BACKEND_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'J' },
 		{ 0 },
@@ -431,8 +436,15 @@ int cmd_run(int argc, char **argv)
 			cli_json_enable();
 			break;
 		default:
-			cli_err("run: unknown option or missing argument: %s", argv[optind - 1]);
-			code = HF_EXIT_USAGE;
+			if ((code = cli_backend_opt(opt, optarg)) < 0) {
+				code = 0;
+				break;
+			}
+			if (!code) {
+				cli_err("run: unknown option or missing argument: %s",
+					argv[optind - 1]);
+				code = HF_EXIT_USAGE;
+			}
 		}
 	}
 	if (!code && optind >= argc) {

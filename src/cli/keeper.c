@@ -49,14 +49,23 @@
  *   (K3) It never holds for a reused pid: the owner is the process with the
  *        pid AND the start time read in step 1.
  *
+ * On etcd (cli_keep_lock) the keeper holds no descriptor but keeps the
+ * lock's lease alive (hf_lock_keep: every TTL/3) for the owner, and
+ * revokes it the moment the owner ends (its pidfd polls readable): steps
+ * 1-3 and 5 alike, then hf_lock_keep in place of 4 and 6.
+ *
  * Hazards
  * -------
+ *   - Killing the keeper of an etcd lock stops the keep-alive: the lock is
+ *     free when its lease expires (--ttl, default 10 s), whether or not the
+ *     owner lives.
  *   - Killing the keeper (kill -9, an OOM kill, `kill -9 -1`) drops the
  *     locks while the owner may live: a judge in another pid namespace then
  *     takes the owner for dead. In the owner's own namespace its pid decides.
  *   - Without pidfd (Linux < 5.3) the owner's end is seen within a second.
  */
 #include "cli.h"
+#include "holdfast.h"
 #include "faults.h"
 
 #include "file.h"
@@ -272,6 +281,49 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	}
 }
 
+/* Steps 2, 3 and 5 for both kinds of keeper: run main(k, arg) in a
+ * detached grandchild; its pid once it reported. */
+static int keeper_spawn(struct keep *k, void (*main_fn)(struct keep *, int, void *), void *arg);
+
+static void __attribute__((noreturn)) lease_main(struct keep *k, int report, void *arg)
+{
+	hf_fault_inject(NULL, NULL, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	hf_sys_sigprocmask(SIG_SETMASK, &none, NULL);
+	hf_sys_chdir("/");
+	int null = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDWR, 0);
+	for (int fd = 0; fd < 3; fd++)
+		if (null >= 0 && null != fd)
+			hf_sys_dup2(null, fd);
+	int keep[1] = { report };
+	close_others(keep, 1); /* K1: the parent's connection too (hf_lock_keep makes its own) */
+	pid_t me = getpid();
+	uint64_t start;
+	if (hf_pid_start(k->pid, &start) < 0 || start != k->start)
+		me = 0;
+	hf_sys_write(report, &me, sizeof me);
+	hf_sys_close(report);
+	_exit(hf_lock_keep(arg) == 0 ? 0 : 1);
+}
+
+static void keeper_fds_main(struct keep *k, int report, void *arg)
+{
+	(void)arg;
+	keeper_main(k, report);
+}
+
+int cli_keep_lock(int pid, hf_lock *l)
+{
+	if (pid <= 0 || !l)
+		return -EINVAL;
+	struct keep k = { .pid = pid };
+	int rc = hf_pid_start(pid, &k.start);
+	if (rc < 0)
+		return rc;
+	return keeper_spawn(&k, lease_main, l);
+}
+
 int cli_keep_for(int pid, const int *fds, size_t n)
 {
 	if (n == 0 || n > KEEP_MAX || pid <= 0)
@@ -281,8 +333,13 @@ int cli_keep_for(int pid, const int *fds, size_t n)
 	int rc = hf_pid_start(pid, &k.start); /* step 1 */
 	if (rc < 0)
 		return rc;
+	return keeper_spawn(&k, keeper_fds_main, NULL);
+}
+
+static int keeper_spawn(struct keep *k, void (*main_fn)(struct keep *, int, void *), void *arg)
+{
 	int p[2];
-	rc = hf_sys_pipe2(p, O_CLOEXEC);
+	int rc = hf_sys_pipe2(p, O_CLOEXEC);
 	if (rc < 0)
 		return rc;
 	fflush(NULL);
@@ -297,8 +354,10 @@ int cli_keep_for(int pid, const int *fds, size_t n)
 		if (hf_sys_setsid() < 0)
 			_exit(1);
 		pid_t keeper = hf_sys_fork();
-		if (keeper == 0)
-			keeper_main(&k, p[1]);
+		if (keeper == 0) {
+			main_fn(k, p[1], arg);
+			_exit(0);
+		}
 		_exit(keeper < 0 ? 1 : 0);
 	}
 	hf_sys_close(p[1]);

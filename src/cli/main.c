@@ -39,6 +39,9 @@ int main(int argc, char **argv)
 		cli_err("HOLDFAST_FAULTS: %s", why);
 		return cli_json_end(HF_EXIT_USAGE);
 	}
+	int handed = cli_backend_handover(argc, argv); /* etcd: holdfast-etcd's */
+	if (handed)
+		return cli_json_end(handed);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return cli_json_end(HF_EXIT_USAGE);

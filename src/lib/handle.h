@@ -31,6 +31,10 @@ static inline int hf_opt_check(const void *h, int opt, int64_t v)
 		return v < 0 ? -EINVAL : 0;
 	case HF_OPT_PID:
 		return v < 0 || v > INT_MAX ? -EINVAL : 0;
+	case HF_OPT_TTL_MS:
+		return v != 0 && (v < 1000 || v > 86400LL * 1000) ? -EINVAL : 0;
+	case HF_OPT_TIMEOUT_MS:
+		return v != 0 && (v < 1 || v > 3600LL * 1000) ? -EINVAL : 0;
 	case HF_OPT_CANCEL_FD:
 		return v < -1 || v > INT_MAX ? -EINVAL : 0;
 	}

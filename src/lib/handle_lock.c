@@ -13,8 +13,13 @@
  *  (HL3) The descriptor that holds the owner's kernel lock is closed only
  *        after the release (or handed over by detach), never before: while
  *        the record exists, its owner's liveness object stays locked.
+ *  (HL4) A handle with HF_OPT_BACKEND "etcd://..." does every verb on etcd
+ *        (etcdlock.c) and none on the file system; its etcd options take
+ *        effect at the next verb that holds nothing (the lock is made anew
+ *        from them), never under a held lease.
  */
 #include "internal.h"
+#include "etcd.h"
 #include "handle.h"
 #include "rec.h"
 
@@ -38,7 +43,76 @@ struct hf_lock {
 	hf_rec *holder;
 	bool holder_is_self;          /* hf_lock_holder builds our own record
 					 when asked (none on the fast path)  */
+	/* HL4: the etcd backend, when set; el made from these at a verb */
+	char *backend, *etcd_user, *etcd_pwfile, *etcd_ca;
+	int64_t ttl_ms, timeout_ms;
+	struct hf_etcdlock *el;
+	bool el_dirty;
 };
+
+/* HL4: the etcd lock of l, made anew from its options when they changed
+ * and nothing is held. 0 (l->el NULL: the file system), -errno. */
+static int etcd_ready(hf_lock *l)
+{
+	if (!l->backend) {
+		if (!l->holds && l->el) {
+			hf_etcdlock_free(l->el);
+			l->el = NULL;
+		}
+		return 0;
+	}
+	if (l->el && (!l->el_dirty || l->holds))
+		return 0;
+	struct hf_etcd_cfg cfg;
+	int rc = hf_etcd_cfg_parse(l->backend, &cfg);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.user, l->etcd_user);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.password_file, l->etcd_pwfile);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.ca_file, l->etcd_ca);
+	if (rc == 0 && l->timeout_ms) {
+		cfg.request_ms = l->timeout_ms;
+		if (cfg.connect_ms > l->timeout_ms)
+			cfg.connect_ms = l->timeout_ms;
+	}
+	struct hf_etcdlock *el = NULL;
+	if (rc == 0)
+		rc = hf_etcdlock_new(l->path, &cfg, &el);
+	hf_etcd_cfg_clear(&cfg);
+	if (rc < 0)
+		return rc;
+	hf_etcdlock_set_ttl(el, l->ttl_ms);
+	hf_etcdlock_free(l->el);
+	l->el = el;
+	l->el_dirty = false;
+	return 0;
+}
+
+/* An etcd lock's record: the directory lock's fields (rec.c) and the
+ * backend's own: "backend", "key", "lease", "ttl_ms". */
+static hf_rec *etcd_rec(const hf_lock *l, const struct hf_dirlock_info *i, int64_t lease)
+{
+	hf_rec *r = hf_rec_from_dirlock(i, l->path);
+	json_t *o = r ? hf_rec_object(r) : NULL;
+	if (o) {
+		json_object_set_new(o, "backend", json_string("etcd"));
+		json_object_set_new(o, "key", json_string(hf_etcdlock_key(l->el)));
+		if (lease)
+			json_object_set_new(o, "lease", json_integer(lease));
+		json_object_set_new(o, "ttl_ms", json_integer(hf_etcdlock_ttl_ms(l->el)));
+	}
+	return r;
+}
+
+/* A failure of the etcd client: its reason as the holder record. */
+static int etcd_fail(hf_lock *l, int rc)
+{
+	const char *why = l->el ? hf_etcdlock_why(l->el) : "";
+	l->holder_is_self = false;
+	hf_rec_put(&l->holder, why[0] ? hf_rec_reason(why, l->path) : NULL);
+	return rc;
+}
 
 static bool name_ok(const char *path)
 {
@@ -91,8 +165,59 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 	case HF_OPT_PID:
 		l->o.pid = (pid_t)v;
 		return 0;
+	case HF_OPT_TTL_MS:
+		l->ttl_ms = v;
+		l->el_dirty = true;
+		return 0;
+	case HF_OPT_TIMEOUT_MS:
+		l->timeout_ms = v;
+		l->el_dirty = true;
+		return 0;
 	}
 	return -EINVAL;
+}
+
+int hf_lock_set_str(hf_lock *l, int opt, const char *value)
+{
+	if (!l)
+		return -EINVAL;
+	char **slot;
+	switch (opt) {
+	case HF_OPT_BACKEND:
+		slot = &l->backend;
+		if (value && !strcmp(value, "file"))
+			value = NULL;
+		if (value) {
+			struct hf_etcd_cfg cfg;
+			int rc = hf_etcd_cfg_parse(value, &cfg);
+			hf_etcd_cfg_clear(&cfg);
+			if (rc < 0)
+				return rc;
+		}
+		break;
+	case HF_OPT_ETCD_USER:
+		slot = &l->etcd_user;
+		break;
+	case HF_OPT_ETCD_PASSWORD_FILE:
+		slot = &l->etcd_pwfile;
+		break;
+	case HF_OPT_ETCD_CA_FILE:
+		slot = &l->etcd_ca;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (value && (!*value || strlen(value) >= PATH_MAX))
+		return -EINVAL;
+	if (l->holds && opt == HF_OPT_BACKEND)
+		return -EBUSY; /* HL4: the held lock is on the backend it was taken on */
+	char *c = value ? strdup(value) : NULL;
+	if (value && !c)
+		return -ENOMEM;
+	free(*slot);
+	*slot = c;
+	l->el_dirty = true;
+	return 0;
 }
 
 static void holder_set(hf_lock *l, const struct hf_dirlock_info *h)
@@ -118,7 +243,20 @@ int hf_lock_acquire(hf_lock *l)
 	struct hf_dirlock_info got, h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
-	int rc = hf_dirlock_acquire(&l->o, &got, &h);
+	int rc = etcd_ready(l);
+	if (rc < 0)
+		return etcd_fail(l, rc);
+	if (l->el) {
+		rc = hf_etcdlock_acquire(l->el, &l->o, &got, &h);
+		if (rc < 0 && names_holder(rc) && h.owner.token[0]) {
+			l->holder_is_self = false;
+			hf_rec_put(&l->holder, etcd_rec(l, &h, 0));
+			return rc;
+		}
+		if (rc < 0)
+			return etcd_fail(l, rc);
+	} else
+		rc = hf_dirlock_acquire(&l->o, &got, &h);
 	if (rc < 0) {
 		holder_set(l, names_holder(rc) && (h.owner.token[0] || h.reason[0] || h.partial)
 				      ? &h
@@ -147,7 +285,19 @@ int hf_lock_release(hf_lock *l)
 	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
-	int rc = hf_dirlock_release(l->path, l->held.owner.token, &h);
+	int rc = etcd_ready(l);
+	if (rc < 0)
+		return etcd_fail(l, rc);
+	if (l->el) {
+		rc = hf_etcdlock_release(l->el, l->held.owner.token, &h);
+		if (rc != 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS)
+			return etcd_fail(l, rc); /* still ours: release may be tried again */
+		l->holds = false;
+		l->holder_is_self = false;
+		hf_rec_put(&l->holder, rc == HF_ENOTYOURS ? etcd_rec(l, &h, 0) : NULL);
+		return rc;
+	}
+	rc = hf_dirlock_release(l->path, l->held.owner.token, &h);
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd); /* HL3: after the release */
 	l->held.live_fd = -1;
@@ -177,7 +327,20 @@ int hf_lock_check(hf_lock *l)
 	if (!l->has_token)
 		return HF_ENOTHELD;
 	struct hf_dirlock_info now;
-	int rc = hf_dirlock_status(l->path, &now);
+	int rc = etcd_ready(l);
+	if (rc < 0)
+		return etcd_fail(l, rc);
+	if (l->el) {
+		if ((rc = hf_etcdlock_status(l->el, &now)) < 0)
+			return etcd_fail(l, rc);
+		bool mine = now.owner.token[0] && !strcmp(now.owner.token, l->held.owner.token) &&
+			    (now.state == HF_LOCK_HELD || now.state == HF_LOCK_SKEW) &&
+			    !(l->holds && !l->adopted && hf_etcdlock_lost(l->el));
+		l->holder_is_self = false;
+		hf_rec_put(&l->holder, now.state != HF_LOCK_FREE ? etcd_rec(l, &now, 0) : NULL);
+		return mine ? 0 : HF_ELOST;
+	}
+	rc = hf_dirlock_status(l->path, &now);
 	if (rc < 0)
 		return rc;
 	bool ours = now.owner.token[0] && !now.partial && !now.in_claim &&
@@ -192,6 +355,8 @@ int hf_lock_detach(hf_lock *l)
 	if (!l || !l->holds)
 		return -1;
 	hf_lock_unhold(l);
+	if (l->el)
+		hf_etcdlock_unkeep(l->el); /* the lease stays: hf_lock_keep, or its TTL */
 	int fd = l->held.live_fd;
 	l->held.live_fd = -1;
 	l->holds = false; /* the token stays readable (has_token) */
@@ -222,7 +387,8 @@ const hf_rec *hf_lock_holder(const hf_lock *l)
 		struct hf_dirlock_info self = l->held;
 		self.state = HF_LOCK_HELD;
 		self.live_fd = -1;
-		m->holder = hf_rec_from_dirlock(&self, l->path);
+		m->holder = l->el ? etcd_rec(l, &self, hf_etcdlock_lease(l->el))
+				  : hf_rec_from_dirlock(&self, l->path);
 	}
 	return l->holder;
 }
@@ -235,6 +401,8 @@ int hf_lock_hold(hf_lock *l)
 		return l->holds ? -EINVAL : HF_ENOTHELD; /* an adopted token has no fence */
 	if (l->guard >= 0)
 		return 0;
+	if (l->el) /* etcd: no hold-off, the lock is only checked (README) */
+		return hf_lock_check(l);
 	return hf_dirlock_hold(l->path, &l->held, &l->guard);
 }
 
@@ -256,8 +424,47 @@ void hf_lock_free(hf_lock *l)
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd);
 	hf_rec_free(l->holder);
+	hf_etcdlock_free(l->el);
+	free(l->backend);
+	free(l->etcd_user);
+	free(l->etcd_pwfile);
+	free(l->etcd_ca);
 	free(l->path);
 	free(l);
+}
+
+int hf_lock_query(hf_lock *l, hf_rec **ret)
+{
+	if (!l || !ret)
+		return -EINVAL;
+	int rc = etcd_ready(l);
+	if (rc < 0)
+		return etcd_fail(l, rc);
+	if (!l->el)
+		return hf_lock_status(l->path, ret);
+	struct hf_dirlock_info i;
+	if ((rc = hf_etcdlock_status(l->el, &i)) < 0)
+		return etcd_fail(l, rc);
+	hf_rec *r = etcd_rec(l, &i, 0);
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}
+
+int hf_lock_keep(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (!l->el)
+		return -EOPNOTSUPP; /* the file system's lock: its descriptor (keeper.c) */
+	if (!l->has_token || l->adopted || !hf_etcdlock_lease(l->el))
+		return HF_ENOTHELD;
+	int rc = hf_etcdlock_keep(l->el, l->held.owner.pid, l->held.owner.pid_start);
+	if (rc < 0)
+		etcd_fail(l, rc);
+	l->holds = false; /* kept to its end: nothing is held any more */
+	return rc;
 }
 
 int hf_lock_status(const char *path, hf_rec **ret)

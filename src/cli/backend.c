@@ -1,0 +1,185 @@
+/*
+ * backend.c - where a lock lives, for every command that takes one: the
+ * --backend option and its etcd options (one parser for lock, run and
+ * edit), HOLDFAST_BACKEND and the other variables the library never reads
+ * (it reads HOLDFAST_REGISTRY alone), and the hand-over of an etcd
+ * invocation from the static CLI, which has no etcd client, to
+ * holdfast-etcd (the same commands, linked with libcurl).
+ *
+ * Invariants
+ * ----------
+ *   (BK1) A command line's --backend wins over HOLDFAST_BACKEND; without
+ *         either the lock is the file system's.
+ *   (BK2) The password is read from a file only (--etcd-password-file or
+ *         HOLDFAST_ETCD_PASSWORD_FILE), by the library; no option takes
+ *         it, so it never shows in ps.
+ *   (BK3) The hand-over execs holdfast-etcd with the argv main saw, before
+ *         any command ran: nothing is done twice.
+ */
+#include "cli.h"
+#include "sys.h"
+
+#include "holdfast.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef HF_BINDIR
+#define HF_BINDIR "/usr/local/bin"
+#endif
+
+static struct {
+	const char *backend, *user, *pwfile, *ca;
+	int64_t ttl_ms, timeout_ms;
+} B;
+
+static const char *env_or(const char *v, const char *name)
+{
+	const char *e = getenv(name);
+	return v ? v : e && *e ? e : NULL;
+}
+
+int cli_backend_opt(int opt, const char *arg)
+{
+	switch (opt) {
+	case CLI_OPT_BACKEND:
+		B.backend = arg;
+		break;
+	case CLI_OPT_ETCD_USER:
+		B.user = arg;
+		break;
+	case CLI_OPT_ETCD_PWFILE:
+		B.pwfile = arg;
+		break;
+	case CLI_OPT_ETCD_CA:
+		B.ca = arg;
+		break;
+	case CLI_OPT_TTL:
+		if (cli_duration_arg("--ttl", arg, &B.ttl_ms))
+			return HF_EXIT_USAGE;
+		if (B.ttl_ms < 1000) {
+			cli_err("--ttl %s: at least 1s (etcd grants whole seconds)", CLI_SHOW(arg));
+			return HF_EXIT_USAGE;
+		}
+		break;
+	case CLI_OPT_ETCD_TIMEOUT:
+		if (cli_duration_arg("--etcd-timeout", arg, &B.timeout_ms))
+			return HF_EXIT_USAGE;
+		if (B.timeout_ms < 1 || B.timeout_ms > 3600LL * 1000) {
+			cli_err("--etcd-timeout %s: between 1ms and 1h", CLI_SHOW(arg));
+			return HF_EXIT_USAGE;
+		}
+		break;
+	default:
+		return 0;
+	}
+	return -1;
+}
+
+const char *cli_backend(void)
+{
+	const char *b = env_or(B.backend, "HOLDFAST_BACKEND"); /* BK1 */
+	return b && strcmp(b, "file") ? b : NULL;
+}
+
+int cli_backend_apply(hf_lock *l, const char *path)
+{
+	const char *b = cli_backend();
+	if (!b)
+		return 0;
+	int rc = hf_lock_set_str(l, HF_OPT_BACKEND, b);
+	if (rc == 0)
+		rc = hf_lock_set_str(l, HF_OPT_ETCD_USER, env_or(B.user, "HOLDFAST_ETCD_USER"));
+	if (rc == 0)
+		rc = hf_lock_set_str(l, HF_OPT_ETCD_PASSWORD_FILE,
+				     env_or(B.pwfile, "HOLDFAST_ETCD_PASSWORD_FILE")); /* BK2 */
+	if (rc == 0)
+		rc = hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, env_or(B.ca, "HOLDFAST_ETCD_CA_FILE"));
+	if (rc == 0 && B.ttl_ms)
+		rc = hf_lock_set(l, HF_OPT_TTL_MS, B.ttl_ms);
+	if (rc == 0 && B.timeout_ms)
+		rc = hf_lock_set(l, HF_OPT_TIMEOUT_MS, B.timeout_ms);
+	if (rc == 0)
+		return 0;
+	if (rc == -EINVAL)
+		cli_err("%s: backend %s: not 'file', etcd://HOST:PORT[,HOST:PORT...] or "
+			"etcds://HOST:PORT[,...]",
+			CLI_SHOW(path), CLI_SHOW(b));
+	else
+		cli_err("%s: backend %s: %s", CLI_SHOW(path), CLI_SHOW(b), hf_strerror(rc));
+	return cli_fail(HF_EXIT_USAGE, "usage", path, NULL);
+}
+
+int cli_lock_status(const char *path, hf_rec **ret)
+{
+	if (!cli_backend())
+		return hf_lock_status(path, ret);
+	hf_lock *l;
+	int rc = hf_lock_new(path, &l);
+	if (rc < 0)
+		return rc;
+	if ((rc = cli_backend_apply(l, path)) != 0) {
+		hf_lock_free(l);
+		return rc; /* said, and recorded */
+	}
+	rc = hf_lock_query(l, ret);
+	if (rc < 0) {
+		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
+		cli_err("lock %s: %s%s%s", CLI_SHOW(path), hf_strerror(rc), why ? ": " : "",
+			why ? CLI_SHOW(why) : "");
+		rc = cli_fail_rc(rc, path, hf_lock_holder(l));
+	}
+	hf_lock_free(l);
+	return rc;
+}
+
+/* Does argv (up to "--") or HOLDFAST_BACKEND ask for etcd? */
+static bool wants_etcd(int argc, char **argv)
+{
+	const char *b = NULL;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+			b = argv[i + 1];
+		else if (!strncmp(argv[i], "--backend=", 10))
+			b = argv[i] + 10;
+	}
+	b = env_or(b, "HOLDFAST_BACKEND");
+	return b && (!strncmp(b, "etcd://", 7) || !strncmp(b, "etcds://", 8));
+}
+
+int cli_backend_handover(int argc, char **argv)
+{
+	if (!wants_etcd(argc, argv))
+		return 0;
+	hf_lock *l;
+	if (hf_lock_new("probe", &l) < 0)
+		return 0;
+	int rc = hf_lock_set_str(l, HF_OPT_BACKEND, "etcd://127.0.0.1:1");
+	hf_lock_free(l);
+	if (rc != -EPROTONOSUPPORT)
+		return 0; /* this binary has the client */
+	/* BK3: beside this binary (a build tree, a prefix), else the installed one */
+	char self[PATH_MAX], next[PATH_MAX + 16];
+	ssize_t n = hf_sys_readlinkat(AT_FDCWD, "/proc/self/exe", self, sizeof self - 1);
+	const char *tried = HF_BINDIR "/holdfast-etcd";
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(next, sizeof next, "%s/holdfast-etcd", self);
+			argv[0] = next;
+			hf_sys_execvp(next, argv); /* returns only when it cannot */
+		}
+	}
+	argv[0] = (char *)tried;
+	rc = hf_sys_execvp(tried, argv);
+	cli_err("etcd backend: this holdfast has no etcd client, and %s cannot be run (%s)", tried,
+		hf_strerror(rc));
+	return HF_EXIT_SOFTWARE;
+}

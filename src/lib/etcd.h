@@ -1,0 +1,124 @@
+/*
+ * etcd.h - a small etcd v3 client over the JSON gateway (etcd.c) and the
+ * directory lock kept in etcd (etcdlock.c). Not part of the public API;
+ * the protocols, their invariants and hazards are in the two .c files.
+ */
+#ifndef HF_ETCD_H
+#define HF_ETCD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hf_dirlock_opts;
+struct hf_dirlock_info;
+
+#define HF_ETCD_ENDPOINTS_MAX 16
+#define HF_ETCD_WHY_MAX 256
+#define HF_ETCD_TTL_MS_DEFAULT (10LL * 1000)     /* a lease's TTL             */
+#define HF_ETCD_CONNECT_MS_DEFAULT (2LL * 1000)  /* connecting to one endpoint */
+#define HF_ETCD_REQUEST_MS_DEFAULT (5LL * 1000)  /* one whole request         */
+#define HF_ETCD_KEY_PREFIX "/holdfast/lock"
+
+/* Where and how to reach etcd: what a backend URI and the lock's options
+ * say. Strings are the config's (heap), freed by hf_etcd_cfg_clear. */
+struct hf_etcd_cfg {
+	char *endpoints[HF_ETCD_ENDPOINTS_MAX]; /* "http://h:p" or "https://h:p" */
+	size_t n;
+	char *user;          /* NULL: no auth                                   */
+	char *password_file; /* the user's password, first line                 */
+	char *ca_file;       /* https: the CA bundle (NULL: the system's)       */
+	int64_t connect_ms, request_ms;
+};
+
+/* Parse "etcd://HOST:PORT[,HOST:PORT...]" (http; "etcds://" for https; an
+ * item may carry its own "http://" or "https://") into cfg (cleared
+ * first). 0; -EINVAL not such a URI (cfg left empty); -ENOMEM. */
+int hf_etcd_cfg_parse(const char *uri, struct hf_etcd_cfg *cfg);
+/* Replace *slot with a copy of s (NULL: none). 0 or -ENOMEM. */
+int hf_etcd_cfg_str(char **slot, const char *s);
+void hf_etcd_cfg_clear(struct hf_etcd_cfg *cfg);
+
+/* A connection (one curl handle, reused: keep-alive) to the endpoints of
+ * cfg (copied). No I/O. */
+struct hf_etcd;
+int hf_etcd_open(const struct hf_etcd_cfg *cfg, struct hf_etcd **ret);
+void hf_etcd_close(struct hf_etcd *e);
+/* In a child forked while e was open: forget the parent's connection (its
+ * socket is the parent's too) without touching it; the next call connects
+ * anew. */
+void hf_etcd_forget(struct hf_etcd *e);
+
+/* POST req (stolen) to api ("/v3/kv/txn") at the first endpoint that
+ * answers, authenticating first when cfg has a user. 0 and *ret (the
+ * answer, the caller's). Failures, with why (n bytes; never a password or
+ * an auth token) saying what happened: -EIO (no endpoint could be reached,
+ * or a request timed out: not retried elsewhere once sent), -EACCES
+ * (authentication refused or permission denied), -ENOENT (etcd's "not
+ * found", e.g. a lease), -EPROTO (an error answer or one that is not JSON),
+ * -ENOMEM. */
+int hf_etcd_call(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, char *why,
+		 size_t n);
+/* Watch key (klen bytes) from revision from_rev on: 0 when an event on it
+ * arrives (a delete, a put: the caller looks again), HF_ETIMEDOUT at
+ * deadline_ns (CLOCK_MONOTONIC; < 0: none), HF_ECANCELED when cancel_fd
+ * (>= 0) is readable, -EBADF when it is not open, -EIO (why) when the
+ * stream could not be opened or broke. */
+int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_rev,
+		  int64_t deadline_ns, int cancel_fd, char *why, size_t n);
+
+/* base64 of p (n bytes), malloc'd; NULL: no memory. */
+char *hf_b64_encode(const void *p, size_t n);
+/* Decode s: 0, *ret (malloc'd, NUL-terminated) and *ret_n; -EINVAL. */
+int hf_b64_decode(const char *s, char **ret, size_t *ret_n);
+/* An int64 field of the gateway (a JSON string of digits, or a number):
+ * 0 and *ret; -ENOENT absent (proto3 omits zero: the caller decides what
+ * absent means); -EINVAL malformed. */
+int hf_etcd_i64(const json_t *obj, const char *field, int64_t *ret);
+
+/* ---- the directory lock on etcd (etcdlock.c) ---------------------------- */
+struct hf_etcdlock;
+
+/* A lock for path (made absolute lexically: the key is
+ * HF_ETCD_KEY_PREFIX + that path) on the etcd of cfg (taken: the caller's
+ * cfg is left empty). 0; -EINVAL (no absolute path can be made), -ENOMEM. */
+int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdlock **ret);
+void hf_etcdlock_free(struct hf_etcdlock *el);
+struct hf_etcd_cfg *hf_etcdlock_cfg(struct hf_etcdlock *el);
+/* A new connection after the cfg changed. 0 or -ENOMEM. */
+int hf_etcdlock_reopen(struct hf_etcdlock *el);
+void hf_etcdlock_set_ttl(struct hf_etcdlock *el, int64_t ttl_ms);
+/* The key and the reason of the last failure ("" when none). */
+const char *hf_etcdlock_key(const struct hf_etcdlock *el);
+const char *hf_etcdlock_why(const struct hf_etcdlock *el);
+/* The lease of what el holds (0: none) and its TTL. */
+int64_t hf_etcdlock_lease(const struct hf_etcdlock *el);
+int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el);
+
+/* As hf_dirlock_acquire, on etcd: 0 and *ret (owner, fence = the key's
+ * create_revision); the lease is kept alive by a thread of el's until
+ * release, detach or free. Failures: HF_EHELD, HF_ETIMEDOUT, HF_ECANCELED
+ * (the holder in *reterr_holder), -ESRCH, -EDEADLK, -EBADF, and the
+ * client's (-EIO, -EACCES, -EPROTO: hf_etcdlock_why). */
+int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
+			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
+/* Release the acquisition of token (held by el: by its lease; adopted: the
+ * record's). 0; HF_ENOTHELD; HF_ENOTYOURS (*reterr_holder); the client's. */
+int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
+			struct hf_dirlock_info *reterr_holder);
+/* The lock's state: 0 and *ret (state HF_LOCK_FREE when no key); the
+ * client's failures. */
+int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret);
+/* Has el's keep-alive seen its lease end (expired, revoked elsewhere)? */
+bool hf_etcdlock_lost(struct hf_etcdlock *el);
+/* Stop keeping the lease alive here (detach): the lease stays, with its
+ * TTL running. */
+void hf_etcdlock_unkeep(struct hf_etcdlock *el);
+/* Keep the lease of the acquisition el holds or detached alive for its
+ * owner (pid, start its start time): until the owner ends (then the lease
+ * is revoked: 0), the lease ends elsewhere (a release: HF_ENOTHELD), or it
+ * could not be renewed within its TTL (HF_ELOST). */
+int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * etcd_none.c - the etcd backend's entry points in a build without the
+ * etcd client (the static CLI: libcurl cannot be linked statically). A
+ * backend URI is recognised and refused with -EPROTONOSUPPORT, so the CLI
+ * hands the command to holdfast-etcd (README: Backends); nothing else here
+ * is ever reached, because no etcd lock can be made.
+ */
+#include "etcd.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hf_etcd_cfg_parse(const char *uri, struct hf_etcd_cfg *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	return strncmp(uri, "etcd://", 7) && strncmp(uri, "etcds://", 8) ? -EINVAL
+									  : -EPROTONOSUPPORT;
+}
+
+int hf_etcd_cfg_str(char **slot, const char *s)
+{
+	(void)slot, (void)s;
+	return -EPROTONOSUPPORT;
+}
+
+void hf_etcd_cfg_clear(struct hf_etcd_cfg *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+}
+
+int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdlock **ret)
+{
+	(void)path, (void)cfg, (void)ret;
+	return -EPROTONOSUPPORT;
+}
+
+void hf_etcdlock_free(struct hf_etcdlock *el)
+{
+	(void)el;
+}
+
+void hf_etcdlock_set_ttl(struct hf_etcdlock *el, int64_t ttl_ms)
+{
+	(void)el, (void)ttl_ms;
+}
+
+const char *hf_etcdlock_key(const struct hf_etcdlock *el)
+{
+	(void)el;
+	return "";
+}
+
+const char *hf_etcdlock_why(const struct hf_etcdlock *el)
+{
+	(void)el;
+	return "";
+}
+
+int64_t hf_etcdlock_lease(const struct hf_etcdlock *el)
+{
+	(void)el;
+	return 0;
+}
+
+int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
+{
+	(void)el;
+	return 0;
+}
+
+int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
+			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+{
+	(void)el, (void)o, (void)ret, (void)reterr_holder;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
+			struct hf_dirlock_info *reterr_holder)
+{
+	(void)el, (void)token, (void)reterr_holder;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret)
+{
+	(void)el, (void)ret;
+	return -EPROTONOSUPPORT;
+}
+
+bool hf_etcdlock_lost(struct hf_etcdlock *el)
+{
+	(void)el;
+	return true;
+}
+
+void hf_etcdlock_unkeep(struct hf_etcdlock *el)
+{
+	(void)el;
+}
+
+int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
+{
+	(void)el, (void)pid, (void)start;
+	return -EPROTONOSUPPORT;
+}

@@ -1,0 +1,651 @@
+/*
+ * etcdlock.c - the directory lock kept in etcd: the same verbs, records,
+ * fences and outcomes as dirlock.c, with a key in place of the directory
+ * and a lease in place of the kernel lock (hf_lock with HF_OPT_BACKEND).
+ *
+ * Artifacts
+ * ---------
+ *   key     HF_ETCD_KEY_PREFIX + the lock's path made absolute lexically
+ *           ("/holdfast/lock/srv/build.lock"; ".", ".." and "//" resolved
+ *           without the file system, symbolic links kept): hosts that
+ *           share a tree mount it at the same path, or name the lock by the
+ *           same absolute path. Nothing is made on the file system.
+ *   value   the owner record as JSON (owner.c: token, pid, pid_start,
+ *           boot_id, host, acquired, pidns, timens, boottime_ms, comm) and
+ *           max_hold_ms, ttl_ms. No fence: the fence is the key's
+ *           create_revision.
+ *   lease   one per acquisition, TTL ttl_ms (default 10 s, rounded up to a
+ *           second), attached to the key: the key lives while the lease is
+ *           kept alive. Kept alive every TTL/3 by a thread of the handle
+ *           (a program holding the lock), or by `holdfast lock acquire`'s
+ *           keeper (hf_etcdlock_keep) for a shell script.
+ *   fence   the key's create_revision: etcd's store-wide revision at the
+ *           put that created it.
+ *
+ * Steps of an acquisition (hf_etcdlock_acquire)
+ * ---------------------------------------------
+ *   1. The owner record for o->pid (-ESRCH: no such process).
+ *   2. Grant a lease.
+ *   3. One txn: if create_revision(key) == 0 (absent) put key = value with
+ *      the lease, else range key. Succeeded: the fence is the txn's
+ *      header.revision (the put's revision, the key's create_revision); the
+ *      keep-alive starts. Done.
+ *   4. Failed: the holder is the kv read in the same txn, judged as
+ *      dirlock.c judges a record: its owner proven dead on its own kernel
+ *      (owner.c), or older than max(max-hold, stale): revoke the holder's
+ *      lease (its key goes with it) and go to 3.
+ *   5. Try once: revoke ours, HF_EHELD. A wait without a deadline for a
+ *      lock the process it is for holds already: -EDEADLK (DL13's rule).
+ *   6. Wait: watch key from the revision after the txn's (so a delete
+ *      between the txn and the watch is delivered); an event, the deadline
+ *      (HF_ETIMEDOUT) or the cancel descriptor (HF_ECANCELED) ends it. Our
+ *      lease is granted again when half its TTL went by waiting. Go to 3.
+ *
+ * Release: revoke the lease (the key goes with it) - one request. An
+ * adopted token: range the key, compare the record's token, revoke the
+ * record's lease. Status and check: range the key.
+ *
+ * Invariants
+ * ----------
+ *   (EL1) At most one key per lock, created only by a txn whose compare
+ *         is create_revision == 0: two holders never both succeed.
+ *   (EL2) Every acquisition's fence is strictly greater than every earlier
+ *         one's of the same lock: etcd's revision grows with every write of
+ *         the store, and the fence is the revision of the put that made the
+ *         key - across releases, expiries, reaps and restarts of members.
+ *   (EL3) A holder's key is deleted only by the revoke of its own lease
+ *         (release, the keeper seeing its owner die, a reaper that proved
+ *         it dead) or by the lease's expiry: a revoke names a lease, never
+ *         the key, so a late revoke cannot delete a newer holder's key.
+ *   (EL4) A wait is a watch, never a poll: it wakes on an event of the key
+ *         after the revision it was judged at, its deadline or its cancel
+ *         descriptor.
+ *   (EL5) The keep-alive renews only the lease of what the handle holds;
+ *         it stops (joined) before the release, detach or free returns.
+ *
+ * Hazards
+ * -------
+ *   - A pid proves death only on its own kernel: a holder on another host
+ *     that died is free only when its lease expires (its TTL); a host that
+ *     is cut off keeps believing it holds the lock until its keep-alive
+ *     fails - a resource must check the fence (Kleppmann; etcd#11457).
+ *   - Killing the keeper (kill -9) stops the keep-alive: the lock is free
+ *     after the TTL while its owner may live on.
+ *   - Leases survive a member restart; a TTL is extended by etcd on a leader
+ *     change. A paused holder (SIGSTOP) loses the lock after its TTL.
+ *   - Age on another host is by the wall clock (skew counts).
+ */
+#include "etcd.h"
+#include "internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SKEW_MS 1000
+
+struct hf_etcdlock {
+	struct hf_etcd_cfg cfg;
+	struct hf_etcd *conn;
+	char *key;
+	size_t klen;
+	char *key64;
+	int64_t ttl_ms;
+	int64_t lease;          /* what the handle holds (0: none)           */
+	/* the keep-alive (EL5) */
+	pthread_t ka;
+	bool ka_on;
+	int ka_pipe[2];
+	atomic_int lost;
+	pid_t ka_pid;           /* the process whose thread it is           */
+	char why[HF_ETCD_WHY_MAX];
+};
+
+/* path made absolute lexically into a malloc'd string. */
+static int abs_lexical(const char *path, char **ret)
+{
+	char cwd[PATH_MAX] = "";
+	if (path[0] != '/' && hf_sys_getcwd(cwd, sizeof cwd) < 0)
+		return -EINVAL;
+	size_t cap = strlen(cwd) + strlen(path) + 3;
+	char *in = malloc(cap), *out = malloc(cap);
+	if (!in || !out) {
+		free(in);
+		free(out);
+		return -ENOMEM;
+	}
+	snprintf(in, cap, "%s/%s", cwd, path);
+	size_t o = 0;
+	for (char *s = in; *s;) {
+		while (*s == '/')
+			s++;
+		size_t n = strcspn(s, "/");
+		if (!n)
+			break;
+		if (n == 1 && s[0] == '.') {
+		} else if (n == 2 && s[0] == '.' && s[1] == '.') {
+			while (o > 0 && out[--o] != '/')
+				;
+		} else {
+			out[o++] = '/';
+			memcpy(out + o, s, n);
+			o += n;
+		}
+		s += n;
+	}
+	free(in);
+	if (!o) { /* "/" is no lock name */
+		free(out);
+		return -EINVAL;
+	}
+	out[o] = '\0';
+	*ret = out;
+	return 0;
+}
+
+int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdlock **ret)
+{
+	struct hf_etcdlock *el = calloc(1, sizeof *el);
+	if (!el)
+		return -ENOMEM;
+	char *abs = NULL;
+	int rc = abs_lexical(path, &abs);
+	if (rc == 0) {
+		size_t n = strlen(HF_ETCD_KEY_PREFIX) + strlen(abs) + 1;
+		el->key = malloc(n);
+		if (el->key) {
+			snprintf(el->key, n, "%s%s", HF_ETCD_KEY_PREFIX, abs);
+			el->klen = strlen(el->key);
+			el->key64 = hf_b64_encode(el->key, el->klen);
+		}
+		rc = el->key && el->key64 ? 0 : -ENOMEM;
+	}
+	free(abs);
+	if (rc == 0)
+		rc = hf_etcd_open(cfg, &el->conn);
+	if (rc < 0) {
+		free(el->key);
+		free(el->key64);
+		free(el);
+		return rc;
+	}
+	el->cfg = *cfg; /* taken */
+	memset(cfg, 0, sizeof *cfg);
+	el->ttl_ms = HF_ETCD_TTL_MS_DEFAULT;
+	el->ka_pipe[0] = el->ka_pipe[1] = -1;
+	*ret = el;
+	return 0;
+}
+
+struct hf_etcd_cfg *hf_etcdlock_cfg(struct hf_etcdlock *el)
+{
+	return &el->cfg;
+}
+
+int hf_etcdlock_reopen(struct hf_etcdlock *el)
+{
+	struct hf_etcd *c;
+	int rc = hf_etcd_open(&el->cfg, &c);
+	if (rc < 0)
+		return rc;
+	hf_etcd_close(el->conn);
+	el->conn = c;
+	return 0;
+}
+
+void hf_etcdlock_set_ttl(struct hf_etcdlock *el, int64_t ttl_ms)
+{
+	el->ttl_ms = ttl_ms > 0 ? ttl_ms : HF_ETCD_TTL_MS_DEFAULT;
+}
+
+const char *hf_etcdlock_key(const struct hf_etcdlock *el)
+{
+	return el->key;
+}
+
+const char *hf_etcdlock_why(const struct hf_etcdlock *el)
+{
+	return el->why;
+}
+
+int64_t hf_etcdlock_lease(const struct hf_etcdlock *el)
+{
+	return el->lease;
+}
+
+int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
+{
+	return (el->ttl_ms + 999) / 1000 * 1000;
+}
+
+bool hf_etcdlock_lost(struct hf_etcdlock *el)
+{
+	return atomic_load(&el->lost) != 0;
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static int call(struct hf_etcdlock *el, struct hf_etcd *c, const char *api, json_t *req,
+		json_t **ret)
+{
+	if (!req) {
+		snprintf(el->why, sizeof el->why, "etcd: no memory for a request");
+		return -ENOMEM;
+	}
+	json_t *a = NULL;
+	int rc = hf_etcd_call(c, api, req, &a, el->why, sizeof el->why);
+	if (rc == 0 && ret)
+		*ret = a;
+	else
+		json_decref(a);
+	return rc;
+}
+
+static int lease_grant(struct hf_etcdlock *el, int64_t *ret)
+{
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/lease/grant",
+		      json_pack("{s:I}", "TTL", (json_int_t)(hf_etcdlock_ttl_ms(el) / 1000)), &a);
+	if (rc < 0)
+		return rc;
+	rc = hf_etcd_i64(a, "ID", ret);
+	json_decref(a);
+	if (rc < 0 || *ret == 0) {
+		snprintf(el->why, sizeof el->why, "etcd: a lease grant answered without an ID");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Revoke lease id on c: 0, -ENOENT (no such lease: expired or revoked). */
+static int lease_revoke(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id)
+{
+	char s[24];
+	snprintf(s, sizeof s, "%lld", (long long)id);
+	return call(el, c, "/v3/lease/revoke", json_pack("{s:s}", "ID", s), NULL);
+}
+
+/* One keep-alive of lease id on c: 0 renewed; -ENOENT it is gone. */
+static int lease_keep(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id, char *why, size_t n)
+{
+	char s[24];
+	snprintf(s, sizeof s, "%lld", (long long)id);
+	json_t *a = NULL;
+	int rc = hf_etcd_call(c, "/v3/lease/keepalive", json_pack("{s:s}", "ID", s), &a, why, n);
+	if (rc < 0)
+		return rc;
+	int64_t ttl = 0;
+	hf_etcd_i64(json_object_get(a, "result"), "TTL", &ttl); /* absent: 0, gone */
+	json_decref(a);
+	(void)el;
+	return ttl > 0 ? 0 : -ENOENT;
+}
+
+/* A kv of the gateway into *i (owner, fence, state, age) and *lease. */
+static int kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease)
+{
+	memset(i, 0, sizeof *i);
+	i->live_fd = -1;
+	*lease = 0;
+	hf_etcd_i64(kv, "lease", lease);
+	int64_t cr = 0;
+	hf_etcd_i64(kv, "create_revision", &cr);
+	i->fence = (uint64_t)cr;
+	const char *v64 = json_string_value(json_object_get(kv, "value"));
+	char *v = NULL;
+	size_t vn = 0;
+	json_t *j = v64 && hf_b64_decode(v64, &v, &vn) == 0 ? json_loadb(v, vn, 0, NULL) : NULL;
+	free(v);
+	int rc = j ? hf_owner_from_json(j, "acquired", &i->owner) : -EINVAL;
+	if (rc < 0) {
+		json_decref(j);
+		memset(&i->owner, 0, sizeof i->owner);
+		snprintf(i->reason, sizeof i->reason, "the key's value is not an owner record");
+		i->state = HF_LOCK_HELD; /* a live lease holds it: not ours to judge */
+		return HF_EUNREADABLE;
+	}
+	json_int_t mh = json_integer_value(json_object_get(j, "max_hold_ms"));
+	json_decref(j);
+	i->max_hold_ms = mh > 0 ? mh : 0;
+	i->age_ms = hf_owner_age_ms(&i->owner, hf_sys_now_ms());
+	int64_t window = i->max_hold_ms ? i->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
+	if (window < HF_LOCK_STALE_MS_DEFAULT)
+		window = HF_LOCK_STALE_MS_DEFAULT;
+	if (hf_owner_liveness(&i->owner) == HF_DEAD)
+		i->state = HF_LOCK_DEAD;
+	else if (i->age_ms < -SKEW_MS)
+		i->state = HF_LOCK_SKEW;
+	else if (i->age_ms > window)
+		i->state = HF_LOCK_LEAKED;
+	else
+		i->state = HF_LOCK_HELD;
+	return 0;
+}
+
+/* Range the key: 0 and *i (HF_LOCK_FREE when absent), *lease, *rev (the
+ * header's revision). */
+static int range(struct hf_etcdlock *el, struct hf_dirlock_info *i, int64_t *lease, int64_t *rev)
+{
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/kv/range", json_pack("{s:s}", "key", el->key64), &a);
+	if (rc < 0)
+		return rc;
+	memset(i, 0, sizeof *i);
+	i->live_fd = -1;
+	*lease = 0;
+	if (rev)
+		hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
+	json_t *kv = json_array_get(json_object_get(a, "kvs"), 0);
+	rc = kv ? kv_info(kv, i, lease) : 0;
+	json_decref(a);
+	return rc == HF_EUNREADABLE ? 0 : rc; /* an unreadable holder is a holder */
+}
+
+/* ---- keep-alive thread (EL5) ------------------------------------------------------ */
+
+static void *ka_main(void *arg)
+{
+	struct hf_etcdlock *el = arg;
+	struct hf_etcd *c = NULL;
+	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
+	char why[HF_ETCD_WHY_MAX];
+	for (;;) {
+		struct pollfd p = { .fd = el->ka_pipe[0], .events = POLLIN };
+		if (hf_sys_poll(&p, 1, (int)period) != 0)
+			break; /* told to stop (or the pipe broke) */
+		if (!c && hf_etcd_open(&el->cfg, &c) < 0)
+			continue;
+		int rc = lease_keep(el, c, el->lease, why, sizeof why);
+		if (rc == 0)
+			last_ok = hf_sys_mono_ns();
+		if (rc == -ENOENT ||
+		    (rc < 0 && hf_sys_mono_ns() - last_ok > hf_etcdlock_ttl_ms(el) * 1000000)) {
+			atomic_store(&el->lost, 1);
+			break;
+		}
+	}
+	hf_etcd_close(c);
+	return NULL;
+}
+
+static int ka_start(struct hf_etcdlock *el)
+{
+	atomic_store(&el->lost, 0);
+	int rc = hf_sys_pipe2(el->ka_pipe, O_CLOEXEC);
+	if (rc < 0)
+		return rc;
+	rc = -pthread_create(&el->ka, NULL, ka_main, el);
+	if (rc < 0) {
+		hf_sys_close(el->ka_pipe[0]);
+		hf_sys_close(el->ka_pipe[1]);
+		el->ka_pipe[0] = el->ka_pipe[1] = -1;
+		return rc;
+	}
+	el->ka_on = true;
+	el->ka_pid = getpid();
+	return 0;
+}
+
+void hf_etcdlock_unkeep(struct hf_etcdlock *el)
+{
+	if (!el->ka_on)
+		return;
+	if (el->ka_pid != getpid()) { /* a forked child: the thread and its pipe
+					 are the parent's (EL5) */
+		el->ka_on = false;
+		el->ka_pipe[0] = el->ka_pipe[1] = -1;
+		hf_etcd_forget(el->conn);
+		return;
+	}
+	char b = 1;
+	hf_sys_write(el->ka_pipe[1], &b, 1);
+	pthread_join(el->ka, NULL);
+	hf_sys_close(el->ka_pipe[0]);
+	hf_sys_close(el->ka_pipe[1]);
+	el->ka_pipe[0] = el->ka_pipe[1] = -1;
+	el->ka_on = false;
+}
+
+void hf_etcdlock_free(struct hf_etcdlock *el)
+{
+	if (!el)
+		return;
+	if (el->ka_on && el->ka_pid != getpid())
+		hf_etcd_forget(el->conn); /* a forked child: the parent's socket */
+	hf_etcdlock_unkeep(el);
+	hf_etcd_close(el->conn);
+	hf_etcd_cfg_clear(&el->cfg);
+	free(el->key);
+	free(el->key64);
+	free(el);
+}
+
+/* ---- verbs ---------------------------------------------------------------------- */
+
+/* Step 3: 1 and *fence when the key is ours now; 0 and the holder in *h
+ * (and *lease_h, *rev); -errno. */
+static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint64_t *fence,
+		   struct hf_dirlock_info *h, int64_t *lease_h, int64_t *rev)
+{
+	char ls[24];
+	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	json_t *req = json_pack(
+		"{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}], s:[{s:{s:s}}]}", "compare",
+		"key", el->key64, "target", "CREATE", "result", "EQUAL", "create_revision", "0",
+		"success", "request_put", "key", el->key64, "value", v64, "lease", ls, "failure",
+		"request_range", "key", el->key64);
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
+	if (rc < 0)
+		return rc;
+	*rev = 0;
+	hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
+	if (json_is_true(json_object_get(a, "succeeded"))) {
+		json_decref(a);
+		if (*rev <= 0) {
+			snprintf(el->why, sizeof el->why, "etcd: a txn answered without a revision");
+			return -EPROTO;
+		}
+		*fence = (uint64_t)*rev; /* EL2: the put's revision is create_revision */
+		return 1;
+	}
+	json_t *r = json_object_get(json_array_get(json_object_get(a, "responses"), 0),
+				    "response_range");
+	json_t *kv = json_array_get(json_object_get(r, "kvs"), 0);
+	memset(h, 0, sizeof *h);
+	h->live_fd = -1;
+	*lease_h = 0;
+	rc = kv ? kv_info(kv, h, lease_h) : 0;
+	if (!kv)
+		h->state = HF_LOCK_FREE; /* gone between the compare and the read: again */
+	json_decref(a);
+	return rc == HF_EUNREADABLE ? 0 : rc;
+}
+
+int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
+			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+{
+	el->why[0] = '\0';
+	struct hf_owner me;
+	int rc = hf_owner_init(&me, o->pid); /* step 1 */
+	if (rc < 0)
+		return rc;
+	json_t *val = hf_owner_to_json(&me, "acquired");
+	int64_t max_hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
+	if (val) {
+		json_object_set_new(val, "max_hold_ms", json_integer(max_hold));
+		json_object_set_new(val, "ttl_ms", json_integer(hf_etcdlock_ttl_ms(el)));
+	}
+	char *text = val ? json_dumps(val, JSON_COMPACT) : NULL;
+	json_decref(val);
+	char *v64 = text ? hf_b64_encode(text, strlen(text)) : NULL;
+	free(text);
+	if (!v64)
+		return -ENOMEM;
+	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
+			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
+	int64_t lease = 0, granted = 0;
+	struct hf_dirlock_info h;
+	memset(&h, 0, sizeof h);
+	for (;;) {
+		int64_t now = hf_sys_mono_ns();
+		if (lease && now - granted > hf_etcdlock_ttl_ms(el) * 500000LL) {
+			lease_revoke(el, el->conn, lease); /* half its TTL gone waiting */
+			lease = 0;
+		}
+		if (!lease) { /* step 2 */
+			if ((rc = lease_grant(el, &lease)) < 0)
+				break;
+			granted = now;
+		}
+		uint64_t fence = 0;
+		int64_t lease_h = 0, rev = 0;
+		rc = try_put(el, v64, lease, &fence, &h, &lease_h, &rev); /* step 3 */
+		if (rc < 0)
+			break;
+		if (rc == 1) {
+			memset(ret, 0, sizeof *ret);
+			ret->owner = me;
+			ret->fence = fence;
+			ret->max_hold_ms = max_hold;
+			ret->state = HF_LOCK_HELD;
+			ret->live_fd = -1;
+			el->lease = lease;
+			free(v64);
+			if ((rc = ka_start(el)) < 0) {
+				snprintf(el->why, sizeof el->why, "no keep-alive thread: %s",
+					 strerror(-rc));
+				lease_revoke(el, el->conn, lease);
+				el->lease = 0;
+				return rc;
+			}
+			return 0;
+		}
+		if (h.state == HF_LOCK_FREE)
+			continue;
+		if ((h.state == HF_LOCK_DEAD || h.state == HF_LOCK_LEAKED) && lease_h) {
+			lease_revoke(el, el->conn, lease_h); /* step 4, EL3 */
+			continue;
+		}
+		if (o->wait_ms < 0 && o->pid && o->pid != getpid() && h.owner.pid == me.pid &&
+		    h.owner.pid_start == me.pid_start && !strcmp(h.owner.boot_id, me.boot_id)) {
+			rc = -EDEADLK; /* step 5: it would wait for itself */
+			break;
+		}
+		if (deadline == 0) {
+			rc = HF_EHELD;
+			break;
+		}
+		/* step 6, EL4 */
+		rc = hf_etcd_watch(el->conn, el->key, el->klen, rev + 1, deadline,
+				   o->has_cancel ? o->cancel_fd : -1, el->why, sizeof el->why);
+		if (rc < 0)
+			break;
+	}
+	free(v64);
+	if (lease)
+		lease_revoke(el, el->conn, lease);
+	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == -EDEADLK)
+		*reterr_holder = h;
+	return rc;
+}
+
+int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
+			struct hf_dirlock_info *reterr_holder)
+{
+	el->why[0] = '\0';
+	int rc;
+	if (el->lease) {
+		hf_etcdlock_unkeep(el);
+		rc = lease_revoke(el, el->conn, el->lease); /* EL3 */
+		if (rc != -ENOENT) {
+			if (rc == 0)
+				el->lease = 0;
+			return rc;
+		}
+		el->lease = 0; /* expired or revoked elsewhere: whose is it now? */
+	}
+	struct hf_dirlock_info i;
+	int64_t lease_h;
+	rc = range(el, &i, &lease_h, NULL);
+	if (rc < 0)
+		return rc;
+	if (i.state == HF_LOCK_FREE || !i.owner.token[0])
+		return i.state == HF_LOCK_FREE ? HF_ENOTHELD : (*reterr_holder = i, HF_ENOTYOURS);
+	if (strcmp(i.owner.token, token)) {
+		*reterr_holder = i;
+		return HF_ENOTYOURS;
+	}
+	rc = lease_revoke(el, el->conn, lease_h);
+	return rc == -ENOENT ? HF_ENOTHELD : rc;
+}
+
+int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret)
+{
+	el->why[0] = '\0';
+	int64_t lease;
+	return range(el, ret, &lease, NULL);
+}
+
+int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
+{
+	el->why[0] = '\0';
+	hf_etcd_forget(el->conn); /* a forked child's: the parent's socket */
+	int rc = hf_etcdlock_reopen(el);
+	if (rc < 0)
+		return rc;
+	if (!el->lease)
+		return HF_ENOTHELD;
+	int pidfd = hf_sys_pidfd_open((pid_t)pid);
+	uint64_t now_start = 0;
+	if (hf_pid_start((pid_t)pid, &now_start) < 0 || (start && now_start != start)) {
+		if (pidfd >= 0)
+			hf_sys_close(pidfd);
+		rc = lease_revoke(el, el->conn, el->lease); /* its owner is gone already */
+		el->lease = 0;
+		return rc == -ENOENT ? HF_ENOTHELD : rc;
+	}
+	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
+	for (;;) {
+		bool gone;
+		if (pidfd >= 0) {
+			struct pollfd p = { .fd = pidfd, .events = POLLIN };
+			gone = hf_sys_poll(&p, 1, (int)period) > 0;
+		} else {
+			hf_sys_sleep_ms((int)(period < 1000 ? period : 1000));
+			gone = hf_pid_start((pid_t)pid, &now_start) < 0 ||
+			       (start && now_start != start);
+		}
+		if (gone) {
+			rc = lease_revoke(el, el->conn, el->lease);
+			el->lease = 0;
+			break;
+		}
+		if (pidfd < 0 && hf_sys_mono_ns() - last_ok < period * 1000000LL)
+			continue;
+		rc = lease_keep(el, el->conn, el->lease, el->why, sizeof el->why);
+		if (rc == 0) {
+			last_ok = hf_sys_mono_ns();
+			continue;
+		}
+		if (rc == -ENOENT) {
+			rc = HF_ENOTHELD; /* released (revoked) elsewhere, or expired */
+			el->lease = 0;
+			break;
+		}
+		if (hf_sys_mono_ns() - last_ok > hf_etcdlock_ttl_ms(el) * 1000000LL) {
+			rc = HF_ELOST;
+			break;
+		}
+	}
+	if (pidfd >= 0)
+		hf_sys_close(pidfd);
+	return rc == -ENOENT ? 0 : rc;
+}
