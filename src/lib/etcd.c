@@ -379,6 +379,11 @@ static int answer_error(const json_t *a, long http, char *why, size_t n, bool *r
 	json_int_t code = json_integer_value(json_object_get(a, "code"));
 	snprintf(why, n, "etcd: %s (HTTP %ld)", msg ? msg : "an error without a message", http);
 	*reauth = code == 16 || (msg && strstr(msg, "invalid auth token"));
+	if (msg && (strstr(msg, "user name is empty") || strstr(msg, "invalid auth token"))) {
+		snprintf(why, n, "etcd: %s: authentication is on, give a user and a password file",
+			 msg);
+		return -EACCES;
+	}
 	if (code == 7 || code == 16 || (msg && strstr(msg, "authentication failed")))
 		return -EACCES;
 	if (code == 5)

@@ -1,0 +1,179 @@
+/*
+ * et.c - start and stop the etcd of one test (et.h).
+ */
+#include "et.h"
+#include "holdfast.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct et E;
+char *et_dir;
+
+int64_t et_mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A loopback port nobody listens on now (the kernel's choice). */
+static int free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	socklen_t n = sizeof a;
+	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+void et_setup(void)
+{
+	et_dir = hft_tmpdir();
+	char tmpl[] = "/tmp/hft-etcd.XXXXXX";
+	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
+	E.dir = strdup(tmpl);
+	int cp = free_port(), pp = free_port();
+	while (pp == cp)
+		pp = free_port();
+	char client[64], peer[64], cluster[96], data[512], log[512];
+	snprintf(client, sizeof client, "http://127.0.0.1:%d", cp);
+	snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);
+	snprintf(cluster, sizeof cluster, "t=%s", peer);
+	snprintf(data, sizeof data, "%s/data", E.dir);
+	snprintf(log, sizeof log, "%s/etcd.log", E.dir);
+	snprintf(E.uri, sizeof E.uri, "etcd://127.0.0.1:%d", cp);
+	snprintf(E.endpoint, sizeof E.endpoint, "127.0.0.1:%d", cp);
+	snprintf(E.env, sizeof E.env, "HOLDFAST_BACKEND=%s", E.uri);
+	fflush(NULL);
+	E.pid = fork();
+	cr_assert_geq(E.pid, 0);
+	if (E.pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		setpgid(0, 0);
+		execlp("etcd", "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls",
+		       client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+		       "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+		       "--initial-cluster-state", "new", (char *)NULL);
+		dprintf(2, "exec etcd: %s\n", strerror(errno));
+		_exit(127);
+	}
+	/* Ready when the library's status answers (bounded: 90 s under load). */
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
+	int64_t until = et_mono_ms() + 90000;
+	for (;;) {
+		int st;
+		pid_t w = waitpid(E.pid, &st, WNOHANG);
+		if (w == E.pid) {
+			E.pid = 0;
+			char *text = hft_slurp(log);
+			cr_assert_fail("etcd did not start (exit %d; is etcd-server installed?): %s",
+				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+				 text ? text : "");
+		}
+		hf_rec *r = NULL;
+		if (hf_lock_query(l, &r) == 0) {
+			hf_rec_free(r);
+			break;
+		}
+		cr_assert_lt(et_mono_ms(), until, "etcd did not answer within 90 s");
+		struct timespec t = { 0, 20 * 1000000 };
+		nanosleep(&t, NULL); /* waiting for a server to listen: no event to wait on */
+	}
+	hf_lock_free(l);
+}
+
+static void stop(int sig)
+{
+	if (E.pid > 0) {
+		kill(E.pid, sig);
+		if (hft_exit_within(E.pid, 20000) < 0) {
+			kill(E.pid, SIGKILL);
+			hft_exit_within(E.pid, 20000);
+		}
+		E.pid = 0;
+	}
+}
+
+void et_kill(void)
+{
+	stop(SIGKILL);
+}
+
+void et_teardown(void)
+{
+	stop(SIGTERM);
+	if (E.dir) {
+		hft_rmtree(E.dir);
+		free(E.dir);
+		E.dir = NULL;
+	}
+	if (et_dir) {
+		hft_rmtree(et_dir);
+		free(et_dir);
+		et_dir = NULL;
+	}
+}
+
+int et_ctl(const char *args, char **out)
+{
+	char *script;
+	cr_assert_geq(asprintf(&script, "ETCDCTL_API=3 etcdctl --endpoints=%s %s", E.endpoint,
+			       args), 0);
+	char *err = NULL;
+	int st = hft_sh(out, &err, "sh", NULL, script);
+	free(script);
+	free(err);
+	return st;
+}
+
+pid_t et_find_proc(const char *const *words)
+{
+	DIR *d = opendir("/proc");
+	cr_assert_not_null(d);
+	struct dirent *e;
+	pid_t found = -1;
+	while (found < 0 && (e = readdir(d))) {
+		char path[300], buf[4096];
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		size_t w = 0;
+		for (ssize_t i = 0; i < n && words[w]; i += (ssize_t)strlen(buf + i) + 1)
+			if (!strcmp(buf + i, words[w]))
+				w++;
+		if (!words[w])
+			found = atoi(e->d_name);
+	}
+	closedir(d);
+	return found;
+}

@@ -1,0 +1,45 @@
+/*
+ * et.h - the etcd suite's own etcd: one member per test, Debian's
+ * etcd-server started on free loopback ports with a throwaway data
+ * directory under /tmp (its WAL preallocates 64 MB), stopped by pid and
+ * removed after. Nothing depends on a running service; a missing etcd
+ * fails the test.
+ */
+#ifndef ET_H
+#define ET_H
+
+#include "hft.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct et {
+	pid_t pid;
+	char *dir;          /* the data dir's parent: removed by et_stop     */
+	char uri[64];       /* "etcd://127.0.0.1:PORT"                        */
+	char endpoint[64];  /* "127.0.0.1:PORT" (etcdctl)                     */
+	char env[256];      /* "HOLDFAST_BACKEND=<uri>" for hft_sh             */
+};
+
+extern struct et E;        /* the test's member (et_setup / et_teardown) */
+/* Start E and wait (bounded) until it answers; assert on failure. */
+void et_setup(void);
+/* Stop E (SIGTERM, then SIGKILL; reaped) and remove its directory. */
+void et_teardown(void);
+/* Stop E's member now (SIGKILL, reaped), as a crash. */
+void et_kill(void);
+/* Run etcdctl against E with args (a shell word list): its exit status. */
+int et_ctl(const char *args, char **out);
+/* CLOCK_MONOTONIC now, in ms. */
+int64_t et_mono_ms(void);
+/* The pid of the process whose argv holds all of words (NUL-separated in
+ * /proc/PID/cmdline, in order, as separate arguments), or -1. */
+pid_t et_find_proc(const char *const *words);
+/* A scratch directory (hft_tmpdir) for the test, freed by et_teardown. */
+extern char *et_dir;
+
+#define ET_SUITE(name, timeout_s) \
+	TestSuite(name, .init = et_setup, .fini = et_teardown, .timeout = (timeout_s))
+
+#endif

@@ -1,0 +1,427 @@
+/*
+ * test_cli.c - the directory lock on etcd from real shells: acquire,
+ * conflict naming the holder, release, check, status, --json, fences,
+ * the keeper (owner killed: free at once; keeper killed: free after the
+ * TTL), waits by watch, -w, run --lock and edit, an etcd that stops,
+ * auth.
+ */
+#include "et.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+ET_SUITE(etcd_cli, 240);
+
+static char *script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *script(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s;
+	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
+	va_end(ap);
+	return s;
+}
+
+/* Run body with shell sh and E's backend in the environment. */
+static int sh_etcd(const char *sh, char **out, char **err, const char *body)
+{
+	return hft_sh(out, err, sh, E.env, body);
+}
+
+static void acquire_conflict_release(const char *sh)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script(
+		"L=%s/a.lock\n"
+		"tok=$(\"$HOLDFAST_BIN\" lock acquire \"$L\" -n) || exit 10\n"
+		"\"$HOLDFAST_BIN\" lock acquire \"$L\" -n --pid 1 2>conflict.err; echo \"conflict=$?\"\n"
+		"cat conflict.err >&2\n"
+		"\"$HOLDFAST_BIN\" lock check \"$L\"; echo \"check=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock check \"$L\" --token \"$tok\"; echo \"mine=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock status \"$L\"\n"
+		"\"$HOLDFAST_BIN\" lock release \"$L\" --token \"$tok\"; echo \"release=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock release \"$L\" --token \"$tok\" 2>/dev/null; echo \"again=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock check \"$L\"; echo \"after=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock status \"$L\"\n"
+		"test -e \"$L\" && echo made-a-directory\n"
+		"echo \"fence=${tok#* }\"\n",
+		et_dir);
+	char *full = script("cd %s && %s", et_dir, s);
+	int st = sh_etcd(sh, &out, &err, full);
+	cr_assert_eq(st, 0, "%s: exit %d\n%s\n%s", sh, st, out, err);
+	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
+	cr_assert(strstr(out, "check=0\n"), "%s", out);
+	cr_assert(strstr(out, "mine=0\n"), "%s", out);
+	cr_assert(strstr(out, "release=0\n"), "%s", out);
+	cr_assert(strstr(out, "again=69\n"), "%s", out);
+	cr_assert(strstr(out, "after=69\n"), "%s", out);
+	cr_assert(strstr(out, "\nfree\n"), "%s", out);
+	cr_assert_null(strstr(out, "made-a-directory"), "the lock is etcd's only: %s", out);
+	/* the holder named as the local backend names it: pid, comm, host,
+	 * age, fence */
+	char *f = strstr(out, "fence=");
+	cr_assert_not_null(f);
+	long fence = atol(f + 6);
+	cr_assert_gt(fence, 0);
+	char want[128];
+	snprintf(want, sizeof want, ", fence %ld", fence);
+	cr_assert(strstr(err, "held by pid ") && strstr(err, " old") && strstr(err, want),
+		  "%s", err);
+	cr_assert(strstr(out, "held: pid ") && strstr(out, want), "%s", out);
+	free(s);
+	free(full);
+	free(out);
+	free(err);
+}
+
+Test(etcd_cli, acquire_conflict_release_sh)
+{
+	acquire_conflict_release("sh");
+}
+
+Test(etcd_cli, acquire_conflict_release_bash)
+{
+	acquire_conflict_release("bash");
+}
+
+Test(etcd_cli, acquire_conflict_release_dash)
+{
+	acquire_conflict_release("dash");
+}
+
+/* The keys of a JSON object line, sorted, one per line. */
+static void keys(const char *line, json_t **ret)
+{
+	json_t *o = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+	cr_assert(json_is_object(o), "not an object: %s", line);
+	*ret = o;
+}
+
+Test(etcd_cli, json_fields_are_the_local_ones)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s && \"$HOLDFAST_BIN\" lock acquire ./f.lock --json --backend file && "
+			 "\"$HOLDFAST_BIN\" lock acquire ./e.lock --json && "
+			 "\"$HOLDFAST_BIN\" lock status ./f.lock --json --backend file && "
+			 "\"$HOLDFAST_BIN\" lock status ./e.lock --json",
+			 et_dir);
+	int st = sh_etcd("sh", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	char *lines[4], *p = out;
+	for (int i = 0; i < 4; i++) {
+		lines[i] = p;
+		p = strchr(p, '\n');
+		cr_assert_not_null(p, "%s", out);
+		*p++ = '\0';
+	}
+	for (int i = 0; i < 4; i += 2) {
+		json_t *f, *e;
+		keys(lines[i], &f);
+		keys(lines[i + 1], &e);
+		const char *k;
+		json_t *v;
+		json_object_foreach(f, k, v)
+		{
+			json_t *ev = json_object_get(e, k);
+			cr_assert_not_null(ev, "etcd's record lacks %s: %s", k, lines[i + 1]);
+			cr_assert_eq(json_typeof(ev), json_typeof(v), "%s", k);
+		}
+		cr_assert_str_eq(json_string_value(json_object_get(e, "backend")), "etcd");
+		cr_assert(strstr(json_string_value(json_object_get(e, "key")), "/holdfast/lock/"));
+		cr_assert_str_eq(json_string_value(json_object_get(e, "state")), "held");
+		json_decref(f);
+		json_decref(e);
+	}
+	free(s);
+	free(out);
+	free(err);
+}
+
+/* fences strictly increasing across acquisitions and across a holder's
+ * death (its keeper revokes) */
+Test(etcd_cli, fences_increase)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script(
+		"cd %s || exit 9\n"
+		"for i in 1 2 3 4; do\n"
+		"  t=$(\"$HOLDFAST_BIN\" lock acquire ./x.lock -n) || exit 10\n"
+		"  echo \"${t#* }\"\n"
+		"  \"$HOLDFAST_BIN\" lock release ./x.lock --token \"$t\" || exit 11\n"
+		"done\n"
+		"sleep 1000 & p=$!\n"
+		"t=$(\"$HOLDFAST_BIN\" lock acquire ./x.lock -n --pid $p) || exit 12\n"
+		"echo \"${t#* }\"\n"
+		"kill -9 $p; wait $p\n"
+		"t=$(\"$HOLDFAST_BIN\" lock acquire ./x.lock -w 60) || exit 13\n"
+		"echo \"${t#* }\"\n",
+		et_dir);
+	int st = sh_etcd("bash", &out, &err, s);
+	cr_assert_eq(st, 0, "exit %d: %s %s", st, out, err);
+	long prev = 0;
+	int n = 0;
+	for (char *p = out; *p; p = strchr(p, '\n') + 1, n++) {
+		long f = atol(p);
+		cr_assert_gt(f, prev, "fences not increasing: %s", out);
+		prev = f;
+	}
+	cr_assert_eq(n, 6, "%s", out);
+	free(s);
+	free(out);
+	free(err);
+}
+
+/* The owner SIGKILLed: its keeper revokes the lease at once. The TTL is
+ * 60 s and the wait 40 s: only the revoke can free it in time. */
+Test(etcd_cli, owner_killed_keeper_revokes)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "sleep 1000 & p=$!\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./o.lock -n --pid $p --ttl 60s >/dev/null || exit 10\n"
+			 "kill -9 $p; wait $p\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./o.lock -w 40 --ttl 60s >/dev/null; echo \"got=$?\"\n",
+			 et_dir);
+	int st = sh_etcd("sh", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	cr_assert(strstr(out, "got=0\n"), "%s %s", out, err);
+	free(s);
+	free(out);
+	free(err);
+}
+
+/* The keeper SIGKILLed while its owner lives: free after the TTL (3 s),
+ * within TTL + margin, not before it went unrenewed. */
+Test(etcd_cli, keeper_killed_lock_free_after_ttl)
+{
+	char lock[512], ttl[] = "3s";
+	snprintf(lock, sizeof lock, "%s/k.lock", et_dir);
+	pid_t owner = fork();
+	cr_assert_geq(owner, 0);
+	if (owner == 0) {
+		execlp("sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	char *out = NULL, *err = NULL;
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, "-n", "--pid", pid, "--ttl", ttl,
+			      "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(&out, &err, acq), 0, "%s", err);
+	const char *words[] = { "lock", "acquire", lock, NULL };
+	pid_t keeper = et_find_proc(words);
+	cr_assert_gt(keeper, 0, "no keeper found");
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	int64_t t0 = et_mono_ms();
+	const char *wait[] = { "holdfast", "lock", "acquire", lock, "-w", "60", "--backend", E.uri,
+			       NULL };
+	free(out);
+	free(err);
+	/* its owner lives: only the lease's expiry frees it */
+	int st = hft_cli(&out, &err, wait);
+	int64_t took = et_mono_ms() - t0;
+	cr_assert_eq(st, 0, "%s", err);
+	cr_assert_eq(kill(owner, 0), 0, "the owner died meanwhile");
+	cr_assert(out && strlen(out) > 32, "no token: %s %s", out, err);
+	cr_assert_leq(took, 3000 + 30000, "free only after %lld ms", (long long)took);
+	kill(owner, SIGKILL);
+	waitpid(owner, NULL, 0);
+	free(out);
+	free(err);
+}
+
+/* A waiter wakes on the release (the watch): -w 120 and a bound of 60 s,
+ * so a wait that only a timer ended would fail the bound. */
+Test(etcd_cli, waiter_woken_by_release)
+{
+	char lock[512];
+	snprintf(lock, sizeof lock, "%s/w.lock", et_dir);
+	char *tok = NULL;
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, "-n", "--pid", "1", "--backend", E.uri,
+			      NULL };
+	cr_assert_eq(hft_cli(&tok, NULL, acq), 0);
+	tok[strcspn(tok, "\n")] = '\0';
+	struct hft_child c;
+	const char *waiter[] = { hft_bin(), "lock", "acquire", lock, "-w", "120", "--backend", E.uri,
+				 NULL };
+	hft_spawn_cmd(&c, waiter, NULL);
+	const char *rel[] = { "holdfast", "lock", "release", lock, "--token", tok, "--backend", E.uri,
+			      NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
+	int st = hft_exit_within(c.pid, 60000);
+	if (st < 0)
+		kill(c.pid, SIGKILL), hft_exit_within(c.pid, 10000);
+	cr_assert_eq(st, 0, "the waiter did not get the lock after the release");
+	free(tok);
+}
+
+Test(etcd_cli, wait_times_out)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./t.lock -n --pid 1 >/dev/null || exit 10\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./t.lock -w 1 -E 7; echo \"rc=$?\"\n",
+			 et_dir);
+	int64_t t0 = et_mono_ms();
+	int st = sh_etcd("dash", &out, &err, s);
+	cr_assert_eq(st, 0);
+	cr_assert(strstr(out, "rc=7\n"), "%s %s", out, err);
+	cr_assert(strstr(err, "timed out") && strstr(err, "held by pid 1"), "%s", err);
+	cr_assert_geq(et_mono_ms() - t0, 1000);
+	free(s);
+	free(out);
+	free(err);
+}
+
+Test(etcd_cli, run_exports_the_fence_and_check_fence)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script(
+		"cd %s || exit 9\n"
+		"\"$HOLDFAST_BIN\" run --lock ./r.lock -- sh -c '\n"
+		"  echo \"fence=$HOLDFAST_FENCE\"\n"
+		"  \"$HOLDFAST_BIN\" lock check ./r.lock --fence \"$HOLDFAST_FENCE\"; echo \"fenced=$?\"\n"
+		"  \"$HOLDFAST_BIN\" lock check ./r.lock --fence 1; echo \"old=$?\"\n"
+		"  \"$HOLDFAST_BIN\" lock status ./r.lock'\n"
+		"echo \"run=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock check ./r.lock --fence 1; echo \"free=$?\"\n",
+		et_dir);
+	int st = sh_etcd("bash", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	char *f = strstr(out, "fence=");
+	cr_assert_not_null(f, "%s", out);
+	long fence = atol(f + 6);
+	cr_assert_gt(fence, 1);
+	char want[64];
+	snprintf(want, sizeof want, "fence %ld\n", fence);
+	cr_assert(strstr(out, want), "status names another fence: %s", out);
+	cr_assert(strstr(out, "fenced=0\n") && strstr(out, "old=1\n") && strstr(out, "run=0\n") &&
+			  strstr(out, "free=69\n"),
+		  "%s %s", out, err);
+	free(s);
+	free(out);
+	free(err);
+}
+
+Test(etcd_cli, edit_with_the_lock_on_etcd)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "printf 'a\\n' > state\n"
+			 "\"$HOLDFAST_BIN\" edit state -- sed 's/a/b/' || exit 10\n"
+			 "cat state\n"
+			 "test -e state.lock && echo made-a-directory\n"
+			 "exit 0\n",
+			 et_dir);
+	int st = sh_etcd("sh", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	cr_assert_str_eq(out, "b\n", "%s", err);
+	free(s);
+	free(out);
+	free(err);
+}
+
+/* etcd stops while the lock is held: every command ends with a clear
+ * error within its timeout (exit 74, the endpoint named), never a hang. */
+Test(etcd_cli, etcd_stopped_mid_hold)
+{
+	char lock[512];
+	snprintf(lock, sizeof lock, "%s/s.lock", et_dir);
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, "-n", "--pid", "1", "--backend", E.uri,
+			      NULL };
+	char *tok = NULL;
+	cr_assert_eq(hft_cli(&tok, NULL, acq), 0);
+	et_kill();
+	const char *status[] = { "holdfast", "lock", "status", lock, "--etcd-timeout", "2s",
+				 "--backend", E.uri, NULL };
+	char *out = NULL, *err = NULL;
+	int64_t t0 = et_mono_ms();
+	int st = hft_cli(&out, &err, status);
+	cr_assert_eq(st, 74, "exit %d: %s", st, err);
+	cr_assert(strstr(err, "etcd http://127.0.0.1:") && strstr(err, "lock "), "%s", err);
+	const char *acq2[] = { "holdfast", "lock", "acquire", lock, "-w", "30", "--etcd-timeout",
+			       "2s", "--backend", E.uri, NULL };
+	free(out);
+	free(err);
+	st = hft_cli(&out, &err, acq2);
+	cr_assert_eq(st, 74, "exit %d: %s", st, err);
+	cr_assert_lt(et_mono_ms() - t0, 30000, "not within the timeouts");
+	free(out);
+	free(err);
+	free(tok);
+}
+
+/* A waiter watching when etcd stops: an error, not a hang. */
+Test(etcd_cli, etcd_stopped_while_waiting)
+{
+	char lock[512];
+	snprintf(lock, sizeof lock, "%s/ws.lock", et_dir);
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, "-n", "--pid", "1", "--backend", E.uri,
+			      NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, acq), 0);
+	struct hft_child c;
+	const char *waiter[] = { hft_bin(), "lock", "acquire", lock, "--backend", E.uri, NULL };
+	hft_spawn_cmd(&c, waiter, NULL);
+	/* the waiter is in its watch once etcd shows a watcher; etcd's
+	 * metrics are not worth a dependency: a killed member ends the wait
+	 * whether it watches already or not */
+	et_kill();
+	int st = hft_exit_within(c.pid, 60000);
+	if (st < 0)
+		kill(c.pid, SIGKILL), hft_exit_within(c.pid, 10000);
+	cr_assert_eq(st, 74, "waiter: %d", st);
+}
+
+/* Auth on: works with the password file, refused without it and with a
+ * wrong one; the password never shows. */
+Test(etcd_cli, auth)
+{
+	char *out = NULL;
+	cr_assert_eq(et_ctl("user add root:s3cretPW", &out), 0, "%s", out);
+	free(out);
+	cr_assert_eq(et_ctl("auth enable", &out), 0, "%s", out);
+	free(out);
+	char pw[600], bad[600];
+	snprintf(pw, sizeof pw, "%s/pw", et_dir);
+	snprintf(bad, sizeof bad, "%s/bad", et_dir);
+	hft_write(pw, "s3cretPW\n");
+	hft_write(bad, "WrongOne\n");
+	char *s = script("cd %s || exit 9\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./a.lock -n; echo \"none=$?\"\n"
+			 "HOLDFAST_ETCD_USER=root HOLDFAST_ETCD_PASSWORD_FILE=%s \"$HOLDFAST_BIN\" lock acquire ./a.lock -n --json; echo \"wrong=$?\"\n"
+			 "t=$(\"$HOLDFAST_BIN\" lock acquire ./a.lock -n --etcd-user root --etcd-password-file %s); echo \"right=$?\"\n"
+			 "\"$HOLDFAST_BIN\" lock status ./a.lock --etcd-user root --etcd-password-file %s\n"
+			 "HOLDFAST_ETCD_USER=root HOLDFAST_ETCD_PASSWORD_FILE=%s \"$HOLDFAST_BIN\" lock release ./a.lock --token \"$t\"; echo \"released=$?\"\n",
+			 et_dir, bad, pw, pw, pw);
+	char *err = NULL;
+	int st = sh_etcd("bash", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	cr_assert(strstr(out, "none=77\n") && strstr(out, "wrong=77\n") && strstr(out, "right=0\n") &&
+			  strstr(out, "held: pid ") && strstr(out, "released=0\n"),
+		  "%s\n%s", out, err);
+	cr_assert(strstr(err, "auth"), "%s", err);
+	cr_assert_null(strstr(err, "s3cretPW"), "%s", err);
+	cr_assert_null(strstr(err, "WrongOne"), "%s", err);
+	cr_assert_null(strstr(out, "s3cretPW"), "%s", out);
+	cr_assert_null(strstr(out, "WrongOne"), "%s", out);
+	free(s);
+	free(out);
+	free(err);
+}
+
+Test(etcd_cli, backend_refused_when_malformed)
+{
+	char *out = NULL, *err = NULL;
+	const char *a[] = { "holdfast", "lock", "status", "./x.lock", "--backend", "etcd://nohost", NULL };
+	cr_assert_eq(hft_cli(&out, &err, a), 64, "%s", err);
+	cr_assert(strstr(err, "backend etcd://nohost"), "%s", err);
+	free(out);
+	free(err);
+}
