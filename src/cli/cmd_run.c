@@ -106,6 +106,10 @@ static const char run_usage[] =
 	"  -n, --nonblock   fail at once if a lock is held\n"
 	"  -w, --wait SECS  wait at most SECS (also --timeout; default: wait forever)\n"
 	"  -E, --conflict-exit-code CODE   exit code on conflict or timeout (default 1)\n"
+	"  --backend URI    where the --lock locks live: etcd://HOST:PORT[,...] (etcds://\n"
+	"                   for https; default $HOLDFAST_BACKEND, else the file system);\n"
+	"                   --ttl, --etcd-user, --etcd-password-file, --etcd-ca and\n"
+	"                   --etcd-timeout as for 'holdfast lock' (see its --help)\n"
 	"  --json           once CMD has ended, one JSON object on stdout: what was held\n"
 	"                   (session, locks with tokens and fences, scope) and CMD's exit\n"
 	"                   or signal; CMD's own output precedes it on the same stdout.\n"
@@ -132,6 +136,8 @@ struct run_lock {
  * for every run, and counts as given twice. */
 static int lock_cmp(const struct run_lock *a, const struct run_lock *b)
 {
+	if (cli_backend()) /* etcd: by key, the path made absolute lexically */
+		return strcmp(a->canon, b->canon);
 	if (a->dev != b->dev)
 		return a->dev < b->dev ? -1 : 1;
 	if (a->ino != b->ino)
@@ -461,6 +467,8 @@ int cmd_run(int argc, char **argv)
 		int rc = 0;
 		if (s.nlocks == 1 && strlen(s.locks[i].given) < sizeof s.locks[i].canon)
 			strcpy(s.locks[i].canon, s.locks[i].given);
+		else if (cli_backend()) /* etcd: nothing on this host to resolve */
+			cli_abs_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
 		else
 			rc = canon_path(&s.locks[i]);
 		if (rc < 0) {

@@ -103,6 +103,15 @@ $cc -std=gnu11 -Wall -Werror $cflags -o "$t/readme" "$t/readme.c" $libs ||
 (cd "$t" && LD_LIBRARY_PATH=$libdir ./readme) || fail "the README's C example failed"
 [ ! -e "$t/build.lock" ] || fail "the README's example left build.lock behind"
 
+# 2b. The installed holdfast has no etcd client: it hands an etcd backend to
+# the installed holdfast-etcd (an endpoint nobody answers: exit 74 naming
+# it, not 70 "cannot be run").
+[ -x "$(dirname "$bin")/holdfast-etcd" ] || fail "holdfast-etcd not installed beside holdfast"
+rc=0
+"$bin" lock status "$t/E.lock" --backend etcd://127.0.0.1:1 --etcd-timeout 500ms 2>"$t/etcd.err" || rc=$?
+[ "$rc" = 74 ] && grep -q 'etcd http://127.0.0.1:1' "$t/etcd.err" ||
+	fail "holdfast did not hand the etcd backend to holdfast-etcd (exit $rc): $(cat "$t/etcd.err")"
+
 # 3. Both directions with the installed CLI, shared and static.
 LD_LIBRARY_PATH=$libdir "$t/prog" "$bin" "$t/L1.lock" >"$t/out" || fail "prog (shared) failed"
 "$t/prog-static" "$bin" "$t/L2.lock" >>"$t/out" || fail "prog (static) failed"
