@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
-	libcurl4-openssl-dev etcd-server etcd-client
+	libcurl4-openssl-dev etcd-server etcd-client openssl
 BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.

@@ -202,7 +202,8 @@ static double handoff(int n, const char *uri, int poll_ms)
 			_exit(0);
 		}
 		close(p[1]);
-		struct timespec t = { 0, 300 * 1000000L }; /* let it wait */
+		/* let it wait; released at a phase of its polling that varies */
+		struct timespec t = { 0, (300 + (i * 37) % 100) * 1000000L };
 		nanosleep(&t, NULL);
 		int64_t t0 = mono_us(), t1 = 0;
 		if (hf_lock_release(a) < 0)

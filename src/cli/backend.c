@@ -115,6 +115,33 @@ int cli_backend_apply(hf_lock *l, const char *path)
 	return cli_fail(HF_EXIT_USAGE, "usage", path, NULL);
 }
 
+const char *cli_backend_path(const char *path, char *buf, size_t n)
+{
+	char abs[PATH_MAX];
+	cli_abs_path(path, abs, sizeof abs); /* ".", "//" gone; ".." next */
+	size_t o = 0;
+	for (const char *s = abs; *s && o + 1 < n;) {
+		while (*s == '/')
+			s++;
+		size_t k = strcspn(s, "/");
+		if (!k)
+			break;
+		if (k == 2 && s[0] == '.' && s[1] == '.') {
+			while (o > 0 && buf[--o] != '/')
+				;
+		} else if (!(k == 1 && s[0] == '.') && o + 1 + k < n) {
+			buf[o++] = '/';
+			memcpy(buf + o, s, k);
+			o += k;
+		}
+		s += k;
+	}
+	if (!o)
+		buf[o++] = '/';
+	buf[o] = '\0';
+	return buf;
+}
+
 int cli_lock_status(const char *path, hf_rec **ret)
 {
 	if (!cli_backend())
@@ -142,6 +169,8 @@ int cli_lock_status(const char *path, hf_rec **ret)
 static bool wants_etcd(int argc, char **argv)
 {
 	const char *b = NULL;
+	if (argc < 2 || (strcmp(argv[1], "lock") && strcmp(argv[1], "run") && strcmp(argv[1], "edit")))
+		return false; /* the commands with a backend */
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "--backend") && i + 1 < argc)
 			b = argv[i + 1];

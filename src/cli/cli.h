@@ -160,6 +160,9 @@ const char *cli_backend(void);
  * on l: 0, or an exit code (said, recorded). */
 struct hf_lock;
 int cli_backend_apply(struct hf_lock *l, const char *path);
+/* path as the etcd backend names it (its key is /holdfast/lock + this):
+ * absolute, ".", ".." and "//" resolved lexically, into buf. */
+const char *cli_backend_path(const char *path, char *buf, size_t n);
 /* hf_lock_status on the backend in force: 0 and *ret; -errno (nothing
  * said); > 0: an exit code, the failure said and recorded already. */
 int cli_lock_status(const char *path, struct hf_rec **ret);

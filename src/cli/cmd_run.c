@@ -468,7 +468,7 @@ int cmd_run(int argc, char **argv)
 		if (s.nlocks == 1 && strlen(s.locks[i].given) < sizeof s.locks[i].canon)
 			strcpy(s.locks[i].canon, s.locks[i].given);
 		else if (cli_backend()) /* etcd: nothing on this host to resolve */
-			cli_abs_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
+			cli_backend_path(s.locks[i].given, s.locks[i].canon, sizeof s.locks[i].canon);
 		else
 			rc = canon_path(&s.locks[i]);
 		if (rc < 0) {

@@ -377,6 +377,7 @@ static void *ka_main(void *arg)
 
 static int ka_start(struct hf_etcdlock *el)
 {
+	assert(!el->ka_on && el->lease && "EL5"); /* one keep-alive, of what is held */
 	atomic_store(&el->lost, 0);
 	int rc = hf_sys_pipe2(el->ka_pipe, O_CLOEXEC);
 	if (rc < 0)
@@ -453,6 +454,7 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 			snprintf(el->why, sizeof el->why, "etcd: a txn answered without a revision");
 			return -EPROTO;
 		}
+		assert(*rev > 0 && "EL2");
 		*fence = (uint64_t)*rev; /* EL2: the put's revision is create_revision */
 		return 1;
 	}
@@ -489,6 +491,8 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 	free(text);
 	if (!v64)
 		return -ENOMEM;
+	assert(!el->ka_on && "EL5"); /* the handle holds nothing (HL1) */
+	el->lease = 0; /* a detached acquisition's: its keeper's or its TTL's now */
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
 	int64_t lease = 0, granted = 0;

@@ -41,7 +41,38 @@ static int free_port(void)
 	return ntohs(a.sin_port);
 }
 
+/* A CA and a server certificate for 127.0.0.1 in dir (openssl). */
+static void make_certs(const char *dir)
+{
+	char *s;
+	cr_assert_geq(asprintf(&s,
+			       "cd %s && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=hft-ca "
+			       "-keyout ca.key -out ca.pem 2>/dev/null && "
+			       "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key "
+			       "-out server.csr 2>/dev/null && "
+			       "printf 'subjectAltName=IP:127.0.0.1\n' > ext && "
+			       "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+			       "-days 2 -extfile ext -out server.pem 2>/dev/null",
+			       dir),
+		      0);
+	char *err = NULL;
+	int st = hft_sh(NULL, &err, "sh", NULL, s);
+	cr_assert_eq(st, 0, "openssl (is it installed?): %s", err);
+	free(err);
+	free(s);
+}
+
 void et_setup(void)
+{
+	et_start(false);
+}
+
+void et_setup_tls(void)
+{
+	et_start(true);
+}
+
+void et_start(bool tls)
 {
 	et_dir = hft_tmpdir();
 	char tmpl[] = "/tmp/hft-etcd.XXXXXX";
@@ -51,12 +82,18 @@ void et_setup(void)
 	while (pp == cp)
 		pp = free_port();
 	char client[64], peer[64], cluster[96], data[512], log[512];
-	snprintf(client, sizeof client, "http://127.0.0.1:%d", cp);
+	snprintf(client, sizeof client, "%s://127.0.0.1:%d", tls ? "https" : "http", cp);
 	snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);
 	snprintf(cluster, sizeof cluster, "t=%s", peer);
 	snprintf(data, sizeof data, "%s/data", E.dir);
 	snprintf(log, sizeof log, "%s/etcd.log", E.dir);
-	snprintf(E.uri, sizeof E.uri, "etcd://127.0.0.1:%d", cp);
+	snprintf(E.uri, sizeof E.uri, "%s://127.0.0.1:%d", tls ? "etcds" : "etcd", cp);
+	char cert[600], key[600];
+	snprintf(E.ca, sizeof E.ca, "%s/ca.pem", E.dir);
+	snprintf(cert, sizeof cert, "%s/server.pem", E.dir);
+	snprintf(key, sizeof key, "%s/server.key", E.dir);
+	if (tls)
+		make_certs(E.dir);
 	snprintf(E.endpoint, sizeof E.endpoint, "127.0.0.1:%d", cp);
 	snprintf(E.env, sizeof E.env, "HOLDFAST_BACKEND=%s", E.uri);
 	fflush(NULL);
@@ -69,10 +106,18 @@ void et_setup(void)
 		int null = open("/dev/null", O_RDONLY);
 		dup2(null, 0);
 		setpgid(0, 0);
-		execlp("etcd", "etcd", "--name", "t", "--data-dir", data, "--listen-client-urls",
-		       client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
-		       "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
-		       "--initial-cluster-state", "new", (char *)NULL);
+		if (tls)
+			execlp("etcd", "etcd", "--name", "t", "--data-dir", data,
+			       "--listen-client-urls", client, "--advertise-client-urls", client,
+			       "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			       "--initial-cluster", cluster, "--initial-cluster-state", "new",
+			       "--cert-file", cert, "--key-file", key, (char *)NULL);
+		else
+			execlp("etcd", "etcd", "--name", "t", "--data-dir", data,
+			       "--listen-client-urls", client, "--advertise-client-urls", client,
+			       "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			       "--initial-cluster", cluster, "--initial-cluster-state", "new",
+			       (char *)NULL);
 		dprintf(2, "exec etcd: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -80,6 +125,8 @@ void et_setup(void)
 	hf_lock *l;
 	cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
 	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	if (tls)
+		cr_assert_eq(hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, E.ca), 0);
 	cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
 	int64_t until = et_mono_ms() + 90000;
 	for (;;) {

@@ -20,11 +20,16 @@ struct et {
 	char uri[64];       /* "etcd://127.0.0.1:PORT"                        */
 	char endpoint[64];  /* "127.0.0.1:PORT" (etcdctl)                     */
 	char env[256];      /* "HOLDFAST_BACKEND=<uri>" for hft_sh             */
+	char ca[600];       /* with TLS: the CA that signed its certificate   */
 };
 
 extern struct et E;        /* the test's member (et_setup / et_teardown) */
-/* Start E and wait (bounded) until it answers; assert on failure. */
+/* Start E and wait (bounded) until it answers; assert on failure. With
+ * tls: https on its client port, a certificate for 127.0.0.1 signed by a
+ * CA of its own (E.ca; made with openssl). */
+void et_start(bool tls);
 void et_setup(void);
+void et_setup_tls(void);
 /* Stop E (SIGTERM, then SIGKILL; reaped) and remove its directory. */
 void et_teardown(void);
 /* Stop E's member now (SIGKILL, reaped), as a crash. */

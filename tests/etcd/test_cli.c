@@ -280,11 +280,26 @@ Test(etcd_cli, wait_times_out)
 	free(err);
 }
 
+static void fence_check(const char *env);
+
 Test(etcd_cli, run_exports_the_fence_and_check_fence)
+{
+	fence_check(E.env);
+}
+
+/* lock check --fence is the file system's too */
+Test(etcd_cli, check_fence_on_the_file_system)
+{
+	fence_check("HOLDFAST_BACKEND=file");
+}
+
+static void fence_check(const char *env)
 {
 	char *out = NULL, *err = NULL;
 	char *s = script(
 		"cd %s || exit 9\n"
+		"t=$(\"$HOLDFAST_BIN\" lock acquire ./r.lock -n) || exit 8\n"
+		"\"$HOLDFAST_BIN\" lock release ./r.lock --token \"$t\" || exit 7\n"
 		"\"$HOLDFAST_BIN\" run --lock ./r.lock -- sh -c '\n"
 		"  echo \"fence=$HOLDFAST_FENCE\"\n"
 		"  \"$HOLDFAST_BIN\" lock check ./r.lock --fence \"$HOLDFAST_FENCE\"; echo \"fenced=$?\"\n"
@@ -293,7 +308,7 @@ Test(etcd_cli, run_exports_the_fence_and_check_fence)
 		"echo \"run=$?\"\n"
 		"\"$HOLDFAST_BIN\" lock check ./r.lock --fence 1; echo \"free=$?\"\n",
 		et_dir);
-	int st = sh_etcd("bash", &out, &err, s);
+	int st = hft_sh(&out, &err, "bash", env, s);
 	cr_assert_eq(st, 0, "%s %s", out, err);
 	char *f = strstr(out, "fence=");
 	cr_assert_not_null(f, "%s", out);
@@ -422,6 +437,49 @@ Test(etcd_cli, backend_refused_when_malformed)
 	const char *a[] = { "holdfast", "lock", "status", "./x.lock", "--backend", "etcd://nohost", NULL };
 	cr_assert_eq(hft_cli(&out, &err, a), 64, "%s", err);
 	cr_assert(strstr(err, "backend etcd://nohost"), "%s", err);
+	free(out);
+	free(err);
+}
+
+/* More than one etcd lock for one run: taken in the order of their keys,
+ * each fence exported in command-line order. */
+Test(etcd_cli, run_with_several_locks)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "\"$HOLDFAST_BIN\" run --lock ./b.lock --lock ./a.lock -- sh -c 'echo \"$HOLDFAST_FENCE\"; "
+			 "\"$HOLDFAST_BIN\" lock check ./a.lock && \"$HOLDFAST_BIN\" lock check ./b.lock && echo both'\n"
+			 "\"$HOLDFAST_BIN\" run --lock ./a.lock --lock ./nodir/../a.lock -- true; echo \"twice=$?\"\n",
+			 et_dir);
+	int st = sh_etcd("sh", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	long fb = 0, fa = 0;
+	cr_assert_eq(sscanf(out, "%ld %ld", &fb, &fa), 2, "%s", out);
+	cr_assert_gt(fb, fa, "a.lock (first by key) taken after b.lock: %s", out);
+	cr_assert(strstr(out, "both\n") && strstr(out, "twice=64\n"), "%s %s", out, err);
+	free(s);
+	free(out);
+	free(err);
+}
+
+TestSuite(etcd_tls, .init = et_setup_tls, .fini = et_teardown, .timeout = 240);
+
+/* https endpoints: with the CA, the lock works; without it the server's
+ * certificate is refused (exit 74), never ignored. */
+Test(etcd_tls, https_with_the_ca_file)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "t=$(\"$HOLDFAST_BIN\" lock acquire ./t.lock -n --etcd-ca %s); echo \"ca=$?\"\n"
+			 "\"$HOLDFAST_BIN\" lock status ./t.lock; echo \"noca=$?\"\n"
+			 "HOLDFAST_ETCD_CA_FILE=%s \"$HOLDFAST_BIN\" lock release ./t.lock --token \"$t\"; echo \"released=$?\"\n",
+			 et_dir, E.ca, E.ca);
+	int st = sh_etcd("bash", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	cr_assert(strstr(out, "ca=0\n") && strstr(out, "noca=74\n") && strstr(out, "released=0\n"),
+		  "%s\n%s", out, err);
+	cr_assert(strstr(err, "https://127.0.0.1:"), "%s", err);
+	free(s);
 	free(out);
 	free(err);
 }
