@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -480,6 +483,69 @@ Test(etcd_tls, https_with_the_ca_file)
 		  "%s\n%s", out, err);
 	cr_assert(strstr(err, "https://127.0.0.1:"), "%s", err);
 	free(s);
+	free(out);
+	free(err);
+}
+
+/* DL13 on etcd: a script acquiring a lock it holds already, without -w,
+ * is refused at once instead of waiting for itself. */
+Test(etcd_cli, acquiring_twice_from_one_script_is_refused)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./d.lock >/dev/null || exit 10\n"
+			 "\"$HOLDFAST_BIN\" lock acquire ./d.lock; echo \"again=$?\"\n",
+			 et_dir);
+	int st = sh_etcd("bash", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	cr_assert(strstr(out, "again=1\n") && strstr(err, "already held by pid"), "%s %s", out, err);
+	free(s);
+	free(out);
+	free(err);
+}
+
+/* A holder proven dead on this host whose keeper is gone too: status says
+ * so, and the next acquirer reaps it at once (its lease's TTL is 60 s, the
+ * wait 30 s). */
+Test(etcd_cli, dead_holder_shown_and_reaped)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "sleep 1000 </dev/null >/dev/null 2>&1 & p=$!\n"
+			 "\"$HOLDFAST_BIN\" lock acquire \"$PWD/z.lock\" -n --pid $p --ttl 60s >/dev/null || exit 10\n"
+			 "echo \"$p\"\n",
+			 et_dir);
+	int st = sh_etcd("bash", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	pid_t owner = atoi(out);
+	char lock[600];
+	snprintf(lock, sizeof lock, "%s/z.lock", et_dir);
+	const char *words[] = { "lock", "acquire", lock, NULL };
+	pid_t keeper = et_find_proc(words);
+	cr_assert_gt(keeper, 0);
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	cr_assert_eq(kill(owner, SIGKILL), 0);
+	/* the owner was the shell's child, reparented when the shell ended:
+	 * its pidfd says when it is gone (bounded) */
+	int pfd = (int)syscall(SYS_pidfd_open, owner, 0);
+	cr_assert_geq(pfd, 0);
+	struct pollfd pp = { .fd = pfd, .events = POLLIN };
+	cr_assert_eq(poll(&pp, 1, 30000), 1, "the owner did not die");
+	close(pfd);
+	int64_t until = et_mono_ms() + 30000;
+	while (kill(owner, 0) == 0) { /* reaped by its new parent: a moment later */
+		cr_assert_lt(et_mono_ms(), until, "the dead owner was never reaped");
+		sched_yield();
+	}
+	free(out);
+	free(err);
+	const char *status[] = { "holdfast", "lock", "status", lock, "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(&out, &err, status), 0, "%s", err);
+	cr_assert(strstr(out, "stale (owner dead)"), "%s", out);
+	free(out);
+	free(err);
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, "-w", "30", "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(&out, &err, acq), 0, "%s", err);
 	free(out);
 	free(err);
 }
