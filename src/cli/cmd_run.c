@@ -102,6 +102,7 @@ static const char run_usage[] =
 	"  --scope SPEC     PATH:MODE[:recursive] (repeatable): one scope allocation,\n"
 	"                   delegated from $HOLDFAST_POD when set\n"
 	"  --name NAME      the scope allocation's name (default: generated)\n"
+	"  -v, --verbose    say how long getting the locks took, and what runs\n"
 	"  -n, --nonblock   fail at once if a lock is held\n"
 	"  -w, --wait SECS  wait at most SECS (also --timeout; default: wait forever)\n"
 	"  -E, --conflict-exit-code CODE   exit code on conflict or timeout (default 1)\n"
@@ -337,6 +338,7 @@ int cmd_run(int argc, char **argv)
 		{ "lock", required_argument, NULL, 'L' },
 		{ "scope", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
 		CLI_WAIT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -353,9 +355,10 @@ int cmd_run(int argc, char **argv)
 		return HF_EXIT_OSERR;
 	}
 	int code = 0, opt;
+	bool verbose = false;
 	optind = 1;
 	opterr = 0;
-	while (!code && (opt = getopt_long(argc, argv, "+nw:E:h", longopts, NULL)) != -1) {
+	while (!code && (opt = getopt_long(argc, argv, "+nw:E:hv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S':
 			if (s.lane) {
@@ -377,6 +380,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'N':
 			s.name = optarg;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		case 'n':
 		case 'w':
@@ -446,6 +452,7 @@ int cmd_run(int argc, char **argv)
 		code = cli_exit_for(rc);
 		goto out;
 	}
+	int64_t t0 = hf_sys_mono_ns();
 	code = run_acquire(&s);
 	if (code) {
 		run_release(&s); /* RUN3: all or nothing */
@@ -457,6 +464,12 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	hf_sys_point(HF_PT_RUN_ACQUIRED);
+	if (verbose) { /* flock(1)'s --verbose words */
+		int64_t ns = hf_sys_mono_ns() - t0;
+		cli_err("getting lock took %lld.%06lld seconds", (long long)(ns / 1000000000),
+			(long long)(ns / 1000 % 1000000));
+		cli_err("executing %s", CLI_SHOW(argv[optind]));
+	}
 
 	/* Step 3: HOLDFAST_FENCE in command-line order, HOLDFAST_POD. */
 	char fence[CLI_GO_MAX / 2] = "HOLDFAST_FENCE=", pod[sizeof s.pod + 16];
