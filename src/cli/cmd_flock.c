@@ -54,7 +54,14 @@
  *     flock(2) on FILE, the other a directory lock beside it): switch every
  *     script that uses one lock at once.
  *   - Closing FD (`exec 9>&-`) releases nothing: holdfast's lock is the
- *     shell's until -u or its exit.
+ *     shell's until -u or its exit. In `( flock -n 9; ... ) 9>FILE` the
+ *     subshell is skipped (owner_find.c, O1): the lock outlives it, held by
+ *     the script until -u or the script's exit (never shorter than the
+ *     critical section). Ending it with the descriptor's last close would
+ *     need a process that notices the close at once; a watcher blocked in
+ *     flock(2) on the file notices it, but holding that flock even briefly
+ *     makes a concurrent -n fail, and its release comes after the close,
+ *     so a next acquirer may still see it held: not done.
  */
 #include "cli.h"
 #include "proc.h"
@@ -109,7 +116,9 @@ static const char usage[] =
 	"FD form (`exec 9>FILE; holdfast flock -n 9`): the lock is taken for the\n"
 	"calling shell (the script that ran the line) and stays held after holdfast\n"
 	"returns, until `holdfast flock -u 9` or the shell's exit; closing fd 9\n"
-	"does not release it. Taking it again from the same shell succeeds at once.\n"
+	"does not release it; in `( holdfast flock -n 9; ... ) 9>FILE` the lock stays\n"
+	"the script's after the subshell (end it with `holdfast flock -u 9`). Taking it\n"
+	"again from the same shell succeeds at once.\n"
 	"\n"
 	"flock(1) and holdfast flock do not exclude each other: switch every script\n"
 	"sharing a lock at once.\n"

@@ -134,6 +134,24 @@ Test(flock, fd_form_ends_with_the_shell)
 	}
 }
 
+/* flock(1)'s idiom: the subshell is skipped, the lock is the script's;
+ * the same script takes it again, another is refused until -u. */
+Test(flock, subshell_idiom_lock_is_the_scripts)
+{
+	for (size_t i = 0; i < 2; i++) {
+		char *err;
+		int st = sh(shells[i], NULL, &err,
+			    "( \"$H\" flock -n 9 || exit 1; echo in >&9 ) 9>L || exit 10\n"
+			    "( \"$H\" flock -n 9 || exit 1 ) 9>L || exit 11\n" /* same script */
+			    "sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\"\n"
+			    "test $? = 1 || exit 12\n"
+			    "( \"$H\" flock -n 9 || exit 1; \"$H\" flock -u 9 ) 9>L || exit 13\n"
+			    "sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\" || exit 14\n");
+		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
+		free(err);
+	}
+}
+
 Test(flock, fd_form_refuses_what_names_no_file)
 {
 	char *err;
