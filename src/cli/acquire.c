@@ -146,12 +146,15 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, hf_lock_holder(l));
 	}
 	if (rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_EBARRIER) {
+		int code = cli_lock_refused("lock", path, rc);
+		if (code)
+			return code; /* AQ2: a refusal's code, never 0 */
 		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
 		if (why)
 			cli_err("lock %s: %s: %s", path, hf_strerror(rc), CLI_SHOW(why));
 		else
 			cli_err("lock %s: %s", path, hf_strerror(rc));
-		int code = cli_exit_for(rc);
+		code = cli_exit_for(rc);
 		assert(code != 0 && "AQ2");
 		return cli_fail(code, hf_error_name(rc), path, why ? hf_lock_holder(l) : NULL);
 	}

@@ -266,9 +266,17 @@ static int acquire_error_words(const char *path, int rc, pid_t owner, const hf_r
 				"create (its parent must exist), e.g. ./build.lock", path);
 		return HF_EXIT_USAGE;
 	case HF_EUNSAFE:
+	case -EACCES:
+	case -EPERM: {
+		int code = cli_lock_refused("lock acquire", path, rc);
+		if (code)
+			return code;
+		if (rc != HF_EUNSAFE)
+			break;
 		cli_err("lock acquire %s: refused: %s.holdfast is not a private directory of "
 			"this user (or is a symlink)", path, path);
 		return HF_EXIT_NOPERM;
+	}
 	case -EOPNOTSUPP:
 		cli_err("lock acquire %s: the file system refuses RENAME_NOREPLACE or flock(2), "
 			"which holdfast needs (it never emulates them)", path);
@@ -410,6 +418,9 @@ static int do_release(int argc, char **argv)
 	hf_lock *l;
 	rc = hf_lock_new(a.path, &l);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock release", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}
@@ -431,6 +442,8 @@ static int do_release(int argc, char **argv)
 		describe(hf_lock_holder(l), d, sizeof d);
 		cli_err("lock release %s: held by another owner: %s", a.path, d);
 		code = HF_EXIT_CONFLICT;
+	} else if ((code = cli_lock_refused("lock release", a.path, rc)) != 0) {
+		/* said: what occupies the path, or whose it is */
 	} else if (rc == HF_EUNSAFE) {
 		cli_err("lock release %s: refused: %s.holdfast is not a private directory of "
 			"this user (or is a symlink)", a.path, a.path);
@@ -510,6 +523,9 @@ static int do_check(int argc, char **argv)
 	hf_rec *i;
 	rc = hf_lock_status(a.path, &i);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock check", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock check %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}
@@ -534,6 +550,9 @@ static int do_status(int argc, char **argv)
 	hf_rec *i;
 	rc = hf_lock_status(a.path, &i);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock status", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}

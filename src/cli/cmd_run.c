@@ -103,6 +103,7 @@ static const char run_usage[] =
 	"  --scope SPEC     PATH:MODE[:recursive] (repeatable): one scope allocation,\n"
 	"                   delegated from $HOLDFAST_POD when set\n"
 	"  --name NAME      the scope allocation's name (default: generated)\n"
+	"  -v, --verbose    say how long getting the locks took, and what runs\n"
 	"  -n, --nonblock   fail at once if a lock is held\n"
 	"  -w, --wait SECS  wait at most SECS (also --timeout; default: wait forever)\n"
 	"  -E, --conflict-exit-code CODE   exit code on conflict or timeout (default 1)\n"
@@ -376,6 +377,7 @@ int cmd_run(int argc, char **argv)
 		{ "lock", required_argument, NULL, 'L' },
 		{ "scope", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
 		CLI_WAIT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'J' },
@@ -393,9 +395,10 @@ int cmd_run(int argc, char **argv)
 		return HF_EXIT_OSERR;
 	}
 	int code = 0, opt;
+	bool verbose = false;
 	optind = 1;
 	opterr = 0;
-	while (!code && (opt = getopt_long(argc, argv, "+nw:E:h", longopts, NULL)) != -1) {
+	while (!code && (opt = getopt_long(argc, argv, "+nw:E:hv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S':
 			if (s.lane) {
@@ -417,6 +420,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'N':
 			s.name = optarg;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		case 'n':
 		case 'w':
@@ -490,6 +496,7 @@ int cmd_run(int argc, char **argv)
 		code = cli_fail_rc(rc, NULL, NULL);
 		goto out;
 	}
+	int64_t t0 = hf_sys_mono_ns();
 	code = run_acquire(&s);
 	if (code) {
 		run_release(&s); /* RUN3: all or nothing */
@@ -502,6 +509,12 @@ int cmd_run(int argc, char **argv)
 	}
 	hf_sys_point(HF_PT_RUN_ACQUIRED);
 	held = cli_json_on() ? run_held_json(&s, order) : NULL; /* printed once CMD ended */
+	if (verbose) { /* flock(1)'s --verbose words */
+		int64_t ns = hf_sys_mono_ns() - t0;
+		cli_err("getting lock took %lld.%06lld seconds", (long long)(ns / 1000000000),
+			(long long)(ns / 1000 % 1000000));
+		cli_err("executing %s", CLI_SHOW(argv[optind]));
+	}
 
 	/* Step 3: HOLDFAST_FENCE in command-line order, HOLDFAST_POD. */
 	char fence[CLI_GO_MAX / 2] = "HOLDFAST_FENCE=", pod[sizeof s.pod + 16];

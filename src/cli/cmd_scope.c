@@ -150,11 +150,14 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 			"empty and every pod must register again",
 			reg, reason, reg, reg);
 		break;
-	case HF_EUNSAFE:
+	case HF_EUNSAFE: {
+		char named[1400]; /* "uid 1001" as "user bob (uid 1001)" */
+		cli_name_uid(reason, named, sizeof named);
 		cli_err("refusing the scope registry %s: %s (it must be ours, not writable by "
 			"group or others, and not a symbolic link)",
-			reg, reason);
+			reg, named);
 		break;
+	}
 	case -ESRCH: /* --pid names no process */
 	case -EINVAL:
 		cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",

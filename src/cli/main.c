@@ -21,6 +21,7 @@ static const char usage[] =
 	"                                                 hold locks while CMD runs\n"
 	"  edit FILE -- CMD [ARG...]                      locked, atomic read-modify-write\n"
 	"  selftest [DIR]                                 scripted interleavings on DIR's fs\n"
+	"  flock [-n|-w SECS] [-E CODE] FILE CMD... | FD   flock(1)'s command line\n"
 	"\n"
 	"'holdfast COMMAND --help' for each. Exit codes: 0 done, 1 held by another or\n"
 	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
@@ -58,6 +59,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "session", cmd_session }, { "selftest", cmd_selftest }, { "lock", cmd_lock },
 		{ "run", cmd_run },         { "edit", cmd_edit },         { "scope", cmd_scope },
+		{ "flock", cmd_flock },
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(c, cmds[i].name))
