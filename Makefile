@@ -7,8 +7,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
-PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
-BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
+PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git python3-pytest
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
@@ -51,6 +51,7 @@ run: build
 	@bash demo/demo.sh $(BUILD)/holdfast
 
 test: test-release test-asan
+	bash bindings/python/test.sh $(BUILD)
 	@echo "make test: all suites passed (release and ASan+UBSan)"
 	@cat $(BUILD)/meson-logs/testlog.txt $(ASAN_BUILD)/meson-logs/testlog.txt | \
 	  sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\) | Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2 \3/p' | \
