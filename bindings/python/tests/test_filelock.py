@@ -209,3 +209,13 @@ def test_pathlike_and_mode(tmp):
     assert lock.lock_file == str(p) and lock.mode == 0o600
     with lock:
         assert os.path.isdir(p)
+
+
+def test_live_holder_never_reaped_by_default(tmp):
+    """py-filelock never takes a live holder's lock: the front records no
+    practical max hold (the library's default would reap after 10 min)."""
+    p = os.path.join(tmp, "a.lock")
+    with FileLock(p):
+        assert hf.Lock.status(p)["max_hold_ms"] >= 100 * 365 * 86400 * 1000
+    with FileLock(p, max_hold=60):
+        assert hf.Lock.status(p)["max_hold_ms"] == 60000

@@ -30,6 +30,11 @@ __all__ = ["AcquireReturnProxy", "BaseFileLock", "FileLock", "SoftFileLock", "Ti
            "UnixFileLock"]
 
 
+#: The front's default max_hold: py-filelock never takes a live holder's lock,
+#: so neither does the front unless max_hold is given (100 years, in s).
+NO_MAX_HOLD = 100 * 365 * 86400.0
+
+
 class Timeout(HoldfastError, TimeoutError):
     """The lock could not be acquired within the timeout (or at once, when
     not blocking). .lock_file is the lock; .holder the holder's record
@@ -91,8 +96,9 @@ class BaseFileLock(contextlib.ContextDecorator):
     one process exclude each other; False: one context shared by the
     threads (reentrant across them). blocking: acquire()'s default.
     stale, max_hold (holdfast's, seconds): a record-less lock's window, and
-    the age past which a live holder is reaped as leaked (default 10 min:
-    raise it for locks held longer)."""
+    the age past which a live holder is reaped as leaked (default: never,
+    as with py-filelock; holdfast_locks.Lock's default is the library's
+    10 min)."""
 
     def __init__(self, lock_file: Union[str, "os.PathLike[Any]"], timeout: float = -1,
                  mode: int = 0o644, thread_local: bool = True, *, blocking: bool = True,
@@ -103,7 +109,7 @@ class BaseFileLock(contextlib.ContextDecorator):
         self._thread_local = bool(thread_local)
         self._blocking = bool(blocking)
         self._stale = stale
-        self._max_hold = max_hold
+        self._max_hold = NO_MAX_HOLD if max_hold is None else max_hold
         self._shared_mu = threading.Lock()  # thread_local=False: one caller at a time
         self._local: Union[_LocalContext, None] = _LocalContext() if thread_local else None
         self._shared = _Context()
