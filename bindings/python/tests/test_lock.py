@@ -187,3 +187,76 @@ def test_library_lookup_refuses_a_wrong_library(tmp):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=30)
     assert "libc.so.6: not libholdfast" in out.stdout, out.stderr
+
+
+SIGNAL_SCRIPT = r"""
+import signal, sys
+import holdfast_locks as hf
+seen = []
+signal.signal(signal.SIGUSR1, lambda *a: (seen.append(1), print("usr1", flush=True)))
+lk = hf.Lock(sys.argv[1])
+try:
+    lk.acquire(wait=-1)
+    print("acquired", len(seen), lk.held, flush=True)
+    lk.release()
+except KeyboardInterrupt:
+    print("interrupted", lk.held, flush=True)
+"""
+
+
+def waiting(pid):
+    """pid is in the library's wait: it has an inotify watch set."""
+    import glob
+    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(f) as fh:
+                if any(line.startswith("inotify wd") for line in fh):
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def start_waiter(path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "src"))
+    return subprocess.Popen([sys.executable, "-c", SIGNAL_SCRIPT, path], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigint_ends_a_sync_wait(tmp, holder):
+    import signal
+    from conftest import wait_until
+    p = os.path.join(tmp, "L")
+    holder("lock", p)
+    w = start_waiter(p)
+    try:
+        wait_until(lambda: waiting(w.pid) or w.poll() is not None, "the waiter waits")
+        w.send_signal(signal.SIGINT)
+        out, err = w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait(30)
+    assert out.split() == ["interrupted", "False"], err
+
+
+def test_signal_handler_runs_and_wait_resumes(tmp, holder):
+    import signal
+    from conftest import wait_until
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    w = start_waiter(p)
+    try:
+        wait_until(lambda: waiting(w.pid) or w.poll() is not None, "the waiter waits")
+        w.send_signal(signal.SIGUSR1)
+        import select
+        r, _, _ = select.select([w.stdout], [], [], 30)  # bounded: never a hang
+        assert r and w.stdout.readline().strip() == "usr1"  # its handler ran during the wait
+        h.release()
+        out, err = w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait(30)
+    assert out.split() == ["acquired", "1", "True"], err

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import signal
+import threading
+import time
 from typing import Callable, Optional, Union
 
 from . import _lib as L
@@ -74,3 +77,60 @@ async def cancellable(set_cancel_fd: Callable[[int], int], call: Callable[[], in
         set_cancel_fd(-1)
         os.close(r)
         os.close(w)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass
+
+
+def sync_wait(call: Callable[[int, Optional[int]], int], wait_ms: int,
+              cancel_fd: Optional[int] = None) -> int:
+    """Run call(wait_ms, cancel_fd), a blocking library wait, so that a signal
+    with a Python handler (Ctrl-C: KeyboardInterrupt) is not held off until
+    the wait ends. In the main thread, for a wait (not a try) without a
+    cancel descriptor of the caller's, and when nobody (asyncio) has set one,
+    a pipe becomes Python's signal wakeup descriptor (signal.set_wakeup_fd)
+    and the wait's cancel descriptor: a signal ends the wait with
+    HF_ECANCELED, its handler runs here (an exception it raises propagates),
+    and the wait resumes with the time left."""
+    if (wait_ms == 0 or cancel_fd is not None
+            or threading.current_thread() is not threading.main_thread()):
+        return call(wait_ms, cancel_fd)
+    r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        try:
+            old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            return call(wait_ms, None)
+        try:
+            if old != -1:  # someone else's wakeup descriptor: leave it alone
+                signal.set_wakeup_fd(old)
+                old = None
+                return call(wait_ms, None)
+            deadline = None if wait_ms < 0 else time.monotonic() + wait_ms / 1000.0
+            ms = wait_ms
+            while True:
+                rc = call(ms, r)
+                if rc != L.HF_ECANCELED:
+                    return rc
+                _drain(r)
+                _run_signal_handlers()
+                if deadline is not None:
+                    ms = max(1, int(math.ceil((deadline - time.monotonic()) * 1000.0)))
+        finally:
+            if old is not None:
+                signal.set_wakeup_fd(old)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _run_signal_handlers() -> None:
+    # The C-level handler has flagged the signal: the interpreter runs the
+    # Python handler at the next bytecode boundary; a few are enough, and a
+    # sleep(0) is one more chance.
+    time.sleep(0)

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any, Dict, Optional, Type, Union
 
 from . import _lib as L
-from ._wait import Seconds, cancellable, dur_ms, to_ms
+from ._wait import Seconds, cancellable, dur_ms, sync_wait, to_ms
 from .errors import check, make_error, rec_dict
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -127,11 +127,14 @@ class Lock:
                 cancel_fd: Optional[int] = None) -> "Lock":
         """Acquire (wait: as in the constructor; default the object's).
         cancel_fd: a descriptor whose readability ends the wait (Canceled).
+        In the main thread a signal's Python handler runs during the wait
+        (Ctrl-C raises KeyboardInterrupt; the wait resumes after one that
+        returns).
         Raises Held (one try), TimedOut (.holder: the last holder seen),
         Canceled, Barrier, Unreadable, Unsafe, HoldfastOSError (EALREADY when
         this handle holds it, EDEADLK, ...)."""
         w = self._wait if wait is ... else wait
-        rc = self._acquire_rc(to_ms(w), cancel_fd)
+        rc = sync_wait(self._acquire_rc, to_ms(w), cancel_fd)
         if rc < 0:
             self._fail(rc)
         return self

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, Union
 
 from . import _lib as L
-from ._wait import Seconds, cancellable, dur_ms, to_ms
+from ._wait import Seconds, cancellable, dur_ms, sync_wait, to_ms
 from .errors import check, make_error, rec_dict
 from .lock import PathLike
 
@@ -114,12 +114,16 @@ class Scope:
         kw.setdefault("registry", self._registry)
         return Scope(name, specs, parent=self._name, **kw)
 
-    def _register_rc(self, wait_ms: int) -> int:
+    def _register_rc(self, wait_ms: int, cancel_fd: Optional[int] = None) -> int:
         with self._mu:
             h = self._handle()
             rc = L.lib().hf_scope_set(h, L.HF_OPT_WAIT_MS, wait_ms)
+            if rc == 0 and cancel_fd is not None:
+                rc = L.lib().hf_scope_set(h, L.HF_OPT_CANCEL_FD, cancel_fd)
             if rc == 0:
                 rc = L.lib().hf_scope_register(h)
+            if cancel_fd is not None:
+                L.lib().hf_scope_set(h, L.HF_OPT_CANCEL_FD, -1)
             if rc >= 0:
                 self._registered = True
             return rc
@@ -129,7 +133,7 @@ class Scope:
         Conflict (.holder: the overlapping pod), NotYours (outside the
         parent's effective scope), Lost (no such parent), TimedOut,
         Canceled, Unreadable, Unsafe, HoldfastOSError."""
-        self._check(self._register_rc(to_ms(self._wait if wait is ... else wait)))
+        self._check(sync_wait(self._register_rc, to_ms(self._wait if wait is ... else wait)))
         return self
 
     async def register_async(self, wait: Optional[Seconds] = ...) -> "Scope":  # type: ignore[assignment]

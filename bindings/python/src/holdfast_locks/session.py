@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any, Dict, Optional, Type
 
 from . import _lib as L
-from ._wait import Seconds, cancellable, dur_ms, to_ms
+from ._wait import Seconds, cancellable, dur_ms, sync_wait, to_ms
 from .errors import check, make_error, rec_dict
 from .lock import PathLike
 
@@ -82,12 +82,16 @@ class Session:
     def taken(self) -> bool:
         return self._taken
 
-    def _take_rc(self, wait_ms: int) -> int:
+    def _take_rc(self, wait_ms: int, cancel_fd: Optional[int] = None) -> int:
         with self._mu:
             h = self._handle()
             rc = L.lib().hf_session_set(h, L.HF_OPT_WAIT_MS, wait_ms)
+            if rc == 0 and cancel_fd is not None:
+                rc = L.lib().hf_session_set(h, L.HF_OPT_CANCEL_FD, cancel_fd)
             if rc == 0:
                 rc = L.lib().hf_session_take(h)
+            if cancel_fd is not None:
+                L.lib().hf_session_set(h, L.HF_OPT_CANCEL_FD, -1)
             if rc >= 0:
                 self._taken = True
             return rc
@@ -102,7 +106,7 @@ class Session:
         """Take the session; True when the take broke a stale one (then
         .broke names it). Raises Held (a live session, whoever holds it;
         .holder), TimedOut, Canceled, Unreadable."""
-        return self._took(self._take_rc(to_ms(self._wait if wait is ... else wait)))
+        return self._took(sync_wait(self._take_rc, to_ms(self._wait if wait is ... else wait)))
 
     async def take_async(self, wait: Optional[Seconds] = ...) -> bool:  # type: ignore[assignment]
         """take() for asyncio; cancelling the task ends the wait and leaves
