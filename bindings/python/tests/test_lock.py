@@ -193,6 +193,9 @@ SIGNAL_SCRIPT = r"""
 import signal, sys
 import holdfast_locks as hf
 seen = []
+# started in the background by a shell, SIGINT may be ignored: Python then
+# installs no KeyboardInterrupt handler; this script wants Python's own
+signal.signal(signal.SIGINT, signal.default_int_handler)
 signal.signal(signal.SIGUSR1, lambda *a: (seen.append(1), print("usr1", flush=True)))
 lk = hf.Lock(sys.argv[1])
 try:
