@@ -7,8 +7,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
-PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
-BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
+PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git python3-pytest
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
@@ -59,6 +59,7 @@ test: test-release test-asan test-bindings
 # Each language's binding against the release build's library (bindings/*/test.sh).
 test-bindings: build
 	bash bindings/rust/test.sh $(BUILD)
+	bash bindings/python/test.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
