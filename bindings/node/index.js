@@ -149,6 +149,26 @@ async function runJob(start, box, signal, extra) {
 
 // ---- directory lock ---------------------------------------------------------------
 
+// Locks and scopes this process holds for itself, released when it exits
+// normally (process.exit included, which runs no finalizer). One that dies
+// (SIGKILL, a crash) needs nothing: its owner is proven dead and the next
+// acquirer reaps it at once. A handle holding for another pid (options.pid)
+// is left alone: that pid's life holds it.
+const heldHere = new Set();
+let exitHooked = false;
+function track(h) {
+	if (h._forOther)
+		return;
+	heldHere.add(h);
+	if (!exitHooked) {
+		exitHooked = true;
+		process.on('exit', () => {
+			for (const x of heldHere)
+				try { native.free(x._box); } catch { /* exiting */ }
+		});
+	}
+}
+
 class Lock {
 	/**
 	 * @param {string} lockPath the lock directory
@@ -166,6 +186,19 @@ class Lock {
 		setOpt(box, C.OPT_MAX_HOLD_MS, ms('maxHold', options.maxHold), ctx);
 		if (options.pid !== undefined)
 			setOpt(box, C.OPT_PID, options.pid, ctx);
+		this._forOther = options.pid !== undefined && options.pid !== process.pid;
+		this._held = false;
+	}
+
+	_got() {
+		this._held = true;
+		track(this);
+		return this;
+	}
+
+	_gone() {
+		this._held = false;
+		heldHere.delete(this);
 	}
 
 	_fail(rc, op) {
@@ -183,7 +216,7 @@ class Lock {
 			throw abortError(signal);
 		if (rc < 0)
 			throw this._fail(rc, 'acquire');
-		return this;
+		return this._got();
 	}
 
 	/** Acquire on this thread (blocks it for the whole wait). */
@@ -192,12 +225,14 @@ class Lock {
 		const rc = native.lockAcquireSync(this._box);
 		if (rc < 0)
 			throw this._fail(rc, 'acquire');
-		return this;
+		return this._got();
 	}
 
 	/** Release what this handle holds (or adopted). */
 	release() {
 		const rc = native.lockRelease(this._box);
+		if (rc !== C.EBUSY)
+			this._gone(); /* its descriptor is closed either way */
 		if (rc < 0)
 			throw this._fail(rc, 'release');
 	}
@@ -227,13 +262,16 @@ class Lock {
 	/** Take over a lock acquired elsewhere, by its token. */
 	adopt(token) {
 		check(native.lockAdopt(this._box, String(token)), { op: 'adopt', path: this.path });
+		this._held = true;
 		return this;
 	}
 
 	/** Forget the lock without releasing it: its descriptor (now the
 	 * caller's), or -1. */
 	detach() {
-		return check(native.lockDetach(this._box), { op: 'detach', path: this.path });
+		const fd = check(native.lockDetach(this._box), { op: 'detach', path: this.path });
+		this._gone();
+		return fd;
 	}
 
 	_info() {
@@ -250,11 +288,14 @@ class Lock {
 	get fd() { return this._info().fd; }
 	/** After a failure: who holds it; after an acquire: our own record. */
 	get holder() { return parse(this._info().holder); }
-	get held() { return this._info().token !== null; }
+	/** This handle acquired (or adopted) it and has not released it since;
+	 * check() says whether it is still so on disk. */
+	get held() { return this._held; }
 
 	/** Free the handle now (releasing a lock it still holds). */
 	close() {
 		check(native.free(this._box), { op: 'close', path: this.path });
+		this._gone();
 	}
 
 	/** The lock's state, read-only: { state: "free" | "held" | "dead" |
@@ -510,6 +551,7 @@ class Scope {
 				check(native.setStr(box, opt, options[k]), ctx);
 		for (const spec of options.specs || [])
 			this.add(spec);
+		this._forOther = options.pid !== undefined && options.pid !== process.pid;
 	}
 
 	_fail(rc, op) {
@@ -535,6 +577,7 @@ class Scope {
 			throw abortError(signal);
 		if (rc < 0)
 			throw this._fail(rc, 'register');
+		track(this);
 		return this;
 	}
 
@@ -543,18 +586,23 @@ class Scope {
 		const rc = native.scopeRegisterSync(this._box);
 		if (rc < 0)
 			throw this._fail(rc, 'register');
+		track(this);
 		return this;
 	}
 
 	release() {
 		const rc = native.scopeRelease(this._box);
+		if (rc !== C.EBUSY)
+			heldHere.delete(this);
 		if (rc < 0)
 			throw this._fail(rc, 'release');
 	}
 
 	/** Forget the registration without releasing it: its descriptor, or -1. */
 	detach() {
-		return check(native.scopeDetach(this._box), { op: 'detach', path: this.name });
+		const fd = check(native.scopeDetach(this._box), { op: 'detach', path: this.name });
+		heldHere.delete(this);
+		return fd;
 	}
 
 	/** The generation granted (BigInt; 0n: none). */
@@ -566,6 +614,7 @@ class Scope {
 
 	close() {
 		check(native.free(this._box), { op: 'close', path: this.name });
+		heldHere.delete(this);
 	}
 }
 
