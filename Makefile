@@ -51,6 +51,7 @@ run: build
 	@bash demo/demo.sh $(BUILD)/holdfast
 
 test: test-release test-asan
+	bash bindings/node/test.sh $(BUILD)
 	@echo "make test: all suites passed (release and ASan+UBSan)"
 	@cat $(BUILD)/meson-logs/testlog.txt $(ASAN_BUILD)/meson-logs/testlog.txt | \
 	  sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\) | Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2 \3/p' | \
