@@ -13,7 +13,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench bench-node clean
 
 all: build
 
@@ -73,6 +73,9 @@ model: deps
 
 bench: bench-deps build
 	@bash bench/run.sh $(BUILD)
+
+bench-node: bench-deps build
+	@bash bench/node/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
