@@ -20,7 +20,8 @@
 #      exited.
 #
 # Environment: CYCLES (2000 per side and file system), ROUNDS (100 race
-# rounds per row), K (16), BENCH_FS ("/dev/shm /tmp"), SCENARIOS ("1 2").
+# rounds per row), K (16), BENCH_FS ("/dev/shm /tmp"), SCENARIOS ("1 2"),
+# ROWS (scenario 2's rows: "plf front frontdead").
 # npm packages come from bindings/node/node_modules (test.sh installs them).
 set -u
 build=$(cd "${1:-build}" && pwd)
@@ -77,7 +78,7 @@ fi
 # a byte to "ready" and reads one from "go", tries once, writes a byte to
 # "tried"; a holder then reads one from "leave". The driver lets them all go
 # at once, and lets the holders leave only once every contender has tried.
-shim=$work/shim/proper-lockfile
+shim=$work/shim/proper-lockfile # NODE_PATH=$work/shim: the front under that name
 mkdir -p "$shim"
 echo "module.exports = require('$node_dir/proper-lockfile.js');" >"$shim/index.js"
 ago() { date -d "@$(($(date +%s) - $1))" +%Y%m%d%H%M.%S; }
@@ -117,8 +118,9 @@ if [[ " $SCENARIOS " == *" 2 "* ]]; then
 		"front:holdfast/proper-lockfile, the same leftover" \
 		"frontdead:holdfast/proper-lockfile, a lock whose holder exited"; do
 		tool=${row%%:*} label=${row#*:}
+		[[ " ${ROWS:-plf front frontdead} " == *" $tool "* ]] || continue
 		np=$node_dir/node_modules
-		[ "$tool" = plf ] || np=$work/shim/..
+		[ "$tool" = plf ] || np=$work/shim
 		hist=() zero=0
 		for ((r = 1; r <= ROUNDS; r++)); do
 			read -r m _ < <(race_round "$tool" "$np")
