@@ -13,7 +13,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench clean
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node clean
 
 all: build
 
@@ -60,6 +60,7 @@ test: test-release test-asan test-bindings
 test-bindings: build
 	bash bindings/rust/test.sh $(BUILD)
 	bash bindings/python/test.sh $(BUILD)
+	bash bindings/node/test.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -77,6 +78,9 @@ model: deps
 
 bench: bench-deps build
 	@bash bench/run.sh $(BUILD)
+
+bench-node: bench-deps build
+	@bash bench/node/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
