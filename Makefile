@@ -61,6 +61,7 @@ test-bindings: build
 	bash bindings/rust/test.sh $(BUILD)
 	bash bindings/python/test.sh $(BUILD)
 	bash bindings/node/test.sh $(BUILD)
+	bash tests/cross/cross.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
