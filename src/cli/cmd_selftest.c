@@ -54,7 +54,8 @@ static const char usage[] =
 	"Prints one line per check; exits 0 only if every check passes, else 1.\n"
 	"\n"
 	"(Internal: 'holdfast selftest --naive-take FILE' runs the old read-then-write guard once;\n"
-	"the differential check uses it. Never use it as a lock.)\n";
+	"the differential check uses it. Never use it as a lock.)\n"
+	"-h, --help; -V, --version.\n";
 
 #define KID_TIMEOUT_MS 10000
 /* <name>.aside-<16 hex>: where a break, release or withdrawal moves a
@@ -598,6 +599,8 @@ int cmd_selftest(int argc, char **argv)
 		fputs(usage, stdout);
 		return HF_EXIT_OK;
 	}
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
+		return cli_version();
 	if (argc == 3 && !strcmp(argv[1], "--naive-take")) {
 		int rc = cli_naive_take(argv[2]);
 		return rc == 0 ? HF_EXIT_OK : cli_exit_for(rc);

@@ -58,7 +58,8 @@ static const char usage[] =
 	"\n"
 	"Asides: a break or release renames the lock to <file>.aside-<16 hex> first and\n"
 	"deletes it only once verified; git users add the line '.session.lock.aside-*'\n"
-	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n";
+	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n"
+	"-h, --help; -V, --version.\n";
 
 /* s for a message, every control character shown as \xNN (the newline
  * too: one message, one line per line it means); room for a whole path. */
@@ -672,6 +673,8 @@ int cmd_session(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage, stdout);
 			return HF_EXIT_OK;
+		} else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+			return cli_version();
 		}
 	/* A lock file is at most 4 KiB of JSON: hash flooding cannot hurt, and
 	 * a fixed seed spares jansson's open/read/close of /dev/urandom. */

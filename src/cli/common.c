@@ -17,6 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cli_version(void)
+{
+	printf("holdfast %s\n", hf_version());
+	return HF_EXIT_OK;
+}
+
 int cli_exit_for(int rc)
 {
 	switch (rc) {
