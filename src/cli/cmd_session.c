@@ -27,7 +27,7 @@
 
 static const char usage[] =
 	"usage: holdfast session take        --lane LANE [--owner TOKEN] [--stale DUR] [--file PATH] [--json]\n"
-	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH]\n"
+	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH] [--stale DUR]\n"
 	"       holdfast session status      [--file PATH] [--stale DUR] [--json]\n"
 	"       holdfast session assert-held LANE [--file PATH] [--stale DUR]\n"
 	"       holdfast session race        [--procs N] [--runs R] [--naive] [--json] [--dir DIR]\n"

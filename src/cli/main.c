@@ -22,7 +22,8 @@ static const char usage[] =
 	"  edit FILE -- CMD [ARG...]                      locked, atomic read-modify-write\n"
 	"  selftest [DIR]                                 scripted interleavings on DIR's fs\n"
 	"\n"
-	"-V, --version: the version (also after any command or subcommand).\n"
+	"-h, --help: this; -V, --version: the version (both also after a command or\n"
+	"subcommand).\n"
 	"'holdfast COMMAND --help' for each. Exit codes: 0 done, 1 held by another or\n"
 	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
 	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n";
