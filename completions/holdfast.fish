@@ -10,33 +10,33 @@
 function __holdfast_opts -a key
     switch $key
         case 'session take'
-            echo --lane= --owner= --stale= --file= --json
+            printf '%s\n' --lane= --owner= --stale= --file= --json
         case 'session release'
-            echo --lane= --owner= --stale= --file=
+            printf '%s\n' --lane= --owner= --stale= --file=
         case 'session status'
-            echo --file= --stale= --json
+            printf '%s\n' --file= --stale= --json
         case 'session assert-held'
-            echo --file= --stale=
+            printf '%s\n' --file= --stale=
         case 'session race'
-            echo --procs= --runs= --naive --json --dir=
+            printf '%s\n' --procs= --runs= --naive --json --dir=
         case 'lock acquire'
-            echo -n -w= -E= -v --verbose --stale= --max-hold= --pid= --json
+            printf '%s\n' -n -w= -E= -v --verbose --stale= --max-hold= --pid= --json
         case 'lock release' 'lock check'
-            echo --token=
+            printf '%s\n' --token=
         case 'lock status' 'scope list' 'scope effective' 'scope reap'
-            echo --json
+            printf '%s\n' --json
         case 'scope register'
-            echo --pid= --socket= --from= --json
+            printf '%s\n' --pid= --socket= --from= --json
         case 'scope release'
-            echo --generation=
+            printf '%s\n' --generation=
         case 'scope check'
-            echo --pod= --generation= --json
+            printf '%s\n' --pod= --generation= --json
         case run
-            echo --session= --lock= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command=
+            printf '%s\n' --session= --lock= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command=
         case edit
-            echo -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose
+            printf '%s\n' -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose
         case selftest
-            echo
+            true
     end
 end
 
@@ -73,7 +73,7 @@ for key in $__holdfast_keys
     if not string match -q '* *' -- $key
         set cond "__holdfast_is $key; and not contains -- -- (commandline -opc)"
     end
-    for o in (string split ' ' -- (__holdfast_opts $key)) -h --help -V --version
+    for o in (__holdfast_opts $key) -h --help -V --version
         test -n "$o"; or continue
         set -l name (string replace -r '=$' '' -- $o)
         set -l req
