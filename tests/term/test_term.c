@@ -221,6 +221,7 @@ Test(term, lock_acquire_shows_the_holder_then_clears)
 	const char *clear = strstr(t.buf, "\r\033[K");
 	cr_assert(clear && strstr(clear, " 2\r\n"), "no 'TOKEN 2' after the line:\n%s", t.buf);
 	sleeper_end(owner);
+	free(t.buf);
 	free(line);
 	free(L);
 }
@@ -243,6 +244,7 @@ Test(term, run_stopped_while_waiting_clears_before_its_message)
 		  "the line was not erased before the message:\n%s", t.buf);
 	cr_assert_null(strstr(msg, "waiting for"), "%s", t.buf);
 	drop_lock(l);
+	free(t.buf);
 	free(line);
 	free(L);
 }
@@ -263,6 +265,7 @@ Test(term, edit_waits_for_file_lock_on_a_terminal)
 	char *now = hft_slurp(F);
 	cr_assert_str_eq(now, "new\n");
 	free(now);
+	free(t.buf);
 	free(line);
 	free(F);
 	free(FL);
@@ -287,6 +290,7 @@ Test(term, run_session_waits_on_a_terminal)
 	int code = tty_finish(&t);
 	cr_assert_eq(code, 0, "run --session exited %d:\n%s", code, t.buf);
 	assert_line_then_cleared(&t, line);
+	free(t.buf);
 	free(line);
 	free(S);
 }
@@ -314,6 +318,7 @@ Test(term, run_scope_waits_on_a_terminal)
 	cr_assert_eq(code, 0, "run --scope exited %d:\n%s", code, t.buf);
 	assert_line_then_cleared(&t, line);
 	unsetenv("HOLDFAST_REGISTRY");
+	free(t.buf);
 	free(line);
 	free(spec);
 	free(P);
@@ -361,6 +366,7 @@ static void pipe_waiter(const char *const *argv, const char *want_err, pid_t own
 	close(c.go_wr);
 	free(out);
 	free(err);
+	free(t.buf);
 	free(line);
 	free(L);
 }
