@@ -7,7 +7,12 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
-PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git python3-pytest
+# groff-base, man-db: the manual pages are checked with groff -ww and man
+# --warnings; bash-completion, zsh, fish: the completions are loaded and run
+# by each shell (tests/term/help.sh, tests/install); python3-pytest: the
+# Python binding's tests.
+PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
+	groff-base man-db bash-completion zsh fish python3-pytest
 BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.

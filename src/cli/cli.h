@@ -26,6 +26,9 @@ enum {
 	HF_EXIT_NOPERM = 77,    /* refused for permissions or safety            */
 };
 
+/* -V / --version: "holdfast VERSION" on stdout; the exit code (0). */
+int cli_version(void);
+
 /* The exit code for a library return code. */
 int cli_exit_for(int rc);
 

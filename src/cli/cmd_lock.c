@@ -56,12 +56,14 @@ static const char usage[] =
 	"--json prints one JSON object: the owner record's fields (acquire, status),\n"
 	"the answer (check, release), or on failure {\"error\",\"exit\",\"message\",\n"
 	"\"path\",\"holder\"} (README: Machine output).\n"
+	"-v, --verbose: say what the wait waits for, how long it took, what was acquired.\n"
+	"-h, --help; -V, --version.\n"
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
 	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
 	"it); 64 usage; 65 unreadable owner record; 69 release or check: not held;\n"
 	"77 unsafe.\n";
 
-enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP };
+enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
@@ -71,6 +73,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "token", required_argument, NULL, OPT_TOKEN },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -109,7 +112,7 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "nw:E:hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nw:E:hvV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			a->verbose = true;
@@ -171,6 +174,9 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		case 'h':
 		case OPT_HELP:
 			fputs(usage, stdout);
+			return -1;
+		case 'V':
+			cli_version();
 			return -1;
 		default:
 			cli_err("lock %s: unknown option '%s' (see 'holdfast lock --help')", sub,
@@ -340,7 +346,29 @@ static int do_acquire(int argc, char **argv)
 	if (a.max_hold_ms)
 		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
 	hf_lock_set(l, HF_OPT_PID, owner);
-	rc = hf_lock_acquire(l);
+	cli_verbose = a.verbose;
+	int64_t start = hf_sys_mono_ns();
+	if (a.wait_ms != 0 && cli_waitline_wanted()) {
+		/* a first try says whether this is a wait (waitline.c) */
+		int64_t deadline = cli_deadline(a.wait_ms);
+		hf_lock_set(l, HF_OPT_WAIT_MS, 0);
+		rc = hf_lock_acquire(l);
+		if (cli_lock_waitable(rc)) {
+			struct cli_waitline wl;
+			cli_waitline_init(&wl, a.path, cli_lock_holder_now, a.path);
+			char d[400] = "";
+			const hf_rec *h = hf_lock_holder(l);
+			if (!(a.wait_ms < 0 && rec_int(h, "pid") == owner)) /* else DL13 says it */
+				describe(h, d, sizeof d);
+			if (d[0])
+				cli_waitline_begin(&wl, d);
+			hf_lock_set(l, HF_OPT_WAIT_MS, cli_wait_left(deadline));
+			rc = hf_lock_acquire(l);
+			cli_waitline_end(&wl);
+		}
+	} else {
+		rc = hf_lock_acquire(l);
+	}
 	if (rc < 0) {
 		const hf_rec *h = hf_lock_holder(l);
 		int code;
@@ -394,6 +422,7 @@ static int do_acquire(int argc, char **argv)
 		cli_err("warning: lock %s: no keeper for its kernel lock (%s): a process in another "
 			"pid namespace may take pid %d for dead",
 			a.path, hf_strerror(keeper), (int)owner);
+	cli_wait_took(start);
 	if (a.verbose || isatty(2)) {
 		if (!comm[0])
 			hf_pid_comm(owner, comm, sizeof comm);
@@ -591,6 +620,8 @@ int cmd_lock(int argc, char **argv)
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? HF_EXIT_USAGE : HF_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+		return cli_version();
 	const char *sub = argv[1];
 	if (!strcmp(sub, "acquire"))
 		return do_acquire(argc - 1, argv + 1);

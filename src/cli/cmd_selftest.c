@@ -69,7 +69,8 @@ static const char usage[] =
 	"\"note\"}]}.\n"
 	"\n"
 	"(Internal: 'holdfast selftest --naive-take FILE' runs the old read-then-write guard once;\n"
-	"the differential check uses it. Never use it as a lock.)\n";
+	"the differential check uses it. Never use it as a lock.)\n"
+	"-h, --help; -V, --version.\n";
 
 #define KID_TIMEOUT_MS 10000
 /* <name>.aside-<16 hex>: where a break, release or withdrawal moves a
@@ -1053,6 +1054,8 @@ int cmd_selftest(int argc, char **argv)
 		fputs(usage, stdout);
 		return HF_EXIT_OK;
 	}
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
+		return cli_version();
 	/* --json anywhere: one object with every check at the end */
 	bool json = false;
 	for (int i = 1; i < argc; i++)

@@ -23,6 +23,8 @@ static const char usage[] =
 	"  selftest [DIR]                                 scripted interleavings on DIR's fs\n"
 	"  flock [-n|-w SECS] [-E CODE] FILE CMD... | FD   flock(1)'s command line\n"
 	"\n"
+	"-h, --help: this; -V, --version: the version (both also after a command or\n"
+	"subcommand).\n"
 	"'holdfast COMMAND --help' for each. Exit codes: 0 done, 1 held by another or\n"
 	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
 	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n"
@@ -49,10 +51,8 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return HF_EXIT_OK;
 	}
-	if (!strcmp(c, "--version")) {
-		printf("holdfast %s\n", hf_version());
-		return HF_EXIT_OK;
-	}
+	if (!strcmp(c, "--version") || !strcmp(c, "-V"))
+		return cli_version();
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
