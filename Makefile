@@ -7,14 +7,20 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
+# groff-base, man-db: the manual pages are checked with groff -ww and man
+# --warnings; bash-completion, zsh, fish: the completions are loaded and run
+# by each shell (tests/term/help.sh, tests/install); python3-pytest: the
+# Python binding's tests. libcurl4-openssl-dev: the etcd backend's client;
+# etcd-server, etcd-client, openssl: its tests start their own etcd (TLS too).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
+	groff-base man-db bash-completion zsh fish python3-pytest \
 	libcurl4-openssl-dev etcd-server etcd-client openssl
-BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench clean
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node clean
 
 all: build
 
@@ -60,6 +66,9 @@ test: test-release test-asan test-bindings
 # Each language's binding against the release build's library (bindings/*/test.sh).
 test-bindings: build
 	bash bindings/rust/test.sh $(BUILD)
+	bash bindings/python/test.sh $(BUILD)
+	bash bindings/node/test.sh $(BUILD)
+	bash tests/cross/cross.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -77,6 +86,9 @@ model: deps
 
 bench: bench-deps build
 	@bash bench/run.sh $(BUILD)
+
+bench-node: bench-deps build
+	@bash bench/node/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench/bindings/run.sh BUILD_DIR - an acquire+release cycle of a directory
-# lock from each language's binding beside the C library's own cycle
-# (bench-bindings-cycle), side by side in one run on one file system: ROUNDS
+# lock from each language's binding (Rust: bindings/rust/examples/cycle.rs in
+# a release build; Node: cycle.js, the addon's sync calls; Python: cycle.py)
+# beside the C library's own cycle (bench-bindings-cycle, linked with the
+# shared library as the bindings are), side by side in one run on one file
+# system: ROUNDS
 # rounds, each running every program once in turn (CYCLES cycles each, one
 # handle kept); per language the median of its rounds' medians, and its ratio
 # to C's. Goals (issue 10): Rust and Node within 1.3x, Python within 2x.
@@ -22,6 +25,14 @@ if command -v cargo >/dev/null; then
 		--manifest-path "$root/bindings/rust/Cargo.toml"; then
 		cmd[rust]="$build/rust-target/release/examples/cycle"
 	fi
+fi
+# Node: the addon bindings/node/test.sh built; Python: Debian's python3
+if [ -f "$root/bindings/node/build/holdfast.node" ] && command -v node >/dev/null; then
+	cmd[node]="node $here/cycle.js"
+fi
+if [ -f "$build/libholdfast.so" ]; then
+	export HOLDFAST_LIB="$build/libholdfast.so" PYTHONPATH="$root/bindings/python/src"
+	cmd[python]="${PYTHON:-/usr/bin/python3} $here/cycle.py"
 fi
 langs="c"
 for l in rust node python; do [ -n "${cmd[$l]:-}" ] && langs="$langs $l"; done

@@ -29,7 +29,7 @@
 # processes), ROUNDS (30: scenarios 2 and 3), K (16 contenders), HFBENCH
 # (/tmp/hfbench: proper-lockfile 4.1.2 is installed there with npm when
 # missing), SCENARIOS ("1 2 3"), TOOLS (scenario 1's rows, default all: plf
-# lfprogs dotlock dotlockp hfdead hfleaked hfnorecord hfsession).
+# lfprogs dotlock dotlockp hfdead hfleaked hfnorecord hfsession flock hfflock).
 set -u
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +41,7 @@ ROUNDS=${ROUNDS:-30}
 K=${K:-16}
 HFBENCH=${HFBENCH:-/tmp/hfbench}
 SCENARIOS=${SCENARIOS:-1 2 3}
-TOOLS=${TOOLS:-plf lfprogs dotlock dotlockp hfdead hfleaked hfnorecord hfsession}
+TOOLS=${TOOLS:-plf lfprogs dotlock dotlockp hfdead hfleaked hfnorecord hfsession flock hfflock}
 [ -x "$HF" ] || { echo "bench/peers: $HF missing (build first)"; exit 1; }
 
 work=$(mktemp -d /dev/shm/hf-bench-peers.XXXXXX)
@@ -150,6 +150,10 @@ take_hfnorecord() { take_hf "$@"; }
 release_hfdead() { release_hf "$@"; }
 release_hfleaked() { release_hf "$@"; }
 release_hfnorecord() { release_hf "$@"; }
+# flock / hfflock: fd_contend.sh's scripts; the stale state is a script that
+# took the lock by its fd form and exited (for flock(1) the kernel dropped it)
+stale_flock() { bash -c 'exec 9>"$1"; flock -n 9; exit $?' sh "$1"; } # exit: no exec of the last command
+stale_hfflock() { bash -c 'exec 9>"$1"; "$2" flock -n 9; exit $?' sh "$1" "$HF"; }
 
 # One round's FIFOs in DIR (the driver keeps each open read-write, so nobody
 # blocks in open() and a byte written before its reader arrives waits in the
@@ -184,7 +188,9 @@ race_round() { # TOOL PATH: prints "max takers spread_ms" (spread: go to the las
 	exec {readyfd}<>"$dir/ready" {gofd}<>"$dir/go" {triedfd}<>"$dir/tried" {leavefd}<>"$dir/leave"
 	local pids=()
 	for ((i = 1; i <= K; i++)); do
-		if [ "$tool" = plf ]; then
+		if [ "$tool" = flock ] || [ "$tool" = hfflock ]; then
+			bash "$here/fd_contend.sh" "$tool" "$HF" "$path" "$dir" >/dev/null 2>>"$work/errors" &
+		elif [ "$tool" = plf ]; then
 			NODE_PATH=$HFBENCH/node_modules node "$here/plf_contend.js" "$path" "$dir" 2000 \
 				>/dev/null 2>>"$work/errors" &
 		else
@@ -214,11 +220,13 @@ declare -A label=(
 	[hfleaked]="holdfast lock acquire -n --stale 2s, live owner past --max-hold 1s"
 	[hfnorecord]="holdfast lock acquire -n --stale 2s, no owner record, ctime > 2 s old"
 	[hfsession]="holdfast session take --stale 1s, record started 10 min ago"
+	[flock]="flock -n 9 (fd form, one script each), the last holder's script exited"
+	[hfflock]="holdfast flock -n 9 (fd form, one script each), the last holder's script exited"
 )
 declare -A short=([plf]=proper-lockfile [lfprogs]=lockfile-progs [dotlock]=dotlockfile
 	[dotlockp]="dotlockfile -p" [hfdead]="holdfast lock (dead)"
 	[hfleaked]="holdfast lock (leaked)" [hfnorecord]="holdfast lock (no rec)"
-	[hfsession]="holdfast session")
+	[hfsession]="holdfast session" [flock]="flock(1) -n 9" [hfflock]="holdfast flock -n 9")
 
 scenario1() {
 	local t r m n spread path left maxes rounds tools=()
@@ -243,6 +251,8 @@ scenario1() {
 	if have lockfile-create; then tools+=(lfprogs); else echo "   lockfile-progs: skipped (not installed)"; fi
 	if have dotlockfile; then tools+=(dotlock dotlockp); else echo "   dotlockfile: skipped (liblockfile-bin not installed)"; fi
 	tools+=(hfdead hfleaked hfnorecord hfsession)
+	if have flock; then tools+=(flock); fi
+	tools+=(hfflock)
 	for t in "${tools[@]}"; do
 		wanted "$t" "$TOOLS" || continue
 		if [ "$t" = hfleaked ] || [ "$t" = hfnorecord ]; then

@@ -1,7 +1,7 @@
 /*
  * acquire.c - taking a directory lock on behalf of a command (run.h): the
  * -n / -w / -E options, the deadline, a wait that a forwarded signal ends,
- * and the words for a holder.
+ * the words for a holder, and the status line of the wait (waitline.c).
  *
  * The wait is the library's (HF_OPT_WAIT_MS): it wakes on the release, not
  * on a timer. Its cancel descriptor (HF_OPT_CANCEL_FD) is the child's
@@ -110,24 +110,57 @@ void cli_holder_words(const hf_rec *h, char *buf, size_t n)
 		 skew ? " in the future (clock skew)" : " old", fence, claim);
 }
 
+bool cli_lock_waitable(int rc)
+{
+	return rc == HF_EHELD || rc == HF_EBARRIER || rc == HF_EUNREADABLE;
+}
+
+void cli_lock_holder_now(const void *path, char *buf, size_t n)
+{
+	hf_rec *r;
+	buf[0] = '\0';
+	if (hf_lock_status(path, &r) < 0)
+		return;
+	const char *st = hf_rec_str(r, "state");
+	if (st && strcmp(st, "free"))
+		cli_holder_words(r, buf, n);
+	hf_rec_free(r);
+}
+
 int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_child *c)
 {
 	int rc;
 	if (c)
 		hf_lock_set(l, HF_OPT_CANCEL_FD, c->sigfd);
+	/* on a terminal or with -v, a first try says whether this is a wait
+	 * (waitline.c); otherwise the one call of the library waits */
+	bool probe = deadline_ns != 0 && cli_waitline_wanted();
+	struct cli_waitline wl;
+	cli_waitline_init(&wl, path, cli_lock_holder_now, path);
 	for (;;) {
-		hf_lock_set(l, HF_OPT_WAIT_MS, cli_wait_left(deadline_ns));
+		hf_lock_set(l, HF_OPT_WAIT_MS, probe ? 0 : cli_wait_left(deadline_ns));
 		rc = hf_lock_acquire(l);
+		if (probe) {
+			probe = false;
+			if (cli_lock_waitable(rc)) {
+				char who[400];
+				cli_holder_words(hf_lock_holder(l), who, sizeof who);
+				cli_waitline_begin(&wl, who);
+				continue; /* now the wait, for the time left (AQ1) */
+			}
+		}
 		if (rc != HF_ECANCELED)
 			break;
 		int sig = c ? cli_child_stop_pending(c) : 0;
 		if (sig) {
+			cli_waitline_end(&wl);
 			cli_err("lock %s: stopped by %s while waiting", path, strsignal(sig));
 			return cli_fail(128 + sig, "stopped_by_signal", path, NULL);
 		}
 		if (c && c->exited) {
 			/* CMD's process, blocked before exec, was killed: nobody to
 			 * hold the lock for, and nothing will run */
+			cli_waitline_end(&wl);
 			cli_err("lock %s: CMD's process ended (status %d) while waiting; nothing ran",
 				path, c->code);
 			return cli_fail(c->code ? c->code : HF_EXIT_SOFTWARE, /* AQ2: never 0 */
@@ -135,6 +168,7 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		}
 		/* another SIGCHLD (read now): wait on with the time that is left */
 	}
+	cli_waitline_end(&wl); /* WL2 */
 	if (rc == 0)
 		return 0;
 	if (rc == -EDEADLK) { /* CMD's own pid cannot hold it already: only a --pid caller */
@@ -146,12 +180,15 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, hf_lock_holder(l));
 	}
 	if (rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_EBARRIER) {
+		int code = cli_lock_refused("lock", path, rc);
+		if (code)
+			return code; /* AQ2: a refusal's code, never 0 */
 		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
 		if (why)
 			cli_err("lock %s: %s: %s", path, hf_strerror(rc), CLI_SHOW(why));
 		else
 			cli_err("lock %s: %s", path, hf_strerror(rc));
-		int code = cli_exit_for(rc);
+		code = cli_exit_for(rc);
 		assert(code != 0 && "AQ2");
 		return cli_fail(code, hf_error_name(rc), path, why ? hf_lock_holder(l) : NULL);
 	}

@@ -26,6 +26,9 @@ enum {
 	HF_EXIT_NOPERM = 77,    /* refused for permissions or safety            */
 };
 
+/* -V / --version: "holdfast VERSION" on stdout; the exit code (0). */
+int cli_version(void);
+
 /* The exit code for a library return code. */
 int cli_exit_for(int rc);
 
@@ -178,6 +181,18 @@ int cli_keep_lock(int pid, struct hf_lock *l);
  * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */
 int cli_naive_take(const char *path);
 
+/* Why the directory lock at path was refused (rc: HF_EUNSAFE, -EACCES,
+ * -EPERM, -ENOTDIR, -ELOOP), looked up again (lockpath.c): a regular file,
+ * FIFO, socket (73) or symlink (77) at path, a state directory or lock owned
+ * by another user, named (77), ... Prints "holdfast: VERB PATH: why" and
+ * returns the exit code; 0 when rc is not one of those or nothing explains
+ * it (the caller's message stands). */
+int cli_lock_refused(const char *verb, const char *path, int rc);
+/* "user bob (uid 1001)", or "uid 1001" when /etc/passwd has no name for it. */
+const char *cli_user_words(unsigned uid, char *buf, size_t n);
+/* in with every bare "uid N" as cli_user_words says it, into out. */
+void cli_name_uid(const char *in, char *out, size_t n);
+
 /* Each family: argv[0] is the family name. Returns the exit code. */
 int cmd_session(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
@@ -185,5 +200,6 @@ int cmd_lock(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_edit(int argc, char **argv);
 int cmd_scope(int argc, char **argv);
+int cmd_flock(int argc, char **argv);
 
 #endif

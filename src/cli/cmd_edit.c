@@ -94,6 +94,8 @@ static const char edit_usage[] =
 	"  --allow-empty     replace FILE even when CMD prints nothing (FILE emptied)\n"
 	"  --max-hold DUR    how long the edit may hold FILE.lock before another may\n"
 	"                    reap it as leaked (default 10m); its result is then refused\n"
+	"  -v, --verbose     say what a wait waits for and how long getting the lock took\n"
+	"  -h, --help; -V, --version\n"
 	"\n"
 	"FILE keeps its mode (without setuid/setgid bits), owner and group; when its\n"
 	"group cannot be kept the group permissions are dropped. A new FILE gets 0666\n"
@@ -368,8 +370,10 @@ int cmd_edit(int argc, char **argv)
 		{ "init", required_argument, NULL, OPT_INIT },
 		{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
 		{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct cli_wait_opts w = { .wait_ms = -1, .conflict_exit = HF_EXIT_CONFLICT };
@@ -382,7 +386,7 @@ int cmd_edit(int argc, char **argv)
 	opterr = 0;
 	/* FILE comes first or among the options; CMD is the next operand. */
 	for (;;) {
-		opt = getopt_long(argc, argv, "+nw:E:h", longopts, NULL);
+		opt = getopt_long(argc, argv, "+nw:E:hvV", longopts, NULL);
 		if (opt == -1) {
 			if (!e.file && optind < argc && strcmp(argv[optind - 1], "--")) {
 				e.file = argv[optind++];
@@ -394,6 +398,11 @@ int cmd_edit(int argc, char **argv)
 		case 'h':
 			fputs(edit_usage, stdout);
 			return HF_EXIT_OK;
+		case 'v':
+			cli_verbose = true;
+			continue;
+		case 'V':
+			return cli_version();
 		case OPT_INIT:
 			e.init = optarg;
 			continue;
@@ -476,7 +485,10 @@ int cmd_edit(int argc, char **argv)
 	 * max-hold it may be reaped as leaked and ED1 refuses its result. */
 	hf_lock_set(e.l, HF_OPT_PID, child.pid);
 	hf_lock_set(e.l, HF_OPT_MAX_HOLD_MS, e.max_hold_ms);
+	int64_t start = hf_sys_mono_ns();
 	code = cli_lock_take(e.l, e.lock, cli_deadline(w.wait_ms), &child);
+	if (code == 0)
+		cli_wait_took(start);
 	if (code != 0) {
 		/* a refusal: CMD never runs (RUN7); -E changes only the exit code */
 		cli_child_abort(&child);

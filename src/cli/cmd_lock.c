@@ -66,12 +66,15 @@ static const char usage[] =
 	"--json prints one JSON object: the owner record's fields (acquire, status),\n"
 	"the answer (check, release), or on failure {\"error\",\"exit\",\"message\",\n"
 	"\"path\",\"holder\"} (README: Machine output).\n"
+	"-v, --verbose: say what the wait waits for, how long it took, what was acquired.\n"
+	"-h, --help; -V, --version.\n"
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
 	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
 	"it); 64 usage; 65 unreadable owner record; 69 release or check: not held;\n"
 	"77 unsafe.\n";
 
-enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_FENCE };
+enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_VERSION,
+       OPT_FENCE };
 
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
@@ -81,6 +84,7 @@ static const struct option longopts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "token", required_argument, NULL, OPT_TOKEN },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, 'V' },
 	{ "fence", required_argument, NULL, OPT_FENCE },
 	CLI_BACKEND_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
@@ -122,7 +126,7 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "nw:E:hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nw:E:hvV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			a->verbose = true;
@@ -184,6 +188,9 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		case 'h':
 		case OPT_HELP:
 			fputs(usage, stdout);
+			return -1;
+		case 'V':
+			cli_version();
 			return -1;
 		case OPT_FENCE: {
 			char *end;
@@ -299,9 +306,17 @@ static int acquire_error_words(const char *path, int rc, pid_t owner, const hf_r
 				"create (its parent must exist), e.g. ./build.lock", path);
 		return HF_EXIT_USAGE;
 	case HF_EUNSAFE:
+	case -EACCES:
+	case -EPERM: {
+		int code = cli_lock_refused("lock acquire", path, rc);
+		if (code)
+			return code;
+		if (rc != HF_EUNSAFE)
+			break;
 		cli_err("lock acquire %s: refused: %s.holdfast is not a private directory of "
 			"this user (or is a symlink)", path, path);
 		return HF_EXIT_NOPERM;
+	}
 	case -EOPNOTSUPP:
 		cli_err("lock acquire %s: the file system refuses RENAME_NOREPLACE or flock(2), "
 			"which holdfast needs (it never emulates them)", path);
@@ -371,7 +386,29 @@ static int do_acquire(int argc, char **argv)
 	if (a.max_hold_ms)
 		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
 	hf_lock_set(l, HF_OPT_PID, owner);
-	rc = hf_lock_acquire(l);
+	cli_verbose = a.verbose;
+	int64_t start = hf_sys_mono_ns();
+	if (a.wait_ms != 0 && cli_waitline_wanted()) {
+		/* a first try says whether this is a wait (waitline.c) */
+		int64_t deadline = cli_deadline(a.wait_ms);
+		hf_lock_set(l, HF_OPT_WAIT_MS, 0);
+		rc = hf_lock_acquire(l);
+		if (cli_lock_waitable(rc)) {
+			struct cli_waitline wl;
+			cli_waitline_init(&wl, a.path, cli_lock_holder_now, a.path);
+			char d[400] = "";
+			const hf_rec *h = hf_lock_holder(l);
+			if (!(a.wait_ms < 0 && rec_int(h, "pid") == owner)) /* else DL13 says it */
+				describe(h, d, sizeof d);
+			if (d[0])
+				cli_waitline_begin(&wl, d);
+			hf_lock_set(l, HF_OPT_WAIT_MS, cli_wait_left(deadline));
+			rc = hf_lock_acquire(l);
+			cli_waitline_end(&wl);
+		}
+	} else {
+		rc = hf_lock_acquire(l);
+	}
 	if (rc < 0) {
 		const hf_rec *h = hf_lock_holder(l);
 		int code;
@@ -430,6 +467,7 @@ static int do_acquire(int argc, char **argv)
 		cli_err("warning: lock %s: no keeper for its kernel lock (%s): a process in another "
 			"pid namespace may take pid %d for dead",
 			a.path, hf_strerror(keeper), (int)owner);
+	cli_wait_took(start);
 	if (a.verbose || isatty(2)) {
 		if (!comm[0])
 			hf_pid_comm(owner, comm, sizeof comm);
@@ -454,6 +492,9 @@ static int do_release(int argc, char **argv)
 	hf_lock *l;
 	rc = hf_lock_new(a.path, &l);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock release", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}
@@ -479,6 +520,8 @@ static int do_release(int argc, char **argv)
 		describe(hf_lock_holder(l), d, sizeof d);
 		cli_err("lock release %s: held by another owner: %s", a.path, d);
 		code = HF_EXIT_CONFLICT;
+	} else if ((code = cli_lock_refused("lock release", a.path, rc)) != 0) {
+		/* said: what occupies the path, or whose it is */
 	} else if (rc == HF_EUNSAFE) {
 		cli_err("lock release %s: refused: %s.holdfast is not a private directory of "
 			"this user (or is a symlink)", a.path, a.path);
@@ -573,6 +616,9 @@ static int do_check(int argc, char **argv)
 	if (rc > 0)
 		return rc; /* said and recorded */
 	if (rc < 0) {
+		int code = cli_lock_refused("lock check", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock check %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}
@@ -603,6 +649,9 @@ static int do_status(int argc, char **argv)
 	if (rc > 0)
 		return rc; /* said and recorded */
 	if (rc < 0) {
+		int code = cli_lock_refused("lock status", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
 		return cli_fail_rc(rc, a.path, NULL);
 	}
@@ -641,6 +690,8 @@ int cmd_lock(int argc, char **argv)
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? HF_EXIT_USAGE : HF_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+		return cli_version();
 	const char *sub = argv[1];
 	if (!strcmp(sub, "acquire"))
 		return do_acquire(argc - 1, argv + 1);

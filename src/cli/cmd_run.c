@@ -92,6 +92,7 @@
 static const char run_usage[] =
 	"usage: holdfast run [--session LANE] [--lock PATH]... [--scope SPEC]... [--name NAME]\n"
 	"                    [-n | -w SECS] [-E CODE] -- CMD [ARG...]\n"
+	"       holdfast run [OPTIONS] -c STRING\n"
 	"\n"
 	"Hold every lock given while CMD runs, on behalf of CMD: each lock names CMD's\n"
 	"pid, so it stays held while CMD runs even if holdfast itself is killed, and is\n"
@@ -103,6 +104,8 @@ static const char run_usage[] =
 	"  --scope SPEC     PATH:MODE[:recursive] (repeatable): one scope allocation,\n"
 	"                   delegated from $HOLDFAST_POD when set\n"
 	"  --name NAME      the scope allocation's name (default: generated)\n"
+	"  -v, --verbose    say what a wait waits for, how long getting the locks took,\n"
+	"                   and what runs\n"
 	"  -n, --nonblock   fail at once if a lock is held\n"
 	"  -w, --wait SECS  wait at most SECS (also --timeout; default: wait forever)\n"
 	"  -E, --conflict-exit-code CODE   exit code on conflict or timeout (default 1)\n"
@@ -114,6 +117,8 @@ static const char run_usage[] =
 	"                   (session, locks with tokens and fences, scope) and CMD's exit\n"
 	"                   or signal; CMD's own output precedes it on the same stdout.\n"
 	"                   A refusal (CMD never ran) prints the error object instead.\n"
+		"  -c, --command STRING   run STRING with /bin/sh -c (flock's -c), not CMD\n"
+	"  -h, --help; -V, --version\n"
 	"\n"
 	"CMD gets HOLDFAST_FENCE (each --lock's fence, space-separated, in command-line\n"
 	"order) and HOLDFAST_POD (the scope allocation's name).\n"
@@ -221,6 +226,19 @@ static void session_words(const hf_rec *h, char *buf, size_t n)
 		 state && !strcmp(state, "skew") ? ", dated in the future: clock skew" : "");
 }
 
+/* The session's holder now, for the waitline (ctx: the lock's path). */
+static void session_holder_now(const void *path, char *buf, size_t n)
+{
+	hf_rec *r;
+	buf[0] = '\0';
+	if (hf_session_status(path, 0, &r) < 0)
+		return;
+	const char *st = hf_rec_str(r, "state");
+	if (st && strcmp(st, "free"))
+		session_words(r, buf, n);
+	hf_rec_free(r);
+}
+
 /* Take the session lane, waiting like the directory locks (RUN5). */
 static int run_session(struct run_state *s, int64_t deadline_ns)
 {
@@ -241,23 +259,41 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		return cli_fail_rc(rc, path, NULL);
 	}
 	hf_session_set(s->session, HF_OPT_CANCEL_FD, s->child.sigfd);
+	/* on a terminal or with -v, a first try says whether this is a wait */
+	bool probe = deadline_ns != 0 && cli_waitline_wanted();
+	char what[PATH_MAX + 16];
+	snprintf(what, sizeof what, "session %s", path);
+	struct cli_waitline wl;
+	cli_waitline_init(&wl, what, session_holder_now, path);
 	for (;;) {
-		hf_session_set(s->session, HF_OPT_WAIT_MS, cli_wait_left(deadline_ns));
+		hf_session_set(s->session, HF_OPT_WAIT_MS, probe ? 0 : cli_wait_left(deadline_ns));
 		rc = hf_session_take(s->session);
+		if (probe) {
+			probe = false;
+			if (rc == HF_EHELD || rc == HF_ETIMEDOUT) {
+				char who[600];
+				session_words(hf_session_holder(s->session), who, sizeof who);
+				cli_waitline_begin(&wl, who);
+				continue;
+			}
+		}
 		if (rc != HF_ECANCELED)
 			break;
 		int sig = cli_child_stop_pending(&s->child);
 		if (sig) {
+			cli_waitline_end(&wl);
 			cli_err("session %s: stopped by %s while waiting", path, strsignal(sig));
 			return cli_fail(128 + sig, "stopped_by_signal", path, NULL);
 		}
 		if (s->child.exited) {
+			cli_waitline_end(&wl);
 			cli_err("session %s: CMD's process ended (status %d) while waiting; nothing ran",
 				path, s->child.code);
 			return cli_fail(s->child.code ? s->child.code : HF_EXIT_SOFTWARE, /* never 0 */
 					"cmd_ended", path, NULL);
 		}
 	}
+	cli_waitline_end(&wl);
 	if (rc >= 0) { /* 1: it broke a stale session */
 		s->session_held = true;
 		return 0;
@@ -387,9 +423,12 @@ int cmd_run(int argc, char **argv)
 		{ "scope", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'N' },
 		CLI_WAIT_LONGOPTS,
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "command", required_argument, NULL, 'c' },
 		CLI_BACKEND_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct run_state s;
@@ -404,10 +443,21 @@ int cmd_run(int argc, char **argv)
 		return HF_EXIT_OSERR;
 	}
 	int code = 0, opt;
+	const char *shell_cmd = NULL;
 	optind = 1;
 	opterr = 0;
-	while (!code && (opt = getopt_long(argc, argv, "+nw:E:h", longopts, NULL)) != -1) {
+	while (!code && (opt = getopt_long(argc, argv, "+nw:E:hvVc:", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'v':
+			cli_verbose = true;
+			break;
+		case 'V':
+			cli_version();
+			code = -1;
+			break;
+		case 'c':
+			shell_cmd = optarg;
+			break;
 		case 'S':
 			if (s.lane) {
 				cli_err("run: --session given twice");
@@ -453,7 +503,13 @@ int cmd_run(int argc, char **argv)
 			}
 		}
 	}
-	if (!code && optind >= argc) {
+	/* -c STRING: flock(1)'s, run by /bin/sh -c, instead of CMD [ARG...] */
+	char *sh_argv[] = { "/bin/sh", "-c", (char *)shell_cmd, NULL };
+	if (!code && shell_cmd && optind < argc) {
+		cli_err("run: -c STRING or CMD [ARG...], not both (CMD: %s)", argv[optind]);
+		code = HF_EXIT_USAGE;
+	}
+	if (!code && optind >= argc && !shell_cmd) {
 		cli_err("run: no command given (holdfast run [OPTIONS] -- CMD [ARG...])");
 		code = HF_EXIT_USAGE;
 	}
@@ -504,13 +560,16 @@ int cmd_run(int argc, char **argv)
 	json_t *held = NULL;
 	int rc = cli_child_init(&s.child);
 	if (rc == 0)
-		rc = cli_child_spawn(&s.child, argv + optind, -1, -1);
+		rc = cli_child_spawn(&s.child, shell_cmd ? sh_argv : argv + optind, -1, -1);
 	if (rc < 0) {
 		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));
 		code = cli_fail_rc(rc, NULL, NULL);
 		goto out;
 	}
+	int64_t start = hf_sys_mono_ns();
 	code = run_acquire(&s);
+	if (!code)
+		cli_wait_took(start);
 	if (code) {
 		run_release(&s); /* RUN3: all or nothing */
 		cli_child_abort(&s.child);
@@ -522,6 +581,8 @@ int cmd_run(int argc, char **argv)
 	}
 	hf_sys_point(HF_PT_RUN_ACQUIRED);
 	held = cli_json_on() ? run_held_json(&s, order) : NULL; /* printed once CMD ended */
+	if (cli_verbose) /* flock(1)'s --verbose words; the time: cli_wait_took */
+		cli_err("executing %s", CLI_SHOW(shell_cmd ? shell_cmd : argv[optind]));
 
 	/* Step 3: HOLDFAST_FENCE in command-line order, HOLDFAST_POD. */
 	char fence[CLI_GO_MAX / 2] = "HOLDFAST_FENCE=", pod[sizeof s.pod + 16];

@@ -58,7 +58,9 @@ static const char usage[] =
 	"registry (left untouched), 69 no such pod, 77 unsafe registry directory or file\n"
 	"(another user's, a symbolic link, not a regular file).\n"
 	"--json: one JSON object on stdout (check: the answer with \"exit\"), or on\n"
-	"failure the error object (README: Machine output).\n";
+	"failure the error object (README: Machine output).\n"
+
+	"-h, --help; -V, --version.\n";
 
 #define SHOW(s) CLI_SHOW(s)
 
@@ -150,11 +152,14 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 			"empty and every pod must register again",
 			reg, reason, reg, reg);
 		break;
-	case HF_EUNSAFE:
+	case HF_EUNSAFE: {
+		char named[1400]; /* "uid 1001" as "user bob (uid 1001)" */
+		cli_name_uid(reason, named, sizeof named);
 		cli_err("refusing the scope registry %s: %s (it must be ours, not writable by "
 			"group or others, and not a symbolic link)",
-			reg, reason);
+			reg, named);
 		break;
+	}
 	case -ESRCH: /* --pid names no process */
 	case -EINVAL:
 		cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
@@ -232,7 +237,7 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
-enum { OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP };
+enum { OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION };
 static const struct option opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -241,6 +246,7 @@ static const struct option opts[] = {
 	{ "pod", required_argument, NULL, OPT_POD },
 	{ "generation", required_argument, NULL, OPT_GEN },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -257,9 +263,13 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
 		if (c == 'h' || c == OPT_HELP) {
 			fputs(usage, stdout);
+			return -1;
+		}
+		if (c == 'V') {
+			cli_version();
 			return -1;
 		}
 		if (c == '?' || c == ':' || !strchr(allowed, c - OPT_PID + 'a')) {
@@ -809,6 +819,8 @@ int cmd_scope(int argc, char **argv)
 		fputs(usage, stdout);
 		return HF_EXIT_OK;
 	}
+	if (!strcmp(v, "--version") || !strcmp(v, "-V"))
+		return cli_version();
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
@@ -842,15 +854,59 @@ static int refusal_of(int rc, const hf_rec *h)
 	return rc;
 }
 
+struct specs {
+	const char *const *specs;
+	size_t n;
+};
+
+/* Who holds one of the specs' paths now, for the waitline (ctx: struct
+ * specs): the first live pod whose write scope holds one. */
+static void scope_holder_now(const void *ctx, char *buf, size_t n)
+{
+	const struct specs *sp = ctx;
+	buf[0] = '\0';
+	hf_registry *r;
+	if (hf_registry_read(NULL, &r, NULL) < 0)
+		return;
+	for (size_t i = 0; i < sp->n && !buf[0]; i++) {
+		/* PATH:MODE[:recursive]: the path is what is left of the colons */
+		char path[PATH_MAX], canon[PATH_MAX];
+		snprintf(path, sizeof path, "%s", sp->specs[i]);
+		for (int k = 0; k < 2; k++) {
+			char *colon = strrchr(path, ':');
+			if (colon && (!strcmp(colon, ":recursive") || !strcmp(colon, ":read") ||
+				      !strcmp(colon, ":write")))
+				*colon = '\0';
+		}
+		hf_rec *v = NULL;
+		if (hf_path_canonical(path, canon, sizeof canon) == 0 &&
+		    hf_registry_check(r, canon, NULL, 0, &v) == HF_SCOPE_HELD) {
+			long hi = hf_registry_find(r, F(v, "holder"));
+			if (hi >= 0)
+				holder_words(hf_registry_get(r, (size_t)hi), buf, n);
+		}
+		hf_rec_free(v);
+	}
+	hf_registry_free(r);
+}
+
 int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
 			   int64_t deadline_ns, struct cli_child *c, int *ret_live_fd,
 			   char *ret_name, size_t n)
 {
+	/* on a terminal or with -v, a try (wait 0) before the wait says whether
+	 * this is one (waitline.c) */
+	struct specs sp = { specs, nspecs };
+	struct cli_waitline wl;
+	bool wanted = cli_waitline_wanted();
 	const char *env = getenv("HOLDFAST_POD");
 	char gen_name[32];
 	hf_scope *s = NULL;
 	int rc = 0;
 	const char *pname = name;
+	char what[256];
+	snprintf(what, sizeof what, "scope %s%s", SHOW(specs[0]), nspecs > 1 ? " ..." : "");
+	cli_waitline_init(&wl, what, scope_holder_now, &sp);
 	bool fresh = !name; /* a generated name: tried once first (drawn again if taken) */
 	for (int attempt = 0;; attempt++) {
 		if (fresh) {
@@ -863,12 +919,17 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		}
 		hf_scope_free(s);
 		rc = scope_make("register", pname, specs, nspecs, &s);
-		if (rc)
+		if (rc) {
+			cli_waitline_end(&wl);
 			return rc;
+		}
 		/* the wait, woken when the registry changes (hf_scope_register),
 		 * ends on a forwarded signal: c's signal descriptor */
 		int64_t left = deadline_ns > 0 ? (deadline_ns - hf_sys_mono_ns()) / 1000000 + 1 : 0;
 		int64_t wait_ms = deadline_ns < 0 ? -1 : deadline_ns == 0 || fresh ? 0 : left;
+		bool probing = wait_ms != 0 && wanted && !wl.begun;
+		if (probing)
+			wait_ms = 0;
 		hf_scope_set(s, HF_OPT_PID, pid);
 		hf_scope_set_str(s, HF_OPT_FROM, env && *env ? env : NULL);
 		hf_scope_set(s, HF_OPT_WAIT_MS, wait_ms);
@@ -878,10 +939,17 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		hf_scope_set(s, HF_OPT_CANCEL_FD, c ? c->sigfd : -1);
 		rc = hf_scope_register(s);
 		const hf_rec *h = hf_scope_holder(s);
+		if (probing && (rc == HF_ECONFLICT || rc == HF_EHELD)) {
+			char who[512];
+			holder_words(h, who, sizeof who);
+			cli_waitline_begin(&wl, who);
+			continue; /* now the wait, for the time left */
+		}
 		if (rc == HF_ECANCELED && c && !cli_child_stop_pending(c) &&
 		    (deadline_ns < 0 || hf_sys_mono_ns() < deadline_ns))
 			continue; /* not a stop (CMD's SIGCHLD): wait on */
 		int sig = c && rc < 0 ? cli_child_stop_pending(c) : 0;
+		cli_waitline_end(&wl); /* WL2: this attempt ends the wait, if any */
 		if (sig) {
 			cli_err("scope register %s: stopped by %s while waiting", SHOW(pname),
 				strsignal(sig));

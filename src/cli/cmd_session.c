@@ -27,7 +27,8 @@
 
 static const char usage[] =
 	"usage: holdfast session take        --lane LANE [--owner TOKEN] [--stale DUR] [--file PATH] [--json]\n"
-	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH] [--json]\n"
+	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH] [--stale DUR]\n"
+	"                                    [--json]\n"
 	"       holdfast session status      [--file PATH] [--stale DUR] [--json]\n"
 	"       holdfast session assert-held LANE [--file PATH] [--stale DUR] [--json]\n"
 	"       holdfast session race        [--procs N] [--runs R] [--naive] [--json] [--dir DIR]\n"
@@ -60,7 +61,9 @@ static const char usage[] =
 	"deletes it only once verified; git users add the line '.session.lock.aside-*'\n"
 	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n"
 	"--json: one JSON object on stdout, the record or the answer (assert-held:\n"
-	"\"answer\" and \"exit\"), or on failure the error object (README: Machine output).\n";
+	"\"answer\" and \"exit\"), or on failure the error object (README: Machine output).\n"
+
+	"-h, --help; -V, --version.\n";
 
 /* s for a message, every control character shown as \xNN (the newline
  * too: one message, one line per line it means); room for a whole path. */
@@ -709,6 +712,8 @@ int cmd_session(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage, stdout);
 			return HF_EXIT_OK;
+		} else if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+			return cli_version();
 		}
 	/* A lock file is at most 4 KiB of JSON: hash flooding cannot hurt, and
 	 * a fixed seed spares jansson's open/read/close of /dev/urandom. */

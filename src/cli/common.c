@@ -230,6 +230,13 @@ int cli_json_end(int code)
 	return code;
 }
 
+int cli_version(void)
+{
+	J.help = true; /* like --help: its text, never a JSON object */
+	printf("holdfast %s\n", hf_version());
+	return HF_EXIT_OK;
+}
+
 int cli_exit_for(int rc)
 {
 	switch (rc) {

@@ -21,10 +21,13 @@ static const char usage[] =
 	"                                                 hold locks while CMD runs\n"
 	"  edit FILE -- CMD [ARG...]                      locked, atomic read-modify-write\n"
 	"  selftest [DIR]                                 scripted interleavings on DIR's fs\n"
+	"  flock [-n|-w SECS] [-E CODE] FILE CMD... | FD   flock(1)'s command line\n"
 	"\n"
 	"lock, run and edit take --backend etcd://HOST:PORT[,...] (or HOLDFAST_BACKEND):\n"
 	"the same directory locks kept in etcd, across hosts.\n"
 	"\n"
+	"-h, --help: this; -V, --version: the version (both also after a command or\n"
+	"subcommand).\n"
 	"'holdfast COMMAND --help' for each. Exit codes: 0 done, 1 held by another or\n"
 	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
 	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n"
@@ -54,16 +57,15 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return HF_EXIT_OK;
 	}
-	if (!strcmp(c, "--version")) {
-		printf("holdfast %s\n", hf_version());
-		return HF_EXIT_OK;
-	}
+	if (!strcmp(c, "--version") || !strcmp(c, "-V"))
+		return cli_version();
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
 	} cmds[] = {
 		{ "session", cmd_session }, { "selftest", cmd_selftest }, { "lock", cmd_lock },
 		{ "run", cmd_run },         { "edit", cmd_edit },         { "scope", cmd_scope },
+		{ "flock", cmd_flock },
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(c, cmds[i].name))

@@ -11,6 +11,7 @@
 #include "holdfast.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -104,5 +105,40 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 /* A holder's record (hf_lock_holder, hf_lock_status) in the words every
  * command uses: "pid 4242 (make) on box, 12 s old, fence 17". */
 void cli_holder_words(const hf_rec *h, char *buf, size_t n);
+
+/* What a wait says while it waits (waitline.c): on a terminal (stderr) one
+ * status line, refreshed every second, after the first second of waiting;
+ * with -v (cli_verbose) "waiting for WHAT: held by ..." when the wait starts
+ * and "getting lock took 1.234 s" once everything is held (cli_wait_took).
+ * Nothing otherwise. */
+extern bool cli_verbose;
+/* The holder now, in words, into buf (n bytes); "" when nobody holds it at
+ * the moment. Called from the ticker thread while the main thread waits. */
+typedef void (*cli_holder_fn)(const void *ctx, char *buf, size_t n);
+struct cli_waitline {
+	const char *what;       /* "build.lock", "session P", "scope NAME"  */
+	cli_holder_fn holder;
+	const void *ctx;
+	int64_t begin_ns;       /* CLOCK_MONOTONIC, when the wait began     */
+	char words[512];        /* the holder last seen                     */
+	int stop[2];            /* ends the ticker                          */
+	pthread_t thread;
+	bool begun, ticking, shown;
+};
+/* Is it worth a first try (wait 0) before the wait: stderr a terminal, or -v? */
+bool cli_waitline_wanted(void);
+void cli_waitline_init(struct cli_waitline *w, const char *what, cli_holder_fn holder,
+		       const void *ctx);
+/* The wait starts (a try found it held by words, may be NULL): once. */
+void cli_waitline_begin(struct cli_waitline *w, const char *words);
+/* The wait is over: the line erased. Call before printing anything else. */
+void cli_waitline_end(struct cli_waitline *w);
+/* With -v: "getting lock took S s" since start_ns (CLOCK_MONOTONIC). */
+void cli_wait_took(int64_t start_ns);
+/* A lock's holder now (ctx: its path), for a waitline. */
+void cli_lock_holder_now(const void *path, char *buf, size_t n);
+/* Is rc of a first try (wait 0) one that a wait may end: held, a claim
+ * beside it, an owner record not complete or not readable yet? */
+bool cli_lock_waitable(int rc);
 
 #endif

@@ -132,4 +132,53 @@ for rules in 'crash:*:1' 'fail:*:1:EIO' 'crash:no.such.point:1' 'garbage'; do
 		fail "a program linking libholdfast.a obeyed HOLDFAST_FAULTS=$rules"
 done
 [ "$(grep -c '^ok$' "$t/out")" -eq 10 ] || fail "prog did not report ok ten times: $(cat "$t/out")"
+
+# 5. For people: -V, the manual pages (installed, found by man through the
+# prefix, rendering without warnings) and the shell completions (where each
+# shell looks under the prefix, loading and completing).
+[ "$("$bin" -V)" = "holdfast $want" ] || fail "holdfast -V says $("$bin" -V), not $want"
+[ "$("$bin" lock acquire -V)" = "holdfast $want" ] || fail "holdfast lock acquire -V"
+share=$t/root$prefix/share
+for page in man1/holdfast.1 man1/holdfast-session.1 man1/holdfast-lock.1 man1/holdfast-scope.1 \
+	man1/holdfast-run.1 man1/holdfast-edit.1 man7/holdfast.7; do
+	p=$share/man/$page
+	[ -f "$p" ] || fail "$page is not installed under $share/man"
+	w=$(groff -ww -z -man "$p" 2>&1) || true
+	[ -z "$w" ] || fail "groff -ww: $page: $w"
+	if command -v man >/dev/null 2>&1; then
+		w=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >"$t/page.txt") || true
+		[ -z "$w" ] || fail "man --warnings -l $page: $w"
+		grep -q "holdfast" "$t/page.txt" || fail "$page renders without a word of holdfast"
+	fi
+done
+if command -v man >/dev/null 2>&1; then
+	MANPATH=$share/man man -w holdfast-run 2>/dev/null | grep -q "^$share/man/man1/holdfast-run.1" ||
+		fail "man -w holdfast-run does not find the installed page through MANPATH"
+	MANPATH=$share/man man -w 7 holdfast 2>/dev/null | grep -q "^$share/man/man7/holdfast.7" ||
+		fail "man -w 7 holdfast does not find holdfast(7)"
+fi
+bashc=$share/bash-completion/completions/holdfast
+zshc=$share/zsh/site-functions/_holdfast
+fishc=$share/fish/vendor_completions.d/holdfast.fish
+[ -f "$bashc" ] && [ -f "$zshc" ] && [ -f "$fishc" ] ||
+	fail "completions missing: bash '$bashc' zsh '$zshc' fish '$fishc'"
+got=$(bash --norc -c '. "$1"; COMP_WORDS=(holdfast lock ""); COMP_CWORD=2; _holdfast; echo "${COMPREPLY[*]}"' bash "$bashc")
+case " $got " in *" acquire "*) ;; *) fail "the installed bash completion offers '$got' for 'holdfast lock '" ;; esac
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+	# bash-completion loads it on demand from XDG_DATA_DIRS/bash-completion/completions
+	XDG_DATA_DIRS=$share bash --norc -c '. /usr/share/bash-completion/bash_completion
+		__load_completion holdfast && complete -p holdfast' 2>/dev/null | grep -q '_holdfast' ||
+		fail "bash-completion does not load the installed completion from $share"
+fi
+if command -v zsh >/dev/null 2>&1; then
+	zsh -n "$zshc" || fail "zsh -n $zshc"
+fi
+if command -v fish >/dev/null 2>&1; then
+	fish -n "$fishc" || fail "fish -n $fishc"
+	# fish finds vendor completions under XDG_DATA_DIRS (its share/config.fish),
+	# for a command on PATH
+	got=$(PATH=$(dirname "$bin"):$PATH HOME=$t XDG_CONFIG_HOME=$t/config XDG_DATA_DIRS=$share \
+		fish -c 'complete -C "holdfast lock "' | cut -f1 | tr '\n' ' ')
+	case " $got " in *" acquire "*) ;; *) fail "fish's completion from $fishc offers '$got'" ;; esac
+fi
 echo "install: $(wc -l <"$t/header") functions exported, shared and static builds pass"

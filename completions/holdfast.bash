@@ -1,0 +1,113 @@
+# bash completion for holdfast(1): commands, subcommands, options, and file
+# names where an operand or an option's argument is a path.
+#
+# The option lists follow each (sub)command's --help; tests/term/help.sh
+# checks them against it and against the parser. A new option goes into
+# _holdfast_opts (and _holdfast_argopts when it takes an argument), and into
+# completions/_holdfast (zsh) and completions/holdfast.fish the same way.
+
+_holdfast_cmds="session lock scope run edit selftest"
+_holdfast_common="-h --help -V --version"
+
+# The subcommands of a command (none for run, edit, selftest).
+_holdfast_subs() {
+	case $1 in
+	session) echo "take release status assert-held race" ;;
+	lock) echo "acquire release check status" ;;
+	scope) echo "register release list effective check reap" ;;
+	esac
+}
+
+# The options of "COMMAND SUBCOMMAND" (or "COMMAND" alone).
+_holdfast_opts() {
+	local o
+	case $1 in
+	"session take") o="--lane --owner --stale --file --json" ;;
+	"session release") o="--lane --owner --stale --file" ;;
+	"session status") o="--file --stale --json" ;;
+	"session assert-held") o="--file --stale --json" ;;
+	"session race") o="--procs --runs --naive --json --dir" ;;
+	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"lock release") o="--token --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"lock check") o="--token --fence --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"lock status") o="--json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"scope register") o="--pid --socket --from --json" ;;
+	"scope release") o="--generation --json" ;;
+	"scope list" | "scope effective" | "scope reap") o="--json" ;;
+	"scope check") o="--pod --generation --json" ;;
+	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	selftest) o="--json" ;;
+	*) return 1 ;;
+	esac
+	echo "$o $_holdfast_common"
+}
+
+# Options that take an argument: "file" (complete a path), "dir", or "word"
+# (nothing to offer).
+_holdfast_argopt() {
+	case $1 in
+	--file | --socket | --lock | --scope | --etcd-password-file | --etcd-ca) echo file ;;
+	--dir) echo dir ;;
+	--lane | --owner | --stale | --procs | --runs | -w | --wait | --timeout | -E | \
+		--conflict-exit-code | --max-hold | --pid | --token | --from | --pod | \
+		--generation | --session | --name | -c | --command | --init | --backend | \
+		--etcd-user | --ttl | --etcd-timeout | --fence) echo word ;;
+	esac
+}
+
+_holdfast() {
+	local cur prev words cword
+	if declare -F _init_completion >/dev/null 2>&1; then
+		_init_completion || return
+	else
+		cur=${COMP_WORDS[COMP_CWORD]}
+		prev=${COMP_WORDS[COMP_CWORD - 1]}
+		words=("${COMP_WORDS[@]}")
+		cword=$COMP_CWORD
+	fi
+	COMPREPLY=()
+	if ((cword == 1)); then
+		COMPREPLY=($(compgen -W "$_holdfast_cmds $_holdfast_common" -- "$cur"))
+		return
+	fi
+	local cmd=${words[1]} sub="" key i
+	local subs
+	subs=$(_holdfast_subs "$cmd")
+	if [[ -n $subs ]]; then
+		if ((cword == 2)); then
+			COMPREPLY=($(compgen -W "$subs $_holdfast_common" -- "$cur"))
+			return
+		fi
+		sub=${words[2]}
+		key="$cmd $sub"
+	else
+		key=$cmd
+	fi
+	# after "--" (run, edit): CMD and its arguments
+	for ((i = 2; i < cword; i++)); do
+		if [[ ${words[i]} == -- ]]; then
+			COMPREPLY=($(compgen -c -- "$cur"))
+			((i + 1 == cword)) || COMPREPLY=($(compgen -f -- "$cur"))
+			return
+		fi
+	done
+	case $(_holdfast_argopt "$prev") in
+	file)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return
+		;;
+	dir)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return
+		;;
+	word) return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$(_holdfast_opts "$key")" -- "$cur"))
+		return
+	fi
+	# operands: PATH, FILE, DIR, SPEC (a path first)
+	COMPREPLY=($(compgen -f -- "$cur"))
+}
+complete -o filenames -F _holdfast holdfast
