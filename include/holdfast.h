@@ -98,7 +98,9 @@
  *  - fork: a child inherits the descriptors of the parent's held locks; a
  *    handle freed in the child does not release the parent's lock (it only
  *    frees memory). To hand a lock to another process use _detach and pass
- *    the token (and the descriptor, for namespaces).
+ *    the token (and the descriptor, for namespaces). A lock held on etcd
+ *    runs a keep-alive thread: a child forked while it runs may only exec
+ *    (POSIX: another thread may hold a lock of the allocator at the fork).
  *  - Signals: waits poll a cancel descriptor (HF_OPT_CANCEL_FD: a pipe,
  *    eventfd or signalfd readable means "stop": HF_ECANCELED), so a program
  *    can end a wait from a signal handler or another thread.

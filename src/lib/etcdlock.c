@@ -547,7 +547,8 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			rc = HF_EHELD;
 			break;
 		}
-		/* step 6, EL4 */
+		/* step 6, EL4: a release from here on is an event after rev */
+		hf_sys_point(HF_PT_ETCDLOCK_ACQUIRE_JUDGED);
 		rc = hf_etcd_watch(el->conn, el->key, el->klen, rev + 1, deadline,
 				   o->has_cancel ? o->cancel_fd : -1, el->why, sizeof el->why);
 		if (rc < 0)

@@ -135,14 +135,14 @@ Test(etcd_api, dead_holder_reaped_with_a_greater_fence)
 	close(p[0]);
 }
 
-/* The keep-alive thread: held across several TTLs (1 s each). */
+/* The keep-alive thread: held across several TTLs (3 s each). */
 Test(etcd_api, keepalive_holds_past_the_ttl)
 {
 	hf_lock *a = lock_on_etcd("k"), *b = lock_on_etcd("k");
-	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 2000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 3000), 0);
 	cr_assert_eq(hf_lock_acquire(a), 0);
-	/* b waits 7 s: without the keep-alive a's lease would expire after 2 */
-	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, 7000), 0);
+	/* b waits 10 s: without the keep-alive a's lease would expire after 3 */
+	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, 10000), 0);
 	cr_assert_eq(hf_lock_acquire(b), HF_ETIMEDOUT);
 	cr_assert_eq(hf_lock_check(a), 0);
 	cr_assert_eq(hf_lock_release(a), 0);
@@ -167,39 +167,68 @@ Test(etcd_api, wait_cancelled)
 	hf_lock_free(b);
 }
 
-/* A waiter in another process woken by the release (a watch): its wait
- * is unbounded, and the test bounds it. */
+/* The holder of waiter_woken_by_release: acquire, report the fence on
+ * fds[1], release when fds[0] gives a byte. */
+static int fds_hold[2], fds_go[2];
+static int hold_fn(void *arg)
+{
+	(void)arg;
+	hf_lock *a = lock_on_etcd("w");
+	if (hf_lock_acquire(a) < 0)
+		return 1;
+	uint64_t f = hf_lock_fence(a);
+	char b;
+	if (write(fds_hold[1], &f, sizeof f) != sizeof f || read(fds_go[0], &b, 1) != 1)
+		return 2;
+	int rc = hf_lock_release(a);
+	hf_lock_free(a);
+	return rc == 0 ? 0 : 3;
+}
+
+static int wait_fn(void *arg)
+{
+	(void)arg;
+	hf_lock *b = lock_on_etcd("w");
+	hf_lock_set(b, HF_OPT_WAIT_MS, -1);
+	int rc = hf_lock_acquire(b);
+	uint64_t f = rc == 0 ? hf_lock_fence(b) : 0;
+	if (write(fds_hold[1], &f, sizeof f) != sizeof f)
+		return 2;
+	hf_lock_free(b);
+	return rc == 0 ? 0 : 1;
+}
+
+/* A waiter woken by the release (the watch, EL4), with the release made
+ * after the waiter judged the lock held and before its watch started: the
+ * watch from the next revision still sees it. Both are children forked
+ * before this process runs a keep-alive thread of its own (a child forked
+ * beside running threads may only exec). Its wait is unbounded; the test
+ * bounds it. */
 Test(etcd_api, waiter_woken_by_release)
 {
-	hf_lock *a = lock_on_etcd("w");
-	cr_assert_eq(hf_lock_acquire(a), 0);
-	uint64_t fa = hf_lock_fence(a);
-	int p[2];
-	cr_assert_eq(pipe(p), 0);
-	fflush(NULL);
-	pid_t c = fork();
-	cr_assert_geq(c, 0);
-	if (c == 0) {
-		hf_lock *b = lock_on_etcd("w");
-		hf_lock_set(b, HF_OPT_WAIT_MS, -1);
-		int rc = hf_lock_acquire(b);
-		uint64_t f = rc == 0 ? hf_lock_fence(b) : 0;
-		if (write(p[1], &f, sizeof f) != sizeof f)
-			_exit(2);
-		hf_lock_free(b);
-		_exit(rc == 0 ? 0 : 1);
-	}
-	close(p[1]);
-	cr_assert_eq(hf_lock_release(a), 0);
-	uint64_t f = 0;
-	int st = hft_exit_within(c, 60000);
+	cr_assert_eq(pipe(fds_hold), 0);
+	cr_assert_eq(pipe(fds_go), 0);
+	struct hft_child h, w;
+	hft_spawn_fn(&h, NULL, hold_fn, NULL);
+	uint64_t fa = 0, fb = 0;
+	cr_assert_eq(read(fds_hold[0], &fa, sizeof fa), (ssize_t)sizeof fa);
+	cr_assert_gt(fa, 0);
+	hft_spawn_fn(&w, "pause:etcdlock.acquire.judged", wait_fn, NULL);
+	hft_expect(&w, "etcdlock.acquire.judged"); /* it found the lock held */
+	cr_assert_eq(write(fds_go[1], "x", 1), 1);
+	int st = hft_exit_within(h.pid, 60000);
+	cr_assert_eq(st, 0, "the holder: %d", st);
+	hft_go(&w);
+	st = hft_exit_within(w.pid, 60000);
 	if (st < 0)
-		kill(c, SIGKILL), hft_exit_within(c, 10000);
-	cr_assert_eq(st, 0);
-	cr_assert_eq(read(p[0], &f, sizeof f), (ssize_t)sizeof f);
-	cr_assert_gt(f, fa);
-	close(p[0]);
-	hf_lock_free(a);
+		kill(w.pid, SIGKILL), hft_exit_within(w.pid, 10000);
+	cr_assert_eq(st, 0, "the waiter did not wake on the release");
+	cr_assert_eq(read(fds_hold[0], &fb, sizeof fb), (ssize_t)sizeof fb);
+	cr_assert_gt(fb, fa);
+	close(fds_hold[0]);
+	close(fds_hold[1]);
+	close(fds_go[0]);
+	close(fds_go[1]);
 }
 
 Test(etcd_api, etcd_stopped_clear_error_within_timeout)

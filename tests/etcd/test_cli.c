@@ -518,6 +518,7 @@ Test(etcd_cli, dead_holder_shown_and_reaped)
 	int st = sh_etcd("bash", &out, &err, s);
 	cr_assert_eq(st, 0, "%s %s", out, err);
 	pid_t owner = atoi(out);
+	free(s);
 	char lock[600];
 	snprintf(lock, sizeof lock, "%s/z.lock", et_dir);
 	const char *words[] = { "lock", "acquire", lock, NULL };
