@@ -29,10 +29,23 @@ pub const HF_OPT_PID: c_int = 4;
 pub const HF_OPT_CANCEL_FD: c_int = 5;
 pub const HF_OPT_LOCK_WAIT_MS: c_int = 6;
 pub const HF_OPT_GENERATION: c_int = 7;
+// The etcd backend's options (holdfast.h): the safe API offers no backend yet.
+#[allow(dead_code)]
+pub const HF_OPT_TTL_MS: c_int = 8;
+#[allow(dead_code)]
+pub const HF_OPT_TIMEOUT_MS: c_int = 9;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;
 pub const HF_OPT_FROM: c_int = 103;
+#[allow(dead_code)]
+pub const HF_OPT_BACKEND: c_int = 104;
+#[allow(dead_code)]
+pub const HF_OPT_ETCD_USER: c_int = 105;
+#[allow(dead_code)]
+pub const HF_OPT_ETCD_PASSWORD_FILE: c_int = 106;
+#[allow(dead_code)]
+pub const HF_OPT_ETCD_CA_FILE: c_int = 107;
 
 pub const HF_SCOPE_FREE: c_int = 0;
 pub const HF_SCOPE_HELD: c_int = 1;
