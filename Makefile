@@ -20,7 +20,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node clean
+.PHONY: check-cluster all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node clean
 
 all: build
 
@@ -70,12 +70,20 @@ test-bindings: build
 	bash bindings/node/test.sh $(BUILD)
 	bash tests/cross/cross.sh $(BUILD)
 
+# The etcd backend on a 3-member cluster with faults (tests/etcd/test_cluster.c):
+# members killed under a holder and a waiter, quorum lost and regained.
+check-cluster: build build-asan
+	meson test -C $(BUILD) --print-errorlogs --suite etcd-cluster
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite etcd-cluster
+
 test-release: build
-	meson test -C $(BUILD) --print-errorlogs
+	meson test -C $(BUILD) --print-errorlogs --no-suite etcd-cluster
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model
+	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model \
+	  --no-suite etcd-cluster
 
 # The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion,
 # no leftover record and fence monotonicity at bound B1 (also with judges

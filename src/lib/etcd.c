@@ -33,12 +33,17 @@
  *      object maps to a code (16 unauthenticated, or an invalid auth token:
  *      authenticate again once and repeat; 7 permission denied: -EACCES;
  *      5 not found: -ENOENT; else -EPROTO).
+ *   5. "leader changed", "no leader", "request timed out" (14 unavailable,
+ *      HTTP 503: an election, a lost quorum): the same request again after
+ *      50, 100, 200 ... 800 ms, within the request's timeout; then -EIO.
  *
  * Invariants
  * ----------
  *   (EC1) A request once sent is never sent again to another endpoint: a
  *         timeout or a broken connection after sending is -EIO, because a
  *         txn or a revoke may have been applied (the caller looks again).
+ *         Only etcd's own "not now" answers (step 5) are repeated, to the
+ *         same endpoint; the lock's txn recognises its own put (EL1).
  *   (EC2) No message this file writes (why) holds a password, an auth
  *         token or a key's value: curl's error text (which names hosts,
  *         never our headers) and etcd's error message only.
@@ -379,6 +384,10 @@ static int answer_error(const json_t *a, long http, char *why, size_t n, bool *r
 	json_int_t code = json_integer_value(json_object_get(a, "code"));
 	snprintf(why, n, "etcd: %s (HTTP %ld)", msg ? msg : "an error without a message", http);
 	*reauth = code == 16 || (msg && strstr(msg, "invalid auth token"));
+	if (code == 14 || http == 503 ||
+	    (msg && (strstr(msg, "leader changed") || strstr(msg, "no leader") ||
+		     strstr(msg, "request timed out"))))
+		return -EAGAIN; /* an election or a lost quorum: step 5 */
 	if (msg && (strstr(msg, "user name is empty") || strstr(msg, "invalid auth token"))) {
 		snprintf(why, n, "etcd: %s: authentication is on, give a user and a password file",
 			 msg);
@@ -535,8 +544,16 @@ int hf_etcd_call(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, 
 		if (rc == 0)
 			rc = post(e, api, text, ret, why, n, &reauth);
 	}
+	/* step 5: the cluster is electing a leader (or has no quorum): again,
+	 * backing off, until the request's own timeout has gone by (EC3) */
+	int64_t until = hf_sys_mono_ns() + e->cfg.request_ms * 1000000LL;
+	for (int delay = 50; rc == -EAGAIN && hf_sys_mono_ns() + delay * 1000000LL < until;
+	     delay = delay < 800 ? delay * 2 : delay) {
+		hf_sys_sleep_ms(delay);
+		rc = post(e, api, text, ret, why, n, &reauth);
+	}
 	free(text);
-	return rc;
+	return rc == -EAGAIN ? -EIO : rc;
 }
 
 /* ---- watch ---------------------------------------------------------------------- */
@@ -634,6 +651,7 @@ int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_
 			snprintf(why, n, "etcd %s: the watch ended: %s", e->cfg.endpoints[e->cur],
 				 cc != CURLE_OK ? (err[0] ? err : curl_easy_strerror(cc))
 						: "closed by the server");
+			e->cur = (e->cur + 1) % e->cfg.n; /* the next request starts elsewhere */
 			rc = -EIO;
 			break;
 		}

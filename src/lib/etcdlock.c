@@ -40,6 +40,9 @@
  *      between the txn and the watch is delivered); an event, the deadline
  *      (HF_ETIMEDOUT) or the cancel descriptor (HF_ECANCELED) ends it. Our
  *      lease is granted again when half its TTL went by waiting. Go to 3.
+ *      A watch whose stream broke (its member went away) goes to 3 too, at
+ *      most WATCH_RETRIES times in a row: the txn finds another endpoint,
+ *      or fails with the client's error.
  *
  * Release: revoke the lease (the key goes with it) - one request. An
  * adopted token: range the key, compare the record's token, revoke the
@@ -90,6 +93,7 @@
 #include <unistd.h>
 
 #define SKEW_MS 1000
+#define WATCH_RETRIES 3 /* a watch whose stream broke is judged again this often */
 
 struct hf_etcdlock {
 	struct hf_etcd_cfg cfg;
@@ -471,6 +475,26 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 	return rc == HF_EUNREADABLE ? 0 : rc;
 }
 
+/* The acquisition is ours: *ret, the lease kept alive from now on. */
+static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struct hf_owner *me,
+		uint64_t fence, int64_t max_hold, int64_t lease)
+{
+	memset(ret, 0, sizeof *ret);
+	ret->owner = *me;
+	ret->fence = fence;
+	ret->max_hold_ms = max_hold;
+	ret->state = HF_LOCK_HELD;
+	ret->live_fd = -1;
+	el->lease = lease;
+	int rc = ka_start(el);
+	if (rc < 0) {
+		snprintf(el->why, sizeof el->why, "no keep-alive thread: %s", strerror(-rc));
+		lease_revoke(el, el->conn, lease);
+		el->lease = 0;
+	}
+	return rc;
+}
+
 int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
 {
@@ -496,6 +520,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
 	int64_t lease = 0, granted = 0;
+	int broken = 0; /* watches in a row that broke */
 	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
 	for (;;) {
@@ -514,23 +539,14 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		rc = try_put(el, v64, lease, &fence, &h, &lease_h, &rev); /* step 3 */
 		if (rc < 0)
 			break;
+		if (rc == 0 && h.state != HF_LOCK_FREE && !strcmp(h.owner.token, me.token) &&
+		    lease_h == lease) {
+			rc = 1; /* our own put, applied by a repeated txn (EC1) */
+			fence = h.fence;
+		}
 		if (rc == 1) {
-			memset(ret, 0, sizeof *ret);
-			ret->owner = me;
-			ret->fence = fence;
-			ret->max_hold_ms = max_hold;
-			ret->state = HF_LOCK_HELD;
-			ret->live_fd = -1;
-			el->lease = lease;
 			free(v64);
-			if ((rc = ka_start(el)) < 0) {
-				snprintf(el->why, sizeof el->why, "no keep-alive thread: %s",
-					 strerror(-rc));
-				lease_revoke(el, el->conn, lease);
-				el->lease = 0;
-				return rc;
-			}
-			return 0;
+			return held(el, ret, &me, fence, max_hold, lease);
 		}
 		if (h.state == HF_LOCK_FREE)
 			continue;
@@ -551,8 +567,11 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		hf_sys_point(HF_PT_ETCDLOCK_ACQUIRE_JUDGED);
 		rc = hf_etcd_watch(el->conn, el->key, el->klen, rev + 1, deadline,
 				   o->has_cancel ? o->cancel_fd : -1, el->why, sizeof el->why);
+		if (rc == -EIO && ++broken <= WATCH_RETRIES)
+			continue; /* its member went: judge again at the next endpoint */
 		if (rc < 0)
 			break;
+		broken = 0;
 	}
 	free(v64);
 	if (lease)

@@ -1,0 +1,245 @@
+/*
+ * test_cluster.c - the directory lock on a 3-member etcd cluster, with
+ * faults (suite etcd-cluster, `make check-cluster`): a member killed under
+ * a holder and under a waiter, quorum lost and regained. Each test starts
+ * its own three members on free loopback ports (data dirs under /tmp),
+ * stopped by pid.
+ */
+#include "et.h"
+#include "holdfast.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N 3
+static struct member {
+	pid_t pid;
+	char name[8], client[64], peer[64], endpoint[64], data[600], log[600];
+} M[N];
+static char cluster[400], uri[300], *root, *dir;
+
+static int free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	socklen_t n = sizeof a;
+	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+static void start(int i)
+{
+	struct member *m = &M[i];
+	fflush(NULL);
+	m->pid = fork();
+	cr_assert_geq(m->pid, 0);
+	if (m->pid == 0) {
+		int fd = open(m->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);
+		execlp("etcd", "etcd", "--name", m->name, "--data-dir", m->data, "--listen-client-urls",
+		       m->client, "--advertise-client-urls", m->client, "--listen-peer-urls", m->peer,
+		       "--initial-advertise-peer-urls", m->peer, "--initial-cluster", cluster,
+		       "--initial-cluster-state", "new", "--initial-cluster-token", "hft",
+		       (char *)NULL);
+		_exit(127);
+	}
+}
+
+static void kill_member(int i)
+{
+	if (M[i].pid > 0) {
+		kill(M[i].pid, SIGKILL);
+		hft_exit_within(M[i].pid, 20000);
+		M[i].pid = 0;
+	}
+}
+
+/* Every member answers (a status through it alone), bounded. */
+static void ready(void)
+{
+	int64_t until = et_mono_ms() + 120000;
+	for (int i = 0; i < N; i++) {
+		if (!M[i].pid)
+			continue;
+		char u[80];
+		snprintf(u, sizeof u, "etcd://%s", M[i].endpoint);
+		hf_lock *l;
+		cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
+		cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, u), 0);
+		cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
+		for (;;) {
+			int st;
+			cr_assert_neq(waitpid(M[i].pid, &st, WNOHANG), M[i].pid,
+				      "member %d ended (is etcd-server installed?)", i);
+			hf_rec *r = NULL;
+			if (hf_lock_query(l, &r) == 0) {
+				hf_rec_free(r);
+				break;
+			}
+			cr_assert_lt(et_mono_ms(), until, "the cluster did not answer in 120 s");
+			struct timespec t = { 0, 50 * 1000000 };
+			nanosleep(&t, NULL); /* a server coming up: nothing to wait on */
+		}
+		hf_lock_free(l);
+	}
+}
+
+static void setup(void)
+{
+	char tmpl[] = "/tmp/hft-etcd-cluster.XXXXXX";
+	cr_assert_not_null(mkdtemp(tmpl));
+	root = strdup(tmpl);
+	dir = hft_tmpdir();
+	cluster[0] = '\0';
+	snprintf(uri, sizeof uri, "etcd://");
+	for (int i = 0; i < N; i++) {
+		struct member *m = &M[i];
+		int cp = free_port(), pp = free_port();
+		snprintf(m->name, sizeof m->name, "m%d", i);
+		snprintf(m->client, sizeof m->client, "http://127.0.0.1:%d", cp);
+		snprintf(m->peer, sizeof m->peer, "http://127.0.0.1:%d", pp);
+		snprintf(m->endpoint, sizeof m->endpoint, "127.0.0.1:%d", cp);
+		snprintf(m->data, sizeof m->data, "%s/%s", root, m->name);
+		snprintf(m->log, sizeof m->log, "%s/%s.log", root, m->name);
+		snprintf(cluster + strlen(cluster), sizeof cluster - strlen(cluster), "%s%s=%s",
+			 i ? "," : "", m->name, m->peer);
+		snprintf(uri + strlen(uri), sizeof uri - strlen(uri), "%s%s", i ? "," : "", m->endpoint);
+	}
+	for (int i = 0; i < N; i++)
+		start(i);
+	ready();
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < N; i++) {
+		if (M[i].pid > 0) {
+			kill(M[i].pid, SIGTERM);
+			if (hft_exit_within(M[i].pid, 20000) < 0)
+				kill_member(i);
+			M[i].pid = 0;
+		}
+	}
+	hft_rmtree(root);
+	hft_rmtree(dir);
+	free(root);
+	free(dir);
+}
+
+TestSuite(etcd_cluster, .init = setup, .fini = teardown, .timeout = 300);
+
+static hf_lock *lk(const char *name)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(path, &l), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, uri), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 3000), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_TTL_MS, 60000), 0);
+	return l;
+}
+
+/* The member a holder talks to (the first endpoint) is killed: the lock
+ * stays held, the others refuse it naming the holder, release and the next
+ * acquisition (a greater fence) go through the remaining members. */
+Test(etcd_cluster, member_killed_under_a_holder)
+{
+	hf_lock *a = lk("m"), *b = lk("m");
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	uint64_t f = hf_lock_fence(a);
+	kill_member(0);
+	cr_assert_eq(hf_lock_check(a), 0, "%s",
+		     hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
+	cr_assert_eq(hf_lock_acquire(b), HF_EHELD);
+	int64_t pid;
+	cr_assert_eq(hf_rec_int(hf_lock_holder(b), "pid", &pid), 0);
+	cr_assert_eq(pid, getpid());
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_acquire(b), 0);
+	cr_assert_gt(hf_lock_fence(b), f);
+	hf_lock_free(a);
+	hf_lock_free(b);
+}
+
+/* Quorum lost (two of three killed): every request ends with a clear
+ * error within its timeout, never a hang; regained (restarted on their
+ * data): the lease held on, the lock is still the holder's, and later
+ * fences are greater. */
+Test(etcd_cluster, quorum_lost_and_regained)
+{
+	hf_lock *a = lk("q");
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	uint64_t f = hf_lock_fence(a);
+	kill_member(1);
+	kill_member(2);
+	int64_t t0 = et_mono_ms();
+	cr_assert_eq(hf_lock_check(a), -EIO);
+	cr_assert_lt(et_mono_ms() - t0, 30000, "no answer within the timeouts");
+	const char *why = hf_rec_str(hf_lock_holder(a), "reason");
+	cr_assert(why && strstr(why, "etcd"), "%s", why ? why : "(none)");
+	char lock[700];
+	snprintf(lock, sizeof lock, "%s/q", dir);
+	const char *status[] = { "holdfast", "lock", "status", lock, "--etcd-timeout", "2s", "--backend",
+				 uri, NULL };
+	char *out = NULL, *err = NULL;
+	cr_assert_eq(hft_cli(&out, &err, status), 74, "%s", err);
+	free(out);
+	free(err);
+	start(1);
+	start(2);
+	ready();
+	cr_assert_eq(hf_lock_check(a), 0, "the lease did not hold on through the outage: %s",
+		     hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_gt(hf_lock_fence(a), f);
+	hf_lock_free(a);
+}
+
+/* A waiter whose member dies before its watch (it judged the lock held
+ * there, then the member went) judges again at another member and still
+ * gets the lock the release frees. */
+Test(etcd_cluster, waiter_survives_its_member)
+{
+	char lock[700], tok[128];
+	snprintf(lock, sizeof lock, "%s/w", dir);
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, "-n", "--pid", "1", "--ttl", "60s",
+			      "--backend", uri, NULL };
+	char *out = NULL;
+	cr_assert_eq(hft_cli(&out, NULL, acq), 0);
+	snprintf(tok, sizeof tok, "%s", out);
+	tok[strcspn(tok, "\n")] = '\0';
+	free(out);
+	struct hft_child w;
+	const char *waiter[] = { "holdfast", "lock", "acquire", lock, "-w", "120", "--backend", uri,
+				 NULL };
+	hft_spawn_cli(&w, "pause:etcdlock.acquire.judged", waiter, NULL);
+	hft_expect(&w, "etcdlock.acquire.judged"); /* judged at the first member */
+	kill_member(0);
+	const char *rel[] = { "holdfast", "lock", "release", lock, "--token", tok, "--backend", uri,
+			      NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
+	hft_go(&w);
+	char *err = NULL;
+	int st = hft_collect(w.pid, w.out_rd, w.err_rd, &out, &err);
+	cr_assert_eq(st, 0, "the waiter: exit %d: %s", st, err);
+	cr_assert_gt(strlen(out), 32);
+	free(out);
+	free(err);
+}
