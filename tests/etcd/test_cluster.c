@@ -114,8 +114,8 @@ static void setup(void)
 		snprintf(m->client, sizeof m->client, "http://127.0.0.1:%d", cp);
 		snprintf(m->peer, sizeof m->peer, "http://127.0.0.1:%d", pp);
 		snprintf(m->endpoint, sizeof m->endpoint, "127.0.0.1:%d", cp);
-		snprintf(m->data, sizeof m->data, "%s/%s", root, m->name);
-		snprintf(m->log, sizeof m->log, "%s/%s.log", root, m->name);
+		snprintf(m->data, sizeof m->data, "%s/m%d", root, i);
+		snprintf(m->log, sizeof m->log, "%s/m%d.log", root, i);
 		snprintf(cluster + strlen(cluster), sizeof cluster - strlen(cluster), "%s%s=%s",
 			 i ? "," : "", m->name, m->peer);
 		snprintf(uri + strlen(uri), sizeof uri - strlen(uri), "%s%s", i ? "," : "", m->endpoint);
