@@ -91,7 +91,11 @@
  * -------
  *  - Environment: the library reads HOLDFAST_REGISTRY (the scope registry's
  *    path) and nothing else from the environment; HOLDFAST_FAULTS and the
- *    other test hooks of the holdfast command have no effect on it.
+ *    other test hooks of the holdfast command have no effect on it. The
+ *    etcd backend names its endpoints, user, password file and CA through
+ *    options only (the CLI reads HOLDFAST_BACKEND and passes it), ignores
+ *    proxy variables, and without HF_OPT_ETCD_CA_FILE leaves the system's
+ *    CA to OpenSSL (which honours SSL_CERT_FILE and SSL_CERT_DIR).
  *  - Threads: the library keeps no global locks; handles are per thread.
  *    Waits use one inotify descriptor per thread, kept between waits
  *    (closing one costs the kernel a grace period of ~10 ms).
