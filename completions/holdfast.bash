@@ -6,10 +6,10 @@
 # _holdfast_opts (and _holdfast_argopts when it takes an argument), and into
 # completions/_holdfast (zsh) and completions/holdfast.fish the same way.
 
-_holdfast_cmds="session lock scope run edit selftest"
+_holdfast_cmds="session lock scope run edit selftest flock"
 _holdfast_common="-h --help -V --version"
 
-# The subcommands of a command (none for run, edit, selftest).
+# The subcommands of a command (none for run, edit, selftest, flock).
 _holdfast_subs() {
 	case $1 in
 	session) echo "take release status assert-held race" ;;
@@ -23,21 +23,22 @@ _holdfast_opts() {
 	local o
 	case $1 in
 	"session take") o="--lane --owner --stale --file --json" ;;
-	"session release") o="--lane --owner --stale --file" ;;
+	"session release") o="--lane --owner --stale --file --json" ;;
 	"session status") o="--file --stale --json" ;;
-	"session assert-held") o="--file --stale" ;;
+	"session assert-held") o="--file --stale --json" ;;
 	"session race") o="--procs --runs --naive --json --dir" ;;
 	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json" ;;
-	"lock release") o="--token" ;;
-	"lock check") o="--token" ;;
+	"lock release") o="--token --json" ;;
+	"lock check") o="--token --json" ;;
 	"lock status") o="--json" ;;
 	"scope register") o="--pid --socket --from --json" ;;
-	"scope release") o="--generation" ;;
+	"scope release") o="--generation --json" ;;
 	"scope list" | "scope effective" | "scope reap") o="--json" ;;
 	"scope check") o="--pod --generation --json" ;;
-	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command" ;;
-	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose" ;;
-	selftest) o="" ;;
+	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json" ;;
+	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json" ;;
+	selftest) o="--json" ;;
+	flock) o="-x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w --wait --timeout -E --conflict-exit-code -o --close -c --command -F --no-fork -u --unlock --verbose --fcntl" ;;
 	*) return 1 ;;
 	esac
 	echo "$o $_holdfast_common"
@@ -91,6 +92,33 @@ _holdfast() {
 			return
 		fi
 	done
+	# flock: FILE|DIR|FD, then CMD [ARG...] (or -c CMD): options end at the
+	# first operand (FILE), as flock(1)'s
+	if [[ $cmd == flock ]]; then
+		local file=0
+		for ((i = 2; i < cword; i++)); do
+			case ${words[i]} in
+			-w | --wait | --timeout | -E | --conflict-exit-code) ((i++)) ;;
+			-*) ;;
+			*)
+				file=$i
+				break
+				;;
+			esac
+		done
+		if ((file > 0)); then
+			if ((cword == file + 1)); then
+				if [[ $cur == -* ]]; then
+					COMPREPLY=($(compgen -W "-c --command" -- "$cur"))
+				else
+					COMPREPLY=($(compgen -c -- "$cur"))
+				fi
+			elif [[ ${words[file + 1]} != -c && ${words[file + 1]} != --command ]]; then
+				COMPREPLY=($(compgen -f -- "$cur"))
+			fi
+			return
+		fi
+	fi
 	case $(_holdfast_argopt "$prev") in
 	file)
 		COMPREPLY=($(compgen -f -- "$cur"))

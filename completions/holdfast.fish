@@ -12,31 +12,33 @@ function __holdfast_opts -a key
         case 'session take'
             printf '%s\n' --lane= --owner= --stale= --file= --json
         case 'session release'
-            printf '%s\n' --lane= --owner= --stale= --file=
+            printf '%s\n' --lane= --owner= --stale= --file= --json
         case 'session status'
             printf '%s\n' --file= --stale= --json
         case 'session assert-held'
-            printf '%s\n' --file= --stale=
+            printf '%s\n' --file= --stale= --json
         case 'session race'
             printf '%s\n' --procs= --runs= --naive --json --dir=
         case 'lock acquire'
             printf '%s\n' -n -w= -E= -v --verbose --stale= --max-hold= --pid= --json
         case 'lock release' 'lock check'
-            printf '%s\n' --token=
+            printf '%s\n' --token= --json
         case 'lock status' 'scope list' 'scope effective' 'scope reap'
             printf '%s\n' --json
         case 'scope register'
             printf '%s\n' --pid= --socket= --from= --json
         case 'scope release'
-            printf '%s\n' --generation=
+            printf '%s\n' --generation= --json
         case 'scope check'
             printf '%s\n' --pod= --generation= --json
         case run
-            printf '%s\n' --session= --lock= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command=
+            printf '%s\n' --session= --lock= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command= --json
         case edit
-            printf '%s\n' -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose
+            printf '%s\n' -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose --json
         case selftest
-            true
+            printf '%s\n' --json
+        case flock
+            printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl
     end
 end
 
@@ -48,7 +50,28 @@ function __holdfast_is -a cmd sub
     test (count $t) -ge 3; and test "$t[3]" = "$sub"
 end
 
-complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -f -a 'session lock scope run edit selftest'
+# flock: has FILE|DIR|FD been given (its options end there, as flock(1)'s)?
+# With "cmd": is the word being completed the CMD right after it?
+function __holdfast_flock_file -a want
+    set -l t (commandline -opc)
+    set -l i 3
+    while test $i -le (count $t)
+        switch $t[$i]
+            case -w --wait --timeout -E --conflict-exit-code
+                set i (math $i + 2)
+                continue
+            case '-*'
+            case '*'
+                test "$want" = cmd; or return 0
+                test $i -eq (count $t)
+                return
+        end
+        set i (math $i + 1)
+    end
+    return 1
+end
+
+complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -f -a 'session lock scope run edit selftest flock'
 complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -s h -l help
 complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -s V -l version
 for cmd in session lock scope
@@ -66,11 +89,13 @@ for cmd in session lock scope
         set -a __holdfast_keys "$cmd $sub"
     end
 end
-set -a __holdfast_keys run edit selftest
+set -a __holdfast_keys run edit selftest flock
 
 for key in $__holdfast_keys
     set -l cond "__holdfast_is $key"
-    if not string match -q '* *' -- $key
+    if test $key = flock
+        set cond "__holdfast_is flock; and not __holdfast_flock_file"
+    else if not string match -q '* *' -- $key
         set cond "__holdfast_is $key; and not contains -- -- (commandline -opc)"
     end
     for o in (__holdfast_opts $key) -h --help -V --version
@@ -86,3 +111,6 @@ for key in $__holdfast_keys
     end
 end
 set -e __holdfast_keys
+# flock FILE CMD [ARG...] | FILE -c CMD
+complete -c holdfast -n '__holdfast_is flock; and __holdfast_flock_file cmd' -f -a '(__fish_complete_command)'
+complete -c holdfast -n '__holdfast_is flock; and __holdfast_flock_file cmd' -s c -l command -r
