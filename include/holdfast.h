@@ -193,7 +193,9 @@ enum hf_opt {
 	                          stale (default 90 min)                         */
 	HF_OPT_MAX_HOLD_MS,    /* lock: past this a live holder is leaked and
 	                          reaped (default 10 min; recorded in the
-	                          owner record, so it is the holder's)           */
+	                          owner record, so it is the holder's);
+	                          HF_MAX_HOLD_NONE: never leaked while its
+	                          owner lives                                    */
 	HF_OPT_PID,            /* lock, scope: whose life holds it (default:
 	                          the caller)                                    */
 	HF_OPT_CANCEL_FD,      /* lock, session, scope: a descriptor that ends a
@@ -213,6 +215,13 @@ enum hf_opt {
 	                          record for the pod                             */
 	HF_OPT_FROM,           /* scope (string): the delegating parent pod      */
 };
+
+/* HF_OPT_MAX_HOLD_MS for a holder bound to its owner's life: recorded as
+ * "max_hold_ms": 9223372036854775807, so no judge (status, acquire's stale
+ * rules, `holdfast list`, holdfast 0.2 without this define) ever finds it
+ * leaked by age; it goes when its owner is proven dead or releases. An owner
+ * on another kernel (NFS) is never proven dead: only its release frees it. */
+#define HF_MAX_HOLD_NONE INT64_MAX
 
 /* ---------------------------------------------------------------------------
  * Directory lock
@@ -264,6 +273,19 @@ int hf_lock_adopt(hf_lock *l, const char *token);
  * (reaped or released; hf_lock_holder has who holds it now, if anyone);
  * HF_ENOTHELD when the handle has no token. */
 int hf_lock_check(hf_lock *l);
+/* Renew what the handle holds (acquired or adopted: a holder that outlives
+ * its window, like lockfile-touch): the record is replaced whole, through
+ * the descriptor of the lock directory holding it, with the same token,
+ * owner and fence, "acquired" (and boottime_ms) now - the start of the new
+ * window - and max_hold_ms HF_OPT_MAX_HOLD_MS when set, else the recorded
+ * one. A reaper that judged the old record puts the renewed one back (a
+ * record's identity is its token and its bytes). 0 (hf_lock_holder: the
+ * renewed record); HF_ENOTHELD when the handle holds nothing or nothing is
+ * at PATH (reaped, released); HF_ENOTYOURS when another token holds PATH
+ * (hf_lock_holder); HF_ELOST when its owner is dead, or a reaper or a
+ * release moved it while it was renewed (the renewed record is taken back:
+ * the lock is not held any more); -errno. */
+int hf_lock_renew(hf_lock *l);
 /* Hand the lock over: forget it without releasing it. Returns its
  * descriptor (the caller owns it now: keep it open as long as the owner
  * lives, or pass it on), or -1 when there was none; the token stays

@@ -23,6 +23,7 @@ static const char usage[] =
 	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
 	"                                  [--pid PID] [-v] [--json]\n"
 	"       holdfast lock release PATH --token TOKEN\n"
+	"       holdfast lock renew PATH --token TOKEN [--max-hold DUR|none]\n"
 	"       holdfast lock check PATH [--token TOKEN]\n"
 	"       holdfast lock status PATH [--json]\n"
 	"\n"
@@ -43,6 +44,9 @@ static const char usage[] =
 	"          Without -w, a lock PID holds already is refused at once (exit 1):\n"
 	"          waiting for itself would last forever.\n"
 	"release   release the lock acquired with TOKEN.\n"
+	"renew     restart the window of the lock acquired with TOKEN (same fence);\n"
+	"          --max-hold none: never leaked while its owner lives. Exit 1 when\n"
+	"          another holds it or it was reaped meanwhile, 69 when nothing is held.\n"
 	"check     exit 0 when PATH is held by a live holder or being acquired;\n"
 	"          with --token, 0 only when held by the acquisition of TOKEN (\"do I\n"
 	"          still hold it?\") and 1 when another holds it; 69 when free or\n"
@@ -125,6 +129,10 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		case OPT_MAXHOLD: {
 			int64_t *dst = c == OPT_STALE ? &a->stale_ms : &a->max_hold_ms;
 			const char *what = c == OPT_STALE ? "--stale" : "--max-hold";
+			if (c == OPT_MAXHOLD && !strcmp(optarg, "none")) {
+				*dst = HF_MAX_HOLD_NONE; /* bound to its owner's life */
+				break;
+			}
 			if (cli_duration_arg(what, optarg, dst))
 				return HF_EXIT_USAGE;
 			if (*dst == 0) {
@@ -421,6 +429,70 @@ static int do_release(int argc, char **argv)
 	return code;
 }
 
+/* `lock renew`: every outcome's words and code in one place. */
+static int renew_outcome(const struct args *a, int rc, hf_lock *l)
+{
+	char d[400];
+	switch (rc) {
+	case 0:
+		if (a->json)
+			return print_rec(hf_lock_holder(l)) < 0 ? HF_EXIT_IOERR : HF_EXIT_OK;
+		return HF_EXIT_OK;
+	case HF_ENOTHELD:
+		cli_err("lock renew %s: not held (nothing at PATH: released or reaped); nothing "
+			"renewed", a->path);
+		return HF_EXIT_NOTHELD;
+	case HF_ENOTYOURS:
+		describe(hf_lock_holder(l), d, sizeof d);
+		cli_err("lock renew %s: not yours any more: held by %s; nothing renewed", a->path, d);
+		return HF_EXIT_CONFLICT;
+	case HF_ELOST:
+		if (hf_lock_holder(l)) {
+			describe(hf_lock_holder(l), d, sizeof d);
+			cli_err("lock renew %s: lost: %s; nothing renewed", a->path, d);
+		} else {
+			cli_err("lock renew %s: lost: reaped or released while it was renewed; the "
+				"lock is not held", a->path);
+		}
+		return HF_EXIT_CONFLICT;
+	case HF_EUNSAFE:
+		cli_err("lock renew %s: refused: %s.holdfast is not a private directory of "
+			"this user (or is a symlink)", a->path, a->path);
+		return HF_EXIT_NOPERM;
+	}
+	cli_err("lock renew %s: %s", a->path, hf_strerror(rc));
+	return cli_exit_for(rc);
+}
+
+static int do_renew(int argc, char **argv)
+{
+	struct args a;
+	int rc = parse(argc, argv, "renew", &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (!a.token) {
+		cli_err("lock renew %s: --token TOKEN is required (printed by lock acquire)", a.path);
+		return HF_EXIT_USAGE;
+	}
+	hf_lock *l;
+	rc = hf_lock_new(a.path, &l);
+	if (rc < 0) {
+		cli_err("lock renew %s: %s", a.path, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
+	if (hf_lock_adopt(l, a.token) < 0) {
+		cli_err("lock renew %s: --token %s is not a token (the 32 hex digits `lock acquire` "
+			"printed)", a.path, CLI_SHOW(a.token));
+		hf_lock_free(l);
+		return HF_EXIT_USAGE;
+	}
+	if (a.max_hold_ms)
+		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
+	int code = renew_outcome(&a, hf_lock_renew(l), l);
+	hf_lock_free(l);
+	return code;
+}
+
 /* `lock check`: the answer is the exit code (see the usage). */
 static int do_check(int argc, char **argv)
 {
@@ -531,6 +603,8 @@ int cmd_lock(int argc, char **argv)
 		return do_status(argc - 1, argv + 1);
 	if (!strcmp(sub, "check"))
 		return do_check(argc - 1, argv + 1);
-	cli_err("lock: unknown subcommand '%s' (acquire, release, check, status)", sub);
+	if (!strcmp(sub, "renew"))
+		return do_renew(argc - 1, argv + 1);
+	cli_err("lock: unknown subcommand '%s' (acquire, release, renew, check, status)", sub);
 	return HF_EXIT_USAGE;
 }
