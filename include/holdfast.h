@@ -416,6 +416,17 @@ int hf_session_take(hf_session *s);
  * HF_ENOTYOURS (another lane, or another owner token; the holder);
  * HF_EUNREADABLE; -errno. */
 int hf_session_release(hf_session *s);
+/* Renew the lane's session (the one whose owner HF_OPT_OWNER names, else
+ * this handle's take, else the lane's): its record replaced by one of the
+ * same lane and owner with "started" now - a session that outlives its
+ * stale window renews before it ends. The old record waits in an aside
+ * (a live record beside the lock: a taker meanwhile is refused) until the
+ * renewed one is published at the name by test-and-set. 0 (hf_session_holder:
+ * the renewed record); HF_ENOTHELD (nothing at the name); HF_ENOTYOURS
+ * (another lane or owner: the holder); HF_ELOST (broken as stale or
+ * released while it was renewed: the holder now, if any); HF_EUNREADABLE;
+ * -EAGAIN; -errno. */
+int hf_session_renew(hf_session *s);
 const char *hf_session_owner(const hf_session *s);
 const hf_rec *hf_session_holder(const hf_session *s);
 void hf_session_free(hf_session *s);

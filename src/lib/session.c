@@ -1260,6 +1260,123 @@ out:
 }
 
 /* ------------------------------------------------------------------------
+ * renew
+ * ---------------------------------------------------------------------- */
+
+#define RENEW_NAPS 64 /* SN3: publication retries while a refused taker withdraws */
+
+int hf_sessionlock_renew(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret,
+			 struct hf_sessionlock_status *reterr_holder)
+{
+	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
+		return -EINVAL;
+	struct lk l;
+	int rc = lk_open(&l, o->path, o->stale_ms);
+	if (rc < 0)
+		return rc;
+	struct seen s, mine;
+	int fd = -1, new_fd = -1;
+	char aside[HF_CLAIM_NAME_MAX];
+	/* SN1: ours at <name> (lane, and owner token when given), pinned */
+	rc = look(l.dfd, l.name, &s, &fd);
+	if (rc == -ENOENT) {
+		rc = HF_ENOTHELD;
+		goto out;
+	}
+	if (rc == HF_EUNREADABLE)
+		fill_status(reterr_holder, &s, l.stale_ms, NULL);
+	if (rc < 0)
+		goto out;
+	if (!pred_ours(&s, o)) {
+		fill_status(reterr_holder, &s, l.stale_ms, NULL);
+		rc = HF_ENOTYOURS;
+		goto out;
+	}
+	hf_sys_point(HF_PT_SESSION_RENEW_READ);
+	/* SN2: the same lane and owner, written now by us */
+	struct hf_sessionlock_record r = s.rec;
+	r.has_broke = 0;
+	r.pid = getpid();
+	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
+	r.timens = hf_self_timens();
+	r.boot_ms = hf_sys_boot_ms();
+	r.started_ms = hf_sys_now_ms();
+	if ((rc = set_mine(&mine, &r)) < 0)
+		goto out;
+	/* SN3: the old record to an aside of our own, verified by the pinned
+	 * inode and kept there - a live record beside the lock, so a taker that
+	 * publishes at the free name meanwhile is refused (SL5) and, as we hold
+	 * its kernel lock, does not put it back (SL4) - then the renewed record
+	 * published at <name> by test-and-set (SL1) */
+	struct pin p;
+	if ((rc = pin_make(&p, fd)) < 0)
+		goto out;
+	hf_sys_flock(fd, LOCK_EX | LOCK_NB); /* SL4: in flight */
+	rc = hf_claim_take(l.dfd, l.name, l.dfd, l.prefix, aside, sizeof aside); /* SL3 */
+	if (rc == -ENOENT) {
+		rc = HF_ELOST; /* moved since we read it: broken, or released */
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	rc = pin_is(&p, l.dfd, aside);
+	if (rc != 1) {
+		if (rc == 0)
+			put_back(&l, aside, l.name); /* SL4: another's record */
+		rc = rc == 0 ? HF_ELOST : rc == -ENOENT ? HF_ELOST : rc;
+		goto out;
+	}
+	hf_sys_point(HF_PT_SESSION_RENEW_MOVED);
+	for (int nap = 0;; nap++) {
+		rc = hf_publish_file_at_fd(l.dfd, l.name, mine.buf, mine.len, 0644, false, &new_fd);
+		if (rc != -EEXIST)
+			break;
+		/* a taker published at the free name: it sees our aside and
+		 * withdraws, unless it swept our record as stale (a breaker):
+		 * then the session is its own and ours is lost (SL10: no name
+		 * refers to our record any more) */
+		struct stat st;
+		if (hf_sys_fstat(fd, &st) == 0 && st.st_nlink == 0) {
+			rc = HF_ELOST;
+			break;
+		}
+		if (nap == RENEW_NAPS) {
+			rc = -EAGAIN;
+			break;
+		}
+		hf_sys_sleep_ms(1);
+	}
+	if (rc < 0) {
+		/* our old record goes back where it was if it still can (CL3), or
+		 * stays a barrier that ages out (SH2) */
+		put_back(&l, aside, l.name);
+		if (rc == HF_ELOST) {
+			struct seen now;
+			if (look(l.dfd, l.name, &now, NULL) == 0)
+				fill_status(reterr_holder, &now, l.stale_ms, NULL);
+		}
+		goto out;
+	}
+	hf_sys_point(HF_PT_SESSION_RENEW_PUBLISHED);
+	/* SN4: the old record goes (SL10: wherever it has been moved to) */
+	rc = drop_pinned(&l, fd, PT_RELEASE);
+	rc = rc == GONE ? 0 : rc;
+	if (rc < 0)
+		goto out; /* the renewed record holds; the old one ages out (SH2) */
+	if (ret)
+		*ret = r;
+	rc = 0;
+out:
+	if (fd >= 0)
+		hf_sys_close(fd);
+	if (new_fd >= 0)
+		hf_sys_close(new_fd);
+	hf_sys_close(l.dfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
  * status
  * ---------------------------------------------------------------------- */
 
