@@ -18,11 +18,16 @@
  *                           max_hold_ms, pidns, timens, boottime_ms, comm
  *                           (owner.c writes it). Published complete or not
  *                           at all.
- *   P/L.holdfast/           the lock's state directory (0700, never removed)
+ *   P/L.holdfast/           the lock's state directory (0700, never removed),
+ *                           made complete under .L.holdfast.new-<16 hex> and
+ *                           renamed into place (DL16)
+ *   P/L.holdfast/.gitignore "*": git shows and stages nothing of it (DL16)
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>
  *                           <entered>" (entered: the fence of the last
  *                           entry), read and written in place under flock(2)
- *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
+ *   P/L.holdfast/fence.reserve   durable bound on every fence handed out;
+ *                           a new counter starts at the wall clock in
+ *                           microseconds (DL15)
  *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
  *                           and locked (shared flock) here, then renamed to
  *                           L; a waiter keeps its own between attempts. One
@@ -88,6 +93,23 @@
  *     verify, remove. Found nowhere: look at L once more (a reaper that took
  *     it by mistake restores it there), up to four passes while claims
  *     exist.                                                    (DL3, DL5)
+ *   Renew by token (DR, hf_dirlock_renew; any process with the token):
+ *     DR1 open L (the descriptor pins the directory), read its record: ours
+ *         (the token), else HF_ENOTYOURS / HF_ENOTHELD
+ *     DR2 judged dead: HF_ELOST (a leaked but live owner may renew: nobody
+ *         entered, its record is still at L)
+ *     DR3 the same owner, token and fence; acquired and boottime_ms now
+ *         (boottime_ms only on the owner's kernel); max-hold as asked
+ *     DR4 replace L/owner through the descriptor (a temporary in the same
+ *         directory renamed over it): only ever our own record, in our own
+ *         directory, wherever it is now (DL1's "only into its own
+ *         directory" kept; the replace is the one rename over a record)
+ *     DR5 the directory still at L with the renewed bytes: renewed. Else a
+ *         reaper or a releaser moved it meanwhile: unlink the renewed record
+ *         through the descriptor if it is there (DL10), HF_ELOST.
+ *     A reaper that judged the old record finds other bytes in its claim
+ *     and puts the renewed one back (DL14); one that judged it before DR4
+ *     and removed it after leaves DR4 nothing (-ENOENT: HF_ELOST).
  *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *     acquirer passes DA3 or DA7, taken only while the counter's last entry
  *     is the holder's and its record exists.                      (DL12)
@@ -107,6 +129,7 @@
  *     DA7; dirlock.acquire.judged (DJ1 verdict made), .denied (before
  *     withdrawing), .waiting (before a wait);
  *   dirlock.withdraw.unlinked (after DW1);
+ *   dirlock.renew.judged (after DR2), dirlock.renew.replaced (after DR4);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
  *     withdraw, release, find (one's record found in a claim): before the
  *     take, after it, after reading the claim, after unlinking its record;
@@ -185,13 +208,34 @@
  *          fails at once with -EDEADLK. A bounded wait runs to its deadline
  *          (the process may release meanwhile, from another job); a caller
  *          acquiring for itself waits (another of its threads may release).
+ *   (DL14) A record's identity, where a verdict is acted on (a reaper's or
+ *          sweeper's verification in its claim), is its token and a digest
+ *          of all its bytes: a record renewed (DR4) after it was judged is
+ *          not the record judged, and goes back (DL4). Records are never
+ *          rewritten otherwise, so for every other record this is the token.
+ *   (DL15) A new counter (no fence line, no reservation: a state directory
+ *          made now, or deleted and made again) starts at the wall clock in
+ *          microseconds, so its first fence is above every fence an earlier
+ *          counter of this path handed out - as long as that counter gave
+ *          fewer fences than microseconds passed between its creation and
+ *          this one (each fence costs several system calls) and the wall
+ *          clock did not step back between the two. "TOKEN FENCE" keeps its
+ *          form; the numbers are large (about 1.8e15, far below INT64_MAX).
+ *   (DL16) The state directory appears complete, with its .gitignore: made
+ *          under a temporary name beside L and renamed to L.holdfast with
+ *          RENAME_NOREPLACE (EEXIST: another made it first; ours goes).
  *
  * Hazards
  * -------
  *   - A holder suspended past max(max-hold, stale) is reaped while it still
  *     believes it holds the lock: the resource must check the fence.
- *   - Removing L.holdfast while the lock is in use loses claims (barriers)
- *     and restarts the fences: never do that.
+ *   - Removing L.holdfast while the lock is in use loses claims (barriers);
+ *     the fences go on above the old ones (DL15) unless the wall clock was
+ *     set back meanwhile: never do that.
+ *   - A renewal racing a reaper can lose (HF_ELOST: the lock is gone) or
+ *     leave its directory in the reaper's claim when the reaper's put-back
+ *     finds L taken again (a barrier until the owner releases or dies):
+ *     never two holders.
  *   - A barrier claim holding a live owner blocks acquirers until that owner
  *     releases (it finds its record in the claim) or is proven dead.
  *   - Another host's owner is never judged dead by pid (NFS): only leaked.
@@ -1616,6 +1660,8 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 	 * held our record (a rename over our own record, in our own directory,
 	 * wherever it has moved since: never into a directory at L that is
 	 * another's, DL1) */
+	assert(p.fd >= 0 && p.kind == REC_OK && !strcmp(p.info.owner.token, token) && "DR4");
+	assert(reclen > 0 && rec[reclen - 1] == '\n' && "DL1"); /* a whole record */
 	rc = hf_replace_file_at(p.fd, "owner", rec, reclen, 0600, false);
 	if (rc == -ENOENT) {
 		rc = HF_ELOST; /* reaped or released meanwhile: the directory is gone */

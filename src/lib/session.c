@@ -64,6 +64,18 @@
  *        there during the scan), start over from SR1.
  *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS; an
  *     unreadable lock at <name>: HF_EUNREADABLE.
+ *   renew (hf_sessionlock_renew):
+ *     SN1 read <name>, keeping the descriptor (the pin); ours (SR1's rule)?
+ *        else HF_ENOTYOURS; nothing there: HF_ENOTHELD      [renew.read]
+ *     SN2 our renewed record: the same lane and owner, "started" now
+ *     SN3 hold the pinned record's kernel lock (SL4: in flight), move it to
+ *        an aside of our own and check it is the pinned inode (else put it
+ *        back: HF_ELOST), then publish the renewed record at <name> by
+ *        test-and-set (SL1)                                 [renew.moved]
+ *        EEXIST: a taker published at the free name; it sees our live
+ *        aside and withdraws (SL5) - retry, unless our record has no name
+ *        any more (a breaker judged it stale and swept it: HF_ELOST)
+ *     SN4 drop the old record as SW does                [renew.published]
  *   model/session.pml names the take's steps T1-T5 and the withdrawal W.
  *   status: read <name>; when absent, an aside holding a live record.
  *
@@ -73,7 +85,8 @@
  *   .mismatch (moved a lock it did not judge, before putting it back),
  *   .verified (broke it, before publishing), .published (before the scan),
  *   .barrier (a live aside found, before withdrawing), .withdrawn (before
- *   putting an orphaned barrier back); session.release.read (judged its
+ *   putting an orphaned barrier back); session.renew.read/.moved/.published
+ *   (SN1, SN3, SN4); session.release.read (judged its
  *   own, before dropping it), .moved, .mismatch; session.withdraw.moved/
  *   .mismatch; session.sweep.moved/.mismatch; claim.c's
  *   claim.restore.checked. (session.naive.read/.wrote are the CLI's naive
@@ -1327,6 +1340,7 @@ int hf_sessionlock_renew(const struct hf_sessionlock_opts *o, struct hf_sessionl
 		rc = rc == 0 ? HF_ELOST : rc == -ENOENT ? HF_ELOST : rc;
 		goto out;
 	}
+	assert(hf_session_is_aside(l.name, aside) && "SN3"); /* our own, the pinned record */
 	hf_sys_point(HF_PT_SESSION_RENEW_MOVED);
 	for (int nap = 0;; nap++) {
 		rc = hf_publish_file_at_fd(l.dfd, l.name, mine.buf, mine.len, 0644, false, &new_fd);
