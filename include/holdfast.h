@@ -109,7 +109,10 @@
  *    fails with -EOPNOTSUPP and emulates nothing. NFS: across hosts a pid
  *    proves nothing, so only max-hold reclaims another host's dead holder.
  *  - PATH.holdfast/ beside a lock directory keeps its fence counter and
- *    claims; deleting it (git clean -fdx) restarts fences at 1.
+ *    claims (and a .gitignore of "*"); deleting it (git clean -fdx) loses
+ *    the claims, and the new counter starts at the wall clock in
+ *    microseconds, above the old one's fences (unless the clock was set
+ *    back meanwhile).
  *  - Every lock is advisory: processes that do not ask are not stopped.
  */
 #ifndef HOLDFAST_H
@@ -229,7 +232,8 @@ enum hf_opt {
  * A lock is a directory PATH holding an owner record PATH/owner (JSON:
  * token, pid, pid_start, boot_id, host, acquired, fence, max_hold_ms, pidns,
  * timens, boottime_ms, comm). Beside it, PATH.holdfast/ (made on first use,
- * never removed) keeps the fence counter and the claims. Names ending in
+ * complete with a .gitignore of "*", never removed) keeps the fence counter
+ * and the claims. Names ending in
  * ".holdfast" are reserved. The protocol is in src/lib/dirlock.c.
  *
  * Staleness: an owner proven dead is reaped at once; a lock without a
@@ -237,7 +241,9 @@ enum hf_opt {
  * the stale window; a live owner older than max(max-hold, stale) as leaked.
  * Fencing: every acquisition's fence is strictly greater than every earlier
  * one's of the same lock, across reaps, crashes and reboots, at most
- * INT64_MAX (then -EOVERFLOW).
+ * INT64_MAX (then -EOVERFLOW); a counter made anew (its state directory
+ * deleted) starts at the wall clock's microseconds, above the old one's.
+ * A renewal (hf_lock_renew) keeps the fence.
  * ------------------------------------------------------------------------- */
 typedef struct hf_lock hf_lock;
 
