@@ -7,13 +7,13 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
-PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
-BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
+PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git python3-pytest
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench clean
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node clean
 
 all: build
 
@@ -50,11 +50,18 @@ build-asan: deps $(ASAN_BUILD)/build.ninja
 run: build
 	@bash demo/demo.sh $(BUILD)/holdfast
 
-test: test-release test-asan
+test: test-release test-asan test-bindings
 	@echo "make test: all suites passed (release and ASan+UBSan)"
 	@cat $(BUILD)/meson-logs/testlog.txt $(ASAN_BUILD)/meson-logs/testlog.txt | \
 	  sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\) | Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2 \3/p' | \
 	  awk '{ p += $$1; f += $$2 + $$3 } END { print "tests: " p " passed, " f " failed" }'
+
+# Each language's binding against the release build's library (bindings/*/test.sh).
+test-bindings: build
+	bash bindings/rust/test.sh $(BUILD)
+	bash bindings/python/test.sh $(BUILD)
+	bash bindings/node/test.sh $(BUILD)
+	bash tests/cross/cross.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -72,6 +79,9 @@ model: deps
 
 bench: bench-deps build
 	@bash bench/run.sh $(BUILD)
+
+bench-node: bench-deps build
+	@bash bench/node/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -415,6 +415,7 @@ int cmd_list(int argc, char **argv)
 		switch (c) {
 		case OPT_JSON:
 			json = true;
+			cli_json_enable();
 			break;
 		case OPT_ALL:
 			all = true;
@@ -425,7 +426,7 @@ int cmd_list(int argc, char **argv)
 			if (!*optarg || *end || v < 0 || v > LIST_DEPTH_MAX) {
 				cli_err("list: --depth %s: give 0 to %d", CLI_SHOW(optarg),
 					LIST_DEPTH_MAX);
-				return HF_EXIT_USAGE;
+				return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 			}
 			depth = (int)v;
 			break;
@@ -437,12 +438,12 @@ int cmd_list(int argc, char **argv)
 		default:
 			cli_err("list: unknown option '%s' (see 'holdfast list --help')",
 				argv[optind - 1]);
-			return HF_EXIT_USAGE;
+			return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 		}
 	}
 	if (argc - optind > 1) {
 		cli_err("list: one DIR only");
-		return HF_EXIT_USAGE;
+		return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 	}
 	const char *arg = optind < argc ? argv[optind] : ".";
 	char dir[PATH_MAX];
@@ -451,7 +452,7 @@ int cmd_list(int argc, char **argv)
 	if (fd < 0) {
 		/* the one error that ends the listing */
 		cli_err("list: %s: %s", CLI_SHOW(arg), hf_strerror(fd));
-		return cli_exit_for(fd);
+		return cli_fail_rc(fd, arg, NULL);
 	}
 	struct lister ls = { .items = json_array(), .errors = json_array(), .depth_max = depth };
 	if (!ls.items || !ls.errors) {
