@@ -61,8 +61,8 @@ static const char usage[] =
 	"are not followed, .git is not entered, at most --depth levels (default 8).\n"
 	"--json: one object {\"dir\",\"locks\":[...],\"errors\":[...]}, each item the\n"
 	"record's fields plus \"kind\".\n"
-	"Exit: 0 (errors below DIR are reported, not fatal); 64 usage; 71/74 DIR\n"
-	"unreadable.\n";
+	"Exit: 0 (errors below DIR are reported, not fatal); 64 usage; DIR unreadable:\n"
+	"73 missing, 77 permission, 71/74 others.\n";
 
 struct lister {
 	json_t *items, *errors;
