@@ -338,6 +338,13 @@ int64_t hf_sys_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + hf_sys_wall_skew_ms;
 }
 
+int64_t hf_sys_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + hf_sys_wall_skew_ms * 1000;
+}
+
 int64_t hf_sys_boot_ms(void)
 {
 	struct timespec ts;

@@ -100,6 +100,8 @@ int hf_sys_realpath(const char *path, char *buf); /* buf: PATH_MAX */
  * monotonic ns, and CLOCK_BOOTTIME ms (monotonic, counts suspend, one per
  * kernel and time namespace). */
 int64_t hf_sys_now_ms(void);
+/* The wall clock in microseconds (with the same skew rule as now_ms). */
+int64_t hf_sys_now_us(void);
 int64_t hf_sys_mono_ns(void);
 int64_t hf_sys_boot_ms(void);
 

@@ -158,6 +158,7 @@ int cmd_lock(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_edit(int argc, char **argv);
 int cmd_scope(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 int cmd_flock(int argc, char **argv);
 
 #endif

@@ -18,11 +18,16 @@
  *                           max_hold_ms, pidns, timens, boottime_ms, comm
  *                           (owner.c writes it). Published complete or not
  *                           at all.
- *   P/L.holdfast/           the lock's state directory (0700, never removed)
+ *   P/L.holdfast/           the lock's state directory (0700, never removed),
+ *                           made complete under .L.holdfast.new-<16 hex> and
+ *                           renamed into place (DL16)
+ *   P/L.holdfast/.gitignore "*": git shows and stages nothing of it (DL16)
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>
  *                           <entered>" (entered: the fence of the last
  *                           entry), read and written in place under flock(2)
- *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
+ *   P/L.holdfast/fence.reserve   durable bound on every fence handed out;
+ *                           a new counter starts at the wall clock in
+ *                           microseconds (DL15)
  *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
  *                           and locked (shared flock) here, then renamed to
  *                           L; a waiter keeps its own between attempts. One
@@ -88,6 +93,23 @@
  *     verify, remove. Found nowhere: look at L once more (a reaper that took
  *     it by mistake restores it there), up to four passes while claims
  *     exist.                                                    (DL3, DL5)
+ *   Renew by token (DR, hf_dirlock_renew; any process with the token):
+ *     DR1 open L (the descriptor pins the directory), read its record: ours
+ *         (the token), else HF_ENOTYOURS / HF_ENOTHELD
+ *     DR2 judged dead: HF_ELOST (a leaked but live owner may renew: nobody
+ *         entered, its record is still at L)
+ *     DR3 the same owner, token and fence; acquired and boottime_ms now
+ *         (boottime_ms only on the owner's kernel); max-hold as asked
+ *     DR4 replace L/owner through the descriptor (a temporary in the same
+ *         directory renamed over it): only ever our own record, in our own
+ *         directory, wherever it is now (DL1's "only into its own
+ *         directory" kept; the replace is the one rename over a record)
+ *     DR5 the directory still at L with the renewed bytes: renewed. Else a
+ *         reaper or a releaser moved it meanwhile: unlink the renewed record
+ *         through the descriptor if it is there (DL10), HF_ELOST.
+ *     A reaper that judged the old record finds other bytes in its claim
+ *     and puts the renewed one back (DL14); one that judged it before DR4
+ *     and removed it after leaves DR4 nothing (-ENOENT: HF_ELOST).
  *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *     acquirer passes DA3 or DA7, taken only while the counter's last entry
  *     is the holder's and its record exists.                      (DL12)
@@ -107,6 +129,7 @@
  *     DA7; dirlock.acquire.judged (DJ1 verdict made), .denied (before
  *     withdrawing), .waiting (before a wait);
  *   dirlock.withdraw.unlinked (after DW1);
+ *   dirlock.renew.judged (after DR2), dirlock.renew.replaced (after DR4);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
  *     withdraw, release, find (one's record found in a claim): before the
  *     take, after it, after reading the claim, after unlinking its record;
@@ -185,13 +208,34 @@
  *          fails at once with -EDEADLK. A bounded wait runs to its deadline
  *          (the process may release meanwhile, from another job); a caller
  *          acquiring for itself waits (another of its threads may release).
+ *   (DL14) A record's identity, where a verdict is acted on (a reaper's or
+ *          sweeper's verification in its claim), is its token and a digest
+ *          of all its bytes: a record renewed (DR4) after it was judged is
+ *          not the record judged, and goes back (DL4). Records are never
+ *          rewritten otherwise, so for every other record this is the token.
+ *   (DL15) A new counter (no fence line, no reservation: a state directory
+ *          made now, or deleted and made again) starts at the wall clock in
+ *          microseconds, so its first fence is above every fence an earlier
+ *          counter of this path handed out - as long as that counter gave
+ *          fewer fences than microseconds passed between its creation and
+ *          this one (each fence costs several system calls) and the wall
+ *          clock did not step back between the two. "TOKEN FENCE" keeps its
+ *          form; the numbers are large (about 1.8e15, far below INT64_MAX).
+ *   (DL16) The state directory appears complete, with its .gitignore: made
+ *          under a temporary name beside L and renamed to L.holdfast with
+ *          RENAME_NOREPLACE (EEXIST: another made it first; ours goes).
  *
  * Hazards
  * -------
  *   - A holder suspended past max(max-hold, stale) is reaped while it still
  *     believes it holds the lock: the resource must check the fence.
- *   - Removing L.holdfast while the lock is in use loses claims (barriers)
- *     and restarts the fences: never do that.
+ *   - Removing L.holdfast while the lock is in use loses claims (barriers);
+ *     the fences go on above the old ones (DL15) unless the wall clock was
+ *     set back meanwhile: never do that.
+ *   - A renewal racing a reaper can lose (HF_ELOST: the lock is gone) or
+ *     leave its directory in the reaper's claim when the reaper's put-back
+ *     finds L taken again (a barrier until the owner releases or dies):
+ *     never two holders.
  *   - A barrier claim holding a live owner blocks acquirers until that owner
  *     releases (it finds its record in the claim) or is proven dead.
  *   - Another host's owner is never judged dead by pid (NFS): only leaked.
@@ -231,6 +275,7 @@
 #define NEW_PREFIX "n-"
 #define FENCE_FILE "fence"
 #define RESERVE_FILE "fence.reserve"
+#define GITIGNORE_FILE ".gitignore"
 #define RESERVE_STEP 1024
 #define FENCE_MAX ((uint64_t)INT64_MAX)
 #define OWNER_MAX 4096
@@ -265,6 +310,8 @@ struct place {
 	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
 	int64_t ctime_ms;
+	uint64_t digest;                /* REC_OK: FNV-1a of the record's bytes
+					   (DL14: with the token, its identity) */
 	int fd;                         /* the directory, open while the place
 					   is in use (place_done closes it): it
 					   pins the inode number (CL1) and is the
@@ -391,6 +438,8 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		p->kind = REC_OK;
 	else
 		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
+	if (n >= 0)
+		p->digest = hf_fnv1a(buf, (size_t)n); /* DL14 */
 	if (rc == 0 && (!peek || p->kind != REC_OK)) {
 		struct stat st;
 		rc = hf_sys_fstat(dfd, &st);
@@ -503,8 +552,9 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 {
 	if (judged->kind != now->kind)
 		return false;
-	if (judged->kind == REC_OK)
-		return strcmp(judged->info.owner.token, now->info.owner.token) == 0; /* CL1 */
+	if (judged->kind == REC_OK) /* CL1; DL14: a renewed record is another */
+		return strcmp(judged->info.owner.token, now->info.owner.token) == 0 &&
+		       judged->digest == now->digest;
 	return judged->fd >= 0 && judged->dev == now->dev && judged->ino == now->ino;
 }
 
@@ -523,6 +573,43 @@ static bool name_reserved(const char *base)
 {
 	size_t n = strlen(base), s = strlen(STATE_SUFFIX);
 	return n >= s && !strcmp(base + n - s, STATE_SUFFIX);
+}
+
+/* DL16: the state directory appears complete, with its own .gitignore
+ * ("*": git status and git add -A never see what is in it, the .gitignore
+ * included): made under a temporary name ".L.holdfast.new-<16 hex>" beside
+ * L, the .gitignore published in it, then renamed to L.holdfast without
+ * replacing (EEXIST: another made it first; ours goes). A crash leaves at
+ * most that temporary, ignored by git like the state directory. A name too
+ * long for the temporary gets a plain mkdir (no .gitignore). */
+static int state_make(struct lk *l)
+{
+	char tmp[NAME_MAX + 1], hex[17];
+	int rc = hf_random_hex(hex, 8);
+	if (rc < 0)
+		return rc;
+	if (snprintf(tmp, sizeof tmp, ".%s.new-%s", l->sname, hex) >= (int)sizeof tmp)
+		return hf_sys_mkdirat(l->pfd, l->sname, 0700);
+	rc = hf_sys_mkdirat(l->pfd, tmp, 0700);
+	if (rc < 0)
+		return rc;
+	int tfd = hf_sys_openat(l->pfd, tmp, OPEN_DIR, 0);
+	rc = tfd;
+	if (tfd >= 0) {
+		rc = hf_publish_file_at(tfd, GITIGNORE_FILE, "*\n", 2, 0600, false);
+		hf_sys_close(tfd);
+	}
+	if (rc == 0)
+		rc = hf_sys_renameat2(l->pfd, tmp, l->pfd, l->sname, RENAME_NOREPLACE);
+	if (rc == -ENOTEMPTY)
+		rc = -EEXIST;
+	if (rc < 0) {
+		char gi[NAME_MAX + 16];
+		snprintf(gi, sizeof gi, "%s/" GITIGNORE_FILE, tmp);
+		hf_sys_unlinkat(l->pfd, gi, 0);
+		hf_sys_unlinkat(l->pfd, tmp, AT_REMOVEDIR);
+	}
+	return rc;
 }
 
 static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max_hold_ms)
@@ -551,7 +638,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 		l->sfd = hf_sys_openat(l->pfd, l->sname, OPEN_DIR, 0);
 		if (l->sfd != -ENOENT || tries == 2)
 			break;
-		rc = hf_sys_mkdirat(l->pfd, l->sname, 0700);
+		rc = state_make(l);
 		if (rc < 0 && rc != -EEXIST)
 			goto fail;
 	}
@@ -1145,9 +1232,17 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
 		/* new, unreadable, or from another boot (unsynced counts may be
 		 * lost): restart from the durable reservation (DL7) */
-		rc = reserve_read(l, rc == -ENODATA, &fl.reserve, why, why_n);
+		bool fresh = rc == -ENODATA;
+		rc = reserve_read(l, fresh, &fl.reserve, why, why_n);
 		if (rc < 0)
 			goto unlock;
+		if (fresh && fl.reserve == 0) {
+			/* DL15: a counter made now starts above every fence a
+			 * counter made earlier at this path can have handed out
+			 * (its state directory deleted: git clean -fdx) */
+			int64_t us = hf_sys_now_us();
+			fl.reserve = us > 0 && (uint64_t)us < FENCE_MAX / 2 ? (uint64_t)us : 0;
+		}
 		fl.fence = fl.reserve;
 		fl.entered = 0;
 		snprintf(fl.boot, sizeof fl.boot, "%s", boot);
@@ -1510,6 +1605,102 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_in
 			rc = HF_ENOTHELD;
 		}
 	}
+	lk_close(&l);
+	return rc;
+}
+
+/* --- renew (DR) ---------------------------------------------------------------- */
+
+int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
+		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+{
+	if (!token || !*token || max_hold_ms < 0)
+		return -EINVAL;
+	struct lk l;
+	int rc = lk_open(&l, path, 0, 0);
+	if (rc < 0)
+		return rc;
+	/* DR1: the directory at L, pinned by its descriptor, and its record */
+	struct place p;
+	rc = place_read(l.pfd, l.base, &p);
+	if (rc < 0)
+		goto out;
+	if (p.kind == REC_NONE) {
+		rc = HF_ENOTHELD;
+		goto out;
+	}
+	judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
+	if (p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0) {
+		holder_from(reterr_holder, &p);
+		rc = HF_ENOTYOURS; /* another's, or no complete record: not ours */
+		goto done;
+	}
+	if (p.info.state == HF_LOCK_DEAD) {
+		holder_from(reterr_holder, &p);
+		rc = HF_ELOST; /* DR2: its owner is gone; the next acquirer reaps it */
+		goto done;
+	}
+	hf_sys_point(HF_PT_DIRLOCK_RENEW_JUDGED);
+	/* DR3: the same owner, token and fence; the window starts now. Its
+	 * boot-relative time only when we run on the owner's kernel (a judge
+	 * there reads boottime_ms against its own boot clock). */
+	struct hf_owner o = p.info.owner;
+	o.time_ms = hf_sys_now_ms();
+	if (!strcmp(o.boot_id, hf_boot_id())) {
+		o.boot_ms = hf_sys_boot_ms();
+		o.timens = hf_self_timens();
+	} else {
+		o.boot_ms = 0;
+		o.timens = 0;
+	}
+	int64_t hold = max_hold_ms > 0 ? max_hold_ms : p.info.max_hold_ms;
+	char rec[OWNER_MAX];
+	size_t reclen = record_format(rec, &o, p.info.fence, hold);
+	/* DR4, DL14: replaced whole through the descriptor of the directory that
+	 * held our record (a rename over our own record, in our own directory,
+	 * wherever it has moved since: never into a directory at L that is
+	 * another's, DL1) */
+	assert(p.fd >= 0 && p.kind == REC_OK && !strcmp(p.info.owner.token, token) && "DR4");
+	assert(reclen > 0 && rec[reclen - 1] == '\n' && "DL1"); /* a whole record */
+	rc = hf_replace_file_at(p.fd, "owner", rec, reclen, 0600, false);
+	if (rc == -ENOENT) {
+		rc = HF_ELOST; /* reaped or released meanwhile: the directory is gone */
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	hf_sys_point(HF_PT_DIRLOCK_RENEW_REPLACED);
+	/* DR5: still at L, with the renewed record? Else a reaper or a release
+	 * has moved it: take the renewed record back through the descriptor
+	 * (DL10), so no record of ours is left in someone's claim. */
+	struct stat mine, at;
+	char back[OWNER_MAX + 2];
+	char opath[NAME_MAX + 8];
+	*hf_put_str(hf_put_str(opath, l.base), "/owner") = '\0';
+	ssize_t bl = -1;
+	bool kept = hf_sys_fstat(p.fd, &mine) == 0 &&
+		    hf_sys_fstatat(l.pfd, l.base, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    mine.st_dev == at.st_dev && mine.st_ino == at.st_ino &&
+		    (bl = read_small(l.pfd, opath, back)) >= 0 && (size_t)bl == reclen &&
+		    !memcmp(back, rec, reclen);
+	if (!kept) {
+		if (read_small(p.fd, "owner", back) == (ssize_t)reclen && !memcmp(back, rec, reclen))
+			hf_sys_unlinkat(p.fd, "owner", 0);
+		rc = HF_ELOST;
+		goto done;
+	}
+	if (ret) {
+		memset(ret, 0, sizeof *ret);
+		ret->owner = o;
+		ret->fence = p.info.fence;
+		ret->max_hold_ms = hold;
+		ret->state = HF_LOCK_HELD;
+		ret->live_fd = -1;
+	}
+	rc = 0;
+done:
+	place_done(&p);
+out:
 	lk_close(&l);
 	return rc;
 }

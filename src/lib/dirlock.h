@@ -80,6 +80,16 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
  * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. Any
  * process may release with the token; the holder closes its live_fd after. */
 int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder);
+/* Renew the lock acquired with token (DR, dirlock.c): the same owner, token
+ * and fence, its window (acquired, boottime_ms) restarted now and its
+ * max-hold max_hold_ms (0: the recorded one; HF_MAX_HOLD_NONE: never leaked
+ * while its owner lives). 0 and *ret (may be NULL); HF_ENOTHELD when nothing
+ * is at PATH; HF_ENOTYOURS when PATH holds another token's record or none
+ * complete (*reterr_holder); HF_ELOST when the owner is dead, or a reaper or
+ * a release moved or removed the directory while it was renewed (the
+ * renewed record is taken back: nothing of ours is left). */
+int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
+		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
 /* Commit under the lock: hold off every later acquisition of PATH while
  * the caller finishes work it did under the lock it acquired as *held (an
  * edit's rename). 0 and *ret_guard when the last entry into PATH was

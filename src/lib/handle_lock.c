@@ -187,6 +187,33 @@ int hf_lock_check(hf_lock *l)
 	return ours ? 0 : HF_ELOST;
 }
 
+int hf_lock_renew(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (!l->holds)
+		return HF_ENOTHELD;
+	struct hf_dirlock_info got, h;
+	memset(&h, 0, sizeof h);
+	h.live_fd = -1;
+	int rc = hf_dirlock_renew(l->path, l->held.owner.token, l->o.max_hold_ms, &got, &h);
+	if (rc < 0) {
+		holder_set(l, h.owner.token[0] || h.partial ? &h : NULL);
+		return rc;
+	}
+	if (!l->adopted) { /* HL1: the same acquisition, its window restarted */
+		l->held.owner = got.owner;
+		l->held.max_hold_ms = got.max_hold_ms;
+	} else {
+		int fd = l->held.live_fd;
+		l->held = got;
+		l->held.live_fd = fd;
+	}
+	holder_set(l, NULL);
+	l->holder_is_self = true;
+	return 0;
+}
+
 int hf_lock_detach(hf_lock *l)
 {
 	if (!l || !l->holds)

@@ -173,6 +173,31 @@ int hf_session_release(hf_session *s)
 	return rc;
 }
 
+int hf_session_renew(hf_session *s)
+{
+	if (!s)
+		return -EINVAL;
+	struct hf_sessionlock_opts o;
+	opts_of(s, &o);
+	if (!o.owner && s->taken[0])
+		o.owner = s->taken; /* HS3: what this handle took, only that */
+	struct hf_sessionlock_record r;
+	struct hf_sessionlock_status h;
+	memset(&h, 0, sizeof h);
+	int rc = hf_sessionlock_renew(&o, &r, &h);
+	if (rc == 0) {
+		s->took = r;
+		strcpy(s->taken, r.owner);
+		hf_rec_put(&s->holder, NULL);
+		s->holder_is_took = true;
+		return 0;
+	}
+	holder_set(s, (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE || rc == HF_ELOST) && h.state
+			      ? &h
+			      : NULL);
+	return rc;
+}
+
 const char *hf_session_owner(const hf_session *s)
 {
 	return s && s->taken[0] ? s->taken : NULL;
