@@ -61,6 +61,7 @@ static const char usage[] =
 	"are not followed, .git is not entered, at most --depth levels (default 8).\n"
 	"--json: one object {\"dir\",\"locks\":[...],\"errors\":[...]}, each item the\n"
 	"record's fields plus \"kind\".\n"
+	"-h, --help; -V, --version.\n"
 	"Exit: 0 (errors below DIR are reported, not fatal); 64 usage; DIR unreadable:\n"
 	"73 missing, 77 permission, 71/74 others.\n";
 
@@ -404,6 +405,7 @@ int cmd_list(int argc, char **argv)
 		{ "depth", required_argument, NULL, OPT_DEPTH },
 		{ "all-scopes", no_argument, NULL, OPT_ALL },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false, all = false;
@@ -411,7 +413,7 @@ int cmd_list(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			json = true;
@@ -435,6 +437,8 @@ int cmd_list(int argc, char **argv)
 		case OPT_HELP:
 			fputs(usage, stdout);
 			return HF_EXIT_OK;
+		case 'V':
+			return cli_version();
 		default:
 			cli_err("list: unknown option '%s' (see 'holdfast list --help')",
 				argv[optind - 1]);

@@ -14,7 +14,7 @@ static const char usage[] =
 	"Cooperating processes excluding each other through the file system.\n"
 	"\n"
 	"commands:\n"
-	"  session take|release|status|assert-held|race   one holder per work tree, by lane\n"
+	"  session take|release|renew|status|assert-held|race   one holder per work tree\n"
 	"  lock acquire|release|renew|check|status PATH   short directory lock\n"
 	"  list [DIR]                                     every lock under DIR, read only\n"
 	"  scope register|release|list|effective|check|reap   machine-wide path scopes\n"
