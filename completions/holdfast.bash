@@ -6,14 +6,14 @@
 # _holdfast_opts (and _holdfast_argopts when it takes an argument), and into
 # completions/_holdfast (zsh) and completions/holdfast.fish the same way.
 
-_holdfast_cmds="session lock scope run edit selftest flock"
+_holdfast_cmds="session lock scope run edit selftest flock list"
 _holdfast_common="-h --help -V --version"
 
-# The subcommands of a command (none for run, edit, selftest, flock).
+# The subcommands of a command (none for run, edit, selftest, flock, list).
 _holdfast_subs() {
 	case $1 in
-	session) echo "take release status assert-held race" ;;
-	lock) echo "acquire release check status" ;;
+	session) echo "take release renew status assert-held race" ;;
+	lock) echo "acquire release renew check status" ;;
 	scope) echo "register release list effective check reap" ;;
 	esac
 }
@@ -24,11 +24,13 @@ _holdfast_opts() {
 	case $1 in
 	"session take") o="--lane --owner --stale --file --json" ;;
 	"session release") o="--lane --owner --stale --file --json" ;;
+	"session renew") o="--lane --owner --file --json" ;;
 	"session status") o="--file --stale --json" ;;
 	"session assert-held") o="--file --stale --json" ;;
 	"session race") o="--procs --runs --naive --json --dir" ;;
 	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json" ;;
 	"lock release") o="--token --json" ;;
+	"lock renew") o="--token --max-hold --json" ;;
 	"lock check") o="--token --json" ;;
 	"lock status") o="--json" ;;
 	"scope register") o="--pid --socket --from --json" ;;
@@ -38,6 +40,7 @@ _holdfast_opts() {
 	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json" ;;
 	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json" ;;
 	selftest) o="--json" ;;
+	list) o="--depth --all-scopes --json" ;;
 	flock) o="-x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w --wait --timeout -E --conflict-exit-code -o --close -c --command -F --no-fork -u --unlock --verbose --fcntl" ;;
 	*) return 1 ;;
 	esac
@@ -52,7 +55,7 @@ _holdfast_argopt() {
 	--dir) echo dir ;;
 	--lane | --owner | --stale | --procs | --runs | -w | --wait | --timeout | -E | \
 		--conflict-exit-code | --max-hold | --pid | --token | --from | --pod | \
-		--generation | --session | --name | -c | --command | --init) echo word ;;
+		--generation | --session | --name | -c | --command | --init | --depth) echo word ;;
 	esac
 }
 
@@ -134,7 +137,11 @@ _holdfast() {
 		COMPREPLY=($(compgen -W "$(_holdfast_opts "$key")" -- "$cur"))
 		return
 	fi
-	# operands: PATH, FILE, DIR, SPEC (a path first)
+	# operands: PATH, FILE, DIR, SPEC (a path first); list's DIR
+	if [[ $cmd == list ]]; then
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return
+	fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _holdfast holdfast

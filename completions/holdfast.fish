@@ -13,6 +13,8 @@ function __holdfast_opts -a key
             printf '%s\n' --lane= --owner= --stale= --file= --json
         case 'session release'
             printf '%s\n' --lane= --owner= --stale= --file= --json
+        case 'session renew'
+            printf '%s\n' --lane= --owner= --file= --json
         case 'session status'
             printf '%s\n' --file= --stale= --json
         case 'session assert-held'
@@ -23,6 +25,8 @@ function __holdfast_opts -a key
             printf '%s\n' -n -w= -E= -v --verbose --stale= --max-hold= --pid= --json
         case 'lock release' 'lock check'
             printf '%s\n' --token= --json
+        case 'lock renew'
+            printf '%s\n' --token= --max-hold= --json
         case 'lock status' 'scope list' 'scope effective' 'scope reap'
             printf '%s\n' --json
         case 'scope register'
@@ -37,6 +41,8 @@ function __holdfast_opts -a key
             printf '%s\n' -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose --json
         case selftest
             printf '%s\n' --json
+        case list
+            printf '%s\n' --depth= --all-scopes --json
         case flock
             printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl
     end
@@ -71,16 +77,16 @@ function __holdfast_flock_file -a want
     return 1
 end
 
-complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -f -a 'session lock scope run edit selftest flock'
+complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -f -a 'session lock scope run edit selftest flock list'
 complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -s h -l help
 complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -s V -l version
 for cmd in session lock scope
     set -l subs
     switch $cmd
         case session
-            set subs take release status assert-held race
+            set subs take release renew status assert-held race
         case lock
-            set subs acquire release check status
+            set subs acquire release renew check status
         case scope
             set subs register release list effective check reap
     end
@@ -89,7 +95,7 @@ for cmd in session lock scope
         set -a __holdfast_keys "$cmd $sub"
     end
 end
-set -a __holdfast_keys run edit selftest flock
+set -a __holdfast_keys run edit selftest flock list
 
 for key in $__holdfast_keys
     set -l cond "__holdfast_is $key"
@@ -114,3 +120,5 @@ set -e __holdfast_keys
 # flock FILE CMD [ARG...] | FILE -c CMD
 complete -c holdfast -n '__holdfast_is flock; and __holdfast_flock_file cmd' -f -a '(__fish_complete_command)'
 complete -c holdfast -n '__holdfast_is flock; and __holdfast_flock_file cmd' -s c -l command -r
+# list DIR: directories only
+complete -c holdfast -n '__holdfast_is list' -f -a '(__fish_complete_directories)'

@@ -131,7 +131,8 @@ done
 [ "$("$bin" lock acquire -V)" = "holdfast $want" ] || fail "holdfast lock acquire -V"
 share=$t/root$prefix/share
 for page in man1/holdfast.1 man1/holdfast-session.1 man1/holdfast-lock.1 man1/holdfast-scope.1 \
-	man1/holdfast-run.1 man1/holdfast-edit.1 man1/holdfast-flock.1 man7/holdfast.7; do
+	man1/holdfast-run.1 man1/holdfast-edit.1 man1/holdfast-flock.1 \
+	man1/holdfast-list.1 man7/holdfast.7; do
 	p=$share/man/$page
 	[ -f "$p" ] || fail "$page is not installed under $share/man"
 	w=$(groff -ww -z -man "$p" 2>&1) || true

@@ -35,16 +35,17 @@ fail() {
 checks=0
 ok() { checks=$((checks + 1)); }
 
-families="session lock scope run edit selftest flock"
+families="session lock scope run edit selftest flock list"
 declare -A subs=(
-	[session]="take release status assert-held race"
-	[lock]="acquire release check status"
+	[session]="take release renew status assert-held race"
+	[lock]="acquire release renew check status"
 	[scope]="register release list effective check reap"
-	[run]="" [edit]="" [selftest]="" [flock]=""
+	[run]="" [edit]="" [selftest]="" [flock]="" [list]=""
 )
 declare -A source_of=(
 	[session]=cmd_session.c [lock]=cmd_lock.c [scope]=cmd_scope.c
 	[run]=cmd_run.c [edit]=cmd_edit.c [selftest]=cmd_selftest.c [flock]=cmd_flock.c
+	[list]=cmd_list.c
 )
 version=$(sed -n "s/^  version : '\(.*\)',/\1/p" "$src/meson.build")
 
@@ -176,7 +177,7 @@ done
 # ---- 4. manual pages -------------------------------------------------------
 render() { groff -man -Tascii -P-c -P-b -P-u -rLL=3000n "$1" 2>/dev/null; }
 for page in holdfast.1 holdfast-session.1 holdfast-lock.1 holdfast-scope.1 holdfast-run.1 holdfast-edit.1 \
-	holdfast-flock.1 holdfast.7; do
+	holdfast-flock.1 holdfast-list.1 holdfast.7; do
 	p=$build/$page
 	[ -f "$p" ] || { fail "$page not configured in $build"; continue; }
 	grep -q "\"holdfast $version\"" "$p" || fail "$page does not say holdfast $version"
@@ -189,7 +190,7 @@ for page in holdfast.1 holdfast-session.1 holdfast-lock.1 holdfast-scope.1 holdf
 	[ "$(render "$p" | wc -l)" -gt 20 ] || fail "$page renders to almost nothing"
 	ok
 done
-for f in session lock scope run edit flock; do
+for f in session lock scope run edit flock list; do
 	render "$build/holdfast-$f.1" | opts >"$t/man-$f"
 	if ! cmp -s "$t/man-$f" "$t/help-$f"; then
 		fail "holdfast-$f(1) and 'holdfast $f --help' name different options" \
@@ -204,6 +205,7 @@ ok
 # ---- 5. completions --------------------------------------------------------
 comp_bash=$src/completions/holdfast.bash
 touch "$t/somefile"
+mkdir "$t/somedir"
 # bash: COMPREPLY for a command line (words; the last is the one completed)
 bash_complete() { # with_bash_completion word...
 	local bc=$1
@@ -259,6 +261,8 @@ for bc in $modes; do
 	bash_complete $bc holdfast run --lock some | grep -qx somefile || fail "bash: no file after run --lock"
 	[ -z "$(bash_complete $bc holdfast session take --lane "")" ] || fail "bash: offers words for --lane LANE"
 	bash_complete $bc holdfast run --lock L -- ech | grep -qx echo || fail "bash: no command after run ... --"
+	bash_complete $bc holdfast list some | grep -qx somedir || fail "bash: no directory for list's DIR"
+	bash_complete $bc holdfast list some | grep -qx somefile && fail "bash: a file offered for list's DIR"
 	bash_complete $bc holdfast flock some | grep -qx somefile || fail "bash: no file for flock's FILE"
 	bash_complete $bc holdfast flock -w 10 L ech | grep -qx echo || fail "bash: no command after flock ... FILE"
 	bash_complete $bc holdfast flock -n L echo some | grep -qx somefile || fail "bash: no file for flock FILE CMD's ARG"
