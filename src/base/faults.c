@@ -106,9 +106,9 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 		/* skew:wall:MS, MS signed */
 		if (strcmp(f[1], "wall") || nf != 3 || !*f[2])
 			return refuse(why, wn, "rule '%s': skew:wall:MS", whole);
-		bool neg = f[2][0] == '-';
+		bool neg = f[2][0] == '-', sign = neg || f[2][0] == '+';
 		uint64_t ms;
-		if (hf_parse_u64(f[2] + neg, 100ULL * 365 * 86400000, &ms) < 0)
+		if (hf_parse_u64(f[2] + sign, 100ULL * 365 * 86400000, &ms) < 0)
 			return refuse(why, wn, "rule '%s': MS is not milliseconds", whole);
 		r->skew_ms = neg ? -(int64_t)ms : (int64_t)ms;
 		return 0;

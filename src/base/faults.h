@@ -28,7 +28,7 @@
  *        was armed.
  *  (FA2) A refused rule set arms nothing: the rules armed before stay.
  *  (FA3) Numbers (N, ERRNO, MS, the descriptors) are decimal digits only
- *        (MS may start with '-'): no space, '+', "0x" or trailing text.
+ *        (MS may start with '-' or '+'): no space, '+', "0x" or trailing text.
  */
 #ifndef HF_FAULTS_H
 #define HF_FAULTS_H

@@ -135,14 +135,12 @@ static int days_in_month(int y, int m)
 int hf_parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
 	uint64_t v = 0;
-	if (!s || *s < '0' || *s > '9')
+	if (!s || !*s || s[strspn(s, "0123456789")])
 		return -EINVAL; /* TX5: no sign, no white space, nothing empty */
-	for (; *s >= '0' && *s <= '9'; s++)
+	for (; *s; s++)
 		if (__builtin_mul_overflow(v, 10, &v) ||
 		    __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
 			return -ERANGE;
-	if (*s)
-		return -EINVAL;
 	if (v > max)
 		return -ERANGE;
 	*ret = v;
