@@ -97,6 +97,9 @@ int cli_scope_run_release(const char *name, int live_fd);
  * keeper watches both: its pid, -ESRCH when pid is gone already, -EINVAL,
  * -errno. The caller may close its own copies at once. */
 int cli_keep_for(int pid, const int *fds, size_t n);
+/* The keeper's report on its pipe (n bytes, keeper.c K4): its pid (> 0),
+ * -ESRCH (the owner ended first), or -ECHILD (it did not start). */
+int cli_keep_report_parse(const void *buf, size_t n);
 
 /* The read-then-write guard the session lock replaces (naive.c), to be
  * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */
