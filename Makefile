@@ -9,15 +9,15 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
-PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git
+PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git python3-pytest
 # clang and its sanitizer/fuzzer runtimes, for `make fuzz` only
 FUZZ_PKGS := clang libclang-rt-14-dev
-BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux
+BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: all deps bench-deps build build-asan run test test-release test-asan model bench fuzz fuzz-deps clean
+.PHONY: all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -54,11 +54,17 @@ build-asan: deps $(ASAN_BUILD)/build.ninja
 run: build
 	@bash demo/demo.sh $(BUILD)/holdfast
 
-test: test-release test-asan
+test: test-release test-asan test-bindings
 	@echo "make test: all suites passed (release and ASan+UBSan)"
 	@cat $(BUILD)/meson-logs/testlog.txt $(ASAN_BUILD)/meson-logs/testlog.txt | \
 	  sed -n 's/.*Synthesis: Tested: [0-9]* | Passing: \([0-9]*\) | Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1 \2 \3/p' | \
 	  awk '{ p += $$1; f += $$2 + $$3 } END { print "tests: " p " passed, " f " failed" }'
+
+# Each language's binding against the release build's library (bindings/*/test.sh).
+test-bindings: build
+	bash bindings/rust/test.sh $(BUILD)
+	bash bindings/python/test.sh $(BUILD)
+	bash bindings/node/test.sh $(BUILD)
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -76,6 +82,9 @@ model: deps
 
 bench: bench-deps build
 	@bash bench/run.sh $(BUILD)
+
+bench-node: bench-deps build
+	@bash bench/node/run.sh $(BUILD)
 
 # libFuzzer over every parser (fuzz/): a clang build with the fuzzer's
 # coverage and ASan+UBSan, each target FUZZ_SECONDS (60) s; new inputs go

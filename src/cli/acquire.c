@@ -29,6 +29,8 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,14 +123,15 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		int sig = c ? cli_child_stop_pending(c) : 0;
 		if (sig) {
 			cli_err("lock %s: stopped by %s while waiting", path, strsignal(sig));
-			return 128 + sig;
+			return cli_fail(128 + sig, "stopped_by_signal", path, NULL);
 		}
 		if (c && c->exited) {
 			/* CMD's process, blocked before exec, was killed: nobody to
 			 * hold the lock for, and nothing will run */
 			cli_err("lock %s: CMD's process ended (status %d) while waiting; nothing ran",
 				path, c->code);
-			return c->code ? c->code : HF_EXIT_SOFTWARE; /* AQ2: never 0 */
+			return cli_fail(c->code ? c->code : HF_EXIT_SOFTWARE, /* AQ2: never 0 */
+					"cmd_ended", path, NULL);
 		}
 		/* another SIGCHLD (read now): wait on with the time that is left */
 	}
@@ -140,17 +143,20 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		cli_err("lock %s: held by the process it is wanted for (%s): waiting would last as "
 			"long as it does",
 			path, who);
-		return HF_EXIT_CONFLICT;
+		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, hf_lock_holder(l));
 	}
 	if (rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_EBARRIER) {
+		int code = cli_lock_refused("lock", path, rc);
+		if (code)
+			return code; /* AQ2: a refusal's code, never 0 */
 		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
 		if (why)
 			cli_err("lock %s: %s: %s", path, hf_strerror(rc), CLI_SHOW(why));
 		else
 			cli_err("lock %s: %s", path, hf_strerror(rc));
-		int code = cli_exit_for(rc);
+		code = cli_exit_for(rc);
 		assert(code != 0 && "AQ2");
-		return code;
+		return cli_fail(code, hf_error_name(rc), path, why ? hf_lock_holder(l) : NULL);
 	}
 	char who[400];
 	cli_holder_words(hf_lock_holder(l), who, sizeof who);
@@ -162,5 +168,26 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		cli_err("lock %s is held by %s", path, who);
 	else
 		cli_err("lock %s: timed out waiting; held by %s", path, who);
-	return HF_EXIT_CONFLICT; /* AQ2: never 0, the caller applies -E */
+	/* AQ2: never 0, the caller applies -E; the holder nested (JS2) */
+	return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, hf_lock_holder(l));
+}
+
+json_t *cli_child_json(const struct cli_child *c, char *const argv[])
+{
+	json_t *args = json_array();
+	for (size_t i = 0; argv && argv[i]; i++) {
+		json_t *a = json_string(argv[i]);
+		json_array_append_new(args, a ? a : json_string(CLI_SHOW(argv[i])));
+	}
+	char sig[32] = "";
+	if (c->exited && c->term_signal) {
+		const char *abbrev = sigabbrev_np(c->term_signal);
+		if (abbrev)
+			snprintf(sig, sizeof sig, "SIG%s", abbrev);
+		else
+			snprintf(sig, sizeof sig, "%d", c->term_signal);
+	}
+	return json_pack("{s:o, s:i, s:o, s:o}", "argv", args, "pid", (int)c->pid, "exit",
+			 c->exited && !c->term_signal ? json_integer(c->code) : json_null(),
+			 "signal", sig[0] ? json_string(sig) : json_null());
 }

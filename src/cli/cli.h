@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 struct json_t;
+struct hf_rec;
 
 /* Exit codes (the contract; flock(1)-style, sysexits for the rest). */
 enum {
@@ -58,8 +59,46 @@ const char *cli_token_form(const char *arg, char *buf, size_t n);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 
+/* --json: exactly one JSON object on stdout per invocation (README,
+ * "Machine output"). main() calls cli_json_begin before dispatching and
+ * returns cli_json_end(code). A command that parses --json calls
+ * cli_json_enable(); on success it prints its object with cli_json_print;
+ * on failure it prints its message with cli_err and returns the exit code
+ * from cli_fail / cli_fail_rc (after the cli_err: the message recorded is
+ * the last one cli_err printed). main then prints the error object
+ *   {"error": CODE, "exit": N, "message": "...", "path": "/abs"|null,
+ *    "holder": {...}|null}
+ * whenever the command ended with a non-zero code and printed no object;
+ * a failure the command did not record is named from its exit code, with
+ * the last cli_err message and the path given to cli_subject. */
+void cli_json_begin(int argc, char **argv);
+int cli_json_end(int code);
+void cli_json_enable(void);
+bool cli_json_on(void);
+/* The path a failure is about unless cli_fail names another (made
+ * absolute); NULL forgets it. */
+void cli_subject(const char *path);
+/* Record a failure: code a stable name (NULL: the name for exit), path
+ * (NULL: the subject), holder (NULL: none; copied). The first failure
+ * recorded wins; returns exit. After it no success object can be printed. */
+int cli_fail(int exit, const char *code, const char *path, const struct hf_rec *holder);
+/* The same with the holder as JSON (stolen; NULL: none). */
+int cli_fail_json(int exit, const char *code, const char *path, struct json_t *holder);
+/* A record as JSON (NULL for NULL), its "path" made absolute. */
+struct json_t *cli_rec_json(const struct hf_rec *r);
+/* cli_fail(cli_exit_for(rc), hf_error_name(rc), path, holder). */
+int cli_fail_rc(int rc, const char *path, const struct hf_rec *holder);
+/* Whether a failure was recorded (a success object would be refused). */
+bool cli_failed(void);
+/* The stable name of a failure that ended with exit code exit. */
+const char *cli_code_for_exit(int exit);
+/* path made absolute (lexically: ".", "//" dropped) into buf. */
+const char *cli_abs_path(const char *path, char *buf, size_t n);
+
 /* Print exactly one JSON object on stdout, then a newline; steals obj.
- * 0, or -errno when it could not be written (-EPIPE: no reader). */
+ * 0, or -errno when it could not be written (-EPIPE: no reader);
+ * -EALREADY (nothing printed) when an object was printed or a failure
+ * recorded already in this invocation. */
 int cli_json_print(struct json_t *obj);
 /* Write s to stdout now (after anything stdio buffered): 0 or -errno. */
 int cli_write_out(const char *s);
@@ -105,6 +144,18 @@ int cli_keep_report_parse(const void *buf, size_t n);
  * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */
 int cli_naive_take(const char *path);
 
+/* Why the directory lock at path was refused (rc: HF_EUNSAFE, -EACCES,
+ * -EPERM, -ENOTDIR, -ELOOP), looked up again (lockpath.c): a regular file,
+ * FIFO, socket (73) or symlink (77) at path, a state directory or lock owned
+ * by another user, named (77), ... Prints "holdfast: VERB PATH: why" and
+ * returns the exit code; 0 when rc is not one of those or nothing explains
+ * it (the caller's message stands). */
+int cli_lock_refused(const char *verb, const char *path, int rc);
+/* "user bob (uid 1001)", or "uid 1001" when /etc/passwd has no name for it. */
+const char *cli_user_words(unsigned uid, char *buf, size_t n);
+/* in with every bare "uid N" as cli_user_words says it, into out. */
+void cli_name_uid(const char *in, char *out, size_t n);
+
 /* Each family: argv[0] is the family name. Returns the exit code. */
 int cmd_session(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
@@ -112,5 +163,6 @@ int cmd_lock(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_edit(int argc, char **argv);
 int cmd_scope(int argc, char **argv);
+int cmd_flock(int argc, char **argv);
 
 #endif

@@ -63,6 +63,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +102,10 @@ static const char edit_usage[] =
 	"another or timed out, and 1 when the lock was lost while CMD ran (FILE\n"
 	"untouched); 65 CMD printed nothing (FILE untouched; see --allow-empty);\n"
 	"64 usage or FILE not a regular file; 77 refused for safety (above);\n"
-	"70/71/73/74 internal, OS, cannot-create, I/O errors.\n";
+	"70/71/73/74 internal, OS, cannot-create, I/O errors.\n"
+	"--json: once CMD has ended, one JSON object on stdout (FILE, the lock with its\n"
+	"token and fence, \"replaced\", CMD's exit or signal; CMD's output goes to FILE,\n"
+	"never to stdout); a refusal prints the error object (README: Machine output).\n";
 
 /* An edit is short: past this its lock may be reaped as leaked (ED1, EC3). */
 #define EDIT_MAX_HOLD_MS (10 * 60 * 1000)
@@ -116,6 +120,8 @@ struct edit {
 	hf_edit *ed;              /* once opened                              */
 	int input;                /* CMD's standard input (memfd)             */
 	bool lost;                /* ED1 found the lock no longer ours        */
+	bool ran;                 /* CMD ran and ended (--json's object)      */
+	bool replaced;            /* FILE was replaced                        */
 };
 
 /* The name of id in a passwd(5)/group(5)-style file ("name:x:id:..."),
@@ -207,7 +213,8 @@ static int edit_refused(const struct edit *e, int rc, const hf_rec *why)
 	} else {
 		cli_err("edit %s: refused: %s", e->file, hf_strerror(rc));
 	}
-	return rc == -EISDIR || rc == -EINVAL ? HF_EXIT_USAGE : HF_EXIT_NOPERM;
+	int code = rc == -EISDIR || rc == -EINVAL ? HF_EXIT_USAGE : HF_EXIT_NOPERM;
+	return cli_fail(code, code == HF_EXIT_NOPERM ? "unsafe" : hf_error_name(rc), e->file, NULL);
 }
 
 /* Step 3: CMD's input, a copy of FILE (or --init TEXT) at offset 0 of the
@@ -249,7 +256,7 @@ static int edit_read(struct edit *e)
 			code = edit_refused(e, rc, why); /* ED4: CMD never runs */
 		else {
 			cli_err("edit %s: cannot read it: %s", e->file, hf_strerror(rc));
-			code = cli_exit_for(rc);
+			code = cli_fail_rc(rc, e->file, NULL);
 		}
 		hf_rec_free(why);
 		return code;
@@ -260,7 +267,7 @@ static int edit_read(struct edit *e)
 							F_SEAL_SEAL);
 	if (rc < 0) {
 		cli_err("edit %s: cannot read it: %s", e->file, hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, e->file, NULL);
 	}
 	return 0;
 }
@@ -285,14 +292,16 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 			group_shown(rec_int(n, "new_gid", -1), ng, sizeof ng),
 			(unsigned)rec_int(n, "new_mode", 0));
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		e->replaced = true;
 		return 0;
+	}
 	if (rc == HF_ELOST) {
 		e->lost = true;
 		cli_err("edit %s: not replaced: the lock %s is no longer ours (reaped, or taken by "
 			"another, while CMD ran); FILE keeps what the other left",
 			e->file, e->lock);
-		return HF_EXIT_CONFLICT;
+		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), e->lock, NULL);
 	}
 	if (hf_rec_str(n, "reason") && (rc == HF_EUNSAFE || rc == -EISDIR || rc == -EINVAL))
 		return edit_refused(e, rc, n);
@@ -301,7 +310,8 @@ static int edit_commit(struct edit *e, const char *out, size_t outlen)
 			hf_strerror(rc));
 	else
 		cli_err("edit %s: not replaced: %s (unchanged)", e->file, hf_strerror(rc));
-	return cli_exit_for(rc);
+	e->replaced = rec_int(n, "replaced", 0) != 0;
+	return cli_fail_rc(rc, e->file, NULL);
 }
 
 /* Steps 3-5, under the lock. The exit code. */
@@ -314,15 +324,16 @@ static int edit_locked(struct edit *e, char *const cmd[], struct cli_child *chil
 	int rc = cli_child_go(child, NULL, 0, &live, live >= 0 ? 1 : 0);
 	if (rc < 0 && rc != -EPIPE) { /* -EPIPE: killed before exec: its status says so */
 		cli_err("edit %s: cannot start %s: %s", e->file, CLI_SHOW(cmd[0]), hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, e->file, NULL);
 	}
 	char *out = NULL;
 	size_t outlen = 0;
 	code = cli_child_wait(child, out_rd, &out, &outlen);
 	if (code < 0) {
 		cli_err("edit %s: waiting for %s: %s", e->file, CLI_SHOW(cmd[0]), hf_strerror(code));
-		return cli_exit_for(code);
+		return cli_fail_rc(code, e->file, NULL);
 	}
+	e->ran = true;
 	if (code != 0) {
 		free(out);
 		return code; /* EC1: FILE untouched */
@@ -336,7 +347,7 @@ static int edit_locked(struct edit *e, char *const cmd[], struct cli_child *chil
 			hf_edit_fd(e->ed) < 0 && !e->init
 				? "; FILE does not exist: --init TEXT gives CMD an input"
 				: "");
-		return HF_EXIT_DATAERR;
+		return cli_fail(HF_EXIT_DATAERR, "empty_output", e->file, NULL);
 	}
 	code = edit_commit(e, out, outlen);
 	free(out);
@@ -352,6 +363,7 @@ int cmd_edit(int argc, char **argv)
 		{ "allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY },
 		{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
 		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'J' },
 		{ 0 },
 	};
 	struct cli_wait_opts w = { .wait_ms = -1, .conflict_exit = HF_EXIT_CONFLICT };
@@ -382,6 +394,9 @@ int cmd_edit(int argc, char **argv)
 		case OPT_ALLOW_EMPTY:
 			e.allow_empty = true;
 			continue;
+		case 'J':
+			cli_json_enable();
+			continue;
 		case OPT_MAX_HOLD:
 			if (cli_parse_duration(optarg, &e.max_hold_ms) < 0 || e.max_hold_ms <= 0) {
 				cli_err("--max-hold %s: not a duration (e.g. 10m, 90s, 500ms)",
@@ -402,6 +417,7 @@ int cmd_edit(int argc, char **argv)
 		return HF_EXIT_USAGE;
 	}
 	char *const *cmd = argv + optind;
+	cli_subject(e.file);
 	size_t flen = strlen(e.file);
 	if (flen == 0 || e.file[flen - 1] == '/') {
 		cli_err("edit %s: not a file name", e.file);
@@ -421,7 +437,7 @@ int cmd_edit(int argc, char **argv)
 		rc = hf_lock_new(e.lock, &e.l);
 	if (rc < 0) {
 		cli_err("edit %s: %s", e.file, hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, e.file, NULL);
 	}
 
 	/* Step 1: signals first, so a stop while waiting for the lock is seen;
@@ -439,7 +455,7 @@ int cmd_edit(int argc, char **argv)
 		hf_sys_close(out[1]);
 	if (rc < 0) {
 		cli_err("edit %s: cannot start %s: %s", e.file, CLI_SHOW(cmd[0]), hf_strerror(rc));
-		code = cli_exit_for(rc);
+		code = cli_fail_rc(rc, e.file, NULL);
 		goto out;
 	}
 	/* Step 2: the lock lives as long as CMD (EC3); an edit is short, past
@@ -455,6 +471,9 @@ int cmd_edit(int argc, char **argv)
 		goto out;
 	}
 	hf_sys_point(HF_PT_EDIT_LOCKED);
+	char token[64];
+	snprintf(token, sizeof token, "%s", hf_lock_token(e.l) ? hf_lock_token(e.l) : "");
+	uint64_t fence = hf_lock_fence(e.l);
 	code = edit_locked(&e, cmd, &child, out[0]);
 	hf_edit_free(e.ed);
 	e.ed = NULL;
@@ -462,6 +481,14 @@ int cmd_edit(int argc, char **argv)
 	if (rc < 0 && !(e.lost && (rc == HF_ENOTHELD || rc == HF_ENOTYOURS)))
 		cli_err("warning: lock %s: release: %s", e.lock, hf_strerror(rc));
 	cli_child_abort(&child); /* EC2: after the release; never started: it exits */
+	if (cli_json_on() && e.ran && !cli_failed()) {
+		char file[PATH_MAX], lock[PATH_MAX];
+		cli_json_print(json_pack("{s:s, s:{s:s, s:s, s:I}, s:b, s:i, s:o}", "file",
+					 cli_abs_path(e.file, file, sizeof file), "lock", "path",
+					 cli_abs_path(e.lock, lock, sizeof lock), "token", token,
+					 "fence", (json_int_t)fence, "replaced", e.replaced, "exit",
+					 code, "cmd", cli_child_json(&child, cmd)));
+	}
 out:
 	cli_child_done(&child);
 	if (out[0] >= 0)

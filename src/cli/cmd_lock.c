@@ -23,8 +23,8 @@
 static const char usage[] =
 	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
 	"                                  [--pid PID] [-v] [--json]\n"
-	"       holdfast lock release PATH --token TOKEN\n"
-	"       holdfast lock check PATH [--token TOKEN]\n"
+	"       holdfast lock release PATH --token TOKEN [--json]\n"
+	"       holdfast lock check PATH [--token TOKEN] [--json]\n"
 	"       holdfast lock status PATH [--json]\n"
 	"\n"
 	"A short lock: the directory PATH, made by mkdir, with its owner record\n"
@@ -47,13 +47,16 @@ static const char usage[] =
 	"check     exit 0 when PATH is held by a live holder or being acquired;\n"
 	"          with --token, 0 only when held by the acquisition of TOKEN (\"do I\n"
 	"          still hold it?\") and 1 when another holds it; 69 when free or\n"
-	"          stale; 65 unreadable. Prints nothing; changes nothing.\n"
+	"          stale; 65 unreadable. Prints nothing (--json: the answer as an\n"
+	"          object); changes nothing.\n"
 	"status    one line: 'free', or 'held: pid P (CMD) on HOST, AGE old, fence F', ...\n"
 	"\n"
 	"TOKEN may be given as acquire printed it, 'TOKEN FENCE' (token=$(holdfast\n"
 	"lock acquire L) works as is); the fence is then ignored.\n"
 	"\n"
-	"--json prints one JSON object with the owner record's fields.\n"
+	"--json prints one JSON object: the owner record's fields (acquire, status),\n"
+	"the answer (check, release), or on failure {\"error\",\"exit\",\"message\",\n"
+	"\"path\",\"holder\"} (README: Machine output).\n"
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
 	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
 	"it); 64 usage; 65 unreadable owner record; 69 release or check: not held;\n"
@@ -136,6 +139,7 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		}
 		case OPT_JSON:
 			a->json = true;
+			cli_json_enable();
 			break;
 		case OPT_TOKEN:
 			token_arg(a, optarg);
@@ -173,13 +177,23 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		return HF_EXIT_USAGE;
 	}
 	a->path = argv[optind];
+	cli_subject(a->path);
 	return 0;
 }
 
-/* A record as --json prints it: the record's own fields. */
-static int print_rec(const hf_rec *r)
+/* A record as --json prints it: the record's own fields, "path" absolute. */
+static json_t *rec_json(const hf_rec *r, const char *path)
 {
 	json_t *j = json_loads(hf_rec_json(r), 0, NULL);
+	char abs[PATH_MAX];
+	if (j && path)
+		json_object_set_new(j, "path", json_string(cli_abs_path(path, abs, sizeof abs)));
+	return j;
+}
+
+static int print_rec(const hf_rec *r, const char *path)
+{
+	json_t *j = rec_json(r, path);
 	return j ? cli_json_print(j) : -ENOMEM;
 }
 
@@ -195,7 +209,7 @@ static void describe(const hf_rec *r, char *buf, size_t n)
 	cli_holder_words(r, buf, n);
 }
 
-static int conflict(const char *path, int rc, const hf_rec *h, bool json)
+static int conflict(const char *path, int rc, const hf_rec *h)
 {
 	char d[400];
 	describe(h, d, sizeof d);
@@ -210,13 +224,13 @@ static int conflict(const char *path, int rc, const hf_rec *h, bool json)
 			path, why ? ": " : "", why ? CLI_SHOW(why) : "", d);
 	else
 		cli_err("lock %s: held by %s", path, d);
-	if (json && h)
-		print_rec(h);
-	return cli_exit_for(rc);
+	/* JS2: the holder's record goes nested in the error object, never in
+	 * the shape of a success (its token is not the caller's) */
+	return cli_fail_json(cli_exit_for(rc), hf_error_name(rc), path, h ? rec_json(h, path) : NULL);
 }
 
 /* Messages for the errors of acquire that are not conflicts. */
-static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
+static int acquire_error_words(const char *path, int rc, pid_t owner, const hf_rec *h)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -242,9 +256,17 @@ static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
 				"create (its parent must exist), e.g. ./build.lock", path);
 		return HF_EXIT_USAGE;
 	case HF_EUNSAFE:
+	case -EACCES:
+	case -EPERM: {
+		int code = cli_lock_refused("lock acquire", path, rc);
+		if (code)
+			return code;
+		if (rc != HF_EUNSAFE)
+			break;
 		cli_err("lock acquire %s: refused: %s.holdfast is not a private directory of "
 			"this user (or is a symlink)", path, path);
 		return HF_EXIT_NOPERM;
+	}
 	case -EOPNOTSUPP:
 		cli_err("lock acquire %s: the file system refuses RENAME_NOREPLACE or flock(2), "
 			"which holdfast needs (it never emulates them)", path);
@@ -270,6 +292,14 @@ static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
 	return cli_exit_for(rc);
 }
 
+static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
+{
+	int code = acquire_error_words(path, rc, owner, h);
+	bool who = rc == -EDEADLK || rc == HF_EUNREADABLE;
+	return cli_fail_json(code, rc == -ESRCH ? "no_process" : hf_error_name(rc), path,
+			     who && h ? rec_json(h, path) : NULL);
+}
+
 static int do_acquire(int argc, char **argv)
 {
 	struct args a;
@@ -288,7 +318,7 @@ static int do_acquire(int argc, char **argv)
 		cli_err("lock acquire %s: no process to hold the lock: holdfast's caller is init or "
 			"outside this pid namespace; give --pid PID",
 			a.path);
-		return HF_EXIT_USAGE;
+		return cli_fail(HF_EXIT_USAGE, "no_process", a.path, NULL);
 	}
 	hf_lock *l;
 	rc = hf_lock_new(a.path, &l);
@@ -306,7 +336,7 @@ static int do_acquire(int argc, char **argv)
 		int code;
 		if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_EBARRIER ||
 		    (rc == HF_EUNREADABLE && (hf_rec_str(h, "token") || rec_int(h, "partial")))) {
-			code = conflict(a.path, rc, h, a.json);
+			code = conflict(a.path, rc, h);
 			if (code == HF_EXIT_CONFLICT)
 				code = a.conflict_exit; /* -E: the code of held or timed out */
 		}
@@ -327,7 +357,7 @@ static int do_acquire(int argc, char **argv)
 	hf_sys_point(HF_PT_LOCK_ACQUIRE_PRINT);
 	uint64_t fence = hf_lock_fence(l);
 	if (a.json) {
-		rc = print_rec(hf_lock_holder(l));
+		rc = print_rec(hf_lock_holder(l), a.path);
 	} else {
 		char line[128];
 		snprintf(line, sizeof line, "%s %" PRIu64 "\n", hf_lock_token(l), fence);
@@ -339,7 +369,7 @@ static int do_acquire(int argc, char **argv)
 		cli_err("lock acquire %s: the token could not be written to standard output (%s): %s",
 			a.path, hf_strerror(rc),
 			rrc == 0 ? "released again, nothing is held" : "and releasing it failed too");
-		return HF_EXIT_IOERR;
+		return cli_fail(HF_EXIT_IOERR, "io", a.path, NULL);
 	}
 	/* The directory's kernel lock must be held as long as the owner lives,
 	 * and we exit now: a keeper holds it (keeper.c), for judges in another
@@ -378,15 +408,18 @@ static int do_release(int argc, char **argv)
 	hf_lock *l;
 	rc = hf_lock_new(a.path, &l);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock release", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, a.path, NULL);
 	}
 	if (hf_lock_adopt(l, a.token) < 0) {
 		cli_err("lock release %s: --token %s is not a token (the 32 hex digits `lock acquire` "
 			"printed)",
 			a.path, CLI_SHOW(a.token));
 		hf_lock_free(l);
-		return HF_EXIT_USAGE;
+		return cli_fail(HF_EXIT_USAGE, "usage", a.path, NULL);
 	}
 	rc = hf_lock_release(l);
 	int code = HF_EXIT_OK;
@@ -399,6 +432,8 @@ static int do_release(int argc, char **argv)
 		describe(hf_lock_holder(l), d, sizeof d);
 		cli_err("lock release %s: held by another owner: %s", a.path, d);
 		code = HF_EXIT_CONFLICT;
+	} else if ((code = cli_lock_refused("lock release", a.path, rc)) != 0) {
+		/* said: what occupies the path, or whose it is */
 	} else if (rc == HF_EUNSAFE) {
 		cli_err("lock release %s: refused: %s.holdfast is not a private directory of "
 			"this user (or is a symlink)", a.path, a.path);
@@ -407,8 +442,36 @@ static int do_release(int argc, char **argv)
 		cli_err("lock release %s: %s", a.path, hf_strerror(rc));
 		code = cli_exit_for(rc);
 	}
+	if (rc < 0)
+		cli_fail_json(code, hf_error_name(rc), a.path,
+			      rc == HF_ENOTYOURS ? rec_json(hf_lock_holder(l), a.path) : NULL);
+	else if (a.json) {
+		char abs[PATH_MAX];
+		cli_json_print(json_pack("{s:s, s:s, s:b}", "path",
+					 cli_abs_path(a.path, abs, sizeof abs), "token",
+					 a.token, "released", 1));
+	}
 	hf_lock_free(l);
 	return code;
+}
+
+/* `lock check --json`: the answer as an object, with the same exit code:
+ * {"path", "answer": held|yours|another|free|unreadable, "exit", "state",
+ * "holder": the lock's record (nested: it is not the caller's) or null}. */
+static void check_answer(const char *path, int code, bool token, const hf_rec *r)
+{
+	const char *answer = code == HF_EXIT_OK	       ? (token ? "yours" : "held")
+			     : code == HF_EXIT_CONFLICT ? "another"
+			     : code == HF_EXIT_DATAERR  ? "unreadable"
+							: "free";
+	const char *st = r ? hf_rec_str(r, "state") : NULL;
+	char abs[PATH_MAX];
+	json_t *h = r && (st ? strcmp(st, "free") : code == HF_EXIT_OK) ? rec_json(r, path) : NULL;
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s?, s:o}", "path",
+			      cli_abs_path(path, abs, sizeof abs), "answer", answer, "exit", code,
+			      "state", st ? st : (token && code == HF_EXIT_OK ? "held" : NULL),
+			      "holder", h ? h : json_null());
+	cli_json_print(o);
 }
 
 /* `lock check`: the answer is the exit code (see the usage). */
@@ -418,10 +481,6 @@ static int do_check(int argc, char **argv)
 	int rc = parse(argc, argv, "check", &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	if (a.json) {
-		cli_err("lock check: the answer is the exit code; lock status --json says more");
-		return HF_EXIT_USAGE;
-	}
 	if (a.token) {
 		hf_lock *l;
 		rc = hf_lock_new(a.path, &l);
@@ -430,11 +489,11 @@ static int do_check(int argc, char **argv)
 				"acquire` printed)",
 				a.path, CLI_SHOW(a.token));
 			hf_lock_free(l);
-			return HF_EXIT_USAGE;
+			return cli_fail(HF_EXIT_USAGE, "usage", a.path, NULL);
 		}
 		if (rc < 0) {
 			cli_err("lock check %s: %s", a.path, hf_strerror(rc));
-			return cli_exit_for(rc);
+			return cli_fail_rc(rc, a.path, NULL);
 		}
 		rc = hf_lock_check(l); /* 0: ours; HF_ELOST: not (holder: who is) */
 		int code = HF_EXIT_OK;
@@ -444,16 +503,21 @@ static int do_check(int argc, char **argv)
 										   : HF_EXIT_NOTHELD;
 		} else if (rc < 0) {
 			cli_err("lock check %s: %s", a.path, hf_strerror(rc));
-			code = cli_exit_for(rc);
+			code = cli_fail_rc(rc, a.path, NULL);
 		}
+		if (a.json && (rc == 0 || rc == HF_ELOST))
+			check_answer(a.path, code, true, hf_lock_holder(l));
 		hf_lock_free(l);
 		return code;
 	}
 	hf_rec *i;
 	rc = hf_lock_status(a.path, &i);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock check", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock check %s: %s", a.path, hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, a.path, NULL);
 	}
 	const char *st = hf_rec_str(i, "state");
 	/* held, held with a clock ahead, or being acquired by a live maker */
@@ -461,6 +525,8 @@ static int do_check(int argc, char **argv)
 			   ? HF_EXIT_OK
 		   : hf_rec_str(i, "reason") && !hf_rec_str(i, "token") ? HF_EXIT_DATAERR
 									: HF_EXIT_NOTHELD;
+	if (a.json)
+		check_answer(a.path, code, false, i);
 	hf_rec_free(i);
 	return code;
 }
@@ -474,11 +540,14 @@ static int do_status(int argc, char **argv)
 	hf_rec *i;
 	rc = hf_lock_status(a.path, &i);
 	if (rc < 0) {
+		int code = cli_lock_refused("lock status", a.path, rc);
+		if (code)
+			return code;
 		cli_err("lock status %s: %s", a.path, hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, a.path, NULL);
 	}
 	if (a.json) {
-		print_rec(i);
+		print_rec(i, a.path);
 		hf_rec_free(i);
 		return HF_EXIT_OK;
 	}

@@ -75,6 +75,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,9 +103,14 @@ static const char run_usage[] =
 	"  --scope SPEC     PATH:MODE[:recursive] (repeatable): one scope allocation,\n"
 	"                   delegated from $HOLDFAST_POD when set\n"
 	"  --name NAME      the scope allocation's name (default: generated)\n"
+	"  -v, --verbose    say how long getting the locks took, and what runs\n"
 	"  -n, --nonblock   fail at once if a lock is held\n"
 	"  -w, --wait SECS  wait at most SECS (also --timeout; default: wait forever)\n"
 	"  -E, --conflict-exit-code CODE   exit code on conflict or timeout (default 1)\n"
+	"  --json           once CMD has ended, one JSON object on stdout: what was held\n"
+	"                   (session, locks with tokens and fences, scope) and CMD's exit\n"
+	"                   or signal; CMD's own output precedes it on the same stdout.\n"
+	"                   A refusal (CMD never ran) prints the error object instead.\n"
 	"\n"
 	"CMD gets HOLDFAST_FENCE (each --lock's fence, space-separated, in command-line\n"
 	"order) and HOLDFAST_POD (the scope allocation's name).\n"
@@ -216,18 +222,18 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 	int rc = hf_session_default_path(s->session_path, sizeof s->session_path);
 	if (rc < 0) {
 		cli_err("session: cannot locate the session lock: %s", hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, NULL, NULL);
 	}
 	const char *path = s->session_path;
 	rc = hf_session_new(path, s->lane, &s->session);
 	if (rc == -EINVAL) {
 		cli_err("session %s: --session '%s' is not a lane (1 to %d characters of text)", path,
 			CLI_SHOW(s->lane), HF_LANE_MAX);
-		return HF_EXIT_USAGE;
+		return cli_fail(HF_EXIT_USAGE, "usage", path, NULL);
 	}
 	if (rc < 0) {
 		cli_err("session %s: %s", path, hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, path, NULL);
 	}
 	hf_session_set(s->session, HF_OPT_CANCEL_FD, s->child.sigfd);
 	for (;;) {
@@ -238,12 +244,13 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		int sig = cli_child_stop_pending(&s->child);
 		if (sig) {
 			cli_err("session %s: stopped by %s while waiting", path, strsignal(sig));
-			return 128 + sig;
+			return cli_fail(128 + sig, "stopped_by_signal", path, NULL);
 		}
 		if (s->child.exited) {
 			cli_err("session %s: CMD's process ended (status %d) while waiting; nothing ran",
 				path, s->child.code);
-			return s->child.code ? s->child.code : HF_EXIT_SOFTWARE; /* never 0 */
+			return cli_fail(s->child.code ? s->child.code : HF_EXIT_SOFTWARE, /* never 0 */
+					"cmd_ended", path, NULL);
 		}
 	}
 	if (rc >= 0) { /* 1: it broke a stale session */
@@ -251,16 +258,18 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		return 0;
 	}
 	char who[600];
-	session_words(hf_session_holder(s->session), who, sizeof who);
+	const hf_rec *h = hf_session_holder(s->session);
+	session_words(h, who, sizeof who);
 	if (rc == HF_EHELD || rc == HF_ETIMEDOUT) {
 		cli_err("session %s is held by %s", path, who);
-		return HF_EXIT_CONFLICT;
+		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, h);
 	}
 	if (rc == HF_EUNREADABLE)
 		cli_err("session %s: refused, %s", path, who);
 	else
 		cli_err("session %s: %s", path, hf_strerror(rc));
-	return cli_exit_for(rc);
+	return cli_fail(cli_exit_for(rc), hf_error_name(rc), path,
+			rc == HF_EUNREADABLE ? h : NULL);
 }
 
 static void run_release(struct run_state *s)
@@ -296,6 +305,37 @@ static void run_release(struct run_state *s)
 	s->session = NULL;
 }
 
+/* --json: what is held, before CMD runs (the tokens are gone once it ended):
+ * {"session": the record taken + "file" | null, "locks": [{"path", "token",
+ * "fence"}] in command-line order, "scope": {"name", "specs"} | null}. */
+static json_t *run_held_json(struct run_state *s, const char **order)
+{
+	char abs[PATH_MAX];
+	json_t *session = json_null(), *scope = json_null(), *locks = json_array();
+	if (s->session_held) {
+		session = cli_rec_json(hf_session_holder(s->session));
+		if (!session)
+			session = json_object();
+		json_object_set_new(session, "file",
+				    json_string(cli_abs_path(s->session_path, abs, sizeof abs)));
+	}
+	for (size_t k = 0; k < s->nlocks; k++)
+		for (size_t i = 0; i < s->nlocks; i++)
+			if (s->locks[i].given == order[k])
+				json_array_append_new(
+					locks, json_pack("{s:s, s:s, s:I}", "path",
+							 cli_abs_path(s->locks[i].canon, abs, sizeof abs),
+							 "token", hf_lock_token(s->locks[i].h), "fence",
+							 (json_int_t)hf_lock_fence(s->locks[i].h)));
+	if (s->pod_held) {
+		json_t *specs = json_array();
+		for (size_t i = 0; i < s->nscopes; i++)
+			json_array_append_new(specs, json_string(s->scopes[i]));
+		scope = json_pack("{s:s, s:o}", "name", s->pod, "specs", specs);
+	}
+	return json_pack("{s:o, s:o, s:o}", "session", session, "locks", locks, "scope", scope);
+}
+
 /* Step 2: everything, for the child's pid, in the order of RUN3. */
 static int run_acquire(struct run_state *s)
 {
@@ -309,7 +349,7 @@ static int run_acquire(struct run_state *s)
 		rc = hf_lock_new(l->canon, &h);
 		if (rc < 0) {
 			cli_err("lock %s: %s", l->given, hf_strerror(rc));
-			return cli_exit_for(rc);
+			return cli_fail_rc(rc, l->given, NULL);
 		}
 		/* The lock's life is CMD's (RUN1): a long CMD is not a leak. */
 		hf_lock_set(h, HF_OPT_PID, s->child.pid);
@@ -337,8 +377,10 @@ int cmd_run(int argc, char **argv)
 		{ "lock", required_argument, NULL, 'L' },
 		{ "scope", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
 		CLI_WAIT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'J' },
 		{ 0 },
 	};
 	struct run_state s;
@@ -353,9 +395,10 @@ int cmd_run(int argc, char **argv)
 		return HF_EXIT_OSERR;
 	}
 	int code = 0, opt;
+	bool verbose = false;
 	optind = 1;
 	opterr = 0;
-	while (!code && (opt = getopt_long(argc, argv, "+nw:E:h", longopts, NULL)) != -1) {
+	while (!code && (opt = getopt_long(argc, argv, "+nw:E:hv", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S':
 			if (s.lane) {
@@ -378,6 +421,9 @@ int cmd_run(int argc, char **argv)
 		case 'N':
 			s.name = optarg;
 			break;
+		case 'v':
+			verbose = true;
+			break;
 		case 'n':
 		case 'w':
 		case 'E':
@@ -386,6 +432,9 @@ int cmd_run(int argc, char **argv)
 		case 'h':
 			fputs(run_usage, stdout);
 			code = -1;
+			break;
+		case 'J':
+			cli_json_enable();
 			break;
 		default:
 			cli_err("run: unknown option or missing argument: %s", argv[optind - 1]);
@@ -410,7 +459,7 @@ int cmd_run(int argc, char **argv)
 			rc = canon_path(&s.locks[i]);
 		if (rc < 0) {
 			cli_err("lock %s: %s", s.locks[i].given, hf_strerror(rc));
-			code = cli_exit_for(rc);
+			code = cli_fail_rc(rc, s.locks[i].given, NULL);
 		}
 	}
 	/* Fences go to CMD in command-line order: remember it before sorting. */
@@ -438,14 +487,16 @@ int cmd_run(int argc, char **argv)
 		return code < 0 ? HF_EXIT_OK : code;
 	}
 
+	json_t *held = NULL;
 	int rc = cli_child_init(&s.child);
 	if (rc == 0)
 		rc = cli_child_spawn(&s.child, argv + optind, -1, -1);
 	if (rc < 0) {
 		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));
-		code = cli_exit_for(rc);
+		code = cli_fail_rc(rc, NULL, NULL);
 		goto out;
 	}
+	int64_t t0 = hf_sys_mono_ns();
 	code = run_acquire(&s);
 	if (code) {
 		run_release(&s); /* RUN3: all or nothing */
@@ -457,6 +508,13 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	hf_sys_point(HF_PT_RUN_ACQUIRED);
+	held = cli_json_on() ? run_held_json(&s, order) : NULL; /* printed once CMD ended */
+	if (verbose) { /* flock(1)'s --verbose words */
+		int64_t ns = hf_sys_mono_ns() - t0;
+		cli_err("getting lock took %lld.%06lld seconds", (long long)(ns / 1000000000),
+			(long long)(ns / 1000 % 1000000));
+		cli_err("executing %s", CLI_SHOW(argv[optind]));
+	}
 
 	/* Step 3: HOLDFAST_FENCE in command-line order, HOLDFAST_POD. */
 	char fence[CLI_GO_MAX / 2] = "HOLDFAST_FENCE=", pod[sizeof s.pod + 16];
@@ -488,19 +546,26 @@ int cmd_run(int argc, char **argv)
 		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));
 		cli_child_abort(&s.child);
 		run_release(&s);
-		code = cli_exit_for(rc);
+		code = cli_fail_rc(rc, NULL, NULL);
 		goto out;
 	}
 	/* -EPIPE: the child was killed before it could run CMD; its status says so. */
 	code = cli_child_wait(&s.child, -1, NULL, NULL);
 	if (code < 0) {
 		cli_err("run: waiting for %s: %s", argv[optind], hf_strerror(code));
-		code = cli_exit_for(code);
+		code = cli_fail_rc(code, NULL, NULL);
 	}
 	hf_sys_point(HF_PT_RUN_EXITED);
 	run_release(&s); /* RUN4, RUN6: CMD is still a zombie: released, not reaped */
 	cli_child_reap(&s.child);
+	if (held && !cli_failed()) { /* --json: after CMD's own output, what was held and how CMD ended */
+		json_object_set_new(held, "exit", json_integer(code));
+		json_object_set_new(held, "cmd", cli_child_json(&s.child, argv + optind));
+		cli_json_print(held); /* refused after a recorded failure (JS2) */
+		held = NULL;
+	}
 out:
+	json_decref(held);
 	cli_child_done(&s.child);
 	free(order);
 	free(s.locks);

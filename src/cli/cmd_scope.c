@@ -22,7 +22,7 @@
 
 static const char usage[] =
 	"usage: holdfast scope register NAME SPEC... [--pid PID] [--socket PATH] [--from PARENT] [--json]\n"
-	"       holdfast scope release NAME [--generation G]\n"
+	"       holdfast scope release NAME [--generation G] [--json]\n"
 	"       holdfast scope list [--json]\n"
 	"       holdfast scope effective NAME [--json]\n"
 	"       holdfast scope check PATH [--pod NAME [--generation G]] [--json]\n"
@@ -56,7 +56,9 @@ static const char usage[] =
 	"HOLDFAST_REGISTRY to a path every process of the user sees. Exit codes: 0 done,\n"
 	"1 conflict / held / lost / the registry's lock stayed busy, 64 usage, 65 corrupt\n"
 	"registry (left untouched), 69 no such pod, 77 unsafe registry directory or file\n"
-	"(another user's, a symbolic link, not a regular file).\n";
+	"(another user's, a symbolic link, not a regular file).\n"
+	"--json: one JSON object on stdout (check: the answer with \"exit\"), or on\n"
+	"failure the error object (README: Machine output).\n";
 
 #define SHOW(s) CLI_SHOW(s)
 
@@ -88,7 +90,8 @@ static void holder_words(const hf_rec *h, char *buf, size_t n)
 
 /* The message for a failed register/release; the exit code. given: the
  * caller's spec the refusal is about (NULL: none). */
-static int report(const char *verb, const char *name, const char *spec, int rc, const hf_rec *h)
+static int report_words(const char *verb, const char *name, const char *spec, int rc,
+			const hf_rec *h)
 {
 	char who[512], given[4096 + 32] = "";
 	if (spec && (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL))
@@ -147,11 +150,14 @@ static int report(const char *verb, const char *name, const char *spec, int rc, 
 			"empty and every pod must register again",
 			reg, reason, reg, reg);
 		break;
-	case HF_EUNSAFE:
+	case HF_EUNSAFE: {
+		char named[1400]; /* "uid 1001" as "user bob (uid 1001)" */
+		cli_name_uid(reason, named, sizeof named);
 		cli_err("refusing the scope registry %s: %s (it must be ours, not writable by "
 			"group or others, and not a symbolic link)",
-			reg, reason);
+			reg, named);
 		break;
+	}
 	case -ESRCH: /* --pid names no process */
 	case -EINVAL:
 		cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
@@ -168,6 +174,22 @@ static int report(const char *verb, const char *name, const char *spec, int rc, 
 	return cli_exit_for(rc);
 }
 
+/* report_words, and the failure recorded for --json: the registry's path,
+ * the holder when the refusal names one. */
+static int report(const char *verb, const char *name, const char *spec, int rc, const hf_rec *h)
+{
+	int code = report_words(verb, name, spec, rc, h);
+	char reg[PATH_MAX] = "";
+	if (F(h, "registry")[0])
+		snprintf(reg, sizeof reg, "%s", F(h, "registry"));
+	else
+		hf_registry_path(reg, sizeof reg);
+	bool who = rc == HF_ECONFLICT || rc == HF_EHELD || rc == HF_ENOTYOURS;
+	return cli_fail(code, rc == -ESRCH ? "no_process" : code == HF_EXIT_USAGE ? "usage"
+										 : hf_error_name(rc),
+			reg, who ? h : NULL);
+}
+
 /* The spec of specs (n) that holder record h is about, or NULL. */
 static const char *spec_of(const char *const *specs, size_t n, const hf_rec *h)
 {
@@ -182,7 +204,7 @@ static int refuse(const char *verb, const char *name, const char *spec, const ch
 	if (spec)
 		snprintf(given, sizeof given, "'%s'", SHOW(spec));
 	cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "", why);
-	return HF_EXIT_USAGE;
+	return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 }
 
 /* An allocation as `--json` prints it: the file's fields (the record's, in
@@ -247,7 +269,7 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_PID: a->pid = optarg; break;
 		case OPT_SOCKET: a->socket = optarg; break;
 		case OPT_FROM: a->from = optarg; break;
-		case OPT_JSON: a->json = true; break;
+		case OPT_JSON: a->json = true; cli_json_enable(); break;
 		case OPT_POD: a->pod = optarg; break;
 		case OPT_GEN: a->gen = optarg; break;
 		}
@@ -366,7 +388,7 @@ static int do_register(int argc, char **argv)
 				"init or outside this pid namespace; give --pid PID",
 				SHOW(name));
 			free(pos);
-			return HF_EXIT_USAGE;
+			return cli_fail(HF_EXIT_USAGE, "no_process", NULL, NULL);
 		}
 		pid = (uint64_t)owner;
 	}
@@ -382,17 +404,11 @@ static int do_register(int argc, char **argv)
 			(rc = hf_scope_register(s)) < 0)) {
 		const hf_rec *h = hf_scope_holder(s);
 		int code = report("register", name, spec_of(specs, nspecs, h), rc, h);
-		if (a.json)
-			cli_json_print(json_pack("{s:s, s:s, s:i}", "error", hf_strerror(rc), "name",
-						 name, "exit", code));
 		hf_scope_free(s);
 		free(pos);
 		return code;
 	}
 	if (rc) {
-		if (a.json)
-			cli_json_print(json_pack("{s:s, s:s, s:i}", "error", hf_strerror(-EINVAL),
-						 "name", name, "exit", rc));
 		free(pos);
 		return rc;
 	}
@@ -432,7 +448,7 @@ static int do_release(int argc, char **argv)
 {
 	struct args a;
 	char **pos;
-	int rc = collect(argc, argv, "f", &a, &pos); /* generation */
+	int rc = collect(argc, argv, "df", &a, &pos); /* json generation */
 	if (rc)
 		return rc < 0 ? HF_EXIT_OK : rc;
 	uint64_t gen = 0;
@@ -461,13 +477,21 @@ static int do_release(int argc, char **argv)
 				      hf_registry_get(r, (size_t)i));
 		} else {
 			cli_err("scope release %s: no such pod in %s", SHOW(pos[0]), reg);
-			code = cli_exit_for(HF_ENOTHELD);
+			code = cli_fail(cli_exit_for(HF_ENOTHELD), "not_held", reg, NULL);
 		}
 		hf_registry_free(r);
 	} else {
 		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
 		rc = hf_scope_release(s);
 		code = rc < 0 ? report("release", pos[0], NULL, rc, hf_scope_holder(s)) : HF_EXIT_OK;
+		if (rc == 0 && a.json) {
+			char reg[PATH_MAX] = "";
+			hf_registry_path(reg, sizeof reg);
+			cli_json_print(json_pack("{s:s, s:s, s:o, s:b}", "name", pos[0], "registry",
+						 reg, "generation",
+						 a.gen ? json_integer((json_int_t)gen) : json_null(),
+						 "released", 1));
+		}
 	}
 	hf_scope_free(s);
 	free(pos);
@@ -572,7 +596,7 @@ static int do_effective(int argc, char **argv)
 			cli_err("scope effective %s: no such pod in %s", SHOW(name), reg);
 		hf_registry_free(r);
 		free(pos);
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, reg, NULL);
 	}
 	json_t *o = json_loads(hf_rec_json(e), 0, NULL);
 	json_t *allow = json_object_get(o, "scope"), *deny = json_object_get(o, "denied");
@@ -620,8 +644,10 @@ static int do_check(int argc, char **argv)
 	rc = hf_path_canonical(given, canon, sizeof canon);
 	if (rc < 0) {
 		cli_err("scope check: cannot resolve '%s': %s", SHOW(given), hf_strerror(rc));
+		int code = cli_fail(rc == -EINVAL ? HF_EXIT_USAGE : cli_exit_for(rc),
+				    rc == -EINVAL ? "usage" : hf_error_name(rc), given, NULL);
 		free(pos);
-		return rc == -EINVAL ? HF_EXIT_USAGE : cli_exit_for(rc);
+		return code;
 	}
 	hf_registry *r;
 	if ((rc = read_registry(&r, "check", given))) {
@@ -631,9 +657,12 @@ static int do_check(int argc, char **argv)
 	hf_rec *v;
 	int state = hf_registry_check(r, canon, a.pod, gen, &v);
 	if (state < 0) {
+		char reg[PATH_MAX] = "";
+		hf_registry_path(reg, sizeof reg);
+		cli_err("scope check %s: %s", SHOW(given), hf_strerror(state));
 		hf_registry_free(r);
 		free(pos);
-		return cli_exit_for(state);
+		return cli_fail_rc(state, reg, NULL);
 	}
 	const hf_rec *holder = NULL, *pod = NULL;
 	long hi = hf_rec_str(v, "holder") ? hf_registry_find(r, F(v, "holder")) : -1;
@@ -654,9 +683,10 @@ static int do_check(int argc, char **argv)
 				      F(holder, "host"));
 		if (holder && holder_fs)
 			json_object_set_new(h, "fs", json_string(holder_fs));
-		char fs[PATH_MAX + 32];
-		json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "path", given, "canonical", canon,
-				      "state", F(v, "state"), "holder", h, "generation",
+		char fs[PATH_MAX + 32], abs[PATH_MAX];
+		json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:o, s:I}", "path",
+				      cli_abs_path(given, abs, sizeof abs), "canonical", canon,
+				      "state", F(v, "state"), "exit", code, "holder", h, "generation",
 				      (json_int_t)hf_registry_generation(r));
 		json_object_set_new(o, "fs", hf_path_identity(canon, fs, sizeof fs) == 0
 						    ? json_string(fs)
@@ -902,7 +932,7 @@ int cli_scope_run_release(const char *name, int live_fd)
 			"left alone",
 			SHOW(name), (long long)I(hf_scope_holder(s), "pid", 0));
 	else if (rc < 0 && rc != HF_ENOTHELD) /* not held: reaped already, CMD's pid ended */
-		code = report("release", name, NULL, rc, s ? hf_scope_holder(s) : NULL);
+		code = report_words("release", name, NULL, rc, s ? hf_scope_holder(s) : NULL);
 	hf_scope_free(s);
 	return code;
 }

@@ -27,9 +27,9 @@
 
 static const char usage[] =
 	"usage: holdfast session take        --lane LANE [--owner TOKEN] [--stale DUR] [--file PATH] [--json]\n"
-	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH]\n"
+	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH] [--json]\n"
 	"       holdfast session status      [--file PATH] [--stale DUR] [--json]\n"
-	"       holdfast session assert-held LANE [--file PATH] [--stale DUR]\n"
+	"       holdfast session assert-held LANE [--file PATH] [--stale DUR] [--json]\n"
 	"       holdfast session race        [--procs N] [--runs R] [--naive] [--json] [--dir DIR]\n"
 	"\n"
 	"One session per work tree, by lane. The lock is --file, by default .session.lock\n"
@@ -58,7 +58,9 @@ static const char usage[] =
 	"\n"
 	"Asides: a break or release renames the lock to <file>.aside-<16 hex> first and\n"
 	"deletes it only once verified; git users add the line '.session.lock.aside-*'\n"
-	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n";
+	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n"
+	"--json: one JSON object on stdout, the record or the answer (assert-held:\n"
+	"\"answer\" and \"exit\"), or on failure the error object (README: Machine output).\n";
 
 /* s for a message, every control character shown as \xNN (the newline
  * too: one message, one line per line it means); room for a whole path. */
@@ -160,6 +162,7 @@ static int parse(int argc, char **argv, unsigned allowed, struct opts *o)
 			break;
 		case O_JSON:
 			o->json = 1;
+			cli_json_enable();
 			break;
 		case O_NAIVE:
 			o->naive = 1;
@@ -178,13 +181,15 @@ static int resolve(struct opts *o)
 {
 	if (o->file) {
 		snprintf(o->path, sizeof o->path, "%s", o->file);
+		cli_subject(o->path);
 		return 0;
 	}
 	int rc = hf_session_default_path(o->path, sizeof o->path);
 	if (rc < 0) {
 		cli_err("session: cannot find the default lock path: %s", hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, NULL, NULL);
 	}
+	cli_subject(o->path);
 	return 0;
 }
 
@@ -295,11 +300,20 @@ static json_t *record_json(const hf_rec *r, const char *path)
 		}
 	}
 	json_decref(src);
-	json_object_set_new(o, "file", json_string(path));
+	/* ages in ms, as everywhere in --json: the file's broke.age_s */
+	json_t *broke = json_object_get(o, "broke"), *age = json_object_get(broke, "age_s");
+	if (json_is_integer(age)) {
+		broke = json_deep_copy(broke);
+		json_object_set_new(broke, "age_ms", json_integer(json_integer_value(age) * 1000));
+		json_object_del(broke, "age_s");
+		json_object_set_new(o, "broke", broke);
+	}
+	char abs[PATH_MAX];
+	json_object_set_new(o, "file", json_string(cli_abs_path(path, abs, sizeof abs)));
 	return o;
 }
 
-/* A status record as --json prints it: the record's fields, "age_s",
+/* A status record as --json prints it: the record's fields, "age_ms",
  * "state", "file", and for an unreadable lock "reason" and "mtime". */
 static json_t *status_json(const hf_rec *r, const char *path)
 {
@@ -307,11 +321,12 @@ static json_t *status_json(const hf_rec *r, const char *path)
 	char t[40];
 	bool unreadable = state_is(r, "unreadable");
 	if (state_is(r, "free") || unreadable) {
+		char abs[PATH_MAX];
 		o = json_object();
-		json_object_set_new(o, "file", json_string(path));
+		json_object_set_new(o, "file", json_string(cli_abs_path(path, abs, sizeof abs)));
 	} else {
 		o = record_json(r, path);
-		json_object_set_new(o, "age_s", json_integer(rec_int(r, "age_ms") / 1000));
+		json_object_set_new(o, "age_ms", json_integer(rec_int(r, "age_ms")));
 	}
 	json_object_set_new(o, "state", json_string(rec_str(r, "state")));
 	if (unreadable) {
@@ -362,7 +377,7 @@ static int open_session(const struct opts *o, hf_session **ret)
 		cli_err("%s: lane %s: %s", SHOWN(o->path), SHOWN(o->lane), hf_strerror(rc));
 		hf_session_free(*ret);
 		*ret = NULL;
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, o->path, NULL);
 	}
 	return 0;
 }
@@ -407,15 +422,10 @@ static int do_take(struct opts *o)
 	} else {
 		cli_err("%s: take failed: %s", SHOWN(o->path), hf_strerror(rc));
 	}
-	if (o->json) {
-		json_t *j = json_pack("{s:s, s:s}", "error", rc == HF_EHELD ? "held"
-							   : rc == HF_EUNREADABLE ? "unreadable"
-										  : hf_strerror(rc),
-				      "file", o->path);
-		if (rc == HF_EHELD || rc == HF_EUNREADABLE)
-			json_object_set_new(j, "holder", status_json(r, o->path));
-		cli_json_print(j);
-	}
+	/* the holder nested in the error object (JS2) */
+	bool who = o->json && (rc == HF_EHELD || rc == HF_EUNREADABLE);
+	cli_fail_json(cli_exit_for(rc), hf_error_name(rc), o->path,
+		      who ? status_json(r, o->path) : NULL);
 	hf_session_free(s);
 	return cli_exit_for(rc);
 }
@@ -452,6 +462,16 @@ static int do_release(struct opts *o)
 	default:
 		cli_err("%s: release failed: %s", SHOWN(o->path), hf_strerror(rc));
 	}
+	if (rc < 0) {
+		bool who = o->json && (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE);
+		cli_fail_json(cli_exit_for(rc), hf_error_name(rc), o->path,
+			      who ? status_json(r, o->path) : NULL);
+	} else if (o->json) {
+		char abs[PATH_MAX];
+		cli_json_print(json_pack("{s:s, s:s, s:b}", "file",
+					 cli_abs_path(o->path, abs, sizeof abs), "lane", o->lane,
+					 "released", 1));
+	}
 	hf_session_free(s);
 	return cli_exit_for(rc);
 }
@@ -462,17 +482,21 @@ static int do_status(struct opts *o, const char *assert_lane)
 	int rc = hf_session_status(o->path, o->stale_ms, &r);
 	if (rc < 0) {
 		cli_err("%s: status failed: %s", SHOWN(o->path), hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, o->path, NULL);
 	}
 	char line[512];
 	status_line(r, line, sizeof line);
 	int code;
 	if (!assert_lane) {
-		if (o->json)
-			cli_json_print(status_json(r, o->path));
-		else
-			printf("%s\n", cli_shown(line, (char[4 * sizeof line]){ 0 }, 4 * sizeof line));
 		code = state_is(r, "unreadable") ? HF_EXIT_DATAERR : HF_EXIT_OK;
+		if (o->json) {
+			json_t *j = status_json(r, o->path);
+			if (code) /* an answer with a non-zero exit says so */
+				json_object_set_new(j, "exit", json_integer(code));
+			cli_json_print(j);
+		} else {
+			printf("%s\n", cli_shown(line, (char[4 * sizeof line]){ 0 }, 4 * sizeof line));
+		}
 	} else if ((state_is(r, "held") || state_is(r, "skew")) && !rec_int(r, "legacy") &&
 		   !strcmp(rec_str(r, "lane"), assert_lane)) {
 		code = HF_EXIT_OK;
@@ -481,6 +505,19 @@ static int do_status(struct opts *o, const char *assert_lane)
 		code = state_is(r, "free")	   ? HF_EXIT_NOTHELD
 		       : state_is(r, "unreadable") ? HF_EXIT_DATAERR
 						   : HF_EXIT_CONFLICT;
+	}
+	if (assert_lane && o->json) {
+		/* the answer, with the same exit code (like lock check --json) */
+		char abs[PATH_MAX];
+		const char *answer = code == HF_EXIT_OK	       ? "yours"
+				     : code == HF_EXIT_CONFLICT ? "another"
+				     : code == HF_EXIT_DATAERR  ? "unreadable"
+								: "free";
+		cli_json_print(json_pack("{s:s, s:s, s:s, s:i, s:s, s:o}", "file",
+					 cli_abs_path(o->path, abs, sizeof abs), "lane", assert_lane,
+					 "answer", answer, "exit", code, "state", rec_str(r, "state"),
+					 "holder", state_is(r, "free") ? json_null()
+								       : status_json(r, o->path)));
 	}
 	hf_rec_free(r);
 	return code;
@@ -582,12 +619,12 @@ static int do_race(struct opts *o)
 	if (rc < 0) {
 		cli_err("session race: cannot make a scratch directory %s: %s", SHOWN(dir),
 			hf_strerror(rc));
-		return cli_exit_for(rc);
+		return cli_fail_rc(rc, dir, NULL);
 	}
 	int dfd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0) {
 		cli_err("session race: %s: %s", SHOWN(dir), hf_strerror(dfd));
-		return cli_exit_for(dfd);
+		return cli_fail_rc(dfd, dir, NULL);
 	}
 	const char *mode = o->naive ? "naive" : "atomic";
 	if (!o->json)
@@ -604,7 +641,7 @@ static int do_race(struct opts *o)
 			cli_err("session race: run %ld: %s", run, hf_strerror(h));
 			json_decref(list);
 			hf_sys_close(dfd);
-			return cli_exit_for(h);
+			return cli_fail_rc(h, dir, NULL);
 		}
 		more += h > 1;
 		maxh = h > maxh ? h : maxh;
@@ -681,8 +718,7 @@ int cmd_session(int argc, char **argv)
 	int rc;
 	if (!strcmp(sub, "take") || !strcmp(sub, "release")) {
 		int take = sub[0] == 't';
-		rc = parse(argc - 1, argv + 1,
-			   O_LANE | O_OWNER | O_FILE | O_STALE | (take ? O_JSON : 0), &o);
+		rc = parse(argc - 1, argv + 1, O_LANE | O_OWNER | O_FILE | O_STALE | O_JSON, &o);
 		if (rc)
 			return rc;
 		if (!o.lane) {
@@ -703,7 +739,7 @@ int cmd_session(int argc, char **argv)
 		return do_status(&o, NULL);
 	}
 	if (!strcmp(sub, "assert-held")) {
-		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_POS, &o)))
+		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_POS | O_JSON, &o)))
 			return rc;
 		if (!o.pos || !*o.pos) {
 			cli_err("session assert-held: LANE is required");

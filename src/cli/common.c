@@ -12,10 +12,223 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------------------
+ * --json: one object per invocation
+ *
+ *   (JS1) At most one JSON object reaches stdout per invocation: every
+ *         object goes through json_emit, and cli_json_print refuses once
+ *         one was printed.
+ *   (JS2) A failure is never printed in the shape of a success: once
+ *         cli_fail recorded one, cli_json_print refuses, and main prints
+ *         the error object.
+ *   (JS3) In JSON mode an invocation that ends with a non-zero code and no
+ *         object prints the error object; one that ends with 0 and no
+ *         object (a command's bug) prints a "software" error and exits 70 -
+ *         except --help, which prints its text. A recorded failure always
+ *         prints the error object, even with exit 0 (run -E 0).
+ * ---------------------------------------------------------------------- */
+
+static struct {
+	bool hint;    /* --json (or an abbreviation) before any "--"          */
+	bool help;    /* -h/--help before any "--"                            */
+	bool on;      /* the command parsed --json                            */
+	bool printed; /* an object went out (JS1)                             */
+	bool failed;  /* cli_fail recorded a failure (JS2)                    */
+	char code[48];
+	char path[PATH_MAX];
+	char subject[PATH_MAX];
+	char msg[8192];  /* the message at cli_fail                           */
+	char last[8192]; /* the last message cli_err printed (no warning)     */
+	char *holder;    /* JSON text, malloc'd                               */
+} J;
+
+static int json_emit(json_t *obj);
+
+/* A JSON string of text that may not be UTF-8 (a path): shown then. */
+static json_t *json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	return j ? j : json_string(CLI_SHOW(s));
+}
+
+static void json_note(const char *text)
+{
+	if (!J.hint || !strncmp(text, "warning:", 8) || strstr(text, ": note: ") ||
+	    !strncmp(text, "internal:", 9))
+		return;
+	snprintf(J.last, sizeof J.last, "%s", text);
+}
+
+void cli_json_begin(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		size_t n = strlen(argv[i]);
+		if (n >= 3 && !strncmp(argv[i], "--json", n))
+			J.hint = true; /* getopt_long takes --js for --json */
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") || !strcmp(argv[i], "help"))
+			J.help = true;
+	}
+}
+
+void cli_json_enable(void)
+{
+	J.on = J.hint = true;
+}
+
+bool cli_json_on(void)
+{
+	return J.on;
+}
+
+bool cli_failed(void)
+{
+	return J.failed;
+}
+
+const char *cli_abs_path(const char *path, char *buf, size_t n)
+{
+	char joined[2 * PATH_MAX + 2];
+	if (path[0] == '/') {
+		snprintf(joined, sizeof joined, "%s", path);
+	} else {
+		char cwd[PATH_MAX];
+		if (hf_sys_getcwd(cwd, sizeof cwd) < 0)
+			snprintf(cwd, sizeof cwd, "/"); /* unknown: still absolute */
+		snprintf(joined, sizeof joined, "%s/%s", cwd, path);
+	}
+	/* lexically: "//" and "/./" become "/", a trailing "/." goes */
+	size_t at = 0;
+	for (const char *p = joined; *p && at + 1 < n;) {
+		if (*p == '/' && (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2])))) {
+			p += p[1] == '/' ? 1 : 2;
+			continue;
+		}
+		buf[at++] = *p++;
+	}
+	if (at == 0)
+		buf[at++] = '/';
+	while (at > 1 && buf[at - 1] == '/')
+		at--;
+	buf[at] = '\0';
+	return buf;
+}
+
+void cli_subject(const char *path)
+{
+	if (!path || !*path)
+		J.subject[0] = '\0';
+	else if (J.hint)
+		cli_abs_path(path, J.subject, sizeof J.subject);
+}
+
+const char *cli_code_for_exit(int exit)
+{
+	switch (exit) {
+	case HF_EXIT_CONFLICT: return "held";
+	case HF_EXIT_USAGE: return "usage";
+	case HF_EXIT_DATAERR: return "unreadable";
+	case HF_EXIT_NOTHELD: return "not_held";
+	case HF_EXIT_SOFTWARE: return "software";
+	case HF_EXIT_OSERR: return "os";
+	case HF_EXIT_CANTCREAT: return "cannot_create";
+	case HF_EXIT_IOERR: return "io";
+	case HF_EXIT_NOPERM: return "unsafe";
+	}
+	return exit > 128 && exit < 128 + 65 ? "stopped_by_signal" : "failed";
+}
+
+static int fail_text(int exit, const char *code, const char *path, char *holder)
+{
+	if (J.failed || !J.hint) {
+		free(holder);
+		return exit;
+	}
+	J.failed = true;
+	snprintf(J.code, sizeof J.code, "%s", code ? code : cli_code_for_exit(exit));
+	if (path && *path)
+		cli_abs_path(path, J.path, sizeof J.path);
+	else
+		snprintf(J.path, sizeof J.path, "%s", J.subject);
+	snprintf(J.msg, sizeof J.msg, "%s", J.last);
+	J.holder = holder;
+	return exit;
+}
+
+json_t *cli_rec_json(const hf_rec *r)
+{
+	json_t *o = r ? json_loads(hf_rec_json(r), 0, NULL) : NULL;
+	const char *p = o ? json_string_value(json_object_get(o, "path")) : NULL;
+	if (p && p[0] != '/') {
+		char abs[PATH_MAX];
+		json_object_set_new(o, "path", json_text(cli_abs_path(p, abs, sizeof abs)));
+	}
+	return o;
+}
+
+int cli_fail(int exit, const char *code, const char *path, const hf_rec *holder)
+{
+	if (J.failed || !J.hint)
+		return exit;
+	return cli_fail_json(exit, code, path, holder && J.on ? cli_rec_json(holder) : NULL);
+}
+
+int cli_fail_json(int exit, const char *code, const char *path, json_t *holder)
+{
+	/* J.on, not J.hint: a session without --json may have jansson on its
+	 * arena (cmd_session.c), whose memory free() must never see */
+	char *h = holder && J.on ? json_dumps(holder, JSON_COMPACT) : NULL;
+	json_decref(holder);
+	return fail_text(exit, code, path, h);
+}
+
+int cli_fail_rc(int rc, const char *path, const hf_rec *holder)
+{
+	return cli_fail(cli_exit_for(rc), hf_error_name(rc), path, holder);
+}
+
+int cli_json_end(int code)
+{
+	if (!J.on && !(J.hint && code == HF_EXIT_USAGE))
+		return code; /* JSON mode, or a usage error of a line with --json */
+	if (J.printed || (code == 0 && J.help && !J.failed))
+		return code;
+	if (code == 0 && !J.failed) { /* JS3: a command that forgot its object */
+		J.failed = false;
+		cli_err("internal: the command printed no JSON object");
+		snprintf(J.last, sizeof J.last, "internal: the command printed no JSON object");
+		fail_text(HF_EXIT_SOFTWARE, "software", NULL, NULL);
+		code = HF_EXIT_SOFTWARE;
+	}
+	if (!J.failed)
+		fail_text(code, NULL, NULL, NULL);
+	json_t *holder = J.holder ? json_loads(J.holder, 0, NULL) : NULL;
+	const char *msg = J.msg[0] ? J.msg : J.last;
+	json_t *o = json_object();
+	json_object_set_new(o, "error", json_string(J.code));
+	json_object_set_new(o, "exit", json_integer(code));
+	char dflt[96];
+	snprintf(dflt, sizeof dflt, "%s", code == HF_EXIT_USAGE
+		 ? "usage: the command line was refused (the usage is on stderr; see --help)"
+		 : J.code);
+	json_object_set_new(o, "message", json_text(msg[0] ? msg : dflt));
+	json_object_set_new(o, "path", J.path[0] ? json_text(J.path) : json_null());
+	json_object_set_new(o, "holder", holder ? holder : json_null());
+	/* a reader gone must not turn the documented exit code into SIGPIPE's */
+	sigset_t pipe_sig;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	hf_sys_sigprocmask(SIG_BLOCK, &pipe_sig, NULL);
+	json_emit(o);
+	free(J.holder);
+	J.holder = NULL;
+	return code;
+}
 
 int cli_exit_for(int rc)
 {
@@ -92,7 +305,9 @@ void cli_err(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "holdfast: %s\n", hf_text_show(buf, shown, sizeof shown, true));
+	const char *text = hf_text_show(buf, shown, sizeof shown, true);
+	fprintf(stderr, "holdfast: %s\n", text);
+	json_note(text);
 }
 
 int cli_parse_duration(const char *s, int64_t *ret_ms)
@@ -185,17 +400,33 @@ void cli_format_age(int64_t ms, char *buf, size_t n)
 		snprintf(buf, n, "%.1f d", ms / 86400000.0);
 }
 
-int cli_json_print(json_t *obj)
+/* The one writer of a JSON object (JS1). */
+static int json_emit(json_t *obj)
 {
 	char *s = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(obj);
 	if (!s)
 		return -ENOMEM;
-	int rc = cli_write_out(s);
-	if (rc == 0)
-		rc = cli_write_out("\n");
-	free(s);
-	return rc;
+	J.printed = true;
+	size_t len = strlen(s);
+	s[len] = '\n'; /* one write: the object and its newline together */
+	fflush(stdout); /* what printf buffered goes first */
+	ssize_t w = hf_sys_write(1, s, len + 1);
+	json_malloc_t m;
+	json_free_t f;
+	json_get_alloc_funcs(&m, &f); /* the session's arena, perhaps (cmd_session.c) */
+	(f ? f : free)(s);
+	return w < 0 ? (int)w : 0;
+}
+
+int cli_json_print(json_t *obj)
+{
+	if (J.printed || J.failed) { /* JS1, JS2 */
+		json_decref(obj);
+		cli_err("internal: a second JSON object (or one after a failure) refused");
+		return -EALREADY;
+	}
+	return json_emit(obj);
 }
 
 int cli_write_out(const char *s)

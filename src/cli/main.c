@@ -21,24 +21,28 @@ static const char usage[] =
 	"                                                 hold locks while CMD runs\n"
 	"  edit FILE -- CMD [ARG...]                      locked, atomic read-modify-write\n"
 	"  selftest [DIR]                                 scripted interleavings on DIR's fs\n"
+	"  flock [-n|-w SECS] [-E CODE] FILE CMD... | FD   flock(1)'s command line\n"
 	"\n"
 	"'holdfast COMMAND --help' for each. Exit codes: 0 done, 1 held by another or\n"
 	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
-	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n";
+	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n"
+	"--json on every command: exactly one JSON object on stdout, the answer or\n"
+	"{\"error\",\"exit\",\"message\",\"path\",\"holder\"} (README: Machine output).\n";
 
 int main(int argc, char **argv)
 {
 	/* The CLI obeys test rules from its environment (faults.h), so that a
 	 * test can script a holdfast process; the library alone never does. A
 	 * rule that names nothing known is refused, never armed silently. */
+	cli_json_begin(argc, argv); /* --json: one object, whatever happens */
 	char why[256];
 	if (hf_fault_arm_from_env(why, sizeof why) < 0) {
 		cli_err("HOLDFAST_FAULTS: %s", why);
-		return HF_EXIT_USAGE;
+		return cli_json_end(HF_EXIT_USAGE);
 	}
 	if (argc < 2) {
 		fputs(usage, stderr);
-		return HF_EXIT_USAGE;
+		return cli_json_end(HF_EXIT_USAGE);
 	}
 	const char *c = argv[1];
 	if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
@@ -55,10 +59,11 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "session", cmd_session }, { "selftest", cmd_selftest }, { "lock", cmd_lock },
 		{ "run", cmd_run },         { "edit", cmd_edit },         { "scope", cmd_scope },
+		{ "flock", cmd_flock },
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (!strcmp(c, cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
+			return cli_json_end(cmds[i].fn(argc - 1, argv + 1));
 	cli_err("unknown command '%s' (see 'holdfast --help')", c);
-	return HF_EXIT_USAGE;
+	return cli_json_end(HF_EXIT_USAGE);
 }

@@ -27,6 +27,7 @@ struct cli_child {
 	int sigfd;          /* forwarded signals and SIGCHLD              */
 	sigset_t oldmask;   /* restored in the child before exec          */
 	int code;           /* CMD's exit code (128+N: signal N), once exited */
+	int term_signal;    /* the signal N it died of (0: it exited)       */
 	bool exited;        /* exited: a zombie, not yet collected         */
 	bool reaped;        /* collected (waitpid)                         */
 	int stop_signal;    /* a forwarded signal received (0: none)      */
@@ -72,6 +73,11 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen);
 void cli_child_reap(struct cli_child *c);
 /* Collect the child if need be; close what is open. */
 void cli_child_done(struct cli_child *c);
+
+/* --json: CMD's argv, pid and end, {"argv", "pid", "exit", "signal"}:
+ * "exit" its exit status (null when a signal ended it), "signal" the
+ * signal's name ("SIGTERM"; null when it exited). A new object. */
+struct json_t *cli_child_json(const struct cli_child *c, char *const argv[]);
 
 /* Waiting options shared by run and edit: -n, -w SECS, -E CODE. */
 struct cli_wait_opts {

@@ -277,6 +277,7 @@ static void child_check(struct cli_child *c)
 	    si.si_pid == c->pid) {
 		c->exited = true;
 		c->code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+		c->term_signal = si.si_code == CLD_EXITED ? 0 : si.si_status;
 	}
 }
 
@@ -290,6 +291,7 @@ void cli_child_reap(struct cli_child *c)
 		if (!c->exited) {
 			c->exited = true;
 			c->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			c->term_signal = WIFEXITED(st) ? 0 : WTERMSIG(st);
 		}
 	}
 }
@@ -395,6 +397,7 @@ int cli_child_wait(struct cli_child *c, int out_fd, char **out, size_t *outlen)
 			if (hf_sys_waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT) == 0) {
 				c->exited = true;
 				c->code = 128 + SIGKILL;
+				c->term_signal = SIGKILL;
 			}
 		}
 		free(buf);

@@ -60,7 +60,7 @@ static int verify_stat(const struct stat *st, bool dir, const char *what,
 {
 	if (st->st_uid != geteuid())
 		return unsafe(err,
-			      "%s belongs to uid %u, not to us (uid %u): another user made it; "
+			      "%s is owned by uid %u, not you (uid %u): another user made it; "
 			      "remove it (as that user or root) or set HOLDFAST_REGISTRY",
 			      what, (unsigned)st->st_uid, (unsigned)geteuid());
 	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))

@@ -110,7 +110,7 @@ static void victim_refused(unsigned victim)
 	char *out, *err;
 	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
 		     77, "%s", err);
-	HAS(err, "belongs to uid 4242");
+	HAS(err, "is owned by uid 4242");
 	free(out);
 	free(err);
 }
@@ -127,11 +127,11 @@ Test(env, another_users_registry_directory_refused_naming_its_owner)
 	free(err);
 	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
 		     77, "%s", err);
-	HAS(err, "/tmp/holdfast-4343 belongs to uid 4242");
+	HAS(err, "/tmp/holdfast-4343 is owned by uid 4242");
 	free(out);
 	free(err);
 	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope list", NULL), 77, "%s", err);
-	HAS(err, "belongs to uid 4242");
+	HAS(err, "is owned by uid 4242");
 	free(out);
 	free(err);
 	/* ... 0700: the victim cannot even look inside */
@@ -161,7 +161,7 @@ Test(env, another_users_registry_directory_refused_naming_its_owner)
 		     0);
 	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
 		     77, "%s", err);
-	HAS(err, "the registry file belongs to uid 4242");
+	HAS(err, "the registry file is owned by uid 4242");
 	free(out);
 	free(err);
 	/* and with the victim's own files all is well */

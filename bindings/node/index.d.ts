@@ -1,0 +1,219 @@
+// Type declarations of holdfast (the Node binding of libholdfast).
+/// <reference types="node" />
+
+/** A record's fields, as the library names them ("pid", "host", "acquired", "fence", ...). */
+export type HoldfastRecord = { [field: string]: unknown };
+
+/** Who holds a lock or a session (an owner record). */
+export interface Holder extends HoldfastRecord {
+  pid?: number;
+  host?: string;
+  comm?: string;
+  acquired?: string;
+  token?: string;
+  fence?: number;
+  name?: string;
+  lane?: string;
+}
+
+/** The HF_E* outcome codes of holdfast.h, by name. */
+export type HoldfastCode =
+  | 'HF_EHELD' | 'HF_EUNREADABLE' | 'HF_ENOTHELD' | 'HF_ENOTYOURS' | 'HF_ETIMEDOUT'
+  | 'HF_ECONFLICT' | 'HF_EUNSAFE' | 'HF_EBARRIER' | 'HF_ELOST' | 'HF_ECANCELED';
+
+export class HoldfastError extends Error {
+  name: 'HoldfastError';
+  /** An HF_E* name, or an errno symbol ("ENOENT", "EBUSY", ...). */
+  code: HoldfastCode | string;
+  /** The library's (negative) return code. */
+  errno: number;
+  /** hf_error_name: "held", "timed_out", ..., or the errno symbol. */
+  reason: string;
+  /** The verb that failed: "acquire", "release", "take", "register", "edit", ... */
+  op?: string;
+  path?: string;
+  /** Who holds it, when known. */
+  holder?: Holder;
+  /** Other evidence (an edit's refusal: "reason", "path", "uid", ...; a scope's conflict). */
+  record?: HoldfastRecord;
+}
+
+/** A wait ended by its AbortSignal. */
+export class AbortError extends Error {
+  name: 'AbortError';
+  code: 'ABORT_ERR';
+  errno: number;
+  reason: 'canceled';
+}
+
+export interface WaitOptions {
+  /** 0 (default): try once; n > 0: wait at most n ms; Infinity (or < 0): wait until it is free. */
+  wait?: number;
+}
+export interface AsyncWaitOptions extends WaitOptions {
+  /** Ends the wait with an AbortError. */
+  signal?: AbortSignal;
+}
+
+export interface LockOptions {
+  /** A record-less lock's window in ms (default 60 s). */
+  stale?: number;
+  /** Past this a live holder is leaked and reaped (default 10 min); recorded in the owner record. */
+  maxHold?: number;
+  /** Whose life holds it (default: this process). */
+  pid?: number;
+}
+
+export type LockState = 'free' | 'held' | 'dead' | 'leaked' | 'partial' | 'abandoned' | 'skew';
+export interface LockStatus extends Holder {
+  state: LockState;
+  age_ms?: number;
+  claims?: number;
+  in_claim?: number;
+  reason?: string;
+}
+
+export class Lock {
+  constructor(path: string, options?: LockOptions);
+  readonly path: string;
+  acquire(options?: AsyncWaitOptions): Promise<this>;
+  acquireSync(options?: WaitOptions): this;
+  release(): void;
+  /** true: still ours; false: lost (reaped or released elsewhere; `holder` says who has it). */
+  check(): boolean;
+  hold(): void;
+  unhold(): void;
+  adopt(token: string): this;
+  detach(): number;
+  readonly token: string | null;
+  readonly fence: bigint;
+  readonly fd: number;
+  readonly holder: Holder | null;
+  readonly held: boolean;
+  close(): void;
+  static status(path: string): LockStatus;
+}
+
+export interface EditOptions extends WaitOptions {
+  /** The directory lock (default `${file}.lock`, as `holdfast edit`). */
+  lockPath?: string;
+  /** Decode the contents into a string (and encode a returned string). */
+  encoding?: BufferEncoding;
+  stale?: number;
+  maxHold?: number;
+}
+export interface EditResult {
+  written: boolean;
+  /** What the replacement could not keep ("dropped_mode", "group_dropped", ...), or null. */
+  notes: HoldfastRecord | null;
+  /** The fence of the lock the edit was made under. */
+  fence: bigint;
+}
+type EditInput<O> = O extends { encoding: BufferEncoding } ? string | null : Buffer | null;
+type EditOutput = string | Uint8Array | undefined;
+
+export function edit<O extends EditOptions & { signal?: AbortSignal }>(
+  file: string,
+  fn: (contents: EditInput<O>) => EditOutput | Promise<EditOutput>,
+  options?: O,
+): Promise<EditResult>;
+export function editSync<O extends EditOptions>(
+  file: string,
+  fn: (contents: EditInput<O>) => EditOutput,
+  options?: O,
+): EditResult;
+
+export interface SessionOptions {
+  /** A session's age before it is stale, in ms (default 90 min). */
+  stale?: number;
+  /** The owner token to record (take) or require (release). */
+  owner?: string;
+}
+export type SessionState = 'free' | 'held' | 'stale' | 'skew' | 'unreadable';
+export interface SessionStatus extends Holder {
+  state: SessionState;
+  age_ms?: number;
+  mtime_ms?: number;
+  aside?: string;
+  reason?: string;
+}
+
+export class Session {
+  /** file null: .session.lock at the top of the enclosing git work tree. */
+  constructor(file: string | null, lane: string, options?: SessionOptions);
+  readonly path: string | null;
+  readonly lane: string;
+  /** After a take: it broke a stale session. */
+  readonly broke: boolean;
+  take(options?: AsyncWaitOptions): Promise<this>;
+  takeSync(options?: WaitOptions): this;
+  release(): void;
+  readonly owner: string | null;
+  readonly holder: Holder | null;
+  close(): void;
+  static status(file?: string | null, options?: { stale?: number }): SessionStatus;
+  static defaultPath(): string;
+}
+
+export interface ScopeOptions {
+  /** "PATH:MODE[:recursive]", MODE read or write. */
+  specs?: string[];
+  pid?: number;
+  /** The delegating parent pod. */
+  from?: string;
+  /** The registry file (default Registry.path()). */
+  registry?: string;
+  socket?: string;
+  /** The bound on waiting for the registry's own lock (default 5 s). */
+  lockWait?: number;
+  /** Release only this registration. */
+  generation?: bigint | number;
+}
+
+export class Scope {
+  constructor(name: string, options?: ScopeOptions);
+  readonly name: string;
+  add(spec: string): this;
+  register(options?: AsyncWaitOptions): Promise<this>;
+  registerSync(options?: WaitOptions): this;
+  release(): void;
+  detach(): number;
+  readonly generation: bigint;
+  readonly fd: number;
+  /** After a failure: the conflicting pod ("name", "pid", "scope", "request", ...). */
+  readonly holder: HoldfastRecord | null;
+  close(): void;
+}
+
+export type ScopeVerdict = 'free' | 'held' | 'yours' | 'outside' | 'lost';
+export interface RegistryEntry extends HoldfastRecord {
+  name: string;
+  pid: number;
+  scope_allow: string[];
+  delegated_from: string | null;
+  generation: number;
+  live?: 'alive' | 'dead';
+}
+
+export class Registry {
+  readonly generation: bigint;
+  readonly entries: RegistryEntry[];
+  /** reap(): how many were reaped (entries are the reaped ones). */
+  readonly reaped: number;
+  static read(file?: string | null): Registry;
+  static reap(file?: string | null): Registry;
+  static path(): string;
+  find(name: string): RegistryEntry | undefined;
+  effective(name: string): HoldfastRecord;
+  check(path: string, options?: { pod?: string; generation?: bigint | number }): HoldfastRecord & { verdict: ScopeVerdict };
+  close(): void;
+}
+
+export const codes: Readonly<Record<HoldfastCode, number>>;
+export function codeOf(rc: number): string;
+export function strerror(rc: number): string;
+export function errorName(rc: number): string;
+export function version(): string;
+export function canonicalPath(path: string): string;
+export function canonicalSpec(spec: string): string;
+export function pathIdentity(canonicalPath: string): string;

@@ -1,0 +1,69 @@
+'use strict';
+// holder.js KIND PATH [ARG] - a child process of the tests that holds
+// something and obeys its standard input, one command a line:
+//   release  release it, print "released", exit 0
+//   exit     exit 0 without releasing (finalizers run)
+//   kill     SIGKILL itself while holding
+// It prints "held PID" once it holds (or "failed CODE" and exits 1).
+// KIND: lock (PATH a lock directory), session (PATH the file, ARG the lane),
+// scope (PATH the registry, ARG the spec; pod name "child-PID"),
+// plf (PATH a file, through holdfast/proper-lockfile; ARG realpath "0"/"1"),
+// edit (PATH a JSON file, ARG a count: that many increments of .n, then exit).
+const hf = require('..');
+const readline = require('readline');
+
+const [, , kind, p, arg] = process.argv;
+let release;
+async function hold() {
+	switch (kind) {
+	case 'lock': {
+		const l = new hf.Lock(p);
+		l.acquireSync();
+		release = () => l.release();
+		return;
+	}
+	case 'session': {
+		const s = new hf.Session(p, arg || 'child');
+		s.takeSync();
+		release = () => s.release();
+		return;
+	}
+	case 'scope': {
+		const s = new hf.Scope(`child-${process.pid}`, { registry: p, specs: [arg] });
+		s.registerSync();
+		release = () => s.release();
+		return;
+	}
+	case 'plf': {
+		const plf = require('../proper-lockfile');
+		const r = await plf.lock(p, { realpath: arg !== '0' });
+		release = () => r();
+		return;
+	}
+	case 'edit': {
+		for (let i = 0; i < Number(arg); i++)
+			await hf.edit(p, (s) => JSON.stringify({ n: (s ? JSON.parse(s).n : 0) + 1 }),
+				{ encoding: 'utf8', wait: 60000 });
+		process.exit(0);
+	}
+	}
+	throw new Error(`holder.js: unknown kind ${kind}`);
+}
+hold().then(() => {
+	process.stdout.write(`held ${process.pid}\n`);
+	const rl = readline.createInterface({ input: process.stdin });
+	rl.on('line', async (line) => {
+		if (line === 'release') {
+			await release();
+			process.stdout.write('released\n');
+			process.exit(0);
+		} else if (line === 'exit') {
+			process.exit(0);
+		} else if (line === 'kill') {
+			process.kill(process.pid, 'SIGKILL');
+		}
+	});
+}, (e) => {
+	process.stdout.write(`failed ${e.code || e.message}\n`);
+	process.exit(1);
+});

@@ -1,0 +1,37 @@
+// Compiled with tsc --noEmit by test.sh: the declarations accept the API as
+// the README shows it and reject a misuse.
+import { Lock, Session, Scope, Registry, edit, editSync, HoldfastError, AbortError, codes } from 'holdfast';
+import * as plf from 'holdfast/proper-lockfile';
+
+async function main(): Promise<void> {
+  const l = await new Lock('/tmp/x.lock', { stale: 1000 }).acquire({ wait: Infinity, signal: AbortSignal.timeout(10) });
+  const fence: bigint = l.fence;
+  const tok: string | null = l.token;
+  l.release();
+  try {
+    new Lock('/tmp/x.lock').acquireSync();
+  } catch (e) {
+    if (e instanceof HoldfastError && e.code === 'HF_EHELD')
+      console.log(e.holder?.pid, e.errno === codes.HF_EHELD);
+    if (e instanceof AbortError)
+      console.log(e.code);
+  }
+  const r = await edit('/tmp/state.json', (s) => JSON.stringify({ n: s === null ? 0 : JSON.parse(s).n + 1 }), { encoding: 'utf8' });
+  const w: boolean = r.written;
+  editSync('/tmp/state.bin', (b) => (b === null ? Buffer.from('x') : Buffer.concat([b, b])));
+  const s = await new Session(null, 'data').take();
+  const broke: boolean = s.broke;
+  s.release();
+  const sc = new Scope('pod', { specs: ['/p:write:recursive'] }).registerSync();
+  const g: bigint = sc.generation;
+  const v = Registry.read().check('/p/x', { pod: 'pod' }).verdict;
+  const release = await plf.lock('/tmp/f', { retries: { retries: 3, minTimeout: 10 }, onCompromised: (e) => console.log(e.code) });
+  await release();
+  const held: boolean = plf.checkSync('/tmp/f', { realpath: false });
+  const rel2: () => void = plf.lockSync('/tmp/f');
+  rel2();
+  console.log(fence, tok, w, broke, g, v, held);
+  // @ts-expect-error: wait is a number of milliseconds
+  await new Lock('/tmp/y').acquire({ wait: '5s' });
+}
+void main;

@@ -1,0 +1,48 @@
+"""A process holding a lock for a test: python holder.py KIND PATH [ARG].
+
+KIND lock: acquires the directory lock PATH; filelock: the front's FileLock;
+session: takes lane ARG's session at PATH; scope: registers pod ARG with
+spec PATH in the registry named by $HOLDFAST_REGISTRY.
+Prints "PID TOKEN" once it holds, then waits for a line on stdin: it
+releases and exits 0 on "release", and exits WITHOUT releasing on "exit"
+(or is SIGKILLed by the test: a crashed holder)."""
+
+import os
+import sys
+
+import holdfast_locks as hf
+from holdfast_locks.filelock import FileLock
+
+
+def main() -> int:
+    kind, path = sys.argv[1], sys.argv[2]
+    arg = sys.argv[3] if len(sys.argv) > 3 else None
+    if kind == "lock":
+        obj = hf.Lock(path)
+        obj.acquire()
+        tok = obj.token
+    elif kind == "filelock":
+        obj = FileLock(path, timeout=0)
+        obj.acquire()
+        tok = obj.holdfast_lock.token
+    elif kind == "session":
+        obj = hf.Session(arg, path)
+        obj.take()
+        tok = obj.owner
+    elif kind == "scope":
+        obj = hf.Scope(arg, [path])
+        obj.register()
+        tok = str(obj.generation)
+    else:
+        return 64
+    sys.stdout.write("%d %s\n" % (os.getpid(), tok))
+    sys.stdout.flush()
+    line = sys.stdin.readline().strip()
+    if line == "release":
+        obj.release()
+        return 0
+    os._exit(3)  # no release, no finalizers: what a crash leaves
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+import holdfast_locks as hf
+from holdfast_locks import _lib
+
+
+def test_acquire_release_fence_grows(tmp):
+    p = os.path.join(tmp, "L")
+    lk = hf.Lock(p)
+    with lk:
+        assert lk.held and lk.fence == 1 and len(lk.token) == 32 and lk.fd >= 0
+        assert lk.holder["pid"] == os.getpid()
+        assert hf.Lock.status(p)["state"] == "held"
+    assert not lk.held and lk.fd == -1
+    assert hf.Lock.status(p)["state"] == "free"
+    lk.acquire()
+    assert lk.fence == 2
+    lk.release()
+    lk.close()
+
+
+def test_held_names_other_process(tmp, holder):
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    with pytest.raises(hf.Held) as ei:
+        hf.Lock(p).acquire()
+    e = ei.value
+    assert e.code == "held" and e.rc == _lib.HF_EHELD and e.path == p
+    assert e.holder["pid"] == h.pid and e.holder["comm"]
+    assert "pid %d" % h.pid in str(e)
+    h.release()
+    with hf.Lock(p) as lk:
+        assert lk.held
+
+
+def test_timeout_names_holder(tmp, holder):
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    with pytest.raises(hf.TimedOut) as ei:
+        hf.Lock(p, wait=0.2).acquire()
+    assert isinstance(ei.value, TimeoutError)
+    assert ei.value.code == "timed_out" and ei.value.holder["pid"] == h.pid
+    assert "pid %d" % h.pid in str(ei.value)
+
+
+def test_wait_wakes_on_release(tmp, holder):
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    import threading
+    t = threading.Thread(target=h.release)
+    lk = hf.Lock(p, wait=30)
+    t.start()
+    lk.acquire()
+    t.join(30)
+    assert lk.held and lk.holder["pid"] == os.getpid()
+    lk.release()
+
+
+def test_crashed_holder_recovered(tmp, holder):
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    h.kill()  # SIGKILL: the record stays, its owner is dead
+    assert hf.Lock.status(p)["state"] == "dead"
+    with hf.Lock(p) as lk:  # one try, no wait: reaped at once
+        assert lk.fence == 2
+
+
+def test_exited_holder_recovered(tmp, holder):
+    p = os.path.join(tmp, "L")
+    holder("lock", p).exit_holding()
+    with hf.Lock(p) as lk:
+        assert lk.held
+
+
+def test_release_not_held_and_double_acquire(tmp):
+    p = os.path.join(tmp, "L")
+    lk = hf.Lock(p)
+    with pytest.raises(hf.NotHeld) as ei:
+        lk.release()
+    assert ei.value.code == "not_held"
+    lk.acquire()
+    with pytest.raises(hf.HoldfastOSError) as ei:
+        lk.acquire()
+    assert ei.value.errno == errno.EALREADY and ei.value.code == "EALREADY"
+    lk.release()
+
+
+def test_os_error_names_path(tmp):
+    p = os.path.join(tmp, "missing", "L")
+    with pytest.raises(hf.HoldfastOSError) as ei:
+        hf.Lock(p).acquire()
+    assert isinstance(ei.value, OSError) and ei.value.errno == errno.ENOENT
+    assert ei.value.code == "ENOENT" and p in str(ei.value)
+    with pytest.raises(hf.HoldfastOSError) as ei:
+        hf.Lock(os.path.join(tmp, "x.holdfast"))
+    assert ei.value.errno == errno.EINVAL
+
+
+def test_adopt_and_release_by_token(tmp, holder):
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    other = hf.Lock(p)
+    other.adopt(h.token)
+    other.check()
+    other.release()
+    assert hf.Lock.status(p)["state"] == "free"
+
+
+def test_check_lost_after_leak_reaped(tmp):
+    p = os.path.join(tmp, "L")
+    mine = hf.Lock(p, max_hold=0.001, stale=0.001)
+    mine.acquire()
+    taker = hf.Lock(p, wait=30, stale=0.001)
+    taker.acquire()  # reaps the leaked holder once it is older than 1 ms
+    with pytest.raises(hf.Lost) as ei:
+        mine.check()
+    assert ei.value.holder["token"] == taker.token
+    assert not mine.held
+    taker.release()
+
+
+def test_detach_keeps_lock(tmp):
+    p = os.path.join(tmp, "L")
+    lk = hf.Lock(p)
+    lk.acquire()
+    tok = lk.token
+    fd = lk.detach()
+    assert fd >= 0 and not lk.held
+    lk.close()  # does not release a detached lock
+    assert hf.Lock.status(p)["token"] == tok
+    other = hf.Lock(p)
+    other.adopt(tok)
+    other.release()
+    os.close(fd)
+
+
+def test_hold(tmp):
+    p = os.path.join(tmp, "L")
+    with hf.Lock(p) as lk:
+        with lk.hold() as same:
+            assert same is lk
+    with pytest.raises(hf.NotHeld):
+        with lk.hold():
+            pass
+
+
+def test_free_releases(tmp):
+    p = os.path.join(tmp, "L")
+    lk = hf.Lock(p)
+    lk.acquire()
+    del lk
+    assert hf.Lock.status(p)["state"] == "free"
+
+
+def test_error_vocabulary():
+    assert hf.error_name(_lib.HF_ETIMEDOUT) == "timed_out"
+    assert hf.strerror(-errno.ENOENT) == os.strerror(errno.ENOENT)
+    for rc, cls in [(_lib.HF_EHELD, hf.Held), (_lib.HF_EUNREADABLE, hf.Unreadable),
+                    (_lib.HF_ENOTHELD, hf.NotHeld), (_lib.HF_ENOTYOURS, hf.NotYours),
+                    (_lib.HF_ETIMEDOUT, hf.TimedOut), (_lib.HF_ECONFLICT, hf.Conflict),
+                    (_lib.HF_EUNSAFE, hf.Unsafe), (_lib.HF_EBARRIER, hf.Barrier),
+                    (_lib.HF_ELOST, hf.Lost), (_lib.HF_ECANCELED, hf.Canceled),
+                    (-errno.EACCES, hf.HoldfastOSError)]:
+        e = hf.errors.make_error(rc, "p")
+        assert type(e) is cls and e.rc == rc and e.code == hf.error_name(rc)
+        assert isinstance(e, hf.HoldfastError)
+    import pickle
+    e = pickle.loads(pickle.dumps(hf.errors.make_error(_lib.HF_EHELD, "p", {"pid": 1})))
+    assert type(e) is hf.Held and e.holder == {"pid": 1}
+
+
+def test_version_compatibility():
+    assert _lib.compatible(_lib.parse_version(hf.library_version()))
+    assert _lib.compatible((0, 2, 0)) and _lib.compatible((0, 3, 1))
+    assert not _lib.compatible((1, 0, 0)) and not _lib.compatible((0, 1, 9))
+
+
+def test_library_lookup_refuses_a_wrong_library(tmp):
+    env = dict(os.environ, HOLDFAST_LIB="libc.so.6",
+               PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(__file__)), "src"))
+    code = "import holdfast_locks as h\ntry:\n h.Lock('x')\nexcept h.LibraryNotFound as e:\n print(e)\n"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=30)
+    assert "libc.so.6: not libholdfast" in out.stdout, out.stderr
+
+
+SIGNAL_SCRIPT = r"""
+import signal, sys
+import holdfast_locks as hf
+seen = []
+# started in the background by a shell, SIGINT may be ignored: Python then
+# installs no KeyboardInterrupt handler; this script wants Python's own
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGUSR1, lambda *a: (seen.append(1), print("usr1", flush=True)))
+lk = hf.Lock(sys.argv[1])
+try:
+    lk.acquire(wait=-1)
+    print("acquired", len(seen), lk.held, flush=True)
+    lk.release()
+except KeyboardInterrupt:
+    print("interrupted", lk.held, flush=True)
+"""
+
+
+def waiting(pid):
+    """pid is in the library's wait: it has an inotify watch set."""
+    import glob
+    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(f) as fh:
+                if any(line.startswith("inotify wd") for line in fh):
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def start_waiter(path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "src"))
+    return subprocess.Popen([sys.executable, "-c", SIGNAL_SCRIPT, path], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigint_ends_a_sync_wait(tmp, holder):
+    import signal
+    from conftest import wait_until
+    p = os.path.join(tmp, "L")
+    holder("lock", p)
+    w = start_waiter(p)
+    try:
+        wait_until(lambda: waiting(w.pid) or w.poll() is not None, "the waiter waits")
+        w.send_signal(signal.SIGINT)
+        out, err = w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait(30)
+    assert out.split() == ["interrupted", "False"], err
+
+
+def test_signal_handler_runs_and_wait_resumes(tmp, holder):
+    import signal
+    from conftest import wait_until
+    p = os.path.join(tmp, "L")
+    h = holder("lock", p)
+    w = start_waiter(p)
+    try:
+        wait_until(lambda: waiting(w.pid) or w.poll() is not None, "the waiter waits")
+        w.send_signal(signal.SIGUSR1)
+        import select
+        r, _, _ = select.select([w.stdout], [], [], 30)  # bounded: never a hang
+        assert r and w.stdout.readline().strip() == "usr1"  # its handler ran during the wait
+        h.release()
+        out, err = w.communicate(timeout=30)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait(30)
+    assert out.split() == ["acquired", "1", "True"], err

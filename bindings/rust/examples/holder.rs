@@ -1,0 +1,42 @@
+//! A process that holds something until its stdin closes or it is killed
+//! (the tests' and the cross-language test's other process):
+//!   holder lock PATH                       prints "held FENCE"
+//!   holder session PATH LANE               prints "held OWNER"
+//!   holder scope REGISTRY NAME PARENT SPEC prints "held GENERATION" (PARENT "-": none)
+//! On a refusal it prints the error's name and message on one line and
+//! exits 1.
+use holdfast::{Lock, Scope, Session};
+use std::io::{Read, Write};
+use std::path::Path;
+
+fn main() {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    let held = match a.first().map(String::as_str) {
+        Some("lock") => Lock::new(&a[1]).and_then(|l| l.acquire()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("session") => Session::new(Some(Path::new(&a[1])), &a[2]).and_then(|s| s.take()).map(|g| (g.owner(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("scope") => {
+            let mut s = Scope::new(&a[2]).and_then(|s| s.registry(&a[1]));
+            if a[3] != "-" {
+                s = s.and_then(|s| s.from(&a[3]));
+            }
+            s.and_then(|s| s.spec(&a[4])).and_then(|s| s.register()).map(|g| (g.generation().to_string(), Box::new(g) as Box<dyn std::any::Any>))
+        }
+        _ => {
+            eprintln!("usage: holder lock PATH | session PATH LANE | scope REGISTRY NAME PARENT SPEC");
+            std::process::exit(64)
+        }
+    };
+    match held {
+        Ok((what, guard)) => {
+            println!("held {what}");
+            std::io::stdout().flush().unwrap();
+            let mut rest = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut rest); // until stdin closes
+            drop(guard);
+        }
+        Err(e) => {
+            println!("{} {e}", e.name());
+            std::process::exit(1)
+        }
+    }
+}

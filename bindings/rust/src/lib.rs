@@ -1,0 +1,1084 @@
+//! Safe Rust bindings to libholdfast (`include/holdfast.h`).
+//!
+//! Three lock kinds, each released when its guard is dropped:
+//!
+//! - [`Lock`] → [`LockGuard`]: the short directory lock, fenced, bound to the
+//!   life of a process (the caller by default);
+//! - [`Session`] → [`SessionGuard`]: one holder per work tree, by lane;
+//! - [`Scope`] → [`ScopeGuard`]: path write scopes in the machine's registry,
+//!   with sub-scopes delegated to children ([`ScopeGuard::delegate`]).
+//!
+//! Every failure is an [`Error`] with a stable [`ErrorKind`] and, where the
+//! library knows one, the holder's record ([`Error::holder`]); its `Display`
+//! names the path and the holder ("lock /p/build.lock: held by pid 4242
+//! (make) on box, fence 17").
+//!
+//! Handles are per thread (the library keeps one inotify descriptor per
+//! thread for waits), so the types here are neither `Send` nor `Sync`. A wait
+//! can be ended from another thread or a signal handler with a [`Canceller`].
+//!
+//! ```no_run
+//! use holdfast::{Lock, Wait};
+//! use std::time::Duration;
+//! let guard = Lock::new("build.lock")?.wait(Wait::For(Duration::from_secs(30))).acquire()?;
+//! println!("fence {}", guard.fence()); // give it to the resource you protect
+//! drop(guard); // released
+//! # Ok::<(), holdfast::Error>(())
+//! ```
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::raw::{c_char, c_int};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::ptr;
+use std::time::Duration;
+
+mod ffi;
+
+/// The library's version at run time ("0.2.0").
+pub fn version() -> String {
+    unsafe { cstr(ffi::hf_version()) }.unwrap_or_default()
+}
+
+unsafe fn cstr(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        Some(CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+}
+
+fn c_path(op: &'static str, p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| Error::invalid(op, p, "a path with a NUL byte"))
+}
+
+fn c_str(op: &'static str, what: &Path, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::invalid(op, what, "a string with a NUL byte"))
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(if d.is_zero() { 0 } else { 1 })
+}
+
+/// How long an acquire, take or register waits while another holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Try once (the default): [`ErrorKind::Held`] / [`ErrorKind::Conflict`] at once.
+    Try,
+    /// Wait until it is free, however long (woken by the release).
+    Forever,
+    /// Wait at most this long, then [`ErrorKind::TimedOut`].
+    For(Duration),
+}
+
+impl Wait {
+    fn ms(self) -> i64 {
+        match self {
+            Wait::Try => 0,
+            Wait::Forever => -1,
+            Wait::For(d) => millis(d).max(1),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Records and errors
+// ---------------------------------------------------------------------------
+
+/// A snapshot of a library record (an owner record, a session record, a
+/// registry entry, a refusal's details): the whole record as JSON, and its
+/// fields by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    json: String,
+    strs: Vec<(String, String)>,
+    ints: Vec<(String, i64)>,
+    lists: Vec<(String, Vec<String>)>,
+}
+
+const STR_FIELDS: &[&str] = &[
+    "token", "host", "comm", "name", "lane", "owner", "state", "reason", "scope", "request",
+    "registry", "refused", "started", "acquired", "boot_id", "delegated_from", "aside", "live",
+    "returned_to", "socket", "registered", "fs", "request_fs", "file", "broke.lane",
+    "broke.owner",
+];
+const INT_FIELDS: &[&str] = &[
+    "pid", "fence", "age_ms", "generation", "max_hold_ms", "depth", "others", "request_index",
+    "mtime_ms", "claims", "in_claim", "partial", "pid_start", "boottime_ms", "pidns", "timens",
+    "legacy", "broke.age_s",
+];
+const LIST_FIELDS: &[&str] = &["scope_allow", "scope"];
+
+impl Record {
+    /// A copy of r (NULL: None).
+    unsafe fn from_raw(r: *const ffi::hf_rec) -> Option<Record> {
+        if r.is_null() {
+            return None;
+        }
+        let mut rec = Record {
+            json: cstr(ffi::hf_rec_json(r)).unwrap_or_default(),
+            strs: Vec::new(),
+            ints: Vec::new(),
+            lists: Vec::new(),
+        };
+        for f in STR_FIELDS {
+            let cf = CString::new(*f).unwrap();
+            if let Some(v) = cstr(ffi::hf_rec_str(r, cf.as_ptr())) {
+                rec.strs.push((f.to_string(), v));
+            }
+        }
+        for f in INT_FIELDS {
+            let cf = CString::new(*f).unwrap();
+            let mut v = 0i64;
+            if ffi::hf_rec_int(r, cf.as_ptr(), &mut v) == 0 {
+                rec.ints.push((f.to_string(), v));
+            }
+        }
+        for f in LIST_FIELDS {
+            let cf = CString::new(*f).unwrap();
+            let n = ffi::hf_rec_len(r, cf.as_ptr());
+            if n > 0 {
+                let items = (0..n)
+                    .filter_map(|i| cstr(ffi::hf_rec_str_at(r, cf.as_ptr(), i)))
+                    .collect();
+                rec.lists.push((f.to_string(), items));
+            }
+        }
+        Some(rec)
+    }
+
+    /// The record as one line of JSON, every field included.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+    /// A string field ("host", "comm", "token", "name", "lane", "state",
+    /// "reason", …; dotted paths reach into objects: "broke.lane").
+    pub fn str(&self, field: &str) -> Option<&str> {
+        self.strs.iter().find(|(k, _)| k == field).map(|(_, v)| v.as_str())
+    }
+    /// An integer field ("pid", "fence", "age_ms", "generation", …).
+    pub fn int(&self, field: &str) -> Option<i64> {
+        self.ints.iter().find(|(k, _)| k == field).map(|(_, v)| *v)
+    }
+    /// An array of strings ("scope_allow", "scope").
+    pub fn list(&self, field: &str) -> Option<&[String]> {
+        self.lists.iter().find(|(k, _)| k == field).map(|(_, v)| v.as_slice())
+    }
+    /// The holder's pid, when the record names one.
+    pub fn pid(&self) -> Option<i64> {
+        self.int("pid")
+    }
+    /// "pid 4242 (make) on box, 12 s old, fence 17" (the parts it knows);
+    /// a scope conflict is named by its pod first.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        if let Some(name) = self.str("name") {
+            s.push_str(&format!("pod {name}"));
+        } else if let Some(lane) = self.str("lane") {
+            s.push_str(&format!("lane {lane}"));
+        }
+        if let Some(pid) = self.pid() {
+            if !s.is_empty() {
+                s.push_str(", ");
+            }
+            s.push_str(&format!("pid {pid}"));
+            if let Some(comm) = self.str("comm") {
+                s.push_str(&format!(" ({comm})"));
+            }
+        }
+        if let Some(host) = self.str("host") {
+            s.push_str(&format!(" on {host}"));
+        }
+        if let Some(age) = self.int("age_ms") {
+            s.push_str(&format!(", {} s old", age / 1000));
+        }
+        if let Some(f) = self.int("fence") {
+            s.push_str(&format!(", fence {f}"));
+        }
+        if let Some(scope) = self.str("scope") {
+            s.push_str(&format!(", scope {scope}"));
+        }
+        if s.is_empty() {
+            if let Some(r) = self.str("reason") {
+                s.push_str(r);
+            }
+        }
+        s.trim_start().to_string()
+    }
+}
+
+/// What went wrong, stable across versions (the library's `hf_error_name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Held by another; [`Error::holder`] says who.
+    Held,
+    /// A record or the registry is unreadable; the holder's "reason" says what.
+    Unreadable,
+    /// Nothing to release, or not held.
+    NotHeld,
+    /// Held, but by another lane, token or pod.
+    NotYours,
+    /// The wait reached its deadline (the last holder seen).
+    TimedOut,
+    /// A scope overlaps another pod's write scope (the deepest such pod).
+    Conflict,
+    /// Refused for permissions or safety (another user's, a symlink, …).
+    Unsafe,
+    /// A claim beside the lock denies entry.
+    Barrier,
+    /// The caller's lock or scope is gone (reaped, released, entered by another).
+    Lost,
+    /// The wait was cancelled ([`Canceller`]).
+    Canceled,
+    /// An operating-system error (errno).
+    Os(i32),
+}
+
+impl ErrorKind {
+    fn from_rc(rc: c_int) -> ErrorKind {
+        match rc {
+            ffi::HF_EHELD => ErrorKind::Held,
+            ffi::HF_EUNREADABLE => ErrorKind::Unreadable,
+            ffi::HF_ENOTHELD => ErrorKind::NotHeld,
+            ffi::HF_ENOTYOURS => ErrorKind::NotYours,
+            ffi::HF_ETIMEDOUT => ErrorKind::TimedOut,
+            ffi::HF_ECONFLICT => ErrorKind::Conflict,
+            ffi::HF_EUNSAFE => ErrorKind::Unsafe,
+            ffi::HF_EBARRIER => ErrorKind::Barrier,
+            ffi::HF_ELOST => ErrorKind::Lost,
+            ffi::HF_ECANCELED => ErrorKind::Canceled,
+            e => ErrorKind::Os(-e),
+        }
+    }
+}
+
+/// A failure of the library: the operation, the path (or pod) it concerned,
+/// the code and, where known, the holder.
+#[derive(Clone, Debug)]
+pub struct Error {
+    code: i32,
+    op: &'static str,
+    what: String,
+    holder: Option<Record>,
+    detail: Option<String>,
+}
+
+/// `Result<T, holdfast::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    fn new(op: &'static str, what: impl Into<String>, code: c_int, holder: Option<Record>) -> Error {
+        Error { code, op, what: what.into(), holder, detail: None }
+    }
+    fn invalid(op: &'static str, what: &Path, detail: &str) -> Error {
+        Error {
+            code: -22,
+            op,
+            what: what.display().to_string(),
+            holder: None,
+            detail: Some(detail.into()),
+        }
+    }
+    /// The library's return code (negative: HF_E* or -errno).
+    pub fn code(&self) -> i32 {
+        self.code
+    }
+    /// The stable name of the code: "held", "timed_out", "conflict", …, or
+    /// the errno's symbol ("ENOENT").
+    pub fn name(&self) -> String {
+        unsafe { cstr(ffi::hf_error_name(self.code)) }.unwrap_or_default()
+    }
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::from_rc(self.code)
+    }
+    /// Who holds it (or what refused): the record the library gave.
+    pub fn holder(&self) -> Option<&Record> {
+        self.holder.as_ref()
+    }
+    /// The path or pod name the operation concerned.
+    pub fn subject(&self) -> &str {
+        &self.what
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = unsafe { cstr(ffi::hf_strerror(self.code)) }.unwrap_or_default();
+        write!(f, "{} {}: {}", self.op, self.what, msg)?;
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
+        }
+        if let Some(h) = &self.holder {
+            let d = h.describe();
+            if !d.is_empty() {
+                let by = match self.kind() {
+                    ErrorKind::Held | ErrorKind::TimedOut | ErrorKind::NotYours
+                    | ErrorKind::Conflict | ErrorKind::Barrier => "held by ",
+                    _ => "",
+                };
+                write!(f, "; {by}{d}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        let kind = match e.kind() {
+            ErrorKind::Held | ErrorKind::Conflict | ErrorKind::Barrier => io::ErrorKind::WouldBlock,
+            ErrorKind::TimedOut => io::ErrorKind::TimedOut,
+            ErrorKind::Unsafe => io::ErrorKind::PermissionDenied,
+            ErrorKind::NotHeld => io::ErrorKind::NotFound,
+            ErrorKind::Canceled => io::ErrorKind::Interrupted,
+            ErrorKind::Os(n) => return io::Error::from_raw_os_error(n),
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Cancelling a wait
+// ---------------------------------------------------------------------------
+
+/// Ends waits from another thread (or a signal handler, through its raw
+/// descriptor): [`Canceller::cancel`] makes every wait given its
+/// [`CancelToken`] fail with [`ErrorKind::Canceled`].
+pub struct Canceller {
+    writer: io::PipeWriter,
+}
+
+/// The read end a wait polls (HF_OPT_CANCEL_FD); lives as long as the waits
+/// that use it.
+pub struct CancelToken {
+    reader: io::PipeReader,
+}
+
+/// A new canceller and its token.
+pub fn cancel_pair() -> io::Result<(Canceller, CancelToken)> {
+    let (reader, writer) = io::pipe()?;
+    Ok((Canceller { writer }, CancelToken { reader }))
+}
+
+impl Canceller {
+    /// Cancel every wait using the token, now and from now on.
+    pub fn cancel(&mut self) -> io::Result<()> {
+        self.writer.write_all(b"x")
+    }
+    /// The descriptor to write a byte to (from a signal handler).
+    pub fn as_raw_fd(&self) -> RawFd {
+        self.writer.as_raw_fd()
+    }
+}
+
+impl CancelToken {
+    /// Whether a cancel was sent (does not consume it).
+    pub fn is_canceled(&self) -> bool {
+        let mut pfd = PollFd { fd: self.reader.as_raw_fd(), events: 1, revents: 0 };
+        unsafe { poll(&mut pfd, 1, 0) > 0 }
+    }
+}
+
+#[repr(C)]
+struct PollFd {
+    fd: c_int,
+    events: i16,
+    revents: i16,
+}
+extern "C" {
+    fn poll(fds: *mut PollFd, n: u64, timeout: c_int) -> c_int;
+    fn pread(fd: c_int, buf: *mut u8, n: usize, off: i64) -> isize;
+}
+
+// ---------------------------------------------------------------------------
+// Directory lock
+// ---------------------------------------------------------------------------
+
+/// A directory lock at a path, not yet acquired: set its options, then
+/// [`Lock::acquire`].
+pub struct Lock {
+    raw: *mut ffi::hf_lock,
+    path: PathBuf,
+}
+
+impl Lock {
+    /// A handle for the lock directory `path` (its parent must exist; names
+    /// ending in ".holdfast" are reserved). No I/O yet.
+    pub fn new(path: impl AsRef<Path>) -> Result<Lock> {
+        let path = path.as_ref().to_path_buf();
+        let c = c_path("lock", &path)?;
+        let mut raw = ptr::null_mut();
+        let rc = unsafe { ffi::hf_lock_new(c.as_ptr(), &mut raw) };
+        if rc < 0 {
+            return Err(Error::new("lock", path.display().to_string(), rc, None));
+        }
+        Ok(Lock { raw, path })
+    }
+
+    fn set(self, opt: c_int, v: i64) -> Result<Lock> {
+        let rc = unsafe { ffi::hf_lock_set(self.raw, opt, v) };
+        if rc < 0 {
+            return Err(Error::new("lock", self.path.display().to_string(), rc, None));
+        }
+        Ok(self)
+    }
+    /// How long acquire waits (default [`Wait::Try`]).
+    pub fn wait(self, w: Wait) -> Self {
+        self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
+    }
+    /// The window after which a lock without a complete owner record is reaped.
+    pub fn stale(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_STALE_MS, millis(d))
+    }
+    /// The holder's own ceiling: past it a live holder is taken for leaked.
+    pub fn max_hold(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_MAX_HOLD_MS, millis(d))
+    }
+    /// Whose life holds the lock (default: this process).
+    pub fn pid(self, pid: u32) -> Result<Self> {
+        self.set(ffi::HF_OPT_PID, i64::from(pid))
+    }
+    /// End the wait when `token` is cancelled (keep the token alive as long
+    /// as the lock waits).
+    pub fn cancel_on(self, token: &CancelToken) -> Self {
+        self.set(ffi::HF_OPT_CANCEL_FD, i64::from(token.reader.as_raw_fd()))
+            .expect("an open descriptor is always valid")
+    }
+
+    /// Take the lock; on success the guard holds it until dropped or
+    /// released. [`ErrorKind::Held`] / [`ErrorKind::TimedOut`] name the
+    /// holder.
+    pub fn acquire(self) -> Result<LockGuard> {
+        let rc = unsafe { ffi::hf_lock_acquire(self.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.raw)) };
+            return Err(Error::new("lock", self.path.display().to_string(), rc, holder));
+        }
+        Ok(LockGuard { lock: self })
+    }
+
+    /// Take over a lock acquired elsewhere by its token (`lock acquire`
+    /// printed it), to check or release it. No I/O.
+    pub fn adopt(self, token: &str) -> Result<LockGuard> {
+        let c = c_str("lock", &self.path, token.split_whitespace().next().unwrap_or(""))?;
+        let rc = unsafe { ffi::hf_lock_adopt(self.raw, c.as_ptr()) };
+        if rc < 0 {
+            return Err(Error::new("lock", self.path.display().to_string(), rc, None));
+        }
+        Ok(LockGuard { lock: self })
+    }
+
+    /// The state of the lock at `path`, read-only: a record with "state"
+    /// ("free", "held", "dead", "leaked", "partial", "abandoned", "skew") and
+    /// the owner's fields.
+    pub fn status(path: impl AsRef<Path>) -> Result<Record> {
+        let path = path.as_ref();
+        let c = c_path("lock status", path)?;
+        let mut r = ptr::null_mut();
+        let rc = unsafe { ffi::hf_lock_status(c.as_ptr(), &mut r) };
+        if rc < 0 {
+            return Err(Error::new("lock status", path.display().to_string(), rc, None));
+        }
+        let rec = unsafe { Record::from_raw(r) };
+        unsafe { ffi::hf_rec_free(r) };
+        Ok(rec.expect("a status record"))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        unsafe { ffi::hf_lock_free(self.raw) } // releases what it still holds
+    }
+}
+
+/// A held directory lock; dropping it releases the lock.
+pub struct LockGuard {
+    lock: Lock,
+}
+
+impl LockGuard {
+    /// The token of this acquisition.
+    pub fn token(&self) -> String {
+        unsafe { cstr(ffi::hf_lock_token(self.lock.raw)) }.unwrap_or_default()
+    }
+    /// The fence: strictly greater than every earlier acquisition's of this
+    /// path. Give it to the resource you protect.
+    pub fn fence(&self) -> u64 {
+        unsafe { ffi::hf_lock_fence(self.lock.raw) }
+    }
+    /// The descriptor holding the lock directory's kernel lock (-1 for an
+    /// adopted token); owned by the guard.
+    pub fn fd(&self) -> RawFd {
+        unsafe { ffi::hf_lock_fd(self.lock.raw) }
+    }
+    /// The path of the lock.
+    pub fn path(&self) -> &Path {
+        &self.lock.path
+    }
+    /// The caller's own owner record.
+    pub fn record(&self) -> Option<Record> {
+        unsafe { Record::from_raw(ffi::hf_lock_holder(self.lock.raw)) }
+    }
+    /// Is it still ours? [`ErrorKind::Lost`] when it was reaped or released
+    /// (the error's holder is who holds it now).
+    pub fn check(&self) -> Result<()> {
+        let rc = unsafe { ffi::hf_lock_check(self.lock.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.lock.raw)) };
+            return Err(Error::new("lock check", self.lock.path.display().to_string(), rc, holder));
+        }
+        Ok(())
+    }
+    /// Commit under the lock: while the returned [`Hold`] lives nobody can
+    /// enter, and the lock was ours when it was taken. Keep it brief.
+    pub fn hold(&mut self) -> Result<Hold<'_>> {
+        let rc = unsafe { ffi::hf_lock_hold(self.lock.raw) };
+        if rc < 0 {
+            return Err(Error::new("lock hold", self.lock.path.display().to_string(), rc, None));
+        }
+        Ok(Hold { guard: self })
+    }
+    /// Open `file` for a locked, atomic read-modify-write (`holdfast edit`).
+    pub fn edit(&mut self, file: impl AsRef<Path>) -> Result<Edit<'_>> {
+        let file = file.as_ref().to_path_buf();
+        let c = c_path("edit", &file)?;
+        let mut e = ptr::null_mut();
+        let mut err = ptr::null_mut();
+        let rc = unsafe { ffi::hf_edit_open(self.lock.raw, c.as_ptr(), &mut e, &mut err) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(err) };
+            unsafe { ffi::hf_rec_free(err) };
+            return Err(Error::new("edit", file.display().to_string(), rc, holder));
+        }
+        Ok(Edit { raw: e, file, _guard: self })
+    }
+    /// Release it now, and say how that went ([`ErrorKind::NotHeld`]: it was
+    /// reaped meanwhile; [`ErrorKind::NotYours`]: another holds it now).
+    pub fn release(self) -> Result<()> {
+        let rc = unsafe { ffi::hf_lock_release(self.lock.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.lock.raw)) };
+            return Err(Error::new("lock release", self.lock.path.display().to_string(), rc, holder));
+        }
+        Ok(())
+    }
+    /// Release it now and keep the handle (with its options) to acquire
+    /// again: a program taking the same lock often saves a handle's setup.
+    pub fn unlock(self) -> Result<Lock> {
+        let rc = unsafe { ffi::hf_lock_release(self.lock.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.lock.raw)) };
+            return Err(Error::new("lock release", self.lock.path.display().to_string(), rc, holder));
+        }
+        Ok(self.lock)
+    }
+    /// Hand the lock over without releasing it: its token and the
+    /// descriptor that holds its kernel lock (keep it open as long as the
+    /// owner lives, or pass it to the owner).
+    pub fn detach(self) -> (String, Option<OwnedFd>) {
+        let token = self.token();
+        let fd = unsafe { ffi::hf_lock_detach(self.lock.raw) };
+        let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        (token, fd)
+    }
+}
+
+/// [`LockGuard::hold`]: nobody enters the lock while it lives.
+pub struct Hold<'a> {
+    guard: &'a mut LockGuard,
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        unsafe { ffi::hf_lock_unhold(self.guard.lock.raw) }
+    }
+}
+
+/// A file opened under a lock for an atomic replace.
+pub struct Edit<'a> {
+    raw: *mut ffi::hf_edit,
+    file: PathBuf,
+    _guard: &'a mut LockGuard,
+}
+
+impl Edit<'_> {
+    /// Whether the file exists.
+    pub fn exists(&self) -> bool {
+        unsafe { ffi::hf_edit_fd(self.raw) >= 0 }
+    }
+    /// The file's contents as opened (empty when it does not exist).
+    pub fn contents(&self) -> io::Result<Vec<u8>> {
+        let fd = unsafe { ffi::hf_edit_fd(self.raw) };
+        let mut out = Vec::new();
+        if fd < 0 {
+            return Ok(out);
+        }
+        let mut buf = [0u8; 65536];
+        loop {
+            let n = unsafe { pread(fd, buf.as_mut_ptr(), buf.len(), out.len() as i64) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+    }
+    /// Replace the file with `data`: all of it or nothing, only while the
+    /// lock is still ours ([`ErrorKind::Lost`] otherwise, file untouched).
+    pub fn commit(self, data: &[u8]) -> Result<()> {
+        let rc = unsafe { ffi::hf_edit_commit(self.raw, data.as_ptr(), data.len()) };
+        if rc < 0 {
+            let notes = unsafe { Record::from_raw(ffi::hf_edit_notes(self.raw)) };
+            return Err(Error::new("edit", self.file.display().to_string(), rc, notes));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Edit<'_> {
+    fn drop(&mut self) {
+        unsafe { ffi::hf_edit_free(self.raw) }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Session lock
+// ---------------------------------------------------------------------------
+
+/// A session of a work tree, by lane, not yet taken.
+pub struct Session {
+    raw: *mut ffi::hf_session,
+    what: String,
+}
+
+impl Session {
+    /// A handle for `lane` at the lock file `path` (None: `.session.lock` at
+    /// the top of the enclosing git work tree).
+    pub fn new(path: Option<&Path>, lane: &str) -> Result<Session> {
+        let what = path.map(|p| p.display().to_string()).unwrap_or_else(|| ".session.lock".into());
+        let cp = path.map(|p| c_path("session", p)).transpose()?;
+        let cl = c_str("session", Path::new(&what), lane)?;
+        let mut raw = ptr::null_mut();
+        let rc = unsafe {
+            ffi::hf_session_new(cp.as_ref().map_or(ptr::null(), |c| c.as_ptr()), cl.as_ptr(), &mut raw)
+        };
+        if rc < 0 {
+            return Err(Error::new("session", what, rc, None));
+        }
+        Ok(Session { raw, what })
+    }
+    fn set(self, opt: c_int, v: i64) -> Result<Session> {
+        let rc = unsafe { ffi::hf_session_set(self.raw, opt, v) };
+        if rc < 0 {
+            return Err(Error::new("session", self.what.clone(), rc, None));
+        }
+        Ok(self)
+    }
+    /// How long take waits (default [`Wait::Try`]).
+    pub fn wait(self, w: Wait) -> Self {
+        self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
+    }
+    /// A session's age before it is stale (default 90 min).
+    pub fn stale(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_STALE_MS, millis(d))
+    }
+    /// The owner token to record (take) or require (release).
+    pub fn owner(self, token: &str) -> Result<Self> {
+        let c = c_str("session", Path::new(&self.what), token)?;
+        let rc = unsafe { ffi::hf_session_set_str(self.raw, ffi::HF_OPT_OWNER, c.as_ptr()) };
+        if rc < 0 {
+            return Err(Error::new("session", self.what.clone(), rc, None));
+        }
+        Ok(self)
+    }
+    /// End the wait when `token` is cancelled.
+    pub fn cancel_on(self, token: &CancelToken) -> Self {
+        self.set(ffi::HF_OPT_CANCEL_FD, i64::from(token.reader.as_raw_fd()))
+            .expect("an open descriptor is always valid")
+    }
+    /// Take the session for the lane.
+    pub fn take(self) -> Result<SessionGuard> {
+        let rc = unsafe { ffi::hf_session_take(self.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_session_holder(self.raw)) };
+            return Err(Error::new("session", self.what.clone(), rc, holder));
+        }
+        Ok(SessionGuard { s: self, broke_stale: rc == 1, released: false })
+    }
+    /// The session at `path`, read-only ("state": "free", "held", "stale",
+    /// "skew", "unreadable").
+    pub fn status(path: Option<&Path>) -> Result<Record> {
+        let cp = path.map(|p| c_path("session status", p)).transpose()?;
+        let mut r = ptr::null_mut();
+        let rc = unsafe { ffi::hf_session_status(cp.as_ref().map_or(ptr::null(), |c| c.as_ptr()), 0, &mut r) };
+        let what = path.map(|p| p.display().to_string()).unwrap_or_else(|| ".session.lock".into());
+        if rc < 0 {
+            return Err(Error::new("session status", what, rc, None));
+        }
+        let rec = unsafe { Record::from_raw(r) };
+        unsafe { ffi::hf_rec_free(r) };
+        Ok(rec.expect("a status record"))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        unsafe { ffi::hf_session_free(self.raw) }
+    }
+}
+
+/// A taken session; dropping it releases the session.
+pub struct SessionGuard {
+    s: Session,
+    broke_stale: bool,
+    released: bool,
+}
+
+impl SessionGuard {
+    /// The owner token recorded.
+    pub fn owner(&self) -> String {
+        unsafe { cstr(ffi::hf_session_owner(self.s.raw)) }.unwrap_or_default()
+    }
+    /// Whether the take broke a stale session (named under "broke" in the record).
+    pub fn broke_stale(&self) -> bool {
+        self.broke_stale
+    }
+    /// The record written.
+    pub fn record(&self) -> Option<Record> {
+        unsafe { Record::from_raw(ffi::hf_session_holder(self.s.raw)) }
+    }
+    /// Release it now, and say how that went.
+    pub fn release(mut self) -> Result<()> {
+        self.released = true;
+        let rc = unsafe { ffi::hf_session_release(self.s.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_session_holder(self.s.raw)) };
+            return Err(Error::new("session release", self.s.what.clone(), rc, holder));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        if !self.released {
+            unsafe { ffi::hf_session_release(self.s.raw) };
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Scopes
+// ---------------------------------------------------------------------------
+
+/// A pod's scope, not yet registered: specs "PATH:MODE[:recursive]" (MODE
+/// read or write).
+pub struct Scope {
+    raw: *mut ffi::hf_scope,
+    name: String,
+    registry: Option<PathBuf>,
+}
+
+impl Scope {
+    /// A handle for the pod `name`.
+    pub fn new(name: &str) -> Result<Scope> {
+        let c = c_str("scope", Path::new(name), name)?;
+        let mut raw = ptr::null_mut();
+        let rc = unsafe { ffi::hf_scope_new(c.as_ptr(), &mut raw) };
+        if rc < 0 {
+            return Err(Error::new("scope", name, rc, None));
+        }
+        Ok(Scope { raw, name: name.to_string(), registry: None })
+    }
+    fn err(&self, op: &'static str, rc: c_int) -> Error {
+        let holder = unsafe { Record::from_raw(ffi::hf_scope_holder(self.raw)) };
+        Error::new(op, self.name.clone(), rc, holder)
+    }
+    fn set_str(self, opt: c_int, v: &str) -> Result<Scope> {
+        let c = c_str("scope", Path::new(&self.name), v)?;
+        let rc = unsafe { ffi::hf_scope_set_str(self.raw, opt, c.as_ptr()) };
+        if rc < 0 {
+            return Err(self.err("scope", rc));
+        }
+        Ok(self)
+    }
+    fn set(self, opt: c_int, v: i64) -> Result<Scope> {
+        let rc = unsafe { ffi::hf_scope_set(self.raw, opt, v) };
+        if rc < 0 {
+            return Err(self.err("scope", rc));
+        }
+        Ok(self)
+    }
+    /// Add a spec ("/p/src:write:recursive").
+    pub fn spec(self, spec: &str) -> Result<Self> {
+        let c = c_str("scope", Path::new(&self.name), spec)?;
+        let rc = unsafe { ffi::hf_scope_add(self.raw, c.as_ptr()) };
+        if rc < 0 {
+            return Err(self.err("scope", rc));
+        }
+        Ok(self)
+    }
+    /// The registry file (default: `$HOLDFAST_REGISTRY`, else the user's).
+    pub fn registry(mut self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path.as_ref().to_path_buf();
+        let s = p.to_str().ok_or_else(|| Error::invalid("scope", &p, "a registry path that is not UTF-8"))?.to_string();
+        self = self.set_str(ffi::HF_OPT_REGISTRY, &s)?;
+        self.registry = Some(p);
+        Ok(self)
+    }
+    /// Delegate from the parent pod `parent` (its effective scope must cover
+    /// every spec).
+    pub fn from(self, parent: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_FROM, parent)
+    }
+    /// Whose life holds the registration (default: this process).
+    pub fn pid(self, pid: u32) -> Result<Self> {
+        self.set(ffi::HF_OPT_PID, i64::from(pid))
+    }
+    /// An absolute socket path to record for the pod.
+    pub fn socket(self, path: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_SOCKET, path)
+    }
+    /// The bound on waiting for the registry's own lock (default 5 s).
+    pub fn lock_wait(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_LOCK_WAIT_MS, millis(d))
+    }
+    /// Release only this registration of the name (for [`Scope::release`]).
+    pub fn generation(self, generation: u64) -> Result<Self> {
+        self.set(ffi::HF_OPT_GENERATION, i64::try_from(generation).unwrap_or(-1))
+    }
+    /// Release a registration made elsewhere (by name, and by
+    /// [`Scope::generation`] when set).
+    pub fn release(self) -> Result<()> {
+        let rc = unsafe { ffi::hf_scope_release(self.raw) };
+        if rc < 0 {
+            return Err(self.err("scope release", rc));
+        }
+        Ok(())
+    }
+    /// How long register waits out a conflict (default [`Wait::Try`]).
+    pub fn wait(self, w: Wait) -> Self {
+        self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
+    }
+    /// End the wait when `token` is cancelled.
+    pub fn cancel_on(self, token: &CancelToken) -> Self {
+        self.set(ffi::HF_OPT_CANCEL_FD, i64::from(token.reader.as_raw_fd()))
+            .expect("an open descriptor is always valid")
+    }
+    /// Register every spec or none. [`ErrorKind::Conflict`]: the holder is
+    /// the deepest live pod whose write spec overlaps ("name", "scope");
+    /// [`ErrorKind::NotYours`]: a delegated spec outside the parent's scope.
+    pub fn register(self) -> Result<ScopeGuard> {
+        let rc = unsafe { ffi::hf_scope_register(self.raw) };
+        if rc < 0 {
+            return Err(self.err("scope register", rc));
+        }
+        Ok(ScopeGuard { scope: self })
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        unsafe { ffi::hf_scope_free(self.raw) } // releases what it still holds
+    }
+}
+
+/// A registered scope; dropping it releases the registration (its scope
+/// returns to its parent, its live children are re-parented).
+pub struct ScopeGuard {
+    scope: Scope,
+}
+
+impl ScopeGuard {
+    /// The pod's name.
+    pub fn name(&self) -> &str {
+        &self.scope.name
+    }
+    /// The registry's generation granted to this registration (its fence).
+    pub fn generation(&self) -> u64 {
+        unsafe { ffi::hf_scope_generation(self.scope.raw) }
+    }
+    /// The registration's liveness descriptor (owned by the guard).
+    pub fn fd(&self) -> RawFd {
+        unsafe { ffi::hf_scope_fd(self.scope.raw) }
+    }
+    /// Forget the registration without releasing it: its generation and
+    /// liveness descriptor (keep it open as long as the owner lives).
+    pub fn detach(self) -> (u64, Option<OwnedFd>) {
+        let generation = self.generation();
+        let fd = unsafe { ffi::hf_scope_detach(self.scope.raw) };
+        (generation, (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+    /// A sub-scope for a child pod: a [`Scope`] delegated from this one, in
+    /// the same registry. Add its specs and register it (for the child's pid
+    /// when the child is another process).
+    pub fn delegate(&self, child: &str) -> Result<Scope> {
+        let mut s = Scope::new(child)?;
+        if let Some(r) = &self.scope.registry {
+            s = s.registry(r)?;
+        }
+        s.from(&self.scope.name)
+    }
+    /// The pod's effective scope now: its specs minus its live descendants'
+    /// ("scope", "denied").
+    pub fn effective(&self) -> Result<Record> {
+        Registry::read(self.scope.registry.as_deref())?.effective(&self.scope.name)
+    }
+    /// Release now, and say how that went.
+    pub fn release(self) -> Result<()> {
+        let rc = unsafe { ffi::hf_scope_release(self.scope.raw) };
+        if rc < 0 {
+            return Err(self.scope.err("scope release", rc));
+        }
+        Ok(())
+    }
+}
+
+/// How a path stands in the registry for a pod ([`Registry::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeState {
+    /// No live write spec covers it.
+    Free,
+    /// Another pod's.
+    Held,
+    /// The pod's effective write scope.
+    Yours,
+    /// Nobody's, and not the pod's.
+    Outside,
+    /// The pod (or that generation) is gone.
+    Lost,
+}
+
+/// A read of the scope registry (nothing changed by reading).
+pub struct Registry {
+    raw: *mut ffi::hf_registry,
+    what: String,
+}
+
+impl Registry {
+    fn open(path: Option<&Path>, reap: bool) -> Result<(Registry, i32)> {
+        let what = match path {
+            Some(p) => p.display().to_string(),
+            None => default_registry_path().unwrap_or_else(|_| "registry".into()),
+        };
+        let cp = path.map(|p| c_path("registry", p)).transpose()?;
+        let mut raw = ptr::null_mut();
+        let mut err = ptr::null_mut();
+        let pp = cp.as_ref().map_or(ptr::null(), |c| c.as_ptr());
+        let rc = unsafe {
+            if reap {
+                ffi::hf_registry_reap(pp, &mut raw, &mut err)
+            } else {
+                ffi::hf_registry_read(pp, &mut raw, &mut err)
+            }
+        };
+        if rc < 0 {
+            let rec = unsafe { Record::from_raw(err) };
+            unsafe { ffi::hf_rec_free(err) };
+            return Err(Error::new("registry", what, rc, rec));
+        }
+        Ok((Registry { raw, what }, rc))
+    }
+    /// Read the registry (None: the default one) without changing it.
+    pub fn read(path: Option<&Path>) -> Result<Registry> {
+        Ok(Self::open(path, false)?.0)
+    }
+    /// Reap every pod proven dead; how many were reaped.
+    pub fn reap(path: Option<&Path>) -> Result<usize> {
+        let (r, n) = Self::open(path, true)?;
+        drop(r);
+        Ok(n as usize)
+    }
+    /// The registry's generation.
+    pub fn generation(&self) -> u64 {
+        unsafe { ffi::hf_registry_generation(self.raw) }
+    }
+    /// Every allocation ("name", "pid", "scope_allow", "delegated_from",
+    /// "generation", "live", "depth", …).
+    pub fn pods(&self) -> Vec<Record> {
+        let n = unsafe { ffi::hf_registry_count(self.raw) };
+        (0..n).filter_map(|i| unsafe { Record::from_raw(ffi::hf_registry_get(self.raw, i)) }).collect()
+    }
+    /// Pod `name`'s allocation, if it has one.
+    pub fn find(&self, name: &str) -> Option<Record> {
+        let c = CString::new(name).ok()?;
+        let i = unsafe { ffi::hf_registry_find(self.raw, c.as_ptr()) };
+        if i < 0 {
+            return None;
+        }
+        unsafe { Record::from_raw(ffi::hf_registry_get(self.raw, i as usize)) }
+    }
+    /// Pod `name`'s effective scope.
+    pub fn effective(&self, name: &str) -> Result<Record> {
+        let c = c_str("registry", Path::new(name), name)?;
+        let mut r = ptr::null_mut();
+        let rc = unsafe { ffi::hf_registry_effective(self.raw, c.as_ptr(), &mut r) };
+        if rc < 0 {
+            return Err(Error::new("scope effective", name, rc, None));
+        }
+        let rec = unsafe { Record::from_raw(r) };
+        unsafe { ffi::hf_rec_free(r) };
+        Ok(rec.expect("an effective scope"))
+    }
+    /// May pod (with generation; 0: any) write `path`? The state, and the
+    /// record of who holds it when another does.
+    pub fn check(&self, path: impl AsRef<Path>, pod: &str, generation: u64) -> Result<(ScopeState, Option<Record>)> {
+        let canon = canonical(path.as_ref())?;
+        let cp = c_str("scope check", Path::new(&canon), &canon)?;
+        let cn = c_str("scope check", Path::new(pod), pod)?;
+        let mut r = ptr::null_mut();
+        let rc = unsafe { ffi::hf_registry_check(self.raw, cp.as_ptr(), cn.as_ptr(), generation, &mut r) };
+        let rec = unsafe { Record::from_raw(r) };
+        unsafe { ffi::hf_rec_free(r) };
+        let state = match rc {
+            ffi::HF_SCOPE_FREE => ScopeState::Free,
+            ffi::HF_SCOPE_HELD => ScopeState::Held,
+            ffi::HF_SCOPE_YOURS => ScopeState::Yours,
+            ffi::HF_SCOPE_OUTSIDE => ScopeState::Outside,
+            ffi::HF_SCOPE_LOST => ScopeState::Lost,
+            rc => return Err(Error::new("scope check", self.what.clone(), rc, rec)),
+        };
+        Ok((state, rec))
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        unsafe { ffi::hf_registry_free(self.raw) }
+    }
+}
+
+/// The absolute canonical form of a path (symlinks of the existing part
+/// resolved), as scopes compare paths.
+pub fn canonical(path: &Path) -> Result<String> {
+    let c = c_path("canonical", path)?;
+    let mut buf = vec![0 as c_char; 4097];
+    let rc = unsafe { ffi::hf_path_canonical(c.as_ptr(), buf.as_mut_ptr(), buf.len()) };
+    if rc < 0 {
+        return Err(Error::new("canonical", path.display().to_string(), rc, None));
+    }
+    Ok(unsafe { cstr(buf.as_ptr()) }.unwrap_or_default())
+}
+
+/// `$HOLDFAST_REGISTRY`, else `/tmp/holdfast-<euid>/scope.lock`.
+pub fn default_registry_path() -> Result<String> {
+    let mut buf = vec![0 as c_char; 4097];
+    let rc = unsafe { ffi::hf_registry_path(buf.as_mut_ptr(), buf.len()) };
+    if rc < 0 {
+        return Err(Error::new("registry", "path", rc, None));
+    }
+    Ok(unsafe { cstr(buf.as_ptr()) }.unwrap_or_default())
+}
+
