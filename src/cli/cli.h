@@ -54,6 +54,11 @@ int cli_parse_duration(const char *s, int64_t *ret_ms);
 /* The same for option what's argument: 0, or HF_EXIT_USAGE with a message
  * saying what is wrong. */
 int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
+/* --token as `lock acquire` printed it: "TOKEN" or "TOKEN FENCE" (what
+ * token=$(holdfast lock acquire L) holds, a newline at most after FENCE):
+ * the token alone into buf (n bytes) and buf; else arg itself, for
+ * hf_lock_adopt to refuse. */
+const char *cli_token_form(const char *arg, char *buf, size_t n);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 
@@ -134,6 +139,9 @@ int cli_scope_run_release(const char *name, int live_fd);
  * keeper watches both: its pid, -ESRCH when pid is gone already, -EINVAL,
  * -errno. The caller may close its own copies at once. */
 int cli_keep_for(int pid, const int *fds, size_t n);
+/* The keeper's report on its pipe (n bytes, keeper.c K4): its pid (> 0),
+ * -ESRCH (the owner ended first), or -ECHILD (it did not start). */
+int cli_keep_report_parse(const void *buf, size_t n);
 
 /* The read-then-write guard the session lock replaces (naive.c), to be
  * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */

@@ -6,6 +6,7 @@
 #include "proc.h"
 #include "run.h"
 #include "sys.h"
+#include "text.h"
 
 #include "holdfast.h"
 
@@ -97,17 +98,7 @@ struct args {
  * token=$(holdfast lock acquire L) holds); the token alone into a. */
 static void token_arg(struct args *a, const char *arg)
 {
-	size_t n = strcspn(arg, " \t\n");
-	const char *rest = arg + n + strspn(arg + n, " \t\n");
-	bool fence = *rest && strspn(rest, "0123456789") == strcspn(rest, "\n") &&
-		     rest[strspn(rest, "0123456789")] != ' ';
-	if (n < sizeof a->token_buf && (!*rest || fence)) {
-		memcpy(a->token_buf, arg, n);
-		a->token_buf[n] = '\0';
-		a->token = a->token_buf;
-	} else {
-		a->token = arg; /* not that form: the adopt says it is not a token */
-	}
+	a->token = cli_token_form(arg, a->token_buf, sizeof a->token_buf);
 }
 
 /* 0, or an exit code (usage printed). */
@@ -151,9 +142,9 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			break;
 		}
 		case OPT_PID: {
-			char *end;
-			a->pid = strtol(optarg, &end, 10);
-			if (*end || a->pid <= 0 || a->pid > 0x7fffffff) {
+			uint64_t v;
+			a->pid = hf_parse_u64(optarg, 0x7fffffff, &v) == 0 ? (long)v : 0;
+			if (a->pid <= 0) { /* digits only */
 				cli_err("lock %s: bad --pid '%s'", sub, optarg);
 				return HF_EXIT_USAGE;
 			}
@@ -168,9 +159,8 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			token_arg(a, optarg);
 			break;
 		case 'E': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (strcmp(sub, "acquire") || !*optarg || *end || v < 1 || v > 255) {
+			uint64_t v;
+			if (strcmp(sub, "acquire") || hf_parse_u64(optarg, 255, &v) < 0 || v < 1) {
 				/* 0 would tell the script it holds a lock another holds */
 				cli_err("lock %s: -E %s: %s", sub, CLI_SHOW(optarg),
 					strcmp(sub, "acquire")

@@ -88,12 +88,10 @@ struct opts {
 
 static int parse_count(const char *s, long lo, long hi, long *ret)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
+	uint64_t v;
+	if (hf_parse_u64(s, (uint64_t)hi, &v) < 0 || (int64_t)v < lo) /* digits only */
 		return -EINVAL;
-	*ret = v;
+	*ret = (long)v;
 	return 0;
 }
 

@@ -48,6 +48,9 @@
  *        unlink before arming is seen at the first check.
  *   (K3) It never holds for a reused pid: the owner is the process with the
  *        pid AND the start time read in step 1.
+ *   (K4) The report (step 5) is one pid_t in the machine's byte order: the
+ *        keeper's pid, or 0 (the owner ended). A short read, or anything
+ *        negative, means it did not start (cli_keep_report_parse).
  *
  * Hazards
  * -------
@@ -272,6 +275,19 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	}
 }
 
+int cli_keep_report_parse(const void *buf, size_t n)
+{
+	/* K4: exactly one pid_t, the keeper's (> 0), or 0 when the owner
+	 * ended before the keeper was armed; anything else: it did not start */
+	pid_t keeper;
+	if (n != sizeof keeper)
+		return -ECHILD;
+	memcpy(&keeper, buf, sizeof keeper);
+	if (keeper < 0)
+		return -ECHILD;
+	return keeper ? keeper : -ESRCH;
+}
+
 int cli_keep_for(int pid, const int *fds, size_t n)
 {
 	if (n == 0 || n > KEEP_MAX || pid <= 0)
@@ -304,16 +320,15 @@ int cli_keep_for(int pid, const int *fds, size_t n)
 	hf_sys_close(p[1]);
 	int st;
 	hf_sys_waitpid(child, &st, 0);
-	pid_t keeper = 0;
-	ssize_t r = hf_sys_read(p[0], &keeper, sizeof keeper);
+	char report[sizeof(pid_t)];
+	ssize_t r = hf_sys_read(p[0], report, sizeof report);
 	/* K1: return only once the keeper has closed its end too. It writes
 	 * its pid before closing, and a caller that looked at the keeper's
 	 * descriptors between the two would find this pipe among them. */
 	char eof;
-	while (r == (ssize_t)sizeof keeper && hf_sys_read(p[0], &eof, 1) > 0)
+	while (r == (ssize_t)sizeof report && hf_sys_read(p[0], &eof, 1) > 0)
 		;
 	hf_sys_close(p[0]);
-	if (r != (ssize_t)sizeof keeper || keeper < 0)
-		return -ECHILD; /* it did not start */
-	return keeper ? keeper : -ESRCH; /* 0: the owner ended meanwhile */
+	/* it did not start (-ECHILD), or the owner ended meanwhile (-ESRCH) */
+	return cli_keep_report_parse(report, r > 0 ? (size_t)r : 0);
 }

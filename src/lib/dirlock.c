@@ -279,7 +279,7 @@
 #define RESERVE_STEP 1024
 #define FENCE_MAX ((uint64_t)INT64_MAX)
 #define OWNER_MAX 4096
-_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (record_format)");
+_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (hf_dirlock_record_format)");
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
 #define FLOCK_BOUND_MS 5000 /* DL11: the counter is held for a few syscalls */
@@ -328,8 +328,8 @@ struct place {
  * lock's own between the time and pidns; the token first, so readers that
  * only need it find it without a parse (token_peek). Into buf (OWNER_MAX
  * bytes); the length. */
-static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence,
-			    int64_t max_hold_ms)
+size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t fence,
+				int64_t max_hold_ms)
 {
 	char mid[64], *m = mid;
 	m = HF_PUT_LIT(m, ",\"fence\":");
@@ -345,10 +345,17 @@ static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence
 	return (size_t)(p - buf);
 }
 
-static int record_parse(const char *buf, struct hf_dirlock_info *ret)
+/* DL13: what a record is - the whole file one JSON object (white space
+ * around it), no NUL byte, no member twice, a token of HF_TOKEN_LEN
+ * lowercase hex digits (what hf_owner_init draws; hf_lock_adopt takes no
+ * other), a fence, owner.c's fields well-typed. Unknown members are
+ * ignored (a later writer's additions). */
+int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info *ret)
 {
 	json_error_t err;
-	json_t *j = json_loads(buf, 0, &err);
+	if (memchr(buf, '\0', len))
+		return HF_EUNREADABLE; /* a record and junk after a NUL */
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
 	if (!j)
 		return HF_EUNREADABLE;
 	struct hf_dirlock_info i;
@@ -363,7 +370,9 @@ static int record_parse(const char *buf, struct hf_dirlock_info *ret)
 		i.fence = (uint64_t)json_integer_value(f);
 		if (json_is_integer(m) && json_integer_value(m) > 0)
 			i.max_hold_ms = json_integer_value(m);
-		if (!hf_text_ok(i.owner.token, HF_TOKEN_LEN) || !hf_text_ok(i.owner.host, HF_HOST_MAX))
+		if (strlen(i.owner.token) != HF_TOKEN_LEN ||
+		    strspn(i.owner.token, "0123456789abcdef") != HF_TOKEN_LEN ||
+		    !hf_text_ok(i.owner.host, HF_HOST_MAX))
 			rc = -EINVAL;
 	}
 	json_decref(j);
@@ -385,11 +394,11 @@ static ssize_t read_small(int dirfd, const char *name, char *buf)
 
 /* Our own records start with the token: take it without a parse. Only for
  * identity checks (a token is 128 random bits); judging parses in full. */
-static bool token_peek(const char *buf, struct hf_dirlock_info *i)
+static bool token_peek(const char *buf, size_t len, struct hf_dirlock_info *i)
 {
 	size_t pl = strlen(TOKEN_PREFIX);
-	if (strncmp(buf, TOKEN_PREFIX, pl) != 0)
-		return false;
+	if (len < pl + HF_TOKEN_LEN + 1 || strncmp(buf, TOKEN_PREFIX, pl) != 0)
+		return false; /* never a byte past len */
 	const char *t = buf + pl;
 	unsigned bad = 0; /* no branch per character: read in every verification */
 	for (int k = 0; k < HF_TOKEN_LEN; k++) {
@@ -402,6 +411,15 @@ static bool token_peek(const char *buf, struct hf_dirlock_info *i)
 		return false;
 	memcpy(i->owner.token, t, HF_TOKEN_LEN);
 	i->owner.token[HF_TOKEN_LEN] = '\0';
+	return true;
+}
+
+bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1])
+{
+	struct hf_dirlock_info i;
+	if (!token_peek(buf, len, &i))
+		return false;
+	memcpy(token, i.owner.token, HF_TOKEN_LEN + 1);
 	return true;
 }
 
@@ -434,10 +452,10 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		p->kind = REC_BAD; /* DL11: not a regular record */
 	else if (n < 0)
 		rc = (int)n;
-	else if (peek && token_peek(buf, &p->info))
+	else if (peek && token_peek(buf, (size_t)n, &p->info))
 		p->kind = REC_OK;
 	else
-		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
+		p->kind = hf_dirlock_record_parse(buf, (size_t)n, &p->info) == 0 ? REC_OK : REC_BAD;
 	if (n >= 0)
 		p->digest = hf_fnv1a(buf, (size_t)n); /* DL14 */
 	if (rc == 0 && (!peek || p->kind != REC_OK)) {
@@ -1063,7 +1081,8 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		 * (model/dirlock.pml, W1ATOMIC=0). */
 		char buf[OWNER_MAX + 2];
 		struct hf_dirlock_info i;
-		if (read_small(lfd, "owner", buf) >= 0 && token_peek(buf, &i) &&
+		ssize_t n = read_small(lfd, "owner", buf);
+		if (n >= 0 && token_peek(buf, (size_t)n, &i) &&
 		    !strcmp(i.owner.token, token))
 			hf_sys_unlinkat(lfd, "owner", 0);
 		hf_sys_point(HF_PT_DIRLOCK_WITHDRAW_UNLINKED);
@@ -1082,17 +1101,11 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 }
 /* --- fences (DL7) -------------------------------------------------------------- */
 
-struct fence_line {
-	uint64_t fence, reserve;
-	char boot[HF_BOOTID_LEN + 1];
-	uint64_t entered;               /* the fence of the last entry (DA7)  */
-};
-
 /* "<fence> <reserve> <boot id> <entered>\n", fixed width: rewritten in
  * place under the flock, never torn into a shorter line. */
-static int fence_write(int fd, const struct fence_line *fl)
+size_t hf_fence_format(char *line, const struct hf_fence_line *fl)
 {
-	char line[128], *p = line;
+	char *p = line;
 	p = hf_put_u64w(p, fl->fence, 20);
 	*p++ = ' ';
 	p = hf_put_u64w(p, fl->reserve, 20);
@@ -1101,7 +1114,13 @@ static int fence_write(int fd, const struct fence_line *fl)
 	*p++ = ' ';
 	p = hf_put_u64w(p, fl->entered, 20);
 	*p++ = '\n';
-	ssize_t w = hf_sys_pwrite(fd, line, (size_t)(p - line), 0);
+	return (size_t)(p - line);
+}
+
+static int fence_write(int fd, const struct hf_fence_line *fl)
+{
+	char line[HF_FENCE_LINE_MAX];
+	ssize_t w = hf_sys_pwrite(fd, line, hf_fence_format(line, fl), 0);
 	return w < 0 ? (int)w : 0;
 }
 
@@ -1126,16 +1145,26 @@ static int fence_u64(const char **pp, char stop, uint64_t *ret)
 	return 0;
 }
 
-static int fence_read(int fd, struct fence_line *fl)
+/* DL14: what a counter is - its first line "<fence> <reserve> <boot id>
+ * [<entered>]" (decimal fields, zero-padded or not; the boot id 1 to 36
+ * printable bytes without white space), fence <= reserve <= FENCE_MAX and
+ * entered <= fence, ending in '\n' or the end of the file; no NUL byte in
+ * it. What follows the first newline is ignored: the line is rewritten in
+ * place, never truncated, so a longer line written before leaves its tail
+ * there. */
+int hf_fence_parse(const char *buf, size_t n, struct hf_fence_line *fl)
 {
-	char buf[128];
-	ssize_t n = hf_sys_pread(fd, buf, sizeof buf - 1, 0);
-	if (n < 0)
-		return (int)n;
+	const char *nl = memchr(buf, '\n', n);
+	size_t line = nl ? (size_t)(nl - buf) : n;
+	char tmp[HF_FENCE_LINE_MAX + 2];
 	if (n == 0)
 		return -ENODATA; /* a new counter */
-	buf[n] = '\0';
-	const char *p = buf;
+	if (line > HF_FENCE_LINE_MAX || memchr(buf, '\0', line))
+		return HF_EUNREADABLE;
+	memcpy(tmp, buf, line);
+	tmp[line] = '\n';
+	tmp[line + 1] = '\0';
+	const char *p = tmp;
 	uint64_t f, r;
 	if (fence_u64(&p, ' ', &f) < 0)
 		return HF_EUNREADABLE;
@@ -1143,8 +1172,10 @@ static int fence_read(int fd, struct fence_line *fl)
 	if (fence_u64(&p, ' ', &r) < 0 || f > r || r > FENCE_MAX)
 		return HF_EUNREADABLE;
 	p++;
-	size_t bl = strcspn(p, " \n");
-	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0' && p[bl] != ' '))
+	size_t bl = 0;
+	while (p[bl] > ' ' && p[bl] < 0x7f)
+		bl++;
+	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != ' '))
 		return HF_EUNREADABLE;
 	uint64_t e = f; /* an older three-field line: its last fence */
 	if (p[bl] == ' ') {
@@ -1160,6 +1191,28 @@ static int fence_read(int fd, struct fence_line *fl)
 	return 0;
 }
 
+static int fence_read(int fd, struct hf_fence_line *fl)
+{
+	char buf[HF_FENCE_LINE_MAX + 1];
+	ssize_t n = hf_sys_pread(fd, buf, sizeof buf, 0);
+	if (n < 0)
+		return (int)n;
+	return hf_fence_parse(buf, (size_t)n, fl);
+}
+
+int hf_fence_reserve_parse(const char *buf, size_t n, uint64_t *ret)
+{
+	/* "<reserve>\n" as fence_alloc writes it: digits only */
+	char tmp[24];
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n == 0 || n >= sizeof tmp || memchr(buf, '\0', n))
+		return HF_EUNREADABLE;
+	memcpy(tmp, buf, n);
+	tmp[n] = '\0';
+	return hf_parse_u64(tmp, FENCE_MAX, ret) == 0 ? 0 : HF_EUNREADABLE;
+}
+
 /* The durable reservation; 0 when there is none and the counter is new
  * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
 static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why, size_t n)
@@ -1172,13 +1225,9 @@ static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why,
 		return 0;
 	}
 	bool ok = false;
-	unsigned long long v = 0;
+	uint64_t v = 0;
 	if (rc == 0) {
-		char *end;
-		errno = 0;
-		v = strtoull(buf, &end, 10);
-		ok = end != buf && buf[0] != '-' && !errno && v <= FENCE_MAX &&
-		     (*end == '\n' || *end == '\0');
+		ok = hf_fence_reserve_parse(buf, (size_t)got, &v) == 0;
 	} else if (rc != -ENOENT && rc != -EFBIG) {
 		return rc;
 	}
@@ -1224,7 +1273,7 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
 		goto fail;
-	struct fence_line fl;
+	struct hf_fence_line fl;
 	const char *boot = hf_boot_id();
 	rc = fence_read(fd, &fl);
 	if (rc < 0 && rc != HF_EUNREADABLE && rc != -ENODATA)
@@ -1284,7 +1333,7 @@ static int fence_check(int fd, uint64_t f)
 	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
 		return rc;
-	struct fence_line fl;
+	struct hf_fence_line fl;
 	rc = fence_read(fd, &fl);
 	if (rc == 0 && fl.fence == f && !strcmp(fl.boot, hf_boot_id())) {
 		fl.entered = f;
@@ -1432,7 +1481,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
-	reclen = record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
+	reclen = hf_dirlock_record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
 	/* DA4, DL1: into the directory we opened and locked, through its
 	 * descriptor. The unnamed temporary is made in the state directory and
 	 * linked from there: a crowded parent's full inode groups would make an
@@ -1655,7 +1704,7 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 	}
 	int64_t hold = max_hold_ms > 0 ? max_hold_ms : p.info.max_hold_ms;
 	char rec[OWNER_MAX];
-	size_t reclen = record_format(rec, &o, p.info.fence, hold);
+	size_t reclen = hf_dirlock_record_format(rec, &o, p.info.fence, hold);
 	/* DR4, DL14: replaced whole through the descriptor of the directory that
 	 * held our record (a rename over our own record, in our own directory,
 	 * wherever it has moved since: never into a directory at L that is
@@ -1757,7 +1806,7 @@ int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *r
 		 * (fences allocated since by attempts that were then denied do not
 		 * count), and our record still exists, at L or aside in a claim
 		 * (a barrier): neither reaped nor released. */
-		struct fence_line fl;
+		struct hf_fence_line fl;
 		rc = fence_read(fd, &fl);
 		if (rc == -ENODATA || rc == HF_EUNREADABLE ||
 		    (rc == 0 && (strcmp(fl.boot, hf_boot_id()) || fl.entered != held->fence)))

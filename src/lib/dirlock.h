@@ -9,6 +9,8 @@
 
 #include "owner.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -105,5 +107,35 @@ void hf_dirlock_unhold(int guard);
  * claims counts claims beside it); -errno on errors. Uses the default stale
  * and max-hold windows unless the record carries its own max-hold. */
 int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret);
+
+/* --- the files' formats (pure: bytes in, bytes out; fuzz/ drives them) --- */
+
+/* The owner record of me with fence and max_hold_ms into buf (at least
+ * HF_OWNER_JSON_MAX + 128 bytes), NUL-terminated; its length. */
+size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t fence,
+				int64_t max_hold_ms);
+/* A record file's len bytes (DL13): 0 and *ret (owner, fence, max_hold_ms;
+ * the rest zero, live_fd -1), or HF_EUNREADABLE. buf[len] need not be NUL. */
+int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info *ret);
+/* The token of a record as the writer starts it ({"token":"<32 hex>"),
+ * without a parse (identity checks only): true and token, or false. */
+bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1]);
+
+/* The fence counter's line (L.holdfast/fence, DL14). */
+#define HF_FENCE_LINE_MAX 120 /* bytes of a line, its newline excluded */
+struct hf_fence_line {
+	uint64_t fence, reserve;
+	char boot[HF_BOOTID_LEN + 1];
+	uint64_t entered;                 /* the fence of the last entry (DA7)      */
+};
+/* "<fence> <reserve> <boot id> <entered>\n", fixed width, into line
+ * (HF_FENCE_LINE_MAX bytes; not NUL-terminated): its length. */
+size_t hf_fence_format(char *line, const struct hf_fence_line *fl);
+/* A counter file's first n bytes: 0 and *fl, -ENODATA when empty (a new
+ * counter), HF_EUNREADABLE otherwise. */
+int hf_fence_parse(const char *buf, size_t n, struct hf_fence_line *fl);
+/* The reservation file's n bytes ("<decimal>\n"): 0 and *ret (at most
+ * 2^63-1), or HF_EUNREADABLE. */
+int hf_fence_reserve_parse(const char *buf, size_t n, uint64_t *ret);
 
 #endif

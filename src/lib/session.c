@@ -426,8 +426,15 @@ int hf_session_parse(const char *buf, size_t len, struct hf_sessionlock_record *
 	if (buf[i] == '{') {
 		rc = parse_json(buf + i, len - i, &r, why, n);
 	} else {
-		/* SL2: the legacy form is honoured, never guessed at. */
-		rc = hf_time_parse(buf + i, &r.started_ms);
+		/* SL2: the legacy form is honoured, never guessed at. Only len
+		 * bytes are ours (buf need not end in NUL): a bounded copy. */
+		char ts[80];
+		rc = -EINVAL;
+		if (len - i < sizeof ts) {
+			memcpy(ts, buf + i, len - i);
+			ts[len - i] = '\0';
+			rc = hf_time_parse(ts, &r.started_ms);
+		}
 		if (rc < 0)
 			rc = unreadable(why, n,
 					"neither a JSON record nor an ISO-8601 timestamp");

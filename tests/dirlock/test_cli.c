@@ -629,3 +629,29 @@ Test(cli, acquiring_again_what_the_script_holds_fails_at_once_naming_it)
 	free(out);
 	free(err);
 }
+
+Test(cli, numbers_and_tokens_are_refused_unless_written_as_printed)
+{
+	/* strtol took " 5" and "+5"; the --token form took "TOKEN FENCE\nanything" */
+	static const char *const bad[][3] = {
+		{ "-E", "+5", NULL }, { "-E", " 5", NULL }, { "--pid", " 1", NULL },
+		{ "--pid", "+1", NULL }, { "-w", "0x10", NULL }, { "-w", "1e3", NULL },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *err = NULL;
+		const char *argv[] = { "holdfast", "lock", "acquire", bad[i][0], bad[i][1], lock, NULL };
+		int st = hft_cli(NULL, &err, argv);
+		cr_assert_eq(st, 64, "%s '%s': exit %d: %s", bad[i][0], bad[i][1], st, err);
+		free(err);
+	}
+	char token[64];
+	uint64_t fence;
+	acquire(token, &fence, NULL);
+	char form[128], *err = NULL;
+	snprintf(form, sizeof form, "%s %" PRIu64 "\nrm -rf /", token, fence);
+	cr_assert_eq(release(form, &err), 64, "%s", err);
+	free(err);
+	snprintf(form, sizeof form, "%s %" PRIu64 "\n", token, fence);
+	cr_assert_eq(release(form, &err), 0, "the form acquire printed: %s", err);
+	free(err);
+}
