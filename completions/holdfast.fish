@@ -44,7 +44,7 @@ function __holdfast_opts -a key
         case list
             printf '%s\n' --depth= --all-scopes --json
         case flock
-            printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl
+            printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl --json
     end
 end
 

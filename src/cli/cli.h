@@ -112,6 +112,10 @@ int cli_write_out(const char *s);
  * owner_find.c. 0 and *ret_pid (its command name in comm), -ESRCH when the
  * walk reaches init or leaves the pid namespace. */
 int cli_owner_find(pid_t *ret_pid, char *comm, size_t n);
+/* For a lock standing for descriptor fd (holdfast flock FD): the topmost
+ * ancestor that has fd's file open (owner_find.c, OD1); -ENOENT when none
+ * but holdfast has it. */
+int cli_owner_find_holding(int fd, pid_t *ret_pid, char *comm, size_t n);
 
 /* `run --scope` support, implemented with the scope commands (cmd_scope.c):
  * register specs for pid under name (NULL: a generated name), delegating
