@@ -1460,6 +1460,12 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 			rc = -EDEADLK; /* DL13: it would wait for its own end */
 			break;
 		}
+		/* A live holder's release, reap or withdrawal moves L (an event on
+		 * the watch); its end, when it is a process of our pid namespace,
+		 * is a pidfd event (WT5). Barriers and unreadable records are
+		 * resolved beside L, unseen: the short backoff. */
+		if (rc == HF_EHELD)
+			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
 		if (wrc == HF_ETIMEDOUT) {
