@@ -72,6 +72,7 @@
 #include "sys.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -169,7 +170,11 @@ static uint32_t jitter_rand(void)
 	return (uint32_t)state;
 }
 
-/* 1: an event for our name on our watch arrived; 0: none (drained). */
+/* 1: an event for our name on our watch arrived; 0: none (drained). A
+ * read returns every queued event that fits: one that leaves room for the
+ * longest event drained the queue, so it is not read again until EAGAIN (a
+ * system call less on every wake-up; an event queued just after is read
+ * by the next poll, at worst one attempt more). */
 static int drain(struct hf_waiter *w)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -178,6 +183,7 @@ static int drain(struct hf_waiter *w)
 		ssize_t n = hf_sys_read(w->ifd, buf, sizeof buf);
 		if (n <= 0)
 			break;
+		bool more = (size_t)n > sizeof buf - (sizeof(struct inotify_event) + NAME_MAX + 1);
 		for (char *p = buf; p < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->mask & IN_Q_OVERFLOW)
@@ -187,6 +193,8 @@ static int drain(struct hf_waiter *w)
 				hit = 1;
 			p += sizeof *ev + ev->len;
 		}
+		if (!more)
+			break;
 	}
 	return hit;
 }

@@ -88,7 +88,15 @@
  *     verify, remove. Found nowhere: look at L once more (a reaper that took
  *     it by mistake restores it there), up to four passes while claims
  *     exist.                                                    (DL3, DL5)
- *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
+ *   Release by the holder (hf_dirlock_release_kept; hf_lock handles): the
+     directories the acquisition opened stay open until the release
+     (hf_dirlock_kept), so the release opens nothing first. If the
+     directory its live_fd pins is at L (fstat against fstatat), take L
+     into its self-claim at once and verify there the same inode; remove.
+     Not at L (moved into a claim: a barrier), or gone from the claim: the
+     release by token above. A claim holding another inode (L changed
+     hands between the look and the take) goes back (DL4).      (DL14)
+   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *     acquirer passes DA3 or DA7, taken only while the counter's last entry
  *     is the holder's and its record exists.                      (DL12)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
@@ -185,6 +193,15 @@
  *          fails at once with -EDEADLK. A bounded wait runs to its deadline
  *          (the process may release meanwhile, from another job); a caller
  *          acquiring for itself waits (another of its threads may release).
+ *   (DL14) A holder's own release identifies its lock by the inode its
+ *          live_fd pins (CL1), never by a name: its directory at L holds
+ *          no record but its own (DL1; a directory whose record was removed
+ *          was in a claim, DL3, and is never restored, DL4), so taking L
+ *          into its self-claim without reading the record first removes
+ *          only its own, and the check in the claim (the same inode) is
+ *          the verification DL3 asks for. It is DT's take-verify-remove
+ *          with the first look made by inode: the model's release
+ *          (model/dirlock.pml) is unchanged.
  *
  * Hazards
  * -------
@@ -1386,6 +1403,10 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = lfd; /* DL9: the caller's now */
+	if (o->kept) {
+		o->kept->ffd = ffd; /* closed by the release, after L moved (DL14) */
+		ffd = -1;
+	}
 	rc = 0;
 	if (stale > 0)
 		sweep(l); /* left-overs of crashes: tidy up, as the holder */
@@ -1481,6 +1502,13 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 	}
 	hf_wait_done(&w);
 	stage_drop(&l, &st);
+	if (rc == 0 && o->kept) {
+		/* DL14: the holder keeps its directories for its release */
+		o->kept->pfd = l.pfd;
+		o->kept->sfd = l.sfd;
+		o->kept->nlink_counts = l.nlink_counts;
+		l.pfd = l.sfd = -1;
+	}
 	lk_close(&l);
 	if (rc == FENCE_LOST)
 		rc = HF_EUNREADABLE;
@@ -1493,6 +1521,77 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 
 /* --- release and status ------------------------------------------------------- */
 
+/* DL14: the holder's own release. Its directory, pinned by lfd, is at L:
+ * then L's record is its own (DL1: only its attempt published into it, and
+ * a directory whose record was removed never returns to L - removals happen
+ * in a claim, DL3, and only what was verified is restored, DL4). So L is
+ * taken into the holder's self-claim at once, without reading L's record
+ * first, and verified there by the inode lfd pins (CL1: an inode number is
+ * identity while a descriptor pins it) - one fstatat instead of opening and
+ * reading the record before and after the move that wakes the waiters. On
+ * a mismatch (L changed hands between the look and the take) what was
+ * taken goes back (DL4). 1 removed, 0 not at L (the caller looks further,
+ * DT), <0. */
+static int release_own(struct lk *l, int lfd, const char *token)
+{
+	const struct role *role = ROLE(RELEASE);
+	struct stat mine, at;
+	if (hf_sys_fstat(lfd, &mine) < 0 ||
+	    hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    mine.st_dev != at.st_dev || mine.st_ino != at.st_ino)
+		return 0;
+	hf_sys_point(role->judged);
+	char claim[HF_CLAIM_NAME_MAX];
+	int rc = claim_take(l, l->pfd, l->base, token, claim, sizeof claim);
+	if (rc == -ENOENT)
+		return 0; /* moved first by someone else: look for it (DT) */
+	if (rc < 0)
+		return rc;
+	hf_sys_point(role->taken);
+	rc = hf_sys_fstatat(l->sfd, claim, &at, AT_SYMLINK_NOFOLLOW);
+	if (rc == -ENOENT)
+		return 0; /* stolen from us meanwhile (DL5): look for it */
+	if (rc < 0)
+		return rc; /* our claim stays: a barrier, swept when stale */
+	hf_sys_point(role->verified);
+	if (at.st_dev == mine.st_dev && at.st_ino == mine.st_ino)
+		return claim_remove(l, claim, role); /* DL3: verified in our claim */
+	struct place now;
+	rc = place_peek(l->sfd, claim, &now);
+	if (rc < 0)
+		return rc;
+	place_done(&now);
+	if (now.kind == REC_NONE)
+		return 0;
+	rc = claim_putback(l, claim, &now); /* DL4: not ours, back it goes */
+	return rc < 0 ? rc : 0;
+}
+
+/* Release by token (DT) on an open lock, after release_own's first try
+ * when lfd >= 0. */
+static int release_in(struct lk *l, const char *token, int lfd,
+		      struct hf_dirlock_info *reterr_holder)
+{
+	int rc = lfd >= 0 ? release_own(l, lfd, token) : 0;
+	if (rc == 0)
+		rc = withdraw(l, token, ROLE(RELEASE));
+	if (rc > 0) {
+		rc = 0;
+	} else if (rc == 0) {
+		struct place p;
+		rc = place_read(l->pfd, l->base, &p);
+		if (rc == 0 && p.kind != REC_NONE) {
+			judge(l, &p, p.ctime_ms, hf_sys_now_ms());
+			place_done(&p);
+			holder_from(reterr_holder, &p);
+			rc = HF_ENOTYOURS;
+		} else if (rc == 0) {
+			rc = HF_ENOTHELD;
+		}
+	}
+	return rc;
+}
+
 int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder)
 {
 	if (!token || !*token)
@@ -1501,22 +1600,59 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_in
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	rc = withdraw(&l, token, ROLE(RELEASE));
-	if (rc > 0) {
-		rc = 0;
-	} else if (rc == 0) {
-		struct place p;
-		rc = place_read(l.pfd, l.base, &p);
-		if (rc == 0 && p.kind != REC_NONE) {
-			judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
-			place_done(&p);
-			holder_from(reterr_holder, &p);
-			rc = HF_ENOTYOURS;
-		} else if (rc == 0) {
-			rc = HF_ENOTHELD;
+	rc = release_in(&l, token, -1, reterr_holder);
+	lk_close(&l);
+	return rc;
+}
+
+void hf_dirlock_kept_close(struct hf_dirlock_kept *k)
+{
+	if (!k)
+		return;
+	if (k->pfd >= 0)
+		hf_sys_close(k->pfd);
+	if (k->sfd >= 0)
+		hf_sys_close(k->sfd);
+	if (k->ffd >= 0)
+		hf_sys_close(k->ffd);
+	*k = HF_DIRLOCK_KEPT_NONE;
+}
+
+int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder)
+{
+	if (!held || !held->owner.token[0]) {
+		hf_dirlock_kept_close(kept);
+		return -EINVAL;
+	}
+	struct lk l;
+	int rc;
+	if (kept && kept->pfd >= 0 && kept->sfd >= 0) {
+		/* DL14: the directories the acquisition opened, for this lock */
+		rc = hf_path_split(path, l.parent, sizeof l.parent, l.base, sizeof l.base);
+		if (rc == 0 && strlen(l.base) + strlen(STATE_SUFFIX) > NAME_MAX)
+			rc = -EINVAL;
+		if (rc < 0) {
+			hf_dirlock_kept_close(kept);
+			return rc;
+		}
+		*hf_put_str(hf_put_str(l.sname, l.base), STATE_SUFFIX) = '\0';
+		l.pfd = kept->pfd;
+		l.sfd = kept->sfd;
+		l.nlink_counts = kept->nlink_counts;
+		l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
+		l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
+		kept->pfd = kept->sfd = -1; /* l's now */
+	} else {
+		rc = lk_open(&l, path, 0, 0);
+		if (rc < 0) {
+			hf_dirlock_kept_close(kept);
+			return rc;
 		}
 	}
+	rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
 	lk_close(&l);
+	hf_dirlock_kept_close(kept); /* the counter, after L moved */
 	return rc;
 }
 

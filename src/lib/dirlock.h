@@ -15,6 +15,16 @@
 #define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
 #define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
 
+/* A lock's directories (P, P/L.holdfast) and its fence counter, kept open
+ * by a holder from its acquisition to its release (hf_lock handles): the
+ * release then opens nothing before it moves L away (DL14), and the
+ * acquisition closes nothing after it entered. -1: none kept. */
+struct hf_dirlock_kept {
+	int pfd, sfd, ffd;
+	int nlink_counts;                 /* DL8, as lk_open found it             */
+};
+#define HF_DIRLOCK_KEPT_NONE ((struct hf_dirlock_kept){ -1, -1, -1, 0 })
+
 struct hf_dirlock_opts {
 	const char *path;                 /* the lock directory                     */
 	int64_t wait_ms;                  /* 0: try once; <0: forever; else deadline */
@@ -24,6 +34,9 @@ struct hf_dirlock_opts {
 	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;
+	struct hf_dirlock_kept *kept;     /* non-NULL (all -1): on success the
+					     directories stay open there, for
+					     hf_dirlock_release_kept           */
 };
 
 enum hf_dirlock_state {
@@ -80,6 +93,16 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
  * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. Any
  * process may release with the token; the holder closes its live_fd after. */
 int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder);
+/* The same by the holder itself: held is what hf_dirlock_acquire returned
+ * (its token and live_fd, still open), kept its directories (o->kept; may
+ * hold -1: opened here). When PATH is held's own directory - the inode its
+ * live_fd pins - it is moved away at once, without reading PATH's record
+ * first (DL14); else as hf_dirlock_release. Closes kept's descriptors (all
+ * -1 after), never live_fd. */
+int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder);
+/* Close what kept holds (a holder that detaches or is freed). */
+void hf_dirlock_kept_close(struct hf_dirlock_kept *kept);
 /* Commit under the lock: hold off every later acquisition of PATH while
  * the caller finishes work it did under the lock it acquired as *held (an
  * edit's rename). 0 and *ret_guard when the last entry into PATH was
