@@ -3,8 +3,10 @@
  *
  * A waiter watches the directory that changes when the lock is released
  * (the lock's parent: a release moves the lock out of it) with inotify, and
- * wakes on IN_MOVED_FROM / IN_DELETE of the lock's own name. Events for other
- * names in a busy directory are drained without waking the caller. When the
+ * wakes on IN_MOVED_FROM / IN_DELETE of the lock's own name - unless the
+ * name came back meanwhile (IN_MOVED_TO / IN_CREATE: another got it first,
+ * WT7). Events for other names in a busy directory are drained without
+ * waking the caller. When the
  * caller names the holder (hf_wait_holder) and it is a process of this pid
  * namespace, its end wakes the waiter too: a pidfd (pidfd_open(2)) polls
  * readable once the process has exited - a holder that dies leaves its lock
@@ -51,6 +53,15 @@
  *        a zombie (exited, its parent alive, still a live holder) would keep
  *        it readable, a busy loop. pidfd_open failing with ESRCH (the holder
  *        is gone already) makes the next hf_wait_next return at once.
+ *  (WT7) A drain that ends with the watched name back (IN_MOVED_TO,
+ *        IN_CREATE after its removal: another acquirer renamed its directory
+ *        in, another taker linked its record) does not end the wait: the
+ *        name's next removal is an event again, so WT2's guarantee holds
+ *        without an attempt. Only the last event of the name counts, and an
+ *        overflowed queue always ends the wait. (The herd of waiters woken
+ *        by a release then mostly goes back to sleep without an attempt.)
+ *        A new holder so skipped is not judged: its end is seen by the
+ *        cap, not by a pidfd.
  *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 25 % jitter) and
  *        none at the cap is shorter than the cap: at most one wake-up a
  *        second that is neither an event nor the deadline. The cap at once
@@ -149,7 +160,12 @@ static int arm(struct hf_waiter *w)
 	int fd = ifd_get();
 	if (fd < 0)
 		return fd;
-	int wd = hf_sys_inotify_add_watch(fd, w->dir, IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR);
+	/* WT7: a named entry's return is watched too (a removal then its
+	 * return in one drain is no reason to attempt) */
+	uint32_t mask = IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR;
+	if (w->name[0])
+		mask |= IN_MOVED_TO | IN_CREATE;
+	int wd = hf_sys_inotify_add_watch(fd, w->dir, mask);
 	if (wd < 0) {
 		ifd_put(fd);
 		return wd;
@@ -170,7 +186,8 @@ static uint32_t jitter_rand(void)
 	return (uint32_t)state;
 }
 
-/* 1: an event for our name on our watch arrived; 0: none (drained). A
+/* 1: our name was removed (its last event on our watch is a removal), or
+ * events were lost; 0: nothing that makes an attempt worth it (drained). A
  * read returns every queued event that fits: one that leaves room for the
  * longest event drained the queue, so it is not read again until EAGAIN (a
  * system call less on every wake-up; an event queued just after is read
@@ -178,7 +195,7 @@ static uint32_t jitter_rand(void)
 static int drain(struct hf_waiter *w)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int hit = 0;
+	int hit = 0, overflow = 0;
 	for (;;) {
 		ssize_t n = hf_sys_read(w->ifd, buf, sizeof buf);
 		if (n <= 0)
@@ -187,16 +204,19 @@ static int drain(struct hf_waiter *w)
 		for (char *p = buf; p < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->mask & IN_Q_OVERFLOW)
-				hit = 1;
+				overflow = 1; /* events lost: attempt */
 			else if (ev->wd == w->wd && /* WT3 */
 				 (!w->name[0] || (ev->len && !strcmp(ev->name, w->name))))
-				hit = 1;
+				/* WT7: the last event for the name decides - removed, or
+				 * back again (another acquirer's, seen by its own event
+				 * when it goes) */
+				hit = (ev->mask & (IN_MOVED_FROM | IN_DELETE)) != 0;
 			p += sizeof *ev + ev->len;
 		}
 		if (!more)
 			break;
 	}
-	return hit;
+	return hit || overflow;
 }
 
 void hf_wait_set_cancel(struct hf_waiter *w, int fd)

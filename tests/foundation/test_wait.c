@@ -178,3 +178,31 @@ Test(wait, cap_rule_is_checked)
 	disarm();
 	cr_assert_eq(hf_sys_wait_cap_ms, 0, "disarmed: the built-in cap");
 }
+
+/* WT7: the name removed and back again before the waiter drains (another
+ * acquirer got it first) is no reason to attempt: the wait goes on to the
+ * end of its slice; its next removal wakes it. */
+Test(wait, a_name_back_again_is_no_wake_up)
+{
+	char *d = hft_tmpdir(), *x;
+	cr_assert_geq(asprintf(&x, "%s/x", d), 0);
+	cr_assert_eq(mkdir(x, 0700), 0);
+	cr_assert_eq(hf_fault_inject("cap:wait:30", NULL, 0), 0);
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
+	cr_assert_eq(rmdir(x), 0);
+	cr_assert_eq(mkdir(x, 0700), 0); /* taken again before the waiter looks */
+	hf_wait_holder(&w, 0);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_TIMER, "the slice ran out; no attempt was due (%d)", w.woke);
+	cap_an_hour();
+	cr_assert_eq(rmdir(x), 0); /* gone for good: an event */
+	hf_wait_holder(&w, 0);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "woken by the removal (%d)", w.woke);
+	hf_wait_done(&w);
+	hft_rmtree(d);
+	free(x);
+	free(d);
+}
