@@ -266,6 +266,8 @@ _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (record_fo
 struct lk {
 	int pfd;                        /* P                                 */
 	int sfd;                        /* P/L.holdfast                      */
+	int ffd;                        /* its fence counter, opened once per
+					   acquisition (fence_open), or -1    */
 	char base[NAME_MAX + 1];        /* L                                 */
 	char sname[NAME_MAX + 16];      /* L.holdfast                        */
 	char parent[PATH_MAX];          /* P, for the waiter's inotify watch */
@@ -529,6 +531,9 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 
 static void lk_close(struct lk *l)
 {
+	if (l->ffd >= 0)
+		hf_sys_close(l->ffd);
+	l->ffd = -1;
 	if (l->sfd >= 0)
 		hf_sys_close(l->sfd);
 	if (l->pfd >= 0)
@@ -546,7 +551,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 {
 	/* every field, not a memset: parent is PATH_MAX bytes, and this runs
 	 * in every acquisition and release */
-	l->pfd = l->sfd = -1;
+	l->pfd = l->sfd = l->ffd = -1;
 	l->base[0] = l->sname[0] = l->parent[0] = '\0';
 	l->nlink_counts = false;
 	if (!path || !*path)
@@ -1143,17 +1148,31 @@ static int flock_bounded(int fd, int op)
 	}
 }
 
-/* DA3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f;
- * HF_EUNREADABLE with why (n bytes) when the reservation is lost. */
-static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, size_t why_n)
+/* The counter's descriptor (l->ffd), opened once per acquisition and kept
+ * across its attempts - by a waiter before it sleeps, so that the attempt
+ * after a release does not open it (and by a holder until its release,
+ * hf_dirlock_kept). Never locked between the steps that lock it. */
+static int fence_open(struct lk *l)
 {
+	if (l->ffd >= 0)
+		return l->ffd;
 	int fd = hf_sys_openat(l->sfd, FENCE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
 			       0600);
+	if (fd >= 0)
+		l->ffd = fd;
+	return fd;
+}
+
+/* DA3: f = counter + 1 under LOCK_EX. 0, *ret_f; HF_EUNREADABLE with why
+ * (n bytes) when the reservation is lost. */
+static int fence_alloc(struct lk *l, uint64_t *ret_f, char *why, size_t why_n)
+{
+	int fd = fence_open(l);
 	if (fd < 0)
 		return fd;
 	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
-		goto fail;
+		return rc;
 	struct fence_line fl;
 	const char *boot = hf_boot_id();
 	rc = fence_read(fd, &fl);
@@ -1189,13 +1208,9 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 unlock:
 	hf_sys_flock(fd, LOCK_UN);
 	if (rc < 0)
-		goto fail;
-	*ret_fd = fd;
+		return rc;
 	*ret_f = f;
 	return 0;
-fail:
-	hf_sys_close(fd);
-	return rc;
 }
 
 /* DA7: does the counter still equal f? Then record the entry (the line's
@@ -1344,13 +1359,12 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	st->fd = -1;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_MADE);
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_OPENED);
-	int ffd = -1;
 	uint64_t f = 0;
 	char rec[OWNER_MAX];
 	size_t reclen = 0;
 	const char *mine = NULL; /* our token once a record of ours may exist */
 	char why[sizeof holder->reason] = "";
-	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
+	rc = fence_alloc(l, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
@@ -1388,14 +1402,14 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
-	rc = fence_check(ffd, f); /* DA7, DL2d, DL7: the last step */
+	rc = fence_check(l->ffd, f); /* DA7, DL2d, DL7: the last step */
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = RETRY;
 		goto denied;
 	}
 	/* DL2: published (a), looked (b), read back (c), fence checked (d) */
-	assert(mine && rc == 1 && f > 0 && lfd >= 0 && "DL2");
+	assert(mine && rc == 1 && f > 0 && lfd >= 0 && l->ffd >= 0 && "DL2");
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_ENTERED);
 	memset(ret, 0, sizeof *ret);
 	ret->owner = me;
@@ -1404,8 +1418,8 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = lfd; /* DL9: the caller's now */
 	if (o->kept) {
-		o->kept->ffd = ffd; /* closed by the release, after L moved (DL14) */
-		ffd = -1;
+		o->kept->ffd = l->ffd; /* closed by the release, after L moved (DL14) */
+		l->ffd = -1;
 	}
 	rc = 0;
 	if (stale > 0)
@@ -1418,8 +1432,6 @@ withdraw:
 	withdraw_own(l, lfd, mine); /* DW1, DW2 */
 	hf_sys_close(lfd);          /* DW3 */
 out:
-	if (ffd >= 0)
-		hf_sys_close(ffd);
 	return rc;
 }
 
@@ -1487,6 +1499,9 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 		 * resolved beside L, unseen: the short backoff. */
 		if (rc == HF_EHELD)
 			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
+		if (o->wait_ms != 0)
+			fence_open(&l); /* before the sleep, not after the release
+					 * (an error is met again by the attempt) */
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
 		if (wrc == HF_ETIMEDOUT) {
@@ -1639,6 +1654,7 @@ int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held
 		*hf_put_str(hf_put_str(l.sname, l.base), STATE_SUFFIX) = '\0';
 		l.pfd = kept->pfd;
 		l.sfd = kept->sfd;
+		l.ffd = -1; /* kept->ffd is closed after L moved */
 		l.nlink_counts = kept->nlink_counts;
 		l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
 		l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
@@ -1737,7 +1753,7 @@ int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret)
 {
 	struct lk l;
 	memset(&l, 0, sizeof l);
-	l.pfd = l.sfd = -1;
+	l.pfd = l.sfd = l.ffd = -1;
 	l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
 	l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	int rc = hf_open_parent(path, &l.pfd, l.base, sizeof l.base);
