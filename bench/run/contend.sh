@@ -101,5 +101,36 @@ for row in order:
         line += f"; before: {st.median(rb) if rb else float('nan'):.2f}x, fairness {med(row,'before','fairness'):.2f}"
     print(line + "   rounds: " + " ".join(f"{x:.2f}" for x in rr))
 PY
+
+# System calls and context switches per acquisition (perf stat, one run of
+# SECS per mechanism, zero and 100 us think): robust on a busy machine, where
+# the times above are not. Skipped without perf (linux-perf) or with SYSCALLS=0.
+if [ "${SYSCALLS:-1}" = 1 ] && command -v perf >/dev/null 2>&1 &&
+	perf stat -e raw_syscalls:sys_enter -x, -o /dev/null true 2>/dev/null; then
+	echo
+	echo "system calls and context switches per acquisition (perf stat, $NPROC processes, ${SECS} s):"
+	for think in 0 100; do
+		for m in $mechs; do
+			[ "$m" = mkdir ] && continue
+			bin=$CONTEND mech=$m
+			[ "$m" = before ] && bin=$CONTEND_BEFORE mech=holdfast
+			mkdir -p "$work/sc-$m"
+			perf stat -e raw_syscalls:sys_enter,context-switches -x, -o "$work/perf.txt" \
+				"$bin" "$mech" "$NPROC" "$SECS" "$work/sc-$m" "$think" >"$work/sc.json" || bad=1
+			python3 - "$work/sc.json" "$work/perf.txt" "$m" "$think" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = {}
+for l in open(sys.argv[2]):
+    f = l.strip().split(",")
+    if len(f) > 2 and f[0].isdigit():
+        c[f[2]] = int(f[0])
+n = d["acq_per_s"] * d["secs"] or 1
+print(f"  think {sys.argv[4]:>3} us  {sys.argv[3]:<10}{c.get('raw_syscalls:sys_enter', 0) / n:8.1f} syscalls"
+      f"{c.get('context-switches', 0) / n:7.2f} switches")
+PY
+		done
+	done
+fi
 [ "$bad" = 0 ] || echo "contend: a run failed or found two holders at once (see above)"
 exit $bad
