@@ -104,6 +104,7 @@ for b in "${bins[@]}"; do
 	row "edit, $tag" "$bin" edit "$work/F" -- cat
 done
 row "library: hf_lock_acquire" "$WAITER" lock "$work/L"
+row "library: hf_lock_acquire in 1 s slices" "$WAITER" slices "$work/L"
 row "library: hf_session_take" "$WAITER" session "$work/tree/.session.lock" other
 row "library: hf_scope_register" "$WAITER" scope "$HOLDFAST_REGISTRY" pod-w "$work/scoped:write"
 
