@@ -6,11 +6,10 @@
  * wakes on IN_MOVED_FROM / IN_DELETE of the lock's own name - unless the
  * name came back meanwhile (IN_MOVED_TO / IN_CREATE: another got it first,
  * WT7). Events for other names in a busy directory are drained without
- * waking the caller. When the
- * caller names the holder (hf_wait_holder) and it is a process of this pid
- * namespace, its end wakes the waiter too: a pidfd (pidfd_open(2)) polls
- * readable once the process has exited - a holder that dies leaves its lock
- * behind, which no inotify event says.
+ * waking the caller. When the caller names the holder (hf_wait_holder) and
+ * it is a process of this pid namespace, its end wakes the waiter too: a
+ * pidfd (pidfd_open(2)) polls readable once the process has exited - a
+ * holder that dies leaves its lock behind, which no inotify event says.
  *
  * What neither can see - a holder in another pid namespace or on another
  * host that died, a release on another host sharing the file system - is
@@ -53,6 +52,11 @@
  *        a zombie (exited, its parent alive, still a live holder) would keep
  *        it readable, a busy loop. pidfd_open failing with ESRCH (the holder
  *        is gone already) makes the next hf_wait_next return at once.
+ *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 25 % jitter) and
+ *        none at the cap is shorter than the cap: at most one wake-up a
+ *        second that is neither an event nor the deadline. The cap at once
+ *        only after hf_wait_holder and with the watch in place (WT2: a
+ *        release is then an event).
  *  (WT7) A drain that ends with the watched name back (IN_MOVED_TO,
  *        IN_CREATE after its removal: another acquirer renamed its directory
  *        in, another taker linked its record) does not end the wait: the
@@ -62,17 +66,13 @@
  *        by a release then mostly goes back to sleep without an attempt.)
  *        A new holder so skipped is not judged: its end is seen by the
  *        cap, not by a pidfd.
- *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 25 % jitter) and
- *        none at the cap is shorter than the cap: at most one wake-up a
- *        second that is neither an event nor the deadline. The cap at once
- *        only after hf_wait_holder and with the watch in place (WT2: a
- *        release is then an event).
  *
  * Hazards:
  *  - Each thread that ever waited keeps one inotify fd (close-on-exec) until
  *    it exits; a thread that exits leaks it.
- *  - Every waiter on one lock wakes on each release and tries (a thundering
- *    herd of N-1 attempts per handoff).
+ *  - Every waiter on one lock wakes on each release (a thundering herd of
+ *    N-1 wake-ups per handoff); those that find the name taken again by the
+ *    time they drain go back to sleep (WT7), the others attempt.
  *  - A holder in another pid namespace or on another host that dies is seen
  *    up to a second late (no pidfd of it); so is a zombie holder collected
  *    by its parent without a release (the pidfd fired when it exited).
