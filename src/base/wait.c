@@ -50,8 +50,11 @@
  *        at most a wake-up or the cap, never a verdict. A pidfd that fired
  *        is closed and its pid not watched again while it stays the holder:
  *        a zombie (exited, its parent alive, still a live holder) would keep
- *        it readable, a busy loop. pidfd_open failing with ESRCH (the holder
- *        is gone already) makes the next hf_wait_next return at once.
+ *        it readable, a busy loop. It is opened once a sleep has lasted
+ *        PIDFD_AFTER_MS (10 ms) without an event - a contended handoff
+ *        costs no pidfd, an idle waiter one wake-up more per holder and its
+ *        holder's death is seen at most that much later; pidfd_open failing
+ *        with ESRCH (the holder is gone already) ends the wait at once.
  *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 25 % jitter) and
  *        none at the cap is shorter than the cap: at most one wake-up a
  *        second that is neither an event nor the deadline. The cap at once
@@ -90,6 +93,7 @@
 #include <unistd.h>
 
 #define BACKOFF_MAX_US 1000000 /* WT6: at most one wake-up a second */
+#define PIDFD_AFTER_MS 10      /* WT5: a sleep this long watches the holder */
 
 /* The cap: 1 s, or a fault engine's cap:wait rule (tests). */
 static int64_t cap_us(void)
@@ -237,6 +241,8 @@ static int cancelled(const struct hf_waiter *w)
 	return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
+#define PIDFD_UNAVAILABLE (-3) /* pidfd_open refused (ENOSYS, EMFILE...) */
+
 static void pidfd_drop(struct hf_waiter *w)
 {
 	if (w->pidfd >= 0)
@@ -248,19 +254,33 @@ static void pidfd_drop(struct hf_waiter *w)
 void hf_wait_holder(struct hf_waiter *w, pid_t pid)
 {
 	w->steady = 1;
-	if (pid == w->pid && (pid <= 0 || w->pidfd >= 0))
-		return; /* the same holder: its pidfd is open already */
+	if (pid == w->pid)
+		return; /* the same holder: its pidfd (open or due) stays */
 	pidfd_drop(w);
 	if (pid <= 0 || pid == w->spent || w->deadline_ns == 0)
 		return; /* WT5: a pid whose pidfd fired stays unwatched */
 	w->spent = 0;
-	int fd = hf_sys_pidfd_open(pid);
-	w->pid = pid;
-	if (fd >= 0)
+	w->pid = pid; /* its pidfd is opened once a sleep lasts (WT5) */
+}
+
+/* Open the holder's pidfd, due since hf_wait_holder: 0 (open, or none to
+ * be had), 1 when the holder is gone already (ESRCH: attempt now, WT5). */
+static int pidfd_arm(struct hf_waiter *w)
+{
+	if (w->pid <= 0 || w->pidfd != -1)
+		return 0;
+	int fd = hf_sys_pidfd_open(w->pid);
+	if (fd >= 0) {
 		w->pidfd = fd;
-	else if (fd == -ESRCH)
-		w->pidfd = -2; /* WT5: gone already - the next wait returns at once */
-	/* other errors (-ENOSYS, -EMFILE, ...): the cap sees its end */
+		return 0;
+	}
+	if (fd == -ESRCH) {
+		w->spent = w->pid;
+		pidfd_drop(w);
+		return 1;
+	}
+	w->pidfd = PIDFD_UNAVAILABLE; /* -ENOSYS, -EMFILE: the cap sees its end */
+	return 0;
 }
 
 int hf_wait_next(struct hf_waiter *w)
@@ -285,12 +305,6 @@ int hf_wait_next(struct hf_waiter *w)
 			return HF_ETIMEDOUT; /* WT1 */
 		left_ms = (left_ns + 999999) / 1000000;
 	}
-	if (w->pidfd == -2) {
-		w->pidfd = -1;
-		w->spent = w->pid; /* WT5: its end was seen; attempt now */
-		w->woke = HF_WOKE_HOLDER_END;
-		return 0;
-	}
 	/* this slice: the backoff with +-25 % jitter, at the cap +0..25 % (WT6) */
 	int64_t cap = cap_us();
 	int64_t b = w->backoff_us < cap ? w->backoff_us : cap;
@@ -311,27 +325,45 @@ int hf_wait_next(struct hf_waiter *w)
 	assert((left_ms < 0 || sleep_ms <= left_ms) && sleep_ms >= 0 && "WT1");
 	assert(sleep_ms <= cap / 1000 * 5 / 4 + 1 && "WT6");
 	w->woke = HF_WOKE_TIMER;
-	if (w->ifd < 0 && w->cancel_fd < 0 && w->pidfd < 0) {
+	bool due = w->pid > 0 && w->pidfd == -1; /* a pidfd to open (WT5) */
+	if (w->ifd < 0 && w->cancel_fd < 0 && w->pidfd < 0 && !due) {
 		int rc = hf_sys_sleep_ms(sleep_ms);
 		return rc < 0 ? rc : 0;
 	}
 	int64_t end = hf_sys_mono_ns() + sleep_ms * 1000000LL;
 	for (;;) {
+		/* WT5: the first PIDFD_AFTER_MS without the holder's pidfd - a
+		 * contended handoff is over sooner, and opens none */
+		int slice = (int)sleep_ms;
+		if (due && slice > PIDFD_AFTER_MS)
+			slice = PIDFD_AFTER_MS;
 		/* the watch, the cancel fd and the holder's pidfd (-1 is ignored
 		 * by poll) */
 		struct pollfd p[3] = { { .fd = w->ifd, .events = POLLIN },
 				       { .fd = w->cancel_fd, .events = POLLIN },
-				       { .fd = w->pidfd, .events = POLLIN } };
-		int rc = hf_sys_poll(p, 3, (int)sleep_ms);
+				       { .fd = w->pidfd >= 0 ? w->pidfd : -1, .events = POLLIN } };
+		int rc = hf_sys_poll(p, 3, slice);
 		if (rc < 0 && rc != -EINTR)
 			return rc;
+		if (rc <= 0 && due) {
+			due = false;
+			if (pidfd_arm(w)) {
+				w->woke = HF_WOKE_HOLDER_END;
+				return 0; /* gone already: attempt now (WT5) */
+			}
+			int64_t rest_ns = end - hf_sys_mono_ns();
+			if (rest_ns <= 0)
+				return 0;
+			sleep_ms = (rest_ns + 999999) / 1000000;
+			continue; /* the rest of the slice, the pidfd watched */
+		}
 		if (rc <= 0)
 			return 0; /* backoff elapsed: try again */
 		if (p[1].revents & POLLNVAL)
 			return -EBADF; /* closed under us */
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
 			return HF_ECANCELED; /* WT4 */
-		if (p[2].revents) {
+		if (p[2].fd >= 0 && p[2].revents) {
 			w->spent = w->pid; /* WT5: once; a zombie stays readable */
 			pidfd_drop(w);
 			w->woke = HF_WOKE_HOLDER_END;

@@ -20,8 +20,8 @@ struct hf_waiter {
 	int cancel_fd;         /* readable: stop (HF_ECANCELED); -1 none       */
 	unsigned tries;
 	int steady;            /* hf_wait_holder since the last sleep (WT6)    */
-	int pidfd;             /* the holder's pidfd (WT5), or -1              */
-	pid_t pid;             /* the process pidfd is of (0: none)            */
+	int pidfd;             /* the holder's pidfd (WT5); -1 not (yet) open  */
+	pid_t pid;             /* the holder to watch (0: none)                */
 	pid_t spent;           /* a pid whose pidfd fired: not watched again   */
 	int woke;              /* why the last hf_wait_next returned 0: HF_WOKE_* */
 };
@@ -53,7 +53,7 @@ int hf_wait_next(struct hf_waiter *w);
  * the whole cap (WT6). pid > 0: that holder is a process of this pid
  * namespace on this kernel; its end wakes the waiter too (a pidfd, WT5).
  * Not called (a barrier, an unreadable record): the short backoff. Costs
- * no system call while the holder stays the same process. */
+ * no system call: the pidfd is opened by a sleep that lasts (WT5). */
 void hf_wait_holder(struct hf_waiter *w, pid_t pid);
 /* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */

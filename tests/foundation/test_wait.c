@@ -126,9 +126,10 @@ Test(wait, the_holders_end_wakes_the_waiter_once)
 	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
 	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
 	hf_wait_holder(&w, pid);
-	cr_assert_geq(w.pidfd, 0, "a pidfd of the holder");
+	cr_assert_eq(w.pid, pid, "the holder to watch");
+	cr_assert_eq(w.pidfd, -1, "its pidfd is opened by a sleep that lasts, not before");
 	hf_wait_holder(&w, pid);
-	cr_assert_geq(w.pidfd, 0, "the same holder: the same pidfd");
+	cr_assert_eq(w.pid, pid, "the same holder");
 	cr_assert_eq(kill(pid, SIGKILL), 0); /* left a zombie: we do not reap it yet */
 	cr_assert_eq(hf_wait_next(&w), 0);
 	cr_assert_eq(w.woke, HF_WOKE_HOLDER_END, "woken by the holder's end (%d)", w.woke);
@@ -136,7 +137,7 @@ Test(wait, the_holders_end_wakes_the_waiter_once)
 	/* WT5: the zombie's pidfd would stay readable: it is not watched again,
 	 * so the next wait sleeps its slice (a short cap here) - no busy loop */
 	hf_wait_holder(&w, pid);
-	cr_assert_eq(w.pidfd, -1, "a holder whose end was seen is not watched again");
+	cr_assert_eq(w.pid, 0, "a holder whose end was seen is not watched again");
 	cr_assert_eq(hf_fault_inject("cap:wait:20", NULL, 0), 0);
 	cr_assert_eq(hf_wait_next(&w), 0);
 	cr_assert_eq(w.woke, HF_WOKE_TIMER, "slept its slice (%d)", w.woke);
@@ -202,6 +203,33 @@ Test(wait, a_name_back_again_is_no_wake_up)
 	cr_assert_eq(hf_wait_next(&w), 0);
 	cr_assert_eq(w.woke, HF_WOKE_EVENT, "woken by the removal (%d)", w.woke);
 	hf_wait_done(&w);
+	hft_rmtree(d);
+	free(x);
+	free(d);
+}
+
+/* WT5: a release that comes before the sleep has lasted (a contended
+ * handoff) ends the wait without a pidfd ever opened. */
+Test(wait, a_quick_release_opens_no_pidfd)
+{
+	char *d = hft_tmpdir(), *x;
+	cr_assert_geq(asprintf(&x, "%s/x", d), 0);
+	cr_assert_eq(mkdir(x, 0700), 0);
+	cap_an_hour();
+	int wr;
+	pid_t pid = blocked_child(&wr); /* a live holder */
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
+	hf_wait_holder(&w, pid);
+	cr_assert_eq(rmdir(x), 0); /* released: queued before the poll */
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
+	cr_assert_eq(w.pidfd, -1, "no pidfd was opened for a handoff this quick");
+	hf_wait_done(&w);
+	close(wr);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	hft_rmtree(d);
 	free(x);
 	free(d);
