@@ -14,7 +14,8 @@
  * What neither can see - a holder in another pid namespace or on another
  * host that died, a release on another host sharing the file system - is
  * seen by the next attempt after a backoff: quadratic from 1 ms (n^2 ms
- * before the nth sleep), +-25 % jitter, capped at 1 s. A refusal by a
+ * before the nth sleep), +-25 % jitter, capped at 1 s (+0..50 % jitter
+ * there: 1 to 1.5 s, about 0.8 wake-ups a second). A refusal by a
  * holder (hf_wait_holder) with the watch in place sleeps the cap at once:
  * its release is an event, so shorter sleeps would only be wake-ups that
  * find nothing. The short steps remain for what the watch does not cover:
@@ -50,12 +51,14 @@
  *        at most a wake-up or the cap, never a verdict. A pidfd that fired
  *        is closed and its pid not watched again while it stays the holder:
  *        a zombie (exited, its parent alive, still a live holder) would keep
- *        it readable, a busy loop. It is opened once a sleep has lasted
- *        PIDFD_AFTER_MS (10 ms) without an event - a contended handoff
- *        costs no pidfd, an idle waiter one wake-up more per holder and its
- *        holder's death is seen at most that much later; pidfd_open failing
- *        with ESRCH (the holder is gone already) ends the wait at once.
- *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 25 % jitter) and
+ *        it readable, a busy loop. It is opened before the sleep - except
+ *        while the lock changes hands quickly (the last wait ended by an
+ *        event within PIDFD_AFTER_MS, 10 ms): then once the sleep has
+ *        lasted that long, so a contended handoff costs no pidfd; pidfd_open
+ *        failing with ESRCH (the holder is gone already) ends the wait at
+ *        once. A new wait (a CLI re-entering its wait each second) opens it
+ *        before its first sleep: no wake-up more.
+ *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 50 % jitter) and
  *        none at the cap is shorter than the cap: at most one wake-up a
  *        second that is neither an event nor the deadline. The cap at once
  *        only after hf_wait_holder and with the watch in place (WT2: a
@@ -140,6 +143,7 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
 	w->pid = 0;
 	w->spent = 0;
 	w->woke = HF_WOKE_NONE;
+	w->quick = 0;
 	w->name[0] = '\0';
 	w->dir[0] = '\0';
 	if (wait_ms == 0) {
@@ -305,14 +309,14 @@ int hf_wait_next(struct hf_waiter *w)
 			return HF_ETIMEDOUT; /* WT1 */
 		left_ms = (left_ns + 999999) / 1000000;
 	}
-	/* this slice: the backoff with +-25 % jitter, at the cap +0..25 % (WT6) */
+	/* this slice: the backoff with +-25 % jitter, at the cap +0..50 % (WT6) */
 	int64_t cap = cap_us();
 	int64_t b = w->backoff_us < cap ? w->backoff_us : cap;
 	if (w->steady && w->ifd >= 0)
 		b = cap; /* WT6: a release is an event (WT2) */
 	int64_t j = (int64_t)(jitter_rand() % (uint32_t)(b / 2 + 1)) - b / 4;
-	if (b >= cap && j < 0)
-		j = -j;
+	if (b >= cap)
+		j += b / 4; /* WT6: never shorter than the cap */
 	int64_t sleep_ms = (b + j + 999) / 1000;
 	if (sleep_ms < 1)
 		sleep_ms = 1;
@@ -323,17 +327,26 @@ int hf_wait_next(struct hf_waiter *w)
 	if (left_ms >= 0 && sleep_ms > left_ms)
 		sleep_ms = left_ms; /* WT1 */
 	assert((left_ms < 0 || sleep_ms <= left_ms) && sleep_ms >= 0 && "WT1");
-	assert(sleep_ms <= cap / 1000 * 5 / 4 + 1 && "WT6");
+	assert(sleep_ms <= cap / 1000 * 3 / 2 + 1 && "WT6");
 	w->woke = HF_WOKE_TIMER;
 	bool due = w->pid > 0 && w->pidfd == -1; /* a pidfd to open (WT5) */
+	if (due && !w->quick) {
+		due = false; /* not changing hands quickly: watch it now (WT5) */
+		if (pidfd_arm(w)) {
+			w->woke = HF_WOKE_HOLDER_END;
+			return 0;
+		}
+	}
 	if (w->ifd < 0 && w->cancel_fd < 0 && w->pidfd < 0 && !due) {
 		int rc = hf_sys_sleep_ms(sleep_ms);
 		return rc < 0 ? rc : 0;
 	}
-	int64_t end = hf_sys_mono_ns() + sleep_ms * 1000000LL;
+	int64_t start = hf_sys_mono_ns(), end = start + sleep_ms * 1000000LL;
+	w->quick = 0;
 	for (;;) {
-		/* WT5: the first PIDFD_AFTER_MS without the holder's pidfd - a
-		 * contended handoff is over sooner, and opens none */
+		/* WT5: while the lock changes hands quickly, the first
+		 * PIDFD_AFTER_MS without the holder's pidfd - a contended handoff
+		 * is over sooner, and opens none */
 		int slice = (int)sleep_ms;
 		if (due && slice > PIDFD_AFTER_MS)
 			slice = PIDFD_AFTER_MS;
@@ -371,6 +384,9 @@ int hf_wait_next(struct hf_waiter *w)
 		}
 		if (w->ifd >= 0 && drain(w)) {
 			w->woke = HF_WOKE_EVENT;
+			/* WT5: the lock changes hands quickly - the next sleep opens
+			 * the next holder's pidfd only if it lasts */
+			w->quick = hf_sys_mono_ns() - start < PIDFD_AFTER_MS * 1000000LL;
 			return 0;
 		}
 		if (w->ifd < 0)

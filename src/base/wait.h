@@ -24,6 +24,7 @@ struct hf_waiter {
 	pid_t pid;             /* the holder to watch (0: none)                */
 	pid_t spent;           /* a pid whose pidfd fired: not watched again   */
 	int woke;              /* why the last hf_wait_next returned 0: HF_WOKE_* */
+	int quick;             /* the last sleep ended by an event within 10 ms */
 };
 
 /* Why a wait returned 0 (struct hf_waiter.woke; tests look). */
@@ -38,8 +39,8 @@ enum { HF_WOKE_NONE, HF_WOKE_ARMED, HF_WOKE_TIMER, HF_WOKE_EVENT, HF_WOKE_HOLDER
 int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t wait_ms);
 /* Block until the watched entry is removed, the holder named by
  * hf_wait_holder ends, the backoff elapses, or the deadline. The backoff:
- * quadratic from 1 ms, +-25 % jitter, capped at 1 s (never shorter than 1 s
- * once at the cap: at most one wake-up a second, WT6); after hf_wait_holder
+ * quadratic from 1 ms, +-25 % jitter, capped at 1 s (1 to 1.5 s once at the
+ * cap: at most one wake-up a second, WT6); after hf_wait_holder
  * with the watch in place it is the cap at once - a release is an event and
  * a holder's end a pidfd event, so the cap only bounds what neither can see
  * (a holder in another pid namespace or on another host that died, a
@@ -53,7 +54,7 @@ int hf_wait_next(struct hf_waiter *w);
  * the whole cap (WT6). pid > 0: that holder is a process of this pid
  * namespace on this kernel; its end wakes the waiter too (a pidfd, WT5).
  * Not called (a barrier, an unreadable record): the short backoff. Costs
- * no system call: the pidfd is opened by a sleep that lasts (WT5). */
+ * no system call: the pidfd is opened by the sleep (WT5). */
 void hf_wait_holder(struct hf_waiter *w, pid_t pid);
 /* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */

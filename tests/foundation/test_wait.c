@@ -208,7 +208,10 @@ Test(wait, a_name_back_again_is_no_wake_up)
 	free(d);
 }
 
-/* WT5: a release that comes before the sleep has lasted (a contended
+/* WT5: a first wait watches its holder before it sleeps (a CLI re-entering
+ * its wait pays no wake-up more); while the lock then changes hands
+ * quickly (a wait ended by an event within 10 ms), the next holder's pidfd
+ * is opened only once a sleep lasts - a release before that (a contended
  * handoff) ends the wait without a pidfd ever opened. */
 Test(wait, a_quick_release_opens_no_pidfd)
 {
@@ -216,20 +219,29 @@ Test(wait, a_quick_release_opens_no_pidfd)
 	cr_assert_geq(asprintf(&x, "%s/x", d), 0);
 	cr_assert_eq(mkdir(x, 0700), 0);
 	cap_an_hour();
-	int wr;
-	pid_t pid = blocked_child(&wr); /* a live holder */
+	int wr1, wr2;
+	pid_t p1 = blocked_child(&wr1), p2 = blocked_child(&wr2); /* live holders */
 	struct hf_waiter w;
 	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
 	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
-	hf_wait_holder(&w, pid);
+	hf_wait_holder(&w, p1);
 	cr_assert_eq(rmdir(x), 0); /* released: queued before the poll */
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
+	cr_assert_geq(w.pidfd, 0, "a first wait watched its holder before it slept");
+	cr_assert_eq(mkdir(x, 0700), 0); /* the next holder, p2, takes it ... */
+	hf_wait_holder(&w, p2);
+	cr_assert_eq(w.pidfd, -1, "p1's pidfd went with p1");
+	cr_assert_eq(rmdir(x), 0); /* ... and hands it on at once */
 	cr_assert_eq(hf_wait_next(&w), 0);
 	cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
 	cr_assert_eq(w.pidfd, -1, "no pidfd was opened for a handoff this quick");
 	hf_wait_done(&w);
-	close(wr);
+	close(wr1);
+	close(wr2);
 	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert_eq(waitpid(p1, &st, 0), p1);
+	cr_assert_eq(waitpid(p2, &st, 0), p2);
 	hft_rmtree(d);
 	free(x);
 	free(d);
