@@ -186,11 +186,13 @@ void hf_rec_free(hf_rec *r);
 enum hf_opt {
 	HF_OPT_WAIT_MS = 1,    /* lock, session, scope: 0 try once (default); <0
 	                          wait forever; >0 wait at most that. A wait wakes
-	                          on the release (inotify), and otherwise on a
-	                          backoff growing to 250 ms +-25 % (100 ms where
-	                          inotify is missing) that sees what inotify
-	                          cannot: a holder that died, a release made
-	                          on another host                                */
+	                          on the release (inotify), on the end of a
+	                          holder of this pid namespace (a pidfd), and
+	                          otherwise at most once a second: a backoff
+	                          capped at 1 s (from 1 ms where the release is
+	                          not seen: barriers, no inotify) that sees what
+	                          neither can - a holder in another namespace
+	                          that died, a release made on another host     */
 	HF_OPT_STALE_MS,       /* lock: a record-less lock's window (default
 	                          60 s); session: a session's age before it is
 	                          stale (default 90 min)                         */
@@ -516,7 +518,8 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *value);
  * wait that timed out or was cancelled, the last one ("conflict", "held").
  * With HF_OPT_WAIT_MS, HF_EHELD and HF_ECONFLICT are waited out: each
  * attempt is a whole registration, woken when the registry file changes
- * (inotify on its directory) or after a backoff of at most 100 ms (a holder
+ * (inotify on its directory), when the holder's process ends (a pidfd, in
+ * this pid namespace) or after a backoff of at most 1 s (a holder elsewhere
  * that dies changes nothing there: the next attempt reaps it). */
 int hf_scope_register(hf_scope *s);
 /* Release the pod name's registration (this handle's, or - after _new and

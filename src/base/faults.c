@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { RULE_FAIL = 1, RULE_PAUSE, RULE_CRASH, RULE_SKEW };
+enum { RULE_FAIL = 1, RULE_PAUSE, RULE_CRASH, RULE_SKEW, RULE_CAP };
 
 #define POINT_ALL_CALLS (-2) /* "*" */
 
@@ -29,7 +29,7 @@ struct rule {
 	unsigned long hits;
 	int err;
 	int persist;
-	int64_t skew_ms;       /* RULE_SKEW                                  */
+	int64_t skew_ms;       /* RULE_SKEW; RULE_CAP: the cap               */
 };
 
 #define MAX_RULES 16
@@ -99,9 +99,23 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 		r->kind = RULE_CRASH;
 	else if (!strcmp(f[0], "skew"))
 		r->kind = RULE_SKEW;
+	else if (!strcmp(f[0], "cap"))
+		r->kind = RULE_CAP;
 	else
-		return refuse(why, wn, "rule '%s': kind '%s' is not fail, pause, crash or skew",
+		return refuse(why, wn, "rule '%s': kind '%s' is not fail, pause, crash, skew or cap",
 			      whole, f[0]);
+	if (r->kind == RULE_CAP) {
+		/* cap:wait:MS, MS > 0 */
+		char *end;
+		if (strcmp(f[1], "wait") || nf != 3 || !*f[2])
+			return refuse(why, wn, "rule '%s': cap:wait:MS", whole);
+		errno = 0;
+		long long ms = strtoll(f[2], &end, 10);
+		if (*end || errno || ms <= 0 || ms > 86400000)
+			return refuse(why, wn, "rule '%s': MS is not 1 to 86400000 ms", whole);
+		r->skew_ms = ms;
+		return 0;
+	}
 	if (r->kind == RULE_SKEW) {
 		/* skew:wall:MS, MS signed */
 		if (strcmp(f[1], "wall") || nf != 3 || !*f[2])
@@ -191,7 +205,7 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 {
 	struct rule tmp[MAX_RULES];
 	int n = 0;
-	int64_t skew = 0;
+	int64_t skew = 0, cap = 0;
 	if (spec && *spec) {
 		char buf[1024];
 		if (strlen(spec) >= sizeof buf)
@@ -208,6 +222,8 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 				return rc; /* FA2 */
 			if (tmp[n].kind == RULE_SKEW)
 				skew += tmp[n].skew_ms; /* not a counted rule: it sets the offset */
+			else if (tmp[n].kind == RULE_CAP)
+				cap = tmp[n].skew_ms; /* not counted either: it sets the cap */
 			else
 				n++;
 		}
@@ -215,6 +231,7 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 	memcpy(rules, tmp, sizeof(struct rule) * (size_t)n);
 	nrules = n;
 	hf_sys_wall_skew_ms = skew;
+	hf_sys_wait_cap_ms = cap;
 	hf_sys_hook = n > 0 ? hook : NULL;
 	return 0;
 }

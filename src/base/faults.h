@@ -15,7 +15,11 @@
  *   skew:wall:MS                  add MS (signed) to every wall-clock read
  *                                 of this process: a clock that disagrees
  *                                 with the machine's (CLOCK_BOOTTIME and
- *                                 CLOCK_MONOTONIC are left alone).
+ *                                 CLOCK_MONOTONIC are left alone);
+ *   cap:wait:MS                   the waiters' backoff cap is MS (> 0) instead
+ *                                 of 1 s: with an hour, a waiter wakes only
+ *                                 on an event (a release, its holder's end,
+ *                                 a cancel) or its deadline.
  *
  * CALL and POINT are names of points.def ("open", "dirlock.acquire.made"),
  * or "*" for every system call (never a named point, so "crash:*:N" is

@@ -45,6 +45,7 @@
 
 int (*hf_sys_hook)(enum hf_point point);
 int64_t hf_sys_wall_skew_ms;
+int64_t hf_sys_wait_cap_ms;
 
 static const char *const point_names[HF_PT_COUNT] = {
 #define HF_CALL(id, name) [HF_PT_##id] = name,

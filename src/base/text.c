@@ -19,6 +19,12 @@
  *  (TX5) hf_parse_u64 accepts decimal digits only: no sign, no white
  *        space, no "0x", nothing after them; a value past max is -ERANGE,
  *        never wrapped.
+ *  (TX6) Random bytes (tokens, unique names) come from getrandom(2) through
+ *        a per-thread pool of POOL bytes, each byte handed out once: a
+ *        token or name costs no system call but every POOL/n-th, and a
+ *        forked child never hands out its parent's bytes (the pool is
+ *        emptied in the child, pthread_atfork). An error of getrandom is
+ *        the caller's, and leaves the pool empty.
  */
 #include "text.h"
 
@@ -26,15 +32,49 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#define POOL 256
+static __thread unsigned char pool[POOL];
+static __thread size_t pool_left; /* the last pool_left bytes are unused */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_forget(void)
+{
+	pool_left = 0; /* TX6: the child's pool is not the parent's */
+}
+
+static void pool_init(void)
+{
+	pthread_atfork(NULL, NULL, pool_forget);
+}
+
+/* n random bytes (n <= POOL) into out: 0 or -errno (TX6). */
+static int pool_take(unsigned char *out, size_t n)
+{
+	pthread_once(&pool_once, pool_init);
+	if (pool_left < n) {
+		pool_left = 0;
+		int rc = hf_sys_getrandom(pool, POOL);
+		if (rc < 0)
+			return rc;
+		pool_left = POOL;
+	}
+	unsigned char *from = pool + POOL - pool_left;
+	memcpy(out, from, n);
+	memset(from, 0, n); /* handed out once */
+	pool_left -= n;
+	return 0;
+}
 
 int hf_random_hex(char *buf, size_t nbytes)
 {
 	unsigned char raw[64];
 	if (nbytes > sizeof raw)
 		return -EINVAL;
-	int rc = hf_sys_getrandom(raw, nbytes);
+	int rc = pool_take(raw, nbytes);
 	if (rc < 0)
 		return rc;
 	static const char hex[] = "0123456789abcdef";

@@ -111,6 +111,15 @@
  *     and puts the renewed one back (DL14); one that judged it before DR4
  *     and removed it after leaves DR4 nothing (-ENOENT: HF_ELOST).
  *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
+ *   Release by the holder (hf_dirlock_release_kept; hf_lock handles): the
+     directories the acquisition opened stay open until the release
+     (hf_dirlock_kept), so the release opens nothing first. If the
+     directory its live_fd pins is at L (fstat against fstatat), take L
+     into its self-claim at once and verify there the same inode; remove.
+     Not at L (moved into a claim: a barrier), or gone from the claim: the
+     release by token above. A claim holding another inode (L changed
+     hands between the look and the take) goes back (DL4).      (DL17)
+   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *     acquirer passes DA3 or DA7, taken only while the counter's last entry
  *     is the holder's and its record exists.                      (DL12)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
@@ -224,6 +233,19 @@
  *   (DL16) The state directory appears complete, with its .gitignore: made
  *          under a temporary name beside L and renamed to L.holdfast with
  *          RENAME_NOREPLACE (EEXIST: another made it first; ours goes).
+ *   (DL17) A holder's own release identifies its lock by the inode its
+ *          live_fd pins (CL1), never by a name: its directory at L holds
+ *          no record but its own (DL1; a directory whose record was removed
+ *          was in a claim, DL3, and is never restored, DL4), so taking L
+ *          into its self-claim without reading the record first removes
+ *          only its own, and the check in the claim (the same inode) is
+ *          the verification DL3 asks for. It is DT's take-verify-remove
+ *          with the first look made by inode: the model's release
+ *          (model/dirlock.pml) is unchanged.
+ *   (DL18) A fence counter is read only in the form its writer writes
+ *          (hf_fence_parse / hf_fence_format): decimal fields, fence <=
+ *          reserve <= FENCE_MAX, entered <= fence; anything else is
+ *          unreadable, never a number taken from junk.
  *
  * Hazards
  * -------
@@ -294,6 +316,8 @@ _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (hf_dirloc
 struct lk {
 	int pfd;                        /* P                                 */
 	int sfd;                        /* P/L.holdfast                      */
+	int ffd;                        /* its fence counter, opened once per
+					   acquisition (fence_open), or -1    */
 	char base[NAME_MAX + 1];        /* L                                 */
 	char sname[NAME_MAX + 16];      /* L.holdfast                        */
 	char parent[PATH_MAX];          /* P, for the waiter's inotify watch */
@@ -580,6 +604,9 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 
 static void lk_close(struct lk *l)
 {
+	if (l->ffd >= 0)
+		hf_sys_close(l->ffd);
+	l->ffd = -1;
 	if (l->sfd >= 0)
 		hf_sys_close(l->sfd);
 	if (l->pfd >= 0)
@@ -634,7 +661,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 {
 	/* every field, not a memset: parent is PATH_MAX bytes, and this runs
 	 * in every acquisition and release */
-	l->pfd = l->sfd = -1;
+	l->pfd = l->sfd = l->ffd = -1;
 	l->base[0] = l->sname[0] = l->parent[0] = '\0';
 	l->nlink_counts = false;
 	if (!path || !*path)
@@ -1145,7 +1172,7 @@ static int fence_u64(const char **pp, char stop, uint64_t *ret)
 	return 0;
 }
 
-/* DL14: what a counter is - its first line "<fence> <reserve> <boot id>
+/* DL18: what a counter is - its first line "<fence> <reserve> <boot id>
  * [<entered>]" (decimal fields, zero-padded or not; the boot id 1 to 36
  * printable bytes without white space), fence <= reserve <= FENCE_MAX and
  * entered <= fence, ending in '\n' or the end of the file; no NUL byte in
@@ -1262,17 +1289,31 @@ static int flock_bounded(int fd, int op)
 	}
 }
 
-/* DA3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f;
- * HF_EUNREADABLE with why (n bytes) when the reservation is lost. */
-static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, size_t why_n)
+/* The counter's descriptor (l->ffd), opened once per acquisition and kept
+ * across its attempts - by a waiter before it sleeps, so that the attempt
+ * after a release does not open it (and by a holder until its release,
+ * hf_dirlock_kept). Never locked between the steps that lock it. */
+static int fence_open(struct lk *l)
 {
+	if (l->ffd >= 0)
+		return l->ffd;
 	int fd = hf_sys_openat(l->sfd, FENCE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
 			       0600);
+	if (fd >= 0)
+		l->ffd = fd;
+	return fd;
+}
+
+/* DA3: f = counter + 1 under LOCK_EX. 0, *ret_f; HF_EUNREADABLE with why
+ * (n bytes) when the reservation is lost. */
+static int fence_alloc(struct lk *l, uint64_t *ret_f, char *why, size_t why_n)
+{
+	int fd = fence_open(l);
 	if (fd < 0)
 		return fd;
 	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
-		goto fail;
+		return rc;
 	struct hf_fence_line fl;
 	const char *boot = hf_boot_id();
 	rc = fence_read(fd, &fl);
@@ -1316,13 +1357,9 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 unlock:
 	hf_sys_flock(fd, LOCK_UN);
 	if (rc < 0)
-		goto fail;
-	*ret_fd = fd;
+		return rc;
 	*ret_f = f;
 	return 0;
-fail:
-	hf_sys_close(fd);
-	return rc;
 }
 
 /* DA7: does the counter still equal f? Then record the entry (the line's
@@ -1471,13 +1508,12 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	st->fd = -1;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_MADE);
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_OPENED);
-	int ffd = -1;
 	uint64_t f = 0;
 	char rec[OWNER_MAX];
 	size_t reclen = 0;
 	const char *mine = NULL; /* our token once a record of ours may exist */
 	char why[sizeof holder->reason] = "";
-	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
+	rc = fence_alloc(l, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
@@ -1515,14 +1551,14 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
-	rc = fence_check(ffd, f); /* DA7, DL2d, DL7: the last step */
+	rc = fence_check(l->ffd, f); /* DA7, DL2d, DL7: the last step */
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = RETRY;
 		goto denied;
 	}
 	/* DL2: published (a), looked (b), read back (c), fence checked (d) */
-	assert(mine && rc == 1 && f > 0 && lfd >= 0 && "DL2");
+	assert(mine && rc == 1 && f > 0 && lfd >= 0 && l->ffd >= 0 && "DL2");
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_ENTERED);
 	memset(ret, 0, sizeof *ret);
 	ret->owner = me;
@@ -1530,6 +1566,10 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = lfd; /* DL9: the caller's now */
+	if (o->kept) {
+		o->kept->ffd = l->ffd; /* closed by the release, after L moved (DL17) */
+		l->ffd = -1;
+	}
 	rc = 0;
 	if (stale > 0)
 		sweep(l); /* left-overs of crashes: tidy up, as the holder */
@@ -1541,8 +1581,6 @@ withdraw:
 	withdraw_own(l, lfd, mine); /* DW1, DW2 */
 	hf_sys_close(lfd);          /* DW3 */
 out:
-	if (ffd >= 0)
-		hf_sys_close(ffd);
 	return rc;
 }
 
@@ -1604,6 +1642,15 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 			rc = -EDEADLK; /* DL13: it would wait for its own end */
 			break;
 		}
+		/* A live holder's release, reap or withdrawal moves L (an event on
+		 * the watch); its end, when it is a process of our pid namespace,
+		 * is a pidfd event (WT5). Barriers and unreadable records are
+		 * resolved beside L, unseen: the short backoff. */
+		if (rc == HF_EHELD)
+			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
+		if (o->wait_ms != 0)
+			fence_open(&l); /* before the sleep, not after the release
+					 * (an error is met again by the attempt) */
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
 		if (wrc == HF_ETIMEDOUT) {
@@ -1619,6 +1666,13 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 	}
 	hf_wait_done(&w);
 	stage_drop(&l, &st);
+	if (rc == 0 && o->kept) {
+		/* DL17: the holder keeps its directories for its release */
+		o->kept->pfd = l.pfd;
+		o->kept->sfd = l.sfd;
+		o->kept->nlink_counts = l.nlink_counts;
+		l.pfd = l.sfd = -1;
+	}
 	lk_close(&l);
 	if (rc == FENCE_LOST)
 		rc = HF_EUNREADABLE;
@@ -1631,6 +1685,77 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 
 /* --- release and status ------------------------------------------------------- */
 
+/* DL17: the holder's own release. Its directory, pinned by lfd, is at L:
+ * then L's record is its own (DL1: only its attempt published into it, and
+ * a directory whose record was removed never returns to L - removals happen
+ * in a claim, DL3, and only what was verified is restored, DL4). So L is
+ * taken into the holder's self-claim at once, without reading L's record
+ * first, and verified there by the inode lfd pins (CL1: an inode number is
+ * identity while a descriptor pins it) - one fstatat instead of opening and
+ * reading the record before and after the move that wakes the waiters. On
+ * a mismatch (L changed hands between the look and the take) what was
+ * taken goes back (DL4). 1 removed, 0 not at L (the caller looks further,
+ * DT), <0. */
+static int release_own(struct lk *l, int lfd, const char *token)
+{
+	const struct role *role = ROLE(RELEASE);
+	struct stat mine, at;
+	if (hf_sys_fstat(lfd, &mine) < 0 ||
+	    hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    mine.st_dev != at.st_dev || mine.st_ino != at.st_ino)
+		return 0;
+	hf_sys_point(role->judged);
+	char claim[HF_CLAIM_NAME_MAX];
+	int rc = claim_take(l, l->pfd, l->base, token, claim, sizeof claim);
+	if (rc == -ENOENT)
+		return 0; /* moved first by someone else: look for it (DT) */
+	if (rc < 0)
+		return rc;
+	hf_sys_point(role->taken);
+	rc = hf_sys_fstatat(l->sfd, claim, &at, AT_SYMLINK_NOFOLLOW);
+	if (rc == -ENOENT)
+		return 0; /* stolen from us meanwhile (DL5): look for it */
+	if (rc < 0)
+		return rc; /* our claim stays: a barrier, swept when stale */
+	hf_sys_point(role->verified);
+	if (at.st_dev == mine.st_dev && at.st_ino == mine.st_ino)
+		return claim_remove(l, claim, role); /* DL3: verified in our claim */
+	struct place now;
+	rc = place_peek(l->sfd, claim, &now);
+	if (rc < 0)
+		return rc;
+	place_done(&now);
+	if (now.kind == REC_NONE)
+		return 0;
+	rc = claim_putback(l, claim, &now); /* DL4: not ours, back it goes */
+	return rc < 0 ? rc : 0;
+}
+
+/* Release by token (DT) on an open lock, after release_own's first try
+ * when lfd >= 0. */
+static int release_in(struct lk *l, const char *token, int lfd,
+		      struct hf_dirlock_info *reterr_holder)
+{
+	int rc = lfd >= 0 ? release_own(l, lfd, token) : 0;
+	if (rc == 0)
+		rc = withdraw(l, token, ROLE(RELEASE));
+	if (rc > 0) {
+		rc = 0;
+	} else if (rc == 0) {
+		struct place p;
+		rc = place_read(l->pfd, l->base, &p);
+		if (rc == 0 && p.kind != REC_NONE) {
+			judge(l, &p, p.ctime_ms, hf_sys_now_ms());
+			place_done(&p);
+			holder_from(reterr_holder, &p);
+			rc = HF_ENOTYOURS;
+		} else if (rc == 0) {
+			rc = HF_ENOTHELD;
+		}
+	}
+	return rc;
+}
+
 int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder)
 {
 	if (!token || !*token)
@@ -1639,22 +1764,60 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_in
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	rc = withdraw(&l, token, ROLE(RELEASE));
-	if (rc > 0) {
-		rc = 0;
-	} else if (rc == 0) {
-		struct place p;
-		rc = place_read(l.pfd, l.base, &p);
-		if (rc == 0 && p.kind != REC_NONE) {
-			judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
-			place_done(&p);
-			holder_from(reterr_holder, &p);
-			rc = HF_ENOTYOURS;
-		} else if (rc == 0) {
-			rc = HF_ENOTHELD;
+	rc = release_in(&l, token, -1, reterr_holder);
+	lk_close(&l);
+	return rc;
+}
+
+void hf_dirlock_kept_close(struct hf_dirlock_kept *k)
+{
+	if (!k)
+		return;
+	if (k->pfd >= 0)
+		hf_sys_close(k->pfd);
+	if (k->sfd >= 0)
+		hf_sys_close(k->sfd);
+	if (k->ffd >= 0)
+		hf_sys_close(k->ffd);
+	*k = HF_DIRLOCK_KEPT_NONE;
+}
+
+int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder)
+{
+	if (!held || !held->owner.token[0]) {
+		hf_dirlock_kept_close(kept);
+		return -EINVAL;
+	}
+	struct lk l;
+	int rc;
+	if (kept && kept->pfd >= 0 && kept->sfd >= 0) {
+		/* DL17: the directories the acquisition opened, for this lock */
+		rc = hf_path_split(path, l.parent, sizeof l.parent, l.base, sizeof l.base);
+		if (rc == 0 && strlen(l.base) + strlen(STATE_SUFFIX) > NAME_MAX)
+			rc = -EINVAL;
+		if (rc < 0) {
+			hf_dirlock_kept_close(kept);
+			return rc;
+		}
+		*hf_put_str(hf_put_str(l.sname, l.base), STATE_SUFFIX) = '\0';
+		l.pfd = kept->pfd;
+		l.sfd = kept->sfd;
+		l.ffd = -1; /* kept->ffd is closed after L moved */
+		l.nlink_counts = kept->nlink_counts;
+		l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
+		l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
+		kept->pfd = kept->sfd = -1; /* l's now */
+	} else {
+		rc = lk_open(&l, path, 0, 0);
+		if (rc < 0) {
+			hf_dirlock_kept_close(kept);
+			return rc;
 		}
 	}
+	rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
 	lk_close(&l);
+	hf_dirlock_kept_close(kept); /* the counter, after L moved */
 	return rc;
 }
 
@@ -1835,7 +1998,7 @@ int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret)
 {
 	struct lk l;
 	memset(&l, 0, sizeof l);
-	l.pfd = l.sfd = -1;
+	l.pfd = l.sfd = l.ffd = -1;
 	l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
 	l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	int rc = hf_open_parent(path, &l.pfd, l.base, sizeof l.base);

@@ -17,6 +17,16 @@
 #define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
 #define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
 
+/* A lock's directories (P, P/L.holdfast) and its fence counter, kept open
+ * by a holder from its acquisition to its release (hf_lock handles): the
+ * release then opens nothing before it moves L away (DL17), and the
+ * acquisition closes nothing after it entered. -1: none kept. */
+struct hf_dirlock_kept {
+	int pfd, sfd, ffd;
+	int nlink_counts;                 /* DL8, as lk_open found it             */
+};
+#define HF_DIRLOCK_KEPT_NONE ((struct hf_dirlock_kept){ -1, -1, -1, 0 })
+
 struct hf_dirlock_opts {
 	const char *path;                 /* the lock directory                     */
 	int64_t wait_ms;                  /* 0: try once; <0: forever; else deadline */
@@ -26,6 +36,9 @@ struct hf_dirlock_opts {
 	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;
+	struct hf_dirlock_kept *kept;     /* non-NULL (all -1): on success the
+					     directories stay open there, for
+					     hf_dirlock_release_kept           */
 };
 
 enum hf_dirlock_state {
@@ -92,6 +105,16 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_in
  * renewed record is taken back: nothing of ours is left). */
 int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
+/* The same by the holder itself: held is what hf_dirlock_acquire returned
+ * (its token and live_fd, still open), kept its directories (o->kept; may
+ * hold -1: opened here). When PATH is held's own directory - the inode its
+ * live_fd pins - it is moved away at once, without reading PATH's record
+ * first (DL17); else as hf_dirlock_release. Closes kept's descriptors (all
+ * -1 after), never live_fd. */
+int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder);
+/* Close what kept holds (a holder that detaches or is freed). */
+void hf_dirlock_kept_close(struct hf_dirlock_kept *kept);
 /* Commit under the lock: hold off every later acquisition of PATH while
  * the caller finishes work it did under the lock it acquired as *held (an
  * edit's rename). 0 and *ret_guard when the last entry into PATH was
@@ -121,7 +144,7 @@ int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info 
  * without a parse (identity checks only): true and token, or false. */
 bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1]);
 
-/* The fence counter's line (L.holdfast/fence, DL14). */
+/* The fence counter's line (L.holdfast/fence, DL18). */
 #define HF_FENCE_LINE_MAX 120 /* bytes of a line, its newline excluded */
 struct hf_fence_line {
 	uint64_t fence, reserve;

@@ -35,6 +35,8 @@ struct hf_lock {
 	bool adopted;
 	pid_t acquired_by;            /* getpid() of the acquisition (HL2)    */
 	int guard;                    /* hf_dirlock_hold's, -1               */
+	struct hf_dirlock_kept kept;  /* the lock's directories while it holds
+					 (DL17): the release opens nothing    */
 	hf_rec *holder;
 	bool holder_is_self;          /* hf_lock_holder builds our own record
 					 when asked (none on the fast path)  */
@@ -67,6 +69,8 @@ int hf_lock_new(const char *path, hf_lock **ret)
 	l->o.cancel_fd = -1; /* none (has_cancel false) */
 	l->held.live_fd = -1;
 	l->guard = -1;
+	l->kept = HF_DIRLOCK_KEPT_NONE;
+	l->o.kept = &l->kept;
 	*ret = l;
 	return 0;
 }
@@ -118,6 +122,7 @@ int hf_lock_acquire(hf_lock *l)
 	struct hf_dirlock_info got, h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
+	hf_dirlock_kept_close(&l->kept); /* none: nothing held (HL1) */
 	int rc = hf_dirlock_acquire(&l->o, &got, &h);
 	if (rc < 0) {
 		holder_set(l, names_holder(rc) && (h.owner.token[0] || h.reason[0] || h.partial)
@@ -147,7 +152,8 @@ int hf_lock_release(hf_lock *l)
 	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
-	int rc = hf_dirlock_release(l->path, l->held.owner.token, &h);
+	int rc = l->adopted ? hf_dirlock_release(l->path, l->held.owner.token, &h)
+			    : hf_dirlock_release_kept(l->path, &l->held, &l->kept, &h);
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd); /* HL3: after the release */
 	l->held.live_fd = -1;
@@ -219,6 +225,7 @@ int hf_lock_detach(hf_lock *l)
 	if (!l || !l->holds)
 		return -1;
 	hf_lock_unhold(l);
+	hf_dirlock_kept_close(&l->kept);
 	int fd = l->held.live_fd;
 	l->held.live_fd = -1;
 	l->holds = false; /* the token stays readable (has_token) */
@@ -280,6 +287,7 @@ void hf_lock_free(hf_lock *l)
 	if (l->holds && !l->adopted && l->acquired_by == getpid())
 		hf_lock_release(l); /* HL2 */
 	hf_lock_unhold(l);
+	hf_dirlock_kept_close(&l->kept);
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd);
 	hf_rec_free(l->holder);

@@ -133,6 +133,11 @@ int hf_session_take(hf_session *s)
 		if (rc != HF_EHELD)
 			break;
 		holder_set(s, &h);
+		/* a session ends by a release or a break, both renaming it away
+		 * from its name (an event), never by its taker's end; one in an
+		 * aside comes back unseen: the short backoff (WT6) */
+		if (!h.in_aside)
+			hf_wait_holder(&w, 0);
 		int wrc = hf_wait_next(&w); /* HS1 */
 		if (wrc == HF_ETIMEDOUT) {
 			rc = s->wait_ms != 0 ? HF_ETIMEDOUT : HF_EHELD;

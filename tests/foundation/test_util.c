@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 Test(util, time_round_trip)
@@ -176,4 +177,32 @@ Test(util, parse_u64_is_decimal_digits_only)
 		     "not a number, however long");
 	cr_assert_eq(hf_parse_u64("007", 255, &v), 0);
 	cr_assert_eq(v, 7);
+}
+
+/* TX6: random bytes come from a per-thread pool; a forked child never hands
+ * out the bytes its parent will (its pool is emptied at the fork), and no
+ * byte is handed out twice in one process. */
+Test(util, random_pool_is_never_shared_with_a_child)
+{
+	char a[33], b[33], c[33];
+	cr_assert_eq(hf_random_hex(a, 16), 0); /* the pool is filled now */
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char mine[33];
+		_exit(hf_random_hex(mine, 16) == 0 && write(p[1], mine, 32) == 32 ? 0 : 1);
+	}
+	cr_assert_eq(hf_random_hex(b, 16), 0);
+	cr_assert_eq(read(p[0], c, 32), 32);
+	c[32] = '\0';
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_str_neq(a, b, "never the same bytes twice");
+	cr_assert_str_neq(b, c, "the child drew its own bytes, not the parent's next ones");
+	cr_assert_eq(strlen(b), 32);
+	close(p[0]);
+	close(p[1]);
 }
