@@ -5,6 +5,8 @@
 SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 # Debian packages needed to build, test and benchmark. Each is checked with
 # dpkg and installed only when missing (apt-get update runs once first).
 # groff-base, man-db: the manual pages are checked with groff -ww and man
@@ -15,12 +17,14 @@ ASAN_BUILD ?= build-asan
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
 	groff-base man-db bash-completion zsh fish python3-pytest \
 	libcurl4-openssl-dev etcd-server etcd-client openssl
+# clang and its sanitizer/fuzzer runtimes, for `make fuzz` only
+FUZZ_PKGS := clang libclang-rt-14-dev
 BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
 # node and npm (for the proper-lockfile peer) only when no node is on PATH:
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-cluster all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node clean
+.PHONY: check-cluster all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -98,5 +102,25 @@ bench: bench-deps build
 bench-node: bench-deps build
 	@bash bench/node/run.sh $(BUILD)
 
+# libFuzzer over every parser (fuzz/): a clang build with the fuzzer's
+# coverage and ASan+UBSan, each target FUZZ_SECONDS (60) s; new inputs go
+# to $(FUZZ_BUILD)/fuzz-corpus, never into git. Fails on any crash.
+fuzz-deps: deps
+	@missing=""; for p in $(FUZZ_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(FUZZ_BUILD)/build.ninja: | fuzz-deps
+	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized -Dfuzz=true -Dtests=false \
+	  -Dbench=false -Dstatic_cli=false -Db_sanitize=address,undefined -Db_lundef=false \
+	  -Dc_args='-fsanitize=fuzzer-no-link -fno-sanitize-recover=all'
+
+fuzz: fuzz-deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
+	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -6,14 +6,14 @@
 # _holdfast_opts (and _holdfast_argopts when it takes an argument), and into
 # completions/_holdfast (zsh) and completions/holdfast.fish the same way.
 
-_holdfast_cmds="session lock scope run edit selftest"
+_holdfast_cmds="session lock scope run edit selftest flock list"
 _holdfast_common="-h --help -V --version"
 
-# The subcommands of a command (none for run, edit, selftest).
+# The subcommands of a command (none for run, edit, selftest, flock, list).
 _holdfast_subs() {
 	case $1 in
-	session) echo "take release status assert-held race" ;;
-	lock) echo "acquire release check status" ;;
+	session) echo "take release renew status assert-held race" ;;
+	lock) echo "acquire release renew check status" ;;
 	scope) echo "register release list effective check reap" ;;
 	esac
 }
@@ -23,12 +23,14 @@ _holdfast_opts() {
 	local o
 	case $1 in
 	"session take") o="--lane --owner --stale --file --json" ;;
-	"session release") o="--lane --owner --stale --file" ;;
+	"session release") o="--lane --owner --stale --file --json" ;;
+	"session renew") o="--lane --owner --file --json" ;;
 	"session status") o="--file --stale --json" ;;
 	"session assert-held") o="--file --stale --json" ;;
 	"session race") o="--procs --runs --naive --json --dir" ;;
 	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock release") o="--token --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"lock renew") o="--token --max-hold --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock check") o="--token --fence --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock status") o="--json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"scope register") o="--pid --socket --from --json" ;;
@@ -38,6 +40,8 @@ _holdfast_opts() {
 	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	selftest) o="--json" ;;
+	list) o="--depth --all-scopes --json" ;;
+	flock) o="-x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w --wait --timeout -E --conflict-exit-code -o --close -c --command -F --no-fork -u --unlock --verbose --fcntl --json" ;;
 	*) return 1 ;;
 	esac
 	echo "$o $_holdfast_common"
@@ -51,7 +55,7 @@ _holdfast_argopt() {
 	--dir) echo dir ;;
 	--lane | --owner | --stale | --procs | --runs | -w | --wait | --timeout | -E | \
 		--conflict-exit-code | --max-hold | --pid | --token | --from | --pod | \
-		--generation | --session | --name | -c | --command | --init | --backend | \
+		--generation | --session | --name | -c | --command | --init | --depth | --backend | \
 		--etcd-user | --ttl | --etcd-timeout | --fence) echo word ;;
 	esac
 }
@@ -92,6 +96,33 @@ _holdfast() {
 			return
 		fi
 	done
+	# flock: FILE|DIR|FD, then CMD [ARG...] (or -c CMD): options end at the
+	# first operand (FILE), as flock(1)'s
+	if [[ $cmd == flock ]]; then
+		local file=0
+		for ((i = 2; i < cword; i++)); do
+			case ${words[i]} in
+			-w | --wait | --timeout | -E | --conflict-exit-code) ((i++)) ;;
+			-*) ;;
+			*)
+				file=$i
+				break
+				;;
+			esac
+		done
+		if ((file > 0)); then
+			if ((cword == file + 1)); then
+				if [[ $cur == -* ]]; then
+					COMPREPLY=($(compgen -W "-c --command" -- "$cur"))
+				else
+					COMPREPLY=($(compgen -c -- "$cur"))
+				fi
+			elif [[ ${words[file + 1]} != -c && ${words[file + 1]} != --command ]]; then
+				COMPREPLY=($(compgen -f -- "$cur"))
+			fi
+			return
+		fi
+	fi
 	case $(_holdfast_argopt "$prev") in
 	file)
 		COMPREPLY=($(compgen -f -- "$cur"))
@@ -107,7 +138,11 @@ _holdfast() {
 		COMPREPLY=($(compgen -W "$(_holdfast_opts "$key")" -- "$cur"))
 		return
 	fi
-	# operands: PATH, FILE, DIR, SPEC (a path first)
+	# operands: PATH, FILE, DIR, SPEC (a path first); list's DIR
+	if [[ $cmd == list ]]; then
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return
+	fi
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 complete -o filenames -F _holdfast holdfast

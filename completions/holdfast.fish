@@ -12,7 +12,9 @@ function __holdfast_opts -a key
         case 'session take'
             printf '%s\n' --lane= --owner= --stale= --file= --json
         case 'session release'
-            printf '%s\n' --lane= --owner= --stale= --file=
+            printf '%s\n' --lane= --owner= --stale= --file= --json
+        case 'session renew'
+            printf '%s\n' --lane= --owner= --file= --json
         case 'session status'
             printf '%s\n' --file= --stale= --json
         case 'session assert-held'
@@ -25,6 +27,8 @@ function __holdfast_opts -a key
             printf '%s\n' --token= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'lock check'
             printf '%s\n' --token= --fence= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
+        case 'lock renew'
+            printf '%s\n' --token= --max-hold= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'lock status'
             printf '%s\n' --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'scope list' 'scope effective' 'scope reap'
@@ -41,6 +45,10 @@ function __holdfast_opts -a key
             printf '%s\n' -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case selftest
             printf '%s\n' --json
+        case list
+            printf '%s\n' --depth= --all-scopes --json
+        case flock
+            printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl --json
     end
 end
 
@@ -52,16 +60,37 @@ function __holdfast_is -a cmd sub
     test (count $t) -ge 3; and test "$t[3]" = "$sub"
 end
 
-complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -f -a 'session lock scope run edit selftest'
+# flock: has FILE|DIR|FD been given (its options end there, as flock(1)'s)?
+# With "cmd": is the word being completed the CMD right after it?
+function __holdfast_flock_file -a want
+    set -l t (commandline -opc)
+    set -l i 3
+    while test $i -le (count $t)
+        switch $t[$i]
+            case -w --wait --timeout -E --conflict-exit-code
+                set i (math $i + 2)
+                continue
+            case '-*'
+            case '*'
+                test "$want" = cmd; or return 0
+                test $i -eq (count $t)
+                return
+        end
+        set i (math $i + 1)
+    end
+    return 1
+end
+
+complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -f -a 'session lock scope run edit selftest flock list'
 complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -s h -l help
 complete -c holdfast -n 'test (count (commandline -opc)) -eq 1' -s V -l version
 for cmd in session lock scope
     set -l subs
     switch $cmd
         case session
-            set subs take release status assert-held race
+            set subs take release renew status assert-held race
         case lock
-            set subs acquire release check status
+            set subs acquire release renew check status
         case scope
             set subs register release list effective check reap
     end
@@ -70,11 +99,13 @@ for cmd in session lock scope
         set -a __holdfast_keys "$cmd $sub"
     end
 end
-set -a __holdfast_keys run edit selftest
+set -a __holdfast_keys run edit selftest flock list
 
 for key in $__holdfast_keys
     set -l cond "__holdfast_is $key"
-    if not string match -q '* *' -- $key
+    if test $key = flock
+        set cond "__holdfast_is flock; and not __holdfast_flock_file"
+    else if not string match -q '* *' -- $key
         set cond "__holdfast_is $key; and not contains -- -- (commandline -opc)"
     end
     for o in (__holdfast_opts $key) -h --help -V --version
@@ -90,3 +121,8 @@ for key in $__holdfast_keys
     end
 end
 set -e __holdfast_keys
+# flock FILE CMD [ARG...] | FILE -c CMD
+complete -c holdfast -n '__holdfast_is flock; and __holdfast_flock_file cmd' -f -a '(__fish_complete_command)'
+complete -c holdfast -n '__holdfast_is flock; and __holdfast_flock_file cmd' -s c -l command -r
+# list DIR: directories only
+complete -c holdfast -n '__holdfast_is list' -f -a '(__fish_complete_directories)'

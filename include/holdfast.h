@@ -115,7 +115,10 @@
  *    fails with -EOPNOTSUPP and emulates nothing. NFS: across hosts a pid
  *    proves nothing, so only max-hold reclaims another host's dead holder.
  *  - PATH.holdfast/ beside a lock directory keeps its fence counter and
- *    claims; deleting it (git clean -fdx) restarts fences at 1.
+ *    claims (and a .gitignore of "*"); deleting it (git clean -fdx) loses
+ *    the claims, and the new counter starts at the wall clock in
+ *    microseconds, above the old one's fences (unless the clock was set
+ *    back meanwhile).
  *  - Every lock is advisory: processes that do not ask are not stopped.
  */
 #ifndef HOLDFAST_H
@@ -189,17 +192,21 @@ void hf_rec_free(hf_rec *r);
 enum hf_opt {
 	HF_OPT_WAIT_MS = 1,    /* lock, session, scope: 0 try once (default); <0
 	                          wait forever; >0 wait at most that. A wait wakes
-	                          on the release (inotify), and otherwise on a
-	                          backoff growing to 250 ms +-25 % (100 ms where
-	                          inotify is missing) that sees what inotify
-	                          cannot: a holder that died, a release made
-	                          on another host                                */
+	                          on the release (inotify), on the end of a
+	                          holder of this pid namespace (a pidfd), and
+	                          otherwise at most once a second: a backoff
+	                          capped at 1 s (from 1 ms where the release is
+	                          not seen: barriers, no inotify) that sees what
+	                          neither can - a holder in another namespace
+	                          that died, a release made on another host     */
 	HF_OPT_STALE_MS,       /* lock: a record-less lock's window (default
 	                          60 s); session: a session's age before it is
 	                          stale (default 90 min)                         */
 	HF_OPT_MAX_HOLD_MS,    /* lock: past this a live holder is leaked and
 	                          reaped (default 10 min; recorded in the
-	                          owner record, so it is the holder's)           */
+	                          owner record, so it is the holder's);
+	                          HF_MAX_HOLD_NONE: never leaked while its
+	                          owner lives                                    */
 	HF_OPT_PID,            /* lock, scope: whose life holds it (default:
 	                          the caller)                                    */
 	HF_OPT_CANCEL_FD,      /* lock, session, scope: a descriptor that ends a
@@ -243,13 +250,21 @@ enum hf_opt {
 	                          endpoints (default: the system's)              */
 };
 
+/* HF_OPT_MAX_HOLD_MS for a holder bound to its owner's life: recorded as
+ * "max_hold_ms": 9223372036854775807, so no judge (status, acquire's stale
+ * rules, `holdfast list`, holdfast 0.2 without this define) ever finds it
+ * leaked by age; it goes when its owner is proven dead or releases. An owner
+ * on another kernel (NFS) is never proven dead: only its release frees it. */
+#define HF_MAX_HOLD_NONE INT64_MAX
+
 /* ---------------------------------------------------------------------------
  * Directory lock
  *
  * A lock is a directory PATH holding an owner record PATH/owner (JSON:
  * token, pid, pid_start, boot_id, host, acquired, fence, max_hold_ms, pidns,
  * timens, boottime_ms, comm). Beside it, PATH.holdfast/ (made on first use,
- * never removed) keeps the fence counter and the claims. Names ending in
+ * complete with a .gitignore of "*", never removed) keeps the fence counter
+ * and the claims. Names ending in
  * ".holdfast" are reserved. The protocol is in src/lib/dirlock.c.
  *
  * Staleness: an owner proven dead is reaped at once; a lock without a
@@ -257,7 +272,9 @@ enum hf_opt {
  * the stale window; a live owner older than max(max-hold, stale) as leaked.
  * Fencing: every acquisition's fence is strictly greater than every earlier
  * one's of the same lock, across reaps, crashes and reboots, at most
- * INT64_MAX (then -EOVERFLOW).
+ * INT64_MAX (then -EOVERFLOW); a counter made anew (its state directory
+ * deleted) starts at the wall clock's microseconds, above the old one's.
+ * A renewal (hf_lock_renew) keeps the fence.
  * ------------------------------------------------------------------------- */
 typedef struct hf_lock hf_lock;
 
@@ -300,6 +317,19 @@ int hf_lock_adopt(hf_lock *l, const char *token);
  * (reaped or released; hf_lock_holder has who holds it now, if anyone);
  * HF_ENOTHELD when the handle has no token. */
 int hf_lock_check(hf_lock *l);
+/* Renew what the handle holds (acquired or adopted: a holder that outlives
+ * its window, like lockfile-touch): the record is replaced whole, through
+ * the descriptor of the lock directory holding it, with the same token,
+ * owner and fence, "acquired" (and boottime_ms) now - the start of the new
+ * window - and max_hold_ms HF_OPT_MAX_HOLD_MS when set, else the recorded
+ * one. A reaper that judged the old record puts the renewed one back (a
+ * record's identity is its token and its bytes). 0 (hf_lock_holder: the
+ * renewed record); HF_ENOTHELD when the handle holds nothing or nothing is
+ * at PATH (reaped, released); HF_ENOTYOURS when another token holds PATH
+ * (hf_lock_holder); HF_ELOST when its owner is dead, or a reaper or a
+ * release moved it while it was renewed (the renewed record is taken back:
+ * the lock is not held any more); -errno. */
+int hf_lock_renew(hf_lock *l);
 /* Hand the lock over: forget it without releasing it. Returns its
  * descriptor (the caller owns it now: keep it open as long as the owner
  * lives, or pass it on), or -1 when there was none; the token stays
@@ -469,6 +499,17 @@ int hf_session_take(hf_session *s);
  * HF_ENOTYOURS (another lane, or another owner token; the holder);
  * HF_EUNREADABLE; -errno. */
 int hf_session_release(hf_session *s);
+/* Renew the lane's session (the one whose owner HF_OPT_OWNER names, else
+ * this handle's take, else the lane's): its record replaced by one of the
+ * same lane and owner with "started" now - a session that outlives its
+ * stale window renews before it ends. The old record waits in an aside
+ * (a live record beside the lock: a taker meanwhile is refused) until the
+ * renewed one is published at the name by test-and-set. 0 (hf_session_holder:
+ * the renewed record); HF_ENOTHELD (nothing at the name); HF_ENOTYOURS
+ * (another lane or owner: the holder); HF_ELOST (broken as stale or
+ * released while it was renewed: the holder now, if any); HF_EUNREADABLE;
+ * -EAGAIN; -errno. */
+int hf_session_renew(hf_session *s);
 const char *hf_session_owner(const hf_session *s);
 const hf_rec *hf_session_holder(const hf_session *s);
 void hf_session_free(hf_session *s);
@@ -552,7 +593,8 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *value);
  * wait that timed out or was cancelled, the last one ("conflict", "held").
  * With HF_OPT_WAIT_MS, HF_EHELD and HF_ECONFLICT are waited out: each
  * attempt is a whole registration, woken when the registry file changes
- * (inotify on its directory) or after a backoff of at most 100 ms (a holder
+ * (inotify on its directory), when the holder's process ends (a pidfd, in
+ * this pid namespace) or after a backoff of at most 1 s (a holder elsewhere
  * that dies changes nothing there: the next attempt reaps it). */
 int hf_scope_register(hf_scope *s);
 /* Release the pod name's registration (this handle's, or - after _new and

@@ -105,39 +105,27 @@ static void bare_cycle(const void *unused)
 	if (pread(c, buf, 127, 0) < 0 || pwrite(c, buf, 100, 0) < 0)
 		die("pread");
 	flock(c, LOCK_UN);
-	close(c);
-	close(s);
-	close(p);
-	/* release */
-	p = openat(AT_FDCWD, dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-	s = openat(p, "L.holdfast", ODIR);
-	fstat(s, &st);
-	if (st.st_uid != geteuid())
-		die("uid");
-	fstatfs(s, &sf);
-	int d = openat(p, "L", ODIR);
-	r = openat(d, "owner", OREC);
-	if (read(r, buf, sizeof buf) < 0)
-		die("read");
-	close(r);
-	close(d);
+	(void)getpid(); /* the handle's acquired_by */
+	/* release: the holder's own (the directories and the counter stayed
+	 * open), L identified by the inode its descriptor pins */
+	struct stat at;
+	fstat(l, &st);
+	if (fstatat(p, "L", &at, AT_SYMLINK_NOFOLLOW) < 0 || at.st_ino != st.st_ino)
+		die("not ours");
 	getrandom(rnd, 8, 0);
-	snprintf(name, sizeof name, "c-1796009672989-aca5127502d53742ccac26ac54196783-%02x%02x%02x%02x",
-		 rnd[0], rnd[1], rnd[2], rnd[3]);
+	snprintf(name, sizeof name, "c-1796009672989-aca5127502d53742ccac26ac54196783-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	if (syscall(SYS_renameat2, p, "L", s, name, RENAME_NOREPLACE) < 0)
 		die("rename");
-	d = openat(s, name, ODIR);
-	r = openat(d, "owner", OREC);
-	if (read(r, buf, sizeof buf) < 0)
-		die("read");
-	close(r);
-	close(d);
+	if (fstatat(s, name, &at, AT_SYMLINK_NOFOLLOW) < 0 || at.st_ino != st.st_ino)
+		die("claim");
 	snprintf(path, sizeof path, "%s/owner", name);
 	unlinkat(s, path, 0);
 	if (unlinkat(s, name, AT_REMOVEDIR) < 0)
 		die("rmdir");
 	close(s);
 	close(p);
+	close(c);
 	close(l); /* the holder's kernel lock, closed after its release */
 }
 

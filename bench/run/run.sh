@@ -3,7 +3,8 @@
 # every comparison measured side by side in one run of this script:
 #   1. contention through the library: 4 processes on tmpfs, cross-process
 #      handoff and fairness, holdfast's directory lock beside flock(2) and
-#      1 ms-polling mkdir (contend.c);
+#      1 ms-polling mkdir (contend.c, driven by contend.sh: zero and 100 us
+#      think time, idle and under load, ratios to flock(2) per round);
 #   2. the whole command `holdfast run --lock L -- /bin/true` beside
 #      util-linux `flock L /bin/true`, dotlockfile and lockfile-progs
 #      (hyperfine, one invocation per round, ratios per round);
@@ -40,43 +41,8 @@ echo "# holdfast run: $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/
 
 # --- 1. contention ------------------------------------------------------------
 echo
-echo "## 1. contention: 4 processes, ${SECS} s window, tmpfs, ${ROUNDS} rounds"
-echo "   (goal: holdfast cross-process handoff p99 <= 150 us, fairness >= 0.7)"
-for think in 0 100; do
-	for r in $(seq 1 "$ROUNDS"); do
-		for mech in holdfast flock mkdir; do
-			"$CONTEND" "$mech" 4 "$SECS" "$work" "$think" |
-				sed "s/^{/{\"round\":$r,/" >>"$work/contend.$think.jsonl"
-		done
-	done
-done
-for think in 0 100; do
-	if [ "$think" = 0 ]; then
-		echo "   zero think time (each process contends again at once after releasing):"
-	else
-		echo "   think time 100 us after each release (the lock really changes hands; handoffs"
-		echo "   then include idle gaps, an upper bound on the wake-up latency):"
-	fi
-	if [ -z "$py" ]; then
-		cat "$work/contend.$think.jsonl"
-		continue
-	fi
-	$py - "$work/contend.$think.jsonl" <<'EOF'
-import json, statistics as st, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-med = lambda m, k: st.median(r[k] for r in rows if r["mech"] == m)
-print(f"   {'mechanism':<22}{'acq/s':>9}{'x-handoffs':>11}{'x-p50 us':>10}{'x-p99 us':>10}{'same-proc':>10}{'fairness':>9}{'overlaps':>9}")
-names = {"holdfast": "holdfast (library)", "flock": "flock(2)", "mkdir": "mkdir, 1 ms polling"}
-for m in ("holdfast", "flock", "mkdir"):
-    ov = sum(r["overlaps"] + r["ts_overlaps"] for r in rows if r["mech"] == m)
-    print(f"   {names[m]:<22}{med(m,'acq_per_s'):>9.0f}{med(m,'xhandoffs'):>11.0f}{med(m,'xhandoff_p50_us'):>10.1f}"
-          f"{med(m,'xhandoff_p99_us'):>10.1f}{med(m,'same_frac'):>10.3f}{med(m,'fairness'):>9.2f}{ov:>9}")
-p99, fair = med("holdfast", "xhandoff_p99_us"), med("holdfast", "fairness")
-print(f"   holdfast: x-handoff p99 {p99:.0f} us ({'meets' if p99 <= 150 else 'misses'} <= 150 us), "
-      f"fairness {fair:.2f} ({'meets' if fair >= 0.7 else 'misses'} >= 0.7); "
-      f"x-p99 vs 1 ms polling: {med('mkdir','xhandoff_p99_us') / p99:.1f}x better")
-EOF
-done
+echo "## 1. contention: $(basename "$here")/contend.sh (rows: zero / 100 us think, idle / loaded)"
+ROUNDS=$ROUNDS SECS=$SECS "$here/contend.sh" "$build" | sed 's/^/   /'
 
 # --- 2. whole command -----------------------------------------------------------
 echo

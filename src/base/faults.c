@@ -5,8 +5,11 @@
 #include "faults.h"
 
 #include "sys.h"
+#include "text.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -15,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { RULE_FAIL = 1, RULE_PAUSE, RULE_CRASH, RULE_SKEW };
+enum { RULE_FAIL = 1, RULE_PAUSE, RULE_CRASH, RULE_SKEW, RULE_CAP };
 
 #define POINT_ALL_CALLS (-2) /* "*" */
 
@@ -26,7 +29,7 @@ struct rule {
 	unsigned long hits;
 	int err;
 	int persist;
-	int64_t skew_ms;       /* RULE_SKEW                                  */
+	int64_t skew_ms;       /* RULE_SKEW; RULE_CAP: the cap               */
 };
 
 #define MAX_RULES 16
@@ -53,10 +56,9 @@ static int parse_errno(const char *s)
 	for (size_t i = 0; i < sizeof errnames / sizeof errnames[0]; i++)
 		if (!strcmp(s, errnames[i].name))
 			return errnames[i].value;
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s && !*end && v > 0 && v < 4096)
-		return (int)v;
+	uint64_t v;
+	if (hf_parse_u64(s, 4095, &v) == 0 && v > 0)
+		return (int)v; /* FA3 */
 	return 0;
 }
 
@@ -97,19 +99,32 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 		r->kind = RULE_CRASH;
 	else if (!strcmp(f[0], "skew"))
 		r->kind = RULE_SKEW;
+	else if (!strcmp(f[0], "cap"))
+		r->kind = RULE_CAP;
 	else
-		return refuse(why, wn, "rule '%s': kind '%s' is not fail, pause, crash or skew",
+		return refuse(why, wn, "rule '%s': kind '%s' is not fail, pause, crash, skew or cap",
 			      whole, f[0]);
-	if (r->kind == RULE_SKEW) {
-		/* skew:wall:MS, MS signed */
+	if (r->kind == RULE_CAP) {
+		/* cap:wait:MS, MS > 0 */
 		char *end;
-		if (strcmp(f[1], "wall") || nf != 3 || !*f[2])
-			return refuse(why, wn, "rule '%s': skew:wall:MS", whole);
+		if (strcmp(f[1], "wait") || nf != 3 || !*f[2])
+			return refuse(why, wn, "rule '%s': cap:wait:MS", whole);
 		errno = 0;
 		long long ms = strtoll(f[2], &end, 10);
-		if (*end || errno || ms > 100LL * 365 * 86400000 || ms < -100LL * 365 * 86400000)
-			return refuse(why, wn, "rule '%s': MS is not milliseconds", whole);
+		if (*end || errno || ms <= 0 || ms > 86400000)
+			return refuse(why, wn, "rule '%s': MS is not 1 to 86400000 ms", whole);
 		r->skew_ms = ms;
+		return 0;
+	}
+	if (r->kind == RULE_SKEW) {
+		/* skew:wall:MS, MS signed */
+		if (strcmp(f[1], "wall") || nf != 3 || !*f[2])
+			return refuse(why, wn, "rule '%s': skew:wall:MS", whole);
+		bool neg = f[2][0] == '-', sign = neg || f[2][0] == '+';
+		uint64_t ms;
+		if (hf_parse_u64(f[2] + sign, 100ULL * 365 * 86400000, &ms) < 0)
+			return refuse(why, wn, "rule '%s': MS is not milliseconds", whole);
+		r->skew_ms = neg ? -(int64_t)ms : (int64_t)ms;
 		return 0;
 	}
 	if (!strcmp(f[1], "*")) {
@@ -123,11 +138,10 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 		return refuse(why, wn, "rule '%s': '%s' is a named point, not a system call",
 			      whole, f[1]);
 	if (nf >= 3 && *f[2]) {
-		char *end;
-		unsigned long n = strtoul(f[2], &end, 10);
-		if (*end || n == 0)
+		uint64_t n;
+		if (hf_parse_u64(f[2], ULONG_MAX, &n) < 0 || n == 0) /* FA3: not "-1" */
 			return refuse(why, wn, "rule '%s': N is not a count from 1", whole);
-		r->target = n;
+		r->target = (unsigned long)n;
 	}
 	if (r->kind == RULE_FAIL) {
 		if (nf < 4 || !(r->err = parse_errno(f[3])))
@@ -191,7 +205,7 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 {
 	struct rule tmp[MAX_RULES];
 	int n = 0;
-	int64_t skew = 0;
+	int64_t skew = 0, cap = 0;
 	if (spec && *spec) {
 		char buf[1024];
 		if (strlen(spec) >= sizeof buf)
@@ -208,6 +222,8 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 				return rc; /* FA2 */
 			if (tmp[n].kind == RULE_SKEW)
 				skew += tmp[n].skew_ms; /* not a counted rule: it sets the offset */
+			else if (tmp[n].kind == RULE_CAP)
+				cap = tmp[n].skew_ms; /* not counted either: it sets the cap */
 			else
 				n++;
 		}
@@ -215,6 +231,7 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 	memcpy(rules, tmp, sizeof(struct rule) * (size_t)n);
 	nrules = n;
 	hf_sys_wall_skew_ms = skew;
+	hf_sys_wait_cap_ms = cap;
 	hf_sys_hook = n > 0 ? hook : NULL;
 	return 0;
 }
@@ -225,13 +242,30 @@ void hf_fault_pause_fds(int nfd, int gfd)
 	go_fd = gfd;
 }
 
+int hf_fault_parse_fds(const char *s, int *ret_notify, int *ret_go)
+{
+	char a[16], b[16];
+	const char *comma = strchr(s, ',');
+	size_t la = comma ? (size_t)(comma - s) : 0;
+	if (!comma || la >= sizeof a || strlen(comma + 1) >= sizeof b)
+		return -EINVAL;
+	memcpy(a, s, la);
+	a[la] = '\0';
+	strcpy(b, comma + 1);
+	uint64_t x, y;
+	if (hf_parse_u64(a, INT_MAX, &x) < 0 || hf_parse_u64(b, INT_MAX, &y) < 0)
+		return -EINVAL; /* FA3: " 3", "+3", "3x" and 2^32+3 are no descriptors */
+	*ret_notify = (int)x;
+	*ret_go = (int)y;
+	return 0;
+}
+
 int hf_fault_arm_from_env(char *why, size_t n)
 {
 	const char *fds = getenv("HOLDFAST_PAUSE_FDS");
 	if (fds && *fds) {
 		int a, b;
-		char end;
-		if (sscanf(fds, "%d,%d%c", &a, &b, &end) != 2 || a < 0 || b < 0)
+		if (hf_fault_parse_fds(fds, &a, &b) < 0)
 			return refuse(why, n, "HOLDFAST_PAUSE_FDS='%s': not NOTIFY,GO", fds);
 		hf_fault_pause_fds(a, b);
 	}

@@ -45,6 +45,7 @@
 
 int (*hf_sys_hook)(enum hf_point point);
 int64_t hf_sys_wall_skew_ms;
+int64_t hf_sys_wait_cap_ms;
 
 static const char *const point_names[HF_PT_COUNT] = {
 #define HF_CALL(id, name) [HF_PT_##id] = name,
@@ -336,6 +337,13 @@ int64_t hf_sys_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + hf_sys_wall_skew_ms;
+}
+
+int64_t hf_sys_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + hf_sys_wall_skew_ms * 1000;
 }
 
 int64_t hf_sys_boot_ms(void)

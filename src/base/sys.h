@@ -58,6 +58,9 @@ int hf_point_find(const char *name);
 extern int (*hf_sys_hook)(enum hf_point point);
 /* Added to every wall-clock read (a fault engine's skew:wall rule). */
 extern int64_t hf_sys_wall_skew_ms;
+/* The waiters' backoff cap in ms (a fault engine's cap:wait rule; 0: wait.c's
+ * own, 1 s): a test sets an hour, so that a waiter wakes only on an event. */
+extern int64_t hf_sys_wait_cap_ms;
 
 int hf_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
 int hf_sys_close(int fd);
@@ -100,6 +103,8 @@ int hf_sys_realpath(const char *path, char *buf); /* buf: PATH_MAX */
  * monotonic ns, and CLOCK_BOOTTIME ms (monotonic, counts suspend, one per
  * kernel and time namespace). */
 int64_t hf_sys_now_ms(void);
+/* The wall clock in microseconds (with the same skew rule as now_ms). */
+int64_t hf_sys_now_us(void);
 int64_t hf_sys_mono_ns(void);
 int64_t hf_sys_boot_ms(void);
 

@@ -13,6 +13,18 @@
  *  (TX3) hf_json_escape is the one JSON string escaper: what it writes is
  *        valid inside a JSON string for any input without NUL, and for text
  *        (TX2) it is the text with only '"' and '\\' escaped.
+ *  (TX4) hf_time_parse accepts only dates of the calendar: a day past its
+ *        month's last (2020-02-30, 2021-02-29) is refused, never rolled
+ *        into the next month; a leap second only as 23:59:60.
+ *  (TX5) hf_parse_u64 accepts decimal digits only: no sign, no white
+ *        space, no "0x", nothing after them; a value past max is -ERANGE,
+ *        never wrapped.
+ *  (TX6) Random bytes (tokens, unique names) come from getrandom(2) through
+ *        a per-thread pool of POOL bytes, each byte handed out once: a
+ *        token or name costs no system call but every POOL/n-th, and a
+ *        forked child never hands out its parent's bytes (the pool is
+ *        emptied in the child, pthread_atfork). An error of getrandom is
+ *        the caller's, and leaves the pool empty.
  */
 #include "text.h"
 
@@ -20,15 +32,49 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#define POOL 256
+static __thread unsigned char pool[POOL];
+static __thread size_t pool_left; /* the last pool_left bytes are unused */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_forget(void)
+{
+	pool_left = 0; /* TX6: the child's pool is not the parent's */
+}
+
+static void pool_init(void)
+{
+	pthread_atfork(NULL, NULL, pool_forget);
+}
+
+/* n random bytes (n <= POOL) into out: 0 or -errno (TX6). */
+static int pool_take(unsigned char *out, size_t n)
+{
+	pthread_once(&pool_once, pool_init);
+	if (pool_left < n) {
+		pool_left = 0;
+		int rc = hf_sys_getrandom(pool, POOL);
+		if (rc < 0)
+			return rc;
+		pool_left = POOL;
+	}
+	unsigned char *from = pool + POOL - pool_left;
+	memcpy(out, from, n);
+	memset(from, 0, n); /* handed out once */
+	pool_left -= n;
+	return 0;
+}
 
 int hf_random_hex(char *buf, size_t nbytes)
 {
 	unsigned char raw[64];
 	if (nbytes > sizeof raw)
 		return -EINVAL;
-	int rc = hf_sys_getrandom(raw, nbytes);
+	int rc = pool_take(raw, nbytes);
 	if (rc < 0)
 		return rc;
 	static const char hex[] = "0123456789abcdef";
@@ -119,6 +165,28 @@ void hf_time_format(int64_t ms, char *buf, size_t n)
 	assert(p - buf < HF_TIME_MAX && "TX1");
 }
 
+static int days_in_month(int y, int m)
+{
+	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	return m == 2 && leap ? 29 : days[m - 1];
+}
+
+int hf_parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+	uint64_t v = 0;
+	if (!s || !*s || s[strspn(s, "0123456789")])
+		return -EINVAL; /* TX5: no sign, no white space, nothing empty */
+	for (; *s; s++)
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+			return -ERANGE;
+	if (v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
 static int digits(const char **p, int n, int *ret)
 {
 	int v = 0;
@@ -146,7 +214,10 @@ int hf_time_parse(const char *s, int64_t *ret_ms)
 	if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' ||
 	    digits(&p, 2, &sec))
 		return -EINVAL;
-	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+	/* TX4: a date of the calendar (no 2020-02-30 rolled into March); a
+	 * leap second only as 23:59:60 */
+	if (M < 1 || M > 12 || D < 1 || D > days_in_month(Y, M) || h > 23 || m > 59 ||
+	    (sec > 59 && (sec > 60 || h != 23 || m != 59)))
 		return -EINVAL;
 	int ms = 0;
 	if (*p == '.' || *p == ',') {
@@ -182,9 +253,12 @@ int hf_time_parse(const char *s, int64_t *ret_ms)
 		p++;
 	if (*p)
 		return -EINVAL;
-	/* like timegm: an out-of-range day (Feb 30) rolls into the next month */
-	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec;
-	*ret_ms = (t - off_s) * 1000 + ms;
+	int64_t t = days_from_civil(Y, M, D) * 86400 + h * 3600 + m * 60 + sec - off_s;
+	/* TX1: only what hf_time_format writes back as four-digit years - an
+	 * offset cannot carry 0000-01-01T00:30+01:00 to year -1 */
+	if (t < days_from_civil(0, 1, 1) * 86400 || t >= days_from_civil(10000, 1, 1) * 86400)
+		return -EINVAL;
+	*ret_ms = t * 1000 + ms;
 	return 0;
 }
 

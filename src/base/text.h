@@ -65,6 +65,10 @@ void hf_copy_str(char *dst, size_t n, const char *s);
 /* ISO-8601 / RFC 3339: date 'T' time, optional fraction, 'Z' or +hh:mm.
  * Leading/trailing white space allowed. 0 and *ret_ms, or -EINVAL. */
 int hf_time_parse(const char *s, int64_t *ret_ms);
+/* A decimal number: only the digits 0-9 (at least one; leading zeros
+ * allowed), nothing else - no sign, space, "0x" or unit. 0 and *ret;
+ * -EINVAL when s is not such a number, -ERANGE when it exceeds max. (TX5) */
+int hf_parse_u64(const char *s, uint64_t max, uint64_t *ret);
 
 /* The length of the UTF-8 sequence at s (1-4), or 0 when it is not one. */
 size_t hf_utf8_len(const char *s);

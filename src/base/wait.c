@@ -3,16 +3,25 @@
  *
  * A waiter watches the directory that changes when the lock is released
  * (the lock's parent: a release moves the lock out of it) with inotify, and
- * wakes on IN_MOVED_FROM / IN_DELETE of the lock's own name. Events for other
- * names in a busy directory are drained without waking the caller. Because an
- * event can be missed (the lock released on another host sharing the file
- * system, or between a failed attempt and the poll), every wait is also
- * capped by a backoff that grows quadratically from 1 ms (n^2 ms before the
- * nth sleep) with +-25 % jitter, up to 250 ms while the watch is in place (the
- * wake-ups that find nothing are then only for what inotify cannot see: a
- * holder that died, a release on another host) and up to 100 ms without
- * one. A waiter that is not woken by a release thus wakes at most about
- * four times a second.
+ * wakes on IN_MOVED_FROM / IN_DELETE of the lock's own name - unless the
+ * name came back meanwhile (IN_MOVED_TO / IN_CREATE: another got it first,
+ * WT7). Events for other names in a busy directory are drained without
+ * waking the caller. When the caller names the holder (hf_wait_holder) and
+ * it is a process of this pid namespace, its end wakes the waiter too: a
+ * pidfd (pidfd_open(2)) polls readable once the process has exited - a
+ * holder that dies leaves its lock behind, which no inotify event says.
+ *
+ * What neither can see - a holder in another pid namespace or on another
+ * host that died, a release on another host sharing the file system - is
+ * seen by the next attempt after a backoff: quadratic from 1 ms (n^2 ms
+ * before the nth sleep), +-25 % jitter, capped at 1 s (+0..50 % jitter
+ * there: 1 to 1.5 s, about 0.8 wake-ups a second). A refusal by a
+ * holder (hf_wait_holder) with the watch in place sleeps the cap at once:
+ * its release is an event, so shorter sleeps would only be wake-ups that
+ * find nothing. The short steps remain for what the watch does not cover:
+ * barriers (claims resolved beside the lock), unreadable records, no
+ * inotify at all. So an idle waiter wakes at most once a second, and at
+ * once on a release or on its holder's end.
  *
  * The watch is set up lazily, by the first hf_wait_next: an acquisition that
  * succeeds at once never touches inotify. The inotify instance is cached per
@@ -21,6 +30,9 @@
  * kernel (fsnotify_destroy_group): about 10 ms on the reference VM, paid by a
  * waiter right after it acquired, i.e. inside every contended handoff. The
  * cache belongs to one pid: a forked child never reads its parent's queue.
+ * Re-entering a wait (a CLI waiting in slices to refresh a line) costs the
+ * watch's add and remove and one attempt more, not a new instance; and a
+ * first sleep for a holder is already the whole slice, not 1 ms.
  *
  * Invariants:
  *  (WT1) hf_wait_next never sleeps past the deadline: each poll's timeout is
@@ -33,12 +45,43 @@
  *        of an earlier waiter's watch left in a reused instance never wake.
  *  (WT4) A readable cancel descriptor ends the wait with HF_ECANCELED before
  *        any further sleep; it is only polled, never read.
+ *  (WT5) A pidfd only wakes: the attempt that follows judges the holder
+ *        (dead only on the protocol's proof, DL6/OW1-OW3), so watching the
+ *        wrong process (a pid reused between the judge and pidfd_open) costs
+ *        at most a wake-up or the cap, never a verdict. A pidfd that fired
+ *        is closed and its pid not watched again while it stays the holder:
+ *        a zombie (exited, its parent alive, still a live holder) would keep
+ *        it readable, a busy loop. It is opened before the sleep - except
+ *        while the lock changes hands quickly (the last wait ended by an
+ *        event within PIDFD_AFTER_MS, 10 ms): then once the sleep has
+ *        lasted that long, so a contended handoff costs no pidfd; pidfd_open
+ *        failing with ESRCH (the holder is gone already) ends the wait at
+ *        once. A new wait (a CLI re-entering its wait each second) opens it
+ *        before its first sleep: no wake-up more.
+ *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 50 % jitter) and
+ *        none at the cap is shorter than the cap: at most one wake-up a
+ *        second that is neither an event nor the deadline. The cap at once
+ *        only after hf_wait_holder and with the watch in place (WT2: a
+ *        release is then an event).
+ *  (WT7) A drain that ends with the watched name back (IN_MOVED_TO,
+ *        IN_CREATE after its removal: another acquirer renamed its directory
+ *        in, another taker linked its record) does not end the wait: the
+ *        name's next removal is an event again, so WT2's guarantee holds
+ *        without an attempt. Only the last event of the name counts, and an
+ *        overflowed queue always ends the wait. (The herd of waiters woken
+ *        by a release then mostly goes back to sleep without an attempt.)
+ *        A new holder so skipped is not judged: its end is seen by the
+ *        cap, not by a pidfd.
  *
  * Hazards:
  *  - Each thread that ever waited keeps one inotify fd (close-on-exec) until
  *    it exits; a thread that exits leaks it.
- *  - Every waiter on one lock wakes on each release and tries (a thundering
- *    herd of N-1 attempts per handoff).
+ *  - Every waiter on one lock wakes on each release (a thundering herd of
+ *    N-1 wake-ups per handoff); those that find the name taken again by the
+ *    time they drain go back to sleep (WT7), the others attempt.
+ *  - A holder in another pid namespace or on another host that dies is seen
+ *    up to a second late (no pidfd of it); so is a zombie holder collected
+ *    by its parent without a release (the pidfd fired when it exited).
  */
 #include "wait.h"
 
@@ -46,13 +89,20 @@
 #include "sys.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#define BACKOFF_MAX_US 100000          /* no watch: backoff only   */
-#define BACKOFF_MAX_WATCHED_US 250000  /* the watch wakes the waiter */
+#define BACKOFF_MAX_US 1000000 /* WT6: at most one wake-up a second */
+#define PIDFD_AFTER_MS 10      /* WT5: a sleep this long watches the holder */
+
+/* The cap: 1 s, or a fault engine's cap:wait rule (tests). */
+static int64_t cap_us(void)
+{
+	return hf_sys_wait_cap_ms > 0 ? hf_sys_wait_cap_ms * 1000 : BACKOFF_MAX_US;
+}
 
 /* This thread's idle inotify instance (no watch), and the pid it is for. */
 static __thread int cached_ifd = -1;
@@ -88,6 +138,12 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
 	w->tries = 0;
 	w->backoff_us = 1000;
 	w->cancel_fd = -1;
+	w->steady = 0;
+	w->pidfd = -1;
+	w->pid = 0;
+	w->spent = 0;
+	w->woke = HF_WOKE_NONE;
+	w->quick = 0;
 	w->name[0] = '\0';
 	w->dir[0] = '\0';
 	if (wait_ms == 0) {
@@ -112,7 +168,12 @@ static int arm(struct hf_waiter *w)
 	int fd = ifd_get();
 	if (fd < 0)
 		return fd;
-	int wd = hf_sys_inotify_add_watch(fd, w->dir, IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR);
+	/* WT7: a named entry's return is watched too (a removal then its
+	 * return in one drain is no reason to attempt) */
+	uint32_t mask = IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR;
+	if (w->name[0])
+		mask |= IN_MOVED_TO | IN_CREATE;
+	int wd = hf_sys_inotify_add_watch(fd, w->dir, mask);
 	if (wd < 0) {
 		ifd_put(fd);
 		return wd;
@@ -133,26 +194,37 @@ static uint32_t jitter_rand(void)
 	return (uint32_t)state;
 }
 
-/* 1: an event for our name on our watch arrived; 0: none (drained). */
+/* 1: our name was removed (its last event on our watch is a removal), or
+ * events were lost; 0: nothing that makes an attempt worth it (drained). A
+ * read returns every queued event that fits: one that leaves room for the
+ * longest event drained the queue, so it is not read again until EAGAIN (a
+ * system call less on every wake-up; an event queued just after is read
+ * by the next poll, at worst one attempt more). */
 static int drain(struct hf_waiter *w)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int hit = 0;
+	int hit = 0, overflow = 0;
 	for (;;) {
 		ssize_t n = hf_sys_read(w->ifd, buf, sizeof buf);
 		if (n <= 0)
 			break;
+		bool more = (size_t)n > sizeof buf - (sizeof(struct inotify_event) + NAME_MAX + 1);
 		for (char *p = buf; p < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->mask & IN_Q_OVERFLOW)
-				hit = 1;
+				overflow = 1; /* events lost: attempt */
 			else if (ev->wd == w->wd && /* WT3 */
 				 (!w->name[0] || (ev->len && !strcmp(ev->name, w->name))))
-				hit = 1;
+				/* WT7: the last event for the name decides - removed, or
+				 * back again (another acquirer's, seen by its own event
+				 * when it goes) */
+				hit = (ev->mask & (IN_MOVED_FROM | IN_DELETE)) != 0;
 			p += sizeof *ev + ev->len;
 		}
+		if (!more)
+			break;
 	}
-	return hit;
+	return hit || overflow;
 }
 
 void hf_wait_set_cancel(struct hf_waiter *w, int fd)
@@ -173,6 +245,48 @@ static int cancelled(const struct hf_waiter *w)
 	return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
+#define PIDFD_UNAVAILABLE (-3) /* pidfd_open refused (ENOSYS, EMFILE...) */
+
+static void pidfd_drop(struct hf_waiter *w)
+{
+	if (w->pidfd >= 0)
+		hf_sys_close(w->pidfd);
+	w->pidfd = -1;
+	w->pid = 0;
+}
+
+void hf_wait_holder(struct hf_waiter *w, pid_t pid)
+{
+	w->steady = 1;
+	if (pid == w->pid)
+		return; /* the same holder: its pidfd (open or due) stays */
+	pidfd_drop(w);
+	if (pid <= 0 || pid == w->spent || w->deadline_ns == 0)
+		return; /* WT5: a pid whose pidfd fired stays unwatched */
+	w->spent = 0;
+	w->pid = pid; /* its pidfd is opened once a sleep lasts (WT5) */
+}
+
+/* Open the holder's pidfd, due since hf_wait_holder: 0 (open, or none to
+ * be had), 1 when the holder is gone already (ESRCH: attempt now, WT5). */
+static int pidfd_arm(struct hf_waiter *w)
+{
+	if (w->pid <= 0 || w->pidfd != -1)
+		return 0;
+	int fd = hf_sys_pidfd_open(w->pid);
+	if (fd >= 0) {
+		w->pidfd = fd;
+		return 0;
+	}
+	if (fd == -ESRCH) {
+		w->spent = w->pid;
+		pidfd_drop(w);
+		return 1;
+	}
+	w->pidfd = PIDFD_UNAVAILABLE; /* -ENOSYS, -EMFILE: the cap sees its end */
+	return 0;
+}
+
 int hf_wait_next(struct hf_waiter *w)
 {
 	int c = cancelled(w);
@@ -183,58 +297,112 @@ int hf_wait_next(struct hf_waiter *w)
 	if (!w->armed) {
 		if (w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns)
 			return HF_ETIMEDOUT; /* WT1 */
-		if (arm(w) == 0)
+		if (arm(w) == 0) {
+			w->woke = HF_WOKE_ARMED;
 			return 0; /* WT2: attempt again, now watched */
+		}
 	}
+	int64_t left_ms = -1;
+	if (w->deadline_ns >= 0) {
+		int64_t left_ns = w->deadline_ns - hf_sys_mono_ns();
+		if (left_ns <= 0)
+			return HF_ETIMEDOUT; /* WT1 */
+		left_ms = (left_ns + 999999) / 1000000;
+	}
+	/* this slice: the backoff with +-25 % jitter, at the cap +0..50 % (WT6) */
+	int64_t cap = cap_us();
+	int64_t b = w->backoff_us < cap ? w->backoff_us : cap;
+	if (w->steady && w->ifd >= 0)
+		b = cap; /* WT6: a release is an event (WT2) */
+	int64_t j = (int64_t)(jitter_rand() % (uint32_t)(b / 2 + 1)) - b / 4;
+	if (b >= cap)
+		j += b / 4; /* WT6: never shorter than the cap */
+	int64_t sleep_ms = (b + j + 999) / 1000;
+	if (sleep_ms < 1)
+		sleep_ms = 1;
+	w->steady = 0;
+	w->tries++;
+	int64_t nb = 1000LL * (w->tries + 1) * (w->tries + 1);
+	w->backoff_us = nb > cap ? cap : nb;
+	if (left_ms >= 0 && sleep_ms > left_ms)
+		sleep_ms = left_ms; /* WT1 */
+	assert((left_ms < 0 || sleep_ms <= left_ms) && sleep_ms >= 0 && "WT1");
+	assert(sleep_ms <= cap / 1000 * 3 / 2 + 1 && "WT6");
+	w->woke = HF_WOKE_TIMER;
+	bool due = w->pid > 0 && w->pidfd == -1; /* a pidfd to open (WT5) */
+	if (due && !w->quick) {
+		due = false; /* not changing hands quickly: watch it now (WT5) */
+		if (pidfd_arm(w)) {
+			w->woke = HF_WOKE_HOLDER_END;
+			return 0;
+		}
+	}
+	if (w->ifd < 0 && w->cancel_fd < 0 && w->pidfd < 0 && !due) {
+		int rc = hf_sys_sleep_ms(sleep_ms);
+		return rc < 0 ? rc : 0;
+	}
+	int64_t start = hf_sys_mono_ns(), end = start + sleep_ms * 1000000LL;
+	w->quick = 0;
 	for (;;) {
-		int64_t left_ms = -1;
-		if (w->deadline_ns >= 0) {
-			int64_t left_ns = w->deadline_ns - hf_sys_mono_ns();
-			if (left_ns <= 0)
-				return HF_ETIMEDOUT; /* WT1 */
-			left_ms = (left_ns + 999999) / 1000000;
-		}
-		/* backoff with +-25 % jitter */
-		int64_t b = w->backoff_us;
-		int64_t j = (int64_t)(jitter_rand() % (uint32_t)(b / 2 + 1)) - b / 4;
-		int64_t sleep_ms = (b + j + 999) / 1000;
-		if (sleep_ms < 1)
-			sleep_ms = 1;
-		w->tries++;
-		int64_t nb = 1000LL * (w->tries + 1) * (w->tries + 1);
-		int64_t cap = w->ifd >= 0 ? BACKOFF_MAX_WATCHED_US : BACKOFF_MAX_US;
-		w->backoff_us = nb > cap ? cap : nb;
-		if (left_ms >= 0 && sleep_ms > left_ms)
-			sleep_ms = left_ms; /* WT1 */
-		assert((left_ms < 0 || sleep_ms <= left_ms) && sleep_ms >= 0 && "WT1");
-		if (w->ifd < 0 && w->cancel_fd < 0) {
-			int rc = hf_sys_sleep_ms(sleep_ms);
-			return rc < 0 ? rc : 0;
-		}
-		/* the watch (or nothing: -1 is ignored by poll) and the cancel fd */
-		struct pollfd p[2] = { { .fd = w->ifd, .events = POLLIN },
-				       { .fd = w->cancel_fd, .events = POLLIN } };
-		int64_t start = hf_sys_mono_ns();
-		int rc = hf_sys_poll(p, 2, (int)sleep_ms);
+		/* WT5: while the lock changes hands quickly, the first
+		 * PIDFD_AFTER_MS without the holder's pidfd - a contended handoff
+		 * is over sooner, and opens none */
+		int slice = (int)sleep_ms;
+		if (due && slice > PIDFD_AFTER_MS)
+			slice = PIDFD_AFTER_MS;
+		/* the watch, the cancel fd and the holder's pidfd (-1 is ignored
+		 * by poll) */
+		struct pollfd p[3] = { { .fd = w->ifd, .events = POLLIN },
+				       { .fd = w->cancel_fd, .events = POLLIN },
+				       { .fd = w->pidfd >= 0 ? w->pidfd : -1, .events = POLLIN } };
+		int rc = hf_sys_poll(p, 3, slice);
 		if (rc < 0 && rc != -EINTR)
 			return rc;
+		if (rc <= 0 && due) {
+			due = false;
+			if (pidfd_arm(w)) {
+				w->woke = HF_WOKE_HOLDER_END;
+				return 0; /* gone already: attempt now (WT5) */
+			}
+			int64_t rest_ns = end - hf_sys_mono_ns();
+			if (rest_ns <= 0)
+				return 0;
+			sleep_ms = (rest_ns + 999999) / 1000000;
+			continue; /* the rest of the slice, the pidfd watched */
+		}
 		if (rc <= 0)
 			return 0; /* backoff elapsed: try again */
 		if (p[1].revents & POLLNVAL)
 			return -EBADF; /* closed under us */
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
 			return HF_ECANCELED; /* WT4 */
-		if (w->ifd < 0 || drain(w))
+		if (p[2].fd >= 0 && p[2].revents) {
+			w->spent = w->pid; /* WT5: once; a zombie stays readable */
+			pidfd_drop(w);
+			w->woke = HF_WOKE_HOLDER_END;
+			return 0; /* the holder ended: the attempt judges it */
+		}
+		if (w->ifd >= 0 && drain(w)) {
+			w->woke = HF_WOKE_EVENT;
+			/* WT5: the lock changes hands quickly - the next sleep opens
+			 * the next holder's pidfd only if it lasts */
+			w->quick = hf_sys_mono_ns() - start < PIDFD_AFTER_MS * 1000000LL;
+			return 0;
+		}
+		if (w->ifd < 0)
 			return 0;
 		/* only unrelated names changed: keep waiting the rest of this slice */
-		int64_t spent_ms = (hf_sys_mono_ns() - start) / 1000000;
-		if (spent_ms >= sleep_ms)
+		int64_t rest_ns = end - hf_sys_mono_ns();
+		if (rest_ns <= 0)
 			return 0;
+		sleep_ms = (rest_ns + 999999) / 1000000;
 	}
 }
 
 void hf_wait_done(struct hf_waiter *w)
 {
+	if (w->pidfd >= 0)
+		pidfd_drop(w);
 	if (w->ifd >= 0) {
 		if (w->wd >= 0)
 			hf_sys_inotify_rm_watch(w->ifd, w->wd);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <limits.h>
+#include <sys/types.h>
 
 struct hf_waiter {
 	int ifd;               /* inotify fd, or -1 (not armed / backoff only) */
@@ -18,7 +19,16 @@ struct hf_waiter {
 	int64_t backoff_us;    /* current fallback sleep                       */
 	int cancel_fd;         /* readable: stop (HF_ECANCELED); -1 none       */
 	unsigned tries;
+	int steady;            /* hf_wait_holder since the last sleep (WT6)    */
+	int pidfd;             /* the holder's pidfd (WT5); -1 not (yet) open  */
+	pid_t pid;             /* the holder to watch (0: none)                */
+	pid_t spent;           /* a pid whose pidfd fired: not watched again   */
+	int woke;              /* why the last hf_wait_next returned 0: HF_WOKE_* */
+	int quick;             /* the last sleep ended by an event within 10 ms */
 };
+
+/* Why a wait returned 0 (struct hf_waiter.woke; tests look). */
+enum { HF_WOKE_NONE, HF_WOKE_ARMED, HF_WOKE_TIMER, HF_WOKE_EVENT, HF_WOKE_HOLDER_END };
 
 /* Prepare to wait for the removal of entry `name` (moved away or deleted)
  * of directory `dir`. Call before the first attempt. wait_ms: 0 try once,
@@ -27,19 +37,29 @@ struct hf_waiter {
  * touches inotify. Where inotify is not available the waiter falls back to
  * jittered backoff. */
 int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t wait_ms);
-/* Block until the watched entry is removed, the backoff elapses (the
- * fallback: quadratic from 1 ms, +-25 % jitter, capped at 250 ms with the
- * watch in place and 100 ms without; it also caps inotify waits, for what
- * inotify cannot see: a holder that died, a release on another host), or
- * the deadline. 0: try again; HF_ETIMEDOUT: the deadline passed
+/* Block until the watched entry is removed, the holder named by
+ * hf_wait_holder ends, the backoff elapses, or the deadline. The backoff:
+ * quadratic from 1 ms, +-25 % jitter, capped at 1 s (1 to 1.5 s once at the
+ * cap: at most one wake-up a second, WT6); after hf_wait_holder
+ * with the watch in place it is the cap at once - a release is an event and
+ * a holder's end a pidfd event, so the cap only bounds what neither can see
+ * (a holder in another pid namespace or on another host that died, a
+ * release on another host). 0: try again; HF_ETIMEDOUT: the deadline passed
  * (never sleeps past it). The first call sets up the watch and returns 0
  * at once: the caller's next attempt is made with the watch in place.
  * HF_ECANCELED: the cancel descriptor is readable. */
 int hf_wait_next(struct hf_waiter *w);
+/* The last attempt was refused by a holder whose leaving changes the
+ * watched entry (a release, a reap, a withdrawal): the next sleep may last
+ * the whole cap (WT6). pid > 0: that holder is a process of this pid
+ * namespace on this kernel; its end wakes the waiter too (a pidfd, WT5).
+ * Not called (a barrier, an unreadable record): the short backoff. Costs
+ * no system call: the pidfd is opened by the sleep (WT5). */
+void hf_wait_holder(struct hf_waiter *w, pid_t pid);
 /* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */
 void hf_wait_set_cancel(struct hf_waiter *w, int fd);
-/* Remove the watch. The inotify instance is kept for this thread's next
+/* Remove the watch and the holder's pidfd. The inotify instance is kept for this thread's next
  * wait (closing one that ever had a watch costs a synchronize_srcu in the
  * kernel, about 10 ms). */
 void hf_wait_done(struct hf_waiter *w);

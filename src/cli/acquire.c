@@ -23,6 +23,7 @@
 #include "proc.h"
 #include "run.h"
 #include "sys.h"
+#include "text.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -43,9 +44,8 @@ int cli_wait_opt(struct cli_wait_opts *w, int opt, const char *arg)
 	case 'w':
 		return cli_duration_arg("-w", arg, &w->wait_ms);
 	case 'E': {
-		char *end;
-		long v = strtol(arg, &end, 10);
-		if (!*arg || *end || v < 0 || v > 255) {
+		uint64_t v;
+		if (hf_parse_u64(arg, 255, &v) < 0) { /* digits only: not " 5", "+5" */
 			cli_err("-E %s: not an exit code (0-255)", arg);
 			return HF_EXIT_USAGE;
 		}

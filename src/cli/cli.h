@@ -54,6 +54,11 @@ int cli_parse_duration(const char *s, int64_t *ret_ms);
 /* The same for option what's argument: 0, or HF_EXIT_USAGE with a message
  * saying what is wrong. */
 int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
+/* --token as `lock acquire` printed it: "TOKEN" or "TOKEN FENCE" (what
+ * token=$(holdfast lock acquire L) holds, a newline at most after FENCE):
+ * the token alone into buf (n bytes) and buf; else arg itself, for
+ * hf_lock_adopt to refuse. */
+const char *cli_token_form(const char *arg, char *buf, size_t n);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 
@@ -107,6 +112,10 @@ int cli_write_out(const char *s);
  * owner_find.c. 0 and *ret_pid (its command name in comm), -ESRCH when the
  * walk reaches init or leaves the pid namespace. */
 int cli_owner_find(pid_t *ret_pid, char *comm, size_t n);
+/* For a lock standing for descriptor fd (holdfast flock FD): the topmost
+ * ancestor that has fd's file open (owner_find.c, OD1); -ENOENT when none
+ * but holdfast has it. */
+int cli_owner_find_holding(int fd, pid_t *ret_pid, char *comm, size_t n);
 
 /* `run --scope` support, implemented with the scope commands (cmd_scope.c):
  * register specs for pid under name (NULL: a generated name), delegating
@@ -134,6 +143,9 @@ int cli_scope_run_release(const char *name, int live_fd);
  * keeper watches both: its pid, -ESRCH when pid is gone already, -EINVAL,
  * -errno. The caller may close its own copies at once. */
 int cli_keep_for(int pid, const int *fds, size_t n);
+/* The keeper's report on its pipe (n bytes, keeper.c K4): its pid (> 0),
+ * -ESRCH (the owner ended first), or -ECHILD (it did not start). */
+int cli_keep_report_parse(const void *buf, size_t n);
 
 /* Backends (backend.c): --backend URI and the etcd options, in every
  * command that takes a lock (lock, run, edit): put CLI_BACKEND_LONGOPTS in
@@ -200,6 +212,7 @@ int cmd_lock(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_edit(int argc, char **argv);
 int cmd_scope(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 int cmd_flock(int argc, char **argv);
 
 #endif

@@ -47,21 +47,30 @@
  *   (FL5) -u releases only the calling shell's lock: another holder's is
  *         left alone (said on stderr; exit 0, as flock -u on an unlocked
  *         descriptor).
+ *   (FL6) In the FD form "the calling shell" is the process that holds the
+ *         descriptor's file open longest: the topmost ancestor that has it
+ *         open (owner_find.c, OD1) - the script after `exec 9>L`, the
+ *         subshell of `( ... ) 9>L` - so the lock ends where flock(2)'s
+ *         would, with the last holder of the file. When only holdfast has
+ *         it (the shell exec'd `holdfast flock 9` as its last command) the
+ *         lock is taken and released before holdfast exits, as flock(1)'s.
  *
  * Hazards
  * -------
  *   - flock(1) and holdfast flock do not exclude each other (one takes
  *     flock(2) on FILE, the other a directory lock beside it): switch every
  *     script that uses one lock at once.
- *   - Closing FD (`exec 9>&-`) releases nothing: holdfast's lock is the
- *     shell's until -u or its exit. In `( flock -n 9; ... ) 9>FILE` the
- *     subshell is skipped (owner_find.c, O1): the lock outlives it, held by
- *     the script until -u or the script's exit (never shorter than the
- *     critical section). Ending it with the descriptor's last close would
- *     need a process that notices the close at once; a watcher blocked in
- *     flock(2) on the file notices it, but holding that flock even briefly
- *     makes a concurrent -n fail, and its release comes after the close,
- *     so a next acquirer may still see it held: not done.
+ *   - Closing FD (`exec 9>&-`) in the owner releases nothing: the lock is
+ *     the owner's until -u or the owner's exit. Ending it with the
+ *     descriptor's last close would need a process that notices the close
+ *     at once; a watcher blocked in flock(2) on the file notices it, but
+ *     holding that flock even briefly makes a concurrent -n fail, and its
+ *     release comes after the close, so a next acquirer may still see it
+ *     held: not done.
+ *   - The owner is judged by the file (device and inode) its descriptor
+ *     names: another open of the same file by an ancestor counts as
+ *     holding it (erring upwards: the lock may outlive the critical
+ *     section, never end inside it).
  */
 #include "cli.h"
 #include "proc.h"
@@ -73,6 +82,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -99,7 +109,8 @@ static const char usage[] =
 	"\n"
 	"  -x, -e, --exclusive   an exclusive lock (the only kind: the default)\n"
 	"  -s, --shared          refused (exit 64): holdfast has no shared locks\n"
-	"  -n, --nonblock, --nb  fail at once (exit 1, or -E) if it is held\n"
+	"  -n, --nonblock, --nb  fail at once (exit 1, or -E) if it is held (also\n"
+	"                        --nonblocking, as flock(1) accepts)\n"
 	"  -w, --wait, --timeout SECS   wait at most SECS (0.5, 30, 2m); default forever\n"
 	"  -E, --conflict-exit-code CODE   exit code when held or timed out (default 1)\n"
 	"  -o, --close           accepted: always so (the lock ends with CMD; CMD's\n"
@@ -110,15 +121,22 @@ static const char usage[] =
 	"  -u, --unlock          release the calling shell's lock on FD's (FILE's) file\n"
 	"      --verbose         say how long getting the lock took, and what runs\n"
 	"      --fcntl           refused (exit 64): no fcntl(2) locks\n"
+	"      --json            one JSON object on stdout: the lock's record (FD form;\n"
+	"                        \"result\": acquired or held_already), -u's answer\n"
+	"                        (\"result\": released, not_held, not_yours), run's object\n"
+	"                        (the command form), or the error object (README:\n"
+	"                        Machine output)\n"
 	"  -h, --help            this text\n"
 	"  -V, --version         holdfast's version\n"
 	"\n"
 	"FD form (`exec 9>FILE; holdfast flock -n 9`): the lock is taken for the\n"
-	"calling shell (the script that ran the line) and stays held after holdfast\n"
-	"returns, until `holdfast flock -u 9` or the shell's exit; closing fd 9\n"
-	"does not release it; in `( holdfast flock -n 9; ... ) 9>FILE` the lock stays\n"
-	"the script's after the subshell (end it with `holdfast flock -u 9`). Taking it\n"
-	"again from the same shell succeeds at once.\n"
+	"process that opened fd 9's file - the script after `exec 9>FILE`, the subshell\n"
+	"of `( holdfast flock -n 9; ... ) 9>FILE` - and stays held after holdfast\n"
+	"returns, until `holdfast flock -u 9` or that process's exit, as flock(1)'s\n"
+	"lock lasts as long as the open file; closing fd 9 alone does not release\n"
+	"it. Taking it again from the same process succeeds at once. When only\n"
+	"holdfast has the file open (a shell that runs `holdfast flock 9` as its last\n"
+	"command execs it), the lock is taken and released before holdfast exits.\n"
 	"\n"
 	"flock(1) and holdfast flock do not exclude each other: switch every script\n"
 	"sharing a lock at once.\n"
@@ -131,8 +149,22 @@ struct fl_args {
 	const char *wait_arg;
 	int conflict_exit;
 	const char *econflict_arg;
-	bool unlock, nofork, verbose;
+	bool unlock, nofork, verbose, json;
 };
+
+/* --json: the lock's record with its absolute "path" (FD form, -F; the
+ * command form prints run's object), or the answer of -u. */
+static void fl_json_rec(const char *lock, const hf_rec *r, const char *what)
+{
+	json_t *o = r ? cli_rec_json(r) : NULL;
+	if (!o)
+		o = json_object();
+	char abs[PATH_MAX];
+	json_object_set_new(o, "path", json_string(cli_abs_path(lock, abs, sizeof abs)));
+	if (what)
+		json_object_set_new(o, "result", json_string(what));
+	cli_json_print(o);
+}
 
 /* The lock standing for file (FL2): realpath(DIR).holdfast-lock for a
  * directory, FILE.holdfast-lock otherwise. 0 or an exit code (said). */
@@ -217,9 +249,20 @@ static bool is_owner(const hf_rec *h, pid_t owner)
 	return hf_rec_int(h, "pid_start", &start) < 0 || (uint64_t)start == now;
 }
 
-/* The calling shell (owner_find.c): 0 or an exit code (said). */
-static int find_owner(const char *what, pid_t *owner, char *comm, size_t n)
+/* The calling shell (owner_find.c): 0 or an exit code (said). For the FD
+ * form (fd >= 0) the topmost ancestor holding fd's file (OD1, FL6); *owner
+ * 0 when none but holdfast has it. */
+static int find_owner(const char *what, int fd, pid_t *owner, char *comm, size_t n)
 {
+	if (fd >= 0) {
+		int rc = cli_owner_find_holding(fd, owner, comm, n);
+		if (rc == -ENOENT) {
+			*owner = 0;
+			return 0;
+		}
+		if (rc == 0)
+			return 0;
+	}
 	if (cli_owner_find(owner, comm, n) < 0) {
 		cli_err("flock %s: no process to hold the lock: holdfast's caller is init or "
 			"outside this pid namespace (use the command form)",
@@ -230,13 +273,18 @@ static int find_owner(const char *what, pid_t *owner, char *comm, size_t n)
 }
 
 /* -u: release the calling shell's lock (FL5). */
-static int fl_unlock(const char *what, const char *lock)
+static int fl_unlock(const struct fl_args *a, int fd, const char *what, const char *lock)
 {
 	pid_t owner;
 	char comm[HF_COMM_MAX + 1] = "";
-	int code = find_owner(what, &owner, comm, sizeof comm);
+	int code = find_owner(what, fd, &owner, comm, sizeof comm);
 	if (code)
 		return code;
+	if (!owner) { /* FL6: nobody holds the file, so nobody holds its lock */
+		if (a->json)
+			fl_json_rec(lock, NULL, "not_held");
+		return HF_EXIT_OK;
+	}
 	hf_rec *st;
 	int rc = hf_lock_status(lock, &st);
 	if (rc < 0) {
@@ -249,6 +297,8 @@ static int fl_unlock(const char *what, const char *lock)
 	const char *token = hf_rec_str(st, "token");
 	if (!state || !strcmp(state, "free") || !token) {
 		hf_rec_free(st);
+		if (a->json)
+			fl_json_rec(lock, NULL, "not_held");
 		return HF_EXIT_OK; /* as flock -u on an unlocked descriptor */
 	}
 	if (!is_owner(st, owner)) {
@@ -256,6 +306,15 @@ static int fl_unlock(const char *what, const char *lock)
 		cli_holder_words(st, who, sizeof who);
 		cli_err("flock -u %s: %s is held by %s, not by pid %d (%s): left alone", what, lock,
 			who, (int)owner, comm);
+		if (a->json) { /* another's: nested, never in the shape of ours */
+			json_t *o = json_object();
+			char abs[PATH_MAX];
+			json_object_set_new(o, "path", json_string(cli_abs_path(lock, abs, sizeof abs)));
+			json_object_set_new(o, "result", json_string("not_yours"));
+			json_t *h = cli_rec_json(st);
+			json_object_set_new(o, "holder", h ? h : json_null());
+			cli_json_print(o);
+		}
 		hf_rec_free(st);
 		return HF_EXIT_OK;
 	}
@@ -271,22 +330,61 @@ static int fl_unlock(const char *what, const char *lock)
 		cli_err("flock -u %s: release %s: %s", what, lock, hf_strerror(rc));
 		return cli_exit_for(rc);
 	}
+	if (a->json)
+		fl_json_rec(lock, NULL, rc == 0 ? "released" : "not_held");
+	return HF_EXIT_OK;
+}
+
+/* FL6: only holdfast has the file open (its shell exec'd it as the last
+ * command), so the lock lasts as long as holdfast, as flock(1)'s would: taken
+ * (a held lock refused or waited for as asked), then released. */
+static int fl_fd_fleeting(const struct fl_args *a, const char *what, const char *lock)
+{
+	cli_err("flock %s: note: no process but this holdfast has descriptor %s's file open "
+		"(a shell runs its last command in place): as with flock(1), the lock ends "
+		"with holdfast; keep the shell alive (end the line with `; exit`) to hold it",
+		what, what);
+	hf_lock *l;
+	int code, rc = hf_lock_new(lock, &l);
+	if (rc < 0) {
+		if ((code = cli_lock_refused("flock", lock, rc)) != 0)
+			return code;
+		cli_err("flock %s: %s: %s", what, lock, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
+	code = cli_lock_take(l, lock, cli_deadline(a->wait_ms), NULL);
+	if (code) {
+		hf_lock_free(l);
+		return code == HF_EXIT_CONFLICT ? a->conflict_exit : code; /* FL3 */
+	}
+	if (a->json)
+		fl_json_rec(lock, hf_lock_holder(l), "acquired_and_released");
+	rc = hf_lock_release(l);
+	hf_lock_free(l);
+	if (rc < 0) {
+		cli_err("flock %s: release %s: %s", what, lock, hf_strerror(rc));
+		return cli_exit_for(rc);
+	}
 	return HF_EXIT_OK;
 }
 
 /* The FD form: acquire for the calling shell, keep it (FL4). */
-static int fl_fd(const struct fl_args *a, const char *what, const char *lock)
+static int fl_fd(const struct fl_args *a, int fd, const char *what, const char *lock)
 {
 	pid_t owner;
 	char comm[HF_COMM_MAX + 1] = "";
-	int code = find_owner(what, &owner, comm, sizeof comm);
+	int code = find_owner(what, fd, &owner, comm, sizeof comm);
 	if (code)
 		return code;
+	if (!owner) /* FL6 */
+		return fl_fd_fleeting(a, what, lock);
 	int64_t t0 = hf_sys_mono_ns();
 	hf_rec *st;
 	if (hf_lock_status(lock, &st) == 0) {
 		const char *s = hf_rec_str(st, "state");
 		bool mine = s && (!strcmp(s, "held") || !strcmp(s, "skew")) && is_owner(st, owner);
+		if (mine && a->json)
+			fl_json_rec(lock, st, "held_already");
 		hf_rec_free(st);
 		if (mine) {
 			if (a->verbose)
@@ -311,6 +409,8 @@ static int fl_fd(const struct fl_args *a, const char *what, const char *lock)
 		return code == HF_EXIT_CONFLICT ? a->conflict_exit : code; /* FL3 */
 	}
 	uint64_t fence = hf_lock_fence(l);
+	if (a->json)
+		fl_json_rec(lock, hf_lock_holder(l), "acquired");
 	int live = hf_lock_detach(l);
 	hf_lock_free(l);
 	int keeper = live >= 0 ? cli_keep_for((int)owner, &live, 1) : -EBADF;
@@ -373,7 +473,7 @@ static int fl_nofork(const struct fl_args *a, const char *lock, char **cmd)
 	return 126;
 }
 
-enum { OPT_VERBOSE = 1000, OPT_FCNTL };
+enum { OPT_VERBOSE = 1000, OPT_FCNTL, OPT_JSON };
 
 int cmd_flock(int argc, char **argv)
 {
@@ -391,6 +491,7 @@ int cmd_flock(int argc, char **argv)
 		{ "no-fork", no_argument, NULL, 'F' },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "fcntl", no_argument, NULL, OPT_FCNTL },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -445,6 +546,10 @@ int cmd_flock(int argc, char **argv)
 		case OPT_VERBOSE:
 			a.verbose = true;
 			break;
+		case OPT_JSON:
+			a.json = true;
+			cli_json_enable();
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return HF_EXIT_OK;
@@ -480,14 +585,14 @@ int cmd_flock(int argc, char **argv)
 			cli_err("flock: -u takes a descriptor or FILE and no command");
 			return HF_EXIT_USAGE;
 		}
-		return fl_unlock(target, lock);
+		return fl_unlock(&a, fdform ? atoi(target) : -1, target, lock);
 	}
 	if (fdform) {
 		if (a.nofork) {
 			cli_err("flock %s: -F needs a command", target);
 			return HF_EXIT_USAGE;
 		}
-		return fl_fd(&a, target, lock);
+		return fl_fd(&a, atoi(target), target, lock);
 	}
 	if (optind + 1 >= argc) {
 		cli_err("flock %s: no command given (holdfast flock [options] FILE CMD [ARG...], or "
@@ -509,6 +614,12 @@ int cmd_flock(int argc, char **argv)
 		shcmd[2] = cmd[1];
 		shcmd[3] = NULL;
 		cmd = shcmd;
+	}
+	if (a.nofork && a.json) {
+		cli_err("flock %s: -F and --json exclude each other: CMD replaces holdfast, so "
+			"nothing is left to print the answer (the command form prints it)",
+			CLI_SHOW(target));
+		return HF_EXIT_USAGE;
 	}
 	if (a.nofork)
 		return fl_nofork(&a, lock, cmd);
@@ -538,6 +649,8 @@ int cmd_flock(int argc, char **argv)
 	}
 	if (a.verbose)
 		rv[k++] = (char *)"--verbose";
+	if (a.json)
+		rv[k++] = (char *)"--json";
 	rv[k++] = (char *)"--";
 	for (size_t i = 0; i < ncmd; i++)
 		rv[k++] = cmd[i];

@@ -6,6 +6,7 @@
 #include "proc.h"
 #include "run.h"
 #include "sys.h"
+#include "text.h"
 
 #include "holdfast.h"
 
@@ -23,11 +24,14 @@ static const char usage[] =
 	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
 	"                                  [--pid PID] [-v] [--json]\n"
 	"       holdfast lock release PATH --token TOKEN [--json]\n"
+	"       holdfast lock renew PATH --token TOKEN [--max-hold DUR|none] [--json]\n"
 	"       holdfast lock check PATH [--token TOKEN | --fence N] [--json]\n"
 	"       holdfast lock status PATH [--json]\n"
 	"\n"
 	"A short lock: the directory PATH, made by mkdir, with its owner record\n"
-	"PATH/owner; PATH.holdfast/ beside it keeps the fence counter and the claims.\n"
+	"PATH/owner; PATH.holdfast/ beside it keeps the fence counter and the claims\n"
+	"(with its own .gitignore: git never shows it; while held, PATH/owner shows -\n"
+	"ignore PATH in git if that matters). Never delete PATH.holdfast/ in use.\n"
 	"\n"
 	"acquire   take the lock for PID (default: holdfast's parent, the calling\n"
 	"          shell or script) and print 'TOKEN FENCE'. The fence is strictly\n"
@@ -37,12 +41,16 @@ static const char usage[] =
 	"          A dead owner is reaped at once; a lock without a complete owner\n"
 	"          record after --stale (default 60s); a live owner older than\n"
 	"          max(--max-hold, --stale) as leaked (--max-hold default 10m; it is\n"
-	"          recorded, so it is the holder's own ceiling).\n"
+	"          recorded, so it is the holder's own ceiling; 'none': never leaked\n"
+	"          while PID lives).\n"
 	"          -E CODE: the exit code for held or timed out (1-255, default 1;\n"
 	"          0 is refused: it would tell the caller the lock is theirs).\n"
 	"          Without -w, a lock PID holds already is refused at once (exit 1):\n"
 	"          waiting for itself would last forever.\n"
 	"release   release the lock acquired with TOKEN.\n"
+	"renew     restart the window of the lock acquired with TOKEN (same fence);\n"
+	"          --max-hold none: never leaked while its owner lives. Exit 1 when\n"
+	"          another holds it or it was reaped meanwhile, 69 when nothing is held.\n"
 	"check     exit 0 when PATH is held by a live holder or being acquired;\n"
 	"          with --token, 0 only when held by the acquisition of TOKEN (\"do I\n"
 	"          still hold it?\") and 1 when another holds it; 69 when free or\n"
@@ -104,17 +112,7 @@ struct args {
  * token=$(holdfast lock acquire L) holds); the token alone into a. */
 static void token_arg(struct args *a, const char *arg)
 {
-	size_t n = strcspn(arg, " \t\n");
-	const char *rest = arg + n + strspn(arg + n, " \t\n");
-	bool fence = *rest && strspn(rest, "0123456789") == strcspn(rest, "\n") &&
-		     rest[strspn(rest, "0123456789")] != ' ';
-	if (n < sizeof a->token_buf && (!*rest || fence)) {
-		memcpy(a->token_buf, arg, n);
-		a->token_buf[n] = '\0';
-		a->token = a->token_buf;
-	} else {
-		a->token = arg; /* not that form: the adopt says it is not a token */
-	}
+	a->token = cli_token_form(arg, a->token_buf, sizeof a->token_buf);
 }
 
 /* 0, or an exit code (usage printed). */
@@ -145,6 +143,10 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 		case OPT_MAXHOLD: {
 			int64_t *dst = c == OPT_STALE ? &a->stale_ms : &a->max_hold_ms;
 			const char *what = c == OPT_STALE ? "--stale" : "--max-hold";
+			if (c == OPT_MAXHOLD && !strcmp(optarg, "none")) {
+				*dst = HF_MAX_HOLD_NONE; /* bound to its owner's life */
+				break;
+			}
 			if (cli_duration_arg(what, optarg, dst))
 				return HF_EXIT_USAGE;
 			if (*dst == 0) {
@@ -154,9 +156,9 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			break;
 		}
 		case OPT_PID: {
-			char *end;
-			a->pid = strtol(optarg, &end, 10);
-			if (*end || a->pid <= 0 || a->pid > 0x7fffffff) {
+			uint64_t v;
+			a->pid = hf_parse_u64(optarg, 0x7fffffff, &v) == 0 ? (long)v : 0;
+			if (a->pid <= 0) { /* digits only */
 				cli_err("lock %s: bad --pid '%s'", sub, optarg);
 				return HF_EXIT_USAGE;
 			}
@@ -171,9 +173,8 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			token_arg(a, optarg);
 			break;
 		case 'E': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (strcmp(sub, "acquire") || !*optarg || *end || v < 1 || v > 255) {
+			uint64_t v;
+			if (strcmp(sub, "acquire") || hf_parse_u64(optarg, 255, &v) < 0 || v < 1) {
 				/* 0 would tell the script it holds a lock another holds */
 				cli_err("lock %s: -E %s: %s", sub, CLI_SHOW(optarg),
 					strcmp(sub, "acquire")
@@ -545,6 +546,96 @@ static int do_release(int argc, char **argv)
 	return code;
 }
 
+/* `lock renew`: every outcome's words and code in one place: the message,
+ * then (--json) the renewed record or the error object naming the holder. */
+static int renew_outcome(const struct args *a, int rc, hf_lock *l)
+{
+	char d[400];
+	const hf_rec *h = hf_lock_holder(l);
+	int code;
+	switch (rc) {
+	case 0:
+		if (a->json)
+			cli_json_print(rec_json(h, a->path));
+		return HF_EXIT_OK;
+	case HF_ENOTHELD:
+		cli_err("lock renew %s: not held (nothing at PATH: released or reaped); nothing "
+			"renewed", a->path);
+		code = HF_EXIT_NOTHELD;
+		break;
+	case HF_ENOTYOURS:
+		describe(h, d, sizeof d);
+		cli_err("lock renew %s: not yours any more: held by %s; nothing renewed", a->path, d);
+		code = HF_EXIT_CONFLICT;
+		break;
+	case HF_ELOST:
+		if (h) {
+			describe(h, d, sizeof d);
+			cli_err("lock renew %s: lost: %s; nothing renewed", a->path, d);
+		} else {
+			cli_err("lock renew %s: lost: reaped or released while it was renewed; the "
+				"lock is not held", a->path);
+		}
+		code = HF_EXIT_CONFLICT;
+		break;
+	default:
+		if (rc == -EOPNOTSUPP && cli_backend()) {
+			cli_err("lock renew %s: not on etcd: its lease is renewed while its owner "
+				"lives, and its window cannot be restarted there yet", a->path);
+			code = HF_EXIT_OSERR;
+			break;
+		}
+		if ((code = cli_lock_refused("lock renew", a->path, rc)) != 0)
+			break; /* said: what occupies the path, or whose it is */
+		if (rc == HF_EUNSAFE) {
+			cli_err("lock renew %s: refused: %s.holdfast is not a private directory of "
+				"this user (or is a symlink)", a->path, a->path);
+			code = HF_EXIT_NOPERM;
+		} else {
+			cli_err("lock renew %s: %s", a->path, hf_strerror(rc));
+			code = cli_exit_for(rc);
+		}
+	}
+	return cli_fail_json(code, hf_error_name(rc), a->path,
+			     h && (rc == HF_ENOTYOURS || rc == HF_ELOST) ? rec_json(h, a->path) : NULL);
+}
+
+static int do_renew(int argc, char **argv)
+{
+	struct args a;
+	int rc = parse(argc, argv, "renew", &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (!a.token) {
+		cli_err("lock renew %s: --token TOKEN is required (printed by lock acquire)", a.path);
+		return cli_fail(HF_EXIT_USAGE, "usage", a.path, NULL);
+	}
+	hf_lock *l;
+	rc = hf_lock_new(a.path, &l);
+	if (rc < 0) {
+		int code = cli_lock_refused("lock renew", a.path, rc);
+		if (code)
+			return code;
+		cli_err("lock renew %s: %s", a.path, hf_strerror(rc));
+		return cli_fail_rc(rc, a.path, NULL);
+	}
+	if ((rc = cli_backend_apply(l, a.path)) != 0) {
+		hf_lock_free(l);
+		return rc;
+	}
+	if (hf_lock_adopt(l, a.token) < 0) {
+		cli_err("lock renew %s: --token %s is not a token (the 32 hex digits `lock acquire` "
+			"printed)", a.path, CLI_SHOW(a.token));
+		hf_lock_free(l);
+		return cli_fail(HF_EXIT_USAGE, "usage", a.path, NULL);
+	}
+	if (a.max_hold_ms)
+		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
+	int code = renew_outcome(&a, hf_lock_renew(l), l);
+	hf_lock_free(l);
+	return code;
+}
+
 /* `lock check --json`: the answer as an object, with the same exit code:
  * {"path", "answer": held|yours|another|free|unreadable, "exit", "state",
  * "holder": the lock's record (nested: it is not the caller's) or null}. */
@@ -701,6 +792,8 @@ int cmd_lock(int argc, char **argv)
 		return do_status(argc - 1, argv + 1);
 	if (!strcmp(sub, "check"))
 		return do_check(argc - 1, argv + 1);
-	cli_err("lock: unknown subcommand '%s' (acquire, release, check, status)", sub);
+	if (!strcmp(sub, "renew"))
+		return do_renew(argc - 1, argv + 1);
+	cli_err("lock: unknown subcommand '%s' (acquire, release, renew, check, status)", sub);
 	return HF_EXIT_USAGE;
 }

@@ -87,7 +87,7 @@
 #define RUN_MAX_LOCKS 64
 /* run's locks live as long as CMD, like flock(1)'s: recorded in the owner
  * record so that no acquirer judges a long CMD leaked (100 years). */
-#define RUN_MAX_HOLD_MS (100LL * 365 * 86400 * 1000)
+#define RUN_MAX_HOLD_MS HF_MAX_HOLD_NONE /* bound to CMD's life */
 
 static const char run_usage[] =
 	"usage: holdfast run [--session LANE] [--lock PATH]... [--scope SPEC]... [--name NAME]\n"

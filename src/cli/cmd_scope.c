@@ -228,13 +228,7 @@ static json_t *alloc_json(const hf_rec *a, bool with_live)
 
 static int parse_u64(const char *s, uint64_t *ret)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (!*s || *end || errno || s[0] == '-')
-		return -EINVAL;
-	*ret = v;
-	return 0;
+	return hf_parse_u64(s, UINT64_MAX, ret) < 0 ? -EINVAL : 0; /* digits only */
 }
 
 enum { OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION };

@@ -29,6 +29,7 @@ static const char usage[] =
 	"usage: holdfast session take        --lane LANE [--owner TOKEN] [--stale DUR] [--file PATH] [--json]\n"
 	"       holdfast session release     --lane LANE [--owner TOKEN] [--file PATH] [--stale DUR]\n"
 	"                                    [--json]\n"
+	"       holdfast session renew       --lane LANE [--owner TOKEN] [--file PATH] [--json]\n"
 	"       holdfast session status      [--file PATH] [--stale DUR] [--json]\n"
 	"       holdfast session assert-held LANE [--file PATH] [--stale DUR] [--json]\n"
 	"       holdfast session race        [--procs N] [--runs R] [--naive] [--json] [--dir DIR]\n"
@@ -49,6 +50,8 @@ static const char usage[] =
 	"               release.\n"
 	"  release      remove LANE's lock (and only if it carries TOKEN, with --owner).\n"
 	"               Another lane's lock: exit 1. Nothing held: exit 69.\n"
+	"  renew        restart LANE's window (\"started\" now, same owner): for a session\n"
+	"               that outlives --stale. Another's, or broken meanwhile: exit 1.\n"
 	"  status       one line: \"held by LANE, 4.1 min old\" | \"free\" | \"unreadable: ...\"\n"
 	"               (exit 65 when unreadable). For git hooks.\n"
 	"  assert-held  exit 0 only if LANE holds a live lock (1: another lane or stale,\n"
@@ -85,12 +88,10 @@ struct opts {
 
 static int parse_count(const char *s, long lo, long hi, long *ret)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
+	uint64_t v;
+	if (hf_parse_u64(s, (uint64_t)hi, &v) < 0 || (int64_t)v < lo) /* digits only */
 		return -EINVAL;
-	*ret = v;
+	*ret = (long)v;
 	return 0;
 }
 
@@ -435,6 +436,55 @@ static int do_take(struct opts *o)
 	return cli_exit_for(rc);
 }
 
+/* `session renew`: every outcome's words and code in one place. */
+static int do_renew(struct opts *o)
+{
+	hf_session *s;
+	int rc = open_session(o, &s);
+	if (rc)
+		return rc;
+	rc = hf_session_renew(s);
+	const hf_rec *r = hf_session_holder(s);
+	char words[512];
+	switch (rc) {
+	case 0:
+		if (o->json)
+			cli_json_print(record_json(r, o->path));
+		else
+			cli_err("%s: renewed by lane %s", SHOWN(o->path), o->lane);
+		break;
+	case HF_ENOTHELD:
+		cli_err("%s: nothing to renew: the lock is free", SHOWN(o->path));
+		break;
+	case HF_ENOTYOURS:
+		holder_words(r, words, sizeof words);
+		cli_err("%s: held by %s, not by lane %s%s; renew refused (the lock is untouched)",
+			SHOWN(o->path), words, o->lane, o->owner ? " with that owner" : "");
+		break;
+	case HF_ELOST:
+		if (r) {
+			holder_words(r, words, sizeof words);
+			cli_err("%s: lost while renewing: now held by %s", SHOWN(o->path), words);
+		} else {
+			cli_err("%s: lost while renewing: broken or released meanwhile",
+				SHOWN(o->path));
+		}
+		break;
+	case HF_EUNREADABLE:
+		print_unreadable(o->path, r, "renew");
+		break;
+	default:
+		cli_err("%s: renew failed: %s", SHOWN(o->path), hf_strerror(rc));
+	}
+	int code = rc == HF_ELOST ? HF_EXIT_CONFLICT : cli_exit_for(rc);
+	if (rc < 0) {
+		bool who = o->json && r && (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE || rc == HF_ELOST);
+		cli_fail_json(code, hf_error_name(rc), o->path, who ? status_json(r, o->path) : NULL);
+	}
+	hf_session_free(s);
+	return code;
+}
+
 static int do_release(struct opts *o)
 {
 	hf_session *s;
@@ -723,8 +773,8 @@ int cmd_session(int argc, char **argv)
 	o.procs = 8;
 	o.runs = 10;
 	int rc;
-	if (!strcmp(sub, "take") || !strcmp(sub, "release")) {
-		int take = sub[0] == 't';
+	if (!strcmp(sub, "take") || !strcmp(sub, "release") || !strcmp(sub, "renew")) {
+		int take = sub[0] == 't', renew = !strcmp(sub, "renew");
 		rc = parse(argc - 1, argv + 1, O_LANE | O_OWNER | O_FILE | O_STALE | O_JSON, &o);
 		if (rc)
 			return rc;
@@ -736,7 +786,7 @@ int cmd_session(int argc, char **argv)
 			return rc;
 		if (!o.json)
 			json_set_alloc_funcs(arena_alloc, arena_free);
-		return take ? do_take(&o) : do_release(&o);
+		return take ? do_take(&o) : renew ? do_renew(&o) : do_release(&o);
 	}
 	if (!strcmp(sub, "status")) {
 		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_JSON, &o)))
@@ -761,7 +811,7 @@ int cmd_session(int argc, char **argv)
 			return rc;
 		return do_race(&o);
 	}
-	cli_err("session: unknown subcommand '%s' (take, release, status, assert-held, race)",
+	cli_err("session: unknown subcommand '%s' (take, release, renew, status, assert-held, race)",
 		sub);
 	return HF_EXIT_USAGE;
 }

@@ -365,6 +365,21 @@ int cli_parse_duration(const char *s, int64_t *ret_ms)
 	return 0;
 }
 
+const char *cli_token_form(const char *arg, char *buf, size_t n)
+{
+	size_t k = strcspn(arg, " \t\n");
+	const char *rest = arg + k + strspn(arg + k, " \t\n");
+	size_t digits = strspn(rest, "0123456789");
+	/* "TOKEN", or "TOKEN FENCE" with one trailing newline at most */
+	bool fence = digits > 0 && (!rest[digits] || !strcmp(rest + digits, "\n"));
+	if (k < n && (!*rest || fence)) {
+		memcpy(buf, arg, k);
+		buf[k] = '\0';
+		return buf;
+	}
+	return arg; /* not that form: the adopt says it is not a token */
+}
+
 int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms)
 {
 	int rc = cli_parse_duration(arg, ret_ms);

@@ -48,11 +48,15 @@
  *        unlink before arming is seen at the first check.
  *   (K3) It never holds for a reused pid: the owner is the process with the
  *        pid AND the start time read in step 1.
+ *   (K4) The report (step 5) is one pid_t in the machine's byte order: the
+ *        keeper's pid, or 0 (the owner ended). A short read, or anything
+ *        negative, means it did not start (cli_keep_report_parse).
  *
  * On etcd (cli_keep_lock) the keeper holds no descriptor but keeps the
  * lock's lease alive (hf_lock_keep: every TTL/3) for the owner, and
  * revokes it the moment the owner ends (its pidfd polls readable): steps
- * 1-3 and 5 alike, then hf_lock_keep in place of 4 and 6.
+ * 1-3 and 5 alike, then hf_lock_keep in place of 4 and 6. It ends at its
+ * next renewal after a release (the lease is gone).
  *
  * Hazards
  * -------
@@ -281,7 +285,20 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	}
 }
 
-/* Steps 2, 3 and 5 for both kinds of keeper: run main(k, arg) in a
+int cli_keep_report_parse(const void *buf, size_t n)
+{
+	/* K4: exactly one pid_t, the keeper's (> 0), or 0 when the owner
+	 * ended before the keeper was armed; anything else: it did not start */
+	pid_t keeper;
+	if (n != sizeof keeper)
+		return -ECHILD;
+	memcpy(&keeper, buf, sizeof keeper);
+	if (keeper < 0)
+		return -ECHILD;
+	return keeper ? keeper : -ESRCH;
+}
+
+/* Steps 2, 3 and 5 for both kinds of keeper: main_fn(k, report, arg) in a
  * detached grandchild; its pid once it reported. */
 static int keeper_spawn(struct keep *k, void (*main_fn)(struct keep *, int, void *), void *arg);
 
@@ -301,10 +318,10 @@ static void __attribute__((noreturn)) lease_main(struct keep *k, int report, voi
 	pid_t me = getpid();
 	uint64_t start;
 	if (hf_pid_start(k->pid, &start) < 0 || start != k->start)
-		me = 0;
+		me = 0; /* K3 */
 	hf_sys_write(report, &me, sizeof me);
 	hf_sys_close(report);
-	_exit(hf_lock_keep(arg) == 0 ? 0 : 1);
+	_exit(me && hf_lock_keep(arg) == 0 ? 0 : 1);
 }
 
 static void keeper_fds_main(struct keep *k, int report, void *arg)
@@ -318,7 +335,7 @@ int cli_keep_lock(int pid, hf_lock *l)
 	if (pid <= 0 || !l)
 		return -EINVAL;
 	struct keep k = { .pid = pid };
-	int rc = hf_pid_start(pid, &k.start);
+	int rc = hf_pid_start(pid, &k.start); /* step 1 */
 	if (rc < 0)
 		return rc;
 	return keeper_spawn(&k, lease_main, l);
@@ -363,16 +380,15 @@ static int keeper_spawn(struct keep *k, void (*main_fn)(struct keep *, int, void
 	hf_sys_close(p[1]);
 	int st;
 	hf_sys_waitpid(child, &st, 0);
-	pid_t keeper = 0;
-	ssize_t r = hf_sys_read(p[0], &keeper, sizeof keeper);
+	char report[sizeof(pid_t)];
+	ssize_t r = hf_sys_read(p[0], report, sizeof report);
 	/* K1: return only once the keeper has closed its end too. It writes
 	 * its pid before closing, and a caller that looked at the keeper's
 	 * descriptors between the two would find this pipe among them. */
 	char eof;
-	while (r == (ssize_t)sizeof keeper && hf_sys_read(p[0], &eof, 1) > 0)
+	while (r == (ssize_t)sizeof report && hf_sys_read(p[0], &eof, 1) > 0)
 		;
 	hf_sys_close(p[0]);
-	if (r != (ssize_t)sizeof keeper || keeper < 0)
-		return -ECHILD; /* it did not start */
-	return keeper ? keeper : -ESRCH; /* 0: the owner ended meanwhile */
+	/* it did not start (-ECHILD), or the owner ended meanwhile (-ESRCH) */
+	return cli_keep_report_parse(report, r > 0 ? (size_t)r : 0);
 }

@@ -14,8 +14,9 @@ static const char usage[] =
 	"Cooperating processes excluding each other through the file system.\n"
 	"\n"
 	"commands:\n"
-	"  session take|release|status|assert-held|race   one holder per work tree, by lane\n"
-	"  lock acquire|release|status PATH               short directory lock\n"
+	"  session take|release|renew|status|assert-held|race   one holder per work tree\n"
+	"  lock acquire|release|renew|check|status PATH   short directory lock\n"
+	"  list [DIR]                                     every lock under DIR, read only\n"
 	"  scope register|release|list|effective|check|reap   machine-wide path scopes\n"
 	"  run [--session LANE] [--lock PATH]... [--scope SPEC]... -- CMD [ARG...]\n"
 	"                                                 hold locks while CMD runs\n"
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "session", cmd_session }, { "selftest", cmd_selftest }, { "lock", cmd_lock },
 		{ "run", cmd_run },         { "edit", cmd_edit },         { "scope", cmd_scope },
+		{ "list", cmd_list },
 		{ "flock", cmd_flock },
 	};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -25,6 +25,17 @@
  *        namespace (a container's entrypoint, `unshare --pid --fork sh`)
  *        ends with its namespace: it is an owner like any other.
  *
+ * For a lock that stands for an open descriptor (`holdfast flock FD`, the
+ * flock(1) idiom `exec 9>L; flock -n 9` or `( flock -n 9; ... ) 9>L`):
+ *
+ *   (OD1) The owner is the topmost ancestor of holdfast (below the
+ *         machine's init, inside our pid namespace) that has the
+ *         descriptor's file open: the process that opened it for the lock
+ *         (a redirection's subshell or the script), which holds it longest -
+ *         flock(2)'s lock lasts as long as the open file does. None but
+ *         holdfast itself (a shell that exec'd `holdfast flock 9` as its
+ *         last command): -ENOENT, the lock ends with holdfast.
+ *
  * Erring upwards is safe: an ancestor lives at least as long as the line,
  * so the lock can only outlive the script (until the ancestor exits), never
  * be freed while the script still believes it holds it. --pid PID is the
@@ -39,6 +50,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,4 +183,61 @@ int cli_owner_find(pid_t *ret_pid, char *comm, size_t n)
 		proc_free(&p);
 	}
 	return -ELOOP;
+}
+
+/* Does process pid have a descriptor open on the file (dev, ino)? Another
+ * user's /proc/PID/fd is unreadable: not ours to count, so no. */
+struct fd_probe {
+	dev_t dev;
+	ino_t ino;
+};
+
+static int fd_same(int dirfd, const char *name, void *ctx)
+{
+	const struct fd_probe *f = ctx;
+	struct stat st;
+	if (hf_sys_fstatat(dirfd, name, &st, 0) < 0)
+		return 0; /* closed meanwhile, or a file we may not stat */
+	return st.st_dev == f->dev && st.st_ino == f->ino ? 1 : 0;
+}
+
+static bool holds_file(pid_t pid, const struct fd_probe *f)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	int dfd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (dfd < 0)
+		return false;
+	int rc = hf_dir_each(dfd, "", fd_same, (void *)f);
+	hf_sys_close(dfd);
+	return rc > 0;
+}
+
+int cli_owner_find_holding(int fd, pid_t *ret_pid, char *comm, size_t n)
+{
+	struct stat st;
+	int rc = hf_sys_fstat(fd, &st);
+	if (rc < 0)
+		return rc;
+	struct fd_probe f = { st.st_dev, st.st_ino };
+	bool host = hf_self_pidns() == INIT_PIDNS;
+	pid_t pid = getppid(), found = 0;
+	struct proc p;
+	for (int hop = 0; hop < MAX_HOPS; hop++) {
+		if (pid <= 0 || (pid == 1 && host))
+			break; /* OD1: never the machine's init, never outside our namespace */
+		if (proc_read(pid, &p) < 0)
+			break;
+		if (holds_file(pid, &f)) {
+			found = pid; /* OD1: the topmost so far */
+			if (comm)
+				snprintf(comm, n, "%s", p.comm);
+		}
+		pid = p.ppid;
+		proc_free(&p);
+	}
+	if (!found)
+		return -ENOENT;
+	*ret_pid = found;
+	return 0;
 }

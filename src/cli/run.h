@@ -49,6 +49,15 @@ int cli_child_spawn(struct cli_child *c, char *const argv[], int stdin_fd, int s
 #define CLI_GO_MAX PIPE_BUF /* the go message's bytes */
 int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv, const int *fds,
 		 size_t nfds);
+/* The go message's bytes (supervise.c, SV4): 'G', each "K=V" of env with
+ * its NUL, 'E', into buf (cap bytes): the length, -E2BIG, or -EINVAL for an
+ * entry that is not K=V. */
+int cli_go_format(char *buf, size_t cap, const char *const *env, size_t nenv);
+/* Check a go message's len bytes (SV4): 0, or -EINVAL with nothing handed
+ * out; when valid, each "K=V" (klen: the length of K) is handed to each
+ * (may be NULL), in order; a negative return of each stops and is returned. */
+int cli_go_parse(const char *buf, size_t len, int (*each)(const char *kv, size_t klen, void *ctx),
+		 void *ctx);
 /* The child exits without running CMD; reaped. */
 void cli_child_abort(struct cli_child *c);
 /* A forwarded signal that arrived so far (0: none), without blocking. */

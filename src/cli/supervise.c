@@ -32,6 +32,9 @@
  *         its pid stay live until the caller releases them and reaps it.
  *   (SV3) The descriptors sent with the go message stay open in CMD across
  *         exec (their close-on-exec flag cleared in the child only).
+ *   (SV4) The message is 'G', entries "K=V\0" (K not empty), 'E' - exactly
+ *         what cli_go_format writes; anything else is refused whole (SV1),
+ *         before a variable is set.
  *
  * Hazards
  * -------
@@ -98,6 +101,62 @@ int cli_child_init(struct cli_child *c)
 	return c->sigfd < 0 ? c->sigfd : 0;
 }
 
+int cli_go_format(char *buf, size_t cap, const char *const *env, size_t nenv)
+{
+	size_t len = 0;
+	if (cap < 2)
+		return -E2BIG;
+	buf[len++] = 'G';
+	for (size_t i = 0; i < nenv; i++) {
+		size_t l = strlen(env[i]) + 1;
+		const char *eq = strchr(env[i], '=');
+		if (!eq || eq == env[i])
+			return -EINVAL; /* what cli_go_parse would refuse */
+		if (len + l + 1 > cap)
+			return -E2BIG;
+		memcpy(buf + len, env[i], l);
+		len += l;
+	}
+	buf[len++] = 'E';
+	return (int)len;
+}
+
+int cli_go_parse(const char *buf, size_t len, int (*each)(const char *kv, size_t klen, void *ctx),
+		 void *ctx)
+{
+	/* SV4: 'G', then entries "K=V\0" (K not empty, at least one '='),
+	 * then 'E'; nothing else - no empty entry, no entry without its NUL */
+	if (len < 2 || buf[0] != 'G' || buf[len - 1] != 'E' || (len > 2 && buf[len - 2] != '\0'))
+		return -EINVAL;
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *p = buf + 1; p < buf + len - 1; p += strlen(p) + 1) {
+			const char *eq = strchr(p, '=');
+			if (!eq || eq == p)
+				return -EINVAL;
+			if (pass == 1 && each) {
+				int rc = each(p, (size_t)(eq - p), ctx);
+				if (rc < 0)
+					return rc;
+			}
+		}
+		if (!each)
+			break; /* checked: all or nothing (SV1) */
+	}
+	return 0;
+}
+
+static int go_setenv(const char *kv, size_t klen, void *ctx)
+{
+	(void)ctx;
+	char key[256];
+	if (klen >= sizeof key)
+		return 0;
+	memcpy(key, kv, klen);
+	key[klen] = '\0';
+	setenv(key, kv + klen + 1, 1);
+	return 0;
+}
+
 /* The child: wait for the go message (SV1), then become CMD. */
 static void __attribute__((noreturn))
 child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int stdout_fd)
@@ -115,8 +174,7 @@ child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int
 	 * holdfast failed, was stopped or killed */
 	ssize_t r = hf_sys_recvmsg(go_rd, &msg, 0);
 	size_t len = r > 0 ? (size_t)r : 0;
-	if (len < 2 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || buf[0] != 'G' ||
-	    buf[len - 1] != 'E' || (len > 2 && buf[len - 2] != '\0'))
+	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || cli_go_parse(buf, len, NULL, NULL) < 0)
 		_exit(HF_EXIT_SOFTWARE); /* SV1: not released; CMD never runs */
 	/* SV3: the locks' kernel locks go to CMD, kept across exec */
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
@@ -128,14 +186,7 @@ child_main(struct cli_child *c, int go_rd, char *const argv[], int stdin_fd, int
 		for (size_t k = 0; k < nfd; k++)
 			hf_sys_fcntl_setfd(fds[k], 0);
 	}
-	for (char *p = buf + 1; p < buf + len - 1; p += strlen(p) + 1) {
-		char *eq = strchr(p, '=');
-		if (eq) {
-			*eq = '\0';
-			setenv(p, eq + 1, 1);
-			*eq = '=';
-		}
-	}
+	cli_go_parse(buf, len, go_setenv, NULL);
 	unsetenv("HOLDFAST_FAULTS");
 	unsetenv("HOLDFAST_PAUSE_FDS");
 	if ((stdin_fd >= 0 && hf_sys_dup2(stdin_fd, 0) < 0) ||
@@ -187,18 +238,12 @@ int cli_child_go(struct cli_child *c, const char *const *env, size_t nenv, const
 		 size_t nfds)
 {
 	char buf[CLI_GO_MAX];
-	size_t len = 0;
 	if (nfds > CLI_GO_MAX_FDS)
 		return -E2BIG;
-	buf[len++] = 'G';
-	for (size_t i = 0; i < nenv; i++) {
-		size_t l = strlen(env[i]) + 1;
-		if (len + l + 1 > sizeof buf)
-			return -E2BIG;
-		memcpy(buf + len, env[i], l);
-		len += l;
-	}
-	buf[len++] = 'E';
+	int n = cli_go_format(buf, sizeof buf, env, nenv);
+	if (n < 0)
+		return n;
+	size_t len = (size_t)n;
 	union {
 		char space[CMSG_SPACE(sizeof(int) * CLI_GO_MAX_FDS)];
 		struct cmsghdr align;

@@ -18,11 +18,16 @@
  *                           max_hold_ms, pidns, timens, boottime_ms, comm
  *                           (owner.c writes it). Published complete or not
  *                           at all.
- *   P/L.holdfast/           the lock's state directory (0700, never removed)
+ *   P/L.holdfast/           the lock's state directory (0700, never removed),
+ *                           made complete under .L.holdfast.new-<16 hex> and
+ *                           renamed into place (DL16)
+ *   P/L.holdfast/.gitignore "*": git shows and stages nothing of it (DL16)
  *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>
  *                           <entered>" (entered: the fence of the last
  *                           entry), read and written in place under flock(2)
- *   P/L.holdfast/fence.reserve   durable bound on every fence handed out
+ *   P/L.holdfast/fence.reserve   durable bound on every fence handed out;
+ *                           a new counter starts at the wall clock in
+ *                           microseconds (DL15)
  *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
  *                           and locked (shared flock) here, then renamed to
  *                           L; a waiter keeps its own between attempts. One
@@ -88,7 +93,33 @@
  *     verify, remove. Found nowhere: look at L once more (a reaper that took
  *     it by mistake restores it there), up to four passes while claims
  *     exist.                                                    (DL3, DL5)
+ *   Renew by token (DR, hf_dirlock_renew; any process with the token):
+ *     DR1 open L (the descriptor pins the directory), read its record: ours
+ *         (the token), else HF_ENOTYOURS / HF_ENOTHELD
+ *     DR2 judged dead: HF_ELOST (a leaked but live owner may renew: nobody
+ *         entered, its record is still at L)
+ *     DR3 the same owner, token and fence; acquired and boottime_ms now
+ *         (boottime_ms only on the owner's kernel); max-hold as asked
+ *     DR4 replace L/owner through the descriptor (a temporary in the same
+ *         directory renamed over it): only ever our own record, in our own
+ *         directory, wherever it is now (DL1's "only into its own
+ *         directory" kept; the replace is the one rename over a record)
+ *     DR5 the directory still at L with the renewed bytes: renewed. Else a
+ *         reaper or a releaser moved it meanwhile: unlink the renewed record
+ *         through the descriptor if it is there (DL10), HF_ELOST.
+ *     A reaper that judged the old record finds other bytes in its claim
+ *     and puts the renewed one back (DL14); one that judged it before DR4
+ *     and removed it after leaves DR4 nothing (-ENOENT: HF_ELOST).
  *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
+ *   Release by the holder (hf_dirlock_release_kept; hf_lock handles): the
+     directories the acquisition opened stay open until the release
+     (hf_dirlock_kept), so the release opens nothing first. If the
+     directory its live_fd pins is at L (fstat against fstatat), take L
+     into its self-claim at once and verify there the same inode; remove.
+     Not at L (moved into a claim: a barrier), or gone from the claim: the
+     release by token above. A claim holding another inode (L changed
+     hands between the look and the take) goes back (DL4).      (DL17)
+   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *     acquirer passes DA3 or DA7, taken only while the counter's last entry
  *     is the holder's and its record exists.                      (DL12)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
@@ -107,6 +138,7 @@
  *     DA7; dirlock.acquire.judged (DJ1 verdict made), .denied (before
  *     withdrawing), .waiting (before a wait);
  *   dirlock.withdraw.unlinked (after DW1);
+ *   dirlock.renew.judged (after DR2), dirlock.renew.replaced (after DR4);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
  *     withdraw, release, find (one's record found in a claim): before the
  *     take, after it, after reading the claim, after unlinking its record;
@@ -185,13 +217,47 @@
  *          fails at once with -EDEADLK. A bounded wait runs to its deadline
  *          (the process may release meanwhile, from another job); a caller
  *          acquiring for itself waits (another of its threads may release).
+ *   (DL14) A record's identity, where a verdict is acted on (a reaper's or
+ *          sweeper's verification in its claim), is its token and a digest
+ *          of all its bytes: a record renewed (DR4) after it was judged is
+ *          not the record judged, and goes back (DL4). Records are never
+ *          rewritten otherwise, so for every other record this is the token.
+ *   (DL15) A new counter (no fence line, no reservation: a state directory
+ *          made now, or deleted and made again) starts at the wall clock in
+ *          microseconds, so its first fence is above every fence an earlier
+ *          counter of this path handed out - as long as that counter gave
+ *          fewer fences than microseconds passed between its creation and
+ *          this one (each fence costs several system calls) and the wall
+ *          clock did not step back between the two. "TOKEN FENCE" keeps its
+ *          form; the numbers are large (about 1.8e15, far below INT64_MAX).
+ *   (DL16) The state directory appears complete, with its .gitignore: made
+ *          under a temporary name beside L and renamed to L.holdfast with
+ *          RENAME_NOREPLACE (EEXIST: another made it first; ours goes).
+ *   (DL17) A holder's own release identifies its lock by the inode its
+ *          live_fd pins (CL1), never by a name: its directory at L holds
+ *          no record but its own (DL1; a directory whose record was removed
+ *          was in a claim, DL3, and is never restored, DL4), so taking L
+ *          into its self-claim without reading the record first removes
+ *          only its own, and the check in the claim (the same inode) is
+ *          the verification DL3 asks for. It is DT's take-verify-remove
+ *          with the first look made by inode: the model's release
+ *          (model/dirlock.pml) is unchanged.
+ *   (DL18) A fence counter is read only in the form its writer writes
+ *          (hf_fence_parse / hf_fence_format): decimal fields, fence <=
+ *          reserve <= FENCE_MAX, entered <= fence; anything else is
+ *          unreadable, never a number taken from junk.
  *
  * Hazards
  * -------
  *   - A holder suspended past max(max-hold, stale) is reaped while it still
  *     believes it holds the lock: the resource must check the fence.
- *   - Removing L.holdfast while the lock is in use loses claims (barriers)
- *     and restarts the fences: never do that.
+ *   - Removing L.holdfast while the lock is in use loses claims (barriers);
+ *     the fences go on above the old ones (DL15) unless the wall clock was
+ *     set back meanwhile: never do that.
+ *   - A renewal racing a reaper can lose (HF_ELOST: the lock is gone) or
+ *     leave its directory in the reaper's claim when the reaper's put-back
+ *     finds L taken again (a barrier until the owner releases or dies):
+ *     never two holders.
  *   - A barrier claim holding a live owner blocks acquirers until that owner
  *     releases (it finds its record in the claim) or is proven dead.
  *   - Another host's owner is never judged dead by pid (NFS): only leaked.
@@ -231,10 +297,11 @@
 #define NEW_PREFIX "n-"
 #define FENCE_FILE "fence"
 #define RESERVE_FILE "fence.reserve"
+#define GITIGNORE_FILE ".gitignore"
 #define RESERVE_STEP 1024
 #define FENCE_MAX ((uint64_t)INT64_MAX)
 #define OWNER_MAX 4096
-_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (record_format)");
+_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (hf_dirlock_record_format)");
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
 #define FLOCK_BOUND_MS 5000 /* DL11: the counter is held for a few syscalls */
@@ -249,6 +316,8 @@ _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (record_fo
 struct lk {
 	int pfd;                        /* P                                 */
 	int sfd;                        /* P/L.holdfast                      */
+	int ffd;                        /* its fence counter, opened once per
+					   acquisition (fence_open), or -1    */
 	char base[NAME_MAX + 1];        /* L                                 */
 	char sname[NAME_MAX + 16];      /* L.holdfast                        */
 	char parent[PATH_MAX];          /* P, for the waiter's inotify watch */
@@ -265,6 +334,8 @@ struct place {
 	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
 	int64_t ctime_ms;
+	uint64_t digest;                /* REC_OK: FNV-1a of the record's bytes
+					   (DL14: with the token, its identity) */
 	int fd;                         /* the directory, open while the place
 					   is in use (place_done closes it): it
 					   pins the inode number (CL1) and is the
@@ -281,8 +352,8 @@ struct place {
  * lock's own between the time and pidns; the token first, so readers that
  * only need it find it without a parse (token_peek). Into buf (OWNER_MAX
  * bytes); the length. */
-static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence,
-			    int64_t max_hold_ms)
+size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t fence,
+				int64_t max_hold_ms)
 {
 	char mid[64], *m = mid;
 	m = HF_PUT_LIT(m, ",\"fence\":");
@@ -298,10 +369,17 @@ static size_t record_format(char *buf, const struct hf_owner *me, uint64_t fence
 	return (size_t)(p - buf);
 }
 
-static int record_parse(const char *buf, struct hf_dirlock_info *ret)
+/* DL13: what a record is - the whole file one JSON object (white space
+ * around it), no NUL byte, no member twice, a token of HF_TOKEN_LEN
+ * lowercase hex digits (what hf_owner_init draws; hf_lock_adopt takes no
+ * other), a fence, owner.c's fields well-typed. Unknown members are
+ * ignored (a later writer's additions). */
+int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info *ret)
 {
 	json_error_t err;
-	json_t *j = json_loads(buf, 0, &err);
+	if (memchr(buf, '\0', len))
+		return HF_EUNREADABLE; /* a record and junk after a NUL */
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
 	if (!j)
 		return HF_EUNREADABLE;
 	struct hf_dirlock_info i;
@@ -316,7 +394,9 @@ static int record_parse(const char *buf, struct hf_dirlock_info *ret)
 		i.fence = (uint64_t)json_integer_value(f);
 		if (json_is_integer(m) && json_integer_value(m) > 0)
 			i.max_hold_ms = json_integer_value(m);
-		if (!hf_text_ok(i.owner.token, HF_TOKEN_LEN) || !hf_text_ok(i.owner.host, HF_HOST_MAX))
+		if (strlen(i.owner.token) != HF_TOKEN_LEN ||
+		    strspn(i.owner.token, "0123456789abcdef") != HF_TOKEN_LEN ||
+		    !hf_text_ok(i.owner.host, HF_HOST_MAX))
 			rc = -EINVAL;
 	}
 	json_decref(j);
@@ -338,11 +418,11 @@ static ssize_t read_small(int dirfd, const char *name, char *buf)
 
 /* Our own records start with the token: take it without a parse. Only for
  * identity checks (a token is 128 random bits); judging parses in full. */
-static bool token_peek(const char *buf, struct hf_dirlock_info *i)
+static bool token_peek(const char *buf, size_t len, struct hf_dirlock_info *i)
 {
 	size_t pl = strlen(TOKEN_PREFIX);
-	if (strncmp(buf, TOKEN_PREFIX, pl) != 0)
-		return false;
+	if (len < pl + HF_TOKEN_LEN + 1 || strncmp(buf, TOKEN_PREFIX, pl) != 0)
+		return false; /* never a byte past len */
 	const char *t = buf + pl;
 	unsigned bad = 0; /* no branch per character: read in every verification */
 	for (int k = 0; k < HF_TOKEN_LEN; k++) {
@@ -355,6 +435,15 @@ static bool token_peek(const char *buf, struct hf_dirlock_info *i)
 		return false;
 	memcpy(i->owner.token, t, HF_TOKEN_LEN);
 	i->owner.token[HF_TOKEN_LEN] = '\0';
+	return true;
+}
+
+bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1])
+{
+	struct hf_dirlock_info i;
+	if (!token_peek(buf, len, &i))
+		return false;
+	memcpy(token, i.owner.token, HF_TOKEN_LEN + 1);
 	return true;
 }
 
@@ -387,10 +476,12 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		p->kind = REC_BAD; /* DL11: not a regular record */
 	else if (n < 0)
 		rc = (int)n;
-	else if (peek && token_peek(buf, &p->info))
+	else if (peek && token_peek(buf, (size_t)n, &p->info))
 		p->kind = REC_OK;
 	else
-		p->kind = record_parse(buf, &p->info) == 0 ? REC_OK : REC_BAD;
+		p->kind = hf_dirlock_record_parse(buf, (size_t)n, &p->info) == 0 ? REC_OK : REC_BAD;
+	if (n >= 0)
+		p->digest = hf_fnv1a(buf, (size_t)n); /* DL14 */
 	if (rc == 0 && (!peek || p->kind != REC_OK)) {
 		struct stat st;
 		rc = hf_sys_fstat(dfd, &st);
@@ -503,8 +594,9 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 {
 	if (judged->kind != now->kind)
 		return false;
-	if (judged->kind == REC_OK)
-		return strcmp(judged->info.owner.token, now->info.owner.token) == 0; /* CL1 */
+	if (judged->kind == REC_OK) /* CL1; DL14: a renewed record is another */
+		return strcmp(judged->info.owner.token, now->info.owner.token) == 0 &&
+		       judged->digest == now->digest;
 	return judged->fd >= 0 && judged->dev == now->dev && judged->ino == now->ino;
 }
 
@@ -512,6 +604,9 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 
 static void lk_close(struct lk *l)
 {
+	if (l->ffd >= 0)
+		hf_sys_close(l->ffd);
+	l->ffd = -1;
 	if (l->sfd >= 0)
 		hf_sys_close(l->sfd);
 	if (l->pfd >= 0)
@@ -525,11 +620,48 @@ static bool name_reserved(const char *base)
 	return n >= s && !strcmp(base + n - s, STATE_SUFFIX);
 }
 
+/* DL16: the state directory appears complete, with its own .gitignore
+ * ("*": git status and git add -A never see what is in it, the .gitignore
+ * included): made under a temporary name ".L.holdfast.new-<16 hex>" beside
+ * L, the .gitignore published in it, then renamed to L.holdfast without
+ * replacing (EEXIST: another made it first; ours goes). A crash leaves at
+ * most that temporary, ignored by git like the state directory. A name too
+ * long for the temporary gets a plain mkdir (no .gitignore). */
+static int state_make(struct lk *l)
+{
+	char tmp[NAME_MAX + 1], hex[17];
+	int rc = hf_random_hex(hex, 8);
+	if (rc < 0)
+		return rc;
+	if (snprintf(tmp, sizeof tmp, ".%s.new-%s", l->sname, hex) >= (int)sizeof tmp)
+		return hf_sys_mkdirat(l->pfd, l->sname, 0700);
+	rc = hf_sys_mkdirat(l->pfd, tmp, 0700);
+	if (rc < 0)
+		return rc;
+	int tfd = hf_sys_openat(l->pfd, tmp, OPEN_DIR, 0);
+	rc = tfd;
+	if (tfd >= 0) {
+		rc = hf_publish_file_at(tfd, GITIGNORE_FILE, "*\n", 2, 0600, false);
+		hf_sys_close(tfd);
+	}
+	if (rc == 0)
+		rc = hf_sys_renameat2(l->pfd, tmp, l->pfd, l->sname, RENAME_NOREPLACE);
+	if (rc == -ENOTEMPTY)
+		rc = -EEXIST;
+	if (rc < 0) {
+		char gi[NAME_MAX + 16];
+		snprintf(gi, sizeof gi, "%s/" GITIGNORE_FILE, tmp);
+		hf_sys_unlinkat(l->pfd, gi, 0);
+		hf_sys_unlinkat(l->pfd, tmp, AT_REMOVEDIR);
+	}
+	return rc;
+}
+
 static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max_hold_ms)
 {
 	/* every field, not a memset: parent is PATH_MAX bytes, and this runs
 	 * in every acquisition and release */
-	l->pfd = l->sfd = -1;
+	l->pfd = l->sfd = l->ffd = -1;
 	l->base[0] = l->sname[0] = l->parent[0] = '\0';
 	l->nlink_counts = false;
 	if (!path || !*path)
@@ -551,7 +683,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 		l->sfd = hf_sys_openat(l->pfd, l->sname, OPEN_DIR, 0);
 		if (l->sfd != -ENOENT || tries == 2)
 			break;
-		rc = hf_sys_mkdirat(l->pfd, l->sname, 0700);
+		rc = state_make(l);
 		if (rc < 0 && rc != -EEXIST)
 			goto fail;
 	}
@@ -976,7 +1108,8 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		 * (model/dirlock.pml, W1ATOMIC=0). */
 		char buf[OWNER_MAX + 2];
 		struct hf_dirlock_info i;
-		if (read_small(lfd, "owner", buf) >= 0 && token_peek(buf, &i) &&
+		ssize_t n = read_small(lfd, "owner", buf);
+		if (n >= 0 && token_peek(buf, (size_t)n, &i) &&
 		    !strcmp(i.owner.token, token))
 			hf_sys_unlinkat(lfd, "owner", 0);
 		hf_sys_point(HF_PT_DIRLOCK_WITHDRAW_UNLINKED);
@@ -995,17 +1128,11 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 }
 /* --- fences (DL7) -------------------------------------------------------------- */
 
-struct fence_line {
-	uint64_t fence, reserve;
-	char boot[HF_BOOTID_LEN + 1];
-	uint64_t entered;               /* the fence of the last entry (DA7)  */
-};
-
 /* "<fence> <reserve> <boot id> <entered>\n", fixed width: rewritten in
  * place under the flock, never torn into a shorter line. */
-static int fence_write(int fd, const struct fence_line *fl)
+size_t hf_fence_format(char *line, const struct hf_fence_line *fl)
 {
-	char line[128], *p = line;
+	char *p = line;
 	p = hf_put_u64w(p, fl->fence, 20);
 	*p++ = ' ';
 	p = hf_put_u64w(p, fl->reserve, 20);
@@ -1014,7 +1141,13 @@ static int fence_write(int fd, const struct fence_line *fl)
 	*p++ = ' ';
 	p = hf_put_u64w(p, fl->entered, 20);
 	*p++ = '\n';
-	ssize_t w = hf_sys_pwrite(fd, line, (size_t)(p - line), 0);
+	return (size_t)(p - line);
+}
+
+static int fence_write(int fd, const struct hf_fence_line *fl)
+{
+	char line[HF_FENCE_LINE_MAX];
+	ssize_t w = hf_sys_pwrite(fd, line, hf_fence_format(line, fl), 0);
 	return w < 0 ? (int)w : 0;
 }
 
@@ -1039,16 +1172,26 @@ static int fence_u64(const char **pp, char stop, uint64_t *ret)
 	return 0;
 }
 
-static int fence_read(int fd, struct fence_line *fl)
+/* DL18: what a counter is - its first line "<fence> <reserve> <boot id>
+ * [<entered>]" (decimal fields, zero-padded or not; the boot id 1 to 36
+ * printable bytes without white space), fence <= reserve <= FENCE_MAX and
+ * entered <= fence, ending in '\n' or the end of the file; no NUL byte in
+ * it. What follows the first newline is ignored: the line is rewritten in
+ * place, never truncated, so a longer line written before leaves its tail
+ * there. */
+int hf_fence_parse(const char *buf, size_t n, struct hf_fence_line *fl)
 {
-	char buf[128];
-	ssize_t n = hf_sys_pread(fd, buf, sizeof buf - 1, 0);
-	if (n < 0)
-		return (int)n;
+	const char *nl = memchr(buf, '\n', n);
+	size_t line = nl ? (size_t)(nl - buf) : n;
+	char tmp[HF_FENCE_LINE_MAX + 2];
 	if (n == 0)
 		return -ENODATA; /* a new counter */
-	buf[n] = '\0';
-	const char *p = buf;
+	if (line > HF_FENCE_LINE_MAX || memchr(buf, '\0', line))
+		return HF_EUNREADABLE;
+	memcpy(tmp, buf, line);
+	tmp[line] = '\n';
+	tmp[line + 1] = '\0';
+	const char *p = tmp;
 	uint64_t f, r;
 	if (fence_u64(&p, ' ', &f) < 0)
 		return HF_EUNREADABLE;
@@ -1056,8 +1199,10 @@ static int fence_read(int fd, struct fence_line *fl)
 	if (fence_u64(&p, ' ', &r) < 0 || f > r || r > FENCE_MAX)
 		return HF_EUNREADABLE;
 	p++;
-	size_t bl = strcspn(p, " \n");
-	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != '\0' && p[bl] != ' '))
+	size_t bl = 0;
+	while (p[bl] > ' ' && p[bl] < 0x7f)
+		bl++;
+	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != ' '))
 		return HF_EUNREADABLE;
 	uint64_t e = f; /* an older three-field line: its last fence */
 	if (p[bl] == ' ') {
@@ -1073,6 +1218,28 @@ static int fence_read(int fd, struct fence_line *fl)
 	return 0;
 }
 
+static int fence_read(int fd, struct hf_fence_line *fl)
+{
+	char buf[HF_FENCE_LINE_MAX + 1];
+	ssize_t n = hf_sys_pread(fd, buf, sizeof buf, 0);
+	if (n < 0)
+		return (int)n;
+	return hf_fence_parse(buf, (size_t)n, fl);
+}
+
+int hf_fence_reserve_parse(const char *buf, size_t n, uint64_t *ret)
+{
+	/* "<reserve>\n" as fence_alloc writes it: digits only */
+	char tmp[24];
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n == 0 || n >= sizeof tmp || memchr(buf, '\0', n))
+		return HF_EUNREADABLE;
+	memcpy(tmp, buf, n);
+	tmp[n] = '\0';
+	return hf_parse_u64(tmp, FENCE_MAX, ret) == 0 ? 0 : HF_EUNREADABLE;
+}
+
 /* The durable reservation; 0 when there is none and the counter is new
  * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
 static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why, size_t n)
@@ -1085,13 +1252,9 @@ static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why,
 		return 0;
 	}
 	bool ok = false;
-	unsigned long long v = 0;
+	uint64_t v = 0;
 	if (rc == 0) {
-		char *end;
-		errno = 0;
-		v = strtoull(buf, &end, 10);
-		ok = end != buf && buf[0] != '-' && !errno && v <= FENCE_MAX &&
-		     (*end == '\n' || *end == '\0');
+		ok = hf_fence_reserve_parse(buf, (size_t)got, &v) == 0;
 	} else if (rc != -ENOENT && rc != -EFBIG) {
 		return rc;
 	}
@@ -1126,18 +1289,32 @@ static int flock_bounded(int fd, int op)
 	}
 }
 
-/* DA3: open the counter, f = counter + 1 under LOCK_EX. 0, *ret_fd, *ret_f;
- * HF_EUNREADABLE with why (n bytes) when the reservation is lost. */
-static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, size_t why_n)
+/* The counter's descriptor (l->ffd), opened once per acquisition and kept
+ * across its attempts - by a waiter before it sleeps, so that the attempt
+ * after a release does not open it (and by a holder until its release,
+ * hf_dirlock_kept). Never locked between the steps that lock it. */
+static int fence_open(struct lk *l)
 {
+	if (l->ffd >= 0)
+		return l->ffd;
 	int fd = hf_sys_openat(l->sfd, FENCE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
 			       0600);
+	if (fd >= 0)
+		l->ffd = fd;
+	return fd;
+}
+
+/* DA3: f = counter + 1 under LOCK_EX. 0, *ret_f; HF_EUNREADABLE with why
+ * (n bytes) when the reservation is lost. */
+static int fence_alloc(struct lk *l, uint64_t *ret_f, char *why, size_t why_n)
+{
+	int fd = fence_open(l);
 	if (fd < 0)
 		return fd;
 	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
-		goto fail;
-	struct fence_line fl;
+		return rc;
+	struct hf_fence_line fl;
 	const char *boot = hf_boot_id();
 	rc = fence_read(fd, &fl);
 	if (rc < 0 && rc != HF_EUNREADABLE && rc != -ENODATA)
@@ -1145,9 +1322,17 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
 		/* new, unreadable, or from another boot (unsynced counts may be
 		 * lost): restart from the durable reservation (DL7) */
-		rc = reserve_read(l, rc == -ENODATA, &fl.reserve, why, why_n);
+		bool fresh = rc == -ENODATA;
+		rc = reserve_read(l, fresh, &fl.reserve, why, why_n);
 		if (rc < 0)
 			goto unlock;
+		if (fresh && fl.reserve == 0) {
+			/* DL15: a counter made now starts above every fence a
+			 * counter made earlier at this path can have handed out
+			 * (its state directory deleted: git clean -fdx) */
+			int64_t us = hf_sys_now_us();
+			fl.reserve = us > 0 && (uint64_t)us < FENCE_MAX / 2 ? (uint64_t)us : 0;
+		}
 		fl.fence = fl.reserve;
 		fl.entered = 0;
 		snprintf(fl.boot, sizeof fl.boot, "%s", boot);
@@ -1172,13 +1357,9 @@ static int fence_alloc(struct lk *l, int *ret_fd, uint64_t *ret_f, char *why, si
 unlock:
 	hf_sys_flock(fd, LOCK_UN);
 	if (rc < 0)
-		goto fail;
-	*ret_fd = fd;
+		return rc;
 	*ret_f = f;
 	return 0;
-fail:
-	hf_sys_close(fd);
-	return rc;
 }
 
 /* DA7: does the counter still equal f? Then record the entry (the line's
@@ -1189,7 +1370,7 @@ static int fence_check(int fd, uint64_t f)
 	int rc = flock_bounded(fd, LOCK_EX);
 	if (rc < 0)
 		return rc;
-	struct fence_line fl;
+	struct hf_fence_line fl;
 	rc = fence_read(fd, &fl);
 	if (rc == 0 && fl.fence == f && !strcmp(fl.boot, hf_boot_id())) {
 		fl.entered = f;
@@ -1327,17 +1508,16 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	st->fd = -1;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_MADE);
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_OPENED);
-	int ffd = -1;
 	uint64_t f = 0;
 	char rec[OWNER_MAX];
 	size_t reclen = 0;
 	const char *mine = NULL; /* our token once a record of ours may exist */
 	char why[sizeof holder->reason] = "";
-	rc = fence_alloc(l, &ffd, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
+	rc = fence_alloc(l, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
-	reclen = record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
+	reclen = hf_dirlock_record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
 	/* DA4, DL1: into the directory we opened and locked, through its
 	 * descriptor. The unnamed temporary is made in the state directory and
 	 * linked from there: a crowded parent's full inode groups would make an
@@ -1371,14 +1551,14 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
-	rc = fence_check(ffd, f); /* DA7, DL2d, DL7: the last step */
+	rc = fence_check(l->ffd, f); /* DA7, DL2d, DL7: the last step */
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = RETRY;
 		goto denied;
 	}
 	/* DL2: published (a), looked (b), read back (c), fence checked (d) */
-	assert(mine && rc == 1 && f > 0 && lfd >= 0 && "DL2");
+	assert(mine && rc == 1 && f > 0 && lfd >= 0 && l->ffd >= 0 && "DL2");
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_ENTERED);
 	memset(ret, 0, sizeof *ret);
 	ret->owner = me;
@@ -1386,6 +1566,10 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = lfd; /* DL9: the caller's now */
+	if (o->kept) {
+		o->kept->ffd = l->ffd; /* closed by the release, after L moved (DL17) */
+		l->ffd = -1;
+	}
 	rc = 0;
 	if (stale > 0)
 		sweep(l); /* left-overs of crashes: tidy up, as the holder */
@@ -1397,8 +1581,6 @@ withdraw:
 	withdraw_own(l, lfd, mine); /* DW1, DW2 */
 	hf_sys_close(lfd);          /* DW3 */
 out:
-	if (ffd >= 0)
-		hf_sys_close(ffd);
 	return rc;
 }
 
@@ -1460,6 +1642,15 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 			rc = -EDEADLK; /* DL13: it would wait for its own end */
 			break;
 		}
+		/* A live holder's release, reap or withdrawal moves L (an event on
+		 * the watch); its end, when it is a process of our pid namespace,
+		 * is a pidfd event (WT5). Barriers and unreadable records are
+		 * resolved beside L, unseen: the short backoff. */
+		if (rc == HF_EHELD)
+			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
+		if (o->wait_ms != 0)
+			fence_open(&l); /* before the sleep, not after the release
+					 * (an error is met again by the attempt) */
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
 		if (wrc == HF_ETIMEDOUT) {
@@ -1475,6 +1666,13 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 	}
 	hf_wait_done(&w);
 	stage_drop(&l, &st);
+	if (rc == 0 && o->kept) {
+		/* DL17: the holder keeps its directories for its release */
+		o->kept->pfd = l.pfd;
+		o->kept->sfd = l.sfd;
+		o->kept->nlink_counts = l.nlink_counts;
+		l.pfd = l.sfd = -1;
+	}
 	lk_close(&l);
 	if (rc == FENCE_LOST)
 		rc = HF_EUNREADABLE;
@@ -1487,6 +1685,77 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 
 /* --- release and status ------------------------------------------------------- */
 
+/* DL17: the holder's own release. Its directory, pinned by lfd, is at L:
+ * then L's record is its own (DL1: only its attempt published into it, and
+ * a directory whose record was removed never returns to L - removals happen
+ * in a claim, DL3, and only what was verified is restored, DL4). So L is
+ * taken into the holder's self-claim at once, without reading L's record
+ * first, and verified there by the inode lfd pins (CL1: an inode number is
+ * identity while a descriptor pins it) - one fstatat instead of opening and
+ * reading the record before and after the move that wakes the waiters. On
+ * a mismatch (L changed hands between the look and the take) what was
+ * taken goes back (DL4). 1 removed, 0 not at L (the caller looks further,
+ * DT), <0. */
+static int release_own(struct lk *l, int lfd, const char *token)
+{
+	const struct role *role = ROLE(RELEASE);
+	struct stat mine, at;
+	if (hf_sys_fstat(lfd, &mine) < 0 ||
+	    hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    mine.st_dev != at.st_dev || mine.st_ino != at.st_ino)
+		return 0;
+	hf_sys_point(role->judged);
+	char claim[HF_CLAIM_NAME_MAX];
+	int rc = claim_take(l, l->pfd, l->base, token, claim, sizeof claim);
+	if (rc == -ENOENT)
+		return 0; /* moved first by someone else: look for it (DT) */
+	if (rc < 0)
+		return rc;
+	hf_sys_point(role->taken);
+	rc = hf_sys_fstatat(l->sfd, claim, &at, AT_SYMLINK_NOFOLLOW);
+	if (rc == -ENOENT)
+		return 0; /* stolen from us meanwhile (DL5): look for it */
+	if (rc < 0)
+		return rc; /* our claim stays: a barrier, swept when stale */
+	hf_sys_point(role->verified);
+	if (at.st_dev == mine.st_dev && at.st_ino == mine.st_ino)
+		return claim_remove(l, claim, role); /* DL3: verified in our claim */
+	struct place now;
+	rc = place_peek(l->sfd, claim, &now);
+	if (rc < 0)
+		return rc;
+	place_done(&now);
+	if (now.kind == REC_NONE)
+		return 0;
+	rc = claim_putback(l, claim, &now); /* DL4: not ours, back it goes */
+	return rc < 0 ? rc : 0;
+}
+
+/* Release by token (DT) on an open lock, after release_own's first try
+ * when lfd >= 0. */
+static int release_in(struct lk *l, const char *token, int lfd,
+		      struct hf_dirlock_info *reterr_holder)
+{
+	int rc = lfd >= 0 ? release_own(l, lfd, token) : 0;
+	if (rc == 0)
+		rc = withdraw(l, token, ROLE(RELEASE));
+	if (rc > 0) {
+		rc = 0;
+	} else if (rc == 0) {
+		struct place p;
+		rc = place_read(l->pfd, l->base, &p);
+		if (rc == 0 && p.kind != REC_NONE) {
+			judge(l, &p, p.ctime_ms, hf_sys_now_ms());
+			place_done(&p);
+			holder_from(reterr_holder, &p);
+			rc = HF_ENOTYOURS;
+		} else if (rc == 0) {
+			rc = HF_ENOTHELD;
+		}
+	}
+	return rc;
+}
+
 int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder)
 {
 	if (!token || !*token)
@@ -1495,21 +1764,155 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_in
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	rc = withdraw(&l, token, ROLE(RELEASE));
-	if (rc > 0) {
-		rc = 0;
-	} else if (rc == 0) {
-		struct place p;
-		rc = place_read(l.pfd, l.base, &p);
-		if (rc == 0 && p.kind != REC_NONE) {
-			judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
-			place_done(&p);
-			holder_from(reterr_holder, &p);
-			rc = HF_ENOTYOURS;
-		} else if (rc == 0) {
-			rc = HF_ENOTHELD;
+	rc = release_in(&l, token, -1, reterr_holder);
+	lk_close(&l);
+	return rc;
+}
+
+void hf_dirlock_kept_close(struct hf_dirlock_kept *k)
+{
+	if (!k)
+		return;
+	if (k->pfd >= 0)
+		hf_sys_close(k->pfd);
+	if (k->sfd >= 0)
+		hf_sys_close(k->sfd);
+	if (k->ffd >= 0)
+		hf_sys_close(k->ffd);
+	*k = HF_DIRLOCK_KEPT_NONE;
+}
+
+int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder)
+{
+	if (!held || !held->owner.token[0]) {
+		hf_dirlock_kept_close(kept);
+		return -EINVAL;
+	}
+	struct lk l;
+	int rc;
+	if (kept && kept->pfd >= 0 && kept->sfd >= 0) {
+		/* DL17: the directories the acquisition opened, for this lock */
+		rc = hf_path_split(path, l.parent, sizeof l.parent, l.base, sizeof l.base);
+		if (rc == 0 && strlen(l.base) + strlen(STATE_SUFFIX) > NAME_MAX)
+			rc = -EINVAL;
+		if (rc < 0) {
+			hf_dirlock_kept_close(kept);
+			return rc;
+		}
+		*hf_put_str(hf_put_str(l.sname, l.base), STATE_SUFFIX) = '\0';
+		l.pfd = kept->pfd;
+		l.sfd = kept->sfd;
+		l.ffd = -1; /* kept->ffd is closed after L moved */
+		l.nlink_counts = kept->nlink_counts;
+		l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
+		l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
+		kept->pfd = kept->sfd = -1; /* l's now */
+	} else {
+		rc = lk_open(&l, path, 0, 0);
+		if (rc < 0) {
+			hf_dirlock_kept_close(kept);
+			return rc;
 		}
 	}
+	rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
+	lk_close(&l);
+	hf_dirlock_kept_close(kept); /* the counter, after L moved */
+	return rc;
+}
+
+/* --- renew (DR) ---------------------------------------------------------------- */
+
+int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
+		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+{
+	if (!token || !*token || max_hold_ms < 0)
+		return -EINVAL;
+	struct lk l;
+	int rc = lk_open(&l, path, 0, 0);
+	if (rc < 0)
+		return rc;
+	/* DR1: the directory at L, pinned by its descriptor, and its record */
+	struct place p;
+	rc = place_read(l.pfd, l.base, &p);
+	if (rc < 0)
+		goto out;
+	if (p.kind == REC_NONE) {
+		rc = HF_ENOTHELD;
+		goto out;
+	}
+	judge(&l, &p, p.ctime_ms, hf_sys_now_ms());
+	if (p.kind != REC_OK || strcmp(p.info.owner.token, token) != 0) {
+		holder_from(reterr_holder, &p);
+		rc = HF_ENOTYOURS; /* another's, or no complete record: not ours */
+		goto done;
+	}
+	if (p.info.state == HF_LOCK_DEAD) {
+		holder_from(reterr_holder, &p);
+		rc = HF_ELOST; /* DR2: its owner is gone; the next acquirer reaps it */
+		goto done;
+	}
+	hf_sys_point(HF_PT_DIRLOCK_RENEW_JUDGED);
+	/* DR3: the same owner, token and fence; the window starts now. Its
+	 * boot-relative time only when we run on the owner's kernel (a judge
+	 * there reads boottime_ms against its own boot clock). */
+	struct hf_owner o = p.info.owner;
+	o.time_ms = hf_sys_now_ms();
+	if (!strcmp(o.boot_id, hf_boot_id())) {
+		o.boot_ms = hf_sys_boot_ms();
+		o.timens = hf_self_timens();
+	} else {
+		o.boot_ms = 0;
+		o.timens = 0;
+	}
+	int64_t hold = max_hold_ms > 0 ? max_hold_ms : p.info.max_hold_ms;
+	char rec[OWNER_MAX];
+	size_t reclen = hf_dirlock_record_format(rec, &o, p.info.fence, hold);
+	/* DR4, DL14: replaced whole through the descriptor of the directory that
+	 * held our record (a rename over our own record, in our own directory,
+	 * wherever it has moved since: never into a directory at L that is
+	 * another's, DL1) */
+	assert(p.fd >= 0 && p.kind == REC_OK && !strcmp(p.info.owner.token, token) && "DR4");
+	assert(reclen > 0 && rec[reclen - 1] == '\n' && "DL1"); /* a whole record */
+	rc = hf_replace_file_at(p.fd, "owner", rec, reclen, 0600, false);
+	if (rc == -ENOENT) {
+		rc = HF_ELOST; /* reaped or released meanwhile: the directory is gone */
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	hf_sys_point(HF_PT_DIRLOCK_RENEW_REPLACED);
+	/* DR5: still at L, with the renewed record? Else a reaper or a release
+	 * has moved it: take the renewed record back through the descriptor
+	 * (DL10), so no record of ours is left in someone's claim. */
+	struct stat mine, at;
+	char back[OWNER_MAX + 2];
+	char opath[NAME_MAX + 8];
+	*hf_put_str(hf_put_str(opath, l.base), "/owner") = '\0';
+	ssize_t bl = -1;
+	bool kept = hf_sys_fstat(p.fd, &mine) == 0 &&
+		    hf_sys_fstatat(l.pfd, l.base, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    mine.st_dev == at.st_dev && mine.st_ino == at.st_ino &&
+		    (bl = read_small(l.pfd, opath, back)) >= 0 && (size_t)bl == reclen &&
+		    !memcmp(back, rec, reclen);
+	if (!kept) {
+		if (read_small(p.fd, "owner", back) == (ssize_t)reclen && !memcmp(back, rec, reclen))
+			hf_sys_unlinkat(p.fd, "owner", 0);
+		rc = HF_ELOST;
+		goto done;
+	}
+	if (ret) {
+		memset(ret, 0, sizeof *ret);
+		ret->owner = o;
+		ret->fence = p.info.fence;
+		ret->max_hold_ms = hold;
+		ret->state = HF_LOCK_HELD;
+		ret->live_fd = -1;
+	}
+	rc = 0;
+done:
+	place_done(&p);
+out:
 	lk_close(&l);
 	return rc;
 }
@@ -1566,7 +1969,7 @@ int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *r
 		 * (fences allocated since by attempts that were then denied do not
 		 * count), and our record still exists, at L or aside in a claim
 		 * (a barrier): neither reaped nor released. */
-		struct fence_line fl;
+		struct hf_fence_line fl;
 		rc = fence_read(fd, &fl);
 		if (rc == -ENODATA || rc == HF_EUNREADABLE ||
 		    (rc == 0 && (strcmp(fl.boot, hf_boot_id()) || fl.entered != held->fence)))
@@ -1595,7 +1998,7 @@ int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret)
 {
 	struct lk l;
 	memset(&l, 0, sizeof l);
-	l.pfd = l.sfd = -1;
+	l.pfd = l.sfd = l.ffd = -1;
 	l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
 	l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	int rc = hf_open_parent(path, &l.pfd, l.base, sizeof l.base);

@@ -9,11 +9,23 @@
 
 #include "owner.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
 #define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
+
+/* A lock's directories (P, P/L.holdfast) and its fence counter, kept open
+ * by a holder from its acquisition to its release (hf_lock handles): the
+ * release then opens nothing before it moves L away (DL17), and the
+ * acquisition closes nothing after it entered. -1: none kept. */
+struct hf_dirlock_kept {
+	int pfd, sfd, ffd;
+	int nlink_counts;                 /* DL8, as lk_open found it             */
+};
+#define HF_DIRLOCK_KEPT_NONE ((struct hf_dirlock_kept){ -1, -1, -1, 0 })
 
 struct hf_dirlock_opts {
 	const char *path;                 /* the lock directory                     */
@@ -24,6 +36,9 @@ struct hf_dirlock_opts {
 	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;
+	struct hf_dirlock_kept *kept;     /* non-NULL (all -1): on success the
+					     directories stay open there, for
+					     hf_dirlock_release_kept           */
 };
 
 enum hf_dirlock_state {
@@ -80,6 +95,26 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
  * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. Any
  * process may release with the token; the holder closes its live_fd after. */
 int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder);
+/* Renew the lock acquired with token (DR, dirlock.c): the same owner, token
+ * and fence, its window (acquired, boottime_ms) restarted now and its
+ * max-hold max_hold_ms (0: the recorded one; HF_MAX_HOLD_NONE: never leaked
+ * while its owner lives). 0 and *ret (may be NULL); HF_ENOTHELD when nothing
+ * is at PATH; HF_ENOTYOURS when PATH holds another token's record or none
+ * complete (*reterr_holder); HF_ELOST when the owner is dead, or a reaper or
+ * a release moved or removed the directory while it was renewed (the
+ * renewed record is taken back: nothing of ours is left). */
+int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
+		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
+/* The same by the holder itself: held is what hf_dirlock_acquire returned
+ * (its token and live_fd, still open), kept its directories (o->kept; may
+ * hold -1: opened here). When PATH is held's own directory - the inode its
+ * live_fd pins - it is moved away at once, without reading PATH's record
+ * first (DL17); else as hf_dirlock_release. Closes kept's descriptors (all
+ * -1 after), never live_fd. */
+int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder);
+/* Close what kept holds (a holder that detaches or is freed). */
+void hf_dirlock_kept_close(struct hf_dirlock_kept *kept);
 /* Commit under the lock: hold off every later acquisition of PATH while
  * the caller finishes work it did under the lock it acquired as *held (an
  * edit's rename). 0 and *ret_guard when the last entry into PATH was
@@ -95,5 +130,35 @@ void hf_dirlock_unhold(int guard);
  * claims counts claims beside it); -errno on errors. Uses the default stale
  * and max-hold windows unless the record carries its own max-hold. */
 int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret);
+
+/* --- the files' formats (pure: bytes in, bytes out; fuzz/ drives them) --- */
+
+/* The owner record of me with fence and max_hold_ms into buf (at least
+ * HF_OWNER_JSON_MAX + 128 bytes), NUL-terminated; its length. */
+size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t fence,
+				int64_t max_hold_ms);
+/* A record file's len bytes (DL13): 0 and *ret (owner, fence, max_hold_ms;
+ * the rest zero, live_fd -1), or HF_EUNREADABLE. buf[len] need not be NUL. */
+int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info *ret);
+/* The token of a record as the writer starts it ({"token":"<32 hex>"),
+ * without a parse (identity checks only): true and token, or false. */
+bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1]);
+
+/* The fence counter's line (L.holdfast/fence, DL18). */
+#define HF_FENCE_LINE_MAX 120 /* bytes of a line, its newline excluded */
+struct hf_fence_line {
+	uint64_t fence, reserve;
+	char boot[HF_BOOTID_LEN + 1];
+	uint64_t entered;                 /* the fence of the last entry (DA7)      */
+};
+/* "<fence> <reserve> <boot id> <entered>\n", fixed width, into line
+ * (HF_FENCE_LINE_MAX bytes; not NUL-terminated): its length. */
+size_t hf_fence_format(char *line, const struct hf_fence_line *fl);
+/* A counter file's first n bytes: 0 and *fl, -ENODATA when empty (a new
+ * counter), HF_EUNREADABLE otherwise. */
+int hf_fence_parse(const char *buf, size_t n, struct hf_fence_line *fl);
+/* The reservation file's n bytes ("<decimal>\n"): 0 and *ret (at most
+ * 2^63-1), or HF_EUNREADABLE. */
+int hf_fence_reserve_parse(const char *buf, size_t n, uint64_t *ret);
 
 #endif

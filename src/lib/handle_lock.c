@@ -40,6 +40,8 @@ struct hf_lock {
 	bool adopted;
 	pid_t acquired_by;            /* getpid() of the acquisition (HL2)    */
 	int guard;                    /* hf_dirlock_hold's, -1               */
+	struct hf_dirlock_kept kept;  /* the lock's directories while it holds
+					 (DL17): the release opens nothing    */
 	hf_rec *holder;
 	bool holder_is_self;          /* hf_lock_holder builds our own record
 					 when asked (none on the fast path)  */
@@ -141,6 +143,8 @@ int hf_lock_new(const char *path, hf_lock **ret)
 	l->o.cancel_fd = -1; /* none (has_cancel false) */
 	l->held.live_fd = -1;
 	l->guard = -1;
+	l->kept = HF_DIRLOCK_KEPT_NONE;
+	l->o.kept = &l->kept;
 	*ret = l;
 	return 0;
 }
@@ -243,6 +247,7 @@ int hf_lock_acquire(hf_lock *l)
 	struct hf_dirlock_info got, h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
+	hf_dirlock_kept_close(&l->kept); /* none: nothing held (HL1) */
 	int rc = etcd_ready(l);
 	if (rc < 0)
 		return etcd_fail(l, rc);
@@ -297,7 +302,8 @@ int hf_lock_release(hf_lock *l)
 		hf_rec_put(&l->holder, rc == HF_ENOTYOURS ? etcd_rec(l, &h, 0) : NULL);
 		return rc;
 	}
-	rc = hf_dirlock_release(l->path, l->held.owner.token, &h);
+	rc = l->adopted ? hf_dirlock_release(l->path, l->held.owner.token, &h)
+			: hf_dirlock_release_kept(l->path, &l->held, &l->kept, &h);
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd); /* HL3: after the release */
 	l->held.live_fd = -1;
@@ -350,11 +356,44 @@ int hf_lock_check(hf_lock *l)
 	return ours ? 0 : HF_ELOST;
 }
 
+int hf_lock_renew(hf_lock *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (!l->holds)
+		return HF_ENOTHELD;
+	struct hf_dirlock_info got, h;
+	memset(&h, 0, sizeof h);
+	h.live_fd = -1;
+	int rc = etcd_ready(l);
+	if (rc < 0)
+		return etcd_fail(l, rc);
+	if (l->el) /* etcd: the lease renews itself; a new window is not there yet */
+		return -EOPNOTSUPP;
+	rc = hf_dirlock_renew(l->path, l->held.owner.token, l->o.max_hold_ms, &got, &h);
+	if (rc < 0) {
+		holder_set(l, h.owner.token[0] || h.partial ? &h : NULL);
+		return rc;
+	}
+	if (!l->adopted) { /* HL1: the same acquisition, its window restarted */
+		l->held.owner = got.owner;
+		l->held.max_hold_ms = got.max_hold_ms;
+	} else {
+		int fd = l->held.live_fd;
+		l->held = got;
+		l->held.live_fd = fd;
+	}
+	holder_set(l, NULL);
+	l->holder_is_self = true;
+	return 0;
+}
+
 int hf_lock_detach(hf_lock *l)
 {
 	if (!l || !l->holds)
 		return -1;
 	hf_lock_unhold(l);
+	hf_dirlock_kept_close(&l->kept);
 	if (l->el)
 		hf_etcdlock_unkeep(l->el); /* the lease stays: hf_lock_keep, or its TTL */
 	int fd = l->held.live_fd;
@@ -421,6 +460,7 @@ void hf_lock_free(hf_lock *l)
 	if (l->holds && !l->adopted && l->acquired_by == getpid())
 		hf_lock_release(l); /* HL2 */
 	hf_lock_unhold(l);
+	hf_dirlock_kept_close(&l->kept);
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd);
 	hf_rec_free(l->holder);

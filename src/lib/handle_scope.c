@@ -198,6 +198,11 @@ int hf_scope_register(hf_scope *s)
 		holder_set(s, h, rc);
 		if (s->wait_ms == 0)
 			break;
+		/* the holder's release rewrites the table (an event); its end, in
+		 * our pid namespace on this host, is a pidfd event (WT5) - the next
+		 * attempt reaps it */
+		bool local = !h->foreign_pidns && !strcmp(h->host, hf_host_name());
+		hf_wait_holder(&w, local && h->pid > 0 && h->pid <= 0x7fffffff ? (pid_t)h->pid : 0);
 		hf_sys_point(HF_PT_SCOPE_REGISTER_WAITING);
 		int wrc = hf_wait_next(&w); /* HC4 */
 		if (wrc < 0) {

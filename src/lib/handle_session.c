@@ -133,6 +133,11 @@ int hf_session_take(hf_session *s)
 		if (rc != HF_EHELD)
 			break;
 		holder_set(s, &h);
+		/* a session ends by a release or a break, both renaming it away
+		 * from its name (an event), never by its taker's end; one in an
+		 * aside comes back unseen: the short backoff (WT6) */
+		if (!h.in_aside)
+			hf_wait_holder(&w, 0);
 		int wrc = hf_wait_next(&w); /* HS1 */
 		if (wrc == HF_ETIMEDOUT) {
 			rc = s->wait_ms != 0 ? HF_ETIMEDOUT : HF_EHELD;
@@ -170,6 +175,31 @@ int hf_session_release(hf_session *s)
 	memset(&h, 0, sizeof h);
 	int rc = hf_sessionlock_release(&o, &h);
 	holder_set(s, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
+	return rc;
+}
+
+int hf_session_renew(hf_session *s)
+{
+	if (!s)
+		return -EINVAL;
+	struct hf_sessionlock_opts o;
+	opts_of(s, &o);
+	if (!o.owner && s->taken[0])
+		o.owner = s->taken; /* HS3: what this handle took, only that */
+	struct hf_sessionlock_record r;
+	struct hf_sessionlock_status h;
+	memset(&h, 0, sizeof h);
+	int rc = hf_sessionlock_renew(&o, &r, &h);
+	if (rc == 0) {
+		s->took = r;
+		strcpy(s->taken, r.owner);
+		hf_rec_put(&s->holder, NULL);
+		s->holder_is_took = true;
+		return 0;
+	}
+	holder_set(s, (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE || rc == HF_ELOST) && h.state
+			      ? &h
+			      : NULL);
 	return rc;
 }
 

@@ -288,6 +288,20 @@ static int pid_verdict(const struct hf_owner *o)
 	return start == o->pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
 }
 
+pid_t hf_owner_local_pid(const struct hf_owner *o)
+{
+	if (o->pid <= 0 || o->pid > 0x7fffffff || !same_kernel(o))
+		return 0;
+	if (o->pidns) {
+		uint64_t mine = hf_self_pidns();
+		if (mine == HF_PIDNS_UNKNOWN || mine != o->pidns)
+			return 0; /* OW3 */
+	} else if (!o->host[0] || strcmp(o->host, hf_host_name()) != 0) {
+		return 0;
+	}
+	return (pid_t)o->pid;
+}
+
 int hf_owner_liveness(const struct hf_owner *o)
 {
 	return pid_verdict(o) == PID_DEAD ? HF_DEAD : HF_ALIVE;

@@ -48,6 +48,10 @@ int hf_owner_liveness(const struct hf_owner *o);
  * kernel lock is free - the judge then holds LOCK_EX on probe_fd until it
  * closes it, so no late taker can claim the object meanwhile. */
 int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd);
+/* The record's pid when it is a pid of this kernel and of our pid
+ * namespace (the pid a verdict by pid would look at, OW1-OW3), else 0. A
+ * waiter may watch that process's end (wait.c, WT5); never a verdict. */
+pid_t hf_owner_local_pid(const struct hf_owner *o);
 /* Age of the record at wall-clock time now_ms: boot-relative on this kernel
  * and time namespace (a wall-clock step does not change it), else by the
  * wall clock (negative when dated in the future). */

@@ -64,6 +64,18 @@
  *        there during the scan), start over from SR1.
  *     Nothing anywhere: HF_ENOTHELD; another's: HF_ENOTYOURS; an
  *     unreadable lock at <name>: HF_EUNREADABLE.
+ *   renew (hf_sessionlock_renew):
+ *     SN1 read <name>, keeping the descriptor (the pin); ours (SR1's rule)?
+ *        else HF_ENOTYOURS; nothing there: HF_ENOTHELD      [renew.read]
+ *     SN2 our renewed record: the same lane and owner, "started" now
+ *     SN3 hold the pinned record's kernel lock (SL4: in flight), move it to
+ *        an aside of our own and check it is the pinned inode (else put it
+ *        back: HF_ELOST), then publish the renewed record at <name> by
+ *        test-and-set (SL1)                                 [renew.moved]
+ *        EEXIST: a taker published at the free name; it sees our live
+ *        aside and withdraws (SL5) - retry, unless our record has no name
+ *        any more (a breaker judged it stale and swept it: HF_ELOST)
+ *     SN4 drop the old record as SW does                [renew.published]
  *   model/session.pml names the take's steps T1-T5 and the withdrawal W.
  *   status: read <name>; when absent, an aside holding a live record.
  *
@@ -73,7 +85,8 @@
  *   .mismatch (moved a lock it did not judge, before putting it back),
  *   .verified (broke it, before publishing), .published (before the scan),
  *   .barrier (a live aside found, before withdrawing), .withdrawn (before
- *   putting an orphaned barrier back); session.release.read (judged its
+ *   putting an orphaned barrier back); session.renew.read/.moved/.published
+ *   (SN1, SN3, SN4); session.release.read (judged its
  *   own, before dropping it), .moved, .mismatch; session.withdraw.moved/
  *   .mismatch; session.sweep.moved/.mismatch; claim.c's
  *   claim.restore.checked. (session.naive.read/.wrote are the CLI's naive
@@ -413,8 +426,15 @@ int hf_session_parse(const char *buf, size_t len, struct hf_sessionlock_record *
 	if (buf[i] == '{') {
 		rc = parse_json(buf + i, len - i, &r, why, n);
 	} else {
-		/* SL2: the legacy form is honoured, never guessed at. */
-		rc = hf_time_parse(buf + i, &r.started_ms);
+		/* SL2: the legacy form is honoured, never guessed at. Only len
+		 * bytes are ours (buf need not end in NUL): a bounded copy. */
+		char ts[80];
+		rc = -EINVAL;
+		if (len - i < sizeof ts) {
+			memcpy(ts, buf + i, len - i);
+			ts[len - i] = '\0';
+			rc = hf_time_parse(ts, &r.started_ms);
+		}
 		if (rc < 0)
 			rc = unreadable(why, n,
 					"neither a JSON record nor an ISO-8601 timestamp");
@@ -1255,6 +1275,124 @@ int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessio
 out:
 	if (fd >= 0)
 		hf_sys_close(fd);
+	hf_sys_close(l.dfd);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * renew
+ * ---------------------------------------------------------------------- */
+
+#define RENEW_NAPS 64 /* SN3: publication retries while a refused taker withdraws */
+
+int hf_sessionlock_renew(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret,
+			 struct hf_sessionlock_status *reterr_holder)
+{
+	if (check_name(o->lane, HF_LANE_MAX, 1) < 0 || check_name(o->owner, HF_OWNER_MAX, 0) < 0)
+		return -EINVAL;
+	struct lk l;
+	int rc = lk_open(&l, o->path, o->stale_ms);
+	if (rc < 0)
+		return rc;
+	struct seen s, mine;
+	int fd = -1, new_fd = -1;
+	char aside[HF_CLAIM_NAME_MAX];
+	/* SN1: ours at <name> (lane, and owner token when given), pinned */
+	rc = look(l.dfd, l.name, &s, &fd);
+	if (rc == -ENOENT) {
+		rc = HF_ENOTHELD;
+		goto out;
+	}
+	if (rc == HF_EUNREADABLE)
+		fill_status(reterr_holder, &s, l.stale_ms, NULL);
+	if (rc < 0)
+		goto out;
+	if (!pred_ours(&s, o)) {
+		fill_status(reterr_holder, &s, l.stale_ms, NULL);
+		rc = HF_ENOTYOURS;
+		goto out;
+	}
+	hf_sys_point(HF_PT_SESSION_RENEW_READ);
+	/* SN2: the same lane and owner, written now by us */
+	struct hf_sessionlock_record r = s.rec;
+	r.has_broke = 0;
+	r.pid = getpid();
+	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
+	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
+	r.timens = hf_self_timens();
+	r.boot_ms = hf_sys_boot_ms();
+	r.started_ms = hf_sys_now_ms();
+	if ((rc = set_mine(&mine, &r)) < 0)
+		goto out;
+	/* SN3: the old record to an aside of our own, verified by the pinned
+	 * inode and kept there - a live record beside the lock, so a taker that
+	 * publishes at the free name meanwhile is refused (SL5) and, as we hold
+	 * its kernel lock, does not put it back (SL4) - then the renewed record
+	 * published at <name> by test-and-set (SL1) */
+	struct pin p;
+	if ((rc = pin_make(&p, fd)) < 0)
+		goto out;
+	hf_sys_flock(fd, LOCK_EX | LOCK_NB); /* SL4: in flight */
+	rc = hf_claim_take(l.dfd, l.name, l.dfd, l.prefix, aside, sizeof aside); /* SL3 */
+	if (rc == -ENOENT) {
+		rc = HF_ELOST; /* moved since we read it: broken, or released */
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	rc = pin_is(&p, l.dfd, aside);
+	if (rc != 1) {
+		if (rc == 0)
+			put_back(&l, aside, l.name); /* SL4: another's record */
+		rc = rc == 0 ? HF_ELOST : rc == -ENOENT ? HF_ELOST : rc;
+		goto out;
+	}
+	assert(hf_session_is_aside(l.name, aside) && "SN3"); /* our own, the pinned record */
+	hf_sys_point(HF_PT_SESSION_RENEW_MOVED);
+	for (int nap = 0;; nap++) {
+		rc = hf_publish_file_at_fd(l.dfd, l.name, mine.buf, mine.len, 0644, false, &new_fd);
+		if (rc != -EEXIST)
+			break;
+		/* a taker published at the free name: it sees our aside and
+		 * withdraws, unless it swept our record as stale (a breaker):
+		 * then the session is its own and ours is lost (SL10: no name
+		 * refers to our record any more) */
+		struct stat st;
+		if (hf_sys_fstat(fd, &st) == 0 && st.st_nlink == 0) {
+			rc = HF_ELOST;
+			break;
+		}
+		if (nap == RENEW_NAPS) {
+			rc = -EAGAIN;
+			break;
+		}
+		hf_sys_sleep_ms(1);
+	}
+	if (rc < 0) {
+		/* our old record goes back where it was if it still can (CL3), or
+		 * stays a barrier that ages out (SH2) */
+		put_back(&l, aside, l.name);
+		if (rc == HF_ELOST) {
+			struct seen now;
+			if (look(l.dfd, l.name, &now, NULL) == 0)
+				fill_status(reterr_holder, &now, l.stale_ms, NULL);
+		}
+		goto out;
+	}
+	hf_sys_point(HF_PT_SESSION_RENEW_PUBLISHED);
+	/* SN4: the old record goes (SL10: wherever it has been moved to) */
+	rc = drop_pinned(&l, fd, PT_RELEASE);
+	rc = rc == GONE ? 0 : rc;
+	if (rc < 0)
+		goto out; /* the renewed record holds; the old one ages out (SH2) */
+	if (ret)
+		*ret = r;
+	rc = 0;
+out:
+	if (fd >= 0)
+		hf_sys_close(fd);
+	if (new_fd >= 0)
+		hf_sys_close(new_fd);
 	hf_sys_close(l.dfd);
 	return rc;
 }

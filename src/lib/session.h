@@ -74,6 +74,14 @@ int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlo
  * HF_EUNREADABLE (the lock cannot be read); -EAGAIN (SH10); -EINVAL; other
  * -errno. */
 int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessionlock_status *reterr_holder);
+/* Renew o->lane's lock (SN1-SN4): its record replaced by one of the same
+ * lane and owner, "started" now. 0 and *ret (may be NULL); HF_ENOTHELD
+ * (nothing at the name); HF_ENOTYOURS (another lane's or owner's:
+ * *reterr_holder); HF_EUNREADABLE; HF_ELOST (broken or released while it
+ * was renewed: *reterr_holder names who holds it now, if anyone); -EAGAIN;
+ * -EINVAL; other -errno. */
+int hf_sessionlock_renew(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret,
+			 struct hf_sessionlock_status *reterr_holder);
 /* 0 and *ret filled (any state, UNREADABLE included); -errno when the
  * directory cannot be read. path NULL: the default path; stale_ms <= 0:
  * the default window. */

@@ -172,9 +172,10 @@ int dl_acq(void *arg)
 	dl_orphan_guard();
 	int n = a->repeat > 0 ? a->repeat : 1, code = 0;
 	for (int i = 0; i < n; i++) {
+		struct hf_dirlock_kept kept = HF_DIRLOCK_KEPT_NONE;
 		struct hf_dirlock_opts o = { .path = a->path, .wait_ms = a->wait_ms,
 					  .stale_ms = a->stale_ms, .max_hold_ms = a->max_hold_ms,
-					  .pid = a->life };
+					  .pid = a->life, .kept = a->own_release ? &kept : NULL };
 		struct hf_dirlock_info got, h;
 		memset(&got, 0, sizeof got);
 		int rc = hf_dirlock_acquire(&o, &got, &h);
@@ -199,7 +200,8 @@ int dl_acq(void *arg)
 		hf_sys_point(HF_PT_TEST_LEFT);
 		if (a->no_release)
 			continue;
-		rc = hf_dirlock_release(a->path, got.owner.token, &h);
+		rc = a->own_release ? hf_dirlock_release_kept(a->path, &got, &kept, &h)
+				    : hf_dirlock_release(a->path, got.owner.token, &h);
 		close(got.live_fd);
 		hf_sys_point(HF_PT_TEST_RELEASED);
 		if (rc != 0)

@@ -45,6 +45,9 @@ struct dl_acq {
 	int64_t stale_ms, max_hold_ms;
 	bool no_release;       /* leave the critical section without release */
 	int repeat;            /* acquisitions in a row (0 = 1)              */
+	bool own_release;      /* release as the holder itself, as hf_lock
+				  handles do (hf_dirlock_release_kept, DL17),
+				  not by token                               */
 };
 
 /* hft_spawn_fn function: one scripted acquirer (see above). */

@@ -65,7 +65,9 @@ Test(cli, acquire_prints_token_and_fence_release_frees)
 	char t1[64], t2[64];
 	uint64_t f1, f2;
 	acquire(t1, &f1, NULL);
-	cr_assert_eq(f1, 1);
+	/* DL15: a new counter starts at the wall clock's microseconds */
+	cr_assert_gt(f1, (uint64_t)(hf_sys_now_us() - 60 * 1000000LL), "%" PRIu64, f1);
+	cr_assert_leq(f1, (uint64_t)hf_sys_now_us() + 1);
 	char *p = dl_path(lock, "owner"), *rec = hft_slurp(p);
 	cr_assert_not_null(strstr(rec, t1), "the record carries the token");
 	char mine[32];
@@ -166,7 +168,9 @@ Test(cli, status_lines)
 	char pid[32];
 	snprintf(pid, sizeof pid, "held: pid %d (", (int)getpid());
 	cr_assert_eq(strncmp(out, pid, strlen(pid)), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "fence 1"), "%s", out);
+	char fs[48];
+	snprintf(fs, sizeof fs, "fence %" PRIu64 "\n", f);
+	cr_assert_not_null(strstr(out, fs), "%s", out);
 	free(out);
 	cr_assert_eq(release(t, NULL), 0);
 }
@@ -623,5 +627,31 @@ Test(cli, acquiring_again_what_the_script_holds_fails_at_once_naming_it)
 	cr_assert_str_eq(out, "again=1\nreleased=0\n", "%s", err);
 	cr_assert(strstr(err, "itself"), "names the holder as the script itself: %s", err);
 	free(out);
+	free(err);
+}
+
+Test(cli, numbers_and_tokens_are_refused_unless_written_as_printed)
+{
+	/* strtol took " 5" and "+5"; the --token form took "TOKEN FENCE\nanything" */
+	static const char *const bad[][3] = {
+		{ "-E", "+5", NULL }, { "-E", " 5", NULL }, { "--pid", " 1", NULL },
+		{ "--pid", "+1", NULL }, { "-w", "0x10", NULL }, { "-w", "1e3", NULL },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *err = NULL;
+		const char *argv[] = { "holdfast", "lock", "acquire", bad[i][0], bad[i][1], lock, NULL };
+		int st = hft_cli(NULL, &err, argv);
+		cr_assert_eq(st, 64, "%s '%s': exit %d: %s", bad[i][0], bad[i][1], st, err);
+		free(err);
+	}
+	char token[64];
+	uint64_t fence;
+	acquire(token, &fence, NULL);
+	char form[128], *err = NULL;
+	snprintf(form, sizeof form, "%s %" PRIu64 "\nrm -rf /", token, fence);
+	cr_assert_eq(release(form, &err), 64, "%s", err);
+	free(err);
+	snprintf(form, sizeof form, "%s %" PRIu64 "\n", token, fence);
+	cr_assert_eq(release(form, &err), 0, "the form acquire printed: %s", err);
 	free(err);
 }

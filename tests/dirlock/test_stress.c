@@ -97,14 +97,17 @@ static void leave(void)
 		__atomic_store_n(&sh->holder, 0, __ATOMIC_SEQ_CST);
 }
 
-/* n acquisitions (n < 0: until killed) */
-static void worker(int n, int64_t stale_ms)
+/* n acquisitions (n < 0: until killed); own: released as the holder itself
+ * (hf_dirlock_release_kept, DL17, as hf_lock handles do), else by token */
+static void worker(int n, int64_t stale_ms, bool own)
 {
 	dl_orphan_guard();
 	uint64_t start = 0;
 	hf_pid_start(getpid(), &start);
 	for (int i = 0; n < 0 || i < n; i++) {
-		struct hf_dirlock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms };
+		struct hf_dirlock_kept kept = HF_DIRLOCK_KEPT_NONE;
+		struct hf_dirlock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms,
+					  .kept = own ? &kept : NULL };
 		struct hf_dirlock_info got, h;
 		int rc = hf_dirlock_acquire(&o, &got, &h);
 		if (rc != 0) {
@@ -113,7 +116,8 @@ static void worker(int n, int64_t stale_ms)
 		}
 		enter(got.fence, start);
 		leave();
-		int rrc = hf_dirlock_release(lock, got.owner.token, &h);
+		int rrc = own ? hf_dirlock_release_kept(lock, &got, &kept, &h)
+			      : hf_dirlock_release(lock, got.owner.token, &h);
 		close(got.live_fd);
 		if (rrc != 0)
 			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
@@ -121,13 +125,25 @@ static void worker(int n, int64_t stale_ms)
 	_exit(0);
 }
 
-static pid_t spawn(int n, int64_t stale_ms)
+/* Acquire and release once: the fence the counter started from. */
+static uint64_t first_fence(void)
+{
+	struct hf_dirlock_opts o = { .path = lock };
+	struct hf_dirlock_info got, h;
+	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
+	cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
+	close(got.live_fd);
+	return got.fence;
+}
+
+/* worker i: the even ones release as holders (DL17), the odd ones by token */
+static pid_t spawn(int i, int n, int64_t stale_ms)
 {
 	fflush(NULL);
 	pid_t p = fork();
 	cr_assert_geq(p, 0);
 	if (p == 0)
-		worker(n, stale_ms);
+		worker(n, stale_ms, i % 2 == 0);
 	return p;
 }
 
@@ -135,9 +151,11 @@ Test(stress, eight_processes_no_overlap)
 {
 	int n = dl_scaled(1500);
 	pid_t w[WORKERS];
+	uint64_t f0 = first_fence(); /* DL15: the counter starts at the wall clock */
+	sh->last_fence = f0;
 	int64_t t0 = hf_sys_mono_ns();
 	for (int i = 0; i < WORKERS; i++)
-		w[i] = spawn(n, 0);
+		w[i] = spawn(i, n, 0);
 	for (int i = 0; i < WORKERS; i++) {
 		int st;
 		cr_assert_eq(waitpid(w[i], &st, 0), w[i]);
@@ -149,7 +167,7 @@ Test(stress, eight_processes_no_overlap)
 	cr_assert_eq(sh->overlaps, 0);
 	cr_assert_eq(sh->fence_bad, 0);
 	cr_assert_eq(sh->errors, 0);
-	cr_assert_eq(sh->last_fence, (uint64_t)WORKERS * n, "no fence wasted under contention: %llu", (unsigned long long)sh->last_fence);
+	cr_assert_eq(sh->last_fence - f0, (uint64_t)WORKERS * n, "no fence wasted under contention: %llu", (unsigned long long)sh->last_fence);
 	cr_assert(!hft_exists(lock));
 	cr_assert_eq(dl_claims(lock), 0);
 }
@@ -171,7 +189,7 @@ Test(stress, kill_storm_no_overlap_and_recovery)
 	unsigned seed = (unsigned)getpid();
 	pid_t w[WORKERS];
 	for (int i = 0; i < WORKERS; i++)
-		w[i] = spawn(-1, stale);
+		w[i] = spawn(i, -1, stale);
 	int64_t t0 = hf_sys_mono_ns();
 	for (int k = 0; k < kills; k++) {
 		long target = __atomic_load_n(&sh->acquisitions, __ATOMIC_SEQ_CST) + rnd(&seed) % 3;
@@ -183,7 +201,7 @@ Test(stress, kill_storm_no_overlap_and_recovery)
 			__asm__ volatile("" ::: "memory"); /* a random point in between */
 		int i = (int)(rnd(&seed) % WORKERS);
 		dl_kill(w[i]);
-		w[i] = spawn(-1, stale);
+		w[i] = spawn(i, -1, stale);
 	}
 	long during = sh->acquisitions;
 	for (int i = 0; i < WORKERS; i++)

@@ -210,15 +210,20 @@ Test(trail, full_protocol_withdraw_by_path)
  * handed to the next mkdir: a delayed release (it holds no fd that would
  * pin its directory) judged "L/owner is mine"; its directory is reaped and
  * the successor's fresh L may carry the same inode number. Identity is the
- * token: the release takes L into its own claim, finds token 5, restores. */
-Test(trail, inode_number_reuse)
+ * token: the release takes L into its own claim, finds token 5, restores.
+ * own: the release is the holder's own (DL17, as hf_lock handles release):
+ * it judged "L is my directory" by the inode its live descriptor pins -
+ * which no new directory can be given while it is open - and after the
+ * take finds another inode in its claim: it restores L the same way. */
+static void delayed_release(bool own)
 {
 	teardown(); /* this one runs on /tmp, not on the suite's tmpfs */
 	setup_in("/tmp");
 	pid_t life2 = dl_life(), life5 = dl_life();
 	char *ra0 = res("A0"), *ra1 = res("A1");
 	struct hft_child A0, A1, B;
-	struct dl_acq a0 = { .path = lock, .ovl = ovl, .life = life2, .result = ra0 };
+	struct dl_acq a0 = { .path = lock, .ovl = ovl, .life = life2, .result = ra0,
+			     .own_release = own };
 	hft_spawn_fn(&A0, "pause:dirlock.release.judged", dl_acq, &a0);
 	hft_expect(&A0, "dirlock.release.judged"); /* left, "L/owner is mine", delayed */
 	ino_t i3 = ino_of(lock);
@@ -229,6 +234,8 @@ Test(trail, inode_number_reuse)
 	ino_t i4 = ino_of(lock);
 	cr_log_info("released dir inode %lu, successor's %lu: %s", (unsigned long)i3,
 		    (unsigned long)i4, i3 == i4 ? "REUSED" : "not reused this time");
+	if (own)
+		cr_assert_neq(i3, i4, "a pinned inode is never handed to a new directory");
 	hft_go(&A0);                               /* takes L, finds token 5, restores */
 	cr_assert_eq(hft_wait(&A0), DL_RELFAIL, "nothing of A0's was left to release");
 	held_by_result(ra1);
@@ -243,6 +250,16 @@ Test(trail, inode_number_reuse)
 	comes_back();
 	free(ra0);
 	free(ra1);
+}
+
+Test(trail, inode_number_reuse)
+{
+	delayed_release(false);
+}
+
+Test(trail, inode_number_reuse_own_release)
+{
+	delayed_release(true);
 }
 
 /* The same delayed withdrawal with a successful restore: A1's directory

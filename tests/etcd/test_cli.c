@@ -550,3 +550,25 @@ Test(etcd_cli, dead_holder_shown_and_reaped)
 	free(out);
 	free(err);
 }
+
+/* lock renew is the file system's only: on etcd it is refused (71), and
+ * the lock is untouched (still held with its fence). */
+Test(etcd_cli, renew_is_refused_on_etcd)
+{
+	char *out = NULL, *err = NULL;
+	char *s = script("cd %s || exit 9\n"
+			 "t=$(\"$HOLDFAST_BIN\" lock acquire ./n.lock -n --pid 1) || exit 10\n"
+			 "\"$HOLDFAST_BIN\" lock renew ./n.lock --token \"$t\"; echo \"renew=$?\"\n"
+			 "\"$HOLDFAST_BIN\" lock check ./n.lock --fence \"${t#* }\"; echo \"held=$?\"\n"
+			 "test -e n.lock.holdfast && echo made-a-directory\n"
+			 "exit 0\n",
+			 et_dir);
+	int st = sh_etcd("sh", &out, &err, s);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	cr_assert(strstr(out, "renew=71\n") && strstr(out, "held=0\n"), "%s %s", out, err);
+	cr_assert_null(strstr(out, "made-a-directory"), "%s", out);
+	cr_assert(strstr(err, "not on etcd"), "%s", err);
+	free(s);
+	free(out);
+	free(err);
+}

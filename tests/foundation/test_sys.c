@@ -148,3 +148,26 @@ Test(sys, points_table_round_trips)
 	cr_assert_eq(hf_point_find("not-a-point"), -1);
 	cr_assert_eq(hf_point_find("?"), -1);
 }
+
+Test(sys, fault_numbers_are_decimal_digits)
+{
+	/* FA3: strtoul took "-1" for a count (ULONG_MAX: a rule that never
+	 * fires), and " 5" or "+1" for numbers */
+	static const char *const bad[] = {
+		"crash:*:-1", "fail:open:+1:EIO", "fail:open: 1:EIO", "fail:open:1: 5",
+		"fail:open:1:+5", "fail:open:1:0x5", "skew:wall: 5", "skew:wall:--5", "skew:wall:+-5",
+		"pause:dirlock.acquire.made:1x",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(hf_fault_inject(bad[i], NULL, 0), -EINVAL, "'%s' must be refused", bad[i]);
+	cr_assert_eq(hf_fault_inject("skew:wall:-5;skew:wall:+6000000;fail:open:2:5", NULL, 0), 0);
+	disarm();
+	int a, b;
+	static const char *const fds[] = { " 3,4", "3, 4", "3,4x", "+3,4", "3", "3,", ",4",
+					   "4294967299,4", "-1,4" };
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		cr_assert_eq(hf_fault_parse_fds(fds[i], &a, &b), -EINVAL, "'%s' must be refused",
+			     fds[i]);
+	cr_assert_eq(hf_fault_parse_fds("3,04", &a, &b), 0);
+	cr_assert(a == 3 && b == 4);
+}

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 Test(util, time_round_trip)
@@ -138,4 +139,70 @@ Test(util, read_small_and_json_escape)
 	char out[64];
 	*hf_json_escape(out, "a\"b\\c\x01\x7f\xc3\xa9") = '\0';
 	cr_assert_str_eq(out, "a\\\"b\\\\c\\u0001\\u007f\xc3\xa9");
+}
+
+Test(util, time_parse_takes_calendar_dates_only)
+{
+	/* TX4: a day past its month's last was rolled into the next month */
+	static const char *const bad[] = {
+		"2020-02-30T10:00:00Z", "2021-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+		"1900-02-29T00:00:00Z", "2016-12-31T22:59:60Z", "2016-12-31T23:59:61Z",
+		"0000-01-01T00:30:00+01:00", /* year -1: not what hf_time_format writes back */
+	};
+	int64_t ms;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(hf_time_parse(bad[i], &ms), -EINVAL, "'%s' must be refused", bad[i]);
+	cr_assert_eq(hf_time_parse("2020-02-29T00:00:00Z", &ms), 0, "a leap day");
+	cr_assert_eq(hf_time_parse("2000-02-29T00:00:00Z", &ms), 0, "a leap day of a 400th year");
+	cr_assert_eq(hf_time_parse("2016-12-31T23:59:60Z", &ms), 0, "a leap second");
+	int64_t next;
+	cr_assert_eq(hf_time_parse("2017-01-01T00:00:00Z", &next), 0);
+	cr_assert_eq(ms, next);
+	cr_assert_eq(hf_time_parse("9999-12-31T23:59:59.999Z", &ms), 0);
+}
+
+Test(util, parse_u64_is_decimal_digits_only)
+{
+	/* TX5: strtol's forms (" 5", "+5") and hex were taken for numbers */
+	static const char *const bad[] = { "", " 5", "5 ", "+5", "-1", "0x10", "1e3", "5\n", "٣" };
+	uint64_t v;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(hf_parse_u64(bad[i], UINT64_MAX, &v), -EINVAL, "'%s' must be refused",
+			     bad[i]);
+	cr_assert_eq(hf_parse_u64("18446744073709551615", UINT64_MAX, &v), 0);
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert_eq(hf_parse_u64("18446744073709551616", UINT64_MAX, &v), -ERANGE, "never wrapped");
+	cr_assert_eq(hf_parse_u64("256", 255, &v), -ERANGE);
+	cr_assert_eq(hf_parse_u64("99999999999999999999x", UINT64_MAX, &v), -EINVAL,
+		     "not a number, however long");
+	cr_assert_eq(hf_parse_u64("007", 255, &v), 0);
+	cr_assert_eq(v, 7);
+}
+
+/* TX6: random bytes come from a per-thread pool; a forked child never hands
+ * out the bytes its parent will (its pool is emptied at the fork), and no
+ * byte is handed out twice in one process. */
+Test(util, random_pool_is_never_shared_with_a_child)
+{
+	char a[33], b[33], c[33];
+	cr_assert_eq(hf_random_hex(a, 16), 0); /* the pool is filled now */
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char mine[33];
+		_exit(hf_random_hex(mine, 16) == 0 && write(p[1], mine, 32) == 32 ? 0 : 1);
+	}
+	cr_assert_eq(hf_random_hex(b, 16), 0);
+	cr_assert_eq(read(p[0], c, 32), 32);
+	c[32] = '\0';
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_str_neq(a, b, "never the same bytes twice");
+	cr_assert_str_neq(b, c, "the child drew its own bytes, not the parent's next ones");
+	cr_assert_eq(strlen(b), 32);
+	close(p[0]);
+	close(p[1]);
 }

@@ -1,4 +1,5 @@
-/* wait.c: deadlines and the backoff fallback when inotify is refused. */
+/* wait.c: deadlines, the backoff fallback when inotify is refused, and the
+ * wake-ups on a release and on the holder's end (pidfd). */
 #include "hft.h"
 #include "internal.h"
 #include "wait.h"
@@ -6,7 +7,11 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void disarm(void)
 {
@@ -48,4 +53,196 @@ Test(wait, fallback_sleeps_through_sys_and_never_past_the_deadline)
 	cr_assert_geq(spent_ms, 60, "returned before the deadline: %lld ms", (long long)spent_ms);
 	cr_assert_gt(n, 0, "it waited at least once");
 	hf_wait_done(&w);
+}
+
+/* --- waking on an event (WT5, WT6) ------------------------------------------
+ * With the cap an hour (cap:wait), a waiter that named its holder sleeps
+ * until an event: these tests assert why it woke (w.woke), never how soon;
+ * each wait is bounded by its deadline. */
+
+static void cap_an_hour(void)
+{
+	cr_assert_eq(hf_fault_inject("cap:wait:3600000", NULL, 0), 0);
+}
+
+/* A child that blocks reading fd until it is killed (or the pipe closes). */
+static pid_t blocked_child(int *ret_wr)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[1]);
+		char c;
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	*ret_wr = p[1];
+	return pid;
+}
+
+Test(wait, a_release_wakes_a_steady_waiter)
+{
+	char *d = hft_tmpdir(), *x;
+	cr_assert_geq(asprintf(&x, "%s/x", d), 0);
+	cr_assert_eq(mkdir(x, 0700), 0);
+	cap_an_hour();
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_ARMED, "the first call sets up the watch (WT2)");
+	int go[2];
+	cr_assert_eq(pipe(go), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* the releaser: moves x away once told to */
+		char c;
+		_exit(read(go[0], &c, 1) == 1 && rmdir(x) == 0 ? 0 : 1);
+	}
+	hf_wait_holder(&w, 0); /* steady: the next sleep is the whole cap */
+	cr_assert_eq(write(go[1], "g", 1), 1); /* before or during the poll: queued (WT2) */
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "woken by the release, not a timer (%d)", w.woke);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	hf_wait_done(&w);
+	close(go[0]);
+	close(go[1]);
+	hft_rmtree(d);
+	free(x);
+	free(d);
+}
+
+Test(wait, the_holders_end_wakes_the_waiter_once)
+{
+	char *d = hft_tmpdir();
+	cap_an_hour();
+	int wr;
+	pid_t pid = blocked_child(&wr);
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
+	hf_wait_holder(&w, pid);
+	cr_assert_eq(w.pid, pid, "the holder to watch");
+	cr_assert_eq(w.pidfd, -1, "its pidfd is opened by a sleep that lasts, not before");
+	hf_wait_holder(&w, pid);
+	cr_assert_eq(w.pid, pid, "the same holder");
+	cr_assert_eq(kill(pid, SIGKILL), 0); /* left a zombie: we do not reap it yet */
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_HOLDER_END, "woken by the holder's end (%d)", w.woke);
+	cr_assert_eq(w.pidfd, -1, "closed once it fired");
+	/* WT5: the zombie's pidfd would stay readable: it is not watched again,
+	 * so the next wait sleeps its slice (a short cap here) - no busy loop */
+	hf_wait_holder(&w, pid);
+	cr_assert_eq(w.pid, 0, "a holder whose end was seen is not watched again");
+	cr_assert_eq(hf_fault_inject("cap:wait:20", NULL, 0), 0);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_TIMER, "slept its slice (%d)", w.woke);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	close(wr);
+	hf_wait_done(&w);
+	hft_rmtree(d);
+	free(d);
+}
+
+Test(wait, a_holder_gone_already_wakes_at_once)
+{
+	char *d = hft_tmpdir();
+	cap_an_hour();
+	int wr;
+	pid_t pid = blocked_child(&wr);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid); /* reaped: pidfd_open says ESRCH */
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
+	hf_wait_holder(&w, pid);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_HOLDER_END, "its end is known: no sleep (%d)", w.woke);
+	close(wr);
+	hf_wait_done(&w);
+	hft_rmtree(d);
+	free(d);
+}
+
+Test(wait, cap_rule_is_checked)
+{
+	cr_assert_eq(hf_fault_inject("cap:wait:0", NULL, 0), -EINVAL);
+	cr_assert_eq(hf_fault_inject("cap:poll:10", NULL, 0), -EINVAL);
+	cr_assert_eq(hf_fault_inject("cap:wait:10", NULL, 0), 0);
+	cr_assert_eq(hf_sys_wait_cap_ms, 10);
+	disarm();
+	cr_assert_eq(hf_sys_wait_cap_ms, 0, "disarmed: the built-in cap");
+}
+
+/* WT7: the name removed and back again before the waiter drains (another
+ * acquirer got it first) is no reason to attempt: the wait goes on to the
+ * end of its slice; its next removal wakes it. */
+Test(wait, a_name_back_again_is_no_wake_up)
+{
+	char *d = hft_tmpdir(), *x;
+	cr_assert_geq(asprintf(&x, "%s/x", d), 0);
+	cr_assert_eq(mkdir(x, 0700), 0);
+	cr_assert_eq(hf_fault_inject("cap:wait:30", NULL, 0), 0);
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
+	cr_assert_eq(rmdir(x), 0);
+	cr_assert_eq(mkdir(x, 0700), 0); /* taken again before the waiter looks */
+	hf_wait_holder(&w, 0);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_TIMER, "the slice ran out; no attempt was due (%d)", w.woke);
+	cap_an_hour();
+	cr_assert_eq(rmdir(x), 0); /* gone for good: an event */
+	hf_wait_holder(&w, 0);
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "woken by the removal (%d)", w.woke);
+	hf_wait_done(&w);
+	hft_rmtree(d);
+	free(x);
+	free(d);
+}
+
+/* WT5: a first wait watches its holder before it sleeps (a CLI re-entering
+ * its wait pays no wake-up more); while the lock then changes hands
+ * quickly (a wait ended by an event within 10 ms), the next holder's pidfd
+ * is opened only once a sleep lasts - a release before that (a contended
+ * handoff) ends the wait without a pidfd ever opened. */
+Test(wait, a_quick_release_opens_no_pidfd)
+{
+	char *d = hft_tmpdir(), *x;
+	cr_assert_geq(asprintf(&x, "%s/x", d), 0);
+	cr_assert_eq(mkdir(x, 0700), 0);
+	cap_an_hour();
+	int wr1, wr2;
+	pid_t p1 = blocked_child(&wr1), p2 = blocked_child(&wr2); /* live holders */
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
+	hf_wait_holder(&w, p1);
+	cr_assert_eq(rmdir(x), 0); /* released: queued before the poll */
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
+	cr_assert_geq(w.pidfd, 0, "a first wait watched its holder before it slept");
+	cr_assert_eq(mkdir(x, 0700), 0); /* the next holder, p2, takes it ... */
+	hf_wait_holder(&w, p2);
+	cr_assert_eq(w.pidfd, -1, "p1's pidfd went with p1");
+	cr_assert_eq(rmdir(x), 0); /* ... and hands it on at once */
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
+	cr_assert_eq(w.pidfd, -1, "no pidfd was opened for a handoff this quick");
+	hf_wait_done(&w);
+	close(wr1);
+	close(wr2);
+	int st;
+	cr_assert_eq(waitpid(p1, &st, 0), p1);
+	cr_assert_eq(waitpid(p2, &st, 0), p2);
+	hft_rmtree(d);
+	free(x);
+	free(d);
 }

@@ -140,7 +140,8 @@ done
 [ "$("$bin" lock acquire -V)" = "holdfast $want" ] || fail "holdfast lock acquire -V"
 share=$t/root$prefix/share
 for page in man1/holdfast.1 man1/holdfast-session.1 man1/holdfast-lock.1 man1/holdfast-scope.1 \
-	man1/holdfast-run.1 man1/holdfast-edit.1 man7/holdfast.7; do
+	man1/holdfast-run.1 man1/holdfast-edit.1 man1/holdfast-flock.1 \
+	man1/holdfast-list.1 man7/holdfast.7; do
 	p=$share/man/$page
 	[ -f "$p" ] || fail "$page is not installed under $share/man"
 	w=$(groff -ww -z -man "$p" 2>&1) || true
@@ -154,6 +155,8 @@ done
 if command -v man >/dev/null 2>&1; then
 	MANPATH=$share/man man -w holdfast-run 2>/dev/null | grep -q "^$share/man/man1/holdfast-run.1" ||
 		fail "man -w holdfast-run does not find the installed page through MANPATH"
+	MANPATH=$share/man man -w holdfast-flock 2>/dev/null | grep -q "^$share/man/man1/holdfast-flock.1" ||
+		fail "man -w holdfast-flock does not find holdfast-flock(1)"
 	MANPATH=$share/man man -w 7 holdfast 2>/dev/null | grep -q "^$share/man/man7/holdfast.7" ||
 		fail "man -w 7 holdfast does not find holdfast(7)"
 fi

@@ -746,3 +746,46 @@ Test(json, usage_errors_wherever_json_appears)
 		json_decref(o);
 	}
 }
+
+/* ------------------------------------------------------------------------
+ * flock
+ * ---------------------------------------------------------------------- */
+
+Test(json, flock_every_form)
+{
+	char *L = at("F.holdfast-lock");
+	/* the FD form: the record of the lock taken for the shell */
+	json_t *o = jrun("bash", 0, "exec 9>F; \"$H\" flock --json -n 9; exit $?");
+	cr_assert_str_eq(str(o, "result"), "acquired");
+	cr_assert_str_eq(str(o, "path"), L);
+	cr_assert_eq(strlen(str(o, "token")), 32);
+	cr_assert_gt(num(o, "fence"), 0);
+	json_decref(o);
+	/* the shell's last command, exec'd: only holdfast has the file (FL6) */
+	o = jrun("bash", 0, "exec 9>G; \"$H\" flock --json -n 9");
+	cr_assert_str_eq(str(o, "result"), "acquired_and_released");
+	json_decref(o);
+	o = jrun("bash", 0, "exec 9>F; \"$H\" flock -n 9 && \"$H\" flock --json -u 9");
+	cr_assert_str_eq(str(o, "result"), "released");
+	json_decref(o);
+	/* the command form: run's object */
+	o = jrun("dash", 0, "\"$H\" flock --json F true");
+	cr_assert_eq(json_array_size(json_object_get(o, "locks")), 1);
+	cr_assert_eq(num(o, "exit"), 0);
+	json_decref(o);
+	/* held by another: the error object, the holder nested */
+	pid_t s = sleeper();
+	free(hold_lock("F.holdfast-lock", s));
+	o = jrun("sh", 1, "\"$H\" flock --json -n F true");
+	is_error(o, "held");
+	cr_assert_eq(num(json_object_get(o, "holder"), "pid"), s);
+	json_decref(o);
+	o = jrun("bash", 0, "exec 9>F; \"$H\" flock --json -u 9; exit $?");
+	cr_assert_str_eq(str(o, "result"), "not_yours");
+	cr_assert_eq(num(json_object_get(o, "holder"), "pid"), s);
+	json_decref(o);
+	o = jrun("sh", 64, "\"$H\" flock --json -F F true");
+	is_error(o, "usage");
+	json_decref(o);
+	free(L);
+}

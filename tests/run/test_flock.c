@@ -136,18 +136,46 @@ Test(flock, fd_form_ends_with_the_shell)
 
 /* flock(1)'s idiom: the subshell is skipped, the lock is the script's;
  * the same script takes it again, another is refused until -u. */
-Test(flock, subshell_idiom_lock_is_the_scripts)
+/* FL6: the lock is the process's that opened the descriptor's file - the
+ * subshell of flock(1)'s idiom, the script past a wrapper - and ends with
+ * it, as flock(2)'s lock ends with the open file. */
+Test(flock, subshell_idiom_lock_ends_with_the_subshell)
 {
 	for (size_t i = 0; i < 2; i++) {
 		char *err;
 		int st = sh(shells[i], NULL, &err,
-			    "( \"$H\" flock -n 9 || exit 1; echo in >&9 ) 9>L || exit 10\n"
-			    "( \"$H\" flock -n 9 || exit 1 ) 9>L || exit 11\n" /* same script */
-			    "sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\"\n"
-			    "test $? = 1 || exit 12\n"
-			    "( \"$H\" flock -n 9 || exit 1; \"$H\" flock -u 9 ) 9>L || exit 13\n"
-			    "sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\" || exit 14\n");
+			    "other() { sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\"; }\n"
+			    "( \"$H\" flock -n 9 || exit 1; echo in >&9; other; test $? = 1 || exit 2 ) 9>L "
+			    "|| exit 10\n"
+			    "other || exit 11\n" /* the subshell ended: free at once */
+			    "( \"$H\" flock -n 9 || exit 1; \"$H\" flock -n 9 || exit 2 ) 9>L || exit 12\n"
+			    "exec 9>L; timeout 5 \"$H\" flock -n 9 || exit 13\n" /* past a wrapper */
+			    "other; test $? = 1 || exit 14\n"                   /* the script's */
+			    "\"$H\" flock -u 9 || exit 15\n"
+			    "other || exit 16\n");
 		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
+		free(err);
+	}
+}
+
+/* FL6: a shell that runs `holdfast flock FD` as its last command execs it:
+ * nobody but holdfast has the file open, so the lock ends with holdfast, as
+ * flock(1)'s - never handed to the shell's parent (a cron daemon, an agent)
+ * to be held for its life. */
+Test(flock, fd_form_as_a_shells_last_command_ends_with_holdfast)
+{
+	for (size_t i = 0; i < 2; i++) {
+		char *out, *err;
+		int st = sh(shells[i], &out, &err,
+			    "bash -c 'exec 8>\"$1\"; \"$2\" flock -n 8' x \"$D/M\" \"$H\"; echo rc=$?\n"
+			    "\"$H\" lock status M.holdfast-lock\n"
+			    "\"$H\" lock acquire M.holdfast-lock --pid $$ >/dev/null || exit 3\n"
+			    "bash -c 'exec 8>\"$1\"; \"$2\" flock -n 8' x \"$D/M\" \"$H\"; echo rc=$?\n");
+		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
+		cr_assert_str_eq(out, "rc=0\nfree\nrc=1\n", "%s: %s\n%s", shells[i], out, err);
+		HAS(err, "the lock ends with holdfast");
+		HAS(err, "is held by pid");
+		free(out);
 		free(err);
 	}
 }
@@ -178,7 +206,12 @@ Test(flock, no_fork_execs_in_place)
 	char want[64];
 	snprintf(want, sizeof want, "held: pid %d ", atoi(p + 4));
 	HAS(out, want);
-	HAS(out, "fence=1");
+	/* CMD's HOLDFAST_FENCE is the fence the lock's status names (a new
+	 * counter starts at the wall clock: README, Fencing) */
+	char *f = strstr(out, ", fence ");
+	cr_assert(f, "%s", out);
+	snprintf(want, sizeof want, "fence=%llu\n", strtoull(f + 8, NULL, 10));
+	HAS(out, want);
 	free(out);
 	free(err);
 	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock -n L true"), 0,

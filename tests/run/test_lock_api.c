@@ -4,6 +4,8 @@
 #include "rt.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 
 HFT_SCRATCH_SUITE(lock_api, 60);
@@ -231,5 +233,73 @@ Test(lock_api, a_wait_for_a_lock_its_owner_holds_is_refused_at_once)
 	cr_assert_eq(hf_lock_release(a), 0);
 	hf_lock_free(a);
 	hf_lock_free(b);
+	free(p);
+}
+
+/* The lowest free descriptor number: a leak check. */
+static int lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	return fd;
+}
+
+/* A handle keeps its lock's directories open while it holds (DL17) and
+ * closes them with the release, detach and free. Its release moves its own
+ * directory away without reading the record first - and when the holder
+ * was reaped meanwhile (its process, for which it held the lock, died), the
+ * successor's lock at the same path is another directory: it is left alone
+ * (HF_ENOTYOURS, the successor still holds). */
+Test(lock_api, a_release_after_being_reaped_leaves_the_successor_alone)
+{
+	char *p = rt_path(dir, "L");
+	int free0 = lowest_free_fd();
+	int go[2];
+	cr_assert_eq(pipe(go), 0);
+	pid_t life = fork();
+	cr_assert_geq(life, 0);
+	if (life == 0) {
+		char c;
+		close(go[1]);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(go[0]);
+	hf_lock *a, *b;
+	cr_assert_eq(hf_lock_new(p, &a), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_PID, life), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(kill(life, SIGKILL), 0);
+	int st;
+	cr_assert_eq(waitpid(life, &st, 0), life); /* a's owner is dead now */
+	cr_assert_eq(hf_lock_new(p, &b), 0);
+	cr_assert_eq(hf_lock_acquire(b), 0, "the dead owner's lock is reaped");
+	cr_assert_eq(hf_lock_release(a), HF_ENOTYOURS);
+	hf_rec *s;
+	cr_assert_eq(hf_lock_status(p, &s), 0);
+	cr_assert_str_eq(hf_rec_str(s, "state"), "held");
+	cr_assert_str_eq(hf_rec_str(s, "token"), hf_lock_token(b), "the successor still holds");
+	hf_rec_free(s);
+	cr_assert_eq(hf_lock_release(b), 0);
+	hf_lock_free(a);
+	/* detach and free close what the handle kept */
+	cr_assert_eq(hf_lock_acquire(b), 0);
+	char token[64];
+	snprintf(token, sizeof token, "%s", hf_lock_token(b));
+	int fd = hf_lock_detach(b);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	hf_lock_free(b);
+	cr_assert_eq(hf_lock_new(p, &b), 0);
+	cr_assert_eq(hf_lock_adopt(b, token), 0);
+	cr_assert_eq(hf_lock_release(b), 0, "released by its token");
+	cr_assert_eq(hf_lock_acquire(b), 0);
+	hf_lock_free(b); /* releases, closes */
+	close(go[1]);
+	cr_assert_eq(lowest_free_fd(), free0, "no descriptor left open");
+	char *state = rt_path(dir, "L.holdfast");
+	cr_assert_eq(hft_count_prefix(state, "c-"), 0, "no claim left");
+	cr_assert_not(hft_exists(p), "released");
+	free(state);
 	free(p);
 }

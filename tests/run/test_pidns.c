@@ -200,3 +200,38 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 	free(L);
 	free(fifo);
 }
+
+/* A waiter outside, the holder inside: the holder's pid is not a pid here,
+ * so the waiter watches no pidfd (crash:pidfd_open would kill it if it
+ * tried). When the namespace dies, nothing tells the waiter: its next
+ * attempt after the backoff (at most 1 s) finds the lock's kernel lock free,
+ * reaps it and runs CMD. The bound only keeps a broken build from hanging. */
+Test(pidns, waiter_outside_recovers_from_a_holder_inside_without_pidfd)
+{
+	need_unshare();
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_geq(asprintf(&script,
+			       "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready; read x < \"$0\"' '%s'",
+			       L, fifo),
+		      0);
+	struct hft_child c, waiter;
+	spawn_in_pidns(&c, script);
+	char *line = rt_line(c.out_rd);
+	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
+	hft_spawn_cli(&waiter, "crash:pidfd_open;pause:dirlock.acquire.waiting:2",
+		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
+	hft_expect(&waiter, "dirlock.acquire.waiting"); /* refused by the holder inside */
+	cr_assert_eq(kill(ns_init(c.pid), SIGKILL), 0);
+	hft_wait(&c);
+	hft_go(&waiter);
+	cr_assert_eq(hft_exit_within(waiter.pid, 30000), 0, "the waiter got the lock");
+	char *out = hft_read_all(waiter.out_rd);
+	cr_assert_str_eq(out, "got\n");
+	free(out);
+	close(waiter.err_rd);
+	free(line);
+	free(script);
+	free(L);
+	free(fifo);
+}

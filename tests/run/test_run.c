@@ -74,6 +74,16 @@ static unsigned long long fence_of(const char *s)
 	return v;
 }
 
+/* Acquire and release path once: the fence that acquisition got. */
+static uint64_t last_fence(const char *path)
+{
+	struct hf_dirlock_opts o = { .path = path, .wait_ms = 0 };
+	struct hf_dirlock_info info, holder;
+	cr_assert_eq(hf_dirlock_acquire(&o, &info, &holder), 0);
+	rt_release(path, &info);
+	return info.fence;
+}
+
 Test(run, fence_exported_and_increasing)
 {
 	char *L = rt_path(dir, "L");
@@ -88,11 +98,12 @@ Test(run, fence_exported_and_increasing)
 	free(o1);
 	free(o2);
 
-	/* Several locks: the fences in command-line order, space-separated. A
-	 * has been acquired more often, so its fence is the larger. */
+	/* Several locks: the fences in command-line order, space-separated.
+	 * Each lock's counter starts at its own value (DL15: the wall clock at
+	 * its creation), so each run's fence is told apart by being the next
+	 * one of its lock: fa and fb are the last fences handed out. */
 	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B");
-	for (int i = 0; i < 3; i++)
-		cr_assert(rt_lock_free(A));
+	uint64_t fa = last_fence(A), fb = last_fence(B);
 	char *ab, *ba;
 	cr_assert_eq(hft_cli(&ba, NULL, RT_ARGV("run", "--lock", B, "--lock", A, "--", "sh", "-c",
 						"echo \"$HOLDFAST_FENCE\"")),
@@ -103,10 +114,8 @@ Test(run, fence_exported_and_increasing)
 	unsigned long long b1, a1, a2, b2;
 	cr_assert_eq(sscanf(ba, "%llu %llu", &b1, &a1), 2, "two fences: '%s'", ba);
 	cr_assert_eq(sscanf(ab, "%llu %llu", &a2, &b2), 2, "two fences: '%s'", ab);
-	cr_assert_gt(a1, b1, "B then A: '%s'", ba);
-	cr_assert_gt(a2, b2, "A then B: '%s'", ab);
-	cr_assert_gt(a2, a1);
-	cr_assert_gt(b2, b1);
+	cr_assert(b1 == fb + 1 && a1 == fa + 1, "B then A: '%s'", ba);
+	cr_assert(a2 == fa + 2 && b2 == fb + 2, "A then B: '%s'", ab);
 	free(ab);
 	free(ba);
 	free(A);

@@ -147,3 +147,93 @@ Test(wait, cmd_killed_while_waiting_ends_the_wait)
 	free(L);
 	free(marker);
 }
+
+/* `lock acquire --pid SLEEPER`: the lock held for a process of our pid
+ * namespace that we can kill. */
+static void hold_for(const char *L, struct hft_child *sleeper)
+{
+	hft_spawn_cmd(sleeper, (const char *const[]){ "sleep", "3600", NULL }, NULL);
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)sleeper->pid);
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("lock", "acquire", L, "--pid", pid)), 0);
+}
+
+/* The holder dies while a waiter sleeps: the waiter watches its end with a
+ * pidfd (wait.c, WT5), so with the backoff cap an hour (cap:wait) it still
+ * wakes at once, reaps the dead holder's lock and runs CMD. Without the
+ * pidfd it would sleep to its deadline (60 s) and fail; the bound below
+ * only keeps a broken build from hanging. */
+Test(wait, holders_death_wakes_the_waiter_by_pidfd)
+{
+	char *L = rt_path(dir, "L");
+	struct hft_child sleeper, waiter;
+	hold_for(L, &sleeper);
+	hft_spawn_cli(&waiter, "cap:wait:3600000;pause:dirlock.acquire.waiting:2",
+		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
+	hft_expect(&waiter, "dirlock.acquire.waiting"); /* watched; about to sleep */
+	cr_assert_eq(kill(sleeper.pid, SIGKILL), 0);
+	cr_assert_eq(hft_wait(&sleeper), 128 + SIGKILL);
+	hft_go(&waiter);
+	cr_assert_eq(hft_exit_within(waiter.pid, 30000), 0, "the waiter got the lock");
+	char *out = hft_read_all(waiter.out_rd), *err = hft_read_all(waiter.err_rd);
+	cr_assert_str_eq(out, "got\n", "stderr: %s", err);
+	free(out);
+	free(err);
+	cr_assert(rt_lock_free(L));
+	free(L);
+}
+
+/* The same where the kernel has no pidfd_open (ENOSYS, Linux < 5.3): the
+ * waiter's next attempt after its backoff (at most 1 s) finds the holder
+ * dead and gets the lock. */
+Test(wait, holders_death_is_seen_without_pidfd)
+{
+	char *L = rt_path(dir, "L");
+	struct hft_child sleeper, waiter;
+	hold_for(L, &sleeper);
+	hft_spawn_cli(&waiter, "fail:pidfd_open:1:ENOSYS:persist;pause:dirlock.acquire.waiting:2",
+		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
+	hft_expect(&waiter, "dirlock.acquire.waiting");
+	cr_assert_eq(kill(sleeper.pid, SIGKILL), 0);
+	cr_assert_eq(hft_wait(&sleeper), 128 + SIGKILL);
+	hft_go(&waiter);
+	cr_assert_eq(hft_exit_within(waiter.pid, 30000), 0, "the waiter got the lock");
+	char *out = hft_read_all(waiter.out_rd);
+	cr_assert_str_eq(out, "got\n");
+	free(out);
+	close(waiter.err_rd);
+	cr_assert(rt_lock_free(L));
+	free(L);
+}
+
+/* A waiter with the cap an hour is woken by the release itself: the
+ * holder's CMD ends (told through a FIFO), run releases, the waiter's
+ * inotify watch fires and it runs CMD - long before its deadline. */
+Test(wait, release_wakes_the_waiter_without_a_timer)
+{
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char script[600];
+	snprintf(script, sizeof script, "echo held; read x < '%s'", fifo);
+	struct hft_child holder, waiter;
+	hft_spawn_cli(&holder, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
+	char *line = rt_line(holder.out_rd);
+	cr_assert(line && !strcmp(line, "held"));
+	free(line);
+	hft_spawn_cli(&waiter, "cap:wait:3600000;pause:dirlock.acquire.waiting:2",
+		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
+	hft_expect(&waiter, "dirlock.acquire.waiting");
+	hft_go(&waiter); /* it sleeps now: only an event wakes it before 60 s */
+	int w = open(fifo, O_WRONLY);
+	cr_assert_geq(w, 0);
+	cr_assert_eq(write(w, "x\n", 2), 2);
+	close(w);
+	cr_assert_eq(hft_wait(&holder), 0);
+	cr_assert_eq(hft_exit_within(waiter.pid, 30000), 0, "the waiter got the lock");
+	char *out = hft_read_all(waiter.out_rd);
+	cr_assert_str_eq(out, "got\n");
+	free(out);
+	close(waiter.err_rd);
+	free(L);
+	free(fifo);
+}

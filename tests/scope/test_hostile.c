@@ -199,3 +199,22 @@ Test(hostile, stopped_holder_of_the_registry_lock_is_named_not_waited_for)
 	close(x.err_rd);
 	cr_assert_eq(reg("Y", "y:write", NULL), 0, "and Y gets in now");
 }
+
+Test(hostile, numbers_are_decimal_digits)
+{
+	/* strtoull took " 6" and "+6" for --generation and --pid */
+	cr_assert_eq(reg("A", "p:write", NULL), 0);
+	static const char *const bad[] = { "+1", " 1", "1 ", "0x1", "-1" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *err = NULL;
+		cr_assert_eq(sc_cli(NULL, &err, "scope", "release", "A", "--generation", bad[i], NULL),
+			     64, "--generation '%s': %s", bad[i], err);
+		free(err);
+		cr_assert_eq(sc_cli(NULL, &err, "scope", "register", "B", sc_path("q:write"), "--pid",
+				    bad[i], NULL),
+			     64, "--pid '%s': %s", bad[i], err);
+		free(err);
+	}
+	cr_assert_eq(sc_cli(NULL, NULL, "scope", "release", "A", "--generation", "1", NULL), 0,
+		     "the generation as register printed it");
+}

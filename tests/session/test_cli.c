@@ -554,3 +554,32 @@ Test(cli, selftest_failures_never_carry_terminal_escapes, .timeout = 60)
 	free(out);
 	free(err);
 }
+
+Test(cli, a_legacy_lock_of_no_calendar_day_is_unreadable)
+{
+	/* 2020-02-30 was read as 2020-03-01: a lock of a day that never was */
+	sx_put(&x, "2020-02-30T10:00:00Z\n");
+	char *out = NULL;
+	cr_assert_eq(status(&out, NULL), 65, "%s", out);
+	cr_assert(strstr(out, "unreadable"), "%s", out);
+	free(out);
+	char *err = NULL;
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 65, "never broken: %s", err);
+	free(err);
+	char *after = sx_read(&x);
+	cr_assert_str_eq(after, "2020-02-30T10:00:00Z\n", "left untouched");
+	free(after);
+}
+
+Test(cli, counts_are_decimal_digits)
+{
+	/* strtol took " 4" and "+4" for --procs */
+	static const char *const bad[] = { " 4", "+4", "4 ", "0x4" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *err = NULL;
+		const char *argv[] = { "holdfast", "session", "race", "--procs", bad[i], NULL };
+		cr_assert_eq(hft_cli(NULL, &err, argv), 64, "'%s': %s", bad[i], err);
+		cr_assert(strstr(err, "--procs"), "%s", err);
+		free(err);
+	}
+}

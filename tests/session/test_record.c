@@ -255,3 +255,62 @@ Test(default_path, outside_a_work_tree_the_current_directory)
 	free(here);
 	sx_fini(&x);
 }
+
+Test(record, legacy_timestamp_is_read_within_its_length)
+{
+	/* hf_session_parse's legacy branch read the timestamp up to a NUL
+	 * past len (a read past the caller's buffer, found by the fuzz
+	 * replay): only len bytes are the record */
+	const char buf[] = "2026-09-22T10:00:00Zjunk-beyond-len";
+	struct hf_sessionlock_record r;
+	char why[160];
+	cr_assert_eq(hf_session_parse(buf, 20, &r, why, sizeof why), 0, "%s", why);
+	cr_assert(r.legacy);
+	cr_assert_eq(r.started_ms, 1790071200000LL);
+}
+
+Test(record, dates_of_the_calendar_only)
+{
+	/* 2020-02-30 was read as 2020-03-01 */
+	static const char *const bad[] = {
+		"2020-02-30T10:00:00Z\n",
+		"{\"lane\":\"d\",\"started\":\"2020-02-30T10:00:00Z\"}\n",
+		"{\"lane\":\"d\",\"started\":\"2026-06-31T10:00:00Z\"}\n",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct hf_sessionlock_record r;
+		char why[160] = "";
+		cr_assert_eq(hf_session_parse(bad[i], strlen(bad[i]), &r, why, sizeof why),
+			     HF_EUNREADABLE, "'%s' must be unreadable", bad[i]);
+		cr_assert_neq(why[0], '\0');
+	}
+}
+
+Test(record, every_record_the_writer_makes_reads_back)
+{
+	/* a stricter judge must never call a live holder's record unreadable */
+	struct hf_sessionlock_record r, back;
+	memset(&r, 0, sizeof r);
+	snprintf(r.lane, sizeof r.lane, "data");
+	snprintf(r.owner, sizeof r.owner, "9f0c2d4e5a6b7c8d9e0f1a2b3c4d5e6f");
+	snprintf(r.host, sizeof r.host, "box");
+	snprintf(r.boot_id, sizeof r.boot_id, "d616b8ae-4c40-4d21-92b0-5a312d00c62a");
+	r.pid = 4242;
+	r.timens = 4026531834u;
+	r.boot_ms = 8123456;
+	r.has_broke = 1;
+	r.broke.legacy = 1;
+	r.broke.age_s = 5520;
+	char buf[HF_SESSION_FILE_MAX], why[160];
+	static const int64_t times[] = { 0, 1790071200123LL, 951782400000LL /* 2000-02-29 */,
+					 253402300799999LL /* 9999-12-31T23:59:59.999 */ };
+	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+		r.started_ms = r.broke.started_ms = times[i];
+		int n = hf_session_format(&r, buf, sizeof buf);
+		cr_assert_gt(n, 0);
+		cr_assert_eq(hf_session_parse(buf, (size_t)n, &back, why, sizeof why), 0, "%s: %s",
+			     buf, why);
+		cr_assert_eq(back.started_ms, times[i]);
+		cr_assert_eq(back.broke.started_ms, times[i]);
+	}
+}

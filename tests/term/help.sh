@@ -35,16 +35,17 @@ fail() {
 checks=0
 ok() { checks=$((checks + 1)); }
 
-families="session lock scope run edit selftest"
+families="session lock scope run edit selftest flock list"
 declare -A subs=(
-	[session]="take release status assert-held race"
-	[lock]="acquire release check status"
+	[session]="take release renew status assert-held race"
+	[lock]="acquire release renew check status"
 	[scope]="register release list effective check reap"
-	[run]="" [edit]="" [selftest]=""
+	[run]="" [edit]="" [selftest]="" [flock]="" [list]=""
 )
 declare -A source_of=(
 	[session]=cmd_session.c [lock]=cmd_lock.c [scope]=cmd_scope.c
-	[run]=cmd_run.c [edit]=cmd_edit.c [selftest]=cmd_selftest.c
+	[run]=cmd_run.c [edit]=cmd_edit.c [selftest]=cmd_selftest.c [flock]=cmd_flock.c
+	[list]=cmd_list.c
 )
 version=$(sed -n "s/^  version : '\(.*\)',/\1/p" "$src/meson.build")
 
@@ -76,7 +77,7 @@ parser_opts_() {
 	{ grep -oE 'getopt_long\(argc, argv, "[^"]*"' "$f" || true; } | sed -E 's/.*"(.*)"/\1/' |
 		tr -d '+:' | { grep -o . || true; } | sed 's/^/-/'
 	{ grep -oE '\{ "--[a-z-]+", O_' "$f" || true; } | sed -E 's/\{ "([^"]*)".*/\1/'
-	{ grep -oE 'strcmp\(argv\[(i|1)\], "--?[a-zA-Z][-a-zA-Z]*"\)' "$f" || true; } | sed -E 's/.*"(-[^"]*)".*/\1/'
+	{ grep -oE 'strcmp\((argv\[(i|1)\]|cmd\[0\]), "--?[a-zA-Z][-a-zA-Z]*"\)' "$f" || true; } | sed -E 's/.*"(-[^"]*)".*/\1/'
 }
 # Does the parser of "family sub" accept option opt? It is given, with a
 # value when the usage shows one, and then an option no parser knows: a
@@ -84,6 +85,14 @@ parser_opts_() {
 # calls opt unknown.
 accepts() { # family sub opt usage
 	local f=$1 s=$2 o=$3 usage=$4 args=()
+	# flock's -c/--command comes after FILE, as flock(1)'s (FILE -c CMD):
+	# given there it runs CMD with the shell, CMD's status coming back
+	if [ "$f" = flock ] && { [ "$o" = -c ] || [ "$o" = --command ]; }; then
+		local rc=0
+		(cd "$t" && timeout 20 "$bin" flock "$t/c-probe" "$o" 'exit 7' </dev/null >/dev/null 2>&1) || rc=$?
+		[ "$rc" = 7 ] || { echo "holdfast flock FILE $o 'exit 7': exit $rc"; return 1; }
+		return 0
+	fi
 	[ -n "$s" ] && args+=("$s")
 	args+=("$o")
 	if printf '%s\n' "$usage" | grep -qE -- "(^|[^A-Za-z0-9-])$o(,| |=)[A-Z]+"; then args+=(x); fi
@@ -115,9 +124,12 @@ for f in $families; do
 				fail "holdfast $cmd $h: exit $rc, stdout '${out%%$'\n'*}', stderr '$(cat "$t/err")'"
 			ok
 		done
+		# flock names itself as flock(1) does ("flock from util-linux ...")
+		want="holdfast $version"
+		[ "$f" = flock ] && want="holdfast flock (holdfast $version)"
 		for v in -V --version; do
 			out=$("$bin" $cmd $v 2>"$t/err") && rc=0 || rc=$?
-			[ "$rc" = 0 ] && [ "$out" = "holdfast $version" ] && [ ! -s "$t/err" ] ||
+			[ "$rc" = 0 ] && [ "$out" = "$want" ] && [ ! -s "$t/err" ] ||
 				fail "holdfast $cmd $v: exit $rc, '$out' $(cat "$t/err")"
 			ok
 		done
@@ -164,7 +176,8 @@ done
 
 # ---- 4. manual pages -------------------------------------------------------
 render() { groff -man -Tascii -P-c -P-b -P-u -rLL=3000n "$1" 2>/dev/null; }
-for page in holdfast.1 holdfast-session.1 holdfast-lock.1 holdfast-scope.1 holdfast-run.1 holdfast-edit.1 holdfast.7; do
+for page in holdfast.1 holdfast-session.1 holdfast-lock.1 holdfast-scope.1 holdfast-run.1 holdfast-edit.1 \
+	holdfast-flock.1 holdfast-list.1 holdfast.7; do
 	p=$build/$page
 	[ -f "$p" ] || { fail "$page not configured in $build"; continue; }
 	grep -q "\"holdfast $version\"" "$p" || fail "$page does not say holdfast $version"
@@ -177,7 +190,7 @@ for page in holdfast.1 holdfast-session.1 holdfast-lock.1 holdfast-scope.1 holdf
 	[ "$(render "$p" | wc -l)" -gt 20 ] || fail "$page renders to almost nothing"
 	ok
 done
-for f in session lock scope run edit; do
+for f in session lock scope run edit flock list; do
 	render "$build/holdfast-$f.1" | opts >"$t/man-$f"
 	if ! cmp -s "$t/man-$f" "$t/help-$f"; then
 		fail "holdfast-$f(1) and 'holdfast $f --help' name different options" \
@@ -192,6 +205,7 @@ ok
 # ---- 5. completions --------------------------------------------------------
 comp_bash=$src/completions/holdfast.bash
 touch "$t/somefile"
+mkdir "$t/somedir"
 # bash: COMPREPLY for a command line (words; the last is the one completed)
 bash_complete() { # with_bash_completion word...
 	local bc=$1
@@ -247,6 +261,12 @@ for bc in $modes; do
 	bash_complete $bc holdfast run --lock some | grep -qx somefile || fail "bash: no file after run --lock"
 	[ -z "$(bash_complete $bc holdfast session take --lane "")" ] || fail "bash: offers words for --lane LANE"
 	bash_complete $bc holdfast run --lock L -- ech | grep -qx echo || fail "bash: no command after run ... --"
+	bash_complete $bc holdfast list some | grep -qx somedir || fail "bash: no directory for list's DIR"
+	bash_complete $bc holdfast list some | grep -qx somefile && fail "bash: a file offered for list's DIR"
+	bash_complete $bc holdfast flock some | grep -qx somefile || fail "bash: no file for flock's FILE"
+	bash_complete $bc holdfast flock -w 10 L ech | grep -qx echo || fail "bash: no command after flock ... FILE"
+	bash_complete $bc holdfast flock -n L echo some | grep -qx somefile || fail "bash: no file for flock FILE CMD's ARG"
+	[ -z "$(bash_complete $bc holdfast flock L -c "")" ] || fail "bash: offers words for flock FILE -c CMD"
 	ok
 done
 

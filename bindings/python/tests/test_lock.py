@@ -13,13 +13,15 @@ def test_acquire_release_fence_grows(tmp):
     p = os.path.join(tmp, "L")
     lk = hf.Lock(p)
     with lk:
-        assert lk.held and lk.fence == 1 and len(lk.token) == 32 and lk.fd >= 0
+        # a new counter starts at the wall clock in microseconds (README, Fencing)
+        first = lk.fence
+        assert lk.held and first > 0 and len(lk.token) == 32 and lk.fd >= 0
         assert lk.holder["pid"] == os.getpid()
         assert hf.Lock.status(p)["state"] == "held"
     assert not lk.held and lk.fd == -1
     assert hf.Lock.status(p)["state"] == "free"
     lk.acquire()
-    assert lk.fence == 2
+    assert lk.fence == first + 1
     lk.release()
     lk.close()
 
@@ -64,10 +66,11 @@ def test_wait_wakes_on_release(tmp, holder):
 def test_crashed_holder_recovered(tmp, holder):
     p = os.path.join(tmp, "L")
     h = holder("lock", p)
+    first = hf.Lock.status(p)["fence"]
     h.kill()  # SIGKILL: the record stays, its owner is dead
     assert hf.Lock.status(p)["state"] == "dead"
     with hf.Lock(p) as lk:  # one try, no wait: reaped at once
-        assert lk.fence == 2
+        assert lk.fence == first + 1
 
 
 def test_exited_holder_recovered(tmp, holder):

@@ -1,0 +1,482 @@
+/*
+ * cmd_list.c - `holdfast list [DIR]`: every lock under DIR, like lslocks.
+ *
+ * What it lists:
+ *   lock      a directory lock: a directory X.holdfast/ (X's state
+ *             directory) names the lock X; a directory holding an owner
+ *             record without its state directory (deleted by a cleanup) is
+ *             listed too - hf_lock_status says what either is
+ *   session   a session lock: a regular file named .session.lock
+ *             (hf_session_status; files of other names, given to --file,
+ *             are not found)
+ *   scope     each allocation of the scope registry (hf_registry_read) with
+ *             a spec whose path is DIR or below it; every one with
+ *             --all-scopes
+ *
+ * Invariants:
+ *   (LS1) It reads, never writes: the library's status and registry reads
+ *         only (no acquire, reap or sweep; no state directory is made), and
+ *         the walk opens nothing but directories.
+ *   (LS2) The walk never follows a symbolic link and never opens what is
+ *         not a directory (fstatat without following, then openat with
+ *         O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK: a FIFO or a device is never
+ *         opened, so nothing can make it wait), and goes at most --depth
+ *         levels below DIR (default 8). .git is not entered.
+ *   (LS3) An error names its file and does not stop the listing: a line on
+ *         stderr, an entry of "errors" with --json; the exit code is 0
+ *         unless DIR itself cannot be read.
+ */
+#include "cli.h"
+#include "file.h"
+#include "sys.h"
+
+#include "holdfast.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define LIST_DEPTH_DEFAULT 8
+#define LIST_DEPTH_MAX 64
+#define STATE_SUFFIX ".holdfast"
+#define OPEN_WALK (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+
+static const char usage[] =
+	"usage: holdfast list [DIR] [--depth N] [--all-scopes] [--json]\n"
+	"\n"
+	"Every lock under DIR (default: the current directory), one line each:\n"
+	"directory locks (PATH beside PATH.holdfast/), session locks (.session.lock)\n"
+	"and the scope registry's allocations with a path under DIR (--all-scopes:\n"
+	"all of them). Columns: KIND STATE HOLDER PID COMMAND HOST AGE FENCE MAXHOLD\n"
+	"PATH; STATE is held, dead, leaked, partial, abandoned, skew, stale,\n"
+	"unreadable or free, with ',claims=N' when claims (barriers) sit beside a\n"
+	"lock. It only reads: nothing is reaped, swept or rewritten. Symbolic links\n"
+	"are not followed, .git is not entered, at most --depth levels (default 8).\n"
+	"--json: one object {\"dir\",\"locks\":[...],\"errors\":[...]}, each item the\n"
+	"record's fields plus \"kind\".\n"
+	"-h, --help; -V, --version.\n"
+	"Exit: 0 (errors below DIR are reported, not fatal); 64 usage; DIR unreadable:\n"
+	"73 missing, 77 permission, 71/74 others.\n";
+
+struct lister {
+	json_t *items, *errors;
+	int depth_max;
+	bool truncated;
+};
+
+static void list_error(struct lister *ls, const char *path, int rc)
+{
+	cli_err("list: %s: %s", CLI_SHOW(path), hf_strerror(rc));
+	json_array_append_new(ls->errors, json_pack("{s:s,s:s,s:s}", "path", path, "error",
+						    hf_error_name(rc), "message", hf_strerror(rc)));
+}
+
+/* An item: a library record (its JSON) with "kind". */
+static void add_rec(struct lister *ls, const char *kind, const hf_rec *r)
+{
+	json_t *j = json_loads(hf_rec_json(r), 0, NULL);
+	if (!j)
+		return;
+	json_object_set_new(j, "kind", json_string(kind));
+	json_array_append_new(ls->items, j);
+}
+
+static void add_lock(struct lister *ls, const char *path)
+{
+	hf_rec *r;
+	int rc = hf_lock_status(path, &r);
+	if (rc < 0) {
+		list_error(ls, path, rc);
+		return;
+	}
+	add_rec(ls, "lock", r);
+	hf_rec_free(r);
+}
+
+static void add_session(struct lister *ls, const char *path)
+{
+	hf_rec *r;
+	int rc = hf_session_status(path, 0, &r);
+	if (rc < 0) {
+		list_error(ls, path, rc);
+		return;
+	}
+	add_rec(ls, "session", r);
+	hf_rec_free(r);
+}
+
+struct entry {
+	char name[NAME_MAX + 1];
+	mode_t mode;
+};
+
+struct scan {
+	struct entry *v;
+	size_t n, cap;
+	int err;
+};
+
+static int collect_cb(int dirfd, const char *name, void *ctx)
+{
+	struct scan *sc = ctx;
+	struct stat st;
+	if (hf_sys_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* gone meanwhile */
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 64;
+		struct entry *v = realloc(sc->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		sc->v = v;
+		sc->cap = cap;
+	}
+	snprintf(sc->v[sc->n].name, sizeof sc->v[sc->n].name, "%s", name);
+	sc->v[sc->n++].mode = st.st_mode;
+	return 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
+static bool has(const struct scan *sc, const char *name)
+{
+	struct entry key;
+	if (strlen(name) >= sizeof key.name)
+		return false;
+	strcpy(key.name, name);
+	return bsearch(&key, sc->v, sc->n, sizeof *sc->v, entry_cmp) != NULL;
+}
+
+/* Does dirfd/name hold a regular file "owner" (a lock whose state directory
+ * is gone)? Looked at without following or opening it. */
+static bool holds_owner(int dirfd, const char *name)
+{
+	char p[NAME_MAX + 8];
+	snprintf(p, sizeof p, "%s/owner", name);
+	struct stat st;
+	return hf_sys_fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+/* LS1, LS2: the directory at path (open as dirfd), depth levels below DIR. */
+static void walk(struct lister *ls, int dirfd, const char *path, int depth)
+{
+	struct scan sc = { 0 };
+	int rc = hf_dir_each(dirfd, "", collect_cb, &sc);
+	if (rc < 0) {
+		list_error(ls, path, rc);
+		free(sc.v);
+		return;
+	}
+	if (sc.n)
+		qsort(sc.v, sc.n, sizeof *sc.v, entry_cmp);
+	for (size_t i = 0; i < sc.n; i++) {
+		const char *name = sc.v[i].name;
+		mode_t m = sc.v[i].mode;
+		char child[PATH_MAX];
+		if (snprintf(child, sizeof child, "%s%s%s", path, strcmp(path, "/") ? "/" : "",
+			     name) >= (int)sizeof child) {
+			list_error(ls, path, -ENAMETOOLONG);
+			continue;
+		}
+		if (S_ISREG(m) && !strcmp(name, HF_SESSION_FILE)) {
+			add_session(ls, child);
+			continue;
+		}
+		if (!S_ISDIR(m))
+			continue; /* LS2: symbolic links, FIFOs, devices: never opened */
+		if (ends_with(name, STATE_SUFFIX)) {
+			child[strlen(child) - strlen(STATE_SUFFIX)] = '\0';
+			add_lock(ls, child); /* the lock X of X.holdfast/ */
+			continue;
+		}
+		char sname[NAME_MAX + 16];
+		snprintf(sname, sizeof sname, "%s" STATE_SUFFIX, name);
+		if (has(&sc, sname))
+			continue; /* a lock directory: listed by its state directory */
+		if (holds_owner(dirfd, name)) {
+			add_lock(ls, child); /* a lock whose state directory was deleted */
+			continue;
+		}
+		if (!strcmp(name, ".git"))
+			continue;
+		if (depth >= ls->depth_max) {
+			ls->truncated = true;
+			continue;
+		}
+		int fd = hf_sys_openat(dirfd, name, OPEN_WALK, 0);
+		if (fd < 0) {
+			if (fd != -ENOENT && fd != -ELOOP && fd != -ENOTDIR)
+				list_error(ls, child, fd); /* replaced meanwhile: skipped */
+			continue;
+		}
+		walk(ls, fd, child, depth + 1);
+		hf_sys_close(fd);
+	}
+	free(sc.v);
+}
+
+/* Is spec's path dir or below it (by whole components)? */
+static bool spec_under(const char *spec, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (!strcmp(dir, "/"))
+		return spec[0] == '/';
+	return !strncmp(spec, dir, n) && (spec[n] == '/' || spec[n] == ':');
+}
+
+static void add_scopes(struct lister *ls, const char *dir, bool all)
+{
+	hf_registry *reg;
+	hf_rec *err = NULL;
+	int rc = hf_registry_read(NULL, &reg, &err);
+	if (rc < 0) {
+		const char *where = hf_rec_str(err, "registry");
+		list_error(ls, where ? where : "the scope registry", rc);
+		hf_rec_free(err);
+		return;
+	}
+	char where[PATH_MAX] = "";
+	hf_registry_path(where, sizeof where);
+	for (size_t i = 0; i < hf_registry_count(reg); i++) {
+		const hf_rec *r = hf_registry_get(reg, i);
+		bool under = all;
+		for (size_t k = 0; !under && k < hf_rec_len(r, "scope_allow"); k++) {
+			const char *spec = hf_rec_str_at(r, "scope_allow", k);
+			under = spec && spec_under(spec, dir);
+		}
+		if (!under)
+			continue;
+		json_t *j = json_loads(hf_rec_json(r), 0, NULL);
+		if (!j)
+			continue;
+		const char *live = hf_rec_str(r, "live");
+		json_object_set_new(j, "kind", json_string("scope"));
+		json_object_set_new(j, "state",
+				    json_string(live && !strcmp(live, "dead") ? "dead" : "held"));
+		json_object_set_new(j, "registry", json_string(where));
+		json_array_append_new(ls->items, j);
+	}
+	hf_registry_free(reg);
+}
+
+/* --- human output ------------------------------------------------------------ */
+
+enum { C_KIND, C_STATE, C_HOLDER, C_PID, C_COMM, C_HOST, C_AGE, C_FENCE, C_MAXHOLD, C_PATH, NCOL };
+static const char *const heads[NCOL] = { "KIND", "STATE", "HOLDER", "PID", "COMMAND",
+					 "HOST", "AGE", "FENCE", "MAXHOLD", "PATH" };
+
+static const char *jstr(const json_t *j, const char *k)
+{
+	const char *s = json_string_value(json_object_get(j, k));
+	return s && *s ? s : NULL;
+}
+
+static void row_of(const json_t *j, char cells[NCOL][256])
+{
+	for (int c = 0; c < NCOL; c++)
+		strcpy(cells[c], "-");
+	const char *kind = jstr(j, "kind");
+	snprintf(cells[C_KIND], 256, "%s", kind ? kind : "-");
+	const char *st = jstr(j, "state");
+	json_int_t claims = json_integer_value(json_object_get(j, "claims"));
+	if (claims > 0)
+		snprintf(cells[C_STATE], 256, "%s,claims=%lld", st ? st : "-", (long long)claims);
+	else
+		snprintf(cells[C_STATE], 256, "%s", st ? st : "-");
+	const char *holder = !strcmp(cells[C_KIND], "session") ? jstr(j, "lane")
+			     : !strcmp(cells[C_KIND], "scope") ? jstr(j, "name")
+								 : jstr(j, "token");
+	if (holder)
+		snprintf(cells[C_HOLDER], 256, "%.*s", !strcmp(cells[C_KIND], "lock") ? 8 : 64,
+			 CLI_SHOW(holder)); /* a token: its first 8 hex digits */
+	json_t *pid = json_object_get(j, "pid");
+	if (json_is_integer(pid))
+		snprintf(cells[C_PID], 256, "%lld", (long long)json_integer_value(pid));
+	if (jstr(j, "comm"))
+		snprintf(cells[C_COMM], 256, "%s", CLI_SHOW(jstr(j, "comm")));
+	if (jstr(j, "host"))
+		snprintf(cells[C_HOST], 256, "%s", CLI_SHOW(jstr(j, "host")));
+	json_t *age = json_object_get(j, "age_ms");
+	if (json_is_integer(age) && st && strcmp(st, "free"))
+		cli_format_age(json_integer_value(age), cells[C_AGE], 256);
+	json_t *fence = json_object_get(j, !strcmp(cells[C_KIND], "scope") ? "generation" : "fence");
+	if (json_is_integer(fence))
+		snprintf(cells[C_FENCE], 256, "%lld", (long long)json_integer_value(fence));
+	json_t *mh = json_object_get(j, "max_hold_ms");
+	if (json_is_integer(mh) && json_integer_value(mh) == HF_MAX_HOLD_NONE)
+		strcpy(cells[C_MAXHOLD], "none");
+	else if (json_is_integer(mh) && json_integer_value(mh) > 0)
+		cli_format_age(json_integer_value(mh), cells[C_MAXHOLD], 256);
+	if (!strcmp(cells[C_KIND], "scope")) {
+		json_t *a = json_object_get(j, "scope_allow");
+		size_t n = 0;
+		cells[C_PATH][0] = '\0';
+		for (size_t k = 0; k < json_array_size(a); k++) {
+			const char *s = json_string_value(json_array_get(a, k));
+			if (s)
+				n += (size_t)snprintf(cells[C_PATH] + n, n < 256 ? 256 - n : 0, "%s%s",
+						      k ? "," : "", CLI_SHOW(s));
+			if (n >= 255)
+				break;
+		}
+	} else if (jstr(j, "path")) {
+		snprintf(cells[C_PATH], 256, "%s", CLI_SHOW(jstr(j, "path")));
+	}
+}
+
+static void print_table(const json_t *items)
+{
+	size_t n = json_array_size(items);
+	char (*cells)[NCOL][256] = calloc(n + 1, sizeof *cells);
+	if (!cells)
+		return;
+	for (int c = 0; c < NCOL; c++)
+		snprintf(cells[0][c], 256, "%s", heads[c]);
+	for (size_t i = 0; i < n; i++)
+		row_of(json_array_get(items, i), cells[i + 1]);
+	int w[NCOL] = { 0 };
+	for (size_t i = 0; i <= n; i++)
+		for (int c = 0; c < NCOL; c++) {
+			int len = (int)strlen(cells[i][c]);
+			if (len > w[c])
+				w[c] = len;
+		}
+	for (size_t i = 0; i <= n; i++) {
+		for (int c = 0; c < NCOL; c++)
+			if (c == NCOL - 1)
+				printf("%s\n", cells[i][c]);
+			else
+				printf("%-*s ", w[c], cells[i][c]);
+	}
+	free(cells);
+}
+
+/* Items sorted by path (scopes by name, after the files). */
+static int item_cmp(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	const char *px = jstr(x, "path"), *py = jstr(y, "path");
+	if (!px || !py)
+		return px ? -1 : py ? 1 : strcmp(jstr(x, "name") ? jstr(x, "name") : "",
+						 jstr(y, "name") ? jstr(y, "name") : "");
+	return strcmp(px, py);
+}
+
+static json_t *sorted(json_t *items)
+{
+	size_t n = json_array_size(items);
+	json_t **v = malloc((n ? n : 1) * sizeof *v);
+	json_t *out = json_array();
+	if (!v || !out) {
+		free(v);
+		json_decref(out);
+		return items;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(items, i);
+	qsort(v, n, sizeof *v, item_cmp);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(items);
+	return out;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	enum { OPT_JSON = 1000, OPT_DEPTH, OPT_ALL, OPT_HELP };
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "depth", required_argument, NULL, OPT_DEPTH },
+		{ "all-scopes", no_argument, NULL, OPT_ALL },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false, all = false;
+	int depth = LIST_DEPTH_DEFAULT;
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			json = true;
+			cli_json_enable();
+			break;
+		case OPT_ALL:
+			all = true;
+			break;
+		case OPT_DEPTH: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 0 || v > LIST_DEPTH_MAX) {
+				cli_err("list: --depth %s: give 0 to %d", CLI_SHOW(optarg),
+					LIST_DEPTH_MAX);
+				return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+			}
+			depth = (int)v;
+			break;
+		}
+		case 'h':
+		case OPT_HELP:
+			fputs(usage, stdout);
+			return HF_EXIT_OK;
+		case 'V':
+			return cli_version();
+		default:
+			cli_err("list: unknown option '%s' (see 'holdfast list --help')",
+				argv[optind - 1]);
+			return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+		}
+	}
+	if (argc - optind > 1) {
+		cli_err("list: one DIR only");
+		return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+	}
+	const char *arg = optind < argc ? argv[optind] : ".";
+	char dir[PATH_MAX];
+	int rc = hf_path_canonical(arg, dir, sizeof dir);
+	int fd = rc < 0 ? rc : hf_sys_openat(AT_FDCWD, dir, OPEN_WALK & ~O_NOFOLLOW, 0);
+	if (fd < 0) {
+		/* the one error that ends the listing */
+		cli_err("list: %s: %s", CLI_SHOW(arg), hf_strerror(fd));
+		return cli_fail_rc(fd, arg, NULL);
+	}
+	struct lister ls = { .items = json_array(), .errors = json_array(), .depth_max = depth };
+	if (!ls.items || !ls.errors) {
+		hf_sys_close(fd);
+		return HF_EXIT_OSERR;
+	}
+	walk(&ls, fd, dir, 0);
+	hf_sys_close(fd);
+	add_scopes(&ls, dir, all);
+	ls.items = sorted(ls.items);
+	if (json) {
+		json_t *o = json_pack("{s:s,s:o,s:o,s:b}", "dir", dir, "locks", ls.items, "errors",
+				      ls.errors, "truncated", ls.truncated);
+		return cli_json_print(o) < 0 ? HF_EXIT_IOERR : HF_EXIT_OK;
+	}
+	print_table(ls.items);
+	if (ls.truncated)
+		cli_err("list: directories deeper than --depth %d below %s were not searched", depth,
+			CLI_SHOW(dir));
+	json_decref(ls.items);
+	json_decref(ls.errors);
+	return HF_EXIT_OK;
+}
