@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,6 +40,48 @@ static int free_port(void)
 	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
 	close(s);
 	return ntohs(a.sin_port);
+}
+
+void et_child_dies_with_parent(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that timed out leaves no etcd */
+}
+
+void et_note_pid(const char *dir, pid_t pid)
+{
+	char path[700], line[32];
+	snprintf(path, sizeof path, "%s/pids", dir);
+	snprintf(line, sizeof line, "%d\n", (int)pid);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+	close(fd);
+}
+
+void et_sweep(const char *prefix)
+{
+	DIR *d = opendir("/tmp");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		char path[700];
+		snprintf(path, sizeof path, "/tmp/%s/pids", e->d_name);
+		char *pids = hft_slurp(path);
+		if (!pids)
+			continue; /* being set up, or not ours: left alone */
+		bool live = false;
+		for (char *p = pids; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+			live |= kill(atoi(p), 0) == 0 || errno != ESRCH;
+		free(pids);
+		if (!live) {
+			snprintf(path, sizeof path, "/tmp/%s", e->d_name);
+			hft_rmtree(path); /* a test killed before its teardown */
+		}
+	}
+	closedir(d);
 }
 
 /* A CA and a server certificate for 127.0.0.1 in dir (openssl). */
@@ -74,6 +117,7 @@ void et_setup_tls(void)
 
 void et_start(bool tls)
 {
+	et_sweep("hft-etcd.");
 	et_dir = hft_tmpdir();
 	char tmpl[] = "/tmp/hft-etcd.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
@@ -106,6 +150,7 @@ void et_start(bool tls)
 		int null = open("/dev/null", O_RDONLY);
 		dup2(null, 0);
 		setpgid(0, 0);
+		et_child_dies_with_parent();
 		if (tls)
 			execlp("etcd", "etcd", "--name", "t", "--data-dir", data,
 			       "--listen-client-urls", client, "--advertise-client-urls", client,
@@ -121,6 +166,7 @@ void et_start(bool tls)
 		dprintf(2, "exec etcd: %s\n", strerror(errno));
 		_exit(127);
 	}
+	et_note_pid(E.dir, E.pid);
 	/* Ready when the library's status answers (bounded: 90 s under load). */
 	hf_lock *l;
 	cr_assert_eq(hf_lock_new("/et/ready", &l), 0);

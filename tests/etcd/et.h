@@ -41,6 +41,13 @@ int64_t et_mono_ms(void);
 /* The pid of the process whose argv holds all of words (NUL-separated in
  * /proc/PID/cmdline, in order, as separate arguments), or -1. */
 pid_t et_find_proc(const char *const *words);
+/* Leftovers of a test killed before its teardown (a timeout): an etcd
+ * child dies with its parent (et_child_dies_with_parent, in the child),
+ * its pid is noted in its directory (et_note_pid), and et_sweep removes
+ * /tmp/PREFIX* directories whose noted processes are all gone. */
+void et_child_dies_with_parent(void);
+void et_note_pid(const char *dir, pid_t pid);
+void et_sweep(const char *prefix);
 /* A scratch directory (hft_tmpdir) for the test, freed by et_teardown. */
 extern char *et_dir;
 

@@ -51,6 +51,7 @@ static void start(int i)
 		dup2(fd, 1);
 		dup2(fd, 2);
 		setpgid(0, 0);
+		et_child_dies_with_parent();
 		execlp("etcd", "etcd", "--name", m->name, "--data-dir", m->data, "--listen-client-urls",
 		       m->client, "--advertise-client-urls", m->client, "--listen-peer-urls", m->peer,
 		       "--initial-advertise-peer-urls", m->peer, "--initial-cluster", cluster,
@@ -58,6 +59,7 @@ static void start(int i)
 		       (char *)NULL);
 		_exit(127);
 	}
+	et_note_pid(root, m->pid);
 }
 
 static void kill_member(int i)
@@ -101,6 +103,7 @@ static void ready(void)
 
 static void setup(void)
 {
+	et_sweep("hft-etcd-cluster.");
 	char tmpl[] = "/tmp/hft-etcd-cluster.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl));
 	root = strdup(tmpl);
