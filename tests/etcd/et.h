@@ -48,6 +48,11 @@ pid_t et_find_proc(const char *const *words);
 void et_child_dies_with_parent(void);
 void et_note_pid(const char *dir, pid_t pid);
 void et_sweep(const char *prefix);
+/* SIGKILL every holdfast-etcd (a keeper) with needle (the test's etcd
+ * URI) in an argument or its environment: a keeper of a lock for a pid
+ * that outlives the test (--pid 1) would end only at its next renewal or
+ * when its TTL ran out. */
+void et_kill_keepers(const char *needle);
 /* A scratch directory (hft_tmpdir) for the test, freed by et_teardown. */
 extern char *et_dir;
 

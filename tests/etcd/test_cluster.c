@@ -130,6 +130,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	et_kill_keepers(uri);
 	for (int i = 0; i < N; i++) {
 		if (M[i].pid > 0) {
 			kill(M[i].pid, SIGTERM);
