@@ -39,19 +39,19 @@
  *
  * Invariants
  * ----------
- *   (EC1) A request once sent is never sent again to another endpoint: a
+ *   (ET1) A request once sent is never sent again to another endpoint: a
  *         timeout or a broken connection after sending is -EIO, because a
  *         txn or a revoke may have been applied (the caller looks again).
  *         Only etcd's own "not now" answers (step 5) are repeated, to the
  *         same endpoint; the lock's txn recognises its own put (EL1).
- *   (EC2) No message this file writes (why) holds a password, an auth
+ *   (ET2) No message this file writes (why) holds a password, an auth
  *         token or a key's value: curl's error text (which names hosts,
  *         never our headers) and etcd's error message only.
- *   (EC3) Every request has a total timeout (request_ms) and every
+ *   (ET3) Every request has a total timeout (request_ms) and every
  *         connection a connect timeout (connect_ms); a watch is bounded by
  *         its deadline and its cancel descriptor instead, and TCP
  *         keep-alive ends one whose peer vanished.
- *   (EC4) The password lives in memory only while authenticating and is
+ *   (ET4) The password lives in memory only while authenticating and is
  *         wiped (explicit_bzero) after; the token lives until close.
  *
  * Hazards
@@ -81,7 +81,7 @@ struct hf_etcd {
 	struct hf_etcd_cfg cfg;
 	CURL *curl;
 	size_t cur;        /* the endpoint that answered last               */
-	char *token;       /* auth token (EC4)                              */
+	char *token;       /* auth token (ET4)                              */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -306,7 +306,7 @@ void hf_etcd_close(struct hf_etcd *e)
 	if (e->curl)
 		curl_easy_cleanup(e->curl);
 	if (e->token) {
-		explicit_bzero(e->token, strlen(e->token)); /* EC4 */
+		explicit_bzero(e->token, strlen(e->token)); /* ET4 */
 		free(e->token);
 	}
 	hf_etcd_cfg_clear(&e->cfg);
@@ -349,7 +349,7 @@ static size_t body_write(char *data, size_t size, size_t nmemb, void *ctx)
 	return n;
 }
 
-/* The options every handle of ours gets (EC3). */
+/* The options every handle of ours gets (ET3). */
 static void handle_setup(CURL *c, const struct hf_etcd_cfg *cfg)
 {
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -364,7 +364,7 @@ static void handle_setup(CURL *c, const struct hf_etcd_cfg *cfg)
 		curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_file);
 }
 
-/* A connection failure, where nothing was sent (EC1: another may be tried). */
+/* A connection failure, where nothing was sent (ET1: another may be tried). */
 static bool unsent(CURL *c, CURLcode cc)
 {
 	curl_off_t connected = 0;
@@ -440,11 +440,11 @@ static int post(struct hf_etcd *e, const char *api, const char *text, json_t **r
 		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
 		if (cc != CURLE_OK) {
 			snprintf(why, n, "etcd %s: %s", e->cfg.endpoints[i],
-				 err[0] ? err : curl_easy_strerror(cc)); /* EC2 */
+				 err[0] ? err : curl_easy_strerror(cc)); /* ET2 */
 			free(b.p);
 			if (unsent(c, cc))
 				continue; /* step 3 */
-			return -EIO;  /* EC1 */
+			return -EIO;  /* ET1 */
 		}
 		e->cur = i;
 		long http = 0;
@@ -487,7 +487,7 @@ static int authenticate(struct hf_etcd *e, char *why, size_t n)
 	pw[strcspn(pw, "\r\n")] = '\0';
 	json_t *req = json_pack("{s:s, s:s}", "name", e->cfg.user, "password", pw);
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	if (req) { /* EC4: no copy of the password left behind */
+	if (req) { /* ET4: no copy of the password left behind */
 		json_t *p = json_object_get(req, "password");
 		json_string_set(p, "");
 		json_decref(req);
@@ -545,7 +545,7 @@ int hf_etcd_call(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, 
 			rc = post(e, api, text, ret, why, n, &reauth);
 	}
 	/* step 5: the cluster is electing a leader (or has no quorum): again,
-	 * backing off, until the request's own timeout has gone by (EC3) */
+	 * backing off, until the request's own timeout has gone by (ET3) */
 	int64_t until = hf_sys_mono_ns() + e->cfg.request_ms * 1000000LL;
 	for (int delay = 50; rc == -EAGAIN && hf_sys_mono_ns() + delay * 1000000LL < until;
 	     delay = delay < 800 ? delay * 2 : delay) {

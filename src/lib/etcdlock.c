@@ -541,7 +541,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			break;
 		if (rc == 0 && h.state != HF_LOCK_FREE && !strcmp(h.owner.token, me.token) &&
 		    lease_h == lease) {
-			rc = 1; /* our own put, applied by a repeated txn (EC1) */
+			rc = 1; /* our own put, applied by a repeated txn (ET1) */
 			fence = h.fence;
 		}
 		if (rc == 1) {
