@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -56,6 +57,8 @@ static void tty_spawn(struct tty *t, const char *cwd, const char *const *argv)
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		/* ended with the test even when an assertion ends it first */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setsid();
 		ioctl(slave, TIOCSCTTY, 0);
 		dup2(slave, 0);
@@ -173,6 +176,7 @@ static pid_t sleeper(void)
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* ended with the test, whatever ends it */
 		for (;;)
 			pause();
 	}
