@@ -171,19 +171,28 @@ Test(renew, reaper_that_judged_the_old_record_puts_the_renewed_one_back)
 	dl_kill(life);
 }
 
-struct renewer {
-	const char *token;
-};
-
 static int renew_fn(void *arg)
 {
-	struct renewer *rn = arg;
+	const char *token = arg;
 	hf_lock *l;
-	if (hf_lock_new(lock, &l) || hf_lock_adopt(l, rn->token))
+	if (hf_lock_new(lock, &l) || hf_lock_adopt(l, token))
 		return 9;
 	int rc = hf_lock_renew(l);
 	hf_lock_free(l);
 	return rc == 0 ? 0 : rc == HF_ELOST ? 3 : rc == HF_ENOTHELD ? 4 : rc == HF_ENOTYOURS ? 5 : 6;
+}
+
+/* The lock's record, written age_ms ago under a new token (into token) and
+ * bound to a live owner (returned: dl_kill it), and a child c that adopts
+ * and renews it, paused once it has judged the record its own. c's exit is
+ * renew_fn's: 0 renewed, 3 lost, 4 not held, 5 not yours. */
+static pid_t spawn_judged_renewer(struct hft_child *c, int64_t age_ms, char token[40])
+{
+	pid_t life = dl_life();
+	dl_write_record(lock, life, hf_sys_now_ms() - age_ms, 5, 0, token);
+	hft_spawn_fn(c, "pause:dirlock.renew.judged", renew_fn, token);
+	hft_expect(c, "dirlock.renew.judged");
+	return life;
 }
 
 /* The other order: the renewer judged its record its own; a reaper takes
@@ -192,13 +201,9 @@ static int renew_fn(void *arg)
  * the new holder's record is untouched. */
 Test(renew, renewal_after_the_reap_is_lost_and_leaves_nothing)
 {
-	pid_t life = dl_life();
 	char token[40];
-	dl_write_record(lock, life, hf_sys_now_ms() - 2 * HOUR, 5, 0, token);
-	struct renewer rn = { token };
 	struct hft_child c;
-	hft_spawn_fn(&c, "pause:dirlock.renew.judged", renew_fn, &rn);
-	hft_expect(&c, "dirlock.renew.judged");
+	pid_t life = spawn_judged_renewer(&c, 2 * HOUR, token);
 	struct hf_dirlock_opts o = { .path = lock };
 	struct hf_dirlock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0, "the leaked lock is reaped");
@@ -224,13 +229,9 @@ Test(renew, renewal_after_the_reap_is_lost_and_leaves_nothing)
  * DR5's take-back). */
 Test(renew, renewal_under_a_release_takes_its_record_back)
 {
-	pid_t life = dl_life();
 	char token[40];
-	dl_write_record(lock, life, hf_sys_now_ms(), 5, 0, token);
-	struct renewer rn = { token };
 	struct hft_child c;
-	hft_spawn_fn(&c, "pause:dirlock.renew.judged", renew_fn, &rn);
-	hft_expect(&c, "dirlock.renew.judged");
+	pid_t life = spawn_judged_renewer(&c, 0, token);
 	struct hft_child r;
 	const char *rel[] = { "holdfast", "lock", "release", lock, "--token", token, NULL };
 	hft_spawn_cli(&r, "pause:dirlock.release.unlinked", rel, NULL);
@@ -252,13 +253,9 @@ Test(renew, renewal_under_a_release_takes_its_record_back)
  * after it. */
 Test(renew, renewal_in_a_reapers_claim_takes_its_record_back)
 {
-	pid_t life = dl_life();
 	char token[40];
-	dl_write_record(lock, life, hf_sys_now_ms() - 2 * HOUR, 5, 0, token);
-	struct renewer rn = { token };
 	struct hft_child c;
-	hft_spawn_fn(&c, "pause:dirlock.renew.judged", renew_fn, &rn);
-	hft_expect(&c, "dirlock.renew.judged");
+	pid_t life = spawn_judged_renewer(&c, 2 * HOUR, token);
 	struct dl_acq a = { .path = lock };
 	struct hft_child r;
 	hft_spawn_fn(&r, "pause:dirlock.reap.unlinked", dl_acq, &a);

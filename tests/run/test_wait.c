@@ -19,6 +19,31 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* `holdfast run --lock L -- sh -c ...` as holder, holding L until
+ * end_fifo_holder writes to the FIFO fifo (made here); returns once the
+ * holder's CMD runs, L held. */
+static void spawn_fifo_holder(struct hft_child *holder, const char *L, const char *fifo)
+{
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char script[600];
+	snprintf(script, sizeof script, "echo held; read x < '%s'", fifo);
+	hft_spawn_cli(holder, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
+	char *line = rt_line(holder->out_rd);
+	cr_assert(line && !strcmp(line, "held"), "the holder said: %s", line ? line : "(nothing)");
+	free(line);
+}
+
+/* The holder's CMD ends (told through its FIFO), so run releases L and
+ * exits 0. */
+static void end_fifo_holder(struct hft_child *holder, const char *fifo)
+{
+	int w = open(fifo, O_WRONLY);
+	cr_assert_geq(w, 0);
+	cr_assert_eq(write(w, "x\n", 2), 2);
+	close(w);
+	cr_assert_eq(hft_wait(holder), 0);
+}
+
 Test(wait, nonblock_fails_at_once)
 {
 	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
@@ -39,15 +64,8 @@ Test(wait, nonblock_fails_at_once)
 Test(wait, waiter_gets_lock_on_release)
 {
 	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	char script[600];
-	snprintf(script, sizeof script, "echo held; read x < '%s'", fifo);
 	struct hft_child holder, waiter;
-	hft_spawn_cli(&holder, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
-	char *line = rt_line(holder.out_rd);
-	cr_assert_not_null(line);
-	cr_assert_str_eq(line, "held");
-	free(line);
+	spawn_fifo_holder(&holder, L, fifo);
 
 	/* The waiter's first poll(2) is its first sleep after a failed try. */
 	hft_spawn_cli(&waiter, "pause:poll:1",
@@ -55,11 +73,7 @@ Test(wait, waiter_gets_lock_on_release)
 	hft_expect(&waiter, "poll");
 	hft_go(&waiter); /* it sleeps now, the lock still held */
 
-	int w = open(fifo, O_WRONLY); /* the holder's CMD ends: run releases */
-	cr_assert_geq(w, 0);
-	cr_assert_eq(write(w, "x\n", 2), 2);
-	close(w);
-	cr_assert_eq(hft_wait(&holder), 0);
+	end_fifo_holder(&holder, fifo);
 	cr_assert_eq(hft_wait(&waiter), 0, "the waiter got the lock");
 	char *out = hft_read_all(waiter.out_rd);
 	cr_assert_str_eq(out, "got\n");
@@ -158,19 +172,18 @@ static void hold_for(const char *L, struct hft_child *sleeper)
 	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("lock", "acquire", L, "--pid", pid)), 0);
 }
 
-/* The holder dies while a waiter sleeps: the waiter watches its end with a
- * pidfd (wait.c, WT5), so with the backoff cap an hour (cap:wait) it still
- * wakes at once, reaps the dead holder's lock and runs CMD. Without the
- * pidfd it would sleep to its deadline (60 s) and fail; the bound below
- * only keeps a broken build from hanging. */
-Test(wait, holders_death_wakes_the_waiter_by_pidfd)
+/* L held for a sleeper; a waiter `run -w 60 --lock L -- echo got` under
+ * fault rules `rules` (which pause it at its second
+ * dirlock.acquire.waiting: watched, about to sleep) sees the sleeper
+ * killed while paused there, and must then get L and run CMD (bounded:
+ * 30 s, so a broken build fails instead of hanging). */
+static void waiter_runs_after_holders_death(const char *L, const char *rules)
 {
-	char *L = rt_path(dir, "L");
 	struct hft_child sleeper, waiter;
 	hold_for(L, &sleeper);
-	hft_spawn_cli(&waiter, "cap:wait:3600000;pause:dirlock.acquire.waiting:2",
-		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
-	hft_expect(&waiter, "dirlock.acquire.waiting"); /* watched; about to sleep */
+	hft_spawn_cli(&waiter, rules, RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"),
+		      NULL);
+	hft_expect(&waiter, "dirlock.acquire.waiting");
 	cr_assert_eq(kill(sleeper.pid, SIGKILL), 0);
 	cr_assert_eq(hft_wait(&sleeper), 128 + SIGKILL);
 	hft_go(&waiter);
@@ -180,6 +193,17 @@ Test(wait, holders_death_wakes_the_waiter_by_pidfd)
 	free(out);
 	free(err);
 	cr_assert(rt_lock_free(L));
+}
+
+/* The holder dies while a waiter sleeps: the waiter watches its end with a
+ * pidfd (wait.c, WT5), so with the backoff cap an hour (cap:wait) it still
+ * wakes at once, reaps the dead holder's lock and runs CMD. Without the
+ * pidfd it would sleep to its deadline (60 s) and fail; the bound below
+ * only keeps a broken build from hanging. */
+Test(wait, holders_death_wakes_the_waiter_by_pidfd)
+{
+	char *L = rt_path(dir, "L");
+	waiter_runs_after_holders_death(L, "cap:wait:3600000;pause:dirlock.acquire.waiting:2");
 	free(L);
 }
 
@@ -189,20 +213,8 @@ Test(wait, holders_death_wakes_the_waiter_by_pidfd)
 Test(wait, holders_death_is_seen_without_pidfd)
 {
 	char *L = rt_path(dir, "L");
-	struct hft_child sleeper, waiter;
-	hold_for(L, &sleeper);
-	hft_spawn_cli(&waiter, "fail:pidfd_open:1:ENOSYS:persist;pause:dirlock.acquire.waiting:2",
-		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
-	hft_expect(&waiter, "dirlock.acquire.waiting");
-	cr_assert_eq(kill(sleeper.pid, SIGKILL), 0);
-	cr_assert_eq(hft_wait(&sleeper), 128 + SIGKILL);
-	hft_go(&waiter);
-	cr_assert_eq(hft_exit_within(waiter.pid, 30000), 0, "the waiter got the lock");
-	char *out = hft_read_all(waiter.out_rd);
-	cr_assert_str_eq(out, "got\n");
-	free(out);
-	close(waiter.err_rd);
-	cr_assert(rt_lock_free(L));
+	waiter_runs_after_holders_death(L,
+					"fail:pidfd_open:1:ENOSYS:persist;pause:dirlock.acquire.waiting:2");
 	free(L);
 }
 
@@ -212,23 +224,13 @@ Test(wait, holders_death_is_seen_without_pidfd)
 Test(wait, release_wakes_the_waiter_without_a_timer)
 {
 	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	char script[600];
-	snprintf(script, sizeof script, "echo held; read x < '%s'", fifo);
 	struct hft_child holder, waiter;
-	hft_spawn_cli(&holder, NULL, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script), NULL);
-	char *line = rt_line(holder.out_rd);
-	cr_assert(line && !strcmp(line, "held"));
-	free(line);
+	spawn_fifo_holder(&holder, L, fifo);
 	hft_spawn_cli(&waiter, "cap:wait:3600000;pause:dirlock.acquire.waiting:2",
 		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
 	hft_expect(&waiter, "dirlock.acquire.waiting");
 	hft_go(&waiter); /* it sleeps now: only an event wakes it before 60 s */
-	int w = open(fifo, O_WRONLY);
-	cr_assert_geq(w, 0);
-	cr_assert_eq(write(w, "x\n", 2), 2);
-	close(w);
-	cr_assert_eq(hft_wait(&holder), 0);
+	end_fifo_holder(&holder, fifo);
 	cr_assert_eq(hft_exit_within(waiter.pid, 30000), 0, "the waiter got the lock");
 	char *out = hft_read_all(waiter.out_rd);
 	cr_assert_str_eq(out, "got\n");
