@@ -1,3 +1,4 @@
+import glob
 import os
 import select
 import shutil
@@ -98,3 +99,16 @@ def wait_until(pred, what):
         if time.monotonic() > end:
             raise AssertionError("never happened within %s s: %s" % (BOUND, what))
         time.sleep(0.005)
+
+
+def waiting_on_inotify(pid="self"):
+    """Process pid (default: this one) is in the library's wait: one of its
+    threads has an inotify watch set."""
+    for f in glob.glob("/proc/%s/fdinfo/*" % pid):
+        try:
+            with open(f) as fh:
+                if any(line.startswith("inotify wd") for line in fh):
+                    return True
+        except OSError:
+            pass
+    return False

@@ -2,7 +2,6 @@
 HF_OPT_CANCEL_FD."""
 
 import asyncio
-import glob
 import os
 import select
 
@@ -10,7 +9,7 @@ import pytest
 
 import holdfast_locks as hf
 from holdfast_locks._wait import cancellable
-from conftest import BOUND, wait_until
+from conftest import BOUND, wait_until, waiting_on_inotify
 
 
 def pipes():
@@ -22,18 +21,6 @@ def pipes():
         except OSError:
             pass
     return n
-
-
-def waiting_on_inotify():
-    """A thread of ours is in the library's wait: an inotify watch is set."""
-    for f in glob.glob("/proc/self/fdinfo/*"):
-        try:
-            with open(f) as fh:
-                if any(line.startswith("inotify wd") for line in fh):
-                    return True
-        except OSError:
-            pass
-    return False
 
 
 def test_acquire_async_and_async_with(tmp):

@@ -210,19 +210,6 @@ except KeyboardInterrupt:
 """
 
 
-def waiting(pid):
-    """pid is in the library's wait: it has an inotify watch set."""
-    import glob
-    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
-        try:
-            with open(f) as fh:
-                if any(line.startswith("inotify wd") for line in fh):
-                    return True
-        except OSError:
-            pass
-    return False
-
-
 def start_waiter(path):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), "src"))
@@ -232,12 +219,13 @@ def start_waiter(path):
 
 def test_sigint_ends_a_sync_wait(tmp, holder):
     import signal
-    from conftest import wait_until
+    from conftest import wait_until, waiting_on_inotify
     p = os.path.join(tmp, "L")
     holder("lock", p)
     w = start_waiter(p)
     try:
-        wait_until(lambda: waiting(w.pid) or w.poll() is not None, "the waiter waits")
+        wait_until(lambda: waiting_on_inotify(w.pid) or w.poll() is not None,
+                   "the waiter waits")
         w.send_signal(signal.SIGINT)
         out, err = w.communicate(timeout=30)
     finally:
@@ -249,12 +237,13 @@ def test_sigint_ends_a_sync_wait(tmp, holder):
 
 def test_signal_handler_runs_and_wait_resumes(tmp, holder):
     import signal
-    from conftest import wait_until
+    from conftest import wait_until, waiting_on_inotify
     p = os.path.join(tmp, "L")
     h = holder("lock", p)
     w = start_waiter(p)
     try:
-        wait_until(lambda: waiting(w.pid) or w.poll() is not None, "the waiter waits")
+        wait_until(lambda: waiting_on_inotify(w.pid) or w.poll() is not None,
+                   "the waiter waits")
         w.send_signal(signal.SIGUSR1)
         import select
         r, _, _ = select.select([w.stdout], [], [], 30)  # bounded: never a hang
