@@ -147,6 +147,24 @@ async function runJob(start, box, signal, extra) {
 	}
 }
 
+// Set box's wait (HF_OPT_WAIT_MS) from options.wait; ctx names the call
+// in an error.
+function setWait(box, options, ctx) {
+	check(native.set(box, C.OPT_WAIT_MS, waitMs(options)), ctx);
+}
+
+// A waiting call start(box) as a job (runJob) with its wait from
+// options.wait, cancelled by options.signal: resolves to its return code;
+// when the signal's abort ended it, rejects with the signal's AbortError.
+async function waitJob(start, box, options, ctx) {
+	const signal = checkSignal(options.signal);
+	setWait(box, options, ctx);
+	const rc = await runJob(start, box, signal);
+	if (rc === C.HF_ECANCELED && signal && signal.aborted)
+		throw abortError(signal);
+	return rc;
+}
+
 // ---- directory lock ---------------------------------------------------------------
 
 // Locks and scopes this process holds for itself, released when it exits
@@ -208,12 +226,8 @@ class Lock {
 
 	/** Acquire, waiting as options.wait says; resolves to this lock. */
 	async acquire(options = {}) {
-		const signal = checkSignal(options.signal);
-		const ctx = { op: 'acquire', path: this.path };
-		check(native.set(this._box, C.OPT_WAIT_MS, waitMs(options)), ctx);
-		const rc = await runJob(native.lockAcquire, this._box, signal);
-		if (rc === C.HF_ECANCELED && signal && signal.aborted)
-			throw abortError(signal);
+		const rc = await waitJob(native.lockAcquire, this._box, options,
+			{ op: 'acquire', path: this.path });
 		if (rc < 0)
 			throw this._fail(rc, 'acquire');
 		return this._got();
@@ -221,7 +235,7 @@ class Lock {
 
 	/** Acquire on this thread (blocks it for the whole wait). */
 	acquireSync(options = {}) {
-		check(native.set(this._box, C.OPT_WAIT_MS, waitMs(options)), { op: 'acquire', path: this.path });
+		setWait(this._box, options, { op: 'acquire', path: this.path });
 		const rc = native.lockAcquireSync(this._box);
 		if (rc < 0)
 			throw this._fail(rc, 'acquire');
@@ -361,7 +375,28 @@ function editResult(rc, ebox, file, lock, written) {
 	return { written, notes, fence: lock.fence };
 }
 
-function finish(lock, ebox, failed) {
+/* fn's input: the opened file's contents (null: it does not exist), a
+ * string with options.encoding. */
+function editInput(r, options) {
+	const data = readAll(r.fd);
+	return data && options.encoding ? data.toString(options.encoding) : data;
+}
+
+/* What edit returns when fn returned undefined: nothing written. */
+function editUnwritten(lock) {
+	return { written: false, notes: null, fence: lock.fence };
+}
+
+/* Ends an edit however it went: frees the edit's handle ebox (once the
+ * file was opened), releases and closes the lock. A failing release is
+ * thrown only when the edit itself succeeded (failed false) and had its
+ * file open; otherwise the failure already thrown says more. */
+function editEnd(lock, ebox, failed) {
+	if (!ebox) {
+		try { lock.release(); } catch { /* the failure thrown says more */ }
+		lock.close();
+		return;
+	}
 	native.free(ebox);
 	try {
 		lock.release();
@@ -381,46 +416,40 @@ function finish(lock, ebox, failed) {
  * while the lock is still ours.
  */
 async function edit(file, fn, options = {}) {
-	const signal = checkSignal(options.signal);
-	const lock = editSetup(file, options);
-	let failed = true;
-	try {
-		await lock.acquire({ wait: options.wait, signal });
-	} catch (e) {
-		lock.close();
-		throw e;
-	}
-	let ebox;
-	try {
-		const r = editOpen(lock, file);
-		ebox = r.edit;
-		const data = readAll(r.fd);
-		const out = await fn(data && options.encoding ? data.toString(options.encoding) : data);
-		let res;
-		if (out === undefined) {
-			res = { written: false, notes: null, fence: lock.fence };
-		} else {
-			const rc = await runJob(native.editCommit, ebox, undefined, toBuffer(out, options.encoding));
-			res = editResult(rc, ebox, file, lock, true);
+	const steps = editSteps(file, fn, options, false);
+	let r = steps.next();
+	while (!r.done) {
+		let v;
+		try {
+			v = await r.value;
+		} catch (e) {
+			r = steps.throw(e);
+			continue;
 		}
-		failed = false;
-		return res;
-	} finally {
-		if (ebox)
-			finish(lock, ebox, failed);
-		else {
-			try { lock.release(); } catch { /* the failure thrown says more */ }
-			lock.close();
-		}
+		r = steps.next(v);
 	}
+	return r.value;
 }
 
 /** edit() on this thread: fn is called synchronously. */
 function editSync(file, fn, options = {}) {
+	const steps = editSteps(file, fn, options, true);
+	let r = steps.next();
+	while (!r.done)
+		r = steps.next(r.value);
+	return r.value;
+}
+
+// edit's one body for both: it yields each step that may wait (the
+// acquire, fn's result, the commit); edit awaits each, editSync (sync)
+// has each value at once.
+function* editSteps(file, fn, options, sync) {
+	const signal = sync ? undefined : checkSignal(options.signal);
 	const lock = editSetup(file, options);
 	let failed = true;
 	try {
-		lock.acquireSync({ wait: options.wait });
+		yield sync ? lock.acquireSync({ wait: options.wait })
+			: lock.acquire({ wait: options.wait, signal });
 	} catch (e) {
 		lock.close();
 		throw e;
@@ -429,26 +458,22 @@ function editSync(file, fn, options = {}) {
 	try {
 		const r = editOpen(lock, file);
 		ebox = r.edit;
-		const data = readAll(r.fd);
-		const out = fn(data && options.encoding ? data.toString(options.encoding) : data);
-		if (out && typeof out.then === 'function')
+		const out = yield fn(editInput(r, options));
+		if (sync && out && typeof out.then === 'function')
 			throw new TypeError('holdfast editSync: the function returned a Promise (use edit)');
 		let res;
 		if (out === undefined) {
-			res = { written: false, notes: null, fence: lock.fence };
+			res = editUnwritten(lock);
 		} else {
-			const rc = native.editCommitSync(ebox, toBuffer(out, options.encoding));
+			const buf = toBuffer(out, options.encoding);
+			const rc = yield sync ? native.editCommitSync(ebox, buf)
+				: runJob(native.editCommit, ebox, undefined, buf);
 			res = editResult(rc, ebox, file, lock, true);
 		}
 		failed = false;
 		return res;
 	} finally {
-		if (ebox)
-			finish(lock, ebox, failed);
-		else {
-			try { lock.release(); } catch { /* the failure thrown says more */ }
-			lock.close();
-		}
+		editEnd(lock, ebox, failed);
 	}
 }
 
@@ -488,16 +513,11 @@ class Session {
 
 	/** Take the session (broke: it broke a stale one). */
 	async take(options = {}) {
-		const signal = checkSignal(options.signal);
-		check(native.set(this._box, C.OPT_WAIT_MS, waitMs(options)), { op: 'take' });
-		const rc = await runJob(native.sessionTake, this._box, signal);
-		if (rc === C.HF_ECANCELED && signal && signal.aborted)
-			throw abortError(signal);
-		return this._taken(rc);
+		return this._taken(await waitJob(native.sessionTake, this._box, options, { op: 'take' }));
 	}
 
 	takeSync(options = {}) {
-		check(native.set(this._box, C.OPT_WAIT_MS, waitMs(options)), { op: 'take' });
+		setWait(this._box, options, { op: 'take' });
 		return this._taken(native.sessionTakeSync(this._box));
 	}
 
@@ -570,20 +590,16 @@ class Scope {
 	}
 
 	async register(options = {}) {
-		const signal = checkSignal(options.signal);
-		check(native.set(this._box, C.OPT_WAIT_MS, waitMs(options)), { op: 'register' });
-		const rc = await runJob(native.scopeRegister, this._box, signal);
-		if (rc === C.HF_ECANCELED && signal && signal.aborted)
-			throw abortError(signal);
-		if (rc < 0)
-			throw this._fail(rc, 'register');
-		track(this);
-		return this;
+		return this._registered(await waitJob(native.scopeRegister, this._box, options,
+			{ op: 'register' }));
 	}
 
 	registerSync(options = {}) {
-		check(native.set(this._box, C.OPT_WAIT_MS, waitMs(options)), { op: 'register' });
-		const rc = native.scopeRegisterSync(this._box);
+		setWait(this._box, options, { op: 'register' });
+		return this._registered(native.scopeRegisterSync(this._box));
+	}
+
+	_registered(rc) {
 		if (rc < 0)
 			throw this._fail(rc, 'register');
 		track(this);
