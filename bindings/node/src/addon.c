@@ -59,6 +59,18 @@ struct box {
 	int children;           /* a lock's open edits (NB4) */
 };
 
+/* Frees a library handle of kind (hf_*_free releases what it holds). */
+static void handle_free(enum kind kind, void *h)
+{
+	switch (kind) {
+	case K_LOCK: hf_lock_free(h); break;
+	case K_SESSION: hf_session_free(h); break;
+	case K_SCOPE: hf_scope_free(h); break;
+	case K_EDIT: hf_edit_free(h); break;
+	case K_REGISTRY: hf_registry_free(h); break;
+	}
+}
+
 static void box_free_handle(struct box *b)
 {
 	if (b->kind == K_EDIT && b->h && b->parent_box) {
@@ -72,13 +84,7 @@ static void box_free_handle(struct box *b)
 		}
 		return;
 	}
-	switch (b->kind) {
-	case K_LOCK: hf_lock_free(b->h); break;
-	case K_SESSION: hf_session_free(b->h); break;
-	case K_SCOPE: hf_scope_free(b->h); break;
-	case K_EDIT: hf_edit_free(b->h); break;
-	case K_REGISTRY: hf_registry_free(b->h); break;
-	}
+	handle_free(b->kind, b->h);
 	b->h = NULL;
 }
 
@@ -135,6 +141,21 @@ static napi_value u64(napi_env env, uint64_t v)
 	napi_value r;
 	napi_create_bigint_uint64(env, v, &r);
 	return r;
+}
+
+/* A record as its JSON string; null for none. */
+static napi_value rec_json(napi_env env, const hf_rec *rec)
+{
+	return str_or_null(env, rec ? hf_rec_json(rec) : NULL);
+}
+
+/* o.name = v, in a function returning napi_value (NULL: thrown). */
+#define PROP(o, name, v) CHECK(napi_set_named_property(env, (o), (name), (v)))
+
+/* A path the library wrote into buf (rc 0), or its negative code. */
+static napi_value buf_result(napi_env env, int rc, const char *buf)
+{
+	return rc < 0 ? num(env, rc) : str_or_null(env, buf);
 }
 
 /* A JS string argument into a malloc'd C string; NULL for null/undefined
@@ -209,6 +230,47 @@ static struct box *arg_box(napi_env env, napi_value v, enum kind kind)
 	return data;
 }
 
+/* b: the box of argument argv0, of kind; a busy one (NB1) answers -EBUSY. */
+#define BOX_OR_BUSY(b, argv0, kind)                      \
+	struct box *b = arg_box(env, argv0, kind);       \
+	if (!b)                                          \
+		return NULL;                             \
+	if (b->busy)                                     \
+		return num(env, -EBUSY);
+
+/* char *var: the string argument v (arg_str), to free; returns when it is
+ * none (thrown), after running the statement cleanup. */
+#define STR_ARG_OR(var, v, nullable, cleanup)                         \
+	bool var##_ok;                                                 \
+	char *var = arg_str(env, (v), (nullable), &var##_ok);          \
+	if (!var##_ok) {                                               \
+		cleanup;                                               \
+		return NULL;                                           \
+	}
+#define STR_ARG(var, v, nullable) STR_ARG_OR(var, v, nullable, (void)0)
+
+/* The box of an external argument of any kind; throws otherwise. */
+static struct box *arg_handle(napi_env env, napi_value v)
+{
+	void *data = NULL;
+	if (napi_get_value_external(env, v, &data) != napi_ok || !data) {
+		napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a holdfast handle");
+		return NULL;
+	}
+	return data;
+}
+
+/* A Buffer argument's bytes (not copied: valid while v is); throws otherwise. */
+static bool arg_buffer(napi_env env, napi_value v, void **data, size_t *len)
+{
+	bool isbuf = false;
+	if (napi_is_buffer(env, v, &isbuf) != napi_ok || !isbuf) {
+		napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "expected a Buffer");
+		return false;
+	}
+	return napi_get_buffer_info(env, v, data, len) == napi_ok;
+}
+
 static napi_value new_box(napi_env env, enum kind kind, void *h)
 {
 	struct box *b = calloc(1, sizeof *b);
@@ -228,15 +290,56 @@ static napi_value new_box(napi_env env, enum kind kind, void *h)
 	return ext;
 }
 
+/* A new handle's box, or the constructor's negative rc; the handle is
+ * freed when it cannot be wrapped. */
+static napi_value wrap_new(napi_env env, int rc, enum kind kind, void *h)
+{
+	if (rc < 0)
+		return num(env, rc);
+	napi_value ext = new_box(env, kind, h);
+	if (!ext)
+		handle_free(kind, h);
+	return ext;
+}
+
 /* { rc, json } for the functions that return a record or a code. */
 static napi_value result(napi_env env, int rc, const hf_rec *rec)
 {
 	napi_value o;
 	CHECK(napi_create_object(env, &o));
-	CHECK(napi_set_named_property(env, o, "rc", num(env, rc)));
-	CHECK(napi_set_named_property(env, o, "json", str_or_null(env, rec ? hf_rec_json(rec) : NULL)));
+	PROP(o, "rc", num(env, rc));
+	PROP(o, "json", rec_json(env, rec));
 	return o;
 }
+
+/* result() for a call that filled rec (shown when show), which it frees. */
+static napi_value rec_result(napi_env env, int rc, hf_rec *rec, bool show)
+{
+	napi_value v = result(env, rc, show ? rec : NULL);
+	hf_rec_free(rec);
+	return v;
+}
+
+/* name(box) -> expr's int, for a box b of kind (BOX_OR_BUSY). */
+#define BOX_FN(name, kind, expr)                                      \
+	static napi_value name(napi_env env, napi_callback_info info) \
+	{                                                             \
+		ARGS(1);                                              \
+		BOX_OR_BUSY(b, argv[0], kind);                        \
+		return num(env, (expr));                              \
+	}
+
+/* name(box, string) -> fn(handle, string), for a box of kind. */
+#define BOX_STR_FN(name, kind, fn)                                    \
+	static napi_value name(napi_env env, napi_callback_info info) \
+	{                                                             \
+		ARGS(2);                                              \
+		BOX_OR_BUSY(b, argv[0], kind);                        \
+		STR_ARG(arg, argv[1], false);                         \
+		int rc = fn(b->h, arg);                               \
+		free(arg);                                            \
+		return num(env, rc);                                  \
+	}
 
 /* ---- library-wide -------------------------------------------------------- */
 
@@ -269,14 +372,11 @@ typedef int (*buf_fn)(const char *, char *, size_t);
 static napi_value buf_call(napi_env env, napi_callback_info info, buf_fn fn)
 {
 	ARGS(1);
-	bool ok;
-	char *in = arg_str(env, argv[0], false, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(in, argv[0], false);
 	char buf[8192];
 	int rc = fn(in, buf, sizeof buf);
 	free(in);
-	return rc < 0 ? num(env, rc) : str_or_null(env, buf);
+	return buf_result(env, rc, buf);
 }
 static napi_value js_path_canonical(napi_env env, napi_callback_info info)
 {
@@ -294,15 +394,13 @@ static napi_value js_registry_path(napi_env env, napi_callback_info info)
 {
 	(void)info;
 	char buf[8192];
-	int rc = hf_registry_path(buf, sizeof buf);
-	return rc < 0 ? num(env, rc) : str_or_null(env, buf);
+	return buf_result(env, hf_registry_path(buf, sizeof buf), buf);
 }
 static napi_value js_session_default_path(napi_env env, napi_callback_info info)
 {
 	(void)info;
 	char buf[8192];
-	int rc = hf_session_default_path(buf, sizeof buf);
-	return rc < 0 ? num(env, rc) : str_or_null(env, buf);
+	return buf_result(env, hf_session_default_path(buf, sizeof buf), buf);
 }
 
 /* ---- jobs on the pool (waits, commits) ------------------------------------ */
@@ -418,13 +516,10 @@ static napi_value job_start(napi_env env, napi_callback_info info, enum kind kin
 	j->op = op;
 	j->cancel_r = j->cancel_w = -1;
 	if (op == OP_COMMIT) {
-		bool isbuf = false;
-		if (argc < 3 || napi_is_buffer(env, argv[2], &isbuf) != napi_ok || !isbuf) {
+		if (!arg_buffer(env, argv[2], &j->data, &j->len)) {
 			free(j);
-			napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "expected a Buffer");
 			return NULL;
 		}
-		napi_get_buffer_info(env, argv[2], &j->data, &j->len);
 		napi_create_reference(env, argv[2], 1, &j->data_ref);
 	}
 	if (cancellable && op != OP_COMMIT) {
@@ -469,6 +564,13 @@ static napi_value job_start(napi_env env, napi_callback_info info, enum kind kin
 	return pair;
 }
 
+/* name(box, cancellable[, buffer]): job_start for a box of kind. */
+#define JOB_FN(name, kind, op)                                        \
+	static napi_value name(napi_env env, napi_callback_info info) \
+	{                                                             \
+		return job_start(env, info, kind, op);                \
+	}
+
 /* cancel(job): ends the job's wait (a no-op once it is done). */
 static napi_value js_cancel(napi_env env, napi_callback_info info)
 {
@@ -489,38 +591,20 @@ static napi_value js_cancel(napi_env env, napi_callback_info info)
 static napi_value js_lock_new(napi_env env, napi_callback_info info)
 {
 	ARGS(1);
-	bool ok;
-	char *path = arg_str(env, argv[0], false, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(path, argv[0], false);
 	hf_lock *l;
 	int rc = hf_lock_new(path, &l);
 	free(path);
-	if (rc < 0)
-		return num(env, rc);
-	napi_value ext = new_box(env, K_LOCK, l);
-	if (!ext)
-		hf_lock_free(l);
-	return ext;
+	return wrap_new(env, rc, K_LOCK, l);
 }
-
-#define BOX_OR_BUSY(b, argv0, kind)                      \
-	struct box *b = arg_box(env, argv0, kind);       \
-	if (!b)                                          \
-		return NULL;                             \
-	if (b->busy)                                     \
-		return num(env, -EBUSY);
 
 /* set(box, opt, value) for the int options of every kind */
 static napi_value js_set(napi_env env, napi_callback_info info)
 {
 	ARGS(3);
-	void *data = NULL;
-	if (napi_get_value_external(env, argv[0], &data) != napi_ok || !data) {
-		napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a holdfast handle");
+	struct box *b = arg_handle(env, argv[0]);
+	if (!b)
 		return NULL;
-	}
-	struct box *b = data;
 	if (b->busy)
 		return num(env, -EBUSY);
 	int64_t opt, v;
@@ -539,23 +623,17 @@ static napi_value js_set(napi_env env, napi_callback_info info)
 static napi_value js_set_str(napi_env env, napi_callback_info info)
 {
 	ARGS(3);
-	void *data = NULL;
-	if (napi_get_value_external(env, argv[0], &data) != napi_ok || !data) {
-		napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a holdfast handle");
+	struct box *b = arg_handle(env, argv[0]);
+	if (!b)
 		return NULL;
-	}
-	struct box *b = data;
 	if (b->busy)
 		return num(env, -EBUSY);
 	int64_t opt;
-	bool ok;
 	if (!arg_i64(env, argv[1], &opt)) {
 		napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "expected an option number");
 		return NULL;
 	}
-	char *v = arg_str(env, argv[2], true, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(v, argv[2], true);
 	int rc = -EINVAL;
 	if (b->kind == K_SESSION)
 		rc = hf_session_set_str(b->h, (int)opt, v);
@@ -565,66 +643,21 @@ static napi_value js_set_str(napi_env env, napi_callback_info info)
 	return num(env, rc);
 }
 
-static napi_value js_lock_acquire(napi_env env, napi_callback_info info)
-{
-	return job_start(env, info, K_LOCK, OP_ACQUIRE);
-}
+JOB_FN(js_lock_acquire, K_LOCK, OP_ACQUIRE)
 
-static napi_value js_lock_acquire_sync(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	return num(env, hf_lock_acquire(b->h));
-}
+BOX_FN(js_lock_acquire_sync, K_LOCK, hf_lock_acquire(b->h))
 
-static napi_value js_lock_release(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	return num(env, hf_lock_release(b->h));
-}
+BOX_FN(js_lock_release, K_LOCK, hf_lock_release(b->h))
 
-static napi_value js_lock_check(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	return num(env, hf_lock_check(b->h));
-}
+BOX_FN(js_lock_check, K_LOCK, hf_lock_check(b->h))
 
-static napi_value js_lock_hold(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	return num(env, hf_lock_hold(b->h));
-}
+BOX_FN(js_lock_hold, K_LOCK, hf_lock_hold(b->h))
 
-static napi_value js_lock_unhold(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	hf_lock_unhold(b->h);
-	return num(env, 0);
-}
+BOX_FN(js_lock_unhold, K_LOCK, (hf_lock_unhold(b->h), 0))
 
-static napi_value js_lock_detach(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	return num(env, hf_lock_detach(b->h));
-}
+BOX_FN(js_lock_detach, K_LOCK, hf_lock_detach(b->h))
 
-static napi_value js_lock_adopt(napi_env env, napi_callback_info info)
-{
-	ARGS(2);
-	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	bool ok;
-	char *tok = arg_str(env, argv[1], false, &ok);
-	if (!ok)
-		return NULL;
-	int rc = hf_lock_adopt(b->h, tok);
-	free(tok);
-	return num(env, rc);
-}
+BOX_STR_FN(js_lock_adopt, K_LOCK, hf_lock_adopt)
 
 /* info(box) -> { token, fence, fd, holder } */
 static napi_value js_lock_info(napi_env env, napi_callback_info info)
@@ -634,10 +667,10 @@ static napi_value js_lock_info(napi_env env, napi_callback_info info)
 	napi_value o;
 	const hf_rec *h = hf_lock_holder(b->h);
 	CHECK(napi_create_object(env, &o));
-	CHECK(napi_set_named_property(env, o, "token", str_or_null(env, hf_lock_token(b->h))));
-	CHECK(napi_set_named_property(env, o, "fence", u64(env, hf_lock_fence(b->h))));
-	CHECK(napi_set_named_property(env, o, "fd", num(env, hf_lock_fd(b->h))));
-	CHECK(napi_set_named_property(env, o, "holder", str_or_null(env, h ? hf_rec_json(h) : NULL)));
+	PROP(o, "token", str_or_null(env, hf_lock_token(b->h)));
+	PROP(o, "fence", u64(env, hf_lock_fence(b->h)));
+	PROP(o, "fd", num(env, hf_lock_fd(b->h)));
+	PROP(o, "holder", rec_json(env, h));
 	return o;
 }
 
@@ -646,22 +679,17 @@ static napi_value js_lock_holder(napi_env env, napi_callback_info info)
 	ARGS(1);
 	BOX_OR_BUSY(b, argv[0], K_LOCK);
 	const hf_rec *h = hf_lock_holder(b->h);
-	return str_or_null(env, h ? hf_rec_json(h) : NULL);
+	return rec_json(env, h);
 }
 
 static napi_value js_lock_status(napi_env env, napi_callback_info info)
 {
 	ARGS(1);
-	bool ok;
-	char *path = arg_str(env, argv[0], false, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(path, argv[0], false);
 	hf_rec *r = NULL;
 	int rc = hf_lock_status(path, &r);
 	free(path);
-	napi_value v = result(env, rc, rc == 0 ? r : NULL);
-	hf_rec_free(r);
-	return v;
+	return rec_result(env, rc, r, rc == 0);
 }
 
 /* free(box): frees the handle now (releasing what it holds) instead of at GC. */
@@ -689,16 +717,12 @@ static napi_value js_edit_open(napi_env env, napi_callback_info info)
 {
 	ARGS(2);
 	BOX_OR_BUSY(b, argv[0], K_LOCK);
-	bool ok;
-	char *file = arg_str(env, argv[1], false, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(file, argv[1], false);
 	hf_edit *e = NULL;
 	hf_rec *err = NULL;
 	int rc = hf_edit_open(b->h, file, &e, &err);
 	free(file);
-	napi_value o = result(env, rc, rc < 0 ? err : NULL);
-	hf_rec_free(err);
+	napi_value o = rec_result(env, rc, err, rc < 0);
 	if (!o || rc < 0)
 		return o;
 	napi_value ext = new_box(env, K_EDIT, e);
@@ -711,28 +735,21 @@ static napi_value js_edit_open(napi_env env, napi_callback_info info)
 	napi_create_reference(env, argv[0], 1, &eb->parent);
 	eb->parent_box = b;
 	b->children++;
-	CHECK(napi_set_named_property(env, o, "edit", ext));
-	CHECK(napi_set_named_property(env, o, "fd", num(env, hf_edit_fd(e))));
+	PROP(o, "edit", ext);
+	PROP(o, "fd", num(env, hf_edit_fd(e)));
 	return o;
 }
 
-static napi_value js_edit_commit(napi_env env, napi_callback_info info)
-{
-	return job_start(env, info, K_EDIT, OP_COMMIT);
-}
+JOB_FN(js_edit_commit, K_EDIT, OP_COMMIT)
 
 static napi_value js_edit_commit_sync(napi_env env, napi_callback_info info)
 {
 	ARGS(2);
 	BOX_OR_BUSY(b, argv[0], K_EDIT);
-	bool isbuf = false;
 	void *data;
 	size_t len;
-	if (napi_is_buffer(env, argv[1], &isbuf) != napi_ok || !isbuf) {
-		napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "expected a Buffer");
+	if (!arg_buffer(env, argv[1], &data, &len))
 		return NULL;
-	}
-	napi_get_buffer_info(env, argv[1], &data, &len);
 	return num(env, hf_edit_commit(b->h, data, len));
 }
 
@@ -741,7 +758,7 @@ static napi_value js_edit_notes(napi_env env, napi_callback_info info)
 	ARGS(1);
 	BOX_OR_BUSY(b, argv[0], K_EDIT);
 	const hf_rec *n = b->h ? hf_edit_notes(b->h) : NULL;
-	return str_or_null(env, n ? hf_rec_json(n) : NULL);
+	return rec_json(env, n);
 }
 
 /* ---- session --------------------------------------------------------------- */
@@ -749,45 +766,20 @@ static napi_value js_edit_notes(napi_env env, napi_callback_info info)
 static napi_value js_session_new(napi_env env, napi_callback_info info)
 {
 	ARGS(2);
-	bool ok;
-	char *path = arg_str(env, argv[0], true, &ok);
-	if (!ok)
-		return NULL;
-	char *lane = arg_str(env, argv[1], false, &ok);
-	if (!ok) {
-		free(path);
-		return NULL;
-	}
+	STR_ARG(path, argv[0], true);
+	STR_ARG_OR(lane, argv[1], false, free(path));
 	hf_session *s;
 	int rc = hf_session_new(path, lane, &s);
 	free(path);
 	free(lane);
-	if (rc < 0)
-		return num(env, rc);
-	napi_value ext = new_box(env, K_SESSION, s);
-	if (!ext)
-		hf_session_free(s);
-	return ext;
+	return wrap_new(env, rc, K_SESSION, s);
 }
 
-static napi_value js_session_take(napi_env env, napi_callback_info info)
-{
-	return job_start(env, info, K_SESSION, OP_TAKE);
-}
+JOB_FN(js_session_take, K_SESSION, OP_TAKE)
 
-static napi_value js_session_take_sync(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_SESSION);
-	return num(env, hf_session_take(b->h));
-}
+BOX_FN(js_session_take_sync, K_SESSION, hf_session_take(b->h))
 
-static napi_value js_session_release(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_SESSION);
-	return num(env, hf_session_release(b->h));
-}
+BOX_FN(js_session_release, K_SESSION, hf_session_release(b->h))
 
 static napi_value js_session_info(napi_env env, napi_callback_info info)
 {
@@ -796,27 +788,22 @@ static napi_value js_session_info(napi_env env, napi_callback_info info)
 	napi_value o;
 	const hf_rec *h = hf_session_holder(b->h);
 	CHECK(napi_create_object(env, &o));
-	CHECK(napi_set_named_property(env, o, "owner", str_or_null(env, hf_session_owner(b->h))));
-	CHECK(napi_set_named_property(env, o, "holder", str_or_null(env, h ? hf_rec_json(h) : NULL)));
+	PROP(o, "owner", str_or_null(env, hf_session_owner(b->h)));
+	PROP(o, "holder", rec_json(env, h));
 	return o;
 }
 
 static napi_value js_session_status(napi_env env, napi_callback_info info)
 {
 	ARGS(2);
-	bool ok;
-	char *path = arg_str(env, argv[0], true, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(path, argv[0], true);
 	int64_t stale = 0;
 	if (argc > 1)
 		arg_i64(env, argv[1], &stale);
 	hf_rec *r = NULL;
 	int rc = hf_session_status(path, stale, &r);
 	free(path);
-	napi_value v = result(env, rc, rc == 0 ? r : NULL);
-	hf_rec_free(r);
-	return v;
+	return rec_result(env, rc, r, rc == 0);
 }
 
 /* ---- scope ------------------------------------------------------------------- */
@@ -824,59 +811,22 @@ static napi_value js_session_status(napi_env env, napi_callback_info info)
 static napi_value js_scope_new(napi_env env, napi_callback_info info)
 {
 	ARGS(1);
-	bool ok;
-	char *name = arg_str(env, argv[0], false, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(name, argv[0], false);
 	hf_scope *s;
 	int rc = hf_scope_new(name, &s);
 	free(name);
-	if (rc < 0)
-		return num(env, rc);
-	napi_value ext = new_box(env, K_SCOPE, s);
-	if (!ext)
-		hf_scope_free(s);
-	return ext;
+	return wrap_new(env, rc, K_SCOPE, s);
 }
 
-static napi_value js_scope_add(napi_env env, napi_callback_info info)
-{
-	ARGS(2);
-	BOX_OR_BUSY(b, argv[0], K_SCOPE);
-	bool ok;
-	char *spec = arg_str(env, argv[1], false, &ok);
-	if (!ok)
-		return NULL;
-	int rc = hf_scope_add(b->h, spec);
-	free(spec);
-	return num(env, rc);
-}
+BOX_STR_FN(js_scope_add, K_SCOPE, hf_scope_add)
 
-static napi_value js_scope_register(napi_env env, napi_callback_info info)
-{
-	return job_start(env, info, K_SCOPE, OP_REGISTER);
-}
+JOB_FN(js_scope_register, K_SCOPE, OP_REGISTER)
 
-static napi_value js_scope_register_sync(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_SCOPE);
-	return num(env, hf_scope_register(b->h));
-}
+BOX_FN(js_scope_register_sync, K_SCOPE, hf_scope_register(b->h))
 
-static napi_value js_scope_release(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_SCOPE);
-	return num(env, hf_scope_release(b->h));
-}
+BOX_FN(js_scope_release, K_SCOPE, hf_scope_release(b->h))
 
-static napi_value js_scope_detach(napi_env env, napi_callback_info info)
-{
-	ARGS(1);
-	BOX_OR_BUSY(b, argv[0], K_SCOPE);
-	return num(env, hf_scope_detach(b->h));
-}
+BOX_FN(js_scope_detach, K_SCOPE, hf_scope_detach(b->h))
 
 static napi_value js_scope_info(napi_env env, napi_callback_info info)
 {
@@ -885,9 +835,9 @@ static napi_value js_scope_info(napi_env env, napi_callback_info info)
 	napi_value o;
 	const hf_rec *h = hf_scope_holder(b->h);
 	CHECK(napi_create_object(env, &o));
-	CHECK(napi_set_named_property(env, o, "generation", u64(env, hf_scope_generation(b->h))));
-	CHECK(napi_set_named_property(env, o, "fd", num(env, hf_scope_fd(b->h))));
-	CHECK(napi_set_named_property(env, o, "holder", str_or_null(env, h ? hf_rec_json(h) : NULL)));
+	PROP(o, "generation", u64(env, hf_scope_generation(b->h)));
+	PROP(o, "fd", num(env, hf_scope_fd(b->h)));
+	PROP(o, "holder", rec_json(env, h));
 	return o;
 }
 
@@ -899,16 +849,12 @@ typedef int (*reg_fn)(const char *, hf_registry **, hf_rec **);
 static napi_value registry_call(napi_env env, napi_callback_info info, reg_fn fn)
 {
 	ARGS(1);
-	bool ok;
-	char *path = arg_str(env, argv[0], true, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(path, argv[0], true);
 	hf_registry *r = NULL;
 	hf_rec *err = NULL;
 	int rc = fn(path, &r, &err);
 	free(path);
-	napi_value o = result(env, rc, rc < 0 ? err : NULL);
-	hf_rec_free(err);
+	napi_value o = rec_result(env, rc, err, rc < 0);
 	if (!o || rc < 0 || !r)
 		return o;
 	napi_value entries;
@@ -917,14 +863,14 @@ static napi_value registry_call(napi_env env, napi_callback_info info, reg_fn fn
 	for (size_t i = 0; i < n; i++)
 		CHECK(napi_set_element(env, entries, (uint32_t)i,
 				       str_or_null(env, hf_rec_json(hf_registry_get(r, i)))));
-	CHECK(napi_set_named_property(env, o, "entries", entries));
-	CHECK(napi_set_named_property(env, o, "generation", u64(env, hf_registry_generation(r))));
+	PROP(o, "entries", entries);
+	PROP(o, "generation", u64(env, hf_registry_generation(r)));
 	napi_value ext = new_box(env, K_REGISTRY, r);
 	if (!ext) {
 		hf_registry_free(r);
 		return NULL;
 	}
-	CHECK(napi_set_named_property(env, o, "registry", ext));
+	PROP(o, "registry", ext);
 	return o;
 }
 static napi_value js_registry_read(napi_env env, napi_callback_info info)
@@ -940,16 +886,11 @@ static napi_value js_registry_effective(napi_env env, napi_callback_info info)
 {
 	ARGS(2);
 	BOX_OR_BUSY(b, argv[0], K_REGISTRY);
-	bool ok;
-	char *name = arg_str(env, argv[1], false, &ok);
-	if (!ok)
-		return NULL;
+	STR_ARG(name, argv[1], false);
 	hf_rec *r = NULL;
 	int rc = hf_registry_effective(b->h, name, &r);
 	free(name);
-	napi_value v = result(env, rc, rc == 0 ? r : NULL);
-	hf_rec_free(r);
-	return v;
+	return rec_result(env, rc, r, rc == 0);
 }
 
 /* check(registry, canonicalPath, pod|null, generation) -> { rc (the verdict), json } */
@@ -957,15 +898,8 @@ static napi_value js_registry_check(napi_env env, napi_callback_info info)
 {
 	ARGS(4);
 	BOX_OR_BUSY(b, argv[0], K_REGISTRY);
-	bool ok;
-	char *path = arg_str(env, argv[1], false, &ok);
-	if (!ok)
-		return NULL;
-	char *pod = arg_str(env, argv[2], true, &ok);
-	if (!ok) {
-		free(path);
-		return NULL;
-	}
+	STR_ARG(path, argv[1], false);
+	STR_ARG_OR(pod, argv[2], true, free(path));
 	uint64_t gen = 0;
 	napi_valuetype t;
 	if (argc > 3 && napi_typeof(env, argv[3], &t) == napi_ok) {
@@ -982,9 +916,7 @@ static napi_value js_registry_check(napi_env env, napi_callback_info info)
 	int rc = hf_registry_check(b->h, path, pod, gen, &r);
 	free(path);
 	free(pod);
-	napi_value v = result(env, rc, rc >= 0 ? r : NULL);
-	hf_rec_free(r);
-	return v;
+	return rec_result(env, rc, r, rc >= 0);
 }
 
 /* ---- module ------------------------------------------------------------------- */
@@ -1070,7 +1002,7 @@ static napi_value init(napi_env env, napi_value exports)
 	CHECK(napi_create_object(env, &c));
 	for (size_t i = 0; i < sizeof consts / sizeof consts[0]; i++)
 		CHECK(napi_set_named_property(env, c, consts[i].name, num(env, consts[i].v)));
-	CHECK(napi_set_named_property(env, exports, "constants", c));
+	PROP(exports, "constants", c);
 	return exports;
 }
 
