@@ -112,8 +112,7 @@ struct hf_etcdlock {
 	char why[HF_ETCD_WHY_MAX];
 };
 
-/* path made absolute lexically into a malloc'd string. */
-static int abs_lexical(const char *path, char **ret)
+int hf_etcd_abs_lexical(const char *path, char **ret)
 {
 	char cwd[PATH_MAX] = "";
 	if (path[0] != '/' && hf_sys_getcwd(cwd, sizeof cwd) < 0)
@@ -160,7 +159,7 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 	if (!el)
 		return -ENOMEM;
 	char *abs = NULL;
-	int rc = abs_lexical(path, &abs);
+	int rc = hf_etcd_abs_lexical(path, &abs);
 	if (rc == 0) {
 		size_t n = strlen(HF_ETCD_KEY_PREFIX) + strlen(abs) + 1;
 		el->key = malloc(n);
