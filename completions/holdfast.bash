@@ -22,11 +22,11 @@ _holdfast_subs() {
 _holdfast_opts() {
 	local o
 	case $1 in
-	"session take") o="--lane --owner --stale --file --json" ;;
-	"session release") o="--lane --owner --stale --file --json" ;;
-	"session renew") o="--lane --owner --file --json" ;;
-	"session status") o="--file --stale --json" ;;
-	"session assert-held") o="--file --stale --json" ;;
+	"session take") o="--lane --owner --stale --file --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session release") o="--lane --owner --stale --file --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session renew") o="--lane --owner --file --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session status") o="--file --stale --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session assert-held") o="--file --stale --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
 	"session race") o="--procs --runs --naive --json --dir" ;;
 	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock release") o="--token --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;

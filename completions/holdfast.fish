@@ -10,15 +10,15 @@
 function __holdfast_opts -a key
     switch $key
         case 'session take'
-            printf '%s\n' --lane= --owner= --stale= --file= --json
+            printf '%s\n' --lane= --owner= --stale= --file= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session release'
-            printf '%s\n' --lane= --owner= --stale= --file= --json
+            printf '%s\n' --lane= --owner= --stale= --file= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session renew'
-            printf '%s\n' --lane= --owner= --file= --json
+            printf '%s\n' --lane= --owner= --file= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session status'
-            printf '%s\n' --file= --stale= --json
+            printf '%s\n' --file= --stale= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session assert-held'
-            printf '%s\n' --file= --stale= --json
+            printf '%s\n' --file= --stale= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session race'
             printf '%s\n' --procs= --runs= --naive --json --dir=
         case 'lock acquire'
