@@ -46,7 +46,7 @@ function __holdfast_opts -a key
         case selftest
             printf '%s\n' --json
         case list
-            printf '%s\n' --depth= --all-scopes --json
+            printf '%s\n' --depth= --all-scopes --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case flock
             printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl --json
     end

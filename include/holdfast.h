@@ -367,6 +367,13 @@ int hf_lock_status(const char *path, hf_rec **ret);
  * and "ttl_ms". Failures: -errno; on etcd -EIO, -EACCES, -EPROTO with
  * hf_lock_holder's "reason" saying what happened. */
 int hf_lock_query(hf_lock *l, hf_rec **ret);
+/* The locks and sessions kept on l's backend (etcd) whose path is l's path
+ * (made absolute lexically) or below it, read-only (one range read per
+ * kind): 0 and *ret, {"dir", "locks": [...]}, each item a record's fields
+ * plus "kind" ("lock" or "session"), "backend" and "key". -EOPNOTSUPP on
+ * the file system (`holdfast list` walks the tree there); the client's
+ * failures with hf_lock_holder's "reason". */
+int hf_lock_list(hf_lock *l, hf_rec **ret);
 /* Keep the lock l acquired on etcd (held or detached) alive for its owner
  * (HF_OPT_PID at the acquisition): renew its lease every TTL/3 until the
  * owner process ends - then revoke it, the lock is free at once: 0 -, the

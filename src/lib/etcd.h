@@ -126,6 +126,19 @@ void hf_etcdlock_unkeep(struct hf_etcdlock *el);
  * could not be renewed within its TTL (HF_ELOST). */
 int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start);
 
+/* A kv of the gateway (a lock's key) into *i (owner, fence, state, age)
+ * and *lease: 0; HF_EUNREADABLE (the value is no owner record: *i held,
+ * with a reason). */
+int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease);
+
+/* ---- listing (etcdlist.c) ------------------------------------------------ */
+/* The locks and sessions on the etcd of cfg whose path is dir (absolute,
+ * lexical) or below it, one range read each: 0 and *ret (a JSON array,
+ * each item a record's fields plus "kind", "backend", "key"); the client's
+ * failures (why). */
+int hf_etcd_list(const struct hf_etcd_cfg *cfg, const char *dir, json_t **ret, char *why,
+		 size_t n);
+
 /* ---- the session lock on etcd (etcdsession.c) --------------------------- */
 #define HF_ETCD_SESSION_PREFIX "/holdfast/session"
 struct hf_etcdsession;

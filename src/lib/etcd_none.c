@@ -166,3 +166,16 @@ int hf_etcdsession_watch(struct hf_etcdsession *es, int64_t rev, int64_t deadlin
 	(void)es, (void)rev, (void)deadline_ns, (void)cancel_fd;
 	return -EPROTONOSUPPORT;
 }
+
+int hf_etcd_list(const struct hf_etcd_cfg *cfg, const char *dir, json_t **ret, char *why,
+		 size_t n)
+{
+	(void)cfg, (void)dir, (void)ret, (void)why, (void)n;
+	return -EPROTONOSUPPORT;
+}
+
+struct hf_etcd_cfg *hf_etcdlock_cfg(struct hf_etcdlock *el)
+{
+	(void)el;
+	return NULL;
+}

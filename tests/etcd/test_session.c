@@ -304,3 +304,54 @@ Test(etcd_session, renew_lost_to_a_breaker)
 	cr_assert_eq(hf_session_release(n), 0);
 	hf_session_free(n);
 }
+
+/* holdfast list --backend: the locks and sessions etcd keeps under DIR (a
+ * range read), not a sibling's ("t" lists t/..., not tx/...). */
+Test(etcd_session, list_on_etcd)
+{
+	char *out = NULL, *err = NULL;
+	char *s = fmt("cd %s && mkdir t && H=\"$HOLDFAST_BIN\"\n"
+		      "\"$H\" session take --lane a --file t/.session.lock || exit 10\n"
+		      "\"$H\" session take --lane z --file tx/.session.lock || exit 11\n"
+		      "\"$H\" run --lock t/x.lock -- \"$H\" list t --json > l.json || exit 12\n"
+		      "\"$H\" list t; echo \"list=$?\"\n"
+		      "\"$H\" list t --backend etcd://127.0.0.1:1 --etcd-timeout 1s; echo \"down=$?\"\n"
+		      "ls -A t | wc -l\n"
+		      "cat l.json\n",
+		      et_dir);
+	cr_assert_eq(hft_sh(&out, &err, "sh", E.env, s), 0, "%s", err);
+	cr_assert(strstr(out, "list=0\n") && strstr(out, "down=74\n"), "%s", out);
+	cr_assert(strstr(out, "session held  a "), "the table names the session: %s", out);
+	cr_assert(!strstr(out, "tx/.session.lock"), "a sibling is not under t: %s", out);
+	cr_assert(strstr(err, "127.0.0.1:1"), "the endpoint named: %s", err);
+	cr_assert(strstr(out, "\n0\n"), "nothing made on the file system: %s", out);
+	json_t *j = json_line(strstr(out, "{\"dir\""));
+	json_t *items = json_object_get(j, "locks");
+	cr_assert_eq(json_array_size(items), 2, "%s", out);
+	json_t *lock = NULL, *sess = NULL;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *it = json_array_get(items, i);
+		const char *kind = json_string_value(json_object_get(it, "kind"));
+		if (!strcmp(kind, "lock"))
+			lock = it;
+		else if (!strcmp(kind, "session"))
+			sess = it;
+	}
+	cr_assert(lock && sess, "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(sess, "lane")), "a");
+	cr_assert_str_eq(json_string_value(json_object_get(sess, "state")), "held");
+	cr_assert_str_eq(json_string_value(json_object_get(lock, "state")), "held");
+	cr_assert_gt(json_integer_value(json_object_get(lock, "fence")), 0);
+	char *key = fmt("/holdfast/lock%s/t/x.lock", et_dir);
+	cr_assert_str_eq(json_string_value(json_object_get(lock, "key")), key);
+	/* read-only: the session is still there, as it was */
+	char *got = NULL;
+	cr_assert_eq(et_ctl("get --prefix /holdfast/session --keys-only", &got), 0);
+	cr_assert(strstr(got, "/t/.session.lock") && strstr(got, "/tx/.session.lock"), "%s", got);
+	json_decref(j);
+	free(got);
+	free(key);
+	free(s);
+	free(out);
+	free(err);
+}
