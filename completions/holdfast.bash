@@ -22,11 +22,11 @@ _holdfast_subs() {
 _holdfast_opts() {
 	local o
 	case $1 in
-	"session take") o="--lane --owner --stale --file --json" ;;
-	"session release") o="--lane --owner --stale --file --json" ;;
-	"session renew") o="--lane --owner --file --json" ;;
-	"session status") o="--file --stale --json" ;;
-	"session assert-held") o="--file --stale --json" ;;
+	"session take") o="--lane --owner --stale --file --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session release") o="--lane --owner --stale --file --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session renew") o="--lane --owner --file --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session status") o="--file --stale --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
+	"session assert-held") o="--file --stale --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
 	"session race") o="--procs --runs --naive --json --dir" ;;
 	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock release") o="--token --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
@@ -40,7 +40,7 @@ _holdfast_opts() {
 	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	selftest) o="--json" ;;
-	list) o="--depth --all-scopes --json" ;;
+	list) o="--depth --all-scopes --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
 	flock) o="-x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w --wait --timeout -E --conflict-exit-code -o --close -c --command -F --no-fork -u --unlock --verbose --fcntl --json" ;;
 	*) return 1 ;;
 	esac

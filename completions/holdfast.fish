@@ -10,15 +10,15 @@
 function __holdfast_opts -a key
     switch $key
         case 'session take'
-            printf '%s\n' --lane= --owner= --stale= --file= --json
+            printf '%s\n' --lane= --owner= --stale= --file= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session release'
-            printf '%s\n' --lane= --owner= --stale= --file= --json
+            printf '%s\n' --lane= --owner= --stale= --file= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session renew'
-            printf '%s\n' --lane= --owner= --file= --json
+            printf '%s\n' --lane= --owner= --file= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session status'
-            printf '%s\n' --file= --stale= --json
+            printf '%s\n' --file= --stale= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session assert-held'
-            printf '%s\n' --file= --stale= --json
+            printf '%s\n' --file= --stale= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case 'session race'
             printf '%s\n' --procs= --runs= --naive --json --dir=
         case 'lock acquire'
@@ -46,7 +46,7 @@ function __holdfast_opts -a key
         case selftest
             printf '%s\n' --json
         case list
-            printf '%s\n' --depth= --all-scopes --json
+            printf '%s\n' --depth= --all-scopes --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case flock
             printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl --json
     end

@@ -367,6 +367,13 @@ int hf_lock_status(const char *path, hf_rec **ret);
  * and "ttl_ms". Failures: -errno; on etcd -EIO, -EACCES, -EPROTO with
  * hf_lock_holder's "reason" saying what happened. */
 int hf_lock_query(hf_lock *l, hf_rec **ret);
+/* The locks and sessions kept on l's backend (etcd) whose path is l's path
+ * (made absolute lexically) or below it, read-only (one range read per
+ * kind): 0 and *ret, {"dir", "locks": [...]}, each item a record's fields
+ * plus "kind" ("lock" or "session"), "backend" and "key". -EOPNOTSUPP on
+ * the file system (`holdfast list` walks the tree there); the client's
+ * failures with hf_lock_holder's "reason". */
+int hf_lock_list(hf_lock *l, hf_rec **ret);
 /* Keep the lock l acquired on etcd (held or detached) alive for its owner
  * (HF_OPT_PID at the acquisition): renew its lease every TTL/3 until the
  * owner process ends - then revoke it, the lock is free at once: 0 -, the
@@ -483,7 +490,11 @@ typedef struct hf_session hf_session;
 /* A handle for lane at the lock file path (NULL: hf_session_default_path).
  * -EINVAL: a lane that is empty, longer than HF_LANE_MAX or not text. */
 int hf_session_new(const char *path, const char *lane, hf_session **ret);
-/* HF_OPT_WAIT_MS, _STALE_MS, _CANCEL_FD; set_str: HF_OPT_OWNER. */
+/* HF_OPT_WAIT_MS, _STALE_MS, _CANCEL_FD, _TIMEOUT_MS (on etcd); set_str:
+ * HF_OPT_OWNER, HF_OPT_BACKEND ("etcd://...": the session is the key
+ * /holdfast/session + the lock file's path made absolute lexically, no
+ * lease; every verb on etcd, none on the file system) and its
+ * HF_OPT_ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE. */
 int hf_session_set(hf_session *s, int opt, int64_t value);
 int hf_session_set_str(hf_session *s, int opt, const char *value);
 /* Take the session. 0, or 1 when the take broke a stale session (named
@@ -518,6 +529,10 @@ void hf_session_free(hf_session *s);
  * fields, "age_ms", "mtime_ms", "aside" (the name when the record sits in an
  * aside), "reason" (unreadable). stale_ms <= 0: the default window. */
 int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret);
+/* The same through a handle, on its backend (HF_OPT_BACKEND) and with its
+ * HF_OPT_STALE_MS: 0 and *ret (an etcd record adds "backend" and "key");
+ * -errno (on etcd the client's reason in hf_session_holder). */
+int hf_session_query(hf_session *s, hf_rec **ret);
 /* .session.lock at the top of the enclosing git work tree (the nearest
  * ancestor of the current directory holding .git), else in the current
  * directory, into buf (n bytes). */

@@ -175,6 +175,10 @@ const char *cli_backend(void);
  * on l: 0, or an exit code (said, recorded). */
 struct hf_lock;
 int cli_backend_apply(struct hf_lock *l, const char *path);
+/* The same on a session handle (session take/release/renew/status/
+ * assert-held --backend): 0, or an exit code (said, recorded). */
+struct hf_session;
+int cli_backend_session(struct hf_session *s, const char *path);
 /* path as the etcd backend names it (its key is /holdfast/lock + this):
  * absolute, ".", ".." and "//" resolved lexically, into buf. */
 const char *cli_backend_path(const char *path, char *buf, size_t n);

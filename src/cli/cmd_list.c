@@ -25,6 +25,11 @@
  *   (LS3) An error names its file and does not stop the listing: a line on
  *         stderr, an entry of "errors" with --json; the exit code is 0
  *         unless DIR itself cannot be read.
+ *   (LS4) With --backend etcd://... (or HOLDFAST_BACKEND) it lists what
+ *         etcd keeps under DIR instead (hf_lock_list: range reads, LS1's
+ *         rule): DIR is made absolute lexically and need not exist; an etcd
+ *         that cannot be read ends the listing (exit 74, the endpoint
+ *         named).
  */
 #include "cli.h"
 #include "file.h"
@@ -61,6 +66,10 @@ static const char usage[] =
 	"are not followed, .git is not entered, at most --depth levels (default 8).\n"
 	"--json: one object {\"dir\",\"locks\":[...],\"errors\":[...]}, each item the\n"
 	"record's fields plus \"kind\".\n"
+	"--backend etcd://HOST:PORT[,HOST:PORT...] (or etcds://; default: HOLDFAST_BACKEND,\n"
+	"else 'file'): the locks and sessions kept in etcd under DIR (made absolute,\n"
+	"lexically; range reads only) instead of the walk; --etcd-user USER with\n"
+	"--etcd-password-file FILE, --etcd-ca FILE, --etcd-timeout DUR as for lock.\n"
 	"-h, --help; -V, --version.\n"
 	"Exit: 0 (errors below DIR are reported, not fatal); 64 usage; DIR unreadable:\n"
 	"73 missing, 77 permission, 71/74 others.\n";
@@ -397,6 +406,49 @@ static json_t *sorted(json_t *items)
 	return out;
 }
 
+/* LS4: what etcd keeps under dir. */
+static int list_etcd(const char *dir, bool json)
+{
+	hf_lock *l;
+	hf_rec *r = NULL;
+	int rc = hf_lock_new(dir, &l);
+	if (rc < 0) {
+		cli_err("list: %s: %s", CLI_SHOW(dir), hf_strerror(rc));
+		return cli_fail_rc(rc, dir, NULL);
+	}
+	if ((rc = cli_backend_apply(l, dir)) != 0) {
+		hf_lock_free(l);
+		return rc; /* said, recorded */
+	}
+	rc = hf_lock_list(l, &r);
+	if (rc < 0) {
+		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
+		cli_err("list: %s: %s%s%s", CLI_SHOW(dir), hf_strerror(rc), why ? ": " : "",
+			why ? CLI_SHOW(why) : "");
+		rc = cli_fail_rc(rc, dir, hf_lock_holder(l));
+		hf_lock_free(l);
+		return rc;
+	}
+	hf_lock_free(l);
+	json_t *o = json_loads(hf_rec_json(r), 0, NULL);
+	hf_rec_free(r);
+	json_t *items = o ? sorted(json_incref(json_object_get(o, "locks"))) : NULL;
+	if (!items) {
+		json_decref(o);
+		return HF_EXIT_SOFTWARE;
+	}
+	if (json) {
+		json_t *j = json_pack("{s:O,s:s,s:o,s:[],s:b}", "dir", json_object_get(o, "dir"),
+				      "backend", "etcd", "locks", items, "errors", "truncated", 0);
+		json_decref(o);
+		return cli_json_print(j) < 0 ? HF_EXIT_IOERR : HF_EXIT_OK;
+	}
+	print_table(items);
+	json_decref(items);
+	json_decref(o);
+	return HF_EXIT_OK;
+}
+
 int cmd_list(int argc, char **argv)
 {
 	enum { OPT_JSON = 1000, OPT_DEPTH, OPT_ALL, OPT_HELP };
@@ -404,6 +456,11 @@ int cmd_list(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "depth", required_argument, NULL, OPT_DEPTH },
 		{ "all-scopes", no_argument, NULL, OPT_ALL },
+		{ "backend", required_argument, NULL, CLI_OPT_BACKEND },
+		{ "etcd-user", required_argument, NULL, CLI_OPT_ETCD_USER },
+		{ "etcd-password-file", required_argument, NULL, CLI_OPT_ETCD_PWFILE },
+		{ "etcd-ca", required_argument, NULL, CLI_OPT_ETCD_CA },
+		{ "etcd-timeout", required_argument, NULL, CLI_OPT_ETCD_TIMEOUT },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -414,6 +471,11 @@ int cmd_list(int argc, char **argv)
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+		int b = cli_backend_opt(c, optarg);
+		if (b > 0)
+			return b; /* refused, said */
+		if (b < 0)
+			continue;
 		switch (c) {
 		case OPT_JSON:
 			json = true;
@@ -450,6 +512,8 @@ int cmd_list(int argc, char **argv)
 		return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 	}
 	const char *arg = optind < argc ? argv[optind] : ".";
+	if (cli_backend())
+		return list_etcd(arg, json);
 	char dir[PATH_MAX];
 	int rc = hf_path_canonical(arg, dir, sizeof dir);
 	int fd = rc < 0 ? rc : hf_sys_openat(AT_FDCWD, dir, OPEN_WALK & ~O_NOFOLLOW, 0);

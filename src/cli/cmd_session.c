@@ -60,6 +60,14 @@ static const char usage[] =
 	"               prints the holders of each run (--naive: the old read-then-write\n"
 	"               guard). A measurement, never a verdict: it always exits 0.\n"
 	"\n"
+	"Backend (take, release, renew, status, assert-held): --backend\n"
+	"etcd://HOST:PORT[,HOST:PORT...] (or etcds:// for https; default:\n"
+	"HOLDFAST_BACKEND, else 'file') keeps the session in etcd under\n"
+	"/holdfast/session + the lock file's path made absolute (no file, no lease;\n"
+	"stale by its record's age, as here); --etcd-user USER with\n"
+	"--etcd-password-file FILE (or HOLDFAST_ETCD_USER, HOLDFAST_ETCD_PASSWORD_FILE),\n"
+	"--etcd-ca FILE (or HOLDFAST_ETCD_CA_FILE), --etcd-timeout DUR (default 5s).\n"
+	"\n"
 	"Asides: a break or release renames the lock to <file>.aside-<16 hex> first and\n"
 	"deletes it only once verified; git users add the line '.session.lock.aside-*'\n"
 	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n"
@@ -76,6 +84,7 @@ static const char usage[] =
 enum {
 	O_LANE = 1 << 0, O_OWNER = 1 << 1, O_STALE = 1 << 2, O_FILE = 1 << 3, O_JSON = 1 << 4,
 	O_PROCS = 1 << 5, O_RUNS = 1 << 6, O_NAIVE = 1 << 7, O_DIR = 1 << 8, O_POS = 1 << 9,
+	O_BACKEND = 1 << 10, /* --backend and its etcd options (backend.c) */
 };
 
 struct opts {
@@ -101,11 +110,16 @@ static int parse(int argc, char **argv, unsigned allowed, struct opts *o)
 	static const struct {
 		const char *name;
 		unsigned bit;
-		int has_arg;
+		int has_arg, backend_opt;
 	} table[] = {
-		{ "--lane", O_LANE, 1 },   { "--owner", O_OWNER, 1 }, { "--stale", O_STALE, 1 },
-		{ "--file", O_FILE, 1 },   { "--json", O_JSON, 0 },   { "--procs", O_PROCS, 1 },
-		{ "--runs", O_RUNS, 1 },   { "--naive", O_NAIVE, 0 }, { "--dir", O_DIR, 1 },
+		{ "--backend", O_BACKEND, 1, CLI_OPT_BACKEND },
+		{ "--etcd-user", O_BACKEND, 1, CLI_OPT_ETCD_USER },
+		{ "--etcd-password-file", O_BACKEND, 1, CLI_OPT_ETCD_PWFILE },
+		{ "--etcd-ca", O_BACKEND, 1, CLI_OPT_ETCD_CA },
+		{ "--etcd-timeout", O_BACKEND, 1, CLI_OPT_ETCD_TIMEOUT },
+		{ "--lane", O_LANE, 1, 0 },   { "--owner", O_OWNER, 1, 0 }, { "--stale", O_STALE, 1, 0 },
+		{ "--file", O_FILE, 1, 0 },   { "--json", O_JSON, 0, 0 },   { "--procs", O_PROCS, 1, 0 },
+		{ "--runs", O_RUNS, 1, 0 },   { "--naive", O_NAIVE, 0, 0 }, { "--dir", O_DIR, 1, 0 },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
@@ -119,11 +133,12 @@ static int parse(int argc, char **argv, unsigned allowed, struct opts *o)
 		}
 		size_t klen = strcspn(a, "=");
 		unsigned bit = 0;
-		int has_arg = 0;
+		int has_arg = 0, backend_opt = 0;
 		for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
 			if (strlen(table[k].name) == klen && !strncmp(a, table[k].name, klen)) {
 				bit = table[k].bit;
 				has_arg = table[k].has_arg;
+				backend_opt = table[k].backend_opt;
 			}
 		if (!(bit & allowed)) {
 			cli_err("session %s: unknown option '%s' (see 'holdfast session --help')",
@@ -142,6 +157,12 @@ static int parse(int argc, char **argv, unsigned allowed, struct opts *o)
 		}
 		int bad = 0;
 		switch (bit) {
+		case O_BACKEND: {
+			int b = cli_backend_opt(backend_opt, val);
+			if (b > 0)
+				return b; /* refused, said */
+			break;
+		}
 		case O_LANE:
 			o->lane = val;
 			bad = !*val || !hf_text_ok(val, HF_LANE_MAX);
@@ -294,7 +315,8 @@ static json_t *record_json(const hf_rec *r, const char *path)
 		return o;
 	}
 	static const char *const fields[] = { "lane", "owner", "pid", "host", "started",
-					      "boot_id", "timens", "boottime_ms", "broke" };
+					      "boot_id", "timens", "boottime_ms", "broke",
+					      "backend", "key" /* on etcd */ };
 	if (json_object_get(src, "legacy")) {
 		json_object_set_new(o, "legacy", json_true());
 		json_object_set(o, "started", json_object_get(src, "started"));
@@ -330,6 +352,10 @@ static json_t *status_json(const hf_rec *r, const char *path)
 		char abs[PATH_MAX];
 		o = json_object();
 		json_object_set_new(o, "file", json_string(cli_abs_path(path, abs, sizeof abs)));
+		if (hf_rec_str(r, "key")) {
+			json_object_set_new(o, "backend", json_string("etcd"));
+			json_object_set_new(o, "key", json_string(rec_str(r, "key")));
+		}
 	} else {
 		o = record_json(r, path);
 		json_object_set_new(o, "age_ms", json_integer(rec_int(r, "age_ms")));
@@ -371,6 +397,15 @@ static void print_unreadable(const char *path, const hf_rec *r, const char *verb
  * take, release, status, assert-held
  * ---------------------------------------------------------------------- */
 
+/* ": the etcd client's reason" of a failure on etcd ("" when none). */
+static const char *why_of(const hf_rec *r, char *buf, size_t n)
+{
+	const char *why = r ? hf_rec_str(r, "reason") : NULL;
+	snprintf(buf, n, "%s%s", why ? ": " : "", why ? CLI_SHOW(why) : "");
+	return buf;
+}
+#define WHY(r) why_of((r), (char[512]){ 0 }, 512)
+
 /* A handle for o's lock and lane with o's options: 0, or the exit code. */
 static int open_session(const struct opts *o, hf_session **ret)
 {
@@ -384,6 +419,11 @@ static int open_session(const struct opts *o, hf_session **ret)
 		hf_session_free(*ret);
 		*ret = NULL;
 		return cli_fail_rc(rc, o->path, NULL);
+	}
+	if ((rc = cli_backend_session(*ret, o->path)) != 0) {
+		hf_session_free(*ret);
+		*ret = NULL;
+		return rc; /* said, recorded */
 	}
 	return 0;
 }
@@ -426,7 +466,7 @@ static int do_take(struct opts *o)
 	} else if (rc == HF_EUNREADABLE) {
 		print_unreadable(o->path, r, "take");
 	} else {
-		cli_err("%s: take failed: %s", SHOWN(o->path), hf_strerror(rc));
+		cli_err("%s: take failed: %s%s", SHOWN(o->path), hf_strerror(rc), WHY(r));
 	}
 	/* the holder nested in the error object (JS2) */
 	bool who = o->json && (rc == HF_EHELD || rc == HF_EUNREADABLE);
@@ -474,7 +514,7 @@ static int do_renew(struct opts *o)
 		print_unreadable(o->path, r, "renew");
 		break;
 	default:
-		cli_err("%s: renew failed: %s", SHOWN(o->path), hf_strerror(rc));
+		cli_err("%s: renew failed: %s%s", SHOWN(o->path), hf_strerror(rc), WHY(r));
 	}
 	int code = rc == HF_ELOST ? HF_EXIT_CONFLICT : cli_exit_for(rc);
 	if (rc < 0) {
@@ -515,7 +555,7 @@ static int do_release(struct opts *o)
 		print_unreadable(o->path, r, "release");
 		break;
 	default:
-		cli_err("%s: release failed: %s", SHOWN(o->path), hf_strerror(rc));
+		cli_err("%s: release failed: %s%s", SHOWN(o->path), hf_strerror(rc), WHY(r));
 	}
 	if (rc < 0) {
 		bool who = o->json && (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE);
@@ -533,8 +573,25 @@ static int do_release(struct opts *o)
 
 static int do_status(struct opts *o, const char *assert_lane)
 {
-	hf_rec *r;
-	int rc = hf_session_status(o->path, o->stale_ms, &r);
+	hf_rec *r = NULL;
+	int rc;
+	if (cli_backend()) { /* on etcd: through a handle (its lane unused) */
+		hf_session *s;
+		o->lane = assert_lane ? assert_lane : "status";
+		if ((rc = open_session(o, &s)))
+			return rc;
+		rc = hf_session_query(s, &r);
+		if (rc < 0) {
+			cli_err("%s: status failed: %s%s", SHOWN(o->path), hf_strerror(rc),
+				WHY(hf_session_holder(s)));
+			rc = cli_fail_rc(rc, o->path, hf_session_holder(s));
+			hf_session_free(s);
+			return rc;
+		}
+		hf_session_free(s);
+	} else {
+		rc = hf_session_status(o->path, o->stale_ms, &r);
+	}
 	if (rc < 0) {
 		cli_err("%s: status failed: %s", SHOWN(o->path), hf_strerror(rc));
 		return cli_fail_rc(rc, o->path, NULL);
@@ -775,7 +832,8 @@ int cmd_session(int argc, char **argv)
 	int rc;
 	if (!strcmp(sub, "take") || !strcmp(sub, "release") || !strcmp(sub, "renew")) {
 		int take = sub[0] == 't', renew = !strcmp(sub, "renew");
-		rc = parse(argc - 1, argv + 1, O_LANE | O_OWNER | O_FILE | O_STALE | O_JSON, &o);
+		rc = parse(argc - 1, argv + 1, O_LANE | O_OWNER | O_FILE | O_STALE | O_JSON | O_BACKEND,
+			   &o);
 		if (rc)
 			return rc;
 		if (!o.lane) {
@@ -784,19 +842,19 @@ int cmd_session(int argc, char **argv)
 		}
 		if ((rc = resolve(&o)))
 			return rc;
-		if (!o.json)
+		if (!o.json && !cli_backend()) /* the etcd client frees with free() */
 			json_set_alloc_funcs(arena_alloc, arena_free);
 		return take ? do_take(&o) : renew ? do_renew(&o) : do_release(&o);
 	}
 	if (!strcmp(sub, "status")) {
-		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_JSON, &o)))
+		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_JSON | O_BACKEND, &o)))
 			return rc;
 		if ((rc = resolve(&o)))
 			return rc;
 		return do_status(&o, NULL);
 	}
 	if (!strcmp(sub, "assert-held")) {
-		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_POS | O_JSON, &o)))
+		if ((rc = parse(argc - 1, argv + 1, O_FILE | O_STALE | O_POS | O_JSON | O_BACKEND, &o)))
 			return rc;
 		if (!o.pos || !*o.pos) {
 			cli_err("session assert-held: LANE is required");

@@ -68,6 +68,11 @@ int hf_etcd_call(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, 
 int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_rev,
 		  int64_t deadline_ns, int cancel_fd, char *why, size_t n);
 
+/* path made absolute lexically (".", ".." and "//" resolved without the
+ * file system; symbolic links kept) into *ret (malloc'd): 0; -EINVAL (no
+ * working directory, or "/"), -ENOMEM. */
+int hf_etcd_abs_lexical(const char *path, char **ret);
+
 /* base64 of p (n bytes), malloc'd; NULL: no memory. */
 char *hf_b64_encode(const void *p, size_t n);
 /* Decode s: 0, *ret (malloc'd, NUL-terminated) and *ret_n; -EINVAL. */
@@ -120,5 +125,50 @@ void hf_etcdlock_unkeep(struct hf_etcdlock *el);
  * is revoked: 0), the lease ends elsewhere (a release: HF_ENOTHELD), or it
  * could not be renewed within its TTL (HF_ELOST). */
 int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start);
+
+/* A kv of the gateway (a lock's key) into *i (owner, fence, state, age)
+ * and *lease: 0; HF_EUNREADABLE (the value is no owner record: *i held,
+ * with a reason). */
+int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease);
+
+/* ---- listing (etcdlist.c) ------------------------------------------------ */
+/* The locks and sessions on the etcd of cfg whose path is dir (absolute,
+ * lexical) or below it, one range read each: 0 and *ret (a JSON array,
+ * each item a record's fields plus "kind", "backend", "key"); the client's
+ * failures (why). */
+int hf_etcd_list(const struct hf_etcd_cfg *cfg, const char *dir, json_t **ret, char *why,
+		 size_t n);
+
+/* ---- the session lock on etcd (etcdsession.c) --------------------------- */
+#define HF_ETCD_SESSION_PREFIX "/holdfast/session"
+struct hf_etcdsession;
+struct hf_sessionlock_opts;
+struct hf_sessionlock_record;
+struct hf_sessionlock_status;
+
+/* A session for the session file path (its key: HF_ETCD_SESSION_PREFIX +
+ * path made absolute lexically) on the etcd of cfg (copied). 0; -EINVAL,
+ * -ENOMEM. */
+int hf_etcdsession_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdsession **ret);
+void hf_etcdsession_free(struct hf_etcdsession *es);
+const char *hf_etcdsession_key(const struct hf_etcdsession *es);
+const char *hf_etcdsession_why(const struct hf_etcdsession *es);
+/* As hf_sessionlock_take/_release/_renew/_status, on etcd (ES1-ES3); take's
+ * *ret_rev (may be NULL) is the revision it judged a live holder at (for
+ * hf_etcdsession_watch). Failures add the client's (-EIO, -EACCES,
+ * -EPROTO: hf_etcdsession_why). */
+int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			struct hf_sessionlock_record *ret_taken,
+			struct hf_sessionlock_status *reterr_holder, int64_t *ret_rev);
+int hf_etcdsession_release(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			   struct hf_sessionlock_status *reterr_holder);
+int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			 struct hf_sessionlock_record *ret,
+			 struct hf_sessionlock_status *reterr_holder);
+int hf_etcdsession_status(struct hf_etcdsession *es, int64_t stale_ms,
+			  struct hf_sessionlock_status *ret);
+/* Watch the key after revision rev (hf_etcd_watch's outcomes). */
+int hf_etcdsession_watch(struct hf_etcdsession *es, int64_t rev, int64_t deadline_ns,
+			 int cancel_fd);
 
 #endif

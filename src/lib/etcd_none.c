@@ -106,3 +106,76 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 	(void)el, (void)pid, (void)start;
 	return -EPROTONOSUPPORT;
 }
+
+int hf_etcdsession_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdsession **ret)
+{
+	(void)path, (void)cfg, (void)ret;
+	return -EPROTONOSUPPORT;
+}
+
+void hf_etcdsession_free(struct hf_etcdsession *es)
+{
+	(void)es;
+}
+
+const char *hf_etcdsession_key(const struct hf_etcdsession *es)
+{
+	(void)es;
+	return "";
+}
+
+const char *hf_etcdsession_why(const struct hf_etcdsession *es)
+{
+	(void)es;
+	return "";
+}
+
+int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			struct hf_sessionlock_record *ret_taken,
+			struct hf_sessionlock_status *reterr_holder, int64_t *ret_rev)
+{
+	(void)es, (void)o, (void)ret_taken, (void)reterr_holder, (void)ret_rev;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcdsession_release(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			   struct hf_sessionlock_status *reterr_holder)
+{
+	(void)es, (void)o, (void)reterr_holder;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			 struct hf_sessionlock_record *ret,
+			 struct hf_sessionlock_status *reterr_holder)
+{
+	(void)es, (void)o, (void)ret, (void)reterr_holder;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcdsession_status(struct hf_etcdsession *es, int64_t stale_ms,
+			  struct hf_sessionlock_status *ret)
+{
+	(void)es, (void)stale_ms, (void)ret;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcdsession_watch(struct hf_etcdsession *es, int64_t rev, int64_t deadline_ns,
+			 int cancel_fd)
+{
+	(void)es, (void)rev, (void)deadline_ns, (void)cancel_fd;
+	return -EPROTONOSUPPORT;
+}
+
+int hf_etcd_list(const struct hf_etcd_cfg *cfg, const char *dir, json_t **ret, char *why,
+		 size_t n)
+{
+	(void)cfg, (void)dir, (void)ret, (void)why, (void)n;
+	return -EPROTONOSUPPORT;
+}
+
+struct hf_etcd_cfg *hf_etcdlock_cfg(struct hf_etcdlock *el)
+{
+	(void)el;
+	return NULL;
+}

@@ -112,8 +112,7 @@ struct hf_etcdlock {
 	char why[HF_ETCD_WHY_MAX];
 };
 
-/* path made absolute lexically into a malloc'd string. */
-static int abs_lexical(const char *path, char **ret)
+int hf_etcd_abs_lexical(const char *path, char **ret)
 {
 	char cwd[PATH_MAX] = "";
 	if (path[0] != '/' && hf_sys_getcwd(cwd, sizeof cwd) < 0)
@@ -160,7 +159,7 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 	if (!el)
 		return -ENOMEM;
 	char *abs = NULL;
-	int rc = abs_lexical(path, &abs);
+	int rc = hf_etcd_abs_lexical(path, &abs);
 	if (rc == 0) {
 		size_t n = strlen(HF_ETCD_KEY_PREFIX) + strlen(abs) + 1;
 		el->key = malloc(n);
@@ -293,7 +292,7 @@ static int lease_keep(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id, cha
 }
 
 /* A kv of the gateway into *i (owner, fence, state, age) and *lease. */
-static int kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease)
+int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease)
 {
 	memset(i, 0, sizeof *i);
 	i->live_fd = -1;
@@ -347,7 +346,7 @@ static int range(struct hf_etcdlock *el, struct hf_dirlock_info *i, int64_t *lea
 	if (rev)
 		hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
 	json_t *kv = json_array_get(json_object_get(a, "kvs"), 0);
-	rc = kv ? kv_info(kv, i, lease) : 0;
+	rc = kv ? hf_etcdlock_kv_info(kv, i, lease) : 0;
 	json_decref(a);
 	return rc == HF_EUNREADABLE ? 0 : rc; /* an unreadable holder is a holder */
 }
@@ -468,7 +467,7 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 	memset(h, 0, sizeof *h);
 	h->live_fd = -1;
 	*lease_h = 0;
-	rc = kv ? kv_info(kv, h, lease_h) : 0;
+	rc = kv ? hf_etcdlock_kv_info(kv, h, lease_h) : 0;
 	if (!kv)
 		h->state = HF_LOCK_FREE; /* gone between the compare and the read: again */
 	json_decref(a);

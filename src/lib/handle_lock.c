@@ -492,6 +492,31 @@ int hf_lock_query(hf_lock *l, hf_rec **ret)
 	return 0;
 }
 
+int hf_lock_list(hf_lock *l, hf_rec **ret)
+{
+	if (!l || !ret)
+		return -EINVAL;
+	int rc = etcd_ready(l);
+	if (rc < 0)
+		return etcd_fail(l, rc);
+	if (!l->el)
+		return -EOPNOTSUPP; /* the file system's: the CLI walks the tree */
+	const char *dir = hf_etcdlock_key(l->el) + strlen(HF_ETCD_KEY_PREFIX);
+	json_t *items = NULL;
+	char why[HF_ETCD_WHY_MAX] = "";
+	rc = hf_etcd_list(hf_etcdlock_cfg(l->el), dir, &items, why, sizeof why);
+	if (rc < 0) {
+		l->holder_is_self = false;
+		hf_rec_put(&l->holder, why[0] ? hf_rec_reason(why, l->path) : NULL);
+		return rc;
+	}
+	hf_rec *r = hf_rec_take(json_pack("{s:s, s:o}", "dir", dir, "locks", items));
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}
+
 int hf_lock_keep(hf_lock *l)
 {
 	if (!l)

@@ -15,7 +15,11 @@
  *        same lane is refused (HF_ENOTYOURS), not a theft.
  *  (HS4) A take's own record is built only when hf_session_holder asks
  *        for it: a take that nobody asks about costs no JSON.
+ *  (HS5) A handle with HF_OPT_BACKEND "etcd://..." does every verb on etcd
+ *        (etcdsession.c) and none on the file system; its waits are
+ *        watches of the key.
  */
+#include "etcd.h"
 #include "internal.h"
 #include "handle.h"
 #include "rec.h"
@@ -38,7 +42,48 @@ struct hf_session {
 	hf_rec *holder;
 	struct hf_sessionlock_record took; /* the last take's record (HS4)   */
 	bool holder_is_took;            /* hf_session_holder builds it       */
+	/* HS5: the etcd backend, when set; es made from these at a verb */
+	char *backend, *etcd_user, *etcd_pwfile, *etcd_ca;
+	int64_t timeout_ms;
+	struct hf_etcdsession *es;
+	bool es_dirty;
 };
+
+/* HS5: s's etcd session, made anew when its options changed. 0 (s->es
+ * NULL: the file system), -errno. */
+static int etcd_ready(hf_session *s)
+{
+	if (!s->backend) {
+		hf_etcdsession_free(s->es);
+		s->es = NULL;
+		return 0;
+	}
+	if (s->es && !s->es_dirty)
+		return 0;
+	struct hf_etcd_cfg cfg;
+	int rc = hf_etcd_cfg_parse(s->backend, &cfg);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.user, s->etcd_user);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.password_file, s->etcd_pwfile);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.ca_file, s->etcd_ca);
+	if (rc == 0 && s->timeout_ms) {
+		cfg.request_ms = s->timeout_ms;
+		if (cfg.connect_ms > s->timeout_ms)
+			cfg.connect_ms = s->timeout_ms;
+	}
+	struct hf_etcdsession *es = NULL;
+	if (rc == 0)
+		rc = hf_etcdsession_new(s->path, &cfg, &es);
+	hf_etcd_cfg_clear(&cfg);
+	if (rc < 0)
+		return rc;
+	hf_etcdsession_free(s->es);
+	s->es = es;
+	s->es_dirty = false;
+	return 0;
+}
 
 int hf_session_new(const char *path, const char *lane, hf_session **ret)
 {
@@ -79,14 +124,57 @@ int hf_session_set(hf_session *s, int opt, int64_t v)
 	case HF_OPT_STALE_MS:
 		s->stale_ms = v;
 		return 0;
+	case HF_OPT_TIMEOUT_MS:
+		s->timeout_ms = v;
+		s->es_dirty = true;
+		return 0;
 	}
 	return -EINVAL;
 }
 
 int hf_session_set_str(hf_session *s, int opt, const char *v)
 {
-	if (!s || opt != HF_OPT_OWNER)
+	if (!s)
 		return -EINVAL;
+	char **slot = NULL;
+	switch (opt) {
+	case HF_OPT_OWNER:
+		break;
+	case HF_OPT_BACKEND:
+		slot = &s->backend;
+		if (v && !strcmp(v, "file"))
+			v = NULL;
+		if (v) {
+			struct hf_etcd_cfg cfg;
+			int rc = hf_etcd_cfg_parse(v, &cfg);
+			hf_etcd_cfg_clear(&cfg);
+			if (rc < 0)
+				return rc;
+		}
+		break;
+	case HF_OPT_ETCD_USER:
+		slot = &s->etcd_user;
+		break;
+	case HF_OPT_ETCD_PASSWORD_FILE:
+		slot = &s->etcd_pwfile;
+		break;
+	case HF_OPT_ETCD_CA_FILE:
+		slot = &s->etcd_ca;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (slot) {
+		if (v && (!*v || strlen(v) >= PATH_MAX))
+			return -EINVAL;
+		char *c = v ? strdup(v) : NULL;
+		if (v && !c)
+			return -ENOMEM;
+		free(*slot);
+		*slot = c;
+		s->es_dirty = true;
+		return 0;
+	}
 	if (!v) {
 		s->owner[0] = '\0';
 		return 0;
@@ -106,10 +194,50 @@ static void opts_of(const hf_session *s, struct hf_sessionlock_opts *o)
 	o->stale_ms = s->stale_ms;
 }
 
+/* An etcd session's record: the file's fields and "backend", "key". */
+static hf_rec *etcd_mark(const hf_session *s, hf_rec *r)
+{
+	json_t *o = r && s->es ? hf_rec_object(r) : NULL;
+	if (o) {
+		json_object_set_new(o, "backend", json_string("etcd"));
+		json_object_set_new(o, "key", json_string(hf_etcdsession_key(s->es)));
+	}
+	return r;
+}
+
 static void holder_set(hf_session *s, const struct hf_sessionlock_status *st)
 {
 	s->holder_is_took = false;
-	hf_rec_put(&s->holder, st ? hf_rec_from_session_status(st, s->path) : NULL);
+	hf_rec_put(&s->holder, st ? etcd_mark(s, hf_rec_from_session_status(st, s->path)) : NULL);
+}
+
+/* A failure of the etcd client: its reason as the holder record. */
+static int etcd_fail(hf_session *s, int rc)
+{
+	const char *why = s->es ? hf_etcdsession_why(s->es) : "";
+	s->holder_is_took = false;
+	hf_rec_put(&s->holder, why[0] ? hf_rec_reason(why, s->path) : NULL);
+	return rc;
+}
+
+/* HS5: a take on etcd, waiting by watch (HS1). */
+static int etcd_take(hf_session *s, const struct hf_sessionlock_opts *o,
+		     struct hf_sessionlock_record *taken, struct hf_sessionlock_status *h)
+{
+	int64_t deadline = s->wait_ms < 0 ? -1 : s->wait_ms == 0 ? 0 :
+			   hf_sys_mono_ns() + s->wait_ms * 1000000LL;
+	for (;;) {
+		int64_t rev = 0;
+		memset(h, 0, sizeof *h);
+		int rc = hf_etcdsession_take(s->es, o, taken, h, &rev);
+		if (rc == HF_EHELD)
+			holder_set(s, h);
+		if (rc != HF_EHELD || deadline == 0)
+			return rc;
+		rc = hf_etcdsession_watch(s->es, rev, deadline, s->cancel_fd);
+		if (rc < 0 || rc == HF_ETIMEDOUT || rc == HF_ECANCELED)
+			return rc;
+	}
 }
 
 int hf_session_take(hf_session *s)
@@ -118,15 +246,22 @@ int hf_session_take(hf_session *s)
 		return -EINVAL;
 	struct hf_sessionlock_opts o;
 	opts_of(s, &o);
+	int rc = etcd_ready(s);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	struct hf_sessionlock_record taken;
+	struct hf_sessionlock_status h;
+	if (s->es) {
+		rc = etcd_take(s, &o, &taken, &h);
+		goto done;
+	}
 	char dir[PATH_MAX], name[NAME_MAX + 1];
-	int rc = hf_path_split(s->path, dir, sizeof dir, name, sizeof name);
+	rc = hf_path_split(s->path, dir, sizeof dir, name, sizeof name);
 	if (rc < 0)
 		return rc;
 	struct hf_waiter w;
 	hf_wait_init(&w, dir, name, s->wait_ms);
 	hf_wait_set_cancel(&w, s->cancel_fd);
-	struct hf_sessionlock_record taken;
-	struct hf_sessionlock_status h;
 	for (;;) {
 		memset(&h, 0, sizeof h);
 		rc = hf_sessionlock_take(&o, &taken, &h); /* HS2 */
@@ -149,6 +284,7 @@ int hf_session_take(hf_session *s)
 		}
 	}
 	hf_wait_done(&w);
+done:
 	if (rc == 0) {
 		strcpy(s->taken, taken.owner);
 		s->took = taken;
@@ -157,6 +293,8 @@ int hf_session_take(hf_session *s)
 		return taken.has_broke ? 1 : 0; /* how many stale sessions it broke */
 	} else if (rc == HF_EUNREADABLE) {
 		holder_set(s, &h);
+	} else if (s->es && rc < 0 && rc != HF_EHELD) {
+		etcd_fail(s, rc);
 	} else if (rc != HF_ETIMEDOUT && rc != HF_EHELD && rc != HF_ECANCELED) {
 		holder_set(s, NULL);
 	}
@@ -173,7 +311,12 @@ int hf_session_release(hf_session *s)
 		o.owner = s->taken; /* HS3: what this handle took, only that */
 	struct hf_sessionlock_status h;
 	memset(&h, 0, sizeof h);
-	int rc = hf_sessionlock_release(&o, &h);
+	int rc = etcd_ready(s);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	rc = s->es ? hf_etcdsession_release(s->es, &o, &h) : hf_sessionlock_release(&o, &h);
+	if (s->es && rc < 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS && rc != HF_EUNREADABLE)
+		return etcd_fail(s, rc);
 	holder_set(s, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
 	return rc;
 }
@@ -189,7 +332,13 @@ int hf_session_renew(hf_session *s)
 	struct hf_sessionlock_record r;
 	struct hf_sessionlock_status h;
 	memset(&h, 0, sizeof h);
-	int rc = hf_sessionlock_renew(&o, &r, &h);
+	int rc = etcd_ready(s);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	rc = s->es ? hf_etcdsession_renew(s->es, &o, &r, &h) : hf_sessionlock_renew(&o, &r, &h);
+	if (s->es && rc < 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS && rc != HF_EUNREADABLE &&
+	    rc != HF_ELOST)
+		return etcd_fail(s, rc);
 	if (rc == 0) {
 		s->took = r;
 		strcpy(s->taken, r.owner);
@@ -214,7 +363,7 @@ const hf_rec *hf_session_holder(const hf_session *s)
 		return NULL;
 	if (s->holder_is_took && !s->holder) {
 		hf_session *m = (hf_session *)s; /* a cache: the handle says the same */
-		m->holder = hf_rec_from_session(&s->took, s->path);
+		m->holder = etcd_mark(s, hf_rec_from_session(&s->took, s->path));
 	}
 	return s->holder;
 }
@@ -224,6 +373,11 @@ void hf_session_free(hf_session *s)
 	if (!s)
 		return;
 	hf_rec_free(s->holder);
+	hf_etcdsession_free(s->es);
+	free(s->backend);
+	free(s->etcd_user);
+	free(s->etcd_pwfile);
+	free(s->etcd_ca);
 	free(s->path);
 	free(s);
 }
@@ -241,6 +395,27 @@ int hf_session_status(const char *path, int64_t stale_ms, hf_rec **ret)
 	if (rc < 0)
 		return rc;
 	hf_rec *r = hf_rec_from_session_status(&st, path);
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}
+
+int hf_session_query(hf_session *s, hf_rec **ret)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	int rc = etcd_ready(s);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	if (!s->es)
+		return hf_session_status(s->path, s->stale_ms, ret);
+	struct hf_sessionlock_status st;
+	memset(&st, 0, sizeof st);
+	rc = hf_etcdsession_status(s->es, s->stale_ms, &st);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	hf_rec *r = etcd_mark(s, hf_rec_from_session_status(&st, s->path));
 	if (!r)
 		return -ENOMEM;
 	*ret = r;

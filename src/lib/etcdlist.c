@@ -1,0 +1,147 @@
+/*
+ * etcdlist.c - `holdfast list --backend etcd://...`: the locks (etcdlock.c)
+ * and sessions (etcdsession.c) kept in etcd under a directory, read-only.
+ *
+ * Steps: one range read per kind, [PREFIX + dir, PREFIX + dir with its last
+ * byte + 1), keeping the keys that are dir itself or below it (dir + "/"),
+ * each judged as its kind's status judges it.
+ *
+ * Invariants:
+ *   (EI1) It reads, never writes: ranges only (no txn, no revoke, no lease).
+ *   (EI2) A key whose value cannot be read is listed ("unreadable", with a
+ *         reason), never skipped and never an error of the whole listing.
+ */
+#include "etcd.h"
+#include "internal.h"
+#include "rec.h"
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An item: rec's object (taken) with kind, backend and key. */
+static void add(json_t *items, hf_rec *r, const char *kind, const char *key)
+{
+	json_t *o = hf_rec_object(r);
+	if (o) {
+		json_incref(o);
+		json_object_set_new(o, "kind", json_string(kind));
+		json_object_set_new(o, "backend", json_string("etcd"));
+		json_object_set_new(o, "key", json_string(key));
+		json_array_append_new(items, o);
+	}
+	hf_rec_free(r);
+}
+
+static hf_rec *lock_rec(const json_t *kv, const char *path)
+{
+	struct hf_dirlock_info i;
+	int64_t lease = 0;
+	hf_etcdlock_kv_info(kv, &i, &lease); /* EI2: unreadable is held, a reason */
+	hf_rec *r = hf_rec_from_dirlock(&i, path);
+	json_t *o = hf_rec_object(r);
+	if (o && lease)
+		json_object_set_new(o, "lease", json_integer(lease));
+	if (o && i.reason[0] && !json_object_get(o, "reason"))
+		json_object_set_new(o, "reason", json_string(i.reason));
+	return r;
+}
+
+static hf_rec *session_rec(const json_t *kv, const char *path)
+{
+	struct hf_sessionlock_status st;
+	memset(&st, 0, sizeof st);
+	const char *v64 = json_string_value(json_object_get(kv, "value"));
+	char *v = NULL;
+	size_t vn = 0;
+	if (!v64 || hf_b64_decode(v64, &v, &vn) < 0 || vn > HF_SESSION_FILE_MAX ||
+	    hf_session_parse(v, vn, &st.rec, st.reason, sizeof st.reason) < 0) {
+		memset(&st.rec, 0, sizeof st.rec);
+		if (!st.reason[0])
+			snprintf(st.reason, sizeof st.reason, "the key's value is not a record");
+		st.state = HF_SESSION_UNREADABLE; /* EI2 */
+	} else {
+		st.state = hf_session_judge(&st.rec, hf_sys_now_ms(), HF_SESSION_STALE_MS_DEFAULT,
+					    &st.age_ms);
+	}
+	free(v);
+	return hf_rec_from_session_status(&st, path);
+}
+
+/* One kind: range prefix + dir, the keys at dir or below it. */
+static int list_kind(struct hf_etcd *c, const char *prefix, const char *dir, const char *kind,
+		     json_t *items, char *why, size_t n)
+{
+	size_t dl = strcmp(dir, "/") ? strlen(dir) : 0; /* "/": everything */
+	size_t pl = strlen(prefix), kl = pl + dl;
+	char *from = malloc(kl + 2), *to = malloc(kl + 2);
+	if (!from || !to) {
+		free(from);
+		free(to);
+		return -ENOMEM;
+	}
+	snprintf(from, kl + 2, "%s%.*s", prefix, (int)dl, dir);
+	if (!dl) { /* [prefix "/", prefix "0") */
+		strcat(from, "/");
+		kl++;
+	}
+	memcpy(to, from, kl + 1);
+	to[kl - 1]++; /* the range's end: the first key after every "from..." */
+	char *f64 = hf_b64_encode(from, kl), *t64 = hf_b64_encode(to, kl);
+	free(to);
+	json_t *a = NULL;
+	int rc = f64 && t64 ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = hf_etcd_call(c, "/v3/kv/range",
+				  json_pack("{s:s, s:s}", "key", f64, "range_end", t64), &a, why,
+				  n); /* EI1 */
+	free(f64);
+	free(t64);
+	json_t *kvs = json_object_get(a, "kvs");
+	for (size_t i = 0; rc == 0 && i < json_array_size(kvs); i++) {
+		json_t *kv = json_array_get(kvs, i);
+		char *key = NULL;
+		size_t klen = 0;
+		const char *k64 = json_string_value(json_object_get(kv, "key"));
+		if (!k64 || hf_b64_decode(k64, &key, &klen) < 0)
+			continue;
+		/* dir itself or below it ("/a/b" lists "/a/b/c", not "/a/bc") */
+		if (klen > kl && (!dl || key[kl] == '/'))
+			;
+		else if (!(klen == kl && dl)) {
+			free(key);
+			continue;
+		}
+		const char *path = key + pl;
+		add(items, !strcmp(kind, "lock") ? lock_rec(kv, path) : session_rec(kv, path), kind,
+		    key);
+		free(key);
+	}
+	free(from);
+	json_decref(a);
+	return rc;
+}
+
+int hf_etcd_list(const struct hf_etcd_cfg *cfg, const char *dir, json_t **ret, char *why,
+		 size_t n)
+{
+	struct hf_etcd *c;
+	int rc = hf_etcd_open(cfg, &c);
+	if (rc < 0)
+		return rc;
+	json_t *items = json_array();
+	rc = items ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = list_kind(c, HF_ETCD_KEY_PREFIX, dir, "lock", items, why, n);
+	if (rc == 0)
+		rc = list_kind(c, HF_ETCD_SESSION_PREFIX, dir, "session", items, why, n);
+	hf_etcd_close(c);
+	if (rc < 0) {
+		json_decref(items);
+		return rc;
+	}
+	*ret = items;
+	return 0;
+}
