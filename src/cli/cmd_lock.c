@@ -689,8 +689,11 @@ static int do_check(int argc, char **argv)
 		int code = HF_EXIT_OK;
 		if (rc == HF_ELOST) {
 			const char *st = hf_rec_str(hf_lock_holder(l), "state");
-			code = st && (!strcmp(st, "held") || !strcmp(st, "skew")) ? HF_EXIT_CONFLICT
-										   : HF_EXIT_NOTHELD;
+			/* another holds it, or is acquiring it (partial): not free */
+			code = st && (!strcmp(st, "held") || !strcmp(st, "skew") ||
+				      !strcmp(st, "partial"))
+				       ? HF_EXIT_CONFLICT
+				       : HF_EXIT_NOTHELD;
 		} else if (rc < 0) {
 			const char *why = hf_rec_str(hf_lock_holder(l), "reason");
 			cli_err("lock check %s: %s%s%s", a.path, hf_strerror(rc), why ? ": " : "",
@@ -720,9 +723,11 @@ static int do_check(int argc, char **argv)
 		   : hf_rec_str(i, "reason") && !hf_rec_str(i, "token") ? HF_EXIT_DATAERR
 									: HF_EXIT_NOTHELD;
 	int64_t fence;
-	if (a.fenceset && code == HF_EXIT_OK && strcmp(st, "partial") &&
-	    (hf_rec_int(i, "fence", &fence) < 0 || fence != a.fence))
-		code = HF_EXIT_CONFLICT; /* held, by another acquisition */
+	/* --fence: "yours" only for a held lock whose record has fence N; one
+	 * being acquired (partial) is another acquisition's, coming in */
+	if (a.fenceset && code == HF_EXIT_OK &&
+	    (!strcmp(st, "partial") || hf_rec_int(i, "fence", &fence) < 0 || fence != a.fence))
+		code = HF_EXIT_CONFLICT; /* held, or being entered, by another acquisition */
 	if (a.json)
 		check_answer(a.path, code, a.fenceset, i);
 	hf_rec_free(i);

@@ -655,3 +655,28 @@ Test(cli, numbers_and_tokens_are_refused_unless_written_as_printed)
 	cr_assert_eq(release(form, &err), 0, "the form acquire printed: %s", err);
 	free(err);
 }
+
+/* A lock being acquired (a directory whose record is not complete yet) is
+ * another acquisition's: `check --fence N` and `check --token T` never call
+ * it the caller's (a resource checking an old holder's fence before a write
+ * would let it write while the next holder comes in). */
+Test(cli, check_of_a_lock_being_acquired_is_never_yours)
+{
+	cr_assert_eq(mkdir(lock, 0700), 0);
+	char *owner;
+	cr_assert_gt(asprintf(&owner, "%s/owner", lock), 0);
+	FILE *f = fopen(owner, "w");
+	cr_assert(f);
+	fputs("{\"tok", f); /* a record still being written */
+	fclose(f);
+	char *err;
+	const char *fence[] = { "holdfast", "lock", "check", lock, "--fence", "5", NULL };
+	cr_assert_eq(hft_cli(NULL, &err, fence), 1, "%s", err);
+	free(err);
+	const char *token[] = { "holdfast", "lock",   "check",
+				lock,       "--token", "0123456789abcdef0123456789abcdef",
+				NULL };
+	cr_assert_eq(hft_cli(NULL, &err, token), 1, "%s", err);
+	free(err);
+	free(owner);
+}
