@@ -521,6 +521,19 @@ int hf_sys_pidfd_open(pid_t pid)
 #endif
 }
 
+int hf_sys_kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2)
+{
+	PASS(KCMP);
+#ifdef SYS_kcmp
+	long rc = syscall(SYS_kcmp, pid1, pid2, 0 /* KCMP_FILE */, (unsigned long)fd1,
+			  (unsigned long)fd2);
+	return rc < 0 ? -errno : (int)rc;
+#else
+	(void)pid1, (void)fd1, (void)pid2, (void)fd2;
+	return -ENOSYS;
+#endif
+}
+
 int hf_sys_close_range(unsigned first, unsigned last)
 {
 	PASS(CLOSE_RANGE);

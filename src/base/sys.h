@@ -171,6 +171,10 @@ int hf_sys_chdir(const char *path);
 /* pidfd_open(2): a descriptor that polls readable once pid has exited;
  * -ENOSYS where the kernel has none. */
 int hf_sys_pidfd_open(pid_t pid);
+/* kcmp(2) KCMP_FILE: 0 when descriptor fd1 of pid1 and fd2 of pid2 are the
+ * same open file description, 1 or 2 when not (the kernel's order), -errno
+ * (-ENOSYS without CONFIG_KCMP, -EPERM without ptrace access, -EBADF). */
+int hf_sys_kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2);
 /* close_range(2) without flags: close every fd in [first, last]. */
 int hf_sys_close_range(unsigned first, unsigned last);
 

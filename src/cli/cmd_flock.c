@@ -67,8 +67,9 @@
  *     holding that flock even briefly makes a concurrent -n fail, and its
  *     release comes after the close, so a next acquirer may still see it
  *     held: not done.
- *   - The owner is judged by the file (device and inode) its descriptor
- *     names: another open of the same file by an ancestor counts as
+ *   - The owner is judged by the open file description (kcmp, OD2); where
+ *     the kernel cannot compare (no CONFIG_KCMP), by the file's device and
+ *     inode, so another open of the same file by an ancestor counts as
  *     holding it (erring upwards: the lock may outlive the critical
  *     section, never end inside it).
  */
@@ -180,15 +181,32 @@ static int lock_for(const char *file, char *out, size_t n)
 	while (len > 1 && given[len - 1] == '/')
 		given[--len] = '\0';
 	struct stat st;
-	char real[PATH_MAX];
+	char real[PATH_MAX], parent[PATH_MAX + 2];
 	const char *base = given;
-	if (hf_sys_fstatat(AT_FDCWD, given, &st, 0) == 0 && S_ISDIR(st.st_mode)) {
+	if (hf_sys_fstatat(AT_FDCWD, given, &st, 0) == 0) {
+		/* FL2: the file the kernel names - a symlink's target, as the FD
+		 * form reads it from /proc - so that one file is one lock */
 		if (hf_sys_realpath(given, real) < 0 || !strcmp(real, "/")) {
 			cli_err("flock %s: no lock beside it: give a file or a directory other than /",
 				CLI_SHOW(file));
 			return HF_EXIT_USAGE;
 		}
 		base = real;
+	} else {
+		/* not there yet (flock(1) would create it): its directory's real
+		 * path, the same one the FD form sees once it exists */
+		char *slash = strrchr(given, '/');
+		const char *name = slash ? slash + 1 : given;
+		if (!slash)
+			snprintf(parent, sizeof parent, ".");
+		else if (slash == given)
+			snprintf(parent, sizeof parent, "/");
+		else
+			snprintf(parent, sizeof parent, "%.*s", (int)(slash - given), given);
+		if (*name && hf_sys_realpath(parent, real) == 0 &&
+		    (size_t)snprintf(parent, sizeof parent, "%s/%s", strcmp(real, "/") ? real : "",
+				     name) < sizeof parent)
+			base = parent;
 	}
 	if ((size_t)snprintf(out, n, "%s%s", base, FLOCK_SUFFIX) >= n) {
 		cli_err("flock %s: name too long", CLI_SHOW(file));

@@ -35,6 +35,10 @@
  *         flock(2)'s lock lasts as long as the open file does. None but
  *         holdfast itself (a shell that exec'd `holdfast flock 9` as its
  *         last command): -ENOENT, the lock ends with holdfast.
+ *   (OD2) "Has it open" means the same open file description as
+ *         holdfast's descriptor (kcmp KCMP_FILE): a descendant's separate
+ *         open of the same file is another flock(2) lock, never the
+ *         ancestor's. Where kcmp cannot tell, the same device and inode.
  *
  * Erring upwards is safe: an ancestor lives at least as long as the line,
  * so the lock can only outlive the script (until the ancestor exits), never
@@ -190,19 +194,29 @@ int cli_owner_find(pid_t *ret_pid, char *comm, size_t n)
 struct fd_probe {
 	dev_t dev;
 	ino_t ino;
+	int fd;   /* ours, on the file                                   */
+	pid_t pid; /* the process whose descriptors are looked at          */
 };
 
+/* OD2: the same open file description as our fd (kcmp), so that another
+ * open of the same file - a separate flock(2) lock in flock(1)'s terms -
+ * never counts; where kcmp cannot tell (no CONFIG_KCMP, no ptrace access),
+ * the same file (device and inode), erring upwards. */
 static int fd_same(int dirfd, const char *name, void *ctx)
 {
 	const struct fd_probe *f = ctx;
 	struct stat st;
 	if (hf_sys_fstatat(dirfd, name, &st, 0) < 0)
 		return 0; /* closed meanwhile, or a file we may not stat */
-	return st.st_dev == f->dev && st.st_ino == f->ino ? 1 : 0;
+	if (st.st_dev != f->dev || st.st_ino != f->ino)
+		return 0;
+	int rc = hf_sys_kcmp_file(getpid(), f->fd, f->pid, atoi(name));
+	return rc == 0 || rc < 0 ? 1 : 0;
 }
 
-static bool holds_file(pid_t pid, const struct fd_probe *f)
+static bool holds_file(pid_t pid, struct fd_probe *f)
 {
+	f->pid = pid;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
 	int dfd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -219,7 +233,7 @@ int cli_owner_find_holding(int fd, pid_t *ret_pid, char *comm, size_t n)
 	int rc = hf_sys_fstat(fd, &st);
 	if (rc < 0)
 		return rc;
-	struct fd_probe f = { st.st_dev, st.st_ino };
+	struct fd_probe f = { st.st_dev, st.st_ino, fd, 0 };
 	bool host = hf_self_pidns() == INIT_PIDNS;
 	pid_t pid = getppid(), found = 0;
 	struct proc p;

@@ -293,3 +293,36 @@ Test(flock, directory_locks_beside_it)
 	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock / true"), 64);
 	free(err);
 }
+
+/* OD2: a descendant's own open of the same file is another flock(2) lock:
+ * it is refused while the ancestor holds, and its -u leaves the ancestor's
+ * lock alone (a third script stays refused). */
+Test(flock, a_childs_own_open_is_not_the_parents_lock)
+{
+	for (size_t i = 0; i < 2; i++) {
+		char *out, *err;
+		int st = sh(shells[i], &out, &err,
+			    "exec 9>X; \"$H\" flock -n 9 || exit 2\n"
+			    "sh -c 'exec 8>X; \"$1\" flock -n 8; echo child=$?; \"$1\" flock -u 8' x \"$H\"\n"
+			    "\"$H\" flock -n X -c true; echo third=$?\n");
+		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
+		cr_assert_str_eq(out, "child=1\nthird=1\n", "%s: %s\n%s", shells[i], out, err);
+		free(out);
+		free(err);
+	}
+}
+
+/* FL2: a symlink and its target are one file, so one lock, in every form. */
+Test(flock, a_symlink_is_its_targets_lock)
+{
+	char *out, *err;
+	int st = sh("bash", &out, &err,
+		    "touch real.f; ln -s real.f sym.f\n"
+		    "exec 9>sym.f; \"$H\" flock -n 9 || exit 2\n"
+		    "\"$H\" flock -n sym.f -c true; echo file=$?\n"
+		    "\"$H\" flock -n real.f -c true; echo target=$?\n");
+	cr_assert_eq(st, 0, "exit %d: %s", st, err);
+	cr_assert_str_eq(out, "file=1\ntarget=1\n", "%s\n%s", out, err);
+	free(out);
+	free(err);
+}
