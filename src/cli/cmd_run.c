@@ -505,6 +505,7 @@ int cmd_run(int argc, char **argv)
 	}
 	/* -c STRING: flock(1)'s, run by /bin/sh -c, instead of CMD [ARG...] */
 	char *sh_argv[] = { "/bin/sh", "-c", (char *)shell_cmd, NULL };
+	char **cmdv = shell_cmd ? sh_argv : argv + optind; /* CMD as it runs */
 	if (!code && shell_cmd && optind < argc) {
 		cli_err("run: -c STRING or CMD [ARG...], not both (CMD: %s)", argv[optind]);
 		code = HF_EXIT_USAGE;
@@ -560,9 +561,9 @@ int cmd_run(int argc, char **argv)
 	json_t *held = NULL;
 	int rc = cli_child_init(&s.child);
 	if (rc == 0)
-		rc = cli_child_spawn(&s.child, shell_cmd ? sh_argv : argv + optind, -1, -1);
+		rc = cli_child_spawn(&s.child, cmdv, -1, -1);
 	if (rc < 0) {
-		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));
+		cli_err("run: cannot start %s: %s", CLI_SHOW(cmdv[0]), hf_strerror(rc));
 		code = cli_fail_rc(rc, NULL, NULL);
 		goto out;
 	}
@@ -611,7 +612,7 @@ int cmd_run(int argc, char **argv)
 		live[nlive++] = s.pod_fd; /* RUN8: the scope's live file */
 	rc = cli_child_go(&s.child, env, nenv, live, nlive);
 	if (rc < 0 && rc != -EPIPE) {
-		cli_err("run: cannot start %s: %s", argv[optind], hf_strerror(rc));
+		cli_err("run: cannot start %s: %s", CLI_SHOW(cmdv[0]), hf_strerror(rc));
 		cli_child_abort(&s.child);
 		run_release(&s);
 		code = cli_fail_rc(rc, NULL, NULL);
@@ -620,7 +621,7 @@ int cmd_run(int argc, char **argv)
 	/* -EPIPE: the child was killed before it could run CMD; its status says so. */
 	code = cli_child_wait(&s.child, -1, NULL, NULL);
 	if (code < 0) {
-		cli_err("run: waiting for %s: %s", argv[optind], hf_strerror(code));
+		cli_err("run: waiting for %s: %s", CLI_SHOW(cmdv[0]), hf_strerror(code));
 		code = cli_fail_rc(code, NULL, NULL);
 	}
 	hf_sys_point(HF_PT_RUN_EXITED);
@@ -628,7 +629,7 @@ int cmd_run(int argc, char **argv)
 	cli_child_reap(&s.child);
 	if (held && !cli_failed()) { /* --json: after CMD's own output, what was held and how CMD ended */
 		json_object_set_new(held, "exit", json_integer(code));
-		json_object_set_new(held, "cmd", cli_child_json(&s.child, argv + optind));
+		json_object_set_new(held, "cmd", cli_child_json(&s.child, cmdv));
 		cli_json_print(held); /* refused after a recorded failure (JS2) */
 		held = NULL;
 	}

@@ -789,3 +789,14 @@ Test(json, flock_every_form)
 	json_decref(o);
 	free(L);
 }
+
+/* run -c STRING: the object names CMD as it ran, /bin/sh -c STRING */
+Test(json, run_c_names_the_command_it_ran)
+{
+	json_t *o = jrun("sh", 2, "\"$H\" run --lock L --json -c 'exit 2'");
+	json_t *argv = json_object_get(json_object_get(o, "cmd"), "argv");
+	cr_assert_eq(json_array_size(argv), 3);
+	cr_assert_str_eq(json_string_value(json_array_get(argv, 0)), "/bin/sh");
+	cr_assert_str_eq(json_string_value(json_array_get(argv, 2)), "exit 2");
+	json_decref(o);
+}
