@@ -93,8 +93,8 @@
 #include <unistd.h>
 
 #define FLOCK_SUFFIX ".holdfast-lock"
-/* held as long as its owner lives, like flock(1)'s (100 years) */
-#define FLOCK_MAX_HOLD_MS (100LL * 365 * 86400 * 1000)
+/* held as long as its owner lives, like flock(1)'s: never leaked by age */
+#define FLOCK_MAX_HOLD_MS HF_MAX_HOLD_NONE
 
 static const char usage[] =
 	"usage: holdfast flock [options] FILE|DIR CMD [ARG...]\n"
@@ -299,6 +299,8 @@ static int fl_unlock(const struct fl_args *a, int fd, const char *what, const ch
 	if (code)
 		return code;
 	if (!owner) { /* FL6: nobody holds the file, so nobody holds its lock */
+		cli_err("flock -u %s: note: %s is not held through this descriptor: nothing to release",
+			what, lock);
 		if (a->json)
 			fl_json_rec(lock, NULL, "not_held");
 		return HF_EXIT_OK;
@@ -315,6 +317,7 @@ static int fl_unlock(const struct fl_args *a, int fd, const char *what, const ch
 	const char *token = hf_rec_str(st, "token");
 	if (!state || !strcmp(state, "free") || !token) {
 		hf_rec_free(st);
+		cli_err("flock -u %s: note: %s is not held: nothing to release", what, lock);
 		if (a->json)
 			fl_json_rec(lock, NULL, "not_held");
 		return HF_EXIT_OK; /* as flock -u on an unlocked descriptor */
