@@ -118,7 +118,20 @@ static void draw(struct cli_waitline *w)
 		if (((unsigned char)shown[cut] & 0xc0) != 0x80 && ++cols > room)
 			break;
 	}
-	int n = snprintf(line, sizeof line, "\rholdfast: %.*s\033[K", (int)cut, shown);
+	const char *more = "";
+	if (shown[cut]) {
+		/* too wide: whole clauses only, never a number cut short (a fence
+		 * of 16 digits cut to 1 would be a wrong fence), and say so */
+		size_t c = 0;
+		for (int cols = 0; shown[c]; c++)
+			if (((unsigned char)shown[c] & 0xc0) != 0x80 && ++cols > room - 2)
+				break;
+		while (c > 0 && shown[c] != ',' && shown[c] != ';')
+			c--;
+		cut = c;
+		more = " \u2026";
+	}
+	int n = snprintf(line, sizeof line, "\rholdfast: %.*s%s\033[K", (int)cut, shown, more);
 	if (n > 0 && hf_sys_write(2, line, (size_t)n) == n)
 		w->shown = true;
 }

@@ -46,11 +46,14 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The pty's width in columns (tests of a narrow terminal set it first). */
+static int tty_cols = 200;
+
 /* Run the holdfast binary with argv on a fresh pty (stdin, stdout and stderr
  * its slave, its controlling terminal, 200 columns wide) in directory cwd. */
 static void tty_spawn(struct tty *t, const char *cwd, const char *const *argv)
 {
-	struct winsize ws = { .ws_row = 24, .ws_col = 200 };
+	struct winsize ws = { .ws_row = 24, .ws_col = (unsigned short)tty_cols };
 	int master, slave;
 	cr_assert_eq(openpty(&master, &slave, NULL, NULL, &ws), 0, "openpty: %s", strerror(errno));
 	fflush(NULL);
@@ -438,4 +441,32 @@ Test(term, run_c_from_bash)
 Test(term, run_c_from_dash)
 {
 	run_c_from("dash");
+}
+
+/* WL: on a narrow terminal the line keeps whole clauses and says it is cut
+ * (" \u2026"), never a number cut short: a 16-digit fence cut to "1" would
+ * show a wrong fence. */
+Test(term, a_narrow_terminal_never_cuts_a_number)
+{
+	char *L = path_in("L");
+	hf_lock *l = hold_lock(L);
+	char fence[40];
+	snprintf(fence, sizeof fence, "fence %llu", (unsigned long long)hf_lock_fence(l));
+	struct tty t;
+	pid_t owner = sleeper();
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	tty_cols = 80 + (int)strlen(L) - 20; /* the fence clause does not fit */
+	tty_spawn(&t, NULL, ARGV("lock", "acquire", L, "-w", "120", "--pid", pid));
+	tty_cols = 200;
+	tty_read_until(&t, " \u2026", 1, 0);
+	drop_lock(l);
+	int code = tty_finish(&t);
+	cr_assert_eq(code, 0, "lock acquire exited %d:\n%s", code, t.buf);
+	const char *f = strstr(t.buf, "fence ");
+	cr_assert(!f || strncmp(f, fence, strlen(fence)) == 0 || f > strstr(t.buf, "\033[K"),
+		  "a fence cut short:\n%s", t.buf);
+	sleeper_end(owner);
+	free(t.buf);
+	free(L);
 }
