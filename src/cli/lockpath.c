@@ -138,7 +138,7 @@ int cli_lock_refused(const char *verb, const char *path, int rc)
 				"holdfast never follows one at a lock path; remove it if no process "
 				"uses it",
 				verb, path, path, CLI_SHOW(to));
-			return HF_EXIT_NOPERM;
+			return cli_fail(HF_EXIT_NOPERM, NULL, path, NULL);
 		}
 		cli_err("%s %s: %s is %s, not a holdfast lock directory%s; remove it if no process "
 			"uses it",
@@ -146,7 +146,7 @@ int cli_lock_refused(const char *verb, const char *path, int rc)
 			S_ISREG(st.st_mode) ? " \xe2\x80\x94 perhaps an flock(1)/dotlockfile lock "
 					      "from an older script"
 					    : "");
-		return HF_EXIT_CANTCREAT;
+		return cli_fail(HF_EXIT_CANTCREAT, NULL, path, NULL);
 	}
 	/* LP2: the state directory beside it, then the lock directory */
 	snprintf(state, sizeof state, "%s.holdfast", path);
@@ -159,19 +159,19 @@ int cli_lock_refused(const char *verb, const char *path, int rc)
 				"may remove it",
 				verb, path, p, cli_user_words(st.st_uid, who, sizeof who),
 				cli_user_words(geteuid(), (char[300]){ 0 }, 300));
-			return HF_EXIT_NOPERM;
+			return cli_fail(HF_EXIT_NOPERM, NULL, path, NULL);
 		}
 		if (!S_ISDIR(st.st_mode)) {
 			cli_err("%s %s: %s is %s, not holdfast's state directory; remove it if no "
 				"process uses it",
 				verb, path, p, kind_words(st.st_mode));
-			return HF_EXIT_NOPERM;
+			return cli_fail(HF_EXIT_NOPERM, NULL, path, NULL);
 		}
 		if (st.st_mode & 022) {
 			cli_err("%s %s: %s is writable by group or others (mode %04o): refused, "
 				"another user could forge its records",
 				verb, path, p, (unsigned)(st.st_mode & 07777));
-			return HF_EXIT_NOPERM;
+			return cli_fail(HF_EXIT_NOPERM, NULL, path, NULL);
 		}
 	}
 	/* LP3: the parent directory */
@@ -182,7 +182,7 @@ int cli_lock_refused(const char *verb, const char *path, int rc)
 			"is owned by %s, mode %04o)",
 			verb, path, dir, cli_user_words(geteuid(), (char[300]){ 0 }, 300),
 			cli_user_words(st.st_uid, who, sizeof who), (unsigned)(st.st_mode & 07777));
-		return HF_EXIT_NOPERM;
+		return cli_fail(HF_EXIT_NOPERM, NULL, path, NULL);
 	}
 	return 0;
 }

@@ -800,3 +800,20 @@ Test(json, run_c_names_the_command_it_ran)
 	cr_assert_str_eq(json_string_value(json_array_get(argv, 2)), "exit 2");
 	json_decref(o);
 }
+
+/* A refusal by what occupies the lock's path names that path, from run
+ * and flock as from lock acquire (it was null there). */
+Test(json, refusals_of_the_lock_path_name_it_everywhere)
+{
+	char *S = at("S.lock");
+	json_t *o = jrun("sh", 77, "ln -s nowhere S.lock; \"$H\" run -n --lock S.lock --json -- true");
+	is_error(o, "unsafe");
+	cr_assert_str_eq(str(o, "path"), S);
+	json_decref(o);
+	char *F = at("F2.holdfast-lock");
+	o = jrun("bash", 73, "touch F2.holdfast-lock; \"$H\" flock -n --json F2 true");
+	cr_assert_str_eq(str(o, "path"), F);
+	json_decref(o);
+	free(S);
+	free(F);
+}
