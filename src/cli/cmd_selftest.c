@@ -1071,7 +1071,13 @@ int cmd_selftest(int argc, char **argv)
 		return rc == 0 ? HF_EXIT_OK : cli_exit_for(rc);
 	}
 	if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
-		fputs(usage, stderr);
+		if (argc > 2)
+			cli_err("selftest: one DIR at most (given %d: %s %s ...); see 'holdfast "
+				"selftest --help'",
+				argc - 1, CLI_SHOW(argv[1]), CLI_SHOW(argv[2]));
+		else
+			cli_err("selftest: unknown option '%s' (see 'holdfast selftest --help')",
+				CLI_SHOW(argv[1]));
 		return HF_EXIT_USAGE;
 	}
 	struct t t;
