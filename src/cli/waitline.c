@@ -94,6 +94,9 @@ static int columns(void)
 	return 80;
 }
 
+/* The line is on the terminal (for erase_and_end, below). */
+static volatile sig_atomic_t line_up;
+
 /* One tick: the line, in place (WL3). */
 static void draw(struct cli_waitline *w)
 {
@@ -132,8 +135,44 @@ static void draw(struct cli_waitline *w)
 		more = " \u2026";
 	}
 	int n = snprintf(line, sizeof line, "\rholdfast: %.*s%s\033[K", (int)cut, shown, more);
+	line_up = 1;
 	if (n > 0 && hf_sys_write(2, line, (size_t)n) == n)
 		w->shown = true;
+}
+
+/* WL2 when a signal ends the process while the line is up (lock acquire
+ * has no signal loop of its own): the handler erases it, then the signal
+ * does what it would have done (SA_RESETHAND: the default, at once). */
+static const int ending[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static struct sigaction ending_old[4];
+static bool ending_set[4];
+
+static void erase_and_end(int sig)
+{
+	if (line_up)
+		(void)!write(2, "\r\033[K", 4); /* async-signal-safe */
+	raise(sig);
+}
+
+static void ending_catch(void)
+{
+	for (size_t i = 0; i < 4; i++) {
+		struct sigaction sa = { .sa_handler = erase_and_end,
+					.sa_flags = SA_RESETHAND | SA_NODEFER };
+		sigemptyset(&sa.sa_mask);
+		ending_set[i] = hf_sys_sigaction(ending[i], NULL, &ending_old[i]) == 0 &&
+				ending_old[i].sa_handler == SIG_DFL &&
+				hf_sys_sigaction(ending[i], &sa, NULL) == 0;
+	}
+}
+
+static void ending_restore(void)
+{
+	for (size_t i = 0; i < 4; i++)
+		if (ending_set[i])
+			hf_sys_sigaction(ending[i], &ending_old[i], NULL);
+	memset(ending_set, 0, sizeof ending_set);
+	line_up = 0;
 }
 
 static void *ticker(void *arg)
@@ -178,6 +217,8 @@ void cli_waitline_begin(struct cli_waitline *w, const char *words)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	w->ticking = pthread_create(&w->thread, NULL, ticker, w) == 0;
+	if (w->ticking)
+		ending_catch();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!w->ticking) {
 		hf_sys_close(w->stop[0]);
@@ -193,6 +234,7 @@ void cli_waitline_end(struct cli_waitline *w)
 		hf_sys_write(w->stop[1], &c, 1);
 		pthread_join(w->thread, NULL); /* WL2 */
 		w->ticking = false;
+		ending_restore();
 	}
 	if (w->stop[0] >= 0) {
 		hf_sys_close(w->stop[0]);

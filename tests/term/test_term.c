@@ -470,3 +470,27 @@ Test(term, a_narrow_terminal_never_cuts_a_number)
 	free(t.buf);
 	free(L);
 }
+
+/* WL2 for lock acquire, which has no signal loop: a SIGTERM while the line
+ * is up erases it before the process ends by the signal. */
+Test(term, lock_acquire_ended_by_a_signal_erases_the_line)
+{
+	char *L = path_in("L");
+	hf_lock *l = hold_lock(L);
+	pid_t owner = sleeper();
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	struct tty t;
+	tty_spawn(&t, NULL, ARGV("lock", "acquire", L, "--pid", pid));
+	char *line = held_by_me(L);
+	tty_read_until(&t, line, 2, 0); /* drawn and redrawn: assert_line_then_cleared */
+	kill(t.pid, SIGTERM);
+	int code = tty_finish(&t);
+	cr_assert_eq(code, 128 + SIGTERM, "lock acquire exited %d:\n%s", code, t.buf);
+	assert_line_then_cleared(&t, line);
+	drop_lock(l);
+	sleeper_end(owner);
+	free(t.buf);
+	free(line);
+	free(L);
+}
