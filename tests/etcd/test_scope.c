@@ -5,7 +5,8 @@
  * all-or-nothing multi-spec registration, delegation refused outside the
  * parent, the A->B->D chain with B's owner killed (its keeper revokes B's
  * lease) and with B's keeper killed (B's lease expires): D stays under A,
- * A's effective scope regains B's part minus D's.
+ * A's effective scope regains B's part minus D's; a delegation whose parent
+ * is released between its decision and its txn is refused (ES2).
  */
 #include "et.h"
 
@@ -373,4 +374,55 @@ Test(etcd_scope, library_register_read_free)
 	cr_assert_eq(hf_scope_release(q), 0);
 	cr_assert_eq(hf_scope_release(q), HF_ENOTHELD);
 	hf_scope_free(q);
+}
+
+/* ES2: a delegation decided while its parent was there, whose parent is
+ * released before the txn, is refused (the parent's create_revision
+ * compared), never written under a parent that is gone. */
+Test(etcd_scope, parent_released_between_decision_and_txn)
+{
+	char src[600], core[700], x[800], sp[900], sc[900], sx[900];
+	snprintf(src, sizeof src, "%s/e/src", et_dir);
+	snprintf(core, sizeof core, "%s/core", src);
+	snprintf(x, sizeof x, "%s/x", core);
+	char mk[900];
+	snprintf(mk, sizeof mk, "mkdir -p %s", x);
+	cr_assert_eq(system(mk), 0);
+	snprintf(sp, sizeof sp, "%s:write:recursive", src);
+	snprintf(sc, sizeof sc, "%s:write:recursive", core);
+	snprintf(sx, sizeof sx, "%s:write", x);
+	pid_t owner = fork();
+	cr_assert_geq(owner, 0);
+	if (owner == 0) {
+		execlp("sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	const char *ra[] = { "holdfast", "scope", "register", "EA", sp, "--pid", pid, "--backend",
+			     E.uri, NULL };
+	const char *rb[] = { "holdfast", "scope", "register", "EB", sc, "--pid", pid, "--from", "EA",
+			     "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, ra), 0);
+	cr_assert_eq(hft_cli(NULL, NULL, rb), 0);
+	struct hft_child c;
+	const char *rd[] = { "holdfast", "scope", "register", "ED", sx, "--pid", pid, "--from", "EB",
+			     "--backend", E.uri, NULL };
+	hft_spawn_cli(&c, "pause:scope.register.decided", rd, NULL);
+	hft_expect(&c, "scope.register.decided");
+	const char *rel[] = { "holdfast", "scope", "release", "EB", "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
+	hft_go(&c);
+	char *out = NULL, *err = NULL;
+	int st = hft_collect(c.pid, c.out_rd, c.err_rd, &out, &err);
+	cr_assert_eq(st, 1, "exit %d: %s %s", st, out, err);
+	cr_assert(strstr(err, "its parent 'EB' is not registered"), "%s", err);
+	free(out);
+	free(err);
+	const char *ls[] = { "holdfast", "scope", "list", "--json", "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, ls), 0);
+	cr_assert(strstr(out, "\"EA\"") && !strstr(out, "\"ED\""), "%s", out);
+	free(out);
+	kill(owner, SIGKILL);
+	waitpid(owner, NULL, 0);
 }
