@@ -92,6 +92,7 @@
 struct hf_etcdscope {
 	struct hf_etcdlock *el; /* the registration's lease and its keep-alive */
 	struct hf_etcd *conn;
+	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
 	char uri[512];
 	char why[HF_ETCD_WHY_MAX];
 };
@@ -109,6 +110,7 @@ int hf_etcdscope_new(const char *uri, struct hf_etcd_cfg *cfg, struct hf_etcdsco
 		return rc;
 	}
 	snprintf(es->uri, sizeof es->uri, "%s", uri);
+	es->made_by = getpid();
 	*ret = es;
 	return 0;
 }
@@ -118,6 +120,8 @@ void hf_etcdscope_free(struct hf_etcdscope *es)
 	if (!es)
 		return;
 	hf_etcdlock_free(es->el); /* joins the keep-alive (EL5) */
+	if (es->made_by != getpid())
+		hf_etcd_forget(es->conn); /* a forked child: the parent's socket */
 	hf_etcd_close(es->conn);
 	free(es);
 }
