@@ -581,10 +581,18 @@ int hf_scope_new(const char *name, hf_scope **ret);
  * made canonical when registering. -EINVAL with the reason in
  * hf_scope_holder. */
 int hf_scope_add(hf_scope *s, const char *spec);
-/* HF_OPT_PID, _WAIT_MS, _CANCEL_FD, _LOCK_WAIT_MS, _GENERATION; set_str:
- * HF_OPT_REGISTRY, _SOCKET, _FROM (NULL: back to the default). Options take
- * effect at the next register or release. HF_OPT_GENERATION on a handle
- * that holds a registration: -EBUSY (it has its own). */
+/* HF_OPT_PID, _WAIT_MS, _CANCEL_FD, _LOCK_WAIT_MS, _GENERATION, _TTL_MS,
+ * _TIMEOUT_MS; set_str: HF_OPT_REGISTRY, _SOCKET, _FROM, _BACKEND,
+ * _ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE (NULL: back to the
+ * default). Options take effect at the next register or release.
+ * HF_OPT_GENERATION on a handle that holds a registration: -EBUSY (it has
+ * its own); so does HF_OPT_BACKEND. With HF_OPT_BACKEND "etcd://..." the
+ * registry is that etcd's (one key per pod under /holdfast/scope/, attached
+ * to the pod's lease; the generation is the key's create_revision): the
+ * same refusals and records, no liveness descriptor (hf_scope_fd -1) but a
+ * lease kept alive by a thread of the handle until release, detach or free
+ * (or by hf_scope_keep); HF_OPT_WAIT_MS other than 0 is refused there
+ * (-EOPNOTSUPP) for now; -EPROTONOSUPPORT: a library without the client. */
 int hf_scope_set(hf_scope *s, int opt, int64_t value);
 int hf_scope_set_str(hf_scope *s, int opt, const char *value);
 /* Register every spec or none. 0 (hf_scope_generation, hf_scope_fd: the
@@ -620,9 +628,16 @@ int hf_scope_register(hf_scope *s);
  * handle's descriptor is closed after the release, either way. */
 int hf_scope_release(hf_scope *s);
 /* Forget a registration without releasing it; returns its descriptor (the
- * caller's now) or -1 when the handle holds none. The generation stays
- * readable. */
+ * caller's now) or -1 when the handle holds none (or holds it on etcd: the
+ * lease stays, its TTL running). The generation stays readable. */
 int hf_scope_detach(hf_scope *s);
+/* On etcd: keep the lease of the registration the handle holds or detached
+ * alive for its owner (HF_OPT_PID, default the caller) until the owner ends
+ * (then revoke it: 0), it is released elsewhere or expired (HF_ENOTHELD),
+ * or it could not be renewed within its TTL (HF_ELOST). Blocks that long:
+ * for a keeper process. -EOPNOTSUPP: the file's registry (keep its
+ * descriptor open instead). */
+int hf_scope_keep(hf_scope *s);
 /* The generation granted (or set with HF_OPT_GENERATION; 0: none). */
 uint64_t hf_scope_generation(const hf_scope *s);
 /* The liveness descriptor while the handle holds a registration, else -1. */
@@ -659,6 +674,12 @@ int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr);
  * the reaped ones (each with "returned_to": the pod that got its scope
  * back, null for none) and the new generation. */
 int hf_registry_reap(const char *path, hf_registry **ret, hf_rec **reterr);
+/* The same on the registry handle s names: its HF_OPT_REGISTRY file, or the
+ * etcd of its HF_OPT_BACKEND (with its etcd options). On etcd a pod's
+ * "delegated_from" is its nearest live ancestor, entries have no "token" or
+ * "scope_fs", and the registry's generation is the revision read at. */
+int hf_scope_registry_read(hf_scope *s, hf_registry **ret, hf_rec **reterr);
+int hf_scope_registry_reap(hf_scope *s, hf_registry **ret, hf_rec **reterr);
 size_t hf_registry_count(const hf_registry *r);
 uint64_t hf_registry_generation(const hf_registry *r);
 /* The i-th allocation: the file's fields "name", "pid", "pid_start",

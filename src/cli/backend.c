@@ -142,6 +142,44 @@ int cli_backend_session(hf_session *s, const char *path)
 	return cli_fail(HF_EXIT_USAGE, "usage", path, NULL);
 }
 
+int cli_backend_apply_scope(hf_scope *s, const char *name)
+{
+	const char *b = cli_backend();
+	if (!b)
+		return 0;
+	int rc = hf_scope_set_str(s, HF_OPT_BACKEND, b);
+	if (rc == 0)
+		rc = hf_scope_set_str(s, HF_OPT_ETCD_USER, env_or(B.user, "HOLDFAST_ETCD_USER"));
+	if (rc == 0)
+		rc = hf_scope_set_str(s, HF_OPT_ETCD_PASSWORD_FILE,
+				      env_or(B.pwfile, "HOLDFAST_ETCD_PASSWORD_FILE")); /* BK2 */
+	if (rc == 0)
+		rc = hf_scope_set_str(s, HF_OPT_ETCD_CA_FILE, env_or(B.ca, "HOLDFAST_ETCD_CA_FILE"));
+	if (rc == 0 && B.ttl_ms)
+		rc = hf_scope_set(s, HF_OPT_TTL_MS, B.ttl_ms);
+	if (rc == 0 && B.timeout_ms)
+		rc = hf_scope_set(s, HF_OPT_TIMEOUT_MS, B.timeout_ms);
+	if (rc == 0)
+		return 0;
+	if (rc == -EINVAL)
+		cli_err("scope %s: backend %s: not 'file', etcd://HOST:PORT[,HOST:PORT...] or "
+			"etcds://HOST:PORT[,...]",
+			CLI_SHOW(name), CLI_SHOW(b));
+	else
+		cli_err("scope %s: backend %s: %s", CLI_SHOW(name), CLI_SHOW(b), hf_strerror(rc));
+	return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+}
+
+const char *cli_registry_name(char *buf, size_t n)
+{
+	const char *b = cli_backend();
+	if (b)
+		snprintf(buf, n, "%s", b);
+	else if (hf_registry_path(buf, n) < 0)
+		snprintf(buf, n, "the registry");
+	return buf;
+}
+
 const char *cli_backend_path(const char *path, char *buf, size_t n)
 {
 	char abs[PATH_MAX];
@@ -197,7 +235,8 @@ static bool wants_etcd(int argc, char **argv)
 {
 	const char *b = NULL;
 	if (argc < 2 || (strcmp(argv[1], "lock") && strcmp(argv[1], "run") && strcmp(argv[1], "edit") &&
-			 strcmp(argv[1], "session") && strcmp(argv[1], "list")))
+			 strcmp(argv[1], "session") && strcmp(argv[1], "list") &&
+			 strcmp(argv[1], "scope")))
 		return false; /* the commands with a backend */
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "--backend") && i + 1 < argc)

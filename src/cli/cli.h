@@ -192,6 +192,14 @@ int cli_backend_handover(int argc, char **argv);
 /* `lock acquire` on etcd: a keeper (keeper.c) keeps the lease of l
  * (detached) alive for pid and revokes it when pid ends. Its pid, -errno. */
 int cli_keep_lock(int pid, struct hf_lock *l);
+/* Scopes on etcd (backend.c, keeper.c): put the backend in force and its
+ * options on s (0, or an exit code: said, recorded); `scope register`'s
+ * keeper for the lease of s (detached after): its pid, -errno; the
+ * registry's name for messages (the backend URI, or the file) into buf. */
+struct hf_scope;
+int cli_backend_apply_scope(struct hf_scope *s, const char *name);
+int cli_keep_scope(int pid, struct hf_scope *s);
+const char *cli_registry_name(char *buf, size_t n);
 
 /* The read-then-write guard the session lock replaces (naive.c), to be
  * measured against only: 0 "taken", HF_EHELD, -errno. Admits two holders. */

@@ -59,10 +59,32 @@ static const char usage[] =
 	"(another user's, a symbolic link, not a regular file).\n"
 	"--json: one JSON object on stdout (check: the answer with \"exit\"), or on\n"
 	"failure the error object (README: Machine output).\n"
+	"\n"
+	"Backend (every subcommand): --backend etcd://HOST:PORT[,HOST:PORT...] (or\n"
+	"etcds:// for https; default: HOLDFAST_BACKEND, else 'file', the registry file)\n"
+	"keeps the registry in etcd, one key /holdfast/scope/NAME per pod attached to its\n"
+	"lease (the generation is the key's create_revision); --ttl DUR the lease\n"
+	"(register; default 10s: how long a dead host's or a killed keeper's pod lasts),\n"
+	"--etcd-user USER with --etcd-password-file FILE (or HOLDFAST_ETCD_USER,\n"
+	"HOLDFAST_ETCD_PASSWORD_FILE), --etcd-ca FILE (or HOLDFAST_ETCD_CA_FILE),\n"
+	"--etcd-timeout DUR (one request; default 5s). On etcd specs meet by path only.\n"
 
 	"-h, --help; -V, --version.\n";
 
 #define SHOW(s) CLI_SHOW(s)
+
+/* `holdfast scope` takes --backend (its registry may be an etcd's); `run
+ * --scope` registers in the file's registry whatever the lock's backend. */
+static bool scope_cmd;
+
+static const char *reg_name(char *buf, size_t n)
+{
+	if (scope_cmd)
+		return cli_registry_name(buf, n);
+	if (hf_registry_path(buf, n) < 0)
+		snprintf(buf, n, "the registry");
+	return buf;
+}
 
 /* A field of a record for a message: "" when absent. */
 static const char *F(const hf_rec *r, const char *field)
@@ -185,7 +207,7 @@ static int report(const char *verb, const char *name, const char *spec, int rc, 
 	if (F(h, "registry")[0])
 		snprintf(reg, sizeof reg, "%s", F(h, "registry"));
 	else
-		hf_registry_path(reg, sizeof reg);
+		reg_name(reg, sizeof reg);
 	bool who = rc == HF_ECONFLICT || rc == HF_EHELD || rc == HF_ENOTYOURS;
 	return cli_fail(code, rc == -ESRCH ? "no_process" : code == HF_EXIT_USAGE ? "usage"
 										 : hf_error_name(rc),
@@ -241,6 +263,7 @@ static const struct option opts[] = {
 	{ "generation", required_argument, NULL, OPT_GEN },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
+	CLI_BACKEND_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -266,7 +289,13 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 			cli_version();
 			return -1;
 		}
-		if (c == '?' || c == ':' || !strchr(allowed, c - OPT_PID + 'a')) {
+		int b = c >= CLI_OPT_BACKEND ? cli_backend_opt(c, optarg) : 0;
+		if (b == -1)
+			continue;
+		if (b)
+			return b;
+		if (c == '?' || c == ':' || c >= CLI_OPT_BACKEND ||
+		    !strchr(allowed, c - OPT_PID + 'a')) {
 			cli_err("scope %s: unknown or incomplete option '%s' (see 'holdfast scope "
 				"--help')",
 				argv[0], argv[optind - 1]);
@@ -281,7 +310,31 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_GEN: a->gen = optarg; break;
 		}
 	}
+	if (cli_backend()) { /* a backend that cannot be used: said once, here */
+		hf_scope *p;
+		int rc = hf_scope_new("holdfast", &p);
+		if (rc == 0)
+			rc = cli_backend_apply_scope(p, argv[0]);
+		hf_scope_free(p);
+		if (rc)
+			return rc < 0 ? HF_EXIT_SOFTWARE : rc;
+	}
 	return 0;
+}
+
+/* Read (or reap) the registry in force: the file's, or the backend's. */
+static int registry_op(bool reap, hf_registry **r, hf_rec **h)
+{
+	if (!scope_cmd || !cli_backend())
+		return reap ? hf_registry_reap(NULL, r, h) : hf_registry_read(NULL, r, h);
+	hf_scope *p;
+	int rc = hf_scope_new("holdfast", &p);
+	if (rc == 0 && cli_backend_apply_scope(p, "") != 0)
+		rc = -EINVAL; /* parse_args tried it already */
+	if (rc == 0)
+		rc = reap ? hf_scope_registry_reap(p, r, h) : hf_scope_registry_read(p, r, h);
+	hf_scope_free(p);
+	return rc;
 }
 
 /* Options and positional arguments in any order: positionals are set
@@ -306,7 +359,7 @@ static int collect(int argc, char **argv, const char *allowed, struct args *a, c
 		const struct option *o = NULL;
 		if (argv[i][1] == '-' && !strchr(argv[i], '='))
 			for (o = opts; o->name && strcmp(o->name, argv[i] + 2); o++)
-				;
+				; /* the backend's options too (CLI_BACKEND_LONGOPTS) */
 		if (o && o->name && o->has_arg == required_argument && i + 1 < argc)
 			rest[nr++] = argv[++i];
 	}
@@ -340,6 +393,10 @@ static int scope_make(const char *verb, const char *name, const char *const *spe
 		return refuse(verb, name, n ? specs[0] : NULL, NAME_RULE);
 	if (rc < 0)
 		return report(verb, name, NULL, rc, NULL);
+	if (scope_cmd && (rc = cli_backend_apply_scope(s, name)) != 0) {
+		hf_scope_free(s);
+		return rc;
+	}
 	for (size_t i = 0; i < n; i++) {
 		rc = hf_scope_add(s, specs[i]);
 		if (rc < 0) {
@@ -358,7 +415,7 @@ static int scope_make(const char *verb, const char *name, const char *const *spe
 static const hf_rec *read_back(const char *name, hf_registry **ret_r)
 {
 	*ret_r = NULL;
-	if (hf_registry_read(NULL, ret_r, NULL) < 0)
+	if (registry_op(false, ret_r, NULL) < 0)
 		return NULL;
 	long i = hf_registry_find(*ret_r, name);
 	return i >= 0 ? hf_registry_get(*ret_r, (size_t)i) : NULL;
@@ -421,12 +478,23 @@ static int do_register(int argc, char **argv)
 	}
 	uint64_t gen = hf_scope_generation(s);
 	/* The liveness file must be held as long as PID lives, and we exit
-	 * now: a keeper holds it (keeper.c). */
-	int live_fd = hf_scope_detach(s);
+	 * now: a keeper holds it (keeper.c); on etcd the keeper keeps the
+	 * lease alive and revokes it when PID ends. */
+	int keeper;
+	if (cli_backend()) {
+		keeper = cli_keep_scope((int)pid, s);
+		hf_scope_detach(s);
+	} else {
+		int live_fd = hf_scope_detach(s);
+		keeper = cli_keep_for((int)pid, &live_fd, 1);
+		hf_sys_close(live_fd);
+	}
 	hf_scope_free(s);
-	int keeper = cli_keep_for((int)pid, &live_fd, 1);
-	hf_sys_close(live_fd);
-	if (keeper < 0)
+	if (keeper < 0 && cli_backend())
+		cli_err("warning: scope register %s: no keeper for its lease (%s): it ends "
+			"after its TTL",
+			SHOW(name), hf_strerror(keeper));
+	else if (keeper < 0)
 		cli_err("warning: scope register %s: no keeper for its liveness file (%s): a "
 			"process in another pid namespace may take pid %d for dead",
 			SHOW(name), hf_strerror(keeper), (int)pid);
@@ -471,14 +539,16 @@ static int do_release(int argc, char **argv)
 		code = refuse("release", pos[0], NULL, "not a valid pod name");
 	else if (rc < 0)
 		code = report("release", pos[0], NULL, rc, NULL);
+	else if ((rc = cli_backend_apply_scope(s, pos[0])) != 0)
+		code = rc;
 	else if (gen > INT64_MAX) {
 		/* no registration has it: the name's own registration, if any,
 		 * is another one */
 		hf_registry *r = NULL;
-		rc = hf_registry_read(NULL, &r, NULL);
+		rc = registry_op(false, &r, NULL);
 		long i = rc == 0 ? hf_registry_find(r, pos[0]) : -1;
 		char reg[PATH_MAX] = "";
-		hf_registry_path(reg, sizeof reg);
+		reg_name(reg, sizeof reg);
 		if (i >= 0) {
 			code = report("release", pos[0], NULL, HF_ENOTYOURS,
 				      hf_registry_get(r, (size_t)i));
@@ -493,7 +563,7 @@ static int do_release(int argc, char **argv)
 		code = rc < 0 ? report("release", pos[0], NULL, rc, hf_scope_holder(s)) : HF_EXIT_OK;
 		if (rc == 0 && a.json) {
 			char reg[PATH_MAX] = "";
-			hf_registry_path(reg, sizeof reg);
+			reg_name(reg, sizeof reg);
 			cli_json_print(json_pack("{s:s, s:s, s:o, s:b}", "name", pos[0], "registry",
 						 reg, "generation",
 						 a.gen ? json_integer((json_int_t)gen) : json_null(),
@@ -508,7 +578,7 @@ static int do_release(int argc, char **argv)
 static int read_registry(hf_registry **r, const char *verb, const char *name)
 {
 	hf_rec *h = NULL;
-	int rc = hf_registry_read(NULL, r, &h);
+	int rc = registry_op(false, r, &h);
 	int code = rc < 0 ? report(verb, name, NULL, rc, h) : 0;
 	hf_rec_free(h);
 	return code;
@@ -541,7 +611,7 @@ static int do_list(int argc, char **argv)
 	if ((rc = read_registry(&r, "list", "")))
 		return rc;
 	char path[PATH_MAX];
-	hf_registry_path(path, sizeof path);
+	reg_name(path, sizeof path);
 	size_t n = hf_registry_count(r);
 	if (a.json) {
 		json_t *arr = json_array();
@@ -594,7 +664,7 @@ static int do_effective(int argc, char **argv)
 	rc = hf_registry_effective(r, name, &e);
 	if (rc < 0) {
 		char reg[PATH_MAX];
-		hf_registry_path(reg, sizeof reg);
+		reg_name(reg, sizeof reg);
 		if (rc == HF_ELOST)
 			cli_err("scope effective %s: its process is gone; its scope returns to its "
 				"parent on the next change (registry %s)",
@@ -665,7 +735,7 @@ static int do_check(int argc, char **argv)
 	int state = hf_registry_check(r, canon, a.pod, gen, &v);
 	if (state < 0) {
 		char reg[PATH_MAX] = "";
-		hf_registry_path(reg, sizeof reg);
+		reg_name(reg, sizeof reg);
 		cli_err("scope check %s: %s", SHOW(given), hf_strerror(state));
 		hf_registry_free(r);
 		free(pos);
@@ -766,7 +836,7 @@ static int do_reap(int argc, char **argv)
 	}
 	hf_registry *r;
 	hf_rec *h = NULL;
-	rc = hf_registry_reap(NULL, &r, &h);
+	rc = registry_op(true, &r, &h);
 	if (rc < 0) {
 		int code = report("reap", "", NULL, rc, h);
 		hf_rec_free(h);
@@ -808,6 +878,7 @@ int cmd_scope(int argc, char **argv)
 		fputs(usage, stderr);
 		return HF_EXIT_USAGE;
 	}
+	scope_cmd = true;
 	const char *v = argv[1];
 	if (!strcmp(v, "--help") || !strcmp(v, "-h") || !strcmp(v, "help")) {
 		fputs(usage, stdout);

@@ -341,6 +341,40 @@ int cli_keep_lock(int pid, hf_lock *l)
 	return keeper_spawn(&k, lease_main, l);
 }
 
+/* As lease_main, for a scope's lease (hf_scope_keep). */
+static void __attribute__((noreturn)) scope_lease_main(struct keep *k, int report, void *arg)
+{
+	hf_fault_inject(NULL, NULL, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	hf_sys_sigprocmask(SIG_SETMASK, &none, NULL);
+	hf_sys_chdir("/");
+	int null = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDWR, 0);
+	for (int fd = 0; fd < 3; fd++)
+		if (null >= 0 && null != fd)
+			hf_sys_dup2(null, fd);
+	int keep[1] = { report };
+	close_others(keep, 1); /* K1: the parent's connection too (hf_scope_keep makes its own) */
+	pid_t me = getpid();
+	uint64_t start;
+	if (hf_pid_start(k->pid, &start) < 0 || start != k->start)
+		me = 0; /* K3 */
+	hf_sys_write(report, &me, sizeof me);
+	hf_sys_close(report);
+	_exit(me && hf_scope_keep(arg) == 0 ? 0 : 1);
+}
+
+int cli_keep_scope(int pid, hf_scope *s)
+{
+	if (pid <= 0 || !s)
+		return -EINVAL;
+	struct keep k = { .pid = pid };
+	int rc = hf_pid_start(pid, &k.start); /* step 1 */
+	if (rc < 0)
+		return rc;
+	return keeper_spawn(&k, scope_lease_main, s);
+}
+
 int cli_keep_for(int pid, const int *fds, size_t n)
 {
 	if (n == 0 || n > KEEP_MAX || pid <= 0)

@@ -125,6 +125,10 @@ void hf_etcdlock_unkeep(struct hf_etcdlock *el);
  * is revoked: 0), the lease ends elsewhere (a release: HF_ENOTHELD), or it
  * could not be renewed within its TTL (HF_ELOST). */
 int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start);
+/* Hold lease (granted elsewhere: a scope's, etcdscope.c) as el's own: kept
+ * alive by el's thread from now on (EL5), by hf_etcdlock_keep after unkeep.
+ * lease 0: stop and forget it (not revoked). 0; -errno (no thread). */
+int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease);
 
 /* A kv of the gateway (a lock's key) into *i (owner, fence, state, age)
  * and *lease: 0; HF_EUNREADABLE (the value is no owner record: *i held,

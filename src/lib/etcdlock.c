@@ -672,3 +672,10 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 		hf_sys_close(pidfd);
 	return rc == -ENOENT ? 0 : rc;
 }
+
+int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease)
+{
+	hf_etcdlock_unkeep(el);
+	el->lease = lease;
+	return lease ? ka_start(el) : 0; /* EL5: the lease of what is held */
+}

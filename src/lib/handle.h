@@ -60,4 +60,11 @@ const struct hf_dirlock_info *hf_lock_held(const hf_lock *l);
 /* l's lock directory path. */
 const char *hf_lock_path(const hf_lock *l);
 
+/* The registry s names (HF_OPT_REGISTRY's file, or HF_OPT_BACKEND's etcd,
+ * HC5): read it (reap false) or reap it, as hf_scopereg_read/_reap. */
+struct hf_scopereg_table;
+struct hf_scopereg_holder;
+int hf_scope_table(hf_scope *s, bool reap, struct hf_scopereg_table **ret,
+		   struct hf_scopereg_holder *h);
+
 #endif

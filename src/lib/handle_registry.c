@@ -5,6 +5,7 @@
  * registry_table.c - effective scope and the write check - as records.
  */
 #include "internal.h"
+#include "handle.h"
 #include "rec.h"
 #include "registry.h"
 
@@ -185,4 +186,43 @@ void hf_registry_free(hf_registry *r)
 	free(r->recs);
 	hf_scopereg_free(r->t);
 	free(r);
+}
+
+int hf_scope_registry_read(hf_scope *s, hf_registry **ret, hf_rec **reterr)
+{
+	if (!s || !ret)
+		return -EINVAL;
+	struct hf_scopereg_holder *h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	struct hf_scopereg_table *t;
+	int rc = hf_scope_table(s, false, &t, h);
+	if (rc < 0)
+		fail_rec(reterr, h, rc);
+	else
+		rc = wrap(t, false, ret);
+	free(h);
+	return rc;
+}
+
+int hf_scope_registry_reap(hf_scope *s, hf_registry **ret, hf_rec **reterr)
+{
+	if (!s)
+		return -EINVAL;
+	struct hf_scopereg_holder *h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	struct hf_scopereg_table *t = NULL;
+	int rc = hf_scope_table(s, true, &t, h);
+	if (rc < 0) {
+		fail_rec(reterr, h, rc);
+	} else if (ret) {
+		int n = rc;
+		rc = wrap(t, true, ret);
+		rc = rc < 0 ? rc : n;
+	} else {
+		hf_scopereg_free(t);
+	}
+	free(h);
+	return rc;
 }

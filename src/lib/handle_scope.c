@@ -17,8 +17,13 @@
  *  (HC4) A wait never passes its deadline and ends at once when the cancel
  *        descriptor is readable (the waiter's W1, W4); every attempt is a
  *        whole hf_scopereg_register, so waiting adds no state of its own.
+ *  (HC5) A handle with HF_OPT_BACKEND "etcd://..." registers, releases and
+ *        reads on etcd (etcdscope.c) and nowhere else; its registration has
+ *        no descriptor (-1) but a lease, kept alive by the handle's thread
+ *        until release, detach or free, or by hf_scope_keep.
  */
 #include "internal.h"
+#include "etcdscope.h"
 #include "handle.h"
 #include "rec.h"
 #include "registry.h"
@@ -38,6 +43,11 @@ struct hf_scope {
 	char **specs;
 	size_t nspecs, cap;
 	char *registry, *socket, *from;   /* options; NULL: the default      */
+	/* HC5: the etcd backend, when set; es made from these at a verb */
+	char *backend, *etcd_user, *etcd_pwfile, *etcd_ca;
+	int64_t ttl_ms, timeout_ms;
+	struct hf_etcdscope *es;
+	bool es_dirty;
 	pid_t pid;
 	int64_t wait_ms, lock_wait_ms;
 	int cancel_fd;                    /* -1: none                          */
@@ -115,6 +125,14 @@ int hf_scope_set(hf_scope *s, int opt, int64_t v)
 	case HF_OPT_LOCK_WAIT_MS:
 		s->lock_wait_ms = v;
 		return 0;
+	case HF_OPT_TTL_MS:
+		s->ttl_ms = v;
+		s->es_dirty = true;
+		return 0;
+	case HF_OPT_TIMEOUT_MS:
+		s->timeout_ms = v;
+		s->es_dirty = true;
+		return 0;
 	case HF_OPT_GENERATION:
 		if (s->holds)
 			return -EBUSY; /* HC1: it has its own */
@@ -132,8 +150,29 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *v)
 		      : opt == HF_OPT_SOCKET ? &s->socket
 		      : opt == HF_OPT_FROM   ? &s->from
 					     : NULL;
-	if (!slot)
-		return -EINVAL;
+	if (!slot) {
+		slot = opt == HF_OPT_BACKEND		? &s->backend
+		       : opt == HF_OPT_ETCD_USER	? &s->etcd_user
+		       : opt == HF_OPT_ETCD_PASSWORD_FILE ? &s->etcd_pwfile
+		       : opt == HF_OPT_ETCD_CA_FILE	? &s->etcd_ca
+							: NULL;
+		if (!slot)
+			return -EINVAL;
+		if (opt == HF_OPT_BACKEND && v && !strcmp(v, "file"))
+			v = NULL;
+		if (opt == HF_OPT_BACKEND && v) {
+			struct hf_etcd_cfg cfg;
+			int rc = hf_etcd_cfg_parse(v, &cfg);
+			hf_etcd_cfg_clear(&cfg);
+			if (rc < 0)
+				return rc;
+		}
+		if (v && (!*v || strlen(v) >= PATH_MAX))
+			return -EINVAL;
+		if (s->holds && opt == HF_OPT_BACKEND)
+			return -EBUSY; /* HC5: held where it was registered */
+		s->es_dirty = true;
+	}
 	char *copy = NULL;
 	if (v && !(copy = strdup(v)))
 		return -ENOMEM;
@@ -158,12 +197,93 @@ static void holder_set(hf_scope *s, const struct hf_scopereg_holder *h, int rc)
 	hf_rec_put(&s->holder, hf_rec_from_scope_holder(h, rc, given));
 }
 
+/* HC5: the etcd registry of s, made anew from its options when they
+ * changed and nothing is held. 0 (s->es NULL: the file), -errno. */
+static int etcd_ready(hf_scope *s)
+{
+	if (!s->backend) {
+		if (!s->holds && s->es) {
+			hf_etcdscope_free(s->es);
+			s->es = NULL;
+		}
+		return 0;
+	}
+	if (s->es && (!s->es_dirty || s->holds))
+		return 0;
+	struct hf_etcd_cfg cfg;
+	int rc = hf_etcd_cfg_parse(s->backend, &cfg);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.user, s->etcd_user);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.password_file, s->etcd_pwfile);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg.ca_file, s->etcd_ca);
+	if (rc == 0 && s->timeout_ms) {
+		cfg.request_ms = s->timeout_ms;
+		if (cfg.connect_ms > s->timeout_ms)
+			cfg.connect_ms = s->timeout_ms;
+	}
+	struct hf_etcdscope *es = NULL;
+	if (rc == 0)
+		rc = hf_etcdscope_new(s->backend, &cfg, &es);
+	hf_etcd_cfg_clear(&cfg);
+	if (rc < 0)
+		return rc;
+	hf_etcdscope_set_ttl(es, s->ttl_ms);
+	hf_etcdscope_free(s->es);
+	s->es = es;
+	s->es_dirty = false;
+	return 0;
+}
+
+/* HC5: register on etcd. A wait (HF_OPT_WAIT_MS) is not done there yet. */
+static int etcd_register(hf_scope *s)
+{
+	if (s->wait_ms != 0) {
+		holder_reason(s, "waiting for a scope is not done on etcd yet: try once");
+		return -EOPNOTSUPP;
+	}
+	struct hf_scopereg_request req = {
+		.name = s->name, .specs = (const char *const *)s->specs, .nspecs = s->nspecs,
+		.pid = s->pid, .socket = s->socket, .from = s->from,
+	};
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	uint64_t gen = 0;
+	int rc = hf_etcdscope_register(s->es, &req, &gen, h);
+	if (rc == 0) {
+		assert(gen > 0 && "HC1");
+		s->holds = true;
+		s->fd = -1;
+		s->generation = gen;
+		s->registered_by = getpid();
+		holder_reason(s, NULL);
+	} else {
+		holder_set(s, h, rc);
+	}
+	free(h);
+	return rc;
+}
+
+/* A failure of the etcd client before a verb ran: its reason. */
+static int etcd_fail(hf_scope *s, int rc)
+{
+	holder_reason(s, rc == -EPROTONOSUPPORT ? "this library has no etcd client" : NULL);
+	return rc;
+}
+
 int hf_scope_register(hf_scope *s)
 {
 	if (!s)
 		return -EINVAL;
 	if (s->holds)
 		return -EALREADY; /* HC1 */
+	int erc = etcd_ready(s);
+	if (erc < 0)
+		return etcd_fail(s, erc);
+	if (s->es)
+		return etcd_register(s);
 	char path[PATH_MAX];
 	int rc = s->registry ? (strlen(s->registry) < sizeof path ? 0 : -ENAMETOOLONG)
 			     : hf_scopereg_path(path, sizeof path);
@@ -233,7 +353,22 @@ int hf_scope_release(hf_scope *s)
 	if (!s)
 		return -EINVAL;
 	char path[PATH_MAX];
-	int rc = 0;
+	int rc = etcd_ready(s);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	if (s->es) { /* HC5 */
+		struct hf_scopereg_holder *h = malloc(sizeof *h);
+		if (!h)
+			return -ENOMEM;
+		rc = hf_etcdscope_release(s->es, s->name, s->generation, h);
+		s->holds = false;
+		if (rc < 0)
+			holder_set(s, h, rc);
+		else
+			holder_reason(s, NULL);
+		free(h);
+		return rc;
+	}
 	if (s->holds)
 		strcpy(path, s->held_registry);
 	else if (s->registry)
@@ -263,6 +398,8 @@ int hf_scope_detach(hf_scope *s)
 {
 	if (!s || !s->holds)
 		return -1;
+	if (s->es) /* HC5: the lease stays, its TTL running */
+		hf_etcdscope_unkeep(s->es);
 	int fd = s->fd;
 	s->fd = -1;
 	s->holds = false; /* the generation stays readable */
@@ -298,6 +435,11 @@ void hf_scope_free(hf_scope *s)
 	free(s->registry);
 	free(s->socket);
 	free(s->from);
+	free(s->backend);
+	free(s->etcd_user);
+	free(s->etcd_pwfile);
+	free(s->etcd_ca);
+	hf_etcdscope_free(s->es); /* joins its keep-alive (EL5) */
 	hf_rec_free(s->holder);
 	free(s);
 }
@@ -340,4 +482,42 @@ int hf_path_identity(const char *path, char *buf, size_t n)
 int hf_registry_path(char *buf, size_t n)
 {
 	return buf ? hf_scopereg_path(buf, n) : -EINVAL;
+}
+
+/* --- on the handle's registry (HC5) ------------------------------------------- */
+
+int hf_scope_keep(hf_scope *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (!s->es)
+		return -EOPNOTSUPP; /* the file's registry: its descriptor (keeper.c) */
+	if (!s->generation || !hf_etcdscope_lease(s->es))
+		return HF_ENOTHELD;
+	pid_t pid = s->pid ? s->pid : getpid();
+	uint64_t start = 0;
+	if (hf_pid_start(pid, &start) < 0)
+		start = 0; /* gone already: the keep revokes at once */
+	int rc = hf_etcdscope_keep(s->es, pid, start);
+	s->holds = false; /* kept to its end: nothing is held any more */
+	return rc;
+}
+
+int hf_scope_table(hf_scope *s, bool reap, struct hf_scopereg_table **ret,
+		   struct hf_scopereg_holder *h)
+{
+	int rc = etcd_ready(s);
+	if (rc < 0)
+		return etcd_fail(s, rc);
+	if (s->es)
+		return reap ? hf_etcdscope_reap(s->es, ret, h) : hf_etcdscope_read(s->es, ret, h);
+	char path[PATH_MAX];
+	if (s->registry)
+		rc = strlen(s->registry) < sizeof path ? (strcpy(path, s->registry), 0)
+						       : -ENAMETOOLONG;
+	else
+		rc = hf_scopereg_path(path, sizeof path);
+	if (rc < 0)
+		return rc;
+	return reap ? hf_scopereg_reap(path, ret, h) : hf_scopereg_read(path, ret, h);
 }

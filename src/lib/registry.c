@@ -330,11 +330,15 @@ int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t 
 	return t->a[i].registered_ms ? hf_owner_age_ms(&o, now_ms) : -1;
 }
 
-int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
-			 int *ret_live_fd, struct hf_scopereg_holder *err)
+void hf_scopereg_holder_fill(struct hf_scopereg_holder *h, const struct hf_alloc *a,
+			     const char *scope)
 {
-	if (err)
-		memset(err, 0, sizeof *err);
+	fill_holder(h, a, scope);
+}
+
+int hf_scopereg_request_check(const struct hf_scopereg_request *req,
+			      struct hf_scopereg_holder *err)
+{
 	if (!req->name || !hf_pod_name_ok(req->name))
 		return bad_input(err,
 				 "a pod name is 1 to 128 bytes of UTF-8 text without control "
@@ -352,11 +356,22 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 		return bad_input(err, "give 1 to 1024 specs PATH:MODE[:recursive]");
 	if (req->lock_wait_ms < 0)
 		return bad_input(err, "lock_wait_ms is 0 (the default) or a bound");
+	return 0;
+}
+
+int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
+			 int *ret_live_fd, struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	int rc = hf_scopereg_request_check(req, err);
+	if (rc < 0)
+		return rc;
 
 	/* Canonicalize and identify every spec before taking the lock:
 	 * look-ups are slow. */
 	struct hf_regreq *q;
-	int rc = hf_regreq_make(req, &q, err);
+	rc = hf_regreq_make(req, &q, err);
 	if (rc < 0)
 		return rc;
 	const struct hf_spec *specs = q->specs;

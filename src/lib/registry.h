@@ -104,6 +104,14 @@ int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t 
  * pid namespace can ever prove it dead. */
 int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
 			 int *ret_live_fd, struct hf_scopereg_holder *reterr_holder);
+/* The checks of req's form hf_scopereg_register makes first: 0, or -EINVAL
+ * with err's reason. */
+int hf_scopereg_request_check(const struct hf_scopereg_request *req,
+			      struct hf_scopereg_holder *err);
+struct hf_alloc;
+/* Name entry a (its spec scope) in h, as a refusal does. */
+void hf_scopereg_holder_fill(struct hf_scopereg_holder *h, const struct hf_alloc *a,
+			     const char *scope);
 /* Remove name's allocation (generation 0: whatever its generation; else
  * HF_ENOTYOURS when the name now belongs to another registration). Its scope
  * returns to its parent; its live children are re-parented to it. Its

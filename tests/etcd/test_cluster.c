@@ -1,7 +1,8 @@
 /*
  * test_cluster.c - the directory lock on a 3-member etcd cluster, with
  * faults (suite etcd-cluster, `make check-cluster`): a member killed under
- * a holder and under a waiter, quorum lost and regained. Each test starts
+ * a holder and under a waiter, quorum lost and regained; the scope chain
+ * A->B->D with B's member killed. Each test starts
  * its own three members on free loopback ports (data dirs under /tmp),
  * stopped by pid.
  */
@@ -244,6 +245,72 @@ Test(etcd_cluster, waiter_survives_its_member)
 	int st = hft_collect(w.pid, w.out_rd, w.err_rd, &out, &err);
 	cr_assert_eq(st, 0, "the waiter: exit %d: %s", st, err);
 	cr_assert_gt(strlen(out), 32);
+	free(out);
+	free(err);
+}
+
+/* The scope registry: A -> B -> D, B's keeper talking to member 0 alone;
+ * member 0 killed: B's lease goes unrenewed and expires (2 s), while A's
+ * and D's keepers go on at the other members. Then D is A's child and A's
+ * effective scope is its own minus D's (etcdscope.c ES4). */
+Test(etcd_cluster, scope_chain_with_b_member_killed)
+{
+	char env[400], only0[100], *out = NULL, *err = NULL;
+	snprintf(env, sizeof env, "HOLDFAST_BACKEND=%s", uri);
+	snprintf(only0, sizeof only0, "etcd://%s", M[0].endpoint);
+	char *s;
+	cr_assert_geq(asprintf(&s,
+			       "cd %s || exit 9\n"
+			       "H=\"$HOLDFAST_BIN\"\n"
+			       "mkdir -p c/src/core/x c/src/core/z\n"
+			       "sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n"
+			       "sleep 1000 </dev/null >/dev/null 2>&1 & b=$!\n"
+			       "sleep 1000 </dev/null >/dev/null 2>&1 & d=$!\n"
+			       "echo \"$a $b $d\"\n"
+			       "\"$H\" scope register CA c/src:write:recursive --pid $a >/dev/null || exit 10\n"
+			       "\"$H\" scope register CB c/src/core:write:recursive --pid $b --from CA "
+			       "--ttl 2s --backend %s >/dev/null || exit 11\n"
+			       "\"$H\" scope register CD c/src/core/x:write:recursive --pid $d --from CB "
+			       ">/dev/null || exit 12\n",
+			       dir, only0),
+		      0);
+	int st = hft_sh(&out, &err, "sh", env, s);
+	free(s);
+	int pa = 0, pb = 0, pd = 0;
+	sscanf(out ? out : "", "%d %d %d", &pa, &pb, &pd);
+	cr_assert(pa > 0 && pb > 0 && pd > 0, "%s", out);
+	if (st != 0) {
+		kill(pa, SIGKILL), kill(pb, SIGKILL), kill(pd, SIGKILL);
+		cr_assert_fail("exit %d: %s %s", st, out, err);
+	}
+	free(out);
+	free(err);
+	kill_member(0);
+	cr_assert_geq(asprintf(&s,
+			       "cd %s || exit 9\n"
+			       "H=\"$HOLDFAST_BIN\"\n"
+			       "i=0; while \"$H\" scope list | grep -q ' CB '; do\n"
+			       "  i=$((i+1)); [ $i -gt 300 ] && { echo CB-stayed; break; }; sleep 0.1\n"
+			       "done\n"
+			       "\"$H\" scope list\n"
+			       "\"$H\" scope effective CA --json; echo\n"
+			       "\"$H\" scope check c/src/core/z --pod CA; echo \"regained=$?\"\n"
+			       "\"$H\" scope check c/src/core/x/f --pod CD; echo \"dstays=$?\"\n"
+			       "kill -0 %d && echo b-lives\n",
+			       dir, pb),
+		      0);
+	st = hft_sh(&out, &err, "sh", env, s);
+	free(s);
+	kill(pa, SIGKILL), kill(pb, SIGKILL), kill(pd, SIGKILL);
+	cr_assert_eq(st, 0, "exit %d: %s %s", st, out, err);
+	cr_assert_null(strstr(out, "CB-stayed"), "%s", out);
+	cr_assert(strstr(out, "b-lives"), "B's owner lived: only its lease ended: %s", out);
+	cr_assert(strstr(out, " CD ") && strstr(out, "from CA"), "D under A: %s", out);
+	cr_assert(strstr(out, "\"scope_deny\":[{\"scope\":") && strstr(out, "\"name\":\"CD\""),
+		  "A's own minus D's: %s", out);
+	cr_assert_null(strstr(out, "\"name\":\"CB\""), "%s", out);
+	cr_assert(strstr(out, "regained=0\n"), "%s %s", out, err);
+	cr_assert(strstr(out, "dstays=0\n"), "%s %s", out, err);
 	free(out);
 	free(err);
 }

@@ -1,0 +1,653 @@
+/*
+ * etcdscope.c - the scope registry kept in etcd (hf_scope with
+ * HF_OPT_BACKEND): the same registrations, refusals (the deepest live
+ * holder named), effective scopes and verdicts as registry.c's file - the
+ * table in memory and its rules (registry_table.c: hf_regtable_admit, RG4,
+ * RG5) are the file's, only where the table lives and how a change is made
+ * atomic differ.
+ *
+ * Artifacts
+ * ---------
+ *   pod key  HF_ETCD_SCOPE_PREFIX + the pod's name ("/holdfast/scope/agent-1";
+ *            a name has no '/', so every pod is in the range [prefix,
+ *            HF_ETCD_SCOPE_END)).
+ *   value    the pod's allocation as the file writes it (registry_json.c:
+ *            name, pid, pid_start, boot_id, host, pidns, timens, boottime_ms,
+ *            comm, socket, scope_allow, delegated_from, registered) without
+ *            "generation", without "scope_fs" (a mount's device numbers mean
+ *            nothing on another host: on etcd specs meet by path only) and
+ *            with "ancestors": [{"name","generation"}...], the live chain of
+ *            parents at registration, nearest first.
+ *   lease    one per registration, TTL (default 10 s), attached to the pod
+ *            key: the pod lives while it is kept alive - by a thread of the
+ *            handle (etcdlock.c's keep-alive, EL5) or by `holdfast scope
+ *            register`'s keeper (hf_etcdlock_keep), which revokes it the
+ *            moment the owner ends.
+ *   generation  the pod key's create_revision (a fencing token, strictly
+ *            greater for every later registration in that etcd); the
+ *            registry's generation is the revision it was read at.
+ *
+ * Steps of a registration (hf_etcdscope_register)
+ * -----------------------------------------------
+ *   1. The request's form, its specs canonical (hf_regreq_make), the owner
+ *      record (-ESRCH). Grant a lease.
+ *   2. Range the prefix at revision R: every pod, as a table. A pod's
+ *      delegated_from is the first of its ancestors whose key exists with
+ *      that generation (ES4); the table is judged as the file's (owners
+ *      proven dead on this kernel are dead).
+ *   3. Pods proven dead: revoke their leases (their keys go) and go to 2.
+ *   4. Decide on the table exactly as the file does: the name taken
+ *      (HF_EHELD), the parent absent (HF_ELOST), hf_regtable_admit
+ *      (HF_ECONFLICT naming the deepest live holder, HF_ENOTYOURS).
+ *   5. One txn: compare the pod key absent (create_revision == 0), every key
+ *      of the prefix unchanged since R (a range compare, mod_revision < R+1)
+ *      and, delegated, the parent key's create_revision == the parent's
+ *      generation; then put the pod key with the lease. Succeeded: the
+ *      generation is the txn's revision. Failed: go to 2 (at most
+ *      HF_ETCD_SCOPE_ATTEMPTS times; then -EAGAIN).
+ *
+ * Release: range the table, compare the generation, revoke the pod's lease.
+ * Reap: revoke the leases of the pods proven dead. Read: step 2.
+ *
+ * Invariants
+ * ----------
+ *   (ES1) A registration is written only by a txn whose compares say no pod
+ *         key was put since the table it was decided on was read: a put
+ *         is the only change that can make a decision wrong, because a
+ *         deletion (release, revoke, expiry) only takes write specs away -
+ *         except the parent's, which ES2 compares. All specs or none: one put.
+ *   (ES2) A delegation is written only while the parent's key is the one it
+ *         was decided against (create_revision == its generation): a stale
+ *         token, or a parent that ended and came back, is refused.
+ *   (ES3) A pod's key is deleted only with its lease (revoke or expiry): a
+ *         late revoke names a lease, never a key, and cannot end a newer
+ *         registration of the name.
+ *   (ES4) Nothing is rewritten when a pod ends: a child's parent is its
+ *         nearest ancestor whose key lives with the generation recorded, so
+ *         A->B->D with B gone is A->D and A's effective scope is its own
+ *         minus D's (the partial reclaim falls out of B's lease ending).
+ *
+ * Hazards
+ * -------
+ *   - Every registration of an etcd compares the whole prefix: two at once
+ *     serialize, the loser deciding again (bounded). Fine for the pod counts
+ *     of a build farm, not for thousands of registrations a second.
+ *   - A pid proves death only on its own kernel; a pod on another host
+ *     whose owner died lives until its lease expires (its TTL). A killed
+ *     keeper stops the renewals: the pod ends after the TTL though its owner
+ *     may live on.
+ *   - Specs meet by path only (no identities): hosts must mount shared trees
+ *     at the same paths.
+ */
+#include "etcdscope.h"
+#include "internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct hf_etcdscope {
+	struct hf_etcdlock *el; /* the registration's lease and its keep-alive */
+	struct hf_etcd *conn;
+	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
+	char uri[512];
+	char why[HF_ETCD_WHY_MAX];
+};
+
+int hf_etcdscope_new(const char *uri, struct hf_etcd_cfg *cfg, struct hf_etcdscope **ret)
+{
+	struct hf_etcdscope *es = calloc(1, sizeof *es);
+	if (!es)
+		return -ENOMEM;
+	int rc = hf_etcdlock_new("/holdfast-scope-lease", cfg, &es->el); /* its key unused */
+	if (rc == 0 && (rc = hf_etcd_open(hf_etcdlock_cfg(es->el), &es->conn)) < 0)
+		hf_etcdlock_free(es->el);
+	if (rc < 0) {
+		free(es);
+		return rc;
+	}
+	snprintf(es->uri, sizeof es->uri, "%s", uri);
+	es->made_by = getpid();
+	*ret = es;
+	return 0;
+}
+
+void hf_etcdscope_free(struct hf_etcdscope *es)
+{
+	if (!es)
+		return;
+	hf_etcdlock_free(es->el); /* joins the keep-alive (EL5) */
+	if (es->made_by != getpid())
+		hf_etcd_forget(es->conn); /* a forked child: the parent's socket */
+	hf_etcd_close(es->conn);
+	free(es);
+}
+
+void hf_etcdscope_set_ttl(struct hf_etcdscope *es, int64_t ttl_ms)
+{
+	hf_etcdlock_set_ttl(es->el, ttl_ms);
+}
+
+int64_t hf_etcdscope_ttl_ms(const struct hf_etcdscope *es)
+{
+	return hf_etcdlock_ttl_ms(es->el);
+}
+
+int64_t hf_etcdscope_lease(const struct hf_etcdscope *es)
+{
+	return hf_etcdlock_lease(es->el);
+}
+
+void hf_etcdscope_unkeep(struct hf_etcdscope *es)
+{
+	hf_etcdlock_unkeep(es->el);
+}
+
+int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start)
+{
+	hf_etcd_forget(es->conn); /* a forked keeper's: the parent's socket */
+	return hf_etcdlock_keep(es->el, pid, start);
+}
+
+/* ---- requests ------------------------------------------------------------------ */
+
+static int say(struct hf_scopereg_holder *err, int rc, const struct hf_etcdscope *es,
+	       const char *why)
+{
+	if (err) {
+		snprintf(err->registry, sizeof err->registry, "%s", es->uri);
+		if (why && why[0])
+			snprintf(err->reason, sizeof err->reason, "%s", why);
+	}
+	return rc;
+}
+
+static int call(struct hf_etcdscope *es, const char *api, json_t *req, json_t **ret)
+{
+	if (!req) {
+		snprintf(es->why, sizeof es->why, "etcd: no memory for a request");
+		return -ENOMEM;
+	}
+	json_t *a = NULL;
+	int rc = hf_etcd_call(es->conn, api, req, &a, es->why, sizeof es->why);
+	if (rc == 0 && ret)
+		*ret = a;
+	else
+		json_decref(a);
+	return rc;
+}
+
+static int lease_revoke(struct hf_etcdscope *es, int64_t id)
+{
+	char s[24];
+	snprintf(s, sizeof s, "%lld", (long long)id);
+	return call(es, "/v3/lease/revoke", json_pack("{s:s}", "ID", s), NULL);
+}
+
+static char *b64(const char *s)
+{
+	return hf_b64_encode(s, strlen(s));
+}
+
+static char *pod_key64(const char *name)
+{
+	char k[sizeof HF_ETCD_SCOPE_PREFIX + HF_POD_NAME_MAX];
+	snprintf(k, sizeof k, "%s%s", HF_ETCD_SCOPE_PREFIX, name);
+	return b64(k);
+}
+
+/* The table read (step 2), with each entry's lease. */
+struct loaded {
+	struct hf_scopereg_table t;
+	int64_t *lease; /* by index of t */
+	int64_t rev;
+};
+
+static void loaded_clear(struct loaded *l)
+{
+	hf_regtable_clear(&l->t);
+	free(l->lease);
+	l->lease = NULL;
+}
+
+/* Step 2: 0 and *l; HF_EUNREADABLE (a key that is no allocation); the
+ * client's failures. */
+static int load(struct hf_etcdscope *es, struct loaded *l, struct hf_scopereg_holder *err)
+{
+	memset(l, 0, sizeof *l);
+	char *k = b64(HF_ETCD_SCOPE_PREFIX), *end = b64(HF_ETCD_SCOPE_END);
+	json_t *a = NULL;
+	int rc = k && end ? call(es, "/v3/kv/range",
+				 json_pack("{s:s, s:s}", "key", k, "range_end", end), &a)
+			  : -ENOMEM;
+	free(k);
+	free(end);
+	if (rc < 0)
+		return say(err, rc, es, es->why);
+	hf_etcd_i64(json_object_get(a, "header"), "revision", &l->rev);
+	json_t *kvs = json_object_get(a, "kvs");
+	size_t n = json_array_size(kvs);
+	json_t *gens = json_object(), *allocs = json_array();
+	l->lease = calloc(n ? n : 1, sizeof *l->lease);
+	char reason[512] = "";
+	rc = gens && allocs && l->lease ? 0 : -ENOMEM;
+	json_t **vals = calloc(n ? n : 1, sizeof *vals);
+	if (!vals)
+		rc = -ENOMEM;
+	/* every pod's generation first: ES4 resolves parents against them */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		json_t *kv = json_array_get(kvs, i);
+		char *key = NULL, *v = NULL;
+		size_t kn = 0, vn = 0;
+		int64_t cr = 0;
+		hf_etcd_i64(kv, "create_revision", &cr);
+		hf_etcd_i64(kv, "lease", &l->lease[i]);
+		const char *k64 = json_string_value(json_object_get(kv, "key"));
+		const char *v64 = json_string_value(json_object_get(kv, "value"));
+		if (!k64 || hf_b64_decode(k64, &key, &kn) < 0 || !v64 ||
+		    hf_b64_decode(v64, &v, &vn) < 0) {
+			snprintf(reason, sizeof reason, "a key of %s that is not base64",
+				 HF_ETCD_SCOPE_PREFIX);
+			rc = HF_EUNREADABLE;
+		}
+		const char *name = key ? key + strlen(HF_ETCD_SCOPE_PREFIX) : "";
+		json_t *o = rc == 0 ? json_loadb(v, vn, JSON_REJECT_DUPLICATES, NULL) : NULL;
+		if (rc == 0 && (!json_is_object(o) || cr <= 0 ||
+				!json_is_string(json_object_get(o, "name")) ||
+				strcmp(json_string_value(json_object_get(o, "name")), name))) {
+			snprintf(reason, sizeof reason, "etcd key %s: not a pod's allocation", key);
+			rc = HF_EUNREADABLE;
+		}
+		if (rc == 0) {
+			json_object_set_new(o, "generation", json_integer(cr));
+			json_object_set_new(gens, name, json_integer(cr));
+			vals[i] = o;
+		} else {
+			json_decref(o);
+		}
+		free(key);
+		free(v);
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		json_t *o = vals[i], *anc = json_object_get(o, "ancestors"), *p;
+		json_t *from = json_null();
+		size_t j;
+		json_array_foreach(anc, j, p) { /* ES4: the nearest that lives */
+			const char *pn = json_string_value(json_object_get(p, "name"));
+			json_t *g = pn ? json_object_get(gens, pn) : NULL;
+			if (g && json_integer_value(g) ==
+					 json_integer_value(json_object_get(p, "generation"))) {
+				from = json_string(pn);
+				break;
+			}
+		}
+		json_object_set_new(o, "delegated_from", from);
+		json_object_del(o, "ancestors");
+		json_array_append(allocs, o);
+	}
+	for (size_t i = 0; i < n && vals; i++)
+		json_decref(vals[i]);
+	free(vals);
+	json_decref(gens);
+	json_decref(a);
+	char *text = NULL;
+	if (rc == 0) {
+		json_t *doc = json_pack("{s:i, s:I, s:o}", "version", 1, "generation",
+					(json_int_t)l->rev, "allocations", allocs);
+		allocs = NULL;
+		text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+		json_decref(doc);
+		rc = text ? 0 : -ENOMEM;
+	}
+	json_decref(allocs);
+	if (rc == 0)
+		rc = hf_regtable_parse(text, strlen(text), &l->t, reason, sizeof reason);
+	free(text);
+	if (rc == 0) /* as the file's: by pid on this kernel; no live files here */
+		rc = hf_registry_judge(&l->t, -1, "", false);
+	if (rc < 0) {
+		loaded_clear(l);
+		return say(err, rc, es, reason);
+	}
+	assert(l->t.n == n && "ES4"); /* one entry per key, in the order read */
+	return 0;
+}
+
+/* Step 3: revoke the leases of the pods proven dead; the number revoked. */
+static int reap_dead(struct hf_etcdscope *es, struct loaded *l)
+{
+	int count = 0;
+	for (size_t i = 0; i < l->t.n; i++)
+		if (l->t.a[i].live == HF_DEAD && l->lease[i]) {
+			int rc = lease_revoke(es, l->lease[i]); /* ES3 */
+			if (rc < 0 && rc != -ENOENT)
+				return rc;
+			count++;
+		}
+	return count;
+}
+
+/* The new pod's value: its allocation as the file writes it (ES: Artifacts). */
+static char *value_of(struct hf_scopereg_table *t, size_t idx)
+{
+	char *text = NULL;
+	size_t len = 0;
+	if (hf_regtable_format(t, &text, &len) < 0)
+		return NULL;
+	json_t *doc = json_loadb(text, len, 0, NULL), *o = NULL;
+	free(text);
+	json_t *arr = json_object_get(doc, "allocations"), *e;
+	size_t i;
+	json_array_foreach(arr, i, e) {
+		if (!strcmp(json_string_value(json_object_get(e, "name")) ?: "", t->a[idx].name)) {
+			o = e;
+			break;
+		}
+	}
+	char *v64 = NULL;
+	if (o) {
+		json_object_del(o, "generation");
+		json_object_del(o, "scope_fs");
+		json_t *anc = json_array();
+		for (long p = t->a[idx].parent; anc && p >= 0; p = t->a[p].parent)
+			json_array_append_new(anc,
+					      json_pack("{s:s, s:I}", "name", t->a[p].name,
+							"generation", (json_int_t)t->a[p].generation));
+		json_object_set_new(o, "ancestors", anc);
+		char *v = json_dumps(o, JSON_COMPACT);
+		v64 = v ? b64(v) : NULL;
+		free(v);
+	}
+	json_decref(doc);
+	return v64;
+}
+
+/* Step 5: 1 written, 0 lost to another change, -errno. */
+static int txn(struct hf_etcdscope *es, const char *name, const char *parent, uint64_t pgen,
+	       int64_t rev, const char *v64, int64_t lease, int64_t *ret_rev)
+{
+	char *k = pod_key64(name), *pk = parent ? pod_key64(parent) : NULL;
+	char *pre = b64(HF_ETCD_SCOPE_PREFIX), *end = b64(HF_ETCD_SCOPE_END);
+	char ls[24], rs[24], gs[24];
+	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	snprintf(rs, sizeof rs, "%lld", (long long)rev + 1);
+	snprintf(gs, sizeof gs, "%llu", (unsigned long long)pgen);
+	json_t *cmp = k && pre && end && (!parent || pk) ? json_pack(
+		"[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]", "key", k, "target", "CREATE",
+		"result", "EQUAL", "create_revision", "0", "key", pre, "range_end", end, "target",
+		"MOD", "result", "LESS", "mod_revision", rs) : NULL;
+	if (cmp && parent) /* ES2 */
+		json_array_append_new(cmp, json_pack("{s:s, s:s, s:s, s:s}", "key", pk, "target",
+						     "CREATE", "result", "EQUAL",
+						     "create_revision", gs));
+	json_t *req = cmp ? json_pack("{s:o, s:[{s:{s:s, s:s, s:s}}]}", "compare", cmp,
+				      "success", "request_put", "key", k, "value", v64, "lease",
+				      ls)
+			  : NULL;
+	free(k);
+	free(pk);
+	free(pre);
+	free(end);
+	json_t *a = NULL;
+	int rc = call(es, "/v3/kv/txn", req, &a); /* ES1 */
+	if (rc < 0)
+		return rc;
+	*ret_rev = 0;
+	hf_etcd_i64(json_object_get(a, "header"), "revision", ret_rev);
+	rc = json_is_true(json_object_get(a, "succeeded")) ? 1 : 0;
+	json_decref(a);
+	if (rc == 1 && *ret_rev <= 0) {
+		snprintf(es->why, sizeof es->why, "etcd: a txn answered without a revision");
+		return -EPROTO;
+	}
+	return rc;
+}
+
+int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_request *req,
+			  uint64_t *ret_generation, struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	es->why[0] = '\0';
+	int rc = hf_scopereg_request_check(req, err); /* step 1 */
+	if (rc < 0)
+		return say(err, rc, es, NULL);
+	assert(!hf_etcdlock_lease(es->el) && "EL5"); /* the handle holds nothing */
+	struct hf_regreq *q;
+	if ((rc = hf_regreq_make(req, &q, err)) < 0)
+		return say(err, rc, es, NULL);
+	struct hf_owner me;
+	rc = hf_owner_init(&me, req->pid);
+	if (rc == -ESRCH && err)
+		snprintf(err->reason, sizeof err->reason, "no process has pid %d", (int)req->pid);
+	if (rc < 0) {
+		hf_regreq_free(q);
+		return say(err, rc, es, NULL);
+	}
+	if (!hf_text_ok(me.host, HF_HOST_MAX))
+		me.host[0] = '\0';
+	json_t *ga = NULL;
+	int64_t lease = 0;
+	rc = call(es, "/v3/lease/grant",
+		  json_pack("{s:I}", "TTL", (json_int_t)(hf_etcdscope_ttl_ms(es) / 1000)), &ga);
+	if (rc == 0 && (hf_etcd_i64(ga, "ID", &lease) < 0 || !lease)) {
+		snprintf(es->why, sizeof es->why, "etcd: a lease grant answered without an ID");
+		rc = -EPROTO;
+	}
+	json_decref(ga);
+	if (rc < 0) {
+		hf_regreq_free(q);
+		return say(err, rc, es, es->why);
+	}
+	struct loaded l;
+	bool have = false;
+	int64_t grev = 0;
+	for (int attempt = 0;; attempt++) {
+		if (have)
+			loaded_clear(&l);
+		have = false;
+		if (attempt >= HF_ETCD_SCOPE_ATTEMPTS) {
+			rc = say(err, -EAGAIN, es, "the registry changed under every attempt");
+			break;
+		}
+		if ((rc = load(es, &l, err)) < 0) /* step 2 */
+			break;
+		have = true;
+		if ((rc = reap_dead(es, &l)) != 0) { /* step 3 */
+			if (rc < 0) {
+				rc = say(err, rc, es, es->why);
+				break;
+			}
+			continue;
+		}
+		struct hf_scopereg_table *t = &l.t;
+		long same = hf_regtable_find(t, req->name); /* step 4 */
+		if (same >= 0 && l.lease[same] == lease) {
+			grev = (int64_t)t->a[same].generation; /* our put, repeated (ET1) */
+			rc = 0;
+			break;
+		}
+		if (same >= 0) {
+			hf_scopereg_holder_fill(err, &t->a[same], t->a[same].spec_text[0]);
+			rc = say(err, HF_EHELD, es, NULL);
+			break;
+		}
+		long parent = -1;
+		if (req->from && (parent = hf_regtable_find(t, req->from)) < 0) {
+			if (err)
+				snprintf(err->name, sizeof err->name, "%s", req->from);
+			rc = say(err, HF_ELOST, es, NULL);
+			break;
+		}
+		struct hf_regtable_refusal no;
+		rc = hf_regtable_admit(t, q->specs, req->nspecs, parent, &no); /* RG4, RG5 */
+		if (rc < 0) {
+			const struct hf_alloc *who = &t->a[no.who];
+			hf_scopereg_holder_fill(err, who,
+						who->spec_text[rc == HF_ECONFLICT ? no.who_spec : 0]);
+			if (err) {
+				err->request_index = no.index;
+				snprintf(err->request, sizeof err->request, "%s", q->canon[no.index]);
+				if (rc == HF_ECONFLICT)
+					err->others = no.others;
+			}
+			rc = say(err, rc, es, NULL);
+			break;
+		}
+		struct hf_alloc *a;
+		if ((rc = hf_regtable_push(t, &a)) < 0)
+			break;
+		a->name = hf_regtable_strndup(t, req->name, strlen(req->name));
+		a->pid = me.pid;
+		a->pid_start = me.pid_start;
+		a->boot_id = hf_regtable_strndup(t, me.boot_id, strlen(me.boot_id));
+		a->host = hf_regtable_strndup(t, me.host, strlen(me.host));
+		a->pidns = me.pidns;
+		a->timens = me.timens;
+		a->boot_ms = me.boot_ms > 0 ? me.boot_ms : 0;
+		a->comm = hf_regtable_strndup(t, me.comm, strlen(me.comm));
+		a->socket = req->socket ? hf_regtable_strndup(t, req->socket, strlen(req->socket))
+					: NULL;
+		a->from = parent >= 0 ? t->a[parent].name : NULL;
+		a->parent = parent;
+		a->generation = (uint64_t)l.rev + 1; /* the file needs one; not stored */
+		a->registered_ms = me.time_ms;
+		a->live = HF_ALIVE;
+		if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket)) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = hf_regreq_store(t, a, q)) < 0)
+			break;
+		a->nfs = 0; /* by path only on etcd */
+		char *v64 = value_of(t, t->n - 1);
+		if (!v64) {
+			rc = -ENOMEM;
+			break;
+		}
+		hf_sys_point(HF_PT_SCOPE_REGISTER_DECIDED);
+		rc = txn(es, req->name, parent >= 0 ? t->a[parent].name : NULL,
+			 parent >= 0 ? t->a[parent].generation : 0, l.rev, v64, lease, &grev);
+		free(v64);
+		if (rc < 0) {
+			rc = say(err, rc, es, es->why);
+			break;
+		}
+		if (rc == 1) {
+			rc = 0;
+			break;
+		}
+		/* lost to another change (ES1): decide again */
+	}
+	if (have)
+		loaded_clear(&l);
+	hf_regreq_free(q);
+	if (rc == 0 && (rc = hf_etcdlock_hold(es->el, lease)) < 0)
+		say(err, rc, es, "no keep-alive thread");
+	if (rc < 0) {
+		lease_revoke(es, lease);
+		return rc;
+	}
+	assert(grev > 0 && "ES1");
+	if (ret_generation)
+		*ret_generation = (uint64_t)grev;
+	return 0;
+}
+
+int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t generation,
+			 struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	es->why[0] = '\0';
+	if (!name || !hf_pod_name_ok(name))
+		return say(err, -EINVAL, es, "not a valid pod name");
+	struct loaded l;
+	int rc = load(es, &l, err);
+	if (rc < 0)
+		return rc;
+	long i = hf_regtable_find(&l.t, name);
+	if (i < 0) {
+		rc = say(err, HF_ENOTHELD, es, NULL);
+	} else if (generation && l.t.a[i].generation != generation) {
+		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
+		rc = say(err, HF_ENOTYOURS, es, NULL);
+	} else {
+		if (l.lease[i] == hf_etcdlock_lease(es->el))
+			hf_etcdlock_hold(es->el, 0); /* EL5: stopped before the revoke */
+		rc = lease_revoke(es, l.lease[i]); /* ES3, ES4: its children re-parent */
+		rc = rc == -ENOENT ? say(err, HF_ENOTHELD, es, NULL)
+		     : rc < 0	   ? say(err, rc, es, es->why)
+				   : 0;
+	}
+	loaded_clear(&l);
+	return rc;
+}
+
+int hf_etcdscope_read(struct hf_etcdscope *es, struct hf_scopereg_table **ret,
+		      struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	es->why[0] = '\0';
+	struct hf_scopereg_table *t = calloc(1, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	struct loaded l;
+	int rc = load(es, &l, err);
+	if (rc < 0) {
+		free(t);
+		return rc;
+	}
+	*t = l.t; /* the arena moves with it */
+	free(l.lease);
+	*ret = t;
+	return 0;
+}
+
+int hf_etcdscope_reap(struct hf_etcdscope *es, struct hf_scopereg_table **ret,
+		      struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	es->why[0] = '\0';
+	struct loaded l;
+	int rc = load(es, &l, err);
+	if (rc < 0)
+		return rc;
+	int count = reap_dead(es, &l);
+	if (count < 0) {
+		loaded_clear(&l);
+		return say(err, count, es, es->why);
+	}
+	/* the reaped ones, each naming who got its scope back */
+	for (size_t i = 0; i < l.t.n; i++) {
+		struct hf_alloc *a = &l.t.a[i];
+		a->returned_to = a->parent >= 0 ? l.t.a[a->parent].name : NULL;
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < l.t.n; i++)
+		if (l.t.a[i].live == HF_DEAD && l.lease[i])
+			l.t.a[w++] = l.t.a[i];
+	for (size_t i = 0; i < w; i++)
+		l.t.a[i].parent = -1;
+	l.t.n = w;
+	l.t.generation = (uint64_t)l.rev + (uint64_t)count; /* one revision a revoke */
+	free(l.lease);
+	rc = hf_regtable_index(&l.t, NULL);
+	if (rc < 0 || !ret) {
+		hf_regtable_clear(&l.t);
+		return rc < 0 ? rc : count;
+	}
+	struct hf_scopereg_table *t = calloc(1, sizeof *t);
+	if (!t) {
+		hf_regtable_clear(&l.t);
+		return -ENOMEM;
+	}
+	*t = l.t;
+	*ret = t;
+	return count;
+}

@@ -1,0 +1,48 @@
+/*
+ * etcdscope.h - the scope registry kept in etcd (etcdscope.c): the same
+ * registrations, refusals, effective scopes and verdicts as registry.c's
+ * file, with one key per pod attached to the pod's lease. Not part of the
+ * public API; the protocol, its invariants (ES) and hazards are in
+ * etcdscope.c.
+ */
+#ifndef HF_ETCDSCOPE_H
+#define HF_ETCDSCOPE_H
+
+#include "etcd.h"
+#include "registry.h"
+
+#define HF_ETCD_SCOPE_PREFIX "/holdfast/scope/" /* + the pod's name         */
+#define HF_ETCD_SCOPE_END "/holdfast/scope0"    /* the prefix's range end   */
+#define HF_ETCD_SCOPE_ATTEMPTS 64               /* txns lost to other changes */
+
+struct hf_etcdscope;
+
+/* A registry on the etcd of cfg (taken: left empty), named uri in
+ * messages. 0; -ENOMEM. No I/O. */
+int hf_etcdscope_new(const char *uri, struct hf_etcd_cfg *cfg, struct hf_etcdscope **ret);
+void hf_etcdscope_free(struct hf_etcdscope *es);
+void hf_etcdscope_set_ttl(struct hf_etcdscope *es, int64_t ttl_ms);
+int64_t hf_etcdscope_ttl_ms(const struct hf_etcdscope *es);
+/* As hf_scopereg_register, on etcd (req->registry, lock_wait_ms unused):
+ * 0 and the generation (the pod key's create_revision); its lease is kept
+ * alive by a thread of es until release, unkeep or free. */
+int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_request *req,
+			  uint64_t *ret_generation, struct hf_scopereg_holder *err);
+/* As hf_scopereg_release: revoke name's lease (its key goes with it). */
+int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t generation,
+			 struct hf_scopereg_holder *err);
+/* As hf_scopereg_read / hf_scopereg_reap. */
+int hf_etcdscope_read(struct hf_etcdscope *es, struct hf_scopereg_table **ret,
+		      struct hf_scopereg_holder *err);
+int hf_etcdscope_reap(struct hf_etcdscope *es, struct hf_scopereg_table **ret,
+		      struct hf_scopereg_holder *err);
+/* Stop keeping the registration's lease alive here (detach). */
+void hf_etcdscope_unkeep(struct hf_etcdscope *es);
+/* Keep the registration's lease alive for its owner (pid, start) until it
+ * ends (then revoke it: 0), HF_ENOTHELD (released elsewhere or expired),
+ * HF_ELOST (not renewed within its TTL): hf_etcdlock_keep. */
+int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start);
+/* The lease of the registration es made (0: none). */
+int64_t hf_etcdscope_lease(const struct hf_etcdscope *es);
+
+#endif

@@ -1,0 +1,428 @@
+/*
+ * test_scope.c - the scope registry on etcd (etcdscope.c) from real shells
+ * and through the library: register / conflict naming the deepest holder /
+ * release / effective / check, the --json fields of the file's registry,
+ * all-or-nothing multi-spec registration, delegation refused outside the
+ * parent, the A->B->D chain with B's owner killed (its keeper revokes B's
+ * lease) and with B's keeper killed (B's lease expires): D stays under A,
+ * A's effective scope regains B's part minus D's; a delegation whose parent
+ * is released between its decision and its txn is refused (ES2).
+ */
+#include "et.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "holdfast.h"
+
+ET_SUITE(etcd_scope, 240);
+
+static char *script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *script(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s;
+	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
+	va_end(ap);
+	return s;
+}
+
+/* Run body in et_dir with shell sh and E's backend in the environment. */
+static int sh_etcd(const char *sh, char **out, char **err, const char *body)
+{
+	char *full = script("cd %s || exit 9\n%s", et_dir, body);
+	int st = hft_sh(out, err, sh, E.env, full);
+	free(full);
+	return st;
+}
+
+static void register_conflict_release(const char *sh)
+{
+	char *out = NULL, *err = NULL;
+	int st = sh_etcd(
+		sh, &out, &err,
+		"H=\"$HOLDFAST_BIN\"\n"
+		"mkdir -p p/src/core\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & b=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"\"$H\" scope register A p/src:write:recursive --pid $a >/dev/null || exit 10\n"
+		"\"$H\" scope register B p/src/core:write:recursive --pid $b --from A >/dev/null || exit 11\n"
+		"\"$H\" scope register X p/src/core/y:write --pid $a 2>x.err; echo \"conflict=$?\"\n"
+		"cat x.err >&2\n"
+		"\"$H\" scope register A p/other:write --pid $a 2>/dev/null; echo \"taken=$?\"\n"
+		"\"$H\" scope check p/src/core/y; echo \"check=$?\"\n"
+		"\"$H\" scope check p/src/core/y --pod B; echo \"mine=$?\"\n"
+		"\"$H\" scope check p/elsewhere; echo \"free=$?\"\n"
+		"\"$H\" scope effective A\n"
+		"\"$H\" scope release B; echo \"release=$?\"\n"
+		"\"$H\" scope release B 2>/dev/null; echo \"again=$?\"\n"
+		"\"$H\" scope effective A\n"
+		"\"$H\" scope check p/src/core/y --pod A; echo \"back=$?\"\n"
+		"\"$H\" scope release A; echo \"releaseA=$?\"\n"
+		"\"$H\" scope list\n"
+		"kill $a $b; wait $a $b 2>/dev/null\n"
+		"exit 0\n");
+	cr_assert_eq(st, 0, "%s: exit %d\n%s\n%s", sh, st, out, err);
+	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
+	/* the deepest holder named: B, not A */
+	cr_assert(strstr(err, "overlaps the write scope ") && strstr(err, "/p/src/core:write:recursive of B (pid "),
+		  "%s", err);
+	cr_assert(strstr(err, E.uri), "the registry named: %s", err);
+	cr_assert(strstr(out, "taken=1\n"), "%s", out);
+	cr_assert(strstr(out, "check=1\n"), "%s", out);
+	cr_assert(strstr(out, "mine=0\n"), "%s", out);
+	cr_assert(strstr(out, "free=0\n"), "%s", out);
+	cr_assert(strstr(out, "minus ") && strstr(out, "(delegated to B, pid "), "%s", out);
+	cr_assert(strstr(out, "release=0\n"), "%s", out);
+	cr_assert(strstr(out, "again=69\n"), "%s", out);
+	cr_assert(strstr(out, "back=0\n"), "%s", out);
+	cr_assert(strstr(out, "releaseA=0\n"), "%s", out);
+	cr_assert(strstr(out, "generation ") && strstr(out, ", 0 allocations"), "%s", out);
+	free(out);
+	free(err);
+}
+
+Test(etcd_scope, register_conflict_release_sh)
+{
+	register_conflict_release("sh");
+}
+
+Test(etcd_scope, register_conflict_release_bash)
+{
+	register_conflict_release("bash");
+}
+
+Test(etcd_scope, register_conflict_release_dash)
+{
+	register_conflict_release("dash");
+}
+
+/* The keys of a JSON object, sorted, as one string. */
+static char *keys_of(const char *text, const char *member)
+{
+	json_t *o = json_loads(text, 0, NULL);
+	cr_assert_not_null(o, "not JSON: %s", text);
+	json_t *x = member ? json_array_get(json_object_get(o, member), 0) : o;
+	cr_assert_not_null(x, "no %s in %s", member ? member : "object", text);
+	const char *k[64];
+	size_t n = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach(x, key, v)
+		if (n < 64)
+			k[n++] = key;
+	for (size_t i = 0; i < n; i++) /* insertion sort */
+		for (size_t j = i; j > 0 && strcmp(k[j - 1], k[j]) > 0; j--) {
+			const char *t = k[j];
+			k[j] = k[j - 1];
+			k[j - 1] = t;
+		}
+	char *s = calloc(1, 4096);
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(s, k[i]), " ");
+	json_decref(o);
+	return s;
+}
+
+/* --json of register, list and effective: the file registry's fields, less
+ * what has no meaning on etcd ("token", "scope_fs": a liveness file, a
+ * mount's device numbers). */
+Test(etcd_scope, json_fields_are_the_local_ones)
+{
+	char *out = NULL, *err = NULL;
+	int st = sh_etcd(
+		"sh", &out, &err,
+		"H=\"$HOLDFAST_BIN\"\n"
+		"mkdir -p q\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"for b in etcd file; do u=$b; [ $b = etcd ] && u=$HOLDFAST_BACKEND\n"
+		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope register J q:write --pid $a --json --backend \"$u\" > reg.$b || exit 10\n"
+		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope list --json --backend \"$u\" > list.$b || exit 11\n"
+		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope effective J --json --backend \"$u\" > eff.$b || exit 12\n"
+		"done\n"
+		"kill $a; wait $a 2>/dev/null\n"
+		"exit 0\n");
+	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+	const char *files[][2] = { { "reg", NULL }, { "list", "allocations" }, { "list", NULL },
+				   { "eff", NULL } };
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char pe[600], pf[600];
+		snprintf(pe, sizeof pe, "%s/%s.etcd", et_dir, files[i][0]);
+		snprintf(pf, sizeof pf, "%s/%s.file", et_dir, files[i][0]);
+		char *te = hft_slurp(pe), *tf = hft_slurp(pf);
+		cr_assert(te && tf, "%s / %s", pe, pf);
+		char *ke = keys_of(te, files[i][1]), *kf = keys_of(tf, files[i][1]);
+		/* the file's, without what needs the file system */
+		char want[4096] = "";
+		for (char *w = strtok(kf, " "); w; w = strtok(NULL, " "))
+			if (strcmp(w, "token") && strcmp(w, "scope_fs"))
+				strcat(strcat(want, w), " ");
+		cr_assert_str_eq(ke, want, "%s: etcd %s\nfile %s", files[i][0], te, tf);
+		free(te), free(tf), free(ke), free(kf);
+	}
+	free(out);
+	free(err);
+}
+
+/* Two specs, the second conflicting: neither is registered (one txn). */
+Test(etcd_scope, multi_spec_all_or_nothing)
+{
+	char *out = NULL, *err = NULL;
+	int st = sh_etcd(
+		"sh", &out, &err,
+		"H=\"$HOLDFAST_BIN\"\n"
+		"mkdir -p m/one m/two\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"\"$H\" scope register HOLD m/two:write:recursive --pid $a >/dev/null || exit 10\n"
+		"\"$H\" scope register MULTI m/one:write m/two/x:write --pid $a 2>multi.err; echo \"multi=$?\"\n"
+		"cat multi.err >&2\n"
+		"\"$H\" scope list --json > list.json\n"
+		"\"$H\" scope check m/one; echo \"one=$?\"\n"
+		"\"$H\" scope register MULTI m/one:write m/three:write --pid $a >/dev/null; echo \"again=$?\"\n"
+		"\"$H\" scope check m/one --pod MULTI; echo \"mine=$?\"\n"
+		"ETCDCTL_API=3 etcdctl --endpoints=${HOLDFAST_BACKEND#etcd://} get --prefix --keys-only /holdfast/scope/ >&2\n"
+		"kill $a; wait $a 2>/dev/null\n"
+		"exit 0\n");
+	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+	cr_assert(strstr(out, "multi=1\n"), "%s", out);
+	cr_assert(strstr(err, "'m/two/x:write'") && strstr(err, " of HOLD (pid "), "%s", err);
+	cr_assert(strstr(out, "one=0\n"), "the first spec was not registered alone: %s", out);
+	char p[600];
+	snprintf(p, sizeof p, "%s/list.json", et_dir);
+	char *l = hft_slurp(p);
+	cr_assert(l && !strstr(l, "\"MULTI\""), "%s", l);
+	cr_assert(strstr(out, "again=0\n"), "%s %s", out, err);
+	cr_assert(strstr(out, "mine=0\n"), "%s", out);
+	/* on etcd: one key per pod, both pods' */
+	cr_assert(strstr(err, "/holdfast/scope/HOLD\n") && strstr(err, "/holdfast/scope/MULTI\n"),
+		  "%s", err);
+	free(l);
+	free(out);
+	free(err);
+}
+
+/* A delegation outside the parent's effective scope (outside its own; inside
+ * a part delegated to another child), and from a parent that is not there. */
+Test(etcd_scope, delegation_refused_outside_the_parent)
+{
+	char *out = NULL, *err = NULL;
+	int st = sh_etcd(
+		"sh", &out, &err,
+		"H=\"$HOLDFAST_BIN\"\n"
+		"mkdir -p d/src/core d/doc\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"\"$H\" scope register PA d/src:write:recursive --pid $a >/dev/null || exit 10\n"
+		"\"$H\" scope register PB d/src/core:write:recursive --pid $a --from PA >/dev/null || exit 11\n"
+		"\"$H\" scope register OUT d/doc:write --pid $a --from PA 2>out.err; echo \"outside=$?\"\n"
+		"cat out.err >&2\n"
+		"\"$H\" scope register SIB d/src/core/x:write --pid $a --from PA 2>/dev/null; echo \"sibling=$?\"\n"
+		"\"$H\" scope register ORPHAN d/src/y:write --pid $a --from NOPE 2>/dev/null; echo \"noparent=$?\"\n"
+		"\"$H\" scope register IN d/src/y:write --pid $a --from PA >/dev/null; echo \"inside=$?\"\n"
+		"\"$H\" scope list --json | grep -c '\"OUT\"\\|\"SIB\"\\|\"ORPHAN\"'; echo\n"
+		"kill $a; wait $a 2>/dev/null\n"
+		"exit 0\n");
+	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+	cr_assert(strstr(out, "outside=1\n"), "%s", out);
+	cr_assert(strstr(err, "PA"), "the parent named: %s", err);
+	cr_assert(strstr(out, "sibling=1\n"), "%s", out);
+	cr_assert(strstr(out, "noparent=1\n"), "%s", out);
+	cr_assert(strstr(out, "inside=0\n"), "%s", out);
+	cr_assert(strstr(out, "\n0\n") || !strncmp(out, "0\n", 2), "nothing refused was written: %s",
+		  out);
+	free(out);
+	free(err);
+}
+
+/* A -> B -> D; B ends (how: the script's $END_B); then D is A's child, A's
+ * effective scope is its own minus D's (B's part is A's again), a new
+ * delegation under B's old path works from A. */
+static void chain(const char *end_b)
+{
+	char *out = NULL, *err = NULL;
+	char *body = script(
+		"H=\"$HOLDFAST_BIN\"\n"
+		"mkdir -p c/src/core/x c/src/core/z\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & b=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & d=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		"\"$H\" scope register CA c/src:write:recursive --pid $a >/dev/null || exit 10\n"
+		"\"$H\" scope register CB c/src/core:write:recursive --pid $b --from CA --ttl 2s --json >cb.json || exit 11\n"
+		"\"$H\" scope register CD c/src/core/x:write:recursive --pid $d --from CB >/dev/null || exit 12\n"
+		"\"$H\" scope check c/src/core/z; echo \"before=$?\"\n"
+		"%s\n"
+		"i=0; while \"$H\" scope list | grep -q ' CB '; do\n"
+		"  i=$((i+1)); [ $i -gt 300 ] && { echo CB-stayed; break; }; sleep 0.1\n"
+		"done\n"
+		"\"$H\" scope list --json > chain.json\n"
+		"\"$H\" scope effective CA --json > eff.json\n"
+		"\"$H\" scope check c/src/core/z --pod CA; echo \"regained=$?\"\n"
+		"\"$H\" scope check c/src/core/x/f --pod CA; echo \"delegated=$?\"\n"
+		"\"$H\" scope check c/src/core/x/f --pod CD; echo \"dstays=$?\"\n"
+		"\"$H\" scope register CZ c/src/core/z:write --pid $a --from CA >/dev/null; echo \"redelegate=$?\"\n"
+		"kill $a $b $d 2>/dev/null; wait $a $b $d 2>/dev/null\n"
+		"exit 0\n",
+		end_b);
+	int st = sh_etcd("sh", &out, &err, body);
+	free(body);
+	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+	cr_assert(strstr(out, "before=1\n"), "%s", out);
+	cr_assert_null(strstr(out, "CB-stayed"), "%s", out);
+	char p[600];
+	snprintf(p, sizeof p, "%s/chain.json", et_dir);
+	char *t = hft_slurp(p);
+	json_t *o = json_loads(t, 0, NULL);
+	cr_assert_not_null(o, "%s", t);
+	json_t *allocs = json_object_get(o, "allocations"), *e;
+	size_t i;
+	bool sawD = false;
+	json_array_foreach(allocs, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		cr_assert_str_neq(n, "CB", "%s", t);
+		if (!strcmp(n, "CD")) {
+			sawD = true;
+			cr_assert_str_eq(json_string_value(json_object_get(e, "delegated_from")), "CA",
+					 "D re-parented to A lazily: %s", t);
+		}
+	}
+	cr_assert(sawD, "%s", t);
+	json_decref(o);
+	free(t);
+	snprintf(p, sizeof p, "%s/eff.json", et_dir);
+	t = hft_slurp(p);
+	o = json_loads(t, 0, NULL);
+	cr_assert_not_null(o, "%s", t);
+	json_t *deny = json_object_get(o, "scope_deny");
+	cr_assert_eq(json_array_size(deny), 1, "A's own minus D's only: %s", t);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(deny, 0), "name")), "CD",
+			 "%s", t);
+	json_decref(o);
+	free(t);
+	cr_assert(strstr(out, "regained=0\n"), "%s", out);
+	cr_assert(strstr(out, "delegated=1\n"), "%s", out);
+	cr_assert(strstr(out, "dstays=0\n"), "%s", out);
+	cr_assert(strstr(out, "redelegate=0\n"), "%s %s", out, err);
+	free(out);
+	free(err);
+}
+
+/* B's owner killed: its keeper revokes B's lease at once. */
+Test(etcd_scope, chain_b_owner_killed)
+{
+	chain("kill -9 $b; wait $b 2>/dev/null");
+}
+
+/* B's keeper killed while its owner lives: B's lease (2 s) expires. */
+Test(etcd_scope, chain_b_keeper_killed_lease_expires)
+{
+	chain("kill -9 $(sed -n 's/.*\"keeper\":\\([0-9]*\\).*/\\1/p' cb.json)");
+}
+
+/* The library: hf_scope with HF_OPT_BACKEND registers on etcd with no
+ * descriptor, the registry read through the handle shows it, free
+ * releases it (HC2), waits are refused there. */
+Test(etcd_scope, library_register_read_free)
+{
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/lib", et_dir);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	char spec[700];
+	snprintf(spec, sizeof spec, "%s:write:recursive", dir);
+	hf_scope *s;
+	cr_assert_eq(hf_scope_new("LIB", &s), 0);
+	cr_assert_eq(hf_scope_add(s, spec), 0);
+	cr_assert_eq(hf_scope_set_str(s, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_scope_set(s, HF_OPT_WAIT_MS, 1000), 0);
+	cr_assert_eq(hf_scope_register(s), -EOPNOTSUPP);
+	cr_assert_eq(hf_scope_set(s, HF_OPT_WAIT_MS, 0), 0);
+	cr_assert_eq(hf_scope_register(s), 0, "%s", hf_rec_json(hf_scope_holder(s)));
+	cr_assert_eq(hf_scope_fd(s), -1);
+	uint64_t gen = hf_scope_generation(s);
+	cr_assert_gt(gen, 0);
+	cr_assert_eq(hf_scope_set_str(s, HF_OPT_BACKEND, NULL), -EBUSY);
+
+	hf_scope *q;
+	cr_assert_eq(hf_scope_new("LIB2", &q), 0);
+	cr_assert_eq(hf_scope_add(q, spec), 0);
+	cr_assert_eq(hf_scope_set_str(q, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_scope_register(q), HF_ECONFLICT);
+	cr_assert_str_eq(hf_rec_str(hf_scope_holder(q), "name"), "LIB");
+	hf_registry *r;
+	cr_assert_eq(hf_scope_registry_read(q, &r, NULL), 0);
+	long i = hf_registry_find(r, "LIB");
+	cr_assert_geq(i, 0);
+	int64_t g = 0;
+	cr_assert_eq(hf_rec_int(hf_registry_get(r, (size_t)i), "generation", &g), 0);
+	cr_assert_eq((uint64_t)g, gen);
+	cr_assert_eq(hf_registry_check(r, dir, "LIB", gen, NULL), HF_SCOPE_YOURS);
+	hf_registry_free(r);
+
+	hf_scope_free(s); /* releases it */
+	cr_assert_eq(hf_scope_registry_read(q, &r, NULL), 0);
+	cr_assert_eq(hf_registry_find(r, "LIB"), -1);
+	hf_registry_free(r);
+	cr_assert_eq(hf_scope_register(q), 0, "%s", hf_rec_json(hf_scope_holder(q)));
+	cr_assert_gt(hf_scope_generation(q), gen, "generations grow");
+	cr_assert_eq(hf_scope_release(q), 0);
+	cr_assert_eq(hf_scope_release(q), HF_ENOTHELD);
+	hf_scope_free(q);
+}
+
+/* ES2: a delegation decided while its parent was there, whose parent is
+ * released before the txn, is refused (the parent's create_revision
+ * compared), never written under a parent that is gone. */
+Test(etcd_scope, parent_released_between_decision_and_txn)
+{
+	char src[600], core[700], x[800], sp[900], sc[900], sx[900];
+	snprintf(src, sizeof src, "%s/e/src", et_dir);
+	snprintf(core, sizeof core, "%s/core", src);
+	snprintf(x, sizeof x, "%s/x", core);
+	char mk[900];
+	snprintf(mk, sizeof mk, "mkdir -p %s", x);
+	cr_assert_eq(system(mk), 0);
+	snprintf(sp, sizeof sp, "%s:write:recursive", src);
+	snprintf(sc, sizeof sc, "%s:write:recursive", core);
+	snprintf(sx, sizeof sx, "%s:write", x);
+	pid_t owner = fork();
+	cr_assert_geq(owner, 0);
+	if (owner == 0) {
+		execlp("sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	const char *ra[] = { "holdfast", "scope", "register", "EA", sp, "--pid", pid, "--backend",
+			     E.uri, NULL };
+	const char *rb[] = { "holdfast", "scope", "register", "EB", sc, "--pid", pid, "--from", "EA",
+			     "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, ra), 0);
+	cr_assert_eq(hft_cli(NULL, NULL, rb), 0);
+	struct hft_child c;
+	const char *rd[] = { "holdfast", "scope", "register", "ED", sx, "--pid", pid, "--from", "EB",
+			     "--backend", E.uri, NULL };
+	hft_spawn_cli(&c, "pause:scope.register.decided", rd, NULL);
+	hft_expect(&c, "scope.register.decided");
+	const char *rel[] = { "holdfast", "scope", "release", "EB", "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
+	hft_go(&c);
+	char *out = NULL, *err = NULL;
+	int st = hft_collect(c.pid, c.out_rd, c.err_rd, &out, &err);
+	cr_assert_eq(st, 1, "exit %d: %s %s", st, out, err);
+	cr_assert(strstr(err, "its parent 'EB' is not registered"), "%s", err);
+	free(out);
+	free(err);
+	const char *ls[] = { "holdfast", "scope", "list", "--json", "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, ls), 0);
+	cr_assert(strstr(out, "\"EA\"") && !strstr(out, "\"ED\""), "%s", out);
+	free(out);
+	kill(owner, SIGKILL);
+	waitpid(owner, NULL, 0);
+}
