@@ -87,87 +87,69 @@ const char *cli_backend(void)
 	return b && strcmp(b, "file") ? b : NULL;
 }
 
-int cli_backend_apply(hf_lock *l, const char *path)
+/* The options of one kind of handle, for backend_set. */
+struct backend_setter {
+	int (*set_str)(void *h, int opt, const char *value);
+	int (*set)(void *h, int opt, int64_t value);
+	bool ttl; /* the kind has a lease (lock, scope; a session has none) */
+};
+
+/* Give handle h the backend and the etcd options (BK2): 0, or the usage
+ * exit with the message naming who (the lock's path, "scope NAME"). */
+static int backend_set(void *h, const struct backend_setter *k, const char *who,
+		       const char *path)
 {
 	const char *b = cli_backend();
 	if (!b)
 		return 0;
-	int rc = hf_lock_set_str(l, HF_OPT_BACKEND, b);
+	int rc = k->set_str(h, HF_OPT_BACKEND, b);
 	if (rc == 0)
-		rc = hf_lock_set_str(l, HF_OPT_ETCD_USER, env_or(B.user, "HOLDFAST_ETCD_USER"));
+		rc = k->set_str(h, HF_OPT_ETCD_USER, env_or(B.user, "HOLDFAST_ETCD_USER"));
 	if (rc == 0)
-		rc = hf_lock_set_str(l, HF_OPT_ETCD_PASSWORD_FILE,
-				     env_or(B.pwfile, "HOLDFAST_ETCD_PASSWORD_FILE")); /* BK2 */
+		rc = k->set_str(h, HF_OPT_ETCD_PASSWORD_FILE,
+				env_or(B.pwfile, "HOLDFAST_ETCD_PASSWORD_FILE")); /* BK2 */
 	if (rc == 0)
-		rc = hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, env_or(B.ca, "HOLDFAST_ETCD_CA_FILE"));
-	if (rc == 0 && B.ttl_ms)
-		rc = hf_lock_set(l, HF_OPT_TTL_MS, B.ttl_ms);
+		rc = k->set_str(h, HF_OPT_ETCD_CA_FILE, env_or(B.ca, "HOLDFAST_ETCD_CA_FILE"));
+	if (rc == 0 && k->ttl && B.ttl_ms)
+		rc = k->set(h, HF_OPT_TTL_MS, B.ttl_ms);
 	if (rc == 0 && B.timeout_ms)
-		rc = hf_lock_set(l, HF_OPT_TIMEOUT_MS, B.timeout_ms);
+		rc = k->set(h, HF_OPT_TIMEOUT_MS, B.timeout_ms);
 	if (rc == 0)
 		return 0;
 	if (rc == -EINVAL)
 		cli_err("%s: backend %s: not 'file', etcd://HOST:PORT[,HOST:PORT...] or "
 			"etcds://HOST:PORT[,...]",
-			CLI_SHOW(path), CLI_SHOW(b));
+			who, CLI_SHOW(b));
 	else
-		cli_err("%s: backend %s: %s", CLI_SHOW(path), CLI_SHOW(b), hf_strerror(rc));
+		cli_err("%s: backend %s: %s", who, CLI_SHOW(b), hf_strerror(rc));
 	return cli_fail(HF_EXIT_USAGE, "usage", path, NULL);
+}
+
+static int lock_str(void *h, int o, const char *v) { return hf_lock_set_str(h, o, v); }
+static int lock_int(void *h, int o, int64_t v) { return hf_lock_set(h, o, v); }
+static int session_str(void *h, int o, const char *v) { return hf_session_set_str(h, o, v); }
+static int session_int(void *h, int o, int64_t v) { return hf_session_set(h, o, v); }
+static int scope_str(void *h, int o, const char *v) { return hf_scope_set_str(h, o, v); }
+static int scope_int(void *h, int o, int64_t v) { return hf_scope_set(h, o, v); }
+
+int cli_backend_apply(hf_lock *l, const char *path)
+{
+	static const struct backend_setter k = { lock_str, lock_int, true };
+	return backend_set(l, &k, CLI_SHOW(path), path);
 }
 
 int cli_backend_session(hf_session *s, const char *path)
 {
-	const char *b = cli_backend();
-	if (!b)
-		return 0;
-	int rc = hf_session_set_str(s, HF_OPT_BACKEND, b);
-	if (rc == 0)
-		rc = hf_session_set_str(s, HF_OPT_ETCD_USER, env_or(B.user, "HOLDFAST_ETCD_USER"));
-	if (rc == 0)
-		rc = hf_session_set_str(s, HF_OPT_ETCD_PASSWORD_FILE,
-					env_or(B.pwfile, "HOLDFAST_ETCD_PASSWORD_FILE")); /* BK2 */
-	if (rc == 0)
-		rc = hf_session_set_str(s, HF_OPT_ETCD_CA_FILE,
-					env_or(B.ca, "HOLDFAST_ETCD_CA_FILE"));
-	if (rc == 0 && B.timeout_ms)
-		rc = hf_session_set(s, HF_OPT_TIMEOUT_MS, B.timeout_ms);
-	if (rc == 0)
-		return 0;
-	if (rc == -EINVAL)
-		cli_err("%s: backend %s: not 'file', etcd://HOST:PORT[,HOST:PORT...] or "
-			"etcds://HOST:PORT[,...]",
-			CLI_SHOW(path), CLI_SHOW(b));
-	else
-		cli_err("%s: backend %s: %s", CLI_SHOW(path), CLI_SHOW(b), hf_strerror(rc));
-	return cli_fail(HF_EXIT_USAGE, "usage", path, NULL);
+	static const struct backend_setter k = { session_str, session_int, false };
+	return backend_set(s, &k, CLI_SHOW(path), path);
 }
 
 int cli_backend_apply_scope(hf_scope *s, const char *name)
 {
-	const char *b = cli_backend();
-	if (!b)
-		return 0;
-	int rc = hf_scope_set_str(s, HF_OPT_BACKEND, b);
-	if (rc == 0)
-		rc = hf_scope_set_str(s, HF_OPT_ETCD_USER, env_or(B.user, "HOLDFAST_ETCD_USER"));
-	if (rc == 0)
-		rc = hf_scope_set_str(s, HF_OPT_ETCD_PASSWORD_FILE,
-				      env_or(B.pwfile, "HOLDFAST_ETCD_PASSWORD_FILE")); /* BK2 */
-	if (rc == 0)
-		rc = hf_scope_set_str(s, HF_OPT_ETCD_CA_FILE, env_or(B.ca, "HOLDFAST_ETCD_CA_FILE"));
-	if (rc == 0 && B.ttl_ms)
-		rc = hf_scope_set(s, HF_OPT_TTL_MS, B.ttl_ms);
-	if (rc == 0 && B.timeout_ms)
-		rc = hf_scope_set(s, HF_OPT_TIMEOUT_MS, B.timeout_ms);
-	if (rc == 0)
-		return 0;
-	if (rc == -EINVAL)
-		cli_err("scope %s: backend %s: not 'file', etcd://HOST:PORT[,HOST:PORT...] or "
-			"etcds://HOST:PORT[,...]",
-			CLI_SHOW(name), CLI_SHOW(b));
-	else
-		cli_err("scope %s: backend %s: %s", CLI_SHOW(name), CLI_SHOW(b), hf_strerror(rc));
-	return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+	static const struct backend_setter k = { scope_str, scope_int, true };
+	char who[HF_POD_NAME_MAX + 16];
+	snprintf(who, sizeof who, "scope %s", CLI_SHOW(name));
+	return backend_set(s, &k, who, NULL);
 }
 
 const char *cli_registry_name(char *buf, size_t n)

@@ -302,7 +302,11 @@ int cli_keep_report_parse(const void *buf, size_t n)
  * detached grandchild; its pid once it reported. */
 static int keeper_spawn(struct keep *k, void (*main_fn)(struct keep *, int, void *), void *arg);
 
-static void __attribute__((noreturn)) lease_main(struct keep *k, int report, void *arg)
+/* A lease keeper's start (K1, K3): no fault rules, no blocked signals, "/",
+ * stdio on /dev/null, every descriptor but report closed - the parent's
+ * etcd connection too (the keep call makes its own) -, then its pid
+ * reported (0: the owner ended before it was armed). True to go on. */
+static bool lease_keeper_armed(struct keep *k, int report)
 {
 	hf_fault_inject(NULL, NULL, 0);
 	sigset_t none;
@@ -314,14 +318,25 @@ static void __attribute__((noreturn)) lease_main(struct keep *k, int report, voi
 		if (null >= 0 && null != fd)
 			hf_sys_dup2(null, fd);
 	int keep[1] = { report };
-	close_others(keep, 1); /* K1: the parent's connection too (hf_lock_keep makes its own) */
+	close_others(keep, 1); /* K1 */
 	pid_t me = getpid();
 	uint64_t start;
 	if (hf_pid_start(k->pid, &start) < 0 || start != k->start)
 		me = 0; /* K3 */
 	hf_sys_write(report, &me, sizeof me);
 	hf_sys_close(report);
-	_exit(me && hf_lock_keep(arg) == 0 ? 0 : 1);
+	return me != 0;
+}
+
+static void __attribute__((noreturn)) lease_main(struct keep *k, int report, void *arg)
+{
+	_exit(lease_keeper_armed(k, report) && hf_lock_keep(arg) == 0 ? 0 : 1);
+}
+
+/* As lease_main, for a scope's lease (hf_scope_keep). */
+static void __attribute__((noreturn)) scope_lease_main(struct keep *k, int report, void *arg)
+{
+	_exit(lease_keeper_armed(k, report) && hf_scope_keep(arg) == 0 ? 0 : 1);
 }
 
 static void keeper_fds_main(struct keep *k, int report, void *arg)
@@ -330,49 +345,26 @@ static void keeper_fds_main(struct keep *k, int report, void *arg)
 	keeper_main(k, report);
 }
 
-int cli_keep_lock(int pid, hf_lock *l)
+/* Step 1, then a keeper running main_fn for pid with arg. */
+static int keep_lease(int pid, void (*main_fn)(struct keep *, int, void *), void *arg)
 {
-	if (pid <= 0 || !l)
+	if (pid <= 0 || !arg)
 		return -EINVAL;
 	struct keep k = { .pid = pid };
 	int rc = hf_pid_start(pid, &k.start); /* step 1 */
 	if (rc < 0)
 		return rc;
-	return keeper_spawn(&k, lease_main, l);
+	return keeper_spawn(&k, main_fn, arg);
 }
 
-/* As lease_main, for a scope's lease (hf_scope_keep). */
-static void __attribute__((noreturn)) scope_lease_main(struct keep *k, int report, void *arg)
+int cli_keep_lock(int pid, hf_lock *l)
 {
-	hf_fault_inject(NULL, NULL, 0);
-	sigset_t none;
-	sigemptyset(&none);
-	hf_sys_sigprocmask(SIG_SETMASK, &none, NULL);
-	hf_sys_chdir("/");
-	int null = hf_sys_openat(AT_FDCWD, "/dev/null", O_RDWR, 0);
-	for (int fd = 0; fd < 3; fd++)
-		if (null >= 0 && null != fd)
-			hf_sys_dup2(null, fd);
-	int keep[1] = { report };
-	close_others(keep, 1); /* K1: the parent's connection too (hf_scope_keep makes its own) */
-	pid_t me = getpid();
-	uint64_t start;
-	if (hf_pid_start(k->pid, &start) < 0 || start != k->start)
-		me = 0; /* K3 */
-	hf_sys_write(report, &me, sizeof me);
-	hf_sys_close(report);
-	_exit(me && hf_scope_keep(arg) == 0 ? 0 : 1);
+	return keep_lease(pid, lease_main, l);
 }
 
 int cli_keep_scope(int pid, hf_scope *s)
 {
-	if (pid <= 0 || !s)
-		return -EINVAL;
-	struct keep k = { .pid = pid };
-	int rc = hf_pid_start(pid, &k.start); /* step 1 */
-	if (rc < 0)
-		return rc;
-	return keeper_spawn(&k, scope_lease_main, s);
+	return keep_lease(pid, scope_lease_main, s);
 }
 
 int cli_keep_for(int pid, const int *fds, size_t n)

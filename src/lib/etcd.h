@@ -39,6 +39,29 @@ int hf_etcd_cfg_parse(const char *uri, struct hf_etcd_cfg *cfg);
 /* Replace *slot with a copy of s (NULL: none). 0 or -ENOMEM. */
 int hf_etcd_cfg_str(char **slot, const char *s);
 void hf_etcd_cfg_clear(struct hf_etcd_cfg *cfg);
+/* A handle's config: the backend's endpoints (hf_etcd_cfg_parse), the
+ * user, password file and CA file given (NULL: none), and a request
+ * timeout (0: the default; a connect timeout never longer). 0, or -errno
+ * with cfg cleared. Every handle kind makes its client this way. */
+static inline int hf_etcd_cfg_make(const char *backend, const char *user, const char *pwfile,
+				   const char *ca, int64_t timeout_ms, struct hf_etcd_cfg *cfg)
+{
+	int rc = hf_etcd_cfg_parse(backend, cfg);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg->user, user);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg->password_file, pwfile);
+	if (rc == 0)
+		rc = hf_etcd_cfg_str(&cfg->ca_file, ca);
+	if (rc == 0 && timeout_ms) {
+		cfg->request_ms = timeout_ms;
+		if (cfg->connect_ms > timeout_ms)
+			cfg->connect_ms = timeout_ms;
+	}
+	if (rc < 0)
+		hf_etcd_cfg_clear(cfg);
+	return rc;
+}
 
 /* A connection (one curl handle, reused: keep-alive) to the endpoints of
  * cfg (copied). No I/O. */

@@ -66,18 +66,8 @@ static int etcd_ready(hf_lock *l)
 	if (l->el && (!l->el_dirty || l->holds))
 		return 0;
 	struct hf_etcd_cfg cfg;
-	int rc = hf_etcd_cfg_parse(l->backend, &cfg);
-	if (rc == 0)
-		rc = hf_etcd_cfg_str(&cfg.user, l->etcd_user);
-	if (rc == 0)
-		rc = hf_etcd_cfg_str(&cfg.password_file, l->etcd_pwfile);
-	if (rc == 0)
-		rc = hf_etcd_cfg_str(&cfg.ca_file, l->etcd_ca);
-	if (rc == 0 && l->timeout_ms) {
-		cfg.request_ms = l->timeout_ms;
-		if (cfg.connect_ms > l->timeout_ms)
-			cfg.connect_ms = l->timeout_ms;
-	}
+	int rc = hf_etcd_cfg_make(l->backend, l->etcd_user, l->etcd_pwfile, l->etcd_ca,
+				  l->timeout_ms, &cfg);
 	struct hf_etcdlock *el = NULL;
 	if (rc == 0)
 		rc = hf_etcdlock_new(l->path, &cfg, &el);

@@ -61,18 +61,8 @@ static int etcd_ready(hf_session *s)
 	if (s->es && !s->es_dirty)
 		return 0;
 	struct hf_etcd_cfg cfg;
-	int rc = hf_etcd_cfg_parse(s->backend, &cfg);
-	if (rc == 0)
-		rc = hf_etcd_cfg_str(&cfg.user, s->etcd_user);
-	if (rc == 0)
-		rc = hf_etcd_cfg_str(&cfg.password_file, s->etcd_pwfile);
-	if (rc == 0)
-		rc = hf_etcd_cfg_str(&cfg.ca_file, s->etcd_ca);
-	if (rc == 0 && s->timeout_ms) {
-		cfg.request_ms = s->timeout_ms;
-		if (cfg.connect_ms > s->timeout_ms)
-			cfg.connect_ms = s->timeout_ms;
-	}
+	int rc = hf_etcd_cfg_make(s->backend, s->etcd_user, s->etcd_pwfile, s->etcd_ca,
+				  s->timeout_ms, &cfg);
 	struct hf_etcdsession *es = NULL;
 	if (rc == 0)
 		rc = hf_etcdsession_new(s->path, &cfg, &es);
