@@ -556,6 +556,18 @@ int hf_etcd_call(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, 
 	return rc == -EAGAIN ? -EIO : rc;
 }
 
+int hf_etcd_request(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, char *why,
+		    size_t n)
+{
+	json_t *a = NULL;
+	int rc = hf_etcd_call(e, api, req, &a, why, n);
+	if (rc == 0 && ret)
+		*ret = a;
+	else
+		json_decref(a);
+	return rc;
+}
+
 /* ---- watch ---------------------------------------------------------------------- */
 
 struct stream {

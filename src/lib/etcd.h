@@ -83,6 +83,10 @@ void hf_etcd_forget(struct hf_etcd *e);
  * -ENOMEM. */
 int hf_etcd_call(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, char *why,
 		 size_t n);
+/* The same with ret NULL allowed (the answer dropped) and *ret set only on
+ * success: what every protocol on etcd calls. */
+int hf_etcd_request(struct hf_etcd *e, const char *api, json_t *req, json_t **ret, char *why,
+		    size_t n);
 /* Watch key (klen bytes) from revision from_rev on: 0 when an event on it
  * arrives (a delete, a put: the caller looks again), HF_ETIMEDOUT at
  * deadline_ns (CLOCK_MONOTONIC; < 0: none), HF_ECANCELED when cancel_fd

@@ -238,17 +238,7 @@ bool hf_etcdlock_lost(struct hf_etcdlock *el)
 static int call(struct hf_etcdlock *el, struct hf_etcd *c, const char *api, json_t *req,
 		json_t **ret)
 {
-	if (!req) {
-		snprintf(el->why, sizeof el->why, "etcd: no memory for a request");
-		return -ENOMEM;
-	}
-	json_t *a = NULL;
-	int rc = hf_etcd_call(c, api, req, &a, el->why, sizeof el->why);
-	if (rc == 0 && ret)
-		*ret = a;
-	else
-		json_decref(a);
-	return rc;
+	return hf_etcd_request(c, api, req, ret, el->why, sizeof el->why);
 }
 
 static int lease_grant(struct hf_etcdlock *el, int64_t *ret)

@@ -167,17 +167,7 @@ static int say(struct hf_scopereg_holder *err, int rc, const struct hf_etcdscope
 
 static int call(struct hf_etcdscope *es, const char *api, json_t *req, json_t **ret)
 {
-	if (!req) {
-		snprintf(es->why, sizeof es->why, "etcd: no memory for a request");
-		return -ENOMEM;
-	}
-	json_t *a = NULL;
-	int rc = hf_etcd_call(es->conn, api, req, &a, es->why, sizeof es->why);
-	if (rc == 0 && ret)
-		*ret = a;
-	else
-		json_decref(a);
-	return rc;
+	return hf_etcd_request(es->conn, api, req, ret, es->why, sizeof es->why);
 }
 
 static int lease_revoke(struct hf_etcdscope *es, int64_t id)

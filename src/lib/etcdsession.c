@@ -130,17 +130,7 @@ const char *hf_etcdsession_why(const struct hf_etcdsession *es)
 
 static int call(struct hf_etcdsession *es, const char *api, json_t *req, json_t **ret)
 {
-	if (!req) {
-		snprintf(es->why, sizeof es->why, "etcd: no memory for a request");
-		return -ENOMEM;
-	}
-	json_t *a = NULL;
-	int rc = hf_etcd_call(es->conn, api, req, &a, es->why, sizeof es->why);
-	if (rc == 0 && ret)
-		*ret = a;
-	else
-		json_decref(a);
-	return rc;
+	return hf_etcd_request(es->conn, api, req, ret, es->why, sizeof es->why);
 }
 
 /* What a read found: the record judged (st), its mod_revision (0: no key). */
