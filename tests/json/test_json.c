@@ -268,6 +268,75 @@ static char *at(const char *name)
 	return p;
 }
 
+/* ------------------------------------------------------------------------
+ * One case: a command line, its exit, and what its object says
+ * ---------------------------------------------------------------------- */
+
+/* What a case's object must say; a field left NULL (0) is not checked. */
+struct expect {
+	const char *error;       /* an error object named so */
+	const char *path;        /* its "path" */
+	const char *file;        /* its "file" */
+	const char *key, *val;   /* a string field: answer, state, result, name... */
+	const char *holder, *is; /* a string field of the nested "holder" */
+	pid_t holder_pid;        /* the holder's pid */
+	const char *yes;         /* a field that is true: released, replaced */
+};
+#define EXPECT(...) ((struct expect){ __VA_ARGS__ })
+
+static void expect_of(json_t *o, struct expect e, const char *line)
+{
+	if (e.error)
+		is_error(o, e.error);
+	if (e.path)
+		cr_assert_str_eq(str(o, "path"), e.path, "%s: path %s, not %s", line, str(o, "path"),
+				 e.path);
+	if (e.file)
+		cr_assert_str_eq(str(o, "file"), e.file, "%s: file %s, not %s", line, str(o, "file"),
+				 e.file);
+	if (e.key)
+		cr_assert_str_eq(str(o, e.key), e.val, "%s: %s %s, not %s", line, e.key, str(o, e.key),
+				 e.val);
+	json_t *h = json_object_get(o, "holder");
+	if (e.holder)
+		cr_assert_str_eq(str(h, e.holder), e.is, "%s: the holder's %s %s, not %s", line,
+				 e.holder, str(h, e.holder), e.is);
+	if (e.holder_pid)
+		cr_assert_eq(num(h, "pid"), e.holder_pid, "%s: the holder's pid", line);
+	if (e.yes)
+		cr_assert(json_is_true(json_object_get(o, e.yes)), "%s: %s is not true", line, e.yes);
+}
+
+static void vjcase(const char *shell, int want, struct expect e, const char *fmt, va_list ap)
+{
+	char line[8192];
+	vsnprintf(line, sizeof line, fmt, ap);
+	json_t *o = jrun(shell, want, "%s", line);
+	expect_of(o, e, line);
+	json_decref(o);
+}
+
+/* Run the line through shell: exit want, the object as e says. */
+static void jcase(const char *shell, int want, struct expect e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void jcase(const char *shell, int want, struct expect e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vjcase(shell, want, e, fmt, ap);
+	va_end(ap);
+}
+
+/* A line refused as usage: exit 64, the error object "usage". */
+static void jusage(const char *shell, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jusage(const char *shell, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vjcase(shell, 64, EXPECT(.error = "usage"), fmt, ap);
+	va_end(ap);
+}
+
 /* Acquire L for pid (a sleeper): its token. */
 static char *hold_lock(const char *name, pid_t pid)
 {
@@ -276,6 +345,14 @@ static char *hold_lock(const char *name, pid_t pid)
 	cr_assert_eq(strlen(tok), 32);
 	json_decref(o);
 	return tok;
+}
+
+/* A sleeper holding name: the sleeper's pid, its token in *tok. */
+static pid_t held_by_sleeper(const char *name, char **tok)
+{
+	pid_t s = sleeper();
+	*tok = hold_lock(name, s);
+	return s;
 }
 
 /* ------------------------------------------------------------------------
@@ -294,17 +371,11 @@ Test(json, lock_acquire_release_objects)
 	cr_assert(iso_utc(str(o, "acquired")));
 	char *tok = strdup(str(o, "token"));
 	json_decref(o);
-	o = jrun("bash", 0, "\"$H\" lock release L --token %s --json", tok);
-	cr_assert_str_eq(str(o, "path"), L);
-	cr_assert(json_is_true(json_object_get(o, "released")));
-	json_decref(o);
-	o = jrun("dash", 69, "\"$H\" lock release L --token %s --json", tok);
-	is_error(o, "not_held");
-	cr_assert_str_eq(str(o, "path"), L);
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" lock release L --json");
-	is_error(o, "usage");
-	json_decref(o);
+	jcase("bash", 0, EXPECT(.path = L, .yes = "released"),
+	      "\"$H\" lock release L --token %s --json", tok);
+	jcase("dash", 69, EXPECT(.error = "not_held", .path = L),
+	      "\"$H\" lock release L --token %s --json", tok);
+	jusage("sh", "\"$H\" lock release L --json");
 	free(tok);
 	free(L);
 }
@@ -313,27 +384,22 @@ Test(json, lock_acquire_release_objects)
  * shape of a success, and a script that skipped $? took its token. */
 Test(json, failed_acquire_nests_the_holder_and_has_no_token)
 {
-	pid_t s = sleeper();
-	char *tok = hold_lock("L", s);
+	char *tok;
+	pid_t s = held_by_sleeper("L", &tok);
 	const char *shells[] = { "sh", "bash", "dash" };
 	for (int i = 0; i < 3; i++) {
 		json_t *o = jrun(shells[i], 1, "\"$H\" lock acquire L -n --json");
-		is_error(o, "held");
-		json_t *h = json_object_get(o, "holder");
-		cr_assert_str_eq(str(h, "token"), tok, "the holder's record, nested");
-		cr_assert_eq(num(h, "pid"), s);
+		/* the holder's record, nested */
+		expect_of(o, EXPECT(.error = "held", .holder = "token", .is = tok, .holder_pid = s),
+			  shells[i]);
 		cr_assert_null(json_object_get(o, "token"));
 		json_decref(o);
 	}
 	/* -E: the object's exit is the process's */
-	json_t *o = jrun("bash", 7, "\"$H\" lock acquire L -n -E 7 --json");
-	is_error(o, "held");
-	json_decref(o);
+	jcase("bash", 7, EXPECT(.error = "held"), "\"$H\" lock acquire L -n -E 7 --json");
 	/* a bounded wait: timed out, the holder nested */
-	o = jrun("sh", 1, "\"$H\" lock acquire L -w 50ms --json");
-	is_error(o, "timed_out");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "token"), tok);
-	json_decref(o);
+	jcase("sh", 1, EXPECT(.error = "timed_out", .holder = "token", .is = tok),
+	      "\"$H\" lock acquire L -w 50ms --json");
 	/* a script that skips $? and takes .token gets nothing to release with */
 	char *out;
 	int st = sh_in("bash", &out, NULL,
@@ -342,9 +408,9 @@ Test(json, failed_acquire_nests_the_holder_and_has_no_token)
 	cr_assert_eq(st, 0);
 	cr_assert_str_eq(out, "[]\n");
 	free(out);
-	o = jrun("sh", 0, "\"$H\" lock check L --token %s --json", tok);
-	cr_assert_str_eq(str(o, "answer"), "yours", "still the sleeper's");
-	json_decref(o);
+	/* still the sleeper's */
+	jcase("sh", 0, EXPECT(.key = "answer", .val = "yours"),
+	      "\"$H\" lock check L --token %s --json", tok);
 	free(tok);
 }
 
@@ -354,42 +420,30 @@ Test(json, lock_check_answers_with_its_exit_code)
 	cr_assert_str_eq(str(o, "answer"), "free");
 	cr_assert(json_is_null(json_object_get(o, "holder")));
 	json_decref(o);
-	pid_t s = sleeper();
-	char *tok = hold_lock("L", s);
-	o = jrun("dash", 0, "\"$H\" lock check L --json");
-	cr_assert_str_eq(str(o, "answer"), "held");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "token"), tok);
-	json_decref(o);
-	o = jrun("bash", 0, "\"$H\" lock check L --token \"%s 1\" --json", tok);
-	cr_assert_str_eq(str(o, "answer"), "yours");
-	json_decref(o);
-	o = jrun("sh", 1, "\"$H\" lock check L --token 0123456789abcdef0123456789abcdef --json");
-	cr_assert_str_eq(str(o, "answer"), "another");
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" lock check L --token nonsense --json");
-	is_error(o, "usage");
-	json_decref(o);
+	char *tok;
+	held_by_sleeper("L", &tok);
+	jcase("dash", 0, EXPECT(.key = "answer", .val = "held", .holder = "token", .is = tok),
+	      "\"$H\" lock check L --json");
+	jcase("bash", 0, EXPECT(.key = "answer", .val = "yours"),
+	      "\"$H\" lock check L --token \"%s 1\" --json", tok);
+	jcase("sh", 1, EXPECT(.key = "answer", .val = "another"),
+	      "\"$H\" lock check L --token 0123456789abcdef0123456789abcdef --json");
+	jusage("sh", "\"$H\" lock check L --token nonsense --json");
 	free(tok);
 }
 
 Test(json, lock_status_release_not_yours)
 {
+	jcase("sh", 0, EXPECT(.key = "state", .val = "free"), "\"$H\" lock status L --json");
+	char *tok;
+	held_by_sleeper("L", &tok);
 	json_t *o = jrun("sh", 0, "\"$H\" lock status L --json");
-	cr_assert_str_eq(str(o, "state"), "free");
-	json_decref(o);
-	pid_t s = sleeper();
-	char *tok = hold_lock("L", s);
-	o = jrun("sh", 0, "\"$H\" lock status L --json");
 	cr_assert_str_eq(str(o, "state"), "held");
 	cr_assert_geq(num(o, "age_ms"), 0);
 	json_decref(o);
-	o = jrun("bash", 1, "\"$H\" lock release L --token 0123456789abcdef0123456789abcdef --json");
-	is_error(o, "not_yours");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "token"), tok);
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" lock status --json");
-	is_error(o, "usage");
-	json_decref(o);
+	jcase("bash", 1, EXPECT(.error = "not_yours", .holder = "token", .is = tok),
+	      "\"$H\" lock release L --token 0123456789abcdef0123456789abcdef --json");
+	jusage("sh", "\"$H\" lock status --json");
 	free(tok);
 }
 
@@ -399,15 +453,12 @@ Test(json, lock_unreadable_and_unsafe)
 	cr_assert_eq(mkdir(u, 0700), 0);
 	hft_write(owner, "garbage\n");
 	json_t *o = jrun("sh", 65, "\"$H\" lock acquire U -n --json");
-	is_error(o, "unreadable");
-	cr_assert_str_eq(str(o, "path"), u);
+	expect_of(o, EXPECT(.error = "unreadable", .path = u), "lock acquire U");
 	cr_assert_not_null(json_object_get(json_object_get(o, "holder"), "reason"));
 	json_decref(o);
 	cr_assert_eq(mkdir(v, 0700), 0);
 	cr_assert_eq(chmod(v, 0777), 0);
-	o = jrun("dash", 77, "\"$H\" lock acquire V -n --json");
-	is_error(o, "unsafe");
-	json_decref(o);
+	jcase("dash", 77, EXPECT(.error = "unsafe"), "\"$H\" lock acquire V -n --json");
 	free(u);
 	free(owner);
 	free(v);
@@ -420,44 +471,25 @@ Test(json, lock_unreadable_and_unsafe)
 Test(json, session_every_subcommand)
 {
 	char *file = at(".session.lock");
-	json_t *o = jrun("sh", 0, "\"$H\" session take --lane a --json");
-	cr_assert_str_eq(str(o, "lane"), "a");
-	cr_assert_str_eq(str(o, "file"), file);
-	json_decref(o);
-	o = jrun("bash", 1, "\"$H\" session take --lane b --json");
-	is_error(o, "held");
-	cr_assert_str_eq(str(o, "path"), file);
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "lane"), "a");
-	json_decref(o);
-	o = jrun("dash", 0, "\"$H\" session status --json");
+	jcase("sh", 0, EXPECT(.key = "lane", .val = "a", .file = file),
+	      "\"$H\" session take --lane a --json");
+	jcase("bash", 1, EXPECT(.error = "held", .path = file, .holder = "lane", .is = "a"),
+	      "\"$H\" session take --lane b --json");
+	json_t *o = jrun("dash", 0, "\"$H\" session status --json");
 	cr_assert_str_eq(str(o, "state"), "held");
 	cr_assert_geq(num(o, "age_ms"), 0);
 	json_decref(o);
-	o = jrun("sh", 0, "\"$H\" session assert-held a --json");
-	cr_assert_str_eq(str(o, "answer"), "yours");
-	json_decref(o);
-	o = jrun("sh", 1, "\"$H\" session assert-held b --json");
-	cr_assert_str_eq(str(o, "answer"), "another");
-	json_decref(o);
-	o = jrun("sh", 1, "\"$H\" session release --lane b --json");
-	is_error(o, "not_yours");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "lane"), "a");
-	json_decref(o);
-	o = jrun("bash", 0, "\"$H\" session release --lane a --json");
-	cr_assert(json_is_true(json_object_get(o, "released")));
-	json_decref(o);
-	o = jrun("sh", 69, "\"$H\" session release --lane a --json");
-	is_error(o, "not_held");
-	json_decref(o);
-	o = jrun("dash", 69, "\"$H\" session assert-held a --json");
-	cr_assert_str_eq(str(o, "answer"), "free");
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" session take --json");
-	is_error(o, "usage");
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" session bogus --json");
-	is_error(o, "usage");
-	json_decref(o);
+	jcase("sh", 0, EXPECT(.key = "answer", .val = "yours"), "\"$H\" session assert-held a --json");
+	jcase("sh", 1, EXPECT(.key = "answer", .val = "another"),
+	      "\"$H\" session assert-held b --json");
+	jcase("sh", 1, EXPECT(.error = "not_yours", .holder = "lane", .is = "a"),
+	      "\"$H\" session release --lane b --json");
+	jcase("bash", 0, EXPECT(.yes = "released"), "\"$H\" session release --lane a --json");
+	jcase("sh", 69, EXPECT(.error = "not_held"), "\"$H\" session release --lane a --json");
+	jcase("dash", 69, EXPECT(.key = "answer", .val = "free"),
+	      "\"$H\" session assert-held a --json");
+	jusage("sh", "\"$H\" session take --json");
+	jusage("sh", "\"$H\" session bogus --json");
 	free(file);
 }
 
@@ -477,19 +509,12 @@ Test(json, session_unreadable)
 {
 	char *file = at(".session.lock");
 	hft_write(file, "junk");
-	json_t *o = jrun("sh", 65, "\"$H\" session take --lane a --json");
-	is_error(o, "unreadable");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "state"), "unreadable");
-	json_decref(o);
-	o = jrun("bash", 65, "\"$H\" session status --json");
-	cr_assert_str_eq(str(o, "state"), "unreadable");
-	json_decref(o);
-	o = jrun("dash", 65, "\"$H\" session assert-held a --json");
-	cr_assert_str_eq(str(o, "answer"), "unreadable");
-	json_decref(o);
-	o = jrun("sh", 65, "\"$H\" session release --lane a --json");
-	is_error(o, "unreadable");
-	json_decref(o);
+	jcase("sh", 65, EXPECT(.error = "unreadable", .holder = "state", .is = "unreadable"),
+	      "\"$H\" session take --lane a --json");
+	jcase("bash", 65, EXPECT(.key = "state", .val = "unreadable"), "\"$H\" session status --json");
+	jcase("dash", 65, EXPECT(.key = "answer", .val = "unreadable"),
+	      "\"$H\" session assert-held a --json");
+	jcase("sh", 65, EXPECT(.error = "unreadable"), "\"$H\" session release --lane a --json");
 	free(file);
 }
 
@@ -500,9 +525,7 @@ Test(json, session_race)
 	json_t *o = jrun("sh", 0, "\"$H\" session race --procs 2 --runs 2 --dir race --json");
 	cr_assert_eq(json_array_size(json_object_get(o, "holders")), 2);
 	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" session race --procs 0 --json");
-	is_error(o, "usage");
-	json_decref(o);
+	jusage("sh", "\"$H\" session race --procs 0 --json");
 	free(race);
 }
 
@@ -518,40 +541,21 @@ Test(json, scope_every_subcommand)
 	cr_assert_str_eq(str(o, "name"), "A");
 	cr_assert(iso_utc(str(o, "registered")));
 	json_decref(o);
-	o = jrun("bash", 1, "\"$H\" scope register B \"$PWD/p/q:write\" --pid %d --json", (int)b);
-	is_error(o, "conflict");
-	cr_assert_str_eq(str(o, "path"), reg);
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "name"), "A");
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" scope register B bad-spec --pid %d --json", (int)b);
-	is_error(o, "usage");
-	json_decref(o);
+	jcase("bash", 1, EXPECT(.error = "conflict", .path = reg, .holder = "name", .is = "A"),
+	      "\"$H\" scope register B \"$PWD/p/q:write\" --pid %d --json", (int)b);
+	jusage("sh", "\"$H\" scope register B bad-spec --pid %d --json", (int)b);
 	o = jrun("dash", 0, "\"$H\" scope list --json");
 	cr_assert_str_eq(str(o, "registry"), reg);
 	cr_assert_eq(json_array_size(json_object_get(o, "allocations")), 1);
 	json_decref(o);
-	o = jrun("sh", 0, "\"$H\" scope effective A --json");
-	cr_assert_str_eq(str(o, "name"), "A");
-	json_decref(o);
-	o = jrun("sh", 69, "\"$H\" scope effective nope --json");
-	is_error(o, "not_held");
-	json_decref(o);
-	o = jrun("sh", 1, "\"$H\" scope check p/f --json");
-	cr_assert_str_eq(str(o, "state"), "held");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "name"), "A");
-	json_decref(o);
-	o = jrun("bash", 0, "\"$H\" scope check elsewhere --json");
-	cr_assert_str_eq(str(o, "state"), "free");
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" scope check --json");
-	is_error(o, "usage");
-	json_decref(o);
-	o = jrun("sh", 0, "\"$H\" scope release A --json");
-	cr_assert(json_is_true(json_object_get(o, "released")));
-	json_decref(o);
-	o = jrun("dash", 69, "\"$H\" scope release A --json");
-	is_error(o, "not_held");
-	json_decref(o);
+	jcase("sh", 0, EXPECT(.key = "name", .val = "A"), "\"$H\" scope effective A --json");
+	jcase("sh", 69, EXPECT(.error = "not_held"), "\"$H\" scope effective nope --json");
+	jcase("sh", 1, EXPECT(.key = "state", .val = "held", .holder = "name", .is = "A"),
+	      "\"$H\" scope check p/f --json");
+	jcase("bash", 0, EXPECT(.key = "state", .val = "free"), "\"$H\" scope check elsewhere --json");
+	jusage("sh", "\"$H\" scope check --json");
+	jcase("sh", 0, EXPECT(.yes = "released"), "\"$H\" scope release A --json");
+	jcase("dash", 69, EXPECT(.error = "not_held"), "\"$H\" scope release A --json");
 	o = jrun("sh", 0, "\"$H\" scope reap --json");
 	cr_assert(json_is_array(json_object_get(o, "reaped")));
 	json_decref(o);
@@ -562,15 +566,11 @@ Test(json, scope_unreadable_and_unsafe)
 {
 	char *reg = at("reg/scope.lock"), *open = at("open");
 	hft_write(reg, "junk");
-	json_t *o = jrun("sh", 65, "\"$H\" scope list --json");
-	is_error(o, "unreadable");
-	cr_assert_str_eq(str(o, "path"), reg);
-	json_decref(o);
+	jcase("sh", 65, EXPECT(.error = "unreadable", .path = reg), "\"$H\" scope list --json");
 	cr_assert_eq(mkdir(open, 0700), 0);
 	cr_assert_eq(chmod(open, 0777), 0);
-	o = jrun("bash", 77, "HOLDFAST_REGISTRY=\"$PWD/open/scope.lock\" \"$H\" scope list --json");
-	is_error(o, "unsafe");
-	json_decref(o);
+	jcase("bash", 77, EXPECT(.error = "unsafe"),
+	      "HOLDFAST_REGISTRY=\"$PWD/open/scope.lock\" \"$H\" scope list --json");
 	free(reg);
 	free(open);
 }
@@ -626,24 +626,16 @@ Test(json, run_reports_what_was_held_after_cmd)
 
 Test(json, run_refusals_are_error_objects)
 {
-	pid_t s = sleeper();
-	char *tok = hold_lock("L", s), *ran = at("ran");
-	json_t *o = jrun("sh", 1, "\"$H\" run --json -n --lock L -- touch ran");
-	is_error(o, "held");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "token"), tok);
+	char *tok, *ran = at("ran");
+	held_by_sleeper("L", &tok);
+	jcase("sh", 1, EXPECT(.error = "held", .holder = "token", .is = tok),
+	      "\"$H\" run --json -n --lock L -- touch ran");
 	cr_assert(!hft_exists(ran), "a refusal never runs CMD");
-	json_decref(o);
 	/* -E 0: the error object says exit 0, as the process does */
-	o = jrun("bash", 0, "\"$H\" run --json -n -E 0 --lock L -- touch ran");
-	is_error(o, "held");
+	jcase("bash", 0, EXPECT(.error = "held"), "\"$H\" run --json -n -E 0 --lock L -- touch ran");
 	cr_assert(!hft_exists(ran));
-	json_decref(o);
-	o = jrun("dash", 64, "\"$H\" run --json");
-	is_error(o, "usage");
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" run --bogus --json -- true");
-	is_error(o, "usage");
-	json_decref(o);
+	jusage("dash", "\"$H\" run --json");
+	jusage("sh", "\"$H\" run --bogus --json -- true");
 	free(tok);
 	free(ran);
 }
@@ -653,11 +645,10 @@ Test(json, edit_every_outcome)
 	char *f = at("f"), *lock = at("f.lock");
 	hft_write(f, "hello\n");
 	json_t *o = jrun("sh", 0, "\"$H\" edit f --json -- tr a-z A-Z");
-	cr_assert_str_eq(str(o, "file"), f);
+	expect_of(o, EXPECT(.file = f, .yes = "replaced"), "edit f");
 	cr_assert_str_eq(str(json_object_get(o, "lock"), "path"), lock);
 	cr_assert_eq(strlen(str(json_object_get(o, "lock"), "token")), 32);
 	cr_assert_gt(num(json_object_get(o, "lock"), "fence"), 0);
-	cr_assert(json_is_true(json_object_get(o, "replaced")));
 	cr_assert_eq(num(json_object_get(o, "cmd"), "exit"), 0);
 	json_decref(o);
 	char *now = hft_slurp(f);
@@ -666,25 +657,15 @@ Test(json, edit_every_outcome)
 	o = jrun("bash", 4, "\"$H\" edit f --json -- sh -c 'exit 4'");
 	cr_assert(json_is_false(json_object_get(o, "replaced")));
 	json_decref(o);
-	o = jrun("dash", 65, "\"$H\" edit f --json -- true");
-	is_error(o, "empty_output");
-	cr_assert_str_eq(str(o, "path"), f);
-	json_decref(o);
+	jcase("dash", 65, EXPECT(.error = "empty_output", .path = f), "\"$H\" edit f --json -- true");
 	char *lnk = at("lnk");
 	cr_assert_eq(symlink("f", lnk), 0);
-	o = jrun("sh", 77, "\"$H\" edit lnk --json -- cat");
-	is_error(o, "unsafe");
-	cr_assert_str_eq(str(o, "path"), lnk);
-	json_decref(o);
-	pid_t s = sleeper();
-	char *tok = hold_lock("f.lock", s);
-	o = jrun("bash", 1, "\"$H\" edit f -n --json -- cat");
-	is_error(o, "held");
-	cr_assert_str_eq(str(json_object_get(o, "holder"), "token"), tok);
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" edit --json");
-	is_error(o, "usage");
-	json_decref(o);
+	jcase("sh", 77, EXPECT(.error = "unsafe", .path = lnk), "\"$H\" edit lnk --json -- cat");
+	char *tok;
+	held_by_sleeper("f.lock", &tok);
+	jcase("bash", 1, EXPECT(.error = "held", .holder = "token", .is = tok),
+	      "\"$H\" edit f -n --json -- cat");
+	jusage("sh", "\"$H\" edit --json");
 	free(tok);
 	free(lnk);
 	free(f);
@@ -712,12 +693,8 @@ Test(json, selftest_one_object_with_checks)
 		cr_assert(json_is_null(json_object_get(c, "why")));
 	}
 	json_decref(o);
-	o = jrun("bash", 64, "\"$H\" selftest a b --json");
-	is_error(o, "usage");
-	json_decref(o);
-	o = jrun("sh", 73, "\"$H\" selftest --json ./no/such/dir");
-	is_error(o, "ENOENT");
-	json_decref(o);
+	jusage("bash", "\"$H\" selftest a b --json");
+	jcase("sh", 73, EXPECT(.error = "ENOENT"), "\"$H\" selftest --json ./no/such/dir");
 }
 
 Test(json, usage_errors_wherever_json_appears)
@@ -740,11 +717,8 @@ Test(json, usage_errors_wherever_json_appears)
 		"\"$H\" selftest --json --bogus",
 	};
 	const char *shells[] = { "sh", "bash", "dash" };
-	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
-		json_t *o = jrun(shells[i % 3], 64, "%s", lines[i]);
-		is_error(o, "usage");
-		json_decref(o);
-	}
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		jusage(shells[i % 3], "%s", lines[i]);
 }
 
 /* ------------------------------------------------------------------------
@@ -756,37 +730,28 @@ Test(json, flock_every_form)
 	char *L = at("F.holdfast-lock");
 	/* the FD form: the record of the lock taken for the shell */
 	json_t *o = jrun("bash", 0, "exec 9>F; \"$H\" flock --json -n 9; exit $?");
-	cr_assert_str_eq(str(o, "result"), "acquired");
-	cr_assert_str_eq(str(o, "path"), L);
+	expect_of(o, EXPECT(.key = "result", .val = "acquired", .path = L), "flock -n 9");
 	cr_assert_eq(strlen(str(o, "token")), 32);
 	cr_assert_gt(num(o, "fence"), 0);
 	json_decref(o);
 	/* the shell's last command, exec'd: only holdfast has the file (FL6) */
-	o = jrun("bash", 0, "exec 9>G; \"$H\" flock --json -n 9");
-	cr_assert_str_eq(str(o, "result"), "acquired_and_released");
-	json_decref(o);
-	o = jrun("bash", 0, "exec 9>F; \"$H\" flock -n 9 && \"$H\" flock --json -u 9");
-	cr_assert_str_eq(str(o, "result"), "released");
-	json_decref(o);
+	jcase("bash", 0, EXPECT(.key = "result", .val = "acquired_and_released"),
+	      "exec 9>G; \"$H\" flock --json -n 9");
+	jcase("bash", 0, EXPECT(.key = "result", .val = "released"),
+	      "exec 9>F; \"$H\" flock -n 9 && \"$H\" flock --json -u 9");
 	/* the command form: run's object */
 	o = jrun("dash", 0, "\"$H\" flock --json F true");
 	cr_assert_eq(json_array_size(json_object_get(o, "locks")), 1);
 	cr_assert_eq(num(o, "exit"), 0);
 	json_decref(o);
 	/* held by another: the error object, the holder nested */
-	pid_t s = sleeper();
-	free(hold_lock("F.holdfast-lock", s));
-	o = jrun("sh", 1, "\"$H\" flock --json -n F true");
-	is_error(o, "held");
-	cr_assert_eq(num(json_object_get(o, "holder"), "pid"), s);
-	json_decref(o);
-	o = jrun("bash", 0, "exec 9>F; \"$H\" flock --json -u 9; exit $?");
-	cr_assert_str_eq(str(o, "result"), "not_yours");
-	cr_assert_eq(num(json_object_get(o, "holder"), "pid"), s);
-	json_decref(o);
-	o = jrun("sh", 64, "\"$H\" flock --json -F F true");
-	is_error(o, "usage");
-	json_decref(o);
+	char *tok;
+	pid_t s = held_by_sleeper("F.holdfast-lock", &tok);
+	free(tok);
+	jcase("sh", 1, EXPECT(.error = "held", .holder_pid = s), "\"$H\" flock --json -n F true");
+	jcase("bash", 0, EXPECT(.key = "result", .val = "not_yours", .holder_pid = s),
+	      "exec 9>F; \"$H\" flock --json -u 9; exit $?");
+	jusage("sh", "\"$H\" flock --json -F F true");
 	free(L);
 }
 
@@ -805,15 +770,10 @@ Test(json, run_c_names_the_command_it_ran)
  * and flock as from lock acquire (it was null there). */
 Test(json, refusals_of_the_lock_path_name_it_everywhere)
 {
-	char *S = at("S.lock");
-	json_t *o = jrun("sh", 77, "ln -s nowhere S.lock; \"$H\" run -n --lock S.lock --json -- true");
-	is_error(o, "unsafe");
-	cr_assert_str_eq(str(o, "path"), S);
-	json_decref(o);
-	char *F = at("F2.holdfast-lock");
-	o = jrun("bash", 73, "touch F2.holdfast-lock; \"$H\" flock -n --json F2 true");
-	cr_assert_str_eq(str(o, "path"), F);
-	json_decref(o);
+	char *S = at("S.lock"), *F = at("F2.holdfast-lock");
+	jcase("sh", 77, EXPECT(.error = "unsafe", .path = S),
+	      "ln -s nowhere S.lock; \"$H\" run -n --lock S.lock --json -- true");
+	jcase("bash", 73, EXPECT(.path = F), "touch F2.holdfast-lock; \"$H\" flock -n --json F2 true");
 	free(S);
 	free(F);
 }
