@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ int64_t et_mono_ms(void)
 }
 
 /* A loopback port nobody listens on now (the kernel's choice). */
-static int free_port(void)
+int et_free_port(void)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(s, 0);
@@ -122,9 +123,9 @@ void et_start(bool tls)
 	char tmpl[] = "/tmp/hft-etcd.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
 	E.dir = strdup(tmpl);
-	int cp = free_port(), pp = free_port();
+	int cp = et_free_port(), pp = et_free_port();
 	while (pp == cp)
-		pp = free_port();
+		pp = et_free_port();
 	char client[64], peer[64], cluster[96], data[512], log[512];
 	snprintf(client, sizeof client, "%s://127.0.0.1:%d", tls ? "https" : "http", cp);
 	snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);
@@ -197,21 +198,21 @@ void et_start(bool tls)
 	hf_lock_free(l);
 }
 
-static void stop(int sig)
+void et_stop_pid(pid_t *pid, int sig)
 {
-	if (E.pid > 0) {
-		kill(E.pid, sig);
-		if (hft_exit_within(E.pid, 20000) < 0) {
-			kill(E.pid, SIGKILL);
-			hft_exit_within(E.pid, 20000);
+	if (*pid > 0) {
+		kill(*pid, sig);
+		if (hft_exit_within(*pid, 20000) < 0) {
+			kill(*pid, SIGKILL);
+			hft_exit_within(*pid, 20000);
 		}
-		E.pid = 0;
+		*pid = 0;
 	}
 }
 
 void et_kill(void)
 {
-	stop(SIGKILL);
+	et_stop_pid(&E.pid, SIGKILL);
 }
 
 /* Does one of the NUL-separated strings of /proc/PID/what hold needle? */
@@ -260,7 +261,7 @@ void et_teardown(void)
 {
 	if (E.uri[0])
 		et_kill_keepers(E.uri); /* its etcd's port: in argv or HOLDFAST_BACKEND */
-	stop(SIGTERM);
+	et_stop_pid(&E.pid, SIGTERM);
 	if (E.dir) {
 		hft_rmtree(E.dir);
 		free(E.dir);
@@ -313,4 +314,63 @@ pid_t et_find_proc(const char *const *words)
 	}
 	closedir(d);
 	return found;
+}
+
+char *et_fmt(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s;
+	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
+	va_end(ap);
+	return s;
+}
+
+struct et_out et_run_env(const char *env, const char *sh, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *body;
+	cr_assert_geq(vasprintf(&body, fmt, ap), 0);
+	va_end(ap);
+	char *full = et_fmt("cd %s || exit 9\n%s", et_dir, body);
+	struct et_out o = { 0, NULL, NULL };
+	o.st = hft_sh(&o.out, &o.err, sh, env, full);
+	free(full);
+	free(body);
+	cr_assert_eq(o.st, 0, "%s: exit %d\n%s\n%s", sh, o.st, o.out, o.err);
+	return o;
+}
+
+void et_out_free(struct et_out *o)
+{
+	free(o->out);
+	free(o->err);
+	o->out = o->err = NULL;
+}
+
+pid_t et_sleeper(void)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0) {
+		execlp("sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	return p;
+}
+
+void et_reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+int et_exit_within(pid_t pid, int ms)
+{
+	int st = hft_exit_within(pid, ms);
+	if (st < 0)
+		kill(pid, SIGKILL), hft_exit_within(pid, 10000);
+	return st;
 }
