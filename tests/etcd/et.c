@@ -215,19 +215,29 @@ void et_kill(void)
 	et_stop_pid(&E.pid, SIGKILL);
 }
 
-/* Does one of the NUL-separated strings of /proc/PID/what hold needle? */
-static bool proc_has(const char *pid, const char *what, const char *needle)
+/* /proc/PID/what (its first cap - 1 bytes) into buf, NUL-terminated: its
+ * length, or <= 0 when unreadable or empty (the process is gone). */
+static ssize_t read_proc(const char *pid, const char *what, char *buf, size_t cap)
 {
-	char path[300], buf[16384];
+	char path[300];
 	snprintf(path, sizeof path, "/proc/%s/%s", pid, what);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
+		return -1;
+	ssize_t n = read(fd, buf, cap - 1);
 	close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* Does one of the NUL-separated strings of /proc/PID/what hold needle? */
+static bool proc_has(const char *pid, const char *what, const char *needle)
+{
+	char buf[16384];
+	ssize_t n = read_proc(pid, what, buf, sizeof buf);
 	if (n <= 0)
 		return false;
-	buf[n] = '\0';
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
 		if (strstr(buf + i, needle))
 			return true;
@@ -293,18 +303,12 @@ pid_t et_find_proc(const char *const *words)
 	struct dirent *e;
 	pid_t found = -1;
 	while (found < 0 && (e = readdir(d))) {
-		char path[300], buf[4096];
+		char buf[4096];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
+		ssize_t n = read_proc(e->d_name, "cmdline", buf, sizeof buf);
 		if (n <= 0)
 			continue;
-		buf[n] = '\0';
 		size_t w = 0;
 		for (ssize_t i = 0; i < n && words[w]; i += (ssize_t)strlen(buf + i) + 1)
 			if (!strcmp(buf + i, words[w]))
@@ -347,6 +351,15 @@ void et_out_free(struct et_out *o)
 	free(o->out);
 	free(o->err);
 	o->out = o->err = NULL;
+}
+
+void et_has(const char *text, ...)
+{
+	va_list ap;
+	va_start(ap, text);
+	for (const char *s; (s = va_arg(ap, const char *));)
+		cr_assert(text && strstr(text, s), "no \"%s\" in:\n%s", s, text);
+	va_end(ap);
 }
 
 pid_t et_sleeper(void)

@@ -76,6 +76,10 @@ struct et_out et_run_env(const char *env, const char *sh, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define et_run(sh, ...) et_run_env(E.env, (sh), __VA_ARGS__)
 void et_out_free(struct et_out *o);
+/* Assert that text holds each of the strings after it (strstr), naming
+ * the first one missing and text: ET_HAS(out, "a=0\n", "b=1\n"). */
+void et_has(const char *text, ...) __attribute__((sentinel));
+#define ET_HAS(text, ...) et_has((text), __VA_ARGS__, (const char *)NULL)
 
 /* A child running `sleep 1000` (an owner that outlives what it owns):
  * its pid; et_reap kills (SIGKILL) and reaps it. */

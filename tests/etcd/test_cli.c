@@ -40,13 +40,9 @@ static void acquire_conflict_release(const char *sh)
 		"echo \"fence=${tok#* }\"\n",
 		et_dir);
 	char *out = r.out, *err = r.err;
-	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
-	cr_assert(strstr(out, "check=0\n"), "%s", out);
-	cr_assert(strstr(out, "mine=0\n"), "%s", out);
-	cr_assert(strstr(out, "release=0\n"), "%s", out);
-	cr_assert(strstr(out, "again=69\n"), "%s", out);
-	cr_assert(strstr(out, "after=69\n"), "%s", out);
-	cr_assert(strstr(out, "\nfree\n"), "%s", out);
+	ET_HAS(out,
+	       "conflict=1\n", "check=0\n", "mine=0\n", "release=0\n", "again=69\n", "after=69\n",
+	       "\nfree\n");
 	cr_assert_null(strstr(out, "made-a-directory"), "the lock is etcd's only: %s", out);
 	/* the holder named as the local backend names it: pid, comm, host,
 	 * age, fence */

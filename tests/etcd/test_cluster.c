@@ -29,18 +29,6 @@ static struct member {
 } M[N];
 static char cluster[400], uri[300], *root, *dir;
 
-static int free_port(void)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(s, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-	socklen_t n = sizeof a;
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
-	close(s);
-	return ntohs(a.sin_port);
-}
-
 static void start(int i)
 {
 	struct member *m = &M[i];
@@ -65,11 +53,7 @@ static void start(int i)
 
 static void kill_member(int i)
 {
-	if (M[i].pid > 0) {
-		kill(M[i].pid, SIGKILL);
-		hft_exit_within(M[i].pid, 20000);
-		M[i].pid = 0;
-	}
+	et_stop_pid(&M[i].pid, SIGKILL);
 }
 
 /* Every member answers (a status through it alone), bounded. */
@@ -113,7 +97,7 @@ static void setup(void)
 	snprintf(uri, sizeof uri, "etcd://");
 	for (int i = 0; i < N; i++) {
 		struct member *m = &M[i];
-		int cp = free_port(), pp = free_port();
+		int cp = et_free_port(), pp = et_free_port();
 		snprintf(m->name, sizeof m->name, "m%d", i);
 		snprintf(m->client, sizeof m->client, "http://127.0.0.1:%d", cp);
 		snprintf(m->peer, sizeof m->peer, "http://127.0.0.1:%d", pp);
@@ -132,14 +116,8 @@ static void setup(void)
 static void teardown(void)
 {
 	et_kill_keepers(uri);
-	for (int i = 0; i < N; i++) {
-		if (M[i].pid > 0) {
-			kill(M[i].pid, SIGTERM);
-			if (hft_exit_within(M[i].pid, 20000) < 0)
-				kill_member(i);
-			M[i].pid = 0;
-		}
-	}
+	for (int i = 0; i < N; i++)
+		et_stop_pid(&M[i].pid, SIGTERM);
 	hft_rmtree(root);
 	hft_rmtree(dir);
 	free(root);

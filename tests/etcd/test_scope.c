@@ -61,15 +61,9 @@ static void register_conflict_release(const char *sh)
 	cr_assert(strstr(err, "overlaps the write scope ") && strstr(err, "/p/src/core:write:recursive of B (pid "),
 		  "%s", err);
 	cr_assert(strstr(err, E.uri), "the registry named: %s", err);
-	cr_assert(strstr(out, "taken=1\n"), "%s", out);
-	cr_assert(strstr(out, "check=1\n"), "%s", out);
-	cr_assert(strstr(out, "mine=0\n"), "%s", out);
-	cr_assert(strstr(out, "free=0\n"), "%s", out);
+	ET_HAS(out, "taken=1\n", "check=1\n", "mine=0\n", "free=0\n");
 	cr_assert(strstr(out, "minus ") && strstr(out, "(delegated to B, pid "), "%s", out);
-	cr_assert(strstr(out, "release=0\n"), "%s", out);
-	cr_assert(strstr(out, "again=69\n"), "%s", out);
-	cr_assert(strstr(out, "back=0\n"), "%s", out);
-	cr_assert(strstr(out, "releaseA=0\n"), "%s", out);
+	ET_HAS(out, "release=0\n", "again=69\n", "back=0\n", "releaseA=0\n");
 	cr_assert(strstr(out, "generation ") && strstr(out, ", 0 allocations"), "%s", out);
 	et_out_free(&r);
 }
@@ -210,9 +204,7 @@ Test(etcd_scope, delegation_refused_outside_the_parent)
 	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "outside=1\n"), "%s", out);
 	cr_assert(strstr(err, "PA"), "the parent named: %s", err);
-	cr_assert(strstr(out, "sibling=1\n"), "%s", out);
-	cr_assert(strstr(out, "noparent=1\n"), "%s", out);
-	cr_assert(strstr(out, "inside=0\n"), "%s", out);
+	ET_HAS(out, "sibling=1\n", "noparent=1\n", "inside=0\n");
 	cr_assert(strstr(out, "\n0\n") || !strncmp(out, "0\n", 2), "nothing refused was written: %s",
 		  out);
 	et_out_free(&r);
@@ -280,9 +272,7 @@ static void chain(const char *end_b)
 			 "%s", t);
 	json_decref(o);
 	free(t);
-	cr_assert(strstr(out, "regained=0\n"), "%s", out);
-	cr_assert(strstr(out, "delegated=1\n"), "%s", out);
-	cr_assert(strstr(out, "dstays=0\n"), "%s", out);
+	ET_HAS(out, "regained=0\n", "delegated=1\n", "dstays=0\n");
 	cr_assert(strstr(out, "redelegate=0\n"), "%s %s", out, err);
 	et_out_free(&r);
 }

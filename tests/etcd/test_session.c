@@ -40,8 +40,7 @@ static void take_conflict_release(const char *sh)
 		"\"$H\" session status --file $F --backend file\n"
 		"ls -a | grep -c lock || true\n");
 	char *out = r.out, *err = r.err;
-	cr_assert(strstr(out, "take=0\n"), "%s", out);
-	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
+	ET_HAS(out, "take=0\n", "conflict=1\n");
 	cr_assert(strstr(err, "held by lane a (pid ") && strstr(err, " on ") &&
 			  strstr(err, " old; take refused"),
 		  "the conflict names the holder's lane, pid, host and age: %s", err);
