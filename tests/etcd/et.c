@@ -59,30 +59,48 @@ void et_note_pid(const char *dir, pid_t pid)
 	close(fd);
 }
 
+/* fn(name, arg) for each entry of dir whose name starts with prefix (NULL:
+ * with a digit, a pid's in /proc) until fn returns true: false when dir
+ * could not be opened. */
+static bool each_entry(const char *dir, const char *prefix, bool (*fn)(const char *, void *),
+		       void *arg)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (prefix ? !strncmp(e->d_name, prefix, strlen(prefix))
+			   : e->d_name[0] >= '0' && e->d_name[0] <= '9')
+			if (fn(e->d_name, arg))
+				break;
+	closedir(d);
+	return true;
+}
+
+/* /tmp/name removed when none of the processes noted in it lives. */
+static bool sweep_one(const char *name, void *arg)
+{
+	(void)arg;
+	char path[700];
+	snprintf(path, sizeof path, "/tmp/%s/pids", name);
+	char *pids = hft_slurp(path);
+	if (!pids)
+		return false; /* being set up, or not ours: left alone */
+	bool live = false;
+	for (char *p = pids; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		live |= kill(atoi(p), 0) == 0 || errno != ESRCH;
+	free(pids);
+	if (!live) {
+		snprintf(path, sizeof path, "/tmp/%s", name);
+		hft_rmtree(path); /* a test killed before its teardown */
+	}
+	return false;
+}
+
 void et_sweep(const char *prefix)
 {
-	DIR *d = opendir("/tmp");
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)))
-			continue;
-		char path[700];
-		snprintf(path, sizeof path, "/tmp/%s/pids", e->d_name);
-		char *pids = hft_slurp(path);
-		if (!pids)
-			continue; /* being set up, or not ours: left alone */
-		bool live = false;
-		for (char *p = pids; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
-			live |= kill(atoi(p), 0) == 0 || errno != ESRCH;
-		free(pids);
-		if (!live) {
-			snprintf(path, sizeof path, "/tmp/%s", e->d_name);
-			hft_rmtree(path); /* a test killed before its teardown */
-		}
-	}
-	closedir(d);
+	each_entry("/tmp", prefix, sweep_one, NULL);
 }
 
 /* A CA and a server certificate for 127.0.0.1 in dir (openssl). */
@@ -168,30 +186,34 @@ void et_start(bool tls)
 		_exit(127);
 	}
 	et_note_pid(E.dir, E.pid);
-	/* Ready when the library's status answers (bounded: 90 s under load). */
+	/* bounded: 90 s under load */
+	et_await("etcd", E.uri, tls ? E.ca : NULL, &E.pid, log, et_mono_ms() + 90000);
+}
+
+void et_await(const char *who, const char *uri, const char *ca, pid_t *pid, const char *log,
+	      int64_t until)
+{
 	hf_lock *l;
 	cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
-	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
-	if (tls)
-		cr_assert_eq(hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, E.ca), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, uri), 0);
+	if (ca)
+		cr_assert_eq(hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, ca), 0);
 	cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
-	int64_t until = et_mono_ms() + 90000;
 	for (;;) {
 		int st;
-		pid_t w = waitpid(E.pid, &st, WNOHANG);
-		if (w == E.pid) {
-			E.pid = 0;
+		if (waitpid(*pid, &st, WNOHANG) == *pid) {
+			*pid = 0;
 			char *text = hft_slurp(log);
-			cr_assert_fail("etcd did not start (exit %d; is etcd-server installed?): %s",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
-				 text ? text : "");
+			cr_assert_fail("%s did not start (exit %d; is etcd-server installed?): %s", who,
+				       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+				       text ? text : "");
 		}
 		hf_rec *r = NULL;
 		if (hf_lock_query(l, &r) == 0) {
 			hf_rec_free(r);
 			break;
 		}
-		cr_assert_lt(et_mono_ms(), until, "etcd did not answer within 90 s");
+		cr_assert_lt(et_mono_ms(), until, "%s did not answer in time", who);
 		struct timespec t = { 0, 20 * 1000000 };
 		nanosleep(&t, NULL); /* waiting for a server to listen: no event to wait on */
 	}
@@ -244,27 +266,26 @@ static bool proc_has(const char *pid, const char *what, const char *needle)
 	return false;
 }
 
+/* Process pid SIGKILLed when it is a holdfast-etcd with needle (arg) in an
+ * argument or its environment. */
+static bool kill_keeper(const char *pid, void *needle)
+{
+	char exe[300], target[600];
+	snprintf(exe, sizeof exe, "/proc/%s/exe", pid);
+	ssize_t n = readlink(exe, target, sizeof target - 1);
+	if (n < 13)
+		return false;
+	target[n] = '\0';
+	if (strcmp(target + n - 13, "holdfast-etcd"))
+		return false;
+	if (proc_has(pid, "cmdline", needle) || proc_has(pid, "environ", needle))
+		kill(atoi(pid), SIGKILL); /* a keeper of this test's locks */
+	return false;
+}
+
 void et_kill_keepers(const char *needle)
 {
-	DIR *d = opendir("/proc");
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		char exe[300], target[600];
-		snprintf(exe, sizeof exe, "/proc/%s/exe", e->d_name);
-		ssize_t n = readlink(exe, target, sizeof target - 1);
-		if (n < 13)
-			continue;
-		target[n] = '\0';
-		if (strcmp(target + n - 13, "holdfast-etcd"))
-			continue;
-		if (proc_has(e->d_name, "cmdline", needle) || proc_has(e->d_name, "environ", needle))
-			kill(atoi(e->d_name), SIGKILL); /* a keeper of this test's locks */
-	}
-	closedir(d);
+	each_entry("/proc", NULL, kill_keeper, (void *)needle);
 }
 
 void et_teardown(void)
@@ -296,28 +317,34 @@ int et_ctl(const char *args, char **out)
 	return st;
 }
 
+struct find {
+	const char *const *words;
+	pid_t found;
+};
+
+/* Does pid's argv hold all of f->words (in order)? Then f->found = pid. */
+static bool find_one(const char *pid, void *arg)
+{
+	struct find *f = arg;
+	char buf[4096];
+	ssize_t n = read_proc(pid, "cmdline", buf, sizeof buf);
+	if (n <= 0)
+		return false;
+	size_t w = 0;
+	for (ssize_t i = 0; i < n && f->words[w]; i += (ssize_t)strlen(buf + i) + 1)
+		if (!strcmp(buf + i, f->words[w]))
+			w++;
+	if (f->words[w])
+		return false;
+	f->found = atoi(pid);
+	return true;
+}
+
 pid_t et_find_proc(const char *const *words)
 {
-	DIR *d = opendir("/proc");
-	cr_assert_not_null(d);
-	struct dirent *e;
-	pid_t found = -1;
-	while (found < 0 && (e = readdir(d))) {
-		char buf[4096];
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		ssize_t n = read_proc(e->d_name, "cmdline", buf, sizeof buf);
-		if (n <= 0)
-			continue;
-		size_t w = 0;
-		for (ssize_t i = 0; i < n && words[w]; i += (ssize_t)strlen(buf + i) + 1)
-			if (!strcmp(buf + i, words[w]))
-				w++;
-		if (!words[w])
-			found = atoi(e->d_name);
-	}
-	closedir(d);
-	return found;
+	struct find f = { words, -1 };
+	cr_assert(each_entry("/proc", NULL, find_one, &f), "opendir /proc: %s", strerror(errno));
+	return f.found;
 }
 
 char *et_fmt(const char *fmt, ...)

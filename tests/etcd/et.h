@@ -32,6 +32,11 @@ void et_setup(void);
 void et_setup_tls(void);
 /* Stop E (SIGTERM, then SIGKILL; reaped) and remove its directory. */
 void et_teardown(void);
+/* Wait until the library's status through uri (https: with CA file ca,
+ * else NULL) answers, bounded by until (et_mono_ms); fail the test naming
+ * who when our child *pid ends first (*pid set to 0; its log file shown). */
+void et_await(const char *who, const char *uri, const char *ca, pid_t *pid, const char *log,
+	      int64_t until);
 /* Stop E's member now (SIGKILL, reaped), as a crash. */
 void et_kill(void);
 /* Run etcdctl against E with args (a shell word list): its exit status. */
@@ -92,6 +97,21 @@ int et_exit_within(pid_t pid, int ms);
 /* A suite whose every test gets its own member E and et_dir. */
 #define ET_SUITE(name, timeout_s) \
 	TestSuite(name, .init = et_setup, .fini = et_teardown, .timeout = (timeout_s))
+/* Three tests of suite, NAME_sh, NAME_bash and NAME_dash, each calling
+ * fn with its shell's name. */
+#define ET_EACH_SHELL(suite, name, fn)        \
+	Test(suite, name##_sh)                \
+	{                                     \
+		fn("sh");                     \
+	}                                     \
+	Test(suite, name##_bash)              \
+	{                                     \
+		fn("bash");                   \
+	}                                     \
+	Test(suite, name##_dash)              \
+	{                                     \
+		fn("dash");                   \
+	}
 /* The same with E on https (et_setup_tls). */
 #define ET_SUITE_TLS(name, timeout_s) \
 	TestSuite(name, .init = et_setup_tls, .fini = et_teardown, .timeout = (timeout_s))

@@ -58,20 +58,7 @@ static void acquire_conflict_release(const char *sh)
 	et_out_free(&r);
 }
 
-Test(etcd_cli, acquire_conflict_release_sh)
-{
-	acquire_conflict_release("sh");
-}
-
-Test(etcd_cli, acquire_conflict_release_bash)
-{
-	acquire_conflict_release("bash");
-}
-
-Test(etcd_cli, acquire_conflict_release_dash)
-{
-	acquire_conflict_release("dash");
-}
+ET_EACH_SHELL(etcd_cli, acquire_conflict_release, acquire_conflict_release)
 
 /* The keys of a JSON object line, sorted, one per line. */
 static void keys(const char *line, json_t **ret)

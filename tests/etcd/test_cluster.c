@@ -63,26 +63,10 @@ static void ready(void)
 	for (int i = 0; i < N; i++) {
 		if (!M[i].pid)
 			continue;
-		char u[80];
+		char u[80], who[16];
 		snprintf(u, sizeof u, "etcd://%s", M[i].endpoint);
-		hf_lock *l;
-		cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
-		cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, u), 0);
-		cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
-		for (;;) {
-			int st;
-			cr_assert_neq(waitpid(M[i].pid, &st, WNOHANG), M[i].pid,
-				      "member %d ended (is etcd-server installed?)", i);
-			hf_rec *r = NULL;
-			if (hf_lock_query(l, &r) == 0) {
-				hf_rec_free(r);
-				break;
-			}
-			cr_assert_lt(et_mono_ms(), until, "the cluster did not answer in 120 s");
-			struct timespec t = { 0, 50 * 1000000 };
-			nanosleep(&t, NULL); /* a server coming up: nothing to wait on */
-		}
-		hf_lock_free(l);
+		snprintf(who, sizeof who, "member %d", i);
+		et_await(who, u, NULL, &M[i].pid, M[i].log, until);
 	}
 }
 

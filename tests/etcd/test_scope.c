@@ -29,6 +29,8 @@ ET_SUITE(etcd_scope, 240);
  * script ends); BIN_H, a script's first line: $H runs holdfast. */
 #define OWNER(v) "sleep 1000 </dev/null >/dev/null 2>&1 & " v "=$!; trap 'kill $a $b $d 2>/dev/null' EXIT\n"
 #define BIN_H "H=\"$HOLDFAST_BIN\"\n"
+/* A script's last lines: its owners killed and reaped, exit 0. */
+#define OWNERS_END "kill $a $b $d 2>/dev/null; wait $a $b $d 2>/dev/null\n" "exit 0\n"
 
 static void register_conflict_release(const char *sh)
 {
@@ -53,8 +55,7 @@ static void register_conflict_release(const char *sh)
 		"\"$H\" scope check p/src/core/y --pod A; echo \"back=$?\"\n"
 		"\"$H\" scope release A; echo \"releaseA=$?\"\n"
 		"\"$H\" scope list\n"
-		"kill $a $b; wait $a $b 2>/dev/null\n"
-		"exit 0\n");
+		OWNERS_END);
 	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
 	/* the deepest holder named: B, not A */
@@ -68,20 +69,7 @@ static void register_conflict_release(const char *sh)
 	et_out_free(&r);
 }
 
-Test(etcd_scope, register_conflict_release_sh)
-{
-	register_conflict_release("sh");
-}
-
-Test(etcd_scope, register_conflict_release_bash)
-{
-	register_conflict_release("bash");
-}
-
-Test(etcd_scope, register_conflict_release_dash)
-{
-	register_conflict_release("dash");
-}
+ET_EACH_SHELL(etcd_scope, register_conflict_release, register_conflict_release)
 
 /* The keys of a JSON object, sorted, as one string. */
 static char *keys_of(const char *text, const char *member)
@@ -125,7 +113,7 @@ Test(etcd_scope, json_fields_are_the_local_ones)
 		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope list --json --backend \"$u\" > list.$b || exit 11\n"
 		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope effective J --json --backend \"$u\" > eff.$b || exit 12\n"
 		"done\n"
-		"kill $a; wait $a 2>/dev/null\n"
+		"kill $a; wait $a 2>/dev/null\n" /* $b is a word here, not an owner */
 		"exit 0\n");
 	const char *files[][2] = { { "reg", NULL }, { "list", "allocations" }, { "list", NULL },
 				   { "eff", NULL } };
@@ -163,8 +151,7 @@ Test(etcd_scope, multi_spec_all_or_nothing)
 		"\"$H\" scope register MULTI m/one:write m/three:write --pid $a >/dev/null; echo \"again=$?\"\n"
 		"\"$H\" scope check m/one --pod MULTI; echo \"mine=$?\"\n"
 		"ETCDCTL_API=3 etcdctl --endpoints=${HOLDFAST_BACKEND#etcd://} get --prefix --keys-only /holdfast/scope/ >&2\n"
-		"kill $a; wait $a 2>/dev/null\n"
-		"exit 0\n");
+		OWNERS_END);
 	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "multi=1\n"), "%s", out);
 	cr_assert(strstr(err, "'m/two/x:write'") && strstr(err, " of HOLD (pid "), "%s", err);
@@ -199,8 +186,7 @@ Test(etcd_scope, delegation_refused_outside_the_parent)
 		"\"$H\" scope register ORPHAN d/src/y:write --pid $a --from NOPE 2>/dev/null; echo \"noparent=$?\"\n"
 		"\"$H\" scope register IN d/src/y:write --pid $a --from PA >/dev/null; echo \"inside=$?\"\n"
 		"\"$H\" scope list --json | grep -c '\"OUT\"\\|\"SIB\"\\|\"ORPHAN\"'; echo\n"
-		"kill $a; wait $a 2>/dev/null\n"
-		"exit 0\n");
+		OWNERS_END);
 	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "outside=1\n"), "%s", out);
 	cr_assert(strstr(err, "PA"), "the parent named: %s", err);
@@ -236,8 +222,7 @@ static void chain(const char *end_b)
 		"\"$H\" scope check c/src/core/x/f --pod CA; echo \"delegated=$?\"\n"
 		"\"$H\" scope check c/src/core/x/f --pod CD; echo \"dstays=$?\"\n"
 		"\"$H\" scope register CZ c/src/core/z:write --pid $a --from CA >/dev/null; echo \"redelegate=$?\"\n"
-		"kill $a $b $d 2>/dev/null; wait $a $b $d 2>/dev/null\n"
-		"exit 0\n",
+		OWNERS_END,
 		end_b);
 	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "before=1\n"), "%s", out);

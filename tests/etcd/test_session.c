@@ -55,20 +55,7 @@ static void take_conflict_release(const char *sh)
 	et_out_free(&r);
 }
 
-Test(etcd_session, take_conflict_release_sh)
-{
-	take_conflict_release("sh");
-}
-
-Test(etcd_session, take_conflict_release_bash)
-{
-	take_conflict_release("bash");
-}
-
-Test(etcd_session, take_conflict_release_dash)
-{
-	take_conflict_release("dash");
-}
+ET_EACH_SHELL(etcd_session, take_conflict_release, take_conflict_release)
 
 static json_t *json_line(const char *s)
 {
