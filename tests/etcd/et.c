@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ int64_t et_mono_ms(void)
 }
 
 /* A loopback port nobody listens on now (the kernel's choice). */
-static int free_port(void)
+int et_free_port(void)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(s, 0);
@@ -58,30 +59,48 @@ void et_note_pid(const char *dir, pid_t pid)
 	close(fd);
 }
 
+/* fn(name, arg) for each entry of dir whose name starts with prefix (NULL:
+ * with a digit, a pid's in /proc) until fn returns true: false when dir
+ * could not be opened. */
+static bool each_entry(const char *dir, const char *prefix, bool (*fn)(const char *, void *),
+		       void *arg)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (prefix ? !strncmp(e->d_name, prefix, strlen(prefix))
+			   : e->d_name[0] >= '0' && e->d_name[0] <= '9')
+			if (fn(e->d_name, arg))
+				break;
+	closedir(d);
+	return true;
+}
+
+/* /tmp/name removed when none of the processes noted in it lives. */
+static bool sweep_one(const char *name, void *arg)
+{
+	(void)arg;
+	char path[700];
+	snprintf(path, sizeof path, "/tmp/%s/pids", name);
+	char *pids = hft_slurp(path);
+	if (!pids)
+		return false; /* being set up, or not ours: left alone */
+	bool live = false;
+	for (char *p = pids; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		live |= kill(atoi(p), 0) == 0 || errno != ESRCH;
+	free(pids);
+	if (!live) {
+		snprintf(path, sizeof path, "/tmp/%s", name);
+		hft_rmtree(path); /* a test killed before its teardown */
+	}
+	return false;
+}
+
 void et_sweep(const char *prefix)
 {
-	DIR *d = opendir("/tmp");
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)))
-			continue;
-		char path[700];
-		snprintf(path, sizeof path, "/tmp/%s/pids", e->d_name);
-		char *pids = hft_slurp(path);
-		if (!pids)
-			continue; /* being set up, or not ours: left alone */
-		bool live = false;
-		for (char *p = pids; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
-			live |= kill(atoi(p), 0) == 0 || errno != ESRCH;
-		free(pids);
-		if (!live) {
-			snprintf(path, sizeof path, "/tmp/%s", e->d_name);
-			hft_rmtree(path); /* a test killed before its teardown */
-		}
-	}
-	closedir(d);
+	each_entry("/tmp", prefix, sweep_one, NULL);
 }
 
 /* A CA and a server certificate for 127.0.0.1 in dir (openssl). */
@@ -122,9 +141,9 @@ void et_start(bool tls)
 	char tmpl[] = "/tmp/hft-etcd.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
 	E.dir = strdup(tmpl);
-	int cp = free_port(), pp = free_port();
+	int cp = et_free_port(), pp = et_free_port();
 	while (pp == cp)
-		pp = free_port();
+		pp = et_free_port();
 	char client[64], peer[64], cluster[96], data[512], log[512];
 	snprintf(client, sizeof client, "%s://127.0.0.1:%d", tls ? "https" : "http", cp);
 	snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);
@@ -167,100 +186,113 @@ void et_start(bool tls)
 		_exit(127);
 	}
 	et_note_pid(E.dir, E.pid);
-	/* Ready when the library's status answers (bounded: 90 s under load). */
+	/* bounded: 90 s under load */
+	et_await("etcd", E.uri, tls ? E.ca : NULL, &E.pid, log, et_mono_ms() + 90000);
+}
+
+void et_await(const char *who, const char *uri, const char *ca, pid_t *pid, const char *log,
+	      int64_t until)
+{
 	hf_lock *l;
 	cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
-	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
-	if (tls)
-		cr_assert_eq(hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, E.ca), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, uri), 0);
+	if (ca)
+		cr_assert_eq(hf_lock_set_str(l, HF_OPT_ETCD_CA_FILE, ca), 0);
 	cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
-	int64_t until = et_mono_ms() + 90000;
 	for (;;) {
 		int st;
-		pid_t w = waitpid(E.pid, &st, WNOHANG);
-		if (w == E.pid) {
-			E.pid = 0;
+		if (waitpid(*pid, &st, WNOHANG) == *pid) {
+			*pid = 0;
 			char *text = hft_slurp(log);
-			cr_assert_fail("etcd did not start (exit %d; is etcd-server installed?): %s",
-				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
-				 text ? text : "");
+			cr_assert_fail("%s did not start (exit %d; is etcd-server installed?): %s", who,
+				       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+				       text ? text : "");
 		}
 		hf_rec *r = NULL;
 		if (hf_lock_query(l, &r) == 0) {
 			hf_rec_free(r);
 			break;
 		}
-		cr_assert_lt(et_mono_ms(), until, "etcd did not answer within 90 s");
+		cr_assert_lt(et_mono_ms(), until, "%s did not answer in time", who);
 		struct timespec t = { 0, 20 * 1000000 };
 		nanosleep(&t, NULL); /* waiting for a server to listen: no event to wait on */
 	}
 	hf_lock_free(l);
 }
 
-static void stop(int sig)
+void et_stop_pid(pid_t *pid, int sig)
 {
-	if (E.pid > 0) {
-		kill(E.pid, sig);
-		if (hft_exit_within(E.pid, 20000) < 0) {
-			kill(E.pid, SIGKILL);
-			hft_exit_within(E.pid, 20000);
+	if (*pid > 0) {
+		kill(*pid, sig);
+		if (hft_exit_within(*pid, 20000) < 0) {
+			kill(*pid, SIGKILL);
+			hft_exit_within(*pid, 20000);
 		}
-		E.pid = 0;
+		*pid = 0;
 	}
 }
 
 void et_kill(void)
 {
-	stop(SIGKILL);
+	et_stop_pid(&E.pid, SIGKILL);
+}
+
+/* /proc/PID/what (its first cap - 1 bytes) into buf, NUL-terminated: its
+ * length, or <= 0 when unreadable or empty (the process is gone). */
+static ssize_t read_proc(const char *pid, const char *what, char *buf, size_t cap)
+{
+	char path[300];
+	snprintf(path, sizeof path, "/proc/%s/%s", pid, what);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n > 0)
+		buf[n] = '\0';
+	return n;
 }
 
 /* Does one of the NUL-separated strings of /proc/PID/what hold needle? */
 static bool proc_has(const char *pid, const char *what, const char *needle)
 {
-	char path[300], buf[16384];
-	snprintf(path, sizeof path, "/proc/%s/%s", pid, what);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
+	char buf[16384];
+	ssize_t n = read_proc(pid, what, buf, sizeof buf);
 	if (n <= 0)
 		return false;
-	buf[n] = '\0';
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
 		if (strstr(buf + i, needle))
 			return true;
 	return false;
 }
 
+/* Process pid SIGKILLed when it is a holdfast-etcd with needle (arg) in an
+ * argument or its environment. */
+static bool kill_keeper(const char *pid, void *needle)
+{
+	char exe[300], target[600];
+	snprintf(exe, sizeof exe, "/proc/%s/exe", pid);
+	ssize_t n = readlink(exe, target, sizeof target - 1);
+	if (n < 13)
+		return false;
+	target[n] = '\0';
+	if (strcmp(target + n - 13, "holdfast-etcd"))
+		return false;
+	if (proc_has(pid, "cmdline", needle) || proc_has(pid, "environ", needle))
+		kill(atoi(pid), SIGKILL); /* a keeper of this test's locks */
+	return false;
+}
+
 void et_kill_keepers(const char *needle)
 {
-	DIR *d = opendir("/proc");
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		char exe[300], target[600];
-		snprintf(exe, sizeof exe, "/proc/%s/exe", e->d_name);
-		ssize_t n = readlink(exe, target, sizeof target - 1);
-		if (n < 13)
-			continue;
-		target[n] = '\0';
-		if (strcmp(target + n - 13, "holdfast-etcd"))
-			continue;
-		if (proc_has(e->d_name, "cmdline", needle) || proc_has(e->d_name, "environ", needle))
-			kill(atoi(e->d_name), SIGKILL); /* a keeper of this test's locks */
-	}
-	closedir(d);
+	each_entry("/proc", NULL, kill_keeper, (void *)needle);
 }
 
 void et_teardown(void)
 {
 	if (E.uri[0])
 		et_kill_keepers(E.uri); /* its etcd's port: in argv or HOLDFAST_BACKEND */
-	stop(SIGTERM);
+	et_stop_pid(&E.pid, SIGTERM);
 	if (E.dir) {
 		hft_rmtree(E.dir);
 		free(E.dir);
@@ -285,32 +317,100 @@ int et_ctl(const char *args, char **out)
 	return st;
 }
 
+struct find {
+	const char *const *words;
+	pid_t found;
+};
+
+/* Does pid's argv hold all of f->words (in order)? Then f->found = pid. */
+static bool find_one(const char *pid, void *arg)
+{
+	struct find *f = arg;
+	char buf[4096];
+	ssize_t n = read_proc(pid, "cmdline", buf, sizeof buf);
+	if (n <= 0)
+		return false;
+	size_t w = 0;
+	for (ssize_t i = 0; i < n && f->words[w]; i += (ssize_t)strlen(buf + i) + 1)
+		if (!strcmp(buf + i, f->words[w]))
+			w++;
+	if (f->words[w])
+		return false;
+	f->found = atoi(pid);
+	return true;
+}
+
 pid_t et_find_proc(const char *const *words)
 {
-	DIR *d = opendir("/proc");
-	cr_assert_not_null(d);
-	struct dirent *e;
-	pid_t found = -1;
-	while (found < 0 && (e = readdir(d))) {
-		char path[300], buf[4096];
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		size_t w = 0;
-		for (ssize_t i = 0; i < n && words[w]; i += (ssize_t)strlen(buf + i) + 1)
-			if (!strcmp(buf + i, words[w]))
-				w++;
-		if (!words[w])
-			found = atoi(e->d_name);
+	struct find f = { words, -1 };
+	cr_assert(each_entry("/proc", NULL, find_one, &f), "opendir /proc: %s", strerror(errno));
+	return f.found;
+}
+
+char *et_fmt(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s;
+	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
+	va_end(ap);
+	return s;
+}
+
+struct et_out et_run_env(const char *env, const char *sh, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *body;
+	cr_assert_geq(vasprintf(&body, fmt, ap), 0);
+	va_end(ap);
+	char *full = et_fmt("cd %s || exit 9\n%s", et_dir, body);
+	struct et_out o = { 0, NULL, NULL };
+	o.st = hft_sh(&o.out, &o.err, sh, env, full);
+	free(full);
+	free(body);
+	cr_assert_eq(o.st, 0, "%s: exit %d\n%s\n%s", sh, o.st, o.out, o.err);
+	return o;
+}
+
+void et_out_free(struct et_out *o)
+{
+	free(o->out);
+	free(o->err);
+	o->out = o->err = NULL;
+}
+
+void et_has(const char *text, ...)
+{
+	va_list ap;
+	va_start(ap, text);
+	for (const char *s; (s = va_arg(ap, const char *));)
+		cr_assert(text && strstr(text, s), "no \"%s\" in:\n%s", s, text);
+	va_end(ap);
+}
+
+pid_t et_sleeper(void)
+{
+	fflush(NULL);
+	pid_t p = fork();
+	cr_assert_geq(p, 0);
+	if (p == 0) {
+		execlp("sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
 	}
-	closedir(d);
-	return found;
+	return p;
+}
+
+void et_reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+int et_exit_within(pid_t pid, int ms)
+{
+	int st = hft_exit_within(pid, ms);
+	if (st < 0)
+		kill(pid, SIGKILL), hft_exit_within(pid, 10000);
+	return st;
 }

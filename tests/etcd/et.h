@@ -32,6 +32,11 @@ void et_setup(void);
 void et_setup_tls(void);
 /* Stop E (SIGTERM, then SIGKILL; reaped) and remove its directory. */
 void et_teardown(void);
+/* Wait until the library's status through uri (https: with CA file ca,
+ * else NULL) answers, bounded by until (et_mono_ms); fail the test naming
+ * who when our child *pid ends first (*pid set to 0; its log file shown). */
+void et_await(const char *who, const char *uri, const char *ca, pid_t *pid, const char *log,
+	      int64_t until);
 /* Stop E's member now (SIGKILL, reaped), as a crash. */
 void et_kill(void);
 /* Run etcdctl against E with args (a shell word list): its exit status. */
@@ -56,7 +61,59 @@ void et_kill_keepers(const char *needle);
 /* A scratch directory (hft_tmpdir) for the test, freed by et_teardown. */
 extern char *et_dir;
 
+/* A free loopback TCP port (the kernel's choice). */
+int et_free_port(void);
+/* Stop process *pid (our child) with sig, then SIGKILL when it outlives
+ * 20 s; reaped, *pid set to 0. Nothing when *pid <= 0. */
+void et_stop_pid(pid_t *pid, int sig);
+/* printf into a malloc'd string (asserting). */
+char *et_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A shell script's outcome (et_run): exit status, stdout, stderr. */
+struct et_out {
+	int st;
+	char *out, *err;
+};
+/* Run the script fmt... with shell sh ("sh", "bash", "dash") in et_dir,
+ * HOLDFAST_BIN and env (hft_sh's "K=V;..."; E.env for E's backend) in its
+ * environment: its outcome, asserting it exited 0. */
+struct et_out et_run_env(const char *env, const char *sh, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define et_run(sh, ...) et_run_env(E.env, (sh), __VA_ARGS__)
+void et_out_free(struct et_out *o);
+/* Assert that text holds each of the strings after it (strstr), naming
+ * the first one missing and text: ET_HAS(out, "a=0\n", "b=1\n"). */
+void et_has(const char *text, ...) __attribute__((sentinel));
+#define ET_HAS(text, ...) et_has((text), __VA_ARGS__, (const char *)NULL)
+
+/* A child running `sleep 1000` (an owner that outlives what it owns):
+ * its pid; et_reap kills (SIGKILL) and reaps it. */
+pid_t et_sleeper(void);
+void et_reap(pid_t pid);
+/* Wait at most ms for child pid: its exit code (hft_exit_within); one still
+ * running then is killed and reaped, and -1 returned. */
+int et_exit_within(pid_t pid, int ms);
+
+/* A suite whose every test gets its own member E and et_dir. */
 #define ET_SUITE(name, timeout_s) \
 	TestSuite(name, .init = et_setup, .fini = et_teardown, .timeout = (timeout_s))
+/* Three tests of suite, NAME_sh, NAME_bash and NAME_dash, each calling
+ * fn with its shell's name. */
+#define ET_EACH_SHELL(suite, name, fn)        \
+	Test(suite, name##_sh)                \
+	{                                     \
+		fn("sh");                     \
+	}                                     \
+	Test(suite, name##_bash)              \
+	{                                     \
+		fn("bash");                   \
+	}                                     \
+	Test(suite, name##_dash)              \
+	{                                     \
+		fn("dash");                   \
+	}
+/* The same with E on https (et_setup_tls). */
+#define ET_SUITE_TLS(name, timeout_s) \
+	TestSuite(name, .init = et_setup_tls, .fini = et_teardown, .timeout = (timeout_s))
 
 #endif

@@ -21,27 +21,10 @@
 
 ET_SUITE(etcd_cli, 240);
 
-static char *script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *script(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s;
-	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
-	va_end(ap);
-	return s;
-}
-
-/* Run body with shell sh and E's backend in the environment. */
-static int sh_etcd(const char *sh, char **out, char **err, const char *body)
-{
-	return hft_sh(out, err, sh, E.env, body);
-}
-
 static void acquire_conflict_release(const char *sh)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script(
+	struct et_out r = et_run(
+		sh,
 		"L=%s/a.lock\n"
 		"tok=$(\"$HOLDFAST_BIN\" lock acquire \"$L\" -n) || exit 10\n"
 		"\"$HOLDFAST_BIN\" lock acquire \"$L\" -n --pid 1 2>conflict.err; echo \"conflict=$?\"\n"
@@ -56,16 +39,10 @@ static void acquire_conflict_release(const char *sh)
 		"test -e \"$L\" && echo made-a-directory\n"
 		"echo \"fence=${tok#* }\"\n",
 		et_dir);
-	char *full = script("cd %s && %s", et_dir, s);
-	int st = sh_etcd(sh, &out, &err, full);
-	cr_assert_eq(st, 0, "%s: exit %d\n%s\n%s", sh, st, out, err);
-	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
-	cr_assert(strstr(out, "check=0\n"), "%s", out);
-	cr_assert(strstr(out, "mine=0\n"), "%s", out);
-	cr_assert(strstr(out, "release=0\n"), "%s", out);
-	cr_assert(strstr(out, "again=69\n"), "%s", out);
-	cr_assert(strstr(out, "after=69\n"), "%s", out);
-	cr_assert(strstr(out, "\nfree\n"), "%s", out);
+	char *out = r.out, *err = r.err;
+	ET_HAS(out,
+	       "conflict=1\n", "check=0\n", "mine=0\n", "release=0\n", "again=69\n", "after=69\n",
+	       "\nfree\n");
 	cr_assert_null(strstr(out, "made-a-directory"), "the lock is etcd's only: %s", out);
 	/* the holder named as the local backend names it: pid, comm, host,
 	 * age, fence */
@@ -78,26 +55,10 @@ static void acquire_conflict_release(const char *sh)
 	cr_assert(strstr(err, "held by pid ") && strstr(err, " old") && strstr(err, want),
 		  "%s", err);
 	cr_assert(strstr(out, "held: pid ") && strstr(out, want), "%s", out);
-	free(s);
-	free(full);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
-Test(etcd_cli, acquire_conflict_release_sh)
-{
-	acquire_conflict_release("sh");
-}
-
-Test(etcd_cli, acquire_conflict_release_bash)
-{
-	acquire_conflict_release("bash");
-}
-
-Test(etcd_cli, acquire_conflict_release_dash)
-{
-	acquire_conflict_release("dash");
-}
+ET_EACH_SHELL(etcd_cli, acquire_conflict_release, acquire_conflict_release)
 
 /* The keys of a JSON object line, sorted, one per line. */
 static void keys(const char *line, json_t **ret)
@@ -109,14 +70,11 @@ static void keys(const char *line, json_t **ret)
 
 Test(etcd_cli, json_fields_are_the_local_ones)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s && \"$HOLDFAST_BIN\" lock acquire ./f.lock --json --backend file && "
-			 "\"$HOLDFAST_BIN\" lock acquire ./e.lock --json && "
-			 "\"$HOLDFAST_BIN\" lock status ./f.lock --json --backend file && "
-			 "\"$HOLDFAST_BIN\" lock status ./e.lock --json",
-			 et_dir);
-	int st = sh_etcd("sh", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
+	struct et_out r = et_run("sh", "\"$HOLDFAST_BIN\" lock acquire ./f.lock --json --backend file && "
+				       "\"$HOLDFAST_BIN\" lock acquire ./e.lock --json && "
+				       "\"$HOLDFAST_BIN\" lock status ./f.lock --json --backend file && "
+				       "\"$HOLDFAST_BIN\" lock status ./e.lock --json");
+	char *out = r.out;
 	char *lines[4], *p = out;
 	for (int i = 0; i < 4; i++) {
 		lines[i] = p;
@@ -142,18 +100,15 @@ Test(etcd_cli, json_fields_are_the_local_ones)
 		json_decref(f);
 		json_decref(e);
 	}
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 /* fences strictly increasing across acquisitions and across a holder's
  * death (its keeper revokes) */
 Test(etcd_cli, fences_increase)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script(
-		"cd %s || exit 9\n"
+	struct et_out r = et_run(
+		"bash",
 		"for i in 1 2 3 4; do\n"
 		"  t=$(\"$HOLDFAST_BIN\" lock acquire ./x.lock -n) || exit 10\n"
 		"  echo \"${t#* }\"\n"
@@ -164,10 +119,8 @@ Test(etcd_cli, fences_increase)
 		"echo \"${t#* }\"\n"
 		"kill -9 $p; wait $p\n"
 		"t=$(\"$HOLDFAST_BIN\" lock acquire ./x.lock -w 60) || exit 13\n"
-		"echo \"${t#* }\"\n",
-		et_dir);
-	int st = sh_etcd("bash", &out, &err, s);
-	cr_assert_eq(st, 0, "exit %d: %s %s", st, out, err);
+		"echo \"${t#* }\"\n");
+	char *out = r.out;
 	long prev = 0;
 	int n = 0;
 	for (char *p = out; *p; p = strchr(p, '\n') + 1, n++) {
@@ -176,28 +129,20 @@ Test(etcd_cli, fences_increase)
 		prev = f;
 	}
 	cr_assert_eq(n, 6, "%s", out);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 /* The owner SIGKILLed: its keeper revokes the lease at once. The TTL is
  * 60 s and the wait 40 s: only the revoke can free it in time. */
 Test(etcd_cli, owner_killed_keeper_revokes)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "sleep 1000 & p=$!\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./o.lock -n --pid $p --ttl 60s >/dev/null || exit 10\n"
-			 "kill -9 $p; wait $p\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./o.lock -w 40 --ttl 60s >/dev/null; echo \"got=$?\"\n",
-			 et_dir);
-	int st = sh_etcd("sh", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
-	cr_assert(strstr(out, "got=0\n"), "%s %s", out, err);
-	free(s);
-	free(out);
-	free(err);
+	struct et_out r = et_run(
+		"sh", "sleep 1000 & p=$!\n"
+		      "\"$HOLDFAST_BIN\" lock acquire ./o.lock -n --pid $p --ttl 60s >/dev/null || exit 10\n"
+		      "kill -9 $p; wait $p\n"
+		      "\"$HOLDFAST_BIN\" lock acquire ./o.lock -w 40 --ttl 60s >/dev/null; echo \"got=$?\"\n");
+	cr_assert(strstr(r.out, "got=0\n"), "%s %s", r.out, r.err);
+	et_out_free(&r);
 }
 
 /* The keeper SIGKILLed while its owner lives: free after the TTL (3 s),
@@ -206,12 +151,7 @@ Test(etcd_cli, keeper_killed_lock_free_after_ttl)
 {
 	char lock[512], ttl[] = "3s";
 	snprintf(lock, sizeof lock, "%s/k.lock", et_dir);
-	pid_t owner = fork();
-	cr_assert_geq(owner, 0);
-	if (owner == 0) {
-		execlp("sleep", "sleep", "1000", (char *)NULL);
-		_exit(127);
-	}
+	pid_t owner = et_sleeper();
 	char pid[16];
 	snprintf(pid, sizeof pid, "%d", (int)owner);
 	char *out = NULL, *err = NULL;
@@ -234,8 +174,7 @@ Test(etcd_cli, keeper_killed_lock_free_after_ttl)
 	cr_assert_eq(kill(owner, 0), 0, "the owner died meanwhile");
 	cr_assert(out && strlen(out) > 32, "no token: %s %s", out, err);
 	cr_assert_leq(took, 3000 + 30000, "free only after %lld ms", (long long)took);
-	kill(owner, SIGKILL);
-	waitpid(owner, NULL, 0);
+	et_reap(owner);
 	free(out);
 	free(err);
 }
@@ -258,29 +197,21 @@ Test(etcd_cli, waiter_woken_by_release)
 	const char *rel[] = { "holdfast", "lock", "release", lock, "--token", tok, "--backend", E.uri,
 			      NULL };
 	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
-	int st = hft_exit_within(c.pid, 60000);
-	if (st < 0)
-		kill(c.pid, SIGKILL), hft_exit_within(c.pid, 10000);
+	int st = et_exit_within(c.pid, 60000);
 	cr_assert_eq(st, 0, "the waiter did not get the lock after the release");
 	free(tok);
 }
 
 Test(etcd_cli, wait_times_out)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./t.lock -n --pid 1 >/dev/null || exit 10\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./t.lock -w 1 -E 7; echo \"rc=$?\"\n",
-			 et_dir);
 	int64_t t0 = et_mono_ms();
-	int st = sh_etcd("dash", &out, &err, s);
-	cr_assert_eq(st, 0);
-	cr_assert(strstr(out, "rc=7\n"), "%s %s", out, err);
-	cr_assert(strstr(err, "timed out") && strstr(err, "held by pid 1"), "%s", err);
+	struct et_out r = et_run("dash",
+				 "\"$HOLDFAST_BIN\" lock acquire ./t.lock -n --pid 1 >/dev/null || exit 10\n"
+				 "\"$HOLDFAST_BIN\" lock acquire ./t.lock -w 1 -E 7; echo \"rc=$?\"\n");
+	cr_assert(strstr(r.out, "rc=7\n"), "%s %s", r.out, r.err);
+	cr_assert(strstr(r.err, "timed out") && strstr(r.err, "held by pid 1"), "%s", r.err);
 	cr_assert_geq(et_mono_ms() - t0, 1000);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 static void fence_check(const char *env);
@@ -298,9 +229,8 @@ Test(etcd_cli, check_fence_on_the_file_system)
 
 static void fence_check(const char *env)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script(
-		"cd %s || exit 9\n"
+	struct et_out r = et_run_env(
+		env, "bash",
 		"t=$(\"$HOLDFAST_BIN\" lock acquire ./r.lock -n) || exit 8\n"
 		"\"$HOLDFAST_BIN\" lock release ./r.lock --token \"$t\" || exit 7\n"
 		"\"$HOLDFAST_BIN\" run --lock ./r.lock -- sh -c '\n"
@@ -309,10 +239,8 @@ static void fence_check(const char *env)
 		"  \"$HOLDFAST_BIN\" lock check ./r.lock --fence 1; echo \"old=$?\"\n"
 		"  \"$HOLDFAST_BIN\" lock status ./r.lock'\n"
 		"echo \"run=$?\"\n"
-		"\"$HOLDFAST_BIN\" lock check ./r.lock --fence 1; echo \"free=$?\"\n",
-		et_dir);
-	int st = hft_sh(&out, &err, "bash", env, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
+		"\"$HOLDFAST_BIN\" lock check ./r.lock --fence 1; echo \"free=$?\"\n");
+	char *out = r.out, *err = r.err;
 	char *f = strstr(out, "fence=");
 	cr_assert_not_null(f, "%s", out);
 	long fence = atol(f + 6);
@@ -323,27 +251,18 @@ static void fence_check(const char *env)
 	cr_assert(strstr(out, "fenced=0\n") && strstr(out, "old=1\n") && strstr(out, "run=0\n") &&
 			  strstr(out, "free=69\n"),
 		  "%s %s", out, err);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 Test(etcd_cli, edit_with_the_lock_on_etcd)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "printf 'a\\n' > state\n"
-			 "\"$HOLDFAST_BIN\" edit state -- sed 's/a/b/' || exit 10\n"
-			 "cat state\n"
-			 "test -e state.lock && echo made-a-directory\n"
-			 "exit 0\n",
-			 et_dir);
-	int st = sh_etcd("sh", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
-	cr_assert_str_eq(out, "b\n", "%s", err);
-	free(s);
-	free(out);
-	free(err);
+	struct et_out r = et_run("sh", "printf 'a\\n' > state\n"
+				       "\"$HOLDFAST_BIN\" edit state -- sed 's/a/b/' || exit 10\n"
+				       "cat state\n"
+				       "test -e state.lock && echo made-a-directory\n"
+				       "exit 0\n");
+	cr_assert_str_eq(r.out, "b\n", "%s", r.err);
+	et_out_free(&r);
 }
 
 /* etcd stops while the lock is held: every command ends with a clear
@@ -391,9 +310,7 @@ Test(etcd_cli, etcd_stopped_while_waiting)
 	 * metrics are not worth a dependency: a killed member ends the wait
 	 * whether it watches already or not */
 	et_kill();
-	int st = hft_exit_within(c.pid, 60000);
-	if (st < 0)
-		kill(c.pid, SIGKILL), hft_exit_within(c.pid, 10000);
+	int st = et_exit_within(c.pid, 60000);
 	cr_assert_eq(st, 74, "waiter: %d", st);
 }
 
@@ -411,16 +328,15 @@ Test(etcd_cli, auth)
 	snprintf(bad, sizeof bad, "%s/bad", et_dir);
 	hft_write(pw, "s3cretPW\n");
 	hft_write(bad, "WrongOne\n");
-	char *s = script("cd %s || exit 9\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./a.lock -n; echo \"none=$?\"\n"
+	struct et_out r = et_run(
+		"bash", "\"$HOLDFAST_BIN\" lock acquire ./a.lock -n; echo \"none=$?\"\n"
 			 "HOLDFAST_ETCD_USER=root HOLDFAST_ETCD_PASSWORD_FILE=%s \"$HOLDFAST_BIN\" lock acquire ./a.lock -n --json; echo \"wrong=$?\"\n"
 			 "t=$(\"$HOLDFAST_BIN\" lock acquire ./a.lock -n --etcd-user root --etcd-password-file %s); echo \"right=$?\"\n"
 			 "\"$HOLDFAST_BIN\" lock status ./a.lock --etcd-user root --etcd-password-file %s\n"
 			 "HOLDFAST_ETCD_USER=root HOLDFAST_ETCD_PASSWORD_FILE=%s \"$HOLDFAST_BIN\" lock release ./a.lock --token \"$t\"; echo \"released=$?\"\n",
-			 et_dir, bad, pw, pw, pw);
-	char *err = NULL;
-	int st = sh_etcd("bash", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
+		bad, pw, pw, pw);
+	out = r.out;
+	char *err = r.err;
 	cr_assert(strstr(out, "none=77\n") && strstr(out, "wrong=77\n") && strstr(out, "right=0\n") &&
 			  strstr(out, "held: pid ") && strstr(out, "released=0\n"),
 		  "%s\n%s", out, err);
@@ -429,9 +345,7 @@ Test(etcd_cli, auth)
 	cr_assert_null(strstr(err, "WrongOne"), "%s", err);
 	cr_assert_null(strstr(out, "s3cretPW"), "%s", out);
 	cr_assert_null(strstr(out, "WrongOne"), "%s", out);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 Test(etcd_cli, backend_refused_when_malformed)
@@ -448,60 +362,44 @@ Test(etcd_cli, backend_refused_when_malformed)
  * each fence exported in command-line order. */
 Test(etcd_cli, run_with_several_locks)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "\"$HOLDFAST_BIN\" run --lock ./b.lock --lock ./a.lock -- sh -c 'echo \"$HOLDFAST_FENCE\"; "
+	struct et_out r = et_run(
+		"sh", "\"$HOLDFAST_BIN\" run --lock ./b.lock --lock ./a.lock -- sh -c 'echo \"$HOLDFAST_FENCE\"; "
 			 "\"$HOLDFAST_BIN\" lock check ./a.lock && \"$HOLDFAST_BIN\" lock check ./b.lock && echo both'\n"
-			 "\"$HOLDFAST_BIN\" run --lock ./a.lock --lock ./nodir/../a.lock -- true; echo \"twice=$?\"\n",
-			 et_dir);
-	int st = sh_etcd("sh", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
+			 "\"$HOLDFAST_BIN\" run --lock ./a.lock --lock ./nodir/../a.lock -- true; echo \"twice=$?\"\n");
+	char *out = r.out, *err = r.err;
 	long fb = 0, fa = 0;
 	cr_assert_eq(sscanf(out, "%ld %ld", &fb, &fa), 2, "%s", out);
 	cr_assert_gt(fb, fa, "a.lock (first by key) taken after b.lock: %s", out);
 	cr_assert(strstr(out, "both\n") && strstr(out, "twice=64\n"), "%s %s", out, err);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
-TestSuite(etcd_tls, .init = et_setup_tls, .fini = et_teardown, .timeout = 240);
+ET_SUITE_TLS(etcd_tls, 240);
 
 /* https endpoints: with the CA, the lock works; without it the server's
  * certificate is refused (exit 74), never ignored. */
 Test(etcd_tls, https_with_the_ca_file)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "t=$(\"$HOLDFAST_BIN\" lock acquire ./t.lock -n --etcd-ca %s); echo \"ca=$?\"\n"
+	struct et_out r = et_run(
+		"bash", "t=$(\"$HOLDFAST_BIN\" lock acquire ./t.lock -n --etcd-ca %s); echo \"ca=$?\"\n"
 			 "\"$HOLDFAST_BIN\" lock status ./t.lock; echo \"noca=$?\"\n"
 			 "HOLDFAST_ETCD_CA_FILE=%s \"$HOLDFAST_BIN\" lock release ./t.lock --token \"$t\"; echo \"released=$?\"\n",
-			 et_dir, E.ca, E.ca);
-	int st = sh_etcd("bash", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
-	cr_assert(strstr(out, "ca=0\n") && strstr(out, "noca=74\n") && strstr(out, "released=0\n"),
-		  "%s\n%s", out, err);
-	cr_assert(strstr(err, "https://127.0.0.1:"), "%s", err);
-	free(s);
-	free(out);
-	free(err);
+		E.ca, E.ca);
+	cr_assert(strstr(r.out, "ca=0\n") && strstr(r.out, "noca=74\n") && strstr(r.out, "released=0\n"),
+		  "%s\n%s", r.out, r.err);
+	cr_assert(strstr(r.err, "https://127.0.0.1:"), "%s", r.err);
+	et_out_free(&r);
 }
 
 /* DL13 on etcd: a script acquiring a lock it holds already, without -w,
  * is refused at once instead of waiting for itself. */
 Test(etcd_cli, acquiring_twice_from_one_script_is_refused)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./d.lock >/dev/null || exit 10\n"
-			 "\"$HOLDFAST_BIN\" lock acquire ./d.lock; echo \"again=$?\"\n",
-			 et_dir);
-	int st = sh_etcd("bash", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
-	cr_assert(strstr(out, "again=1\n") && strstr(err, "already held by pid"), "%s %s", out, err);
-	free(s);
-	free(out);
-	free(err);
+	struct et_out r = et_run("bash", "\"$HOLDFAST_BIN\" lock acquire ./d.lock >/dev/null || exit 10\n"
+					 "\"$HOLDFAST_BIN\" lock acquire ./d.lock; echo \"again=$?\"\n");
+	cr_assert(strstr(r.out, "again=1\n") && strstr(r.err, "already held by pid"), "%s %s", r.out,
+		  r.err);
+	et_out_free(&r);
 }
 
 /* A holder proven dead on this host whose keeper is gone too: status says
@@ -509,16 +407,13 @@ Test(etcd_cli, acquiring_twice_from_one_script_is_refused)
  * wait 30 s). */
 Test(etcd_cli, dead_holder_shown_and_reaped)
 {
+	struct et_out r = et_run(
+		"bash", "sleep 1000 </dev/null >/dev/null 2>&1 & p=$!\n"
+			"\"$HOLDFAST_BIN\" lock acquire \"$PWD/z.lock\" -n --pid $p --ttl 60s >/dev/null || exit 10\n"
+			"echo \"$p\"\n");
+	pid_t owner = atoi(r.out);
+	et_out_free(&r);
 	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "sleep 1000 </dev/null >/dev/null 2>&1 & p=$!\n"
-			 "\"$HOLDFAST_BIN\" lock acquire \"$PWD/z.lock\" -n --pid $p --ttl 60s >/dev/null || exit 10\n"
-			 "echo \"$p\"\n",
-			 et_dir);
-	int st = sh_etcd("bash", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
-	pid_t owner = atoi(out);
-	free(s);
 	char lock[600];
 	snprintf(lock, sizeof lock, "%s/z.lock", et_dir);
 	const char *words[] = { "lock", "acquire", lock, NULL };
@@ -538,8 +433,6 @@ Test(etcd_cli, dead_holder_shown_and_reaped)
 		cr_assert_lt(et_mono_ms(), until, "the dead owner was never reaped");
 		sched_yield();
 	}
-	free(out);
-	free(err);
 	const char *status[] = { "holdfast", "lock", "status", lock, "--backend", E.uri, NULL };
 	cr_assert_eq(hft_cli(&out, &err, status), 0, "%s", err);
 	cr_assert(strstr(out, "stale (owner dead)"), "%s", out);
@@ -555,20 +448,14 @@ Test(etcd_cli, dead_holder_shown_and_reaped)
  * the lock is untouched (still held with its fence). */
 Test(etcd_cli, renew_is_refused_on_etcd)
 {
-	char *out = NULL, *err = NULL;
-	char *s = script("cd %s || exit 9\n"
-			 "t=$(\"$HOLDFAST_BIN\" lock acquire ./n.lock -n --pid 1) || exit 10\n"
-			 "\"$HOLDFAST_BIN\" lock renew ./n.lock --token \"$t\"; echo \"renew=$?\"\n"
-			 "\"$HOLDFAST_BIN\" lock check ./n.lock --fence \"${t#* }\"; echo \"held=$?\"\n"
-			 "test -e n.lock.holdfast && echo made-a-directory\n"
-			 "exit 0\n",
-			 et_dir);
-	int st = sh_etcd("sh", &out, &err, s);
-	cr_assert_eq(st, 0, "%s %s", out, err);
-	cr_assert(strstr(out, "renew=71\n") && strstr(out, "held=0\n"), "%s %s", out, err);
-	cr_assert_null(strstr(out, "made-a-directory"), "%s", out);
-	cr_assert(strstr(err, "not on etcd"), "%s", err);
-	free(s);
-	free(out);
-	free(err);
+	struct et_out r = et_run(
+		"sh", "t=$(\"$HOLDFAST_BIN\" lock acquire ./n.lock -n --pid 1) || exit 10\n"
+		      "\"$HOLDFAST_BIN\" lock renew ./n.lock --token \"$t\"; echo \"renew=$?\"\n"
+		      "\"$HOLDFAST_BIN\" lock check ./n.lock --fence \"${t#* }\"; echo \"held=$?\"\n"
+		      "test -e n.lock.holdfast && echo made-a-directory\n"
+		      "exit 0\n");
+	cr_assert(strstr(r.out, "renew=71\n") && strstr(r.out, "held=0\n"), "%s %s", r.out, r.err);
+	cr_assert_null(strstr(r.out, "made-a-directory"), "%s", r.out);
+	cr_assert(strstr(r.err, "not on etcd"), "%s", r.err);
+	et_out_free(&r);
 }

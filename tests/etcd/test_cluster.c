@@ -29,18 +29,6 @@ static struct member {
 } M[N];
 static char cluster[400], uri[300], *root, *dir;
 
-static int free_port(void)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(s, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-	socklen_t n = sizeof a;
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
-	close(s);
-	return ntohs(a.sin_port);
-}
-
 static void start(int i)
 {
 	struct member *m = &M[i];
@@ -65,11 +53,7 @@ static void start(int i)
 
 static void kill_member(int i)
 {
-	if (M[i].pid > 0) {
-		kill(M[i].pid, SIGKILL);
-		hft_exit_within(M[i].pid, 20000);
-		M[i].pid = 0;
-	}
+	et_stop_pid(&M[i].pid, SIGKILL);
 }
 
 /* Every member answers (a status through it alone), bounded. */
@@ -79,26 +63,10 @@ static void ready(void)
 	for (int i = 0; i < N; i++) {
 		if (!M[i].pid)
 			continue;
-		char u[80];
+		char u[80], who[16];
 		snprintf(u, sizeof u, "etcd://%s", M[i].endpoint);
-		hf_lock *l;
-		cr_assert_eq(hf_lock_new("/et/ready", &l), 0);
-		cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, u), 0);
-		cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 1000), 0);
-		for (;;) {
-			int st;
-			cr_assert_neq(waitpid(M[i].pid, &st, WNOHANG), M[i].pid,
-				      "member %d ended (is etcd-server installed?)", i);
-			hf_rec *r = NULL;
-			if (hf_lock_query(l, &r) == 0) {
-				hf_rec_free(r);
-				break;
-			}
-			cr_assert_lt(et_mono_ms(), until, "the cluster did not answer in 120 s");
-			struct timespec t = { 0, 50 * 1000000 };
-			nanosleep(&t, NULL); /* a server coming up: nothing to wait on */
-		}
-		hf_lock_free(l);
+		snprintf(who, sizeof who, "member %d", i);
+		et_await(who, u, NULL, &M[i].pid, M[i].log, until);
 	}
 }
 
@@ -113,7 +81,7 @@ static void setup(void)
 	snprintf(uri, sizeof uri, "etcd://");
 	for (int i = 0; i < N; i++) {
 		struct member *m = &M[i];
-		int cp = free_port(), pp = free_port();
+		int cp = et_free_port(), pp = et_free_port();
 		snprintf(m->name, sizeof m->name, "m%d", i);
 		snprintf(m->client, sizeof m->client, "http://127.0.0.1:%d", cp);
 		snprintf(m->peer, sizeof m->peer, "http://127.0.0.1:%d", pp);
@@ -132,14 +100,8 @@ static void setup(void)
 static void teardown(void)
 {
 	et_kill_keepers(uri);
-	for (int i = 0; i < N; i++) {
-		if (M[i].pid > 0) {
-			kill(M[i].pid, SIGTERM);
-			if (hft_exit_within(M[i].pid, 20000) < 0)
-				kill_member(i);
-			M[i].pid = 0;
-		}
-	}
+	for (int i = 0; i < N; i++)
+		et_stop_pid(&M[i].pid, SIGTERM);
 	hft_rmtree(root);
 	hft_rmtree(dir);
 	free(root);

@@ -25,35 +25,21 @@
 
 ET_SUITE(etcd_scope, 240);
 
-static char *script(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *script(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s;
-	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
-	va_end(ap);
-	return s;
-}
-
-/* Run body in et_dir with shell sh and E's backend in the environment. */
-static int sh_etcd(const char *sh, char **out, char **err, const char *body)
-{
-	char *full = script("cd %s || exit 9\n%s", et_dir, body);
-	int st = hft_sh(out, err, sh, E.env, full);
-	free(full);
-	return st;
-}
+/* A script's line starting owner $v (a `sleep 1000` killed when the
+ * script ends); BIN_H, a script's first line: $H runs holdfast. */
+#define OWNER(v) "sleep 1000 </dev/null >/dev/null 2>&1 & " v "=$!; trap 'kill $a $b $d 2>/dev/null' EXIT\n"
+#define BIN_H "H=\"$HOLDFAST_BIN\"\n"
+/* A script's last lines: its owners killed and reaped, exit 0. */
+#define OWNERS_END "kill $a $b $d 2>/dev/null; wait $a $b $d 2>/dev/null\n" "exit 0\n"
 
 static void register_conflict_release(const char *sh)
 {
-	char *out = NULL, *err = NULL;
-	int st = sh_etcd(
-		sh, &out, &err,
-		"H=\"$HOLDFAST_BIN\"\n"
+	struct et_out r = et_run(
+		sh,
+		BIN_H
 		"mkdir -p p/src/core\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & b=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		OWNER("a")
+		OWNER("b")
 		"\"$H\" scope register A p/src:write:recursive --pid $a >/dev/null || exit 10\n"
 		"\"$H\" scope register B p/src/core:write:recursive --pid $b --from A >/dev/null || exit 11\n"
 		"\"$H\" scope register X p/src/core/y:write --pid $a 2>x.err; echo \"conflict=$?\"\n"
@@ -69,42 +55,21 @@ static void register_conflict_release(const char *sh)
 		"\"$H\" scope check p/src/core/y --pod A; echo \"back=$?\"\n"
 		"\"$H\" scope release A; echo \"releaseA=$?\"\n"
 		"\"$H\" scope list\n"
-		"kill $a $b; wait $a $b 2>/dev/null\n"
-		"exit 0\n");
-	cr_assert_eq(st, 0, "%s: exit %d\n%s\n%s", sh, st, out, err);
+		OWNERS_END);
+	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
 	/* the deepest holder named: B, not A */
 	cr_assert(strstr(err, "overlaps the write scope ") && strstr(err, "/p/src/core:write:recursive of B (pid "),
 		  "%s", err);
 	cr_assert(strstr(err, E.uri), "the registry named: %s", err);
-	cr_assert(strstr(out, "taken=1\n"), "%s", out);
-	cr_assert(strstr(out, "check=1\n"), "%s", out);
-	cr_assert(strstr(out, "mine=0\n"), "%s", out);
-	cr_assert(strstr(out, "free=0\n"), "%s", out);
+	ET_HAS(out, "taken=1\n", "check=1\n", "mine=0\n", "free=0\n");
 	cr_assert(strstr(out, "minus ") && strstr(out, "(delegated to B, pid "), "%s", out);
-	cr_assert(strstr(out, "release=0\n"), "%s", out);
-	cr_assert(strstr(out, "again=69\n"), "%s", out);
-	cr_assert(strstr(out, "back=0\n"), "%s", out);
-	cr_assert(strstr(out, "releaseA=0\n"), "%s", out);
+	ET_HAS(out, "release=0\n", "again=69\n", "back=0\n", "releaseA=0\n");
 	cr_assert(strstr(out, "generation ") && strstr(out, ", 0 allocations"), "%s", out);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
-Test(etcd_scope, register_conflict_release_sh)
-{
-	register_conflict_release("sh");
-}
-
-Test(etcd_scope, register_conflict_release_bash)
-{
-	register_conflict_release("bash");
-}
-
-Test(etcd_scope, register_conflict_release_dash)
-{
-	register_conflict_release("dash");
-}
+ET_EACH_SHELL(etcd_scope, register_conflict_release, register_conflict_release)
 
 /* The keys of a JSON object, sorted, as one string. */
 static char *keys_of(const char *text, const char *member)
@@ -138,20 +103,18 @@ static char *keys_of(const char *text, const char *member)
  * mount's device numbers). */
 Test(etcd_scope, json_fields_are_the_local_ones)
 {
-	char *out = NULL, *err = NULL;
-	int st = sh_etcd(
-		"sh", &out, &err,
-		"H=\"$HOLDFAST_BIN\"\n"
+	struct et_out r = et_run(
+		"sh",
+		BIN_H
 		"mkdir -p q\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		OWNER("a")
 		"for b in etcd file; do u=$b; [ $b = etcd ] && u=$HOLDFAST_BACKEND\n"
 		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope register J q:write --pid $a --json --backend \"$u\" > reg.$b || exit 10\n"
 		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope list --json --backend \"$u\" > list.$b || exit 11\n"
 		"  HOLDFAST_REGISTRY=$PWD/reg/scope.lock \"$H\" scope effective J --json --backend \"$u\" > eff.$b || exit 12\n"
 		"done\n"
-		"kill $a; wait $a 2>/dev/null\n"
+		"kill $a; wait $a 2>/dev/null\n" /* $b is a word here, not an owner */
 		"exit 0\n");
-	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
 	const char *files[][2] = { { "reg", NULL }, { "list", "allocations" }, { "list", NULL },
 				   { "eff", NULL } };
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -169,19 +132,17 @@ Test(etcd_scope, json_fields_are_the_local_ones)
 		cr_assert_str_eq(ke, want, "%s: etcd %s\nfile %s", files[i][0], te, tf);
 		free(te), free(tf), free(ke), free(kf);
 	}
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 /* Two specs, the second conflicting: neither is registered (one txn). */
 Test(etcd_scope, multi_spec_all_or_nothing)
 {
-	char *out = NULL, *err = NULL;
-	int st = sh_etcd(
-		"sh", &out, &err,
-		"H=\"$HOLDFAST_BIN\"\n"
+	struct et_out r = et_run(
+		"sh",
+		BIN_H
 		"mkdir -p m/one m/two\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		OWNER("a")
 		"\"$H\" scope register HOLD m/two:write:recursive --pid $a >/dev/null || exit 10\n"
 		"\"$H\" scope register MULTI m/one:write m/two/x:write --pid $a 2>multi.err; echo \"multi=$?\"\n"
 		"cat multi.err >&2\n"
@@ -190,9 +151,8 @@ Test(etcd_scope, multi_spec_all_or_nothing)
 		"\"$H\" scope register MULTI m/one:write m/three:write --pid $a >/dev/null; echo \"again=$?\"\n"
 		"\"$H\" scope check m/one --pod MULTI; echo \"mine=$?\"\n"
 		"ETCDCTL_API=3 etcdctl --endpoints=${HOLDFAST_BACKEND#etcd://} get --prefix --keys-only /holdfast/scope/ >&2\n"
-		"kill $a; wait $a 2>/dev/null\n"
-		"exit 0\n");
-	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+		OWNERS_END);
+	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "multi=1\n"), "%s", out);
 	cr_assert(strstr(err, "'m/two/x:write'") && strstr(err, " of HOLD (pid "), "%s", err);
 	cr_assert(strstr(out, "one=0\n"), "the first spec was not registered alone: %s", out);
@@ -206,20 +166,18 @@ Test(etcd_scope, multi_spec_all_or_nothing)
 	cr_assert(strstr(err, "/holdfast/scope/HOLD\n") && strstr(err, "/holdfast/scope/MULTI\n"),
 		  "%s", err);
 	free(l);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 /* A delegation outside the parent's effective scope (outside its own; inside
  * a part delegated to another child), and from a parent that is not there. */
 Test(etcd_scope, delegation_refused_outside_the_parent)
 {
-	char *out = NULL, *err = NULL;
-	int st = sh_etcd(
-		"sh", &out, &err,
-		"H=\"$HOLDFAST_BIN\"\n"
+	struct et_out r = et_run(
+		"sh",
+		BIN_H
 		"mkdir -p d/src/core d/doc\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		OWNER("a")
 		"\"$H\" scope register PA d/src:write:recursive --pid $a >/dev/null || exit 10\n"
 		"\"$H\" scope register PB d/src/core:write:recursive --pid $a --from PA >/dev/null || exit 11\n"
 		"\"$H\" scope register OUT d/doc:write --pid $a --from PA 2>out.err; echo \"outside=$?\"\n"
@@ -228,18 +186,14 @@ Test(etcd_scope, delegation_refused_outside_the_parent)
 		"\"$H\" scope register ORPHAN d/src/y:write --pid $a --from NOPE 2>/dev/null; echo \"noparent=$?\"\n"
 		"\"$H\" scope register IN d/src/y:write --pid $a --from PA >/dev/null; echo \"inside=$?\"\n"
 		"\"$H\" scope list --json | grep -c '\"OUT\"\\|\"SIB\"\\|\"ORPHAN\"'; echo\n"
-		"kill $a; wait $a 2>/dev/null\n"
-		"exit 0\n");
-	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+		OWNERS_END);
+	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "outside=1\n"), "%s", out);
 	cr_assert(strstr(err, "PA"), "the parent named: %s", err);
-	cr_assert(strstr(out, "sibling=1\n"), "%s", out);
-	cr_assert(strstr(out, "noparent=1\n"), "%s", out);
-	cr_assert(strstr(out, "inside=0\n"), "%s", out);
+	ET_HAS(out, "sibling=1\n", "noparent=1\n", "inside=0\n");
 	cr_assert(strstr(out, "\n0\n") || !strncmp(out, "0\n", 2), "nothing refused was written: %s",
 		  out);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 /* A -> B -> D; B ends (how: the script's $END_B); then D is A's child, A's
@@ -247,13 +201,13 @@ Test(etcd_scope, delegation_refused_outside_the_parent)
  * delegation under B's old path works from A. */
 static void chain(const char *end_b)
 {
-	char *out = NULL, *err = NULL;
-	char *body = script(
-		"H=\"$HOLDFAST_BIN\"\n"
+	struct et_out r = et_run(
+		"sh",
+		BIN_H
 		"mkdir -p c/src/core/x c/src/core/z\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & b=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & d=$!; trap \'kill $a $b $d 2>/dev/null\' EXIT\n"
+		OWNER("a")
+		OWNER("b")
+		OWNER("d")
 		"\"$H\" scope register CA c/src:write:recursive --pid $a >/dev/null || exit 10\n"
 		"\"$H\" scope register CB c/src/core:write:recursive --pid $b --from CA --ttl 2s --json >cb.json || exit 11\n"
 		"\"$H\" scope register CD c/src/core/x:write:recursive --pid $d --from CB >/dev/null || exit 12\n"
@@ -268,12 +222,9 @@ static void chain(const char *end_b)
 		"\"$H\" scope check c/src/core/x/f --pod CA; echo \"delegated=$?\"\n"
 		"\"$H\" scope check c/src/core/x/f --pod CD; echo \"dstays=$?\"\n"
 		"\"$H\" scope register CZ c/src/core/z:write --pid $a --from CA >/dev/null; echo \"redelegate=$?\"\n"
-		"kill $a $b $d 2>/dev/null; wait $a $b $d 2>/dev/null\n"
-		"exit 0\n",
+		OWNERS_END,
 		end_b);
-	int st = sh_etcd("sh", &out, &err, body);
-	free(body);
-	cr_assert_eq(st, 0, "exit %d\n%s\n%s", st, out, err);
+	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "before=1\n"), "%s", out);
 	cr_assert_null(strstr(out, "CB-stayed"), "%s", out);
 	char p[600];
@@ -306,12 +257,9 @@ static void chain(const char *end_b)
 			 "%s", t);
 	json_decref(o);
 	free(t);
-	cr_assert(strstr(out, "regained=0\n"), "%s", out);
-	cr_assert(strstr(out, "delegated=1\n"), "%s", out);
-	cr_assert(strstr(out, "dstays=0\n"), "%s", out);
+	ET_HAS(out, "regained=0\n", "delegated=1\n", "dstays=0\n");
 	cr_assert(strstr(out, "redelegate=0\n"), "%s %s", out, err);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 /* B's owner killed: its keeper revokes B's lease at once. */
@@ -391,12 +339,7 @@ Test(etcd_scope, parent_released_between_decision_and_txn)
 	snprintf(sp, sizeof sp, "%s:write:recursive", src);
 	snprintf(sc, sizeof sc, "%s:write:recursive", core);
 	snprintf(sx, sizeof sx, "%s:write", x);
-	pid_t owner = fork();
-	cr_assert_geq(owner, 0);
-	if (owner == 0) {
-		execlp("sleep", "sleep", "1000", (char *)NULL);
-		_exit(127);
-	}
+	pid_t owner = et_sleeper();
 	char pid[16];
 	snprintf(pid, sizeof pid, "%d", (int)owner);
 	const char *ra[] = { "holdfast", "scope", "register", "EA", sp, "--pid", pid, "--backend",
@@ -423,6 +366,5 @@ Test(etcd_scope, parent_released_between_decision_and_txn)
 	cr_assert_eq(hft_cli(&out, NULL, ls), 0);
 	cr_assert(strstr(out, "\"EA\"") && !strstr(out, "\"ED\""), "%s", out);
 	free(out);
-	kill(owner, SIGKILL);
-	waitpid(owner, NULL, 0);
+	et_reap(owner);
 }

@@ -18,22 +18,10 @@
 
 ET_SUITE(etcd_session, 240);
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	char *s;
-	cr_assert_geq(vasprintf(&s, f, ap), 0);
-	va_end(ap);
-	return s;
-}
-
 static void take_conflict_release(const char *sh)
 {
-	char *out = NULL, *err = NULL;
-	char *s = fmt(
-		"cd %s || exit 9\n"
+	struct et_out r = et_run(
+		sh,
 		"H=\"$HOLDFAST_BIN\"; F=s.lock\n"
 		"\"$H\" session take --lane a --file $F; echo \"take=$?\"\n"
 		"\"$H\" session take --lane b --file $F 2>conflict.err; echo \"conflict=$?\"\n"
@@ -50,12 +38,9 @@ static void take_conflict_release(const char *sh)
 		"\"$H\" session assert-held a --file $F 2>/dev/null; echo \"assert_free=$?\"\n"
 		"\"$H\" session status --file $F\n"
 		"\"$H\" session status --file $F --backend file\n"
-		"ls -a | grep -c lock || true\n",
-		et_dir);
-	int st = hft_sh(&out, &err, sh, E.env, s);
-	cr_assert_eq(st, 0, "%s: %s", sh, err);
-	cr_assert(strstr(out, "take=0\n"), "%s", out);
-	cr_assert(strstr(out, "conflict=1\n"), "%s", out);
+		"ls -a | grep -c lock || true\n");
+	char *out = r.out, *err = r.err;
+	ET_HAS(out, "take=0\n", "conflict=1\n");
 	cr_assert(strstr(err, "held by lane a (pid ") && strstr(err, " on ") &&
 			  strstr(err, " old; take refused"),
 		  "the conflict names the holder's lane, pid, host and age: %s", err);
@@ -67,25 +52,10 @@ static void take_conflict_release(const char *sh)
 	cr_assert(strstr(out, "again=69\n") && strstr(out, "assert_free=69\n"), "%s", out);
 	/* free on etcd, free on the file system, and no file made there */
 	cr_assert(strstr(out, "\nfree\nfree\n0\n"), "%s", out);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
-Test(etcd_session, take_conflict_release_sh)
-{
-	take_conflict_release("sh");
-}
-
-Test(etcd_session, take_conflict_release_bash)
-{
-	take_conflict_release("bash");
-}
-
-Test(etcd_session, take_conflict_release_dash)
-{
-	take_conflict_release("dash");
-}
+ET_EACH_SHELL(etcd_session, take_conflict_release, take_conflict_release)
 
 static json_t *json_line(const char *s)
 {
@@ -105,13 +75,11 @@ static void has_fields(json_t *j, const char *const *names)
 /* --json: the local session's fields, and the backend's "backend", "key". */
 Test(etcd_session, json_fields_are_the_local_ones)
 {
-	char *out = NULL, *err = NULL;
-	char *s = fmt("cd %s && F=\"$PWD/j.lock\"\n"
-		      "\"$HOLDFAST_BIN\" session take --lane a --file \"$F\" --json\n"
-		      "\"$HOLDFAST_BIN\" session take --lane b --file \"$F\" --json; echo \"$?\"\n"
-		      "\"$HOLDFAST_BIN\" session status --file \"$F\" --json\n",
-		      et_dir);
-	cr_assert_eq(hft_sh(&out, &err, "sh", E.env, s), 0, "%s", err);
+	struct et_out r = et_run("sh", "F=\"$PWD/j.lock\"\n"
+				       "\"$HOLDFAST_BIN\" session take --lane a --file \"$F\" --json\n"
+				       "\"$HOLDFAST_BIN\" session take --lane b --file \"$F\" --json; echo \"$?\"\n"
+				       "\"$HOLDFAST_BIN\" session status --file \"$F\" --json\n");
+	char *out = r.out;
 	char *l2 = strchr(out, '\n') + 1, *l3 = strchr(l2, '\n') + 1, *l4 = strchr(l3, '\n') + 1;
 	json_t *took = json_line(out), *held = json_line(l2), *st = json_line(l4);
 	cr_assert(!strncmp(l3, "1\n", 2), "%s", out);
@@ -119,7 +87,7 @@ Test(etcd_session, json_fields_are_the_local_ones)
 					   "timens", "boottime_ms", "file", "backend", "key",
 					   NULL };
 	has_fields(took, rec);
-	char *key = fmt("/holdfast/session%s/j.lock", et_dir);
+	char *key = et_fmt("/holdfast/session%s/j.lock", et_dir);
 	cr_assert_str_eq(json_string_value(json_object_get(took, "key")), key);
 	cr_assert_str_eq(json_string_value(json_object_get(took, "backend")), "etcd");
 	cr_assert_str_eq(json_string_value(json_object_get(held, "error")), "held");
@@ -132,7 +100,7 @@ Test(etcd_session, json_fields_are_the_local_ones)
 	cr_assert_str_eq(json_string_value(json_object_get(st, "owner")),
 			 json_string_value(json_object_get(took, "owner")));
 	/* the key is the one etcdctl sees */
-	char *got = NULL, *q = fmt("get --keys-only %s", key);
+	char *got = NULL, *q = et_fmt("get --keys-only %s", key);
 	cr_assert_eq(et_ctl(q, &got), 0);
 	cr_assert(strstr(got, key), "%s", got);
 	json_decref(took);
@@ -141,9 +109,7 @@ Test(etcd_session, json_fields_are_the_local_ones)
 	free(got);
 	free(q);
 	free(key);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
 
 static hf_session *session_on_etcd(const char *name, const char *lane)
@@ -215,7 +181,7 @@ Test(etcd_session, etcd_gone_is_an_io_error_naming_the_endpoint)
 /* A stale record (another host's, started long ago: aged by the wall clock). */
 static void put_stale(const char *name)
 {
-	char *q = fmt("put /holdfast/session%s/%s "
+	char *q = et_fmt("put /holdfast/session%s/%s "
 		      "'{\"lane\":\"old\",\"owner\":\"o1d\",\"pid\":7,\"host\":\"elsewhere\","
 		      "\"started\":\"2020-01-01T00:00:00.000Z\"}'",
 		      et_dir, name);
@@ -263,19 +229,14 @@ Test(etcd_session, two_stale_breakers_exactly_one_wins)
 Test(etcd_session, stale_broken_from_the_shell)
 {
 	put_stale("st.lock");
-	char *out = NULL, *err = NULL;
-	char *s = fmt("cd %s && \"$HOLDFAST_BIN\" session status --file st.lock\n"
-		      "\"$HOLDFAST_BIN\" session take --lane b --file st.lock; echo \"take=$?\"\n"
-		      "\"$HOLDFAST_BIN\" session assert-held b --file st.lock; echo \"b=$?\"\n",
-		      et_dir);
-	cr_assert_eq(hft_sh(&out, &err, "sh", E.env, s), 0, "%s", err);
-	cr_assert(strstr(out, "held by old, ") && strstr(out, "(stale: the next take breaks it)"),
-		  "%s", out);
-	cr_assert(strstr(out, "take=0\n") && strstr(out, "b=0\n"), "%s", out);
-	cr_assert(strstr(err, "broke a stale lock of lane old (owner o1d"), "%s", err);
-	free(s);
-	free(out);
-	free(err);
+	struct et_out r = et_run("sh", "\"$HOLDFAST_BIN\" session status --file st.lock\n"
+				       "\"$HOLDFAST_BIN\" session take --lane b --file st.lock; echo \"take=$?\"\n"
+				       "\"$HOLDFAST_BIN\" session assert-held b --file st.lock; echo \"b=$?\"\n");
+	cr_assert(strstr(r.out, "held by old, ") && strstr(r.out, "(stale: the next take breaks it)"),
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "take=0\n") && strstr(r.out, "b=0\n"), "%s", r.out);
+	cr_assert(strstr(r.err, "broke a stale lock of lane old (owner o1d"), "%s", r.err);
+	et_out_free(&r);
 }
 
 /* Renew against a break: the record it read was broken meanwhile. */
@@ -309,17 +270,15 @@ Test(etcd_session, renew_lost_to_a_breaker)
  * range read), not a sibling's ("t" lists t/..., not tx/...). */
 Test(etcd_session, list_on_etcd)
 {
-	char *out = NULL, *err = NULL;
-	char *s = fmt("cd %s && mkdir t && H=\"$HOLDFAST_BIN\"\n"
+	struct et_out r = et_run("sh", "mkdir t && H=\"$HOLDFAST_BIN\"\n"
 		      "\"$H\" session take --lane a --file t/.session.lock || exit 10\n"
 		      "\"$H\" session take --lane z --file tx/.session.lock || exit 11\n"
 		      "\"$H\" run --lock t/x.lock -- \"$H\" list t --json > l.json || exit 12\n"
 		      "\"$H\" list t; echo \"list=$?\"\n"
 		      "\"$H\" list t --backend etcd://127.0.0.1:1 --etcd-timeout 1s; echo \"down=$?\"\n"
 		      "ls -A t | wc -l\n"
-		      "cat l.json\n",
-		      et_dir);
-	cr_assert_eq(hft_sh(&out, &err, "sh", E.env, s), 0, "%s", err);
+		      "cat l.json\n");
+	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "list=0\n") && strstr(out, "down=74\n"), "%s", out);
 	cr_assert(strstr(out, "session held  a "), "the table names the session: %s", out);
 	cr_assert(!strstr(out, "tx/.session.lock"), "a sibling is not under t: %s", out);
@@ -342,7 +301,7 @@ Test(etcd_session, list_on_etcd)
 	cr_assert_str_eq(json_string_value(json_object_get(sess, "state")), "held");
 	cr_assert_str_eq(json_string_value(json_object_get(lock, "state")), "held");
 	cr_assert_gt(json_integer_value(json_object_get(lock, "fence")), 0);
-	char *key = fmt("/holdfast/lock%s/t/x.lock", et_dir);
+	char *key = et_fmt("/holdfast/lock%s/t/x.lock", et_dir);
 	cr_assert_str_eq(json_string_value(json_object_get(lock, "key")), key);
 	/* read-only: the session is still there, as it was */
 	char *got = NULL;
@@ -351,7 +310,5 @@ Test(etcd_session, list_on_etcd)
 	json_decref(j);
 	free(got);
 	free(key);
-	free(s);
-	free(out);
-	free(err);
+	et_out_free(&r);
 }
