@@ -579,20 +579,16 @@ static int renew_outcome(const struct args *a, int rc, hf_lock *l)
 		code = HF_EXIT_CONFLICT;
 		break;
 	default:
-		if (rc == -EOPNOTSUPP && cli_backend()) {
-			cli_err("lock renew %s: not on etcd: its lease is renewed while its owner "
-				"lives, and its window cannot be restarted there yet", a->path);
-			code = HF_EXIT_OSERR;
-			break;
-		}
 		if ((code = cli_lock_refused("lock renew", a->path, rc)) != 0)
 			break; /* said: what occupies the path, or whose it is */
 		if (rc == HF_EUNSAFE) {
 			cli_err("lock renew %s: refused: %s.holdfast is not a private directory of "
 				"this user (or is a symlink)", a->path, a->path);
 			code = HF_EXIT_NOPERM;
-		} else {
-			cli_err("lock renew %s: %s", a->path, hf_strerror(rc));
+		} else { /* on etcd: the client's reason (the endpoint, etcd's words) */
+			const char *why = hf_rec_str(h, "reason");
+			cli_err("lock renew %s: %s%s%s", a->path, hf_strerror(rc), why ? ": " : "",
+				why ? CLI_SHOW(why) : "");
 			code = cli_exit_for(rc);
 		}
 	}

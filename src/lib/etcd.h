@@ -152,6 +152,15 @@ void hf_etcdlock_unkeep(struct hf_etcdlock *el);
  * is revoked: 0), the lease ends elsewhere (a release: HF_ENOTHELD), or it
  * could not be renewed within its TTL (HF_ELOST). */
 int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start);
+/* Renew the acquisition of token (fence: the handle's own, 0 for an adopted
+ * token) as hf_dirlock_renew does, on etcd (R1-R3, EL6, EL7): 0 and *ret
+ * (the renewed record, the same fence and lease); HF_ENOTHELD (no key),
+ * HF_ENOTYOURS (another's: *reterr_holder), HF_ELOST (another acquisition,
+ * its owner dead, or changed meanwhile: *reterr_holder the holder now, if
+ * any); the client's. */
+int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
+		      int64_t max_hold_ms, struct hf_dirlock_info *ret,
+		      struct hf_dirlock_info *reterr_holder);
 /* Hold lease (granted elsewhere: a scope's, etcdscope.c) as el's own: kept
  * alive by el's thread from now on (EL5), by hf_etcdlock_keep after unkeep.
  * lease 0: stop and forget it (not revoked). 0; -errno (no thread). */

@@ -84,6 +84,14 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 	return -EPROTONOSUPPORT;
 }
 
+int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
+		      int64_t max_hold_ms, struct hf_dirlock_info *ret,
+		      struct hf_dirlock_info *reterr_holder)
+{
+	(void)el, (void)token, (void)fence, (void)max_hold_ms, (void)ret, (void)reterr_holder;
+	return -EPROTONOSUPPORT;
+}
+
 int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret)
 {
 	(void)el, (void)ret;

@@ -48,6 +48,21 @@
  * adopted token: range the key, compare the record's token, revoke the
  * record's lease. Status and check: range the key.
  *
+ * Renew (hf_etcdlock_renew; the handle that acquired, or an adopted token:
+ * dirlock.c's DR1-DR5 with a txn in place of the replace):
+ *   R1. Range the key: absent HF_ENOTHELD; another token (or no owner
+ *       record) HF_ENOTYOURS; the handle's own fence given and the key's
+ *       create_revision another: HF_ELOST; its owner proven dead HF_ELOST
+ *       (the next acquirer reaps it; a leaked but live owner may renew).
+ *   R2. The same record - owner, token, ttl_ms - with "acquired" (and
+ *       boottime_ms, on the owner's kernel) now and max_hold_ms as asked
+ *       (0: the recorded one).                   [etcdlock.renew.judged]
+ *   R3. One txn: if create_revision == the fence read and mod_revision ==
+ *       the one read, put the record with the key's own lease (EL6, EL7),
+ *       else range. Failed: HF_ELOST (the holder now, if any) unless the
+ *       key holds our renewed bytes already (a repeated txn, ET1). A lease
+ *       gone meanwhile (etcd: "lease not found") is HF_ELOST too.
+ *
  * Invariants
  * ----------
  *   (EL1) At most one key per lock, created only by a txn whose compare
@@ -65,6 +80,15 @@
  *         descriptor.
  *   (EL5) The keep-alive renews only the lease of what the handle holds;
  *         it stops (joined) before the release, detach or free returns.
+ *   (EL6) A renewal writes only the acquisition it judged: its put is
+ *         guarded by create_revision == the fence and mod_revision == the
+ *         revision it read, so it never writes over a newer acquisition's
+ *         key, nor over a record changed since (another renewal), nor makes
+ *         a deleted key again (an absent key's create_revision is 0).
+ *   (EL7) A renewal keeps the acquisition's fence and lease: the put goes to
+ *         the existing key (create_revision unchanged) and names the key's
+ *         own lease - a put without it would detach the key from its lease
+ *         and leave it forever, whatever became of its owner.
  *
  * Hazards
  * -------
@@ -668,4 +692,131 @@ int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease)
 	hf_etcdlock_unkeep(el);
 	el->lease = lease;
 	return lease ? ka_start(el) : 0; /* EL5: the lease of what is held */
+}
+
+/* ---- renew (R1-R3) ---------------------------------------------------------- */
+
+/* The renewed value of kv (R2) as base64, or NULL (no memory). */
+static char *renewed_value(const json_t *kv, const struct hf_owner *o, int64_t max_hold)
+{
+	const char *v64 = json_string_value(json_object_get(kv, "value"));
+	char *v = NULL;
+	size_t vn = 0;
+	json_t *was = v64 && hf_b64_decode(v64, &v, &vn) == 0 ? json_loadb(v, vn, 0, NULL) : NULL;
+	free(v);
+	json_t *val = hf_owner_to_json(o, "acquired");
+	char *text = NULL;
+	if (val) {
+		json_object_set_new(val, "max_hold_ms", json_integer(max_hold));
+		json_t *ttl = json_object_get(was, "ttl_ms");
+		if (json_is_integer(ttl))
+			json_object_set(val, "ttl_ms", ttl);
+		text = json_dumps(val, JSON_COMPACT);
+	}
+	json_decref(val);
+	json_decref(was);
+	char *r = text ? hf_b64_encode(text, strlen(text)) : NULL;
+	free(text);
+	return r;
+}
+
+int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
+		      int64_t max_hold_ms, struct hf_dirlock_info *ret,
+		      struct hf_dirlock_info *reterr_holder)
+{
+	el->why[0] = '\0';
+	if (!token || !*token || max_hold_ms < 0)
+		return -EINVAL;
+	/* R1: the key as it is now, judged */
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/kv/range", json_pack("{s:s}", "key", el->key64), &a);
+	if (rc < 0)
+		return rc;
+	json_t *kv = json_array_get(json_object_get(a, "kvs"), 0);
+	if (!kv) {
+		json_decref(a);
+		return HF_ENOTHELD;
+	}
+	struct hf_dirlock_info i;
+	int64_t lease = 0, cr = 0, mr = 0;
+	int urc = hf_etcdlock_kv_info(kv, &i, &lease);
+	hf_etcd_i64(kv, "create_revision", &cr);
+	hf_etcd_i64(kv, "mod_revision", &mr);
+	if (urc == HF_EUNREADABLE || strcmp(i.owner.token, token)) {
+		*reterr_holder = i;
+		json_decref(a);
+		return HF_ENOTYOURS; /* another's, or no owner record: not ours */
+	}
+	if ((fence && (uint64_t)cr != fence) || i.state == HF_LOCK_DEAD) {
+		*reterr_holder = i;
+		json_decref(a);
+		return HF_ELOST; /* R1: another acquisition, or its owner is gone */
+	}
+	/* R2, DR3: the same owner, token and fence; the window starts now */
+	struct hf_owner o = i.owner;
+	o.time_ms = hf_sys_now_ms();
+	if (!strcmp(o.boot_id, hf_boot_id())) {
+		o.boot_ms = hf_sys_boot_ms();
+		o.timens = hf_self_timens();
+	} else {
+		o.boot_ms = 0;
+		o.timens = 0;
+	}
+	int64_t hold = max_hold_ms > 0 ? max_hold_ms : i.max_hold_ms;
+	if (!hold)
+		hold = HF_LOCK_MAX_HOLD_MS_DEFAULT;
+	char *v64 = renewed_value(kv, &o, hold);
+	json_decref(a);
+	if (!v64)
+		return -ENOMEM;
+	hf_sys_point(HF_PT_ETCDLOCK_RENEW_JUDGED);
+	/* R3: EL6's compares, EL7's lease */
+	assert(cr > 0 && mr >= cr && "EL6");
+	char crs[24], mrs[24], ls[24];
+	snprintf(crs, sizeof crs, "%lld", (long long)cr);
+	snprintf(mrs, sizeof mrs, "%lld", (long long)mr);
+	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	json_t *req = json_pack(
+		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}],"
+		" s:[{s:{s:s}}]}",
+		"compare", "key", el->key64, "target", "CREATE", "result", "EQUAL",
+		"create_revision", crs, "key", el->key64, "target", "MOD", "result", "EQUAL",
+		"mod_revision", mrs, "success", "request_put", "key", el->key64, "value", v64,
+		"lease", ls, "failure", "request_range", "key", el->key64);
+	a = NULL;
+	rc = call(el, el->conn, "/v3/kv/txn", req, &a);
+	if (rc == -ENOENT) { /* the lease is gone: so is the key (EL3) */
+		free(v64);
+		return HF_ELOST;
+	}
+	if (rc < 0) {
+		free(v64);
+		return rc;
+	}
+	bool ok = json_is_true(json_object_get(a, "succeeded"));
+	memset(reterr_holder, 0, sizeof *reterr_holder);
+	reterr_holder->live_fd = -1;
+	if (!ok) {
+		json_t *r = json_object_get(json_array_get(json_object_get(a, "responses"), 0),
+					    "response_range");
+		json_t *now = json_array_get(json_object_get(r, "kvs"), 0);
+		int64_t ncr = 0, nl = 0;
+		const char *nv = now ? json_string_value(json_object_get(now, "value")) : NULL;
+		hf_etcd_i64(now, "create_revision", &ncr);
+		if (nv && ncr == cr && !strcmp(nv, v64))
+			ok = true; /* our own put, applied by a repeated txn (ET1) */
+		else if (now)
+			hf_etcdlock_kv_info(now, reterr_holder, &nl);
+	}
+	json_decref(a);
+	free(v64);
+	if (!ok)
+		return HF_ELOST; /* changed since R1: reaped, released, or renewed elsewhere */
+	memset(ret, 0, sizeof *ret);
+	ret->owner = o;
+	ret->fence = (uint64_t)cr; /* EL7: the fence stays */
+	ret->max_hold_ms = hold;
+	ret->state = HF_LOCK_HELD;
+	ret->live_fd = -1;
+	return 0;
 }

@@ -16,7 +16,8 @@
  *  (HL4) A handle with HF_OPT_BACKEND "etcd://..." does every verb on etcd
  *        (etcdlock.c) and none on the file system; its etcd options take
  *        effect at the next verb that holds nothing (the lock is made anew
- *        from them), never under a held lease.
+ *        from them), never under a held lease. A renewal on etcd keeps the
+ *        lease (EL7): the keep-alive goes on as before.
  */
 #include "internal.h"
 #include "etcd.h"
@@ -358,9 +359,19 @@ int hf_lock_renew(hf_lock *l)
 	int rc = etcd_ready(l);
 	if (rc < 0)
 		return etcd_fail(l, rc);
-	if (l->el) /* etcd: the lease renews itself; a new window is not there yet */
-		return -EOPNOTSUPP;
-	rc = hf_dirlock_renew(l->path, l->held.owner.token, l->o.max_hold_ms, &got, &h);
+	if (l->el) { /* HL4: the same verb on etcd (etcdlock.c R1-R3); the lease stays */
+		rc = hf_etcdlock_renew(l->el, l->held.owner.token, l->adopted ? 0 : l->held.fence,
+				       l->o.max_hold_ms, &got, &h);
+		if (rc < 0 && (rc == HF_ENOTHELD || rc == HF_ENOTYOURS || rc == HF_ELOST)) {
+			l->holder_is_self = false;
+			hf_rec_put(&l->holder, h.owner.token[0] ? etcd_rec(l, &h, 0) : NULL);
+			return rc;
+		}
+		if (rc < 0)
+			return etcd_fail(l, rc);
+	} else {
+		rc = hf_dirlock_renew(l->path, l->held.owner.token, l->o.max_hold_ms, &got, &h);
+	}
 	if (rc < 0) {
 		holder_set(l, h.owner.token[0] || h.partial ? &h : NULL);
 		return rc;

@@ -5,6 +5,7 @@
 #include "holdfast.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -315,6 +316,63 @@ int et_ctl(const char *args, char **out)
 	free(script);
 	free(err);
 	return st;
+}
+
+/* A field `"Name" : N` of etcdctl's -w fields output (its JSON holds
+ * uint64 ids jansson refuses). */
+static int64_t ctl_field(const char *out, const char *name)
+{
+	char *want = et_fmt("\"%s\" : ", name);
+	const char *p = strstr(out, want);
+	cr_assert_not_null(p, "no %s in %s", name, out);
+	int64_t v = strtoll(p + strlen(want), NULL, 10);
+	free(want);
+	return v;
+}
+
+void et_lock_kv(const char *path, int64_t *lease, int64_t *create_rev, int64_t *mod_rev)
+{
+	char *args = et_fmt("get /holdfast/lock%s -w fields", path), *out = NULL;
+	cr_assert_eq(et_ctl(args, &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"Key\" : "), "no key for %s: %s", path, out);
+	if (lease)
+		*lease = ctl_field(out, "Lease");
+	if (create_rev)
+		*create_rev = ctl_field(out, "CreateRevision");
+	if (mod_rev)
+		*mod_rev = ctl_field(out, "ModRevision");
+	free(out);
+	free(args);
+}
+
+void et_lock_backdate(const char *path, int64_t ms)
+{
+	int64_t lease = 0;
+	et_lock_kv(path, &lease, NULL, NULL);
+	cr_assert_gt(lease, 0, "%s has no lease", path);
+	char *args = et_fmt("get /holdfast/lock%s --print-value-only", path), *out = NULL;
+	cr_assert_eq(et_ctl(args, &out), 0, "%s", out);
+	free(args);
+	json_t *v = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
+	cr_assert(json_is_object(v), "not a record: %s", out);
+	free(out);
+	int64_t boot = json_integer_value(json_object_get(v, "boottime_ms"));
+	json_object_set_new(v, "boottime_ms", json_integer(boot > ms ? boot - ms : 1));
+	time_t then = time(NULL) - (time_t)(ms / 1000);
+	struct tm tm;
+	char when[64];
+	gmtime_r(&then, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	json_object_set_new(v, "acquired", json_string(when));
+	char *file = et_fmt("%s/backdated.json", et_dir);
+	cr_assert_eq(json_dump_file(v, file, JSON_COMPACT), 0);
+	json_decref(v);
+	args = et_fmt("put /holdfast/lock%s --lease=%llx < %s", path, (unsigned long long)lease,
+		      file);
+	cr_assert_eq(et_ctl(args, &out), 0, "%s", out);
+	free(out);
+	free(args);
+	free(file);
 }
 
 struct find {

@@ -41,6 +41,14 @@ void et_await(const char *who, const char *uri, const char *ca, pid_t *pid, cons
 void et_kill(void);
 /* Run etcdctl against E with args (a shell word list): its exit status. */
 int et_ctl(const char *args, char **out);
+/* The lock key of path (absolute) on E: its lease, create_revision and
+ * mod_revision (etcdctl get -w json), each NULL when not wanted; asserts
+ * that the key exists. */
+void et_lock_kv(const char *path, int64_t *lease, int64_t *create_rev, int64_t *mod_rev);
+/* Date the owner record at the lock key of path (absolute) ms earlier
+ * ("acquired" and "boottime_ms"), put back with the key's own lease: a
+ * record over-age without a real wait. */
+void et_lock_backdate(const char *path, int64_t ms);
 /* CLOCK_MONOTONIC now, in ms. */
 int64_t et_mono_ms(void);
 /* The pid of the process whose argv holds all of words (NUL-separated in

@@ -279,3 +279,159 @@ Test(etcd_api, endpoints_tried_in_turn)
 	cr_assert_eq(hf_lock_release(l), 0);
 	hf_lock_free(l);
 }
+
+/* ---- renew (etcdlock.c R1-R3, EL6, EL7) -------------------------------- */
+
+static const char *rec_state(hf_lock *l)
+{
+	static char st[32];
+	hf_rec *q = NULL;
+	cr_assert_eq(hf_lock_query(l, &q), 0);
+	const char *s = hf_rec_str(q, "state");
+	snprintf(st, sizeof st, "%s", s ? s : "?");
+	hf_rec_free(q);
+	return st;
+}
+
+/* A record over-age (dated 10 min back, max-hold 2 s: past the 60 s stale
+ * window too) is renewed: the window starts again, so a taker that judges
+ * its age (step 4) leaves it alone - while the same record not renewed is
+ * taken (the control). The fence and the lease stay (EL7). */
+Test(etcd_api, renew_restarts_the_window)
+{
+	hf_lock *a = lock_on_etcd("rw"), *c = lock_on_etcd("cw");
+	char pa[600], pc[600];
+	snprintf(pa, sizeof pa, "%s/rw", et_dir);
+	snprintf(pc, sizeof pc, "%s/cw", et_dir);
+	hf_lock_set(a, HF_OPT_MAX_HOLD_MS, 2000);
+	hf_lock_set(c, HF_OPT_MAX_HOLD_MS, 2000);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_acquire(c), 0);
+	uint64_t f = hf_lock_fence(a);
+	int64_t lease0 = 0, cr0 = 0, mod0 = 0, lease1 = 0, cr1 = 0, mod1 = 0;
+	et_lock_kv(pa, &lease0, &cr0, &mod0);
+	cr_assert_eq((uint64_t)cr0, f);
+	et_lock_backdate(pa, 600000);
+	et_lock_backdate(pc, 600000);
+	cr_assert_str_eq(rec_state(a), "leaked");
+	cr_assert_str_eq(rec_state(c), "leaked");
+	cr_assert_eq(hf_lock_renew(a), 0, "%s", hf_rec_json(hf_lock_holder(a)));
+	cr_assert_str_eq(rec_state(a), "held");
+	cr_assert_eq(hf_lock_fence(a), f);
+	et_lock_kv(pa, &lease1, &cr1, &mod1);
+	cr_assert_eq(lease1, lease0, "the renewal changed the lease");
+	cr_assert_eq(cr1, cr0, "the renewal changed the fence");
+	cr_assert_gt(mod1, mod0);
+	const hf_rec *h = hf_lock_holder(a);
+	int64_t mh = 0, fence = 0;
+	cr_assert_eq(hf_rec_int(h, "max_hold_ms", &mh), 0);
+	cr_assert_eq(mh, 2000, "the recorded max-hold is kept");
+	cr_assert_eq(hf_rec_int(h, "fence", &fence), 0);
+	cr_assert_eq((uint64_t)fence, f);
+	hf_lock *b = lock_on_etcd("rw"), *d = lock_on_etcd("cw");
+	cr_assert_eq(hf_lock_acquire(b), HF_EHELD, "the renewed lock was taken");
+	cr_assert_eq(hf_lock_acquire(d), 0, "the control was not judged over-age");
+	cr_assert_eq(hf_lock_check(a), 0);
+	/* a renewal with a max-hold of its own records it */
+	hf_lock_set(a, HF_OPT_MAX_HOLD_MS, HF_MAX_HOLD_NONE);
+	cr_assert_eq(hf_lock_renew(a), 0);
+	cr_assert_eq(hf_rec_int(hf_lock_holder(a), "max_hold_ms", &mh), 0);
+	cr_assert_eq(mh, HF_MAX_HOLD_NONE);
+	/* the control's first holder: taken over - another token holds it */
+	cr_assert_eq(hf_lock_renew(c), HF_ENOTYOURS);
+	cr_assert_str_eq(hf_rec_str(hf_lock_holder(c), "token"), hf_lock_token(d));
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_renew(a), HF_ENOTHELD);
+	hf_lock_free(a);
+	hf_lock_free(b);
+	hf_lock_free(c);
+	hf_lock_free(d);
+}
+
+/* An adopted token renews the keeper's lock (the CLI's way); a wrong one
+ * renews nothing. */
+Test(etcd_api, renew_by_adopted_token)
+{
+	hf_lock *a = lock_on_etcd("ad");
+	char pa[600];
+	snprintf(pa, sizeof pa, "%s/ad", et_dir);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	uint64_t f = hf_lock_fence(a);
+	et_lock_backdate(pa, 900000);
+	hf_lock *t = lock_on_etcd("ad"), *w = lock_on_etcd("ad");
+	cr_assert_eq(hf_lock_adopt(t, hf_lock_token(a)), 0);
+	cr_assert_eq(hf_lock_adopt(w, "0123456789abcdef0123456789abcdef"), 0);
+	cr_assert_eq(hf_lock_renew(w), HF_ENOTYOURS);
+	cr_assert_str_eq(hf_rec_str(hf_lock_holder(w), "token"), hf_lock_token(a));
+	cr_assert_str_eq(rec_state(a), "leaked");
+	cr_assert_eq(hf_lock_renew(t), 0);
+	cr_assert_eq(hf_lock_fence(t), f, "the adopted token learns the fence");
+	cr_assert_str_eq(rec_state(a), "held");
+	cr_assert_eq(hf_lock_check(a), 0);
+	hf_lock_free(w);
+	hf_lock_free(t); /* adopted: releases nothing (HL2) */
+	cr_assert_eq(hf_lock_check(a), 0);
+	hf_lock_free(a);
+}
+
+static char renew_path[600];
+
+/* Acquire, renew (paused after R1's read by the test), say how it ended:
+ * 0 HF_ELOST with the record left as the test made it, else a code. */
+static int renewer_fn(void *arg)
+{
+	int64_t *min_age = arg;
+	hf_lock *l;
+	if (hf_lock_new(renew_path, &l) < 0 || hf_lock_set_str(l, HF_OPT_BACKEND, E.uri) < 0 ||
+	    hf_lock_acquire(l) < 0)
+		return 2;
+	int rc = hf_lock_renew(l); /* the test acts at etcdlock.renew.judged */
+	if (rc != HF_ELOST)
+		return rc == 0 ? 3 : 4;
+	hf_rec *q = NULL;
+	if (hf_lock_query(l, &q) < 0)
+		return 5;
+	int64_t age = 0;
+	const char *st = hf_rec_str(q, "state");
+	bool left = *min_age ? hf_rec_int(q, "age_ms", &age) == 0 && age >= *min_age
+			     : st && !strcmp(st, "free");
+	hf_rec_free(q);
+	hf_lock_free(l);
+	return left ? 0 : 6;
+}
+
+/* EL6: the record changed between the renewal's read and its txn (another
+ * write to the key, with the same lease): HF_ELOST, and the other write
+ * stays - the renewal never writes over what it did not judge. */
+Test(etcd_api, renew_loses_to_a_write_after_its_read)
+{
+	snprintf(renew_path, sizeof renew_path, "%s/race", et_dir);
+	static int64_t min_age = 500000;
+	struct hft_child r;
+	hft_spawn_fn(&r, "pause:etcdlock.renew.judged", renewer_fn, &min_age);
+	hft_expect(&r, "etcdlock.renew.judged");
+	et_lock_backdate(renew_path, 600000);
+	hft_go(&r);
+	int st = hft_exit_within(r.pid, 60000);
+	cr_assert_eq(st, 0, "renewer: %d", st);
+}
+
+/* EL6: the key deleted (its lease revoked: a release, a reap) between the
+ * read and the txn: HF_ELOST, and no key is made again. */
+Test(etcd_api, renew_after_a_revoke_makes_no_key)
+{
+	snprintf(renew_path, sizeof renew_path, "%s/rev", et_dir);
+	static int64_t min_age = 0;
+	struct hft_child r;
+	hft_spawn_fn(&r, "pause:etcdlock.renew.judged", renewer_fn, &min_age);
+	hft_expect(&r, "etcdlock.renew.judged");
+	int64_t lease = 0;
+	et_lock_kv(renew_path, &lease, NULL, NULL);
+	char *args = et_fmt("lease revoke %llx", (unsigned long long)lease), *out = NULL;
+	cr_assert_eq(et_ctl(args, &out), 0, "%s", out);
+	free(out);
+	free(args);
+	hft_go(&r);
+	int st = hft_exit_within(r.pid, 60000);
+	cr_assert_eq(st, 0, "renewer: %d", st);
+}
