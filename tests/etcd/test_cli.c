@@ -444,18 +444,110 @@ Test(etcd_cli, dead_holder_shown_and_reaped)
 	free(err);
 }
 
-/* lock renew is the file system's only: on etcd it is refused (71), and
- * the lock is untouched (still held with its fence). */
-Test(etcd_cli, renew_is_refused_on_etcd)
+/* lock renew on etcd, from each shell: a record over-age (dated 10 min back
+ * through etcdctl, its max-hold 2 s: past the 60 s stale window too, with no
+ * real wait) is renewed - the window starts again, so a taker that judges
+ * its age leaves it alone, while the same record not renewed (the control)
+ * is taken. The fence and the lease stay; the holder's renew after the
+ * takeover, a wrong token and a renew after the release are refused as the
+ * file system's renew refuses them. */
+static void renew_restarts_the_window(const char *sh)
+{
+	pid_t owner = et_sleeper();
+	struct et_out r = et_run(
+		sh, "\"$HOLDFAST_BIN\" lock acquire ./r.lock -n --pid %d --max-hold 2s || exit 10\n"
+		    "\"$HOLDFAST_BIN\" lock acquire ./c.lock -n --pid %d --max-hold 2s || exit 11\n",
+		(int)owner, (int)owner);
+	char tr[64], tc[64];
+	long fence = 0, fc = 0;
+	cr_assert_eq(sscanf(r.out, "%63s %ld %63s %ld", tr, &fence, tc, &fc), 4, "%s", r.out);
+	et_out_free(&r);
+	char *pr = et_fmt("%s/r.lock", et_dir), *pc = et_fmt("%s/c.lock", et_dir);
+	int64_t lease0 = 0, cr0 = 0, lease1 = 0, cr1 = 0;
+	et_lock_kv(pr, &lease0, &cr0, NULL);
+	cr_assert_eq(cr0, fence);
+	et_lock_backdate(pr, 600000);
+	et_lock_backdate(pc, 600000);
+	r = et_run(sh,
+		   "\"$HOLDFAST_BIN\" lock status ./r.lock --json > before.json\n"
+		   "\"$HOLDFAST_BIN\" lock renew ./r.lock --token '%s %ld' --json > renew.json; echo \"renew=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock acquire ./r.lock -n --pid 1 2>taker.err; echo \"taker=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock acquire ./c.lock -n --pid 1 >/dev/null; echo \"control=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock check ./r.lock --fence %ld; echo \"fenced=$?\"\n"
+		   "cat before.json renew.json; cat taker.err >&2\n",
+		   tr, fence, fence);
+	char *out = r.out, *err = r.err;
+	ET_HAS(out, "renew=0\n", "taker=1\n", "control=0\n", "fenced=0\n");
+	char want[128];
+	snprintf(want, sizeof want, "held by pid %d", (int)owner);
+	ET_HAS(err, want);
+	char *b = strchr(out, '{');
+	cr_assert_not_null(b, "%s", out);
+	json_t *before = json_loads(b, JSON_DISABLE_EOF_CHECK, NULL);
+	b = strchr(strchr(b, '\n'), '{');
+	cr_assert_not_null(b, "%s", out);
+	json_t *after = json_loads(b, JSON_DISABLE_EOF_CHECK, NULL);
+	cr_assert_str_eq(json_string_value(json_object_get(before, "state")), "leaked", "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(after, "state")), "held", "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(after, "token")), tr);
+	cr_assert_eq(json_integer_value(json_object_get(after, "fence")), fence);
+	cr_assert_eq(json_integer_value(json_object_get(after, "max_hold_ms")), 2000);
+	cr_assert_lt(json_integer_value(json_object_get(after, "age_ms")),
+		     json_integer_value(json_object_get(before, "age_ms")), "%s", out);
+	json_decref(before);
+	json_decref(after);
+	et_out_free(&r);
+	et_lock_kv(pr, &lease1, &cr1, NULL);
+	cr_assert_eq(lease1, lease0, "the renewal changed the lease");
+	cr_assert_eq(cr1, cr0, "the renewal changed the fence");
+	r = et_run(sh,
+		   "\"$HOLDFAST_BIN\" lock renew ./c.lock --token '%s' 2>over.err; echo \"over=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock renew ./r.lock --token 0123456789abcdef0123456789abcdef "
+		   "2>wrong.err; echo \"wrong=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock renew ./r.lock --token '%s' --max-hold none --json; echo \"none=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock release ./r.lock --token '%s'; echo \"released=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock renew ./r.lock --token '%s' 2>gone.err; echo \"gone=$?\"\n"
+		   "cat over.err wrong.err gone.err >&2\n",
+		   tc, tr, tr, tr);
+	out = r.out, err = r.err;
+	ET_HAS(out, "over=1\n", "wrong=1\n", "none=0\n", "\"max_hold_ms\":9223372036854775807",
+	       "released=0\n", "gone=69\n");
+	ET_HAS(err, "lock renew ./c.lock: not yours any more: held by pid ",
+	       "lock renew ./r.lock: not yours any more: held by pid ", "lock renew ./r.lock: not held");
+	cr_assert_null(strstr(err, "not on etcd"), "%s", err);
+	et_out_free(&r);
+	et_reap(owner);
+	free(pr);
+	free(pc);
+}
+
+ET_EACH_SHELL(etcd_cli, renew_restarts_the_window, renew_restarts_the_window)
+
+/* lock renew --json on etcd: every field of the file system's renewed
+ * record, of the same type (plus backend, key, ttl_ms). */
+Test(etcd_cli, renew_json_fields_are_the_local_ones)
 {
 	struct et_out r = et_run(
-		"sh", "t=$(\"$HOLDFAST_BIN\" lock acquire ./n.lock -n --pid 1) || exit 10\n"
-		      "\"$HOLDFAST_BIN\" lock renew ./n.lock --token \"$t\"; echo \"renew=$?\"\n"
-		      "\"$HOLDFAST_BIN\" lock check ./n.lock --fence \"${t#* }\"; echo \"held=$?\"\n"
-		      "test -e n.lock.holdfast && echo made-a-directory\n"
-		      "exit 0\n");
-	cr_assert(strstr(r.out, "renew=71\n") && strstr(r.out, "held=0\n"), "%s %s", r.out, r.err);
-	cr_assert_null(strstr(r.out, "made-a-directory"), "%s", r.out);
-	cr_assert(strstr(r.err, "not on etcd"), "%s", r.err);
+		"sh", "tf=$(\"$HOLDFAST_BIN\" lock acquire ./f.lock -n --backend file) || exit 10\n"
+		      "te=$(\"$HOLDFAST_BIN\" lock acquire ./e.lock -n) || exit 11\n"
+		      "\"$HOLDFAST_BIN\" lock renew ./f.lock --token \"$tf\" --json --backend file || exit 12\n"
+		      "\"$HOLDFAST_BIN\" lock renew ./e.lock --token \"$te\" --json || exit 13\n");
+	char *nl = strchr(r.out, '\n');
+	cr_assert_not_null(nl, "%s", r.out);
+	json_t *f = json_loads(r.out, JSON_DISABLE_EOF_CHECK, NULL),
+	       *e = json_loads(nl + 1, JSON_DISABLE_EOF_CHECK, NULL);
+	cr_assert(json_is_object(f) && json_is_object(e), "%s", r.out);
+	const char *k;
+	json_t *v;
+	json_object_foreach(f, k, v)
+	{
+		json_t *ev = json_object_get(e, k);
+		cr_assert_not_null(ev, "etcd's renewed record lacks %s: %s", k, nl + 1);
+		cr_assert_eq(json_typeof(ev), json_typeof(v), "%s", k);
+	}
+	cr_assert_str_eq(json_string_value(json_object_get(e, "backend")), "etcd");
+	cr_assert_str_eq(json_string_value(json_object_get(e, "state")), "held");
+	json_decref(f);
+	json_decref(e);
 	et_out_free(&r);
 }
