@@ -60,12 +60,18 @@
  *          where CMD's pid proves nothing, sees them held as long as either
  *          lives - through a SIGKILL of holdfast.
  *
+ * On etcd (--backend, HOLDFAST_BACKEND) the session, the locks and the
+ * scope are all etcd's, as `holdfast session`, `lock` and `scope` keep
+ * them: the locks' and the scope's leases are kept alive by their handles'
+ * threads while CMD runs (EL5), and released after it ended (RUN4).
+ *
  * Hazards
  * -------
  *   - SIGKILL of holdfast itself releases nothing: the directory locks and
  *     the scope stay with CMD's pid until the next acquirer proves CMD dead.
  *     The session lock is judged by age, not pid: it stays until its stale
- *     window or a release by its lane.
+ *     window or a release by its lane. On etcd nobody keeps the leases alive
+ *     any more: the locks and the scope go after their TTL.
  */
 #include "cli.h"
 #include "file.h"
@@ -109,8 +115,9 @@ static const char run_usage[] =
 	"  -n, --nonblock   fail at once if a lock is held\n"
 	"  -w, --wait SECS  wait at most SECS (also --timeout; default: wait forever)\n"
 	"  -E, --conflict-exit-code CODE   exit code on conflict or timeout (default 1)\n"
-	"  --backend URI    where the --lock locks live: etcd://HOST:PORT[,...] (etcds://\n"
-	"                   for https; default $HOLDFAST_BACKEND, else the file system);\n"
+	"  --backend URI    where the locks, the session and the scope live:\n"
+	"                   etcd://HOST:PORT[,...] (etcds:// for https; default\n"
+	"                   $HOLDFAST_BACKEND, else the file system);\n"
 	"                   --ttl, --etcd-user, --etcd-password-file, --etcd-ca and\n"
 	"                   --etcd-timeout as for 'holdfast lock' (see its --help)\n"
 	"  --json           once CMD has ended, one JSON object on stdout: what was held\n"
@@ -226,13 +233,23 @@ static void session_words(const hf_rec *h, char *buf, size_t n)
 		 state && !strcmp(state, "skew") ? ", dated in the future: clock skew" : "");
 }
 
-/* The session's holder now, for the waitline (ctx: the lock's path). */
+/* The session's holder now, for the waitline (ctx: the lock's path): on
+ * etcd through a handle of its own (the waiting one is busy). */
 static void session_holder_now(const void *path, char *buf, size_t n)
 {
-	hf_rec *r;
+	hf_rec *r = NULL;
 	buf[0] = '\0';
-	if (hf_session_status(path, 0, &r) < 0)
+	if (cli_backend()) {
+		hf_session *q = NULL;
+		int rc = hf_session_new(path, "status", &q);
+		if (rc == 0)
+			rc = cli_backend_session(q, path) ? -EINVAL : hf_session_query(q, &r);
+		hf_session_free(q);
+		if (rc < 0)
+			return;
+	} else if (hf_session_status(path, 0, &r) < 0) {
 		return;
+	}
 	const char *st = hf_rec_str(r, "state");
 	if (st && strcmp(st, "free"))
 		session_words(r, buf, n);
@@ -258,6 +275,8 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		cli_err("session %s: %s", path, hf_strerror(rc));
 		return cli_fail_rc(rc, path, NULL);
 	}
+	if ((rc = cli_backend_session(s->session, path)) != 0)
+		return rc; /* said, recorded; the handle goes with run_release */
 	hf_session_set(s->session, HF_OPT_CANCEL_FD, s->child.sigfd);
 	/* on a terminal or with -v, a first try says whether this is a wait */
 	bool probe = deadline_ns != 0 && cli_waitline_wanted();
@@ -305,12 +324,14 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 		cli_err("session %s is held by %s", path, who);
 		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, h);
 	}
+	const char *why = rc != HF_EUNREADABLE ? hf_rec_str(h, "reason") : NULL; /* etcd's */
 	if (rc == HF_EUNREADABLE)
 		cli_err("session %s: refused, %s", path, who);
 	else
-		cli_err("session %s: %s", path, hf_strerror(rc));
+		cli_err("session %s: %s%s%s", path, hf_strerror(rc), why ? ": " : "",
+			why ? CLI_SHOW(why) : "");
 	return cli_fail(cli_exit_for(rc), hf_error_name(rc), path,
-			rc == HF_EUNREADABLE ? h : NULL);
+			rc == HF_EUNREADABLE || why ? h : NULL);
 }
 
 static void run_release(struct run_state *s)

@@ -73,8 +73,8 @@ static const char usage[] =
 
 #define SHOW(s) CLI_SHOW(s)
 
-/* `holdfast scope` takes --backend (its registry may be an etcd's); `run
- * --scope` registers in the file's registry whatever the lock's backend. */
+/* `holdfast scope` and `run --scope` take --backend (the registry may be an
+ * etcd's): set by both before anything reads the registry. */
 static bool scope_cmd;
 
 static const char *reg_name(char *buf, size_t n)
@@ -907,6 +907,7 @@ int cmd_scope(int argc, char **argv)
 
 static char run_name[HF_POD_NAME_MAX + 1];
 static uint64_t run_generation;
+static hf_scope *run_handle; /* etcd: its thread keeps the lease while CMD runs */
 
 /* What a refusal of the last attempt was, when the wait ended on it. */
 static int refusal_of(int rc, const hf_rec *h)
@@ -964,6 +965,7 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 	struct specs sp = { specs, nspecs };
 	struct cli_waitline wl;
 	bool wanted = cli_waitline_wanted();
+	scope_cmd = true; /* run's --backend holds for its scope too */
 	const char *env = getenv("HOLDFAST_POD");
 	char gen_name[32];
 	hf_scope *s = NULL;
@@ -1038,11 +1040,16 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		break;
 	}
 	uint64_t gen = hf_scope_generation(s);
-	int live_fd = hf_scope_detach(s); /* run keeps it until CMD has ended */
-	hf_scope_free(s);
+	int live_fd = -1;
 	if (strlen(pname) + 1 > n) {
-		hf_sys_close(live_fd);
+		hf_scope_free(s);
 		return HF_EXIT_SOFTWARE;
+	}
+	if (cli_backend()) {
+		run_handle = s; /* etcd: held, its lease kept alive, until CMD has ended */
+	} else {
+		live_fd = hf_scope_detach(s); /* run keeps it until CMD has ended */
+		hf_scope_free(s);
 	}
 	snprintf(run_name, sizeof run_name, "%s", pname);
 	run_generation = gen;
@@ -1055,8 +1062,12 @@ int cli_scope_run_release(const char *name, int live_fd)
 {
 	uint64_t gen = !strcmp(name, run_name) ? run_generation : 0;
 	hf_scope *s = NULL;
-	int rc = hf_scope_new(name, &s);
-	if (rc == 0) {
+	int rc;
+	if (run_handle && !strcmp(name, run_name)) { /* etcd: the handle that holds it */
+		s = run_handle;
+		run_handle = NULL;
+		rc = hf_scope_release(s);
+	} else if ((rc = hf_scope_new(name, &s)) == 0) {
 		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
 		rc = hf_scope_release(s);
 	}
