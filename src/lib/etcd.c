@@ -28,7 +28,8 @@
  *      timeout.
  *   3. The connection could not be made (refused, unresolvable, connect
  *      timeout): the next endpoint, each at most once per request; the one
- *      that answered stays current.
+ *      that answered stays current. A request sent that got no answer in
+ *      time fails (ET1), and the next request starts at the next endpoint.
  *   4. An answer: HTTP 200 with a JSON object is the result; an error
  *      object maps to a code (16 unauthenticated, or an invalid auth token:
  *      authenticate again once and repeat; 7 permission denied: -EACCES;
@@ -319,6 +320,26 @@ void hf_etcd_forget(struct hf_etcd *e)
 		e->curl = NULL; /* the parent's: neither closed nor reused (hazard) */
 }
 
+size_t hf_etcd_endpoint(const struct hf_etcd *e)
+{
+	return e->cur;
+}
+
+void hf_etcd_prefer(struct hf_etcd *e, size_t i)
+{
+	e->cur = e->cfg.n ? i % e->cfg.n : 0;
+}
+
+void hf_etcd_cap_ms(struct hf_etcd *e, int64_t ms)
+{
+	if (ms < 100)
+		ms = 100;
+	if (e->cfg.request_ms > ms)
+		e->cfg.request_ms = ms;
+	if (e->cfg.connect_ms > ms)
+		e->cfg.connect_ms = ms;
+}
+
 struct body {
 	char *p;
 	size_t n, cap;
@@ -444,6 +465,7 @@ static int post(struct hf_etcd *e, const char *api, const char *text, json_t **r
 			free(b.p);
 			if (unsent(c, cc))
 				continue; /* step 3 */
+			e->cur = (i + 1) % e->cfg.n; /* the next request starts elsewhere */
 			return -EIO;  /* ET1 */
 		}
 		e->cur = i;

@@ -72,6 +72,14 @@ void hf_etcd_close(struct hf_etcd *e);
  * socket is the parent's too) without touching it; the next call connects
  * anew. */
 void hf_etcd_forget(struct hf_etcd *e);
+/* The endpoint e sends its next request to first (the one that answered
+ * last), as an index into its configuration's list. */
+size_t hf_etcd_endpoint(const struct hf_etcd *e);
+/* Send the next request to endpoint i (mod their number) first. */
+void hf_etcd_prefer(struct hf_etcd *e, size_t i);
+/* Bound each connect and each request of e to at most ms (a keep-alive
+ * must fail over to another member within its lease's TTL). */
+void hf_etcd_cap_ms(struct hf_etcd *e, int64_t ms);
 
 /* POST req (stolen) to api ("/v3/kv/txn") at the first endpoint that
  * answers, authenticating first when cfg has a user. 0 and *ret (the
