@@ -43,7 +43,7 @@
  *      A watch whose stream broke (its member went away), or a grant or
  *      txn that failed (an election outlasting the request's timeout, a
  *      member that vanished), goes to 2 again after a pause, at most
- *      WATCH_RETRIES times in a row and only within the deadline (EL7):
+ *      WATCH_RETRIES times in a row and only within the deadline (EL9):
  *      another endpoint answers, or the client's error stands.
  *
  * Release: revoke the lease (the key goes with it) - one request. An
@@ -67,14 +67,14 @@
  *         descriptor.
  *   (EL5) The keep-alive renews only the lease of what the handle holds;
  *         it stops (joined) before the release, detach or free returns.
- *   (EL6) A holder believes its lease live only until TTL after the send
+ *   (EL8) A holder believes its lease live only until TTL after the send
  *         of the last grant or keep-alive etcd answered (etcd renews at a
  *         time after the send, so the lease lives at least that long):
  *         hf_etcdlock_lost turns true then, even while a keep-alive is in
  *         flight. A keep-alive is idempotent, so after a failure it goes
  *         to the next member at once; each attempt is bounded by TTL/3, so
  *         one unreachable member cannot cost a lease whose others answer.
- *   (EL7) A waiting acquisition outlives a failed request only within its
+ *   (EL9) A waiting acquisition outlives a failed request only within its
  *         deadline and WATCH_RETRIES failures in a row: a txn that may have
  *         been applied is judged again, never assumed lost, and step 3
  *         recognises our own put (ET1); a try-once acquisition fails at
@@ -122,7 +122,7 @@ struct hf_etcdlock {
 	bool ka_on;
 	int ka_pipe[2];
 	atomic_int lost;
-	_Atomic int64_t alive_until; /* EL6: CLOCK_MONOTONIC ns               */
+	_Atomic int64_t alive_until; /* EL8: CLOCK_MONOTONIC ns               */
 	size_t ka_ep;           /* the endpoint the keep-alive starts at     */
 	pid_t ka_pid;           /* the process whose thread it is           */
 	char why[HF_ETCD_WHY_MAX];
@@ -246,7 +246,7 @@ int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
 
 bool hf_etcdlock_lost(struct hf_etcdlock *el)
 {
-	/* EL6: past the lease's last proven life, whatever the thread does */
+	/* EL8: past the lease's last proven life, whatever the thread does */
 	return atomic_load(&el->lost) != 0 ||
 	       (el->ka_on && hf_sys_mono_ns() >= atomic_load(&el->alive_until));
 }
@@ -299,7 +299,7 @@ static int lease_keep(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id, cha
 	return ttl > 0 ? 0 : -ENOENT;
 }
 
-/* EL6: renew el->lease on c, failing over to the next member at once
+/* EL8: renew el->lease on c, failing over to the next member at once
  * after a failure (each attempt bounded by c's cap) until it is renewed
  * (0: alive_until is the TTL after the send of the answered attempt), it
  * is gone (-ENOENT), its last proven life is over (the last failure), or
@@ -407,7 +407,7 @@ static void *ka_main(void *arg)
 				atomic_store(&el->lost, 1);
 				break;
 			}
-			hf_etcd_cap_ms(c, period); /* EL6 */
+			hf_etcd_cap_ms(c, period); /* EL8 */
 			hf_etcd_prefer(c, el->ka_ep);
 		}
 		int rc = lease_renew(el, c, el->ka_pipe[0], why, sizeof why);
@@ -530,7 +530,7 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = -1;
 	el->lease = lease;
-	atomic_store(&el->alive_until, granted + hf_etcdlock_ttl_ms(el) * 1000000LL); /* EL6 */
+	atomic_store(&el->alive_until, granted + hf_etcdlock_ttl_ms(el) * 1000000LL); /* EL8 */
 	int rc = ka_start(el);
 	if (rc < 0) {
 		snprintf(el->why, sizeof el->why, "no keep-alive thread: %s", strerror(-rc));
@@ -540,7 +540,7 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 	return rc;
 }
 
-/* EL7: after the broken-th failure in a row of a waiting acquisition's
+/* EL9: after the broken-th failure in a row of a waiting acquisition's
  * request or watch, 0 to go on after a pause (100 ms times broken, within
  * the deadline), else -EIO (the failure stands), HF_ETIMEDOUT or
  * HF_ECANCELED. */
@@ -591,7 +591,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
 	int64_t lease = 0, granted = 0;
-	int broken = 0; /* requests or watches in a row that failed (EL7) */
+	int broken = 0; /* requests or watches in a row that failed (EL9) */
 	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
 	for (;;) {
@@ -604,7 +604,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			if ((rc = lease_grant(el, &lease)) < 0) {
 				lease = 0;
 				if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
-					continue; /* EL7 */
+					continue; /* EL9 */
 				break;
 			}
 			granted = now;
@@ -613,7 +613,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		int64_t lease_h = 0, rev = 0;
 		rc = try_put(el, v64, lease, &fence, &h, &lease_h, &rev); /* step 3 */
 		if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
-			continue; /* EL7: the txn may have been applied; step 3 sees it */
+			continue; /* EL9: the txn may have been applied; step 3 sees it */
 		if (rc < 0)
 			break;
 		if (rc == 0 && h.state != HF_LOCK_FREE && !strcmp(h.owner.token, me.token) &&
@@ -717,7 +717,7 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
 	if (atomic_load(&el->alive_until) == 0)
 		atomic_store(&el->alive_until, last_ok + hf_etcdlock_ttl_ms(el) * 1000000LL);
-	hf_etcd_cap_ms(el->conn, period); /* EL6 */
+	hf_etcd_cap_ms(el->conn, period); /* EL8 */
 	for (;;) {
 		bool gone;
 		if (pidfd >= 0) {
@@ -745,7 +745,7 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 			el->lease = 0;
 			break;
 		}
-		rc = HF_ELOST; /* not renewed within its TTL (EL6) */
+		rc = HF_ELOST; /* not renewed within its TTL (EL8) */
 		break;
 	}
 	if (pidfd >= 0)
@@ -757,7 +757,7 @@ int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease)
 {
 	hf_etcdlock_unkeep(el);
 	el->lease = lease;
-	/* EL6: granted a moment ago, by the scope's registration */
+	/* EL8: granted a moment ago, by the scope's registration */
 	atomic_store(&el->alive_until, hf_sys_mono_ns() + hf_etcdlock_ttl_ms(el) * 1000000LL);
 	return lease ? ka_start(el) : 0; /* EL5: the lease of what is held */
 }

@@ -306,7 +306,7 @@ static int follower(void)
 /* The member a holder's keep-alive talks to hangs (SIGSTOP: connections
  * are accepted, nothing answers) - a cut-off member as its clients see it.
  * Each keep-alive is bounded by TTL/3 and goes to the next member after a
- * failure (EL6), so the lease outlives three TTLs of the hang although one
+ * failure (EL8), so the lease outlives three TTLs of the hang although one
  * request's timeout (3 s) is longer than the TTL (2 s). */
 Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 {
@@ -341,7 +341,7 @@ Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 
 /* A waiter whose first member hangs: its lease grant is sent there and
  * times out (1 s). A waiting acquisition goes on within its deadline
- * (EL7) and the next request starts at the next member (etcd.c step 3):
+ * (EL9) and the next request starts at the next member (etcd.c step 3):
  * it waits at another member and gets the lock when the holder lets go. */
 Test(etcd_cluster, waiting_acquire_outlives_a_hung_member)
 {
