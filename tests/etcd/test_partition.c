@@ -41,6 +41,10 @@
  * write is refused by the resource, its `lock check --fence` never says
  * "yours", and after the heal its check and release say it lost the lock
  * and leave the new holder's alone), then the heal.
+ *
+ * a_watch_at_a_cut_member_ends: a waiter whose watch stream is open at a
+ * member whose host is then cut off (no FIN) gets the released lock
+ * within seconds, not after TCP's default minute or its deadline.
  */
 #include "et.h"
 #include "holdfast.h"
@@ -845,4 +849,74 @@ Test(etcd_partition, faults_under_load)
 	for (int h = 0; h < NH; h++)
 		finish(&load[h], OP_BOUND_MS(WAIT_MS) * 2);
 	judge();
+}
+
+static int pre_host = -1;
+static void enter_pre_host(void)
+{
+	enter_net(hostns[pre_host]);
+}
+
+/* Established TCP connections of pid (on host h) to member m's client port. */
+static int conns(int h, pid_t pid, int m)
+{
+	char cmd[300], needle[32], line[512];
+	snprintf(cmd, sizeof cmd,
+		 "ip netns exec %s ss -tnpH state established dst %s:2379 2>/dev/null", hostns[h], ip[m]);
+	snprintf(needle, sizeof needle, "pid=%d,", (int)pid);
+	FILE *f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, needle) != NULL;
+	pclose(f);
+	return n;
+}
+
+/* A waiter's watch is open at a member whose host is then cut off (no
+ * FIN: its packets are dropped). The stream is silent either way; TCP
+ * keep-alive probes end it within seconds (etcd.c ET3), the waiter judges
+ * again at another member and gets the lock the holder released -
+ * instead of waiting out its deadline on a dead stream. */
+Test(etcd_partition, a_watch_at_a_cut_member_ends)
+{
+	int l = leader();
+	cr_assert_geq(l, 0);
+	int f = (l + 1) % NH, w = (l + 2) % NH; /* cut a follower: no election */
+	char path[700], held_uri[200], wait_uri[200];
+	snprintf(path, sizeof path, "%s/watched", root);
+	snprintf(held_uri, sizeof held_uri, "etcd://%s:2379,%s:2379", ip[l], ip[w]);
+	snprintf(wait_uri, sizeof wait_uri, "etcd://%s:2379,%s:2379,%s:2379", ip[f], ip[l], ip[w]);
+	hf_lock *h;
+	cr_assert_eq(hf_lock_new(path, &h), 0);
+	cr_assert_eq(hf_lock_set_str(h, HF_OPT_BACKEND, held_uri), 0);
+	cr_assert_eq(hf_lock_acquire(h), 0);
+	struct hft_child c;
+	const char *waiter[] = { "holdfast", "lock", "acquire", path, "-w", "60", "--etcd-timeout", "2s",
+				 "--backend", wait_uri, NULL };
+	pre_host = w;
+	hft_spawn_cli_pre = enter_pre_host;
+	hft_spawn_cli(&c, "pause:etcdlock.acquire.judged", waiter, NULL);
+	hft_spawn_cli_pre = NULL;
+	hft_expect(&c, "etcdlock.acquire.judged"); /* judged at member f */
+	cr_assert_eq(conns(w, c.pid, f), 1, "the waiter's requests went elsewhere");
+	hft_go(&c);
+	int64_t until = et_mono_ms() + 10000;
+	while (conns(w, c.pid, f) < 2) /* its watch: a second connection to f */
+		cr_assert_lt(et_mono_ms(), until, "the waiter's watch did not open at member %d", f);
+	run("ip -n %s link set hv%d down", hub, f);
+	int64_t t = et_mono_ms();
+	cr_assert_eq(hf_lock_release(h), 0);
+	char *out = NULL, *err = NULL;
+	int st = hft_collect(c.pid, c.out_rd, c.err_rd, &out, &err);
+	int64_t took = et_mono_ms() - t;
+	run("ip -n %s link set hv%d up", hub, f);
+	cr_assert_eq(st, 0, "the waiter: exit %d: %s", st, err);
+	fprintf(stderr, "partition: a waiter whose watch was at the cut member got the lock %" PRId64
+			" ms after the release\n",
+		took);
+	cr_assert_lt(took, 20000, "the waiter sat on a dead watch for %" PRId64 " ms", took);
+	free(out);
+	free(err);
+	hf_lock_free(h);
 }
