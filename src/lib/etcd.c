@@ -324,6 +324,28 @@ void hf_etcd_forget(struct hf_etcd *e)
 		e->curl = NULL; /* the parent's: neither closed nor reused (hazard) */
 }
 
+int hf_etcd_again(int64_t deadline_ns, int cancel_fd, int broken)
+{
+	if (broken > HF_ETCD_RETRIES)
+		return -EIO;
+	int64_t ms = 100LL * broken;
+	if (deadline_ns >= 0) {
+		int64_t left = (deadline_ns - hf_sys_mono_ns()) / 1000000;
+		if (left <= 0)
+			return -EIO;
+		if (ms > left)
+			ms = left;
+	}
+	if (cancel_fd >= 0) {
+		struct pollfd p = { .fd = cancel_fd, .events = POLLIN };
+		if (hf_sys_poll(&p, 1, (int)ms) > 0)
+			return p.revents & POLLNVAL ? -EBADF : HF_ECANCELED;
+		return 0;
+	}
+	hf_sys_sleep_ms((int)ms);
+	return 0;
+}
+
 size_t hf_etcd_endpoint(const struct hf_etcd *e)
 {
 	return e->cur;

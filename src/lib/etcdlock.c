@@ -43,7 +43,7 @@
  *      A watch whose stream broke (its member went away), or a grant or
  *      txn that failed (an election outlasting the request's timeout, a
  *      member that vanished), goes to 2 again after a pause, at most
- *      WATCH_RETRIES times in a row and only within the deadline (EL9):
+ *      HF_ETCD_RETRIES times in a row and only within the deadline (EL9):
  *      another endpoint answers, or the client's error stands.
  *
  * Release: revoke the lease (the key goes with it) - one request. An
@@ -75,7 +75,7 @@
  *         to the next member at once; each attempt is bounded by TTL/3, so
  *         one unreachable member cannot cost a lease whose others answer.
  *   (EL9) A waiting acquisition outlives a failed request only within its
- *         deadline and WATCH_RETRIES failures in a row: a txn that may have
+ *         deadline and HF_ETCD_RETRIES failures in a row: a txn that may have
  *         been applied is judged again, never assumed lost, and step 3
  *         recognises our own put (ET1); a try-once acquisition fails at
  *         once with the request's error.
@@ -107,7 +107,6 @@
 #include <unistd.h>
 
 #define SKEW_MS 1000
-#define WATCH_RETRIES 3 /* a watch whose stream broke is judged again this often */
 
 struct hf_etcdlock {
 	struct hf_etcd_cfg cfg;
@@ -540,30 +539,13 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 	return rc;
 }
 
-/* EL9: after the broken-th failure in a row of a waiting acquisition's
- * request or watch, 0 to go on after a pause (100 ms times broken, within
- * the deadline), else -EIO (the failure stands), HF_ETIMEDOUT or
- * HF_ECANCELED. */
+/* EL9: go on after the broken-th failure in a row of a waiting
+ * acquisition's request or watch (hf_etcd_again), or not. */
 static int again(const struct hf_dirlock_opts *o, int64_t deadline, int broken)
 {
-	if (o->wait_ms == 0 || broken > WATCH_RETRIES)
+	if (o->wait_ms == 0)
 		return -EIO;
-	int64_t ms = 100LL * broken;
-	if (deadline >= 0) {
-		int64_t left = (deadline - hf_sys_mono_ns()) / 1000000;
-		if (left <= 0)
-			return -EIO;
-		if (ms > left)
-			ms = left;
-	}
-	if (o->has_cancel && o->cancel_fd >= 0) {
-		struct pollfd p = { .fd = o->cancel_fd, .events = POLLIN };
-		if (hf_sys_poll(&p, 1, (int)ms) > 0)
-			return p.revents & POLLNVAL ? -EBADF : HF_ECANCELED;
-		return 0;
-	}
-	hf_sys_sleep_ms((int)ms);
-	return 0;
+	return hf_etcd_again(deadline, o->has_cancel ? o->cancel_fd : -1, broken);
 }
 
 int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,

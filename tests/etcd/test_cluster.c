@@ -372,3 +372,34 @@ Test(etcd_cluster, waiting_acquire_outlives_a_hung_member)
 	free(err);
 	hf_lock_free(h);
 }
+
+/* The same for a waiting session take (handle_session.c HS6): its take is
+ * sent to a member that hangs and times out; it judges again at another
+ * member, finds lane a holding and waits out its deadline there
+ * (HF_ETIMEDOUT naming the holder), where it failed with EIO before. */
+Test(etcd_cluster, waiting_session_take_outlives_a_hung_member)
+{
+	int f = follower();
+	char first[300], last[300], path[700];
+	uri_with(f, true, first, sizeof first);
+	uri_with(f, false, last, sizeof last);
+	snprintf(path, sizeof path, "%s/.session.lock", dir);
+	hf_session *a, *b;
+	cr_assert_eq(hf_session_new(path, "a", &a), 0);
+	cr_assert_eq(hf_session_set_str(a, HF_OPT_BACKEND, last), 0);
+	cr_assert_eq(hf_session_take(a), 0);
+	kill(M[f].pid, SIGSTOP);
+	cr_assert_eq(hf_session_new(path, "b", &b), 0);
+	cr_assert_eq(hf_session_set_str(b, HF_OPT_BACKEND, first), 0);
+	cr_assert_eq(hf_session_set(b, HF_OPT_TIMEOUT_MS, 1000), 0);
+	cr_assert_eq(hf_session_set(b, HF_OPT_WAIT_MS, 3000), 0);
+	int rc = hf_session_take(b);
+	kill(M[f].pid, SIGCONT);
+	cr_assert_eq(rc, HF_ETIMEDOUT, "%s: %s", hf_error_name(rc),
+		     hf_session_holder(b) ? hf_rec_json(hf_session_holder(b)) : "");
+	const char *lane = hf_rec_str(hf_session_holder(b), "lane");
+	cr_assert(lane && !strcmp(lane, "a"), "held by %s", lane ? lane : "nobody");
+	cr_assert_eq(hf_session_release(a), 0);
+	hf_session_free(a);
+	hf_session_free(b);
+}
