@@ -28,7 +28,8 @@
  *      timeout.
  *   3. The connection could not be made (refused, unresolvable, connect
  *      timeout): the next endpoint, each at most once per request; the one
- *      that answered stays current.
+ *      that answered stays current. A request sent that got no answer in
+ *      time fails (ET1), and the next request starts at the next endpoint.
  *   4. An answer: HTTP 200 with a JSON object is the result; an error
  *      object maps to a code (16 unauthenticated, or an invalid auth token:
  *      authenticate again once and repeat; 7 permission denied: -EACCES;
@@ -50,7 +51,8 @@
  *   (ET3) Every request has a total timeout (request_ms) and every
  *         connection a connect timeout (connect_ms); a watch is bounded by
  *         its deadline and its cancel descriptor instead, and TCP
- *         keep-alive ends one whose peer vanished.
+ *         keep-alive probes (after 2 s idle, every 1 s, 3 unanswered)
+ *         end one whose member vanished without a FIN (a cut) in ~5 s.
  *   (ET4) The password lives in memory only while authenticating and is
  *         wiped (explicit_bzero) after; the token lives until close.
  *
@@ -59,8 +61,9 @@
  *   - After fork the child shares the parent's socket: hf_etcd_forget drops
  *     the curl handle unfreed (a small leak in a keeper) rather than close
  *     or reuse a connection the parent may still use.
- *   - A watch whose member vanished without a FIN lasts until TCP
- *     keep-alive gives up (about a minute) or its deadline.
+ *   - A watch whose member lives but cannot reach the others (it is cut
+ *     off with its client) stays open and quiet until the cut heals: the
+ *     waiter could not take the lock there anyway.
  *   - etcd without auth answers any local user who can reach the port.
  */
 #include "etcd.h"
@@ -70,6 +73,8 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,6 +324,48 @@ void hf_etcd_forget(struct hf_etcd *e)
 		e->curl = NULL; /* the parent's: neither closed nor reused (hazard) */
 }
 
+int hf_etcd_again(int64_t deadline_ns, int cancel_fd, int broken)
+{
+	if (broken > HF_ETCD_RETRIES)
+		return -EIO;
+	int64_t ms = 100LL * broken;
+	if (deadline_ns >= 0) {
+		int64_t left = (deadline_ns - hf_sys_mono_ns()) / 1000000;
+		if (left <= 0)
+			return -EIO;
+		if (ms > left)
+			ms = left;
+	}
+	if (cancel_fd >= 0) {
+		struct pollfd p = { .fd = cancel_fd, .events = POLLIN };
+		if (hf_sys_poll(&p, 1, (int)ms) > 0)
+			return p.revents & POLLNVAL ? -EBADF : HF_ECANCELED;
+		return 0;
+	}
+	hf_sys_sleep_ms((int)ms);
+	return 0;
+}
+
+size_t hf_etcd_endpoint(const struct hf_etcd *e)
+{
+	return e->cur;
+}
+
+void hf_etcd_prefer(struct hf_etcd *e, size_t i)
+{
+	e->cur = e->cfg.n ? i % e->cfg.n : 0;
+}
+
+void hf_etcd_cap_ms(struct hf_etcd *e, int64_t ms)
+{
+	if (ms < 100)
+		ms = 100;
+	if (e->cfg.request_ms > ms)
+		e->cfg.request_ms = ms;
+	if (e->cfg.connect_ms > ms)
+		e->cfg.connect_ms = ms;
+}
+
 struct body {
 	char *p;
 	size_t n, cap;
@@ -444,6 +491,7 @@ static int post(struct hf_etcd *e, const char *api, const char *text, json_t **r
 			free(b.p);
 			if (unsent(c, cc))
 				continue; /* step 3 */
+			e->cur = (i + 1) % e->cfg.n; /* the next request starts elsewhere */
 			return -EIO;  /* ET1 */
 		}
 		e->cur = i;
@@ -607,6 +655,23 @@ static size_t stream_write(char *data, size_t size, size_t nmemb, void *ctx)
 	return n;
 }
 
+#define WATCH_PROBE_IDLE_S 2
+#define WATCH_PROBE_INTVL_S 1
+#define WATCH_PROBE_COUNT 3
+
+/* A watch's socket gives up after WATCH_PROBE_COUNT unanswered keep-alive
+ * probes (curl 7.88 has no option for the count). curl's own socket: not
+ * a file or process call of ours, so not through the seam. */
+static int watch_sockopt(void *ctx, curl_socket_t fd, curlsocktype purpose)
+{
+	(void)ctx;
+	if (purpose == CURLSOCKTYPE_IPCXN) {
+		int n = WATCH_PROBE_COUNT;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &n, sizeof n);
+	}
+	return CURL_SOCKOPT_OK;
+}
+
 int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_rev,
 		  int64_t deadline_ns, int cancel_fd, char *why, size_t n)
 {
@@ -633,6 +698,11 @@ int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_
 	char url[512], auth[1024], err[CURL_ERROR_SIZE] = "";
 	snprintf(url, sizeof url, "%s/v3/watch", e->cfg.endpoints[e->cur]);
 	handle_setup(c, &e->cfg);
+	/* ET3: a stream is silent while nothing changes; probes find a member
+	 * that went away without a FIN (cut off) in about 5 s */
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, (long)WATCH_PROBE_IDLE_S);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, (long)WATCH_PROBE_INTVL_S);
+	curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, watch_sockopt);
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (e->token) {
 		snprintf(auth, sizeof auth, "Authorization: %s", e->token);

@@ -72,6 +72,21 @@ void hf_etcd_close(struct hf_etcd *e);
  * socket is the parent's too) without touching it; the next call connects
  * anew. */
 void hf_etcd_forget(struct hf_etcd *e);
+/* A waiting operation's request or watch failed (-EIO) for the broken-th
+ * time in a row: 0 to try again after a pause (100 ms times broken, within
+ * deadline_ns, CLOCK_MONOTONIC, < 0: none), or -EIO (more than
+ * HF_ETCD_RETRIES, or the deadline passed: the failure stands),
+ * HF_ECANCELED / -EBADF (cancel_fd >= 0 readable / not open). */
+#define HF_ETCD_RETRIES 3
+int hf_etcd_again(int64_t deadline_ns, int cancel_fd, int broken);
+/* The endpoint e sends its next request to first (the one that answered
+ * last), as an index into its configuration's list. */
+size_t hf_etcd_endpoint(const struct hf_etcd *e);
+/* Send the next request to endpoint i (mod their number) first. */
+void hf_etcd_prefer(struct hf_etcd *e, size_t i);
+/* Bound each connect and each request of e to at most ms (a keep-alive
+ * must fail over to another member within its lease's TTL). */
+void hf_etcd_cap_ms(struct hf_etcd *e, int64_t ms);
 
 /* POST req (stolen) to api ("/v3/kv/txn") at the first endpoint that
  * answers, authenticating first when cfg has a user. 0 and *ret (the

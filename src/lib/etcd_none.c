@@ -138,6 +138,12 @@ const char *hf_etcdsession_why(const struct hf_etcdsession *es)
 	return "";
 }
 
+int hf_etcd_again(int64_t deadline_ns, int cancel_fd, int broken)
+{
+	(void)deadline_ns, (void)cancel_fd, (void)broken;
+	return -EIO;
+}
+
 int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
 			struct hf_sessionlock_record *ret_taken,
 			struct hf_sessionlock_status *reterr_holder, int64_t *ret_rev)

@@ -40,9 +40,11 @@
  *      between the txn and the watch is delivered); an event, the deadline
  *      (HF_ETIMEDOUT) or the cancel descriptor (HF_ECANCELED) ends it. Our
  *      lease is granted again when half its TTL went by waiting. Go to 3.
- *      A watch whose stream broke (its member went away) goes to 3 too, at
- *      most WATCH_RETRIES times in a row: the txn finds another endpoint,
- *      or fails with the client's error.
+ *      A watch whose stream broke (its member went away), or a grant or
+ *      txn that failed (an election outlasting the request's timeout, a
+ *      member that vanished), goes to 2 again after a pause, at most
+ *      HF_ETCD_RETRIES times in a row and only within the deadline (EL9):
+ *      another endpoint answers, or the client's error stands.
  *
  * Release: revoke the lease (the key goes with it) - one request. An
  * adopted token: range the key, compare the record's token, revoke the
@@ -89,6 +91,18 @@
  *         the existing key (create_revision unchanged) and names the key's
  *         own lease - a put without it would detach the key from its lease
  *         and leave it forever, whatever became of its owner.
+ *   (EL8) A holder believes its lease live only until TTL after the send
+ *         of the last grant or keep-alive etcd answered (etcd renews at a
+ *         time after the send, so the lease lives at least that long):
+ *         hf_etcdlock_lost turns true then, even while a keep-alive is in
+ *         flight. A keep-alive is idempotent, so after a failure it goes
+ *         to the next member at once; each attempt is bounded by TTL/3, so
+ *         one unreachable member cannot cost a lease whose others answer.
+ *   (EL9) A waiting acquisition outlives a failed request only within its
+ *         deadline and HF_ETCD_RETRIES failures in a row: a txn that may have
+ *         been applied is judged again, never assumed lost, and step 3
+ *         recognises our own put (ET1); a try-once acquisition fails at
+ *         once with the request's error.
  *
  * Hazards
  * -------
@@ -117,7 +131,6 @@
 #include <unistd.h>
 
 #define SKEW_MS 1000
-#define WATCH_RETRIES 3 /* a watch whose stream broke is judged again this often */
 
 struct hf_etcdlock {
 	struct hf_etcd_cfg cfg;
@@ -132,6 +145,8 @@ struct hf_etcdlock {
 	bool ka_on;
 	int ka_pipe[2];
 	atomic_int lost;
+	_Atomic int64_t alive_until; /* EL8: CLOCK_MONOTONIC ns               */
+	size_t ka_ep;           /* the endpoint the keep-alive starts at     */
 	pid_t ka_pid;           /* the process whose thread it is           */
 	char why[HF_ETCD_WHY_MAX];
 };
@@ -254,7 +269,9 @@ int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
 
 bool hf_etcdlock_lost(struct hf_etcdlock *el)
 {
-	return atomic_load(&el->lost) != 0;
+	/* EL8: past the lease's last proven life, whatever the thread does */
+	return atomic_load(&el->lost) != 0 ||
+	       (el->ka_on && hf_sys_mono_ns() >= atomic_load(&el->alive_until));
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -303,6 +320,34 @@ static int lease_keep(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id, cha
 	json_decref(a);
 	(void)el;
 	return ttl > 0 ? 0 : -ENOENT;
+}
+
+/* EL8: renew el->lease on c, failing over to the next member at once
+ * after a failure (each attempt bounded by c's cap) until it is renewed
+ * (0: alive_until is the TTL after the send of the answered attempt), it
+ * is gone (-ENOENT), its last proven life is over (the last failure), or
+ * stop_fd (>= 0) is readable (-EINTR). */
+static int lease_renew(struct hf_etcdlock *el, struct hf_etcd *c, int stop_fd, char *why, size_t n)
+{
+	int64_t ttl_ns = hf_etcdlock_ttl_ms(el) * 1000000LL;
+	for (;;) {
+		int64_t sent = hf_sys_mono_ns();
+		int rc = lease_keep(el, c, el->lease, why, n);
+		if (rc == 0) {
+			atomic_store(&el->alive_until, sent + ttl_ns);
+			return 0;
+		}
+		if (rc == -ENOENT || hf_sys_mono_ns() >= atomic_load(&el->alive_until))
+			return rc;
+		hf_etcd_prefer(c, hf_etcd_endpoint(c) + 1); /* a keep-alive may go anywhere */
+		if (stop_fd >= 0) {
+			struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+			if (hf_sys_poll(&p, 1, 50) != 0)
+				return -EINTR;
+		} else {
+			hf_sys_sleep_ms(50); /* members that refuse at once: no hot loop */
+		}
+	}
 }
 
 /* A kv of the gateway into *i (owner, fence, state, age) and *lease. */
@@ -371,19 +416,27 @@ static void *ka_main(void *arg)
 {
 	struct hf_etcdlock *el = arg;
 	struct hf_etcd *c = NULL;
-	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
+	int64_t period = hf_etcdlock_ttl_ms(el) / 3;
 	char why[HF_ETCD_WHY_MAX];
 	for (;;) {
 		struct pollfd p = { .fd = el->ka_pipe[0], .events = POLLIN };
 		if (hf_sys_poll(&p, 1, (int)period) != 0)
 			break; /* told to stop (or the pipe broke) */
-		if (!c && hf_etcd_open(&el->cfg, &c) < 0)
-			continue;
-		int rc = lease_keep(el, c, el->lease, why, sizeof why);
-		if (rc == 0)
-			last_ok = hf_sys_mono_ns();
-		if (rc == -ENOENT ||
-		    (rc < 0 && hf_sys_mono_ns() - last_ok > hf_etcdlock_ttl_ms(el) * 1000000)) {
+		if (!c) {
+			if (hf_etcd_open(&el->cfg, &c) < 0) {
+				c = NULL;
+				if (hf_sys_mono_ns() < atomic_load(&el->alive_until))
+					continue;
+				atomic_store(&el->lost, 1);
+				break;
+			}
+			hf_etcd_cap_ms(c, period); /* EL8 */
+			hf_etcd_prefer(c, el->ka_ep);
+		}
+		int rc = lease_renew(el, c, el->ka_pipe[0], why, sizeof why);
+		if (rc == -EINTR)
+			break;
+		if (rc < 0) {
 			atomic_store(&el->lost, 1);
 			break;
 		}
@@ -396,6 +449,7 @@ static int ka_start(struct hf_etcdlock *el)
 {
 	assert(!el->ka_on && el->lease && "EL5"); /* one keep-alive, of what is held */
 	atomic_store(&el->lost, 0);
+	el->ka_ep = hf_etcd_endpoint(el->conn); /* the member that answered us last */
 	int rc = hf_sys_pipe2(el->ka_pipe, O_CLOEXEC);
 	if (rc < 0)
 		return rc;
@@ -490,7 +544,7 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 
 /* The acquisition is ours: *ret, the lease kept alive from now on. */
 static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struct hf_owner *me,
-		uint64_t fence, int64_t max_hold, int64_t lease)
+		uint64_t fence, int64_t max_hold, int64_t lease, int64_t granted)
 {
 	memset(ret, 0, sizeof *ret);
 	ret->owner = *me;
@@ -499,6 +553,7 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = -1;
 	el->lease = lease;
+	atomic_store(&el->alive_until, granted + hf_etcdlock_ttl_ms(el) * 1000000LL); /* EL8 */
 	int rc = ka_start(el);
 	if (rc < 0) {
 		snprintf(el->why, sizeof el->why, "no keep-alive thread: %s", strerror(-rc));
@@ -506,6 +561,15 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 		el->lease = 0;
 	}
 	return rc;
+}
+
+/* EL9: go on after the broken-th failure in a row of a waiting
+ * acquisition's request or watch (hf_etcd_again), or not. */
+static int again(const struct hf_dirlock_opts *o, int64_t deadline, int broken)
+{
+	if (o->wait_ms == 0)
+		return -EIO;
+	return hf_etcd_again(deadline, o->has_cancel ? o->cancel_fd : -1, broken);
 }
 
 int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
@@ -533,7 +597,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
 	int64_t lease = 0, granted = 0;
-	int broken = 0; /* watches in a row that broke */
+	int broken = 0; /* requests or watches in a row that failed (EL9) */
 	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
 	for (;;) {
@@ -543,13 +607,19 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			lease = 0;
 		}
 		if (!lease) { /* step 2 */
-			if ((rc = lease_grant(el, &lease)) < 0)
+			if ((rc = lease_grant(el, &lease)) < 0) {
+				lease = 0;
+				if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
+					continue; /* EL9 */
 				break;
+			}
 			granted = now;
 		}
 		uint64_t fence = 0;
 		int64_t lease_h = 0, rev = 0;
 		rc = try_put(el, v64, lease, &fence, &h, &lease_h, &rev); /* step 3 */
+		if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
+			continue; /* EL9: the txn may have been applied; step 3 sees it */
 		if (rc < 0)
 			break;
 		if (rc == 0 && h.state != HF_LOCK_FREE && !strcmp(h.owner.token, me.token) &&
@@ -559,8 +629,9 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		}
 		if (rc == 1) {
 			free(v64);
-			return held(el, ret, &me, fence, max_hold, lease);
+			return held(el, ret, &me, fence, max_hold, lease, granted);
 		}
+		broken = 0;
 		if (h.state == HF_LOCK_FREE)
 			continue;
 		if ((h.state == HF_LOCK_DEAD || h.state == HF_LOCK_LEAKED) && lease_h) {
@@ -580,7 +651,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		hf_sys_point(HF_PT_ETCDLOCK_ACQUIRE_JUDGED);
 		rc = hf_etcd_watch(el->conn, el->key, el->klen, rev + 1, deadline,
 				   o->has_cancel ? o->cancel_fd : -1, el->why, sizeof el->why);
-		if (rc == -EIO && ++broken <= WATCH_RETRIES)
+		if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
 			continue; /* its member went: judge again at the next endpoint */
 		if (rc < 0)
 			break;
@@ -650,6 +721,9 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 		return rc == -ENOENT ? HF_ENOTHELD : rc;
 	}
 	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
+	if (atomic_load(&el->alive_until) == 0)
+		atomic_store(&el->alive_until, last_ok + hf_etcdlock_ttl_ms(el) * 1000000LL);
+	hf_etcd_cap_ms(el->conn, period); /* EL8 */
 	for (;;) {
 		bool gone;
 		if (pidfd >= 0) {
@@ -667,7 +741,7 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 		}
 		if (pidfd < 0 && hf_sys_mono_ns() - last_ok < period * 1000000LL)
 			continue;
-		rc = lease_keep(el, el->conn, el->lease, el->why, sizeof el->why);
+		rc = lease_renew(el, el->conn, -1, el->why, sizeof el->why);
 		if (rc == 0) {
 			last_ok = hf_sys_mono_ns();
 			continue;
@@ -677,10 +751,8 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 			el->lease = 0;
 			break;
 		}
-		if (hf_sys_mono_ns() - last_ok > hf_etcdlock_ttl_ms(el) * 1000000LL) {
-			rc = HF_ELOST;
-			break;
-		}
+		rc = HF_ELOST; /* not renewed within its TTL (EL8) */
+		break;
 	}
 	if (pidfd >= 0)
 		hf_sys_close(pidfd);
@@ -691,6 +763,8 @@ int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease)
 {
 	hf_etcdlock_unkeep(el);
 	el->lease = lease;
+	/* EL8: granted a moment ago, by the scope's registration */
+	atomic_store(&el->alive_until, hf_sys_mono_ns() + hf_etcdlock_ttl_ms(el) * 1000000LL);
 	return lease ? ka_start(el) : 0; /* EL5: the lease of what is held */
 }
 

@@ -18,6 +18,8 @@
  *  (HS5) A handle with HF_OPT_BACKEND "etcd://..." does every verb on etcd
  *        (etcdsession.c) and none on the file system; its waits are
  *        watches of the key.
+ *  (HS6) A waiting take on etcd outlives a failed request or watch only
+ *        within its deadline and HF_ETCD_RETRIES failures in a row.
  */
 #include "etcd.h"
 #include "internal.h"
@@ -216,17 +218,24 @@ static int etcd_take(hf_session *s, const struct hf_sessionlock_opts *o,
 {
 	int64_t deadline = s->wait_ms < 0 ? -1 : s->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + s->wait_ms * 1000000LL;
+	int broken = 0; /* failures in a row: a waiting take outlives a few (HS6) */
 	for (;;) {
 		int64_t rev = 0;
 		memset(h, 0, sizeof *h);
 		int rc = hf_etcdsession_take(s->es, o, taken, h, &rev);
 		if (rc == HF_EHELD)
 			holder_set(s, h);
+		if (rc == -EIO && deadline != 0 &&
+		    (rc = hf_etcd_again(deadline, s->cancel_fd, ++broken)) == 0)
+			continue; /* a take applied unanswered is seen as ours (ES1) */
 		if (rc != HF_EHELD || deadline == 0)
 			return rc;
 		rc = hf_etcdsession_watch(s->es, rev, deadline, s->cancel_fd);
+		if (rc == -EIO && (rc = hf_etcd_again(deadline, s->cancel_fd, ++broken)) == 0)
+			continue; /* its member went: judge again at the next one */
 		if (rc < 0 || rc == HF_ETIMEDOUT || rc == HF_ECANCELED)
 			return rc;
+		broken = 0;
 	}
 }
 
@@ -283,8 +292,8 @@ done:
 		return taken.has_broke ? 1 : 0; /* how many stale sessions it broke */
 	} else if (rc == HF_EUNREADABLE) {
 		holder_set(s, &h);
-	} else if (s->es && rc < 0 && rc != HF_EHELD) {
-		etcd_fail(s, rc);
+	} else if (s->es && rc < 0 && rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_ECANCELED) {
+		etcd_fail(s, rc); /* a wait that ended keeps the holder it saw */
 	} else if (rc != HF_ETIMEDOUT && rc != HF_EHELD && rc != HF_ECANCELED) {
 		holder_set(s, NULL);
 	}

@@ -472,3 +472,37 @@ int et_exit_within(pid_t pid, int ms)
 		kill(pid, SIGKILL), hft_exit_within(pid, 10000);
 	return st;
 }
+
+int et_leader(const char *const *endpoints, int n)
+{
+	int64_t until = et_mono_ms() + 30000;
+	do {
+		char cmd[1000] = "ETCDCTL_API=3 etcdctl --dial-timeout=1s --command-timeout=2s --endpoints=";
+		for (int i = 0; i < n; i++)
+			snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? "," : "",
+				 endpoints[i]);
+		snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd),
+			 " endpoint status -w simple 2>/dev/null");
+		FILE *f = popen(cmd, "r");
+		cr_assert_not_null(f);
+		char line[300];
+		int found = -1;
+		while (fgets(line, sizeof line, f)) {
+			/* "10.78.0.2:2379, 5a2c..., 3.4.23, 20 kB, true, false, ..." */
+			char *fld[6] = { 0 };
+			int k = 0;
+			for (char *s = strtok(line, ","); s && k < 6; s = strtok(NULL, ","))
+				fld[k++] = s + strspn(s, " ");
+			if (k < 5 || strncmp(fld[4], "true", 4) != 0)
+				continue;
+			for (int i = 0; i < n; i++)
+				if (!strcmp(fld[0], endpoints[i]))
+					found = i;
+		}
+		pclose(f);
+		if (found >= 0)
+			return found;
+		usleep(200000);
+	} while (et_mono_ms() < until);
+	return -1;
+}

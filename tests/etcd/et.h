@@ -69,6 +69,11 @@ void et_kill_keepers(const char *needle);
 /* A scratch directory (hft_tmpdir) for the test, freed by et_teardown. */
 extern char *et_dir;
 
+/* Which of the n members at endpoints ("HOST:PORT") leads now, asked by
+ * etcdctl through every one of them, waiting for an election at most
+ * 30 s: its index, or -1. */
+int et_leader(const char *const *endpoints, int n);
+
 /* A free loopback TCP port (the kernel's choice). */
 int et_free_port(void);
 /* Stop process *pid (our child) with sig, then SIGKILL when it outlives

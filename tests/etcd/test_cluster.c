@@ -276,3 +276,130 @@ Test(etcd_cluster, scope_chain_with_b_member_killed)
 	free(out);
 	free(err);
 }
+
+/* The members' endpoints, follower first: the URI of a client that talks
+ * to member f (and fails over to the others in order), or that talks to f
+ * last. */
+static void uri_with(int f, bool first, char *out, size_t cap)
+{
+	snprintf(out, cap, "etcd://");
+	if (first)
+		snprintf(out + strlen(out), cap - strlen(out), "%s,", M[f].endpoint);
+	for (int i = 0, n = 0; i < N; i++)
+		if (i != f)
+			snprintf(out + strlen(out), cap - strlen(out), "%s%s", n++ ? "," : "",
+				 M[i].endpoint);
+	if (!first)
+		snprintf(out + strlen(out), cap - strlen(out), ",%s", M[f].endpoint);
+}
+
+static int follower(void)
+{
+	const char *ep[N];
+	for (int i = 0; i < N; i++)
+		ep[i] = M[i].endpoint;
+	int l = et_leader(ep, N);
+	cr_assert_geq(l, 0, "no leader");
+	return (l + 1) % N;
+}
+
+/* The member a holder's keep-alive talks to hangs (SIGSTOP: connections
+ * are accepted, nothing answers) - a cut-off member as its clients see it.
+ * Each keep-alive is bounded by TTL/3 and goes to the next member after a
+ * failure (EL8), so the lease outlives three TTLs of the hang although one
+ * request's timeout (3 s) is longer than the TTL (2 s). */
+Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
+{
+	int f = follower();
+	char first[300], last[300], path[700];
+	uri_with(f, true, first, sizeof first);
+	uri_with(f, false, last, sizeof last);
+	snprintf(path, sizeof path, "%s/ka", dir);
+	hf_lock *a, *b;
+	cr_assert_eq(hf_lock_new(path, &a), 0);
+	cr_assert_eq(hf_lock_set_str(a, HF_OPT_BACKEND, first), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TIMEOUT_MS, 3000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 2000), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	kill(M[f].pid, SIGSTOP);
+	int64_t until = et_mono_ms() + 3 * 2000;
+	while (et_mono_ms() < until)
+		usleep(100000); /* the lease's life is what is tested: three TTLs */
+	cr_assert_eq(hf_lock_new(path, &b), 0);
+	cr_assert_eq(hf_lock_set_str(b, HF_OPT_BACKEND, last), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_TIMEOUT_MS, 3000), 0);
+	int rc = hf_lock_acquire(b);
+	kill(M[f].pid, SIGCONT);
+	cr_assert_eq(rc, HF_EHELD, "the holder's lease did not outlive the hang: %s",
+		     hf_error_name(rc));
+	const char *tok = hf_rec_str(hf_lock_holder(b), "token");
+	cr_assert(tok && !strcmp(tok, hf_lock_token(a)), "held by %s", tok ? tok : "nobody");
+	cr_assert_eq(hf_lock_release(a), 0);
+	hf_lock_free(a);
+	hf_lock_free(b);
+}
+
+/* A waiter whose first member hangs: its lease grant is sent there and
+ * times out (1 s). A waiting acquisition goes on within its deadline
+ * (EL9) and the next request starts at the next member (etcd.c step 3):
+ * it waits at another member and gets the lock when the holder lets go. */
+Test(etcd_cluster, waiting_acquire_outlives_a_hung_member)
+{
+	int f = follower();
+	char first[300], last[300], lock[700];
+	uri_with(f, true, first, sizeof first);
+	uri_with(f, false, last, sizeof last);
+	snprintf(lock, sizeof lock, "%s/hw", dir);
+	hf_lock *h;
+	cr_assert_eq(hf_lock_new(lock, &h), 0);
+	cr_assert_eq(hf_lock_set_str(h, HF_OPT_BACKEND, last), 0);
+	cr_assert_eq(hf_lock_set(h, HF_OPT_TIMEOUT_MS, 3000), 0);
+	cr_assert_eq(hf_lock_acquire(h), 0);
+	kill(M[f].pid, SIGSTOP);
+	struct hft_child w;
+	const char *waiter[] = { "holdfast", "lock", "acquire", lock, "-w", "60", "--etcd-timeout",
+				 "1s", "--backend", first, NULL };
+	hft_spawn_cli(&w, "pause:etcdlock.acquire.judged", waiter, NULL);
+	hft_expect(&w, "etcdlock.acquire.judged");
+	kill(M[f].pid, SIGCONT);
+	cr_assert_eq(hf_lock_release(h), 0);
+	hft_go(&w);
+	char *out = NULL, *err = NULL;
+	int st = hft_collect(w.pid, w.out_rd, w.err_rd, &out, &err);
+	cr_assert_eq(st, 0, "the waiter: exit %d: %s", st, err);
+	cr_assert_gt(strlen(out), 32);
+	free(out);
+	free(err);
+	hf_lock_free(h);
+}
+
+/* The same for a waiting session take (handle_session.c HS6): its take is
+ * sent to a member that hangs and times out; it judges again at another
+ * member, finds lane a holding and waits out its deadline there
+ * (HF_ETIMEDOUT naming the holder), where it failed with EIO before. */
+Test(etcd_cluster, waiting_session_take_outlives_a_hung_member)
+{
+	int f = follower();
+	char first[300], last[300], path[700];
+	uri_with(f, true, first, sizeof first);
+	uri_with(f, false, last, sizeof last);
+	snprintf(path, sizeof path, "%s/.session.lock", dir);
+	hf_session *a, *b;
+	cr_assert_eq(hf_session_new(path, "a", &a), 0);
+	cr_assert_eq(hf_session_set_str(a, HF_OPT_BACKEND, last), 0);
+	cr_assert_eq(hf_session_take(a), 0);
+	kill(M[f].pid, SIGSTOP);
+	cr_assert_eq(hf_session_new(path, "b", &b), 0);
+	cr_assert_eq(hf_session_set_str(b, HF_OPT_BACKEND, first), 0);
+	cr_assert_eq(hf_session_set(b, HF_OPT_TIMEOUT_MS, 1000), 0);
+	cr_assert_eq(hf_session_set(b, HF_OPT_WAIT_MS, 3000), 0);
+	int rc = hf_session_take(b);
+	kill(M[f].pid, SIGCONT);
+	cr_assert_eq(rc, HF_ETIMEDOUT, "%s: %s", hf_error_name(rc),
+		     hf_session_holder(b) ? hf_rec_json(hf_session_holder(b)) : "");
+	const char *lane = hf_rec_str(hf_session_holder(b), "lane");
+	cr_assert(lane && !strcmp(lane, "a"), "held by %s", lane ? lane : "nobody");
+	cr_assert_eq(hf_session_release(a), 0);
+	hf_session_free(a);
+	hf_session_free(b);
+}

@@ -157,6 +157,7 @@ Test(etcd_session, library_take_release_renew_query)
 	cr_assert_eq(hf_session_take(b), 0);
 	cr_assert_eq(hf_session_set(a, HF_OPT_WAIT_MS, 300), 0);
 	cr_assert_eq(hf_session_take(a), HF_ETIMEDOUT);
+	cr_assert_str_eq(str(hf_session_holder(a), "lane"), "b", "a timed-out wait names the holder");
 	cr_assert_eq(hf_session_release(b), 0);
 	cr_assert_eq(access(et_dir, F_OK), 0);
 	char p[700];

@@ -113,6 +113,8 @@ static void apply_env(const char *env)
 	free(copy);
 }
 
+void (*hft_spawn_cli_pre)(void);
+
 void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *argv,
 		   const char *extra_env)
 {
@@ -140,6 +142,8 @@ void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *ar
 		else
 			unsetenv("HOLDFAST_FAULTS");
 		apply_env(extra_env);
+		if (hft_spawn_cli_pre)
+			hft_spawn_cli_pre();
 		size_t argc = 0;
 		while (argv[argc])
 			argc++;

@@ -31,6 +31,9 @@ void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), voi
  * argv[0] ignored) and HOLDFAST_FAULTS=rules; extra_env "K=V" or NULL. */
 void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *argv,
 		   const char *extra_env);
+/* When set, hft_spawn_cli's child calls it before the exec (to enter a
+ * namespace, say). */
+extern void (*hft_spawn_cli_pre)(void);
 /* Fork a child that runs argv (argv[0] looked up in PATH) with stdout and
  * stderr on pipes, no fault rules and no pause fds; env "K=V;..." or NULL. */
 void hft_spawn_cmd(struct hft_child *c, const char *const *argv, const char *env);
