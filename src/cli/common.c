@@ -94,6 +94,10 @@ bool cli_failed(void)
 const char *cli_abs_path(const char *path, char *buf, size_t n)
 {
 	char joined[2 * PATH_MAX + 2];
+	if (strstr(path, "://")) { /* a backend's URI (etcd://...): not a path */
+		snprintf(buf, n, "%s", path);
+		return buf;
+	}
 	if (path[0] == '/') {
 		snprintf(joined, sizeof joined, "%s", path);
 	} else {

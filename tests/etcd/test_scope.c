@@ -44,6 +44,8 @@ static void register_conflict_release(const char *sh)
 		"\"$H\" scope register B p/src/core:write:recursive --pid $b --from A >/dev/null || exit 11\n"
 		"\"$H\" scope register X p/src/core/y:write --pid $a 2>x.err; echo \"conflict=$?\"\n"
 		"cat x.err >&2\n"
+		"\"$H\" scope register X p/src/core/y:write --pid $a --json 2>/dev/null >x.json\n"
+		"echo; cat x.json; echo\n"
 		"\"$H\" scope register A p/other:write --pid $a 2>/dev/null; echo \"taken=$?\"\n"
 		"\"$H\" scope check p/src/core/y; echo \"check=$?\"\n"
 		"\"$H\" scope check p/src/core/y --pod B; echo \"mine=$?\"\n"
@@ -62,6 +64,9 @@ static void register_conflict_release(const char *sh)
 	cr_assert(strstr(err, "overlaps the write scope ") && strstr(err, "/p/src/core:write:recursive of B (pid "),
 		  "%s", err);
 	cr_assert(strstr(err, E.uri), "the registry named: %s", err);
+	char want[200]; /* the JSON error's "path" is the registry: the backend's URI, as given */
+	snprintf(want, sizeof want, "\"path\":\"%s\"", E.uri);
+	cr_assert(strstr(out, "{\"error\":\"conflict\"") && strstr(out, want), "%s", out);
 	ET_HAS(out, "taken=1\n", "check=1\n", "mine=0\n", "free=0\n");
 	cr_assert(strstr(out, "minus ") && strstr(out, "(delegated to B, pid "), "%s", out);
 	ET_HAS(out, "release=0\n", "again=69\n", "back=0\n", "releaseA=0\n");
