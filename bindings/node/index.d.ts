@@ -55,7 +55,29 @@ export interface AsyncWaitOptions extends WaitOptions {
   signal?: AbortSignal;
 }
 
-export interface LockOptions {
+/**
+ * Where a handle's lock, session or scope lives, and how to reach it. The
+ * library does not read HOLDFAST_BACKEND (only the CLI does): pass
+ * `process.env.HOLDFAST_BACKEND` as `backend` to honour it.
+ */
+export interface BackendOptions {
+  /** "file" (default): the file system; "etcd://HOST:PORT[,HOST:PORT...]" (http) or "etcds://..." (https): an etcd v3 cluster. */
+  backend?: string;
+  /** On etcd: authenticate as this user (with etcdPasswordFile). */
+  etcdUser?: string;
+  /** On etcd: the file whose first line is the user's password. */
+  etcdPasswordFile?: string;
+  /** On etcd: the CA bundle for https endpoints (default: the system's). */
+  etcdCaFile?: string;
+  /** On etcd: the bound of one request in ms (default 5 s); past it HoldfastError code "EIO", the message naming the endpoint. */
+  etcdTimeoutMs?: number;
+}
+export interface LeaseOptions {
+  /** On etcd: the lease's TTL in ms (default 10 s, rounded up to whole seconds). */
+  ttlMs?: number;
+}
+
+export interface LockOptions extends BackendOptions, LeaseOptions {
   /** A record-less lock's window in ms (default 60 s). */
   stale?: number;
   /** Past this a live holder is leaked and reaped (default 10 min); recorded in the owner record. */
@@ -67,6 +89,10 @@ export interface LockOptions {
 export type LockState = 'free' | 'held' | 'dead' | 'leaked' | 'partial' | 'abandoned' | 'skew';
 export interface LockStatus extends Holder {
   state: LockState;
+  /** On etcd: "etcd", the key and the lease's TTL. */
+  backend?: string;
+  key?: string;
+  ttl_ms?: number;
   age_ms?: number;
   claims?: number;
   in_claim?: number;
@@ -91,6 +117,8 @@ export class Lock {
   readonly holder: Holder | null;
   readonly held: boolean;
   close(): void;
+  /** The state through this handle, on its backend (etcd too). */
+  query(): LockStatus;
   static status(path: string): LockStatus;
 }
 
@@ -123,7 +151,7 @@ export function editSync<O extends EditOptions>(
   options?: O,
 ): EditResult;
 
-export interface SessionOptions {
+export interface SessionOptions extends BackendOptions {
   /** A session's age before it is stale, in ms (default 90 min). */
   stale?: number;
   /** The owner token to record (take) or require (release). */
@@ -155,7 +183,7 @@ export class Session {
   static defaultPath(): string;
 }
 
-export interface ScopeOptions {
+export interface ScopeOptions extends BackendOptions, LeaseOptions {
   /** "PATH:MODE[:recursive]", MODE read or write. */
   specs?: string[];
   pid?: number;

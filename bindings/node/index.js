@@ -32,8 +32,10 @@ function parse(json) {
 }
 
 function describeHolder(h) {
-	if (!h || h.pid === undefined)
+	if (!h)
 		return '';
+	if (h.pid === undefined) // a failure's reason: etcd's, naming the endpoint
+		return typeof h.reason === 'string' && h.reason ? `: ${h.reason}` : '';
 	let s = h.name ? ` (held by ${h.name}, pid ${h.pid}` : ` (held by pid ${h.pid}`;
 	if (h.host)
 		s += ` on ${h.host}`;
@@ -47,7 +49,7 @@ function describeHolder(h) {
 class HoldfastError extends Error {
 	constructor(rc, { op, path: p, holder, record, message } = {}) {
 		const what = native.strerror(rc);
-		super(message || `${op ? op + ' ' : ''}${p ? p + ': ' : ''}${what}${describeHolder(holder)}`);
+		super(message || `${op ? op + ' ' : ''}${p ? p + ': ' : ''}${what}${describeHolder(holder || record)}`);
 		this.name = 'HoldfastError';
 		/** "HF_EHELD", "HF_ETIMEDOUT", ..., or an errno symbol ("ENOENT"). */
 		this.code = codeOf(rc);
@@ -126,6 +128,29 @@ function setOpt(box, opt, value, ctx) {
 		check(native.set(box, opt, value), ctx);
 }
 
+// The backend of a handle and its options (holdfast.h HF_OPT_BACKEND, ...):
+// backend "etcd://HOST:PORT[,...]" / "etcds://..." / "file" (the default),
+// etcdUser, etcdPasswordFile, etcdCaFile (strings), ttlMs (lock, scope) and
+// etcdTimeoutMs. The library reads no HOLDFAST_BACKEND (only the CLI does):
+// pass process.env.HOLDFAST_BACKEND as backend to honour it.
+const BACKEND_STRS = [['backend', C.OPT_BACKEND], ['etcdUser', C.OPT_ETCD_USER],
+	['etcdPasswordFile', C.OPT_ETCD_PASSWORD_FILE], ['etcdCaFile', C.OPT_ETCD_CA_FILE]];
+function setBackend(box, options, ctx) {
+	for (const [k, opt] of BACKEND_STRS) {
+		const v = options[k];
+		if (v === undefined || v === null)
+			continue;
+		if (typeof v !== 'string')
+			throw new TypeError(`holdfast: ${k} must be a string`);
+		const rc = native.setStr(box, opt, v);
+		if (rc < 0)
+			throw new HoldfastError(rc, { ...ctx, message:
+				`${ctx.op} ${ctx.path ? ctx.path + ': ' : ''}${native.strerror(rc)} (${k} ${v})` });
+	}
+	setOpt(box, C.OPT_TTL_MS, ms('ttlMs', options.ttlMs), ctx);
+	setOpt(box, C.OPT_TIMEOUT_MS, ms('etcdTimeoutMs', options.etcdTimeoutMs), ctx);
+}
+
 // Run a job on libuv's pool (napi_async_work): resolves to the library's
 // return code. An AbortSignal cancels it through the handle's cancel
 // descriptor (HF_OPT_CANCEL_FD): the wait ends with HF_ECANCELED.
@@ -190,7 +215,9 @@ function track(h) {
 class Lock {
 	/**
 	 * @param {string} lockPath the lock directory
-	 * @param {{stale?: number, maxHold?: number, pid?: number}} [options]
+	 * @param {{stale?: number, maxHold?: number, pid?: number, backend?: string,
+	 *   etcdUser?: string, etcdPasswordFile?: string, etcdCaFile?: string,
+	 *   ttlMs?: number, etcdTimeoutMs?: number}} [options]
 	 */
 	constructor(lockPath, options = {}) {
 		if (typeof lockPath !== 'string')
@@ -204,6 +231,7 @@ class Lock {
 		setOpt(box, C.OPT_MAX_HOLD_MS, ms('maxHold', options.maxHold), ctx);
 		if (options.pid !== undefined)
 			setOpt(box, C.OPT_PID, options.pid, ctx);
+		setBackend(box, options, ctx);
 		this._forOther = options.pid !== undefined && options.pid !== process.pid;
 		this._held = false;
 	}
@@ -310,6 +338,18 @@ class Lock {
 	close() {
 		check(native.free(this._box), { op: 'close', path: this.path });
 		this._gone();
+	}
+
+	/** The lock's state through this handle, on its backend (etcd too,
+	 * where Lock.status cannot look): Lock.status's record, plus "backend",
+	 * "key" and "ttl_ms" on etcd. */
+	query() {
+		const r = native.lockQuery(this._box);
+		if (typeof r === 'number')
+			throw this._fail(r, 'status');
+		if (r.rc < 0)
+			throw this._fail(r.rc, 'status');
+		return parse(r.json);
 	}
 
 	/** The lock's state, read-only: { state: "free" | "held" | "dead" |
@@ -484,7 +524,8 @@ class Session {
 	 * @param {string|null} file the session file (null: .session.lock at the
 	 *   top of the enclosing git work tree)
 	 * @param {string} lane
-	 * @param {{stale?: number, owner?: string}} [options]
+	 * @param {{stale?: number, owner?: string, backend?: string, etcdUser?: string,
+	 *   etcdPasswordFile?: string, etcdCaFile?: string, etcdTimeoutMs?: number}} [options]
 	 */
 	constructor(file, lane, options = {}) {
 		this.path = file == null ? null : String(file);
@@ -497,6 +538,7 @@ class Session {
 		setOpt(box, C.OPT_STALE_MS, ms('stale', options.stale), ctx);
 		if (options.owner !== undefined)
 			check(native.setStr(box, C.OPT_OWNER, options.owner), ctx);
+		setBackend(box, options, ctx);
 	}
 
 	_fail(rc, op) {
@@ -553,7 +595,9 @@ class Scope {
 	/**
 	 * @param {string} name the pod name
 	 * @param {{specs?: string[], pid?: number, from?: string, registry?: string,
-	 *   socket?: string, lockWait?: number, generation?: bigint|number}} [options]
+	 *   socket?: string, lockWait?: number, generation?: bigint|number,
+	 *   backend?: string, etcdUser?: string, etcdPasswordFile?: string,
+	 *   etcdCaFile?: string, ttlMs?: number, etcdTimeoutMs?: number}} [options]
 	 */
 	constructor(name, options = {}) {
 		this.name = name;
@@ -569,6 +613,7 @@ class Scope {
 		for (const [k, opt] of [['from', C.OPT_FROM], ['registry', C.OPT_REGISTRY], ['socket', C.OPT_SOCKET]])
 			if (options[k] !== undefined)
 				check(native.setStr(box, opt, options[k]), ctx);
+		setBackend(box, options, ctx);
 		for (const spec of options.specs || [])
 			this.add(spec);
 		this._forOther = options.pid !== undefined && options.pid !== process.pid;

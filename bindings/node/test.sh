@@ -23,6 +23,7 @@ if [ -n "$missing" ]; then
 	npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi
 HOLDFAST_BUILD=$build sh build.sh
+export HOLDFAST_BIN="$build/holdfast" # test/etcd.test.js: the CLI as the other holder
 node_modules/.bin/tsc -p test/tsconfig.json
 echo "bindings/node: node --test ($(node --version), libholdfast from $build)"
 exec node --test --test-reporter=spec test/*.test.js

@@ -10,6 +10,7 @@ py=${PYTHON:-/usr/bin/python3}
 [ -f "$build/libholdfast.so" ] || { echo "bindings/python: $build/libholdfast.so missing (build first)"; exit 1; }
 "$py" -c 'import pytest' 2>/dev/null || { echo "bindings/python: $py has no pytest (apt-get install python3-pytest)"; exit 1; }
 export HOLDFAST_LIB=$build/libholdfast.so
+export HOLDFAST_BIN=$build/holdfast # tests/test_etcd.py: the CLI as the other holder
 export PYTHONPATH=$here/src${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
 cd "$here"

@@ -9,6 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v cargo >/dev/null || { echo "bindings/rust: cargo is not installed" >&2; exit 1; }
 export PKG_CONFIG_PATH="$build/meson-uninstalled${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export CARGO_TARGET_DIR="$build/rust-target"
+export HOLDFAST_BIN="$build/holdfast" # tests/etcd.rs: the other holder
 cd "$here"
 cargo test --offline --quiet
 HOLDFAST_STATIC=1 CARGO_TARGET_DIR="$build/rust-target-static" cargo build --offline --quiet --example cycle

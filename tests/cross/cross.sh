@@ -3,6 +3,11 @@
 # Node, it is refused to Rust, Python and the CLI, each naming the Node
 # process; once that process is SIGKILLed, each of them takes it (the dead
 # owner's lock reaped at once), with fences strictly greater than Node's.
+# Then the same round on etcd (an etcd of this script's own: free loopback
+# ports, its data in the temp dir, killed by pid at exit): a lock held from
+# Node with backend etcd://... is refused to Rust, Python and the CLI naming
+# Node, and taken by each with growing fences (the key's create_revision)
+# once Node is SIGKILLed (a dead owner on this kernel is reaped at once).
 # Run by `make test` after the bindings' own tests (which build the Node addon
 # and the Rust examples this uses).
 set -u
@@ -16,8 +21,10 @@ fail() { echo "cross: FAIL: $*" >&2; fails=$((fails + 1)); }
 
 d=$(mktemp -d /tmp/holdfast-cross.XXXXXX) || exit 1
 node_pid=
+etcd_pid=
 cleanup() {
 	if [ -n "$node_pid" ]; then kill -KILL "$node_pid" 2>/dev/null; wait "$node_pid" 2>/dev/null; fi
+	if [ -n "$etcd_pid" ]; then kill -KILL "$etcd_pid" 2>/dev/null; wait "$etcd_pid" 2>/dev/null; fi
 	rm -rf "$d"
 }
 trap cleanup EXIT
@@ -85,5 +92,74 @@ out=$("$hf" lock acquire -n "$L" --pid $$); rc=$?
 [ $rc = 0 ] && [ "${out#* }" -gt "$rust_fence" ] 2>/dev/null || fail "cli after node's death: exit $rc, '$out'"
 "$hf" lock release "$L" --token "$out" || fail "cli: release"
 
-[ $fails = 0 ] && echo "cross: a lock held from Node refused to Rust, Python and the CLI naming it, and taken by each once it died"
+# ---- the same on etcd ----
+command -v etcd >/dev/null || { echo "cross: etcd not installed (apt-get install etcd-server)"; exit 1; }
+free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port); peer=$(free_port)
+B=etcd://127.0.0.1:$port
+setpriv --pdeathsig KILL -- etcd --name t --data-dir "$d/etcd" \
+	--listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+	--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+	--initial-cluster "t=http://127.0.0.1:$peer" >"$d/etcd.log" 2>&1 &
+etcd_pid=$!
+# ready once the library can read a key there (bounded: 60 tries of 1 s each
+# at most, the request's own timeout)
+ready=
+for _ in $(seq 60); do
+	if "$hf" lock status "$d/probe.lock" --backend "$B" --etcd-timeout 1s >/dev/null 2>&1; then ready=1; break; fi
+	kill -0 "$etcd_pid" 2>/dev/null || break
+	sleep 0.2
+done
+[ -n "$ready" ] || { echo "cross: etcd did not start:"; cat "$d/etcd.log"; exit 1; }
+
+E="$d/etcd-shared.lock"
+mkfifo "$d/node-etcd.out"
+node -e '
+const { Lock } = require(process.argv[1]);
+const l = new Lock(process.argv[2], { backend: process.argv[3] });
+l.acquireSync();
+console.log("held " + l.fence);
+setInterval(() => {}, 1 << 30);
+' "$root/bindings/node" "$E" "$B" >"$d/node-etcd.out" &
+node_pid=$!
+read -r word node_fence <"$d/node-etcd.out"
+[ "$word" = held ] || { echo "cross: node did not take the lock on etcd"; exit 1; }
+words="pid $node_pid (node)"
+[ ! -e "$E" ] || fail "etcd: the lock made $E on the file system"
+
+out=$("$rust_holder" lock "$E" --backend "$B" </dev/null); rc=$?
+[ $rc = 1 ] || fail "etcd rust: exit $rc, expected 1 (held)"
+case $out in held\ *"$words"*) ;; *) fail "etcd rust: '$out' does not name $words" ;; esac
+out=$(HOLDFAST_LIB="$build/libholdfast.so" PYTHONPATH="$root/bindings/python/src" "$py" -c '
+import sys, holdfast_locks as hf
+try:
+    hf.Lock(sys.argv[1], backend=sys.argv[2]).acquire()
+except hf.Held as e:
+    print("held", e.holder["pid"], e.holder.get("backend"), "|", e)
+    sys.exit(1)
+print("acquired")
+' "$E" "$B"); rc=$?
+[ $rc = 1 ] || fail "etcd python: exit $rc ('$out'), expected 1 (held)"
+case $out in "held $node_pid etcd |"*"$words"*) ;; *) fail "etcd python: '$out' does not name $words" ;; esac
+err=$("$hf" lock acquire -n "$E" --pid $$ --backend "$B" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] || fail "etcd cli: lock acquire -n exit $rc, expected 1"
+case $err in *"$words"*) ;; *) fail "etcd cli: '$err' does not name $words" ;; esac
+
+kill -KILL "$node_pid"; wait "$node_pid" 2>/dev/null; node_pid=
+out=$("$rust_holder" lock "$E" --backend "$B" </dev/null); rc=$?
+rust_fence=${out#held }
+[ $rc = 0 ] && [ "$rust_fence" -gt "$node_fence" ] 2>/dev/null ||
+	fail "etcd rust after node's death: exit $rc, '$out' (node's fence $node_fence)"
+out=$(HOLDFAST_LIB="$build/libholdfast.so" PYTHONPATH="$root/bindings/python/src" "$py" -c '
+import sys, holdfast_locks as hf
+with hf.Lock(sys.argv[1], backend=sys.argv[2]) as lk:
+    print(lk.fence)
+' "$E" "$B"); rc=$?
+[ $rc = 0 ] && [ "$out" -gt "$rust_fence" ] 2>/dev/null ||
+	fail "etcd python after node's death: exit $rc, '$out' (rust's fence $rust_fence)"
+out=$("$hf" lock acquire -n "$E" --pid $$ --backend "$B"); rc=$?
+[ $rc = 0 ] && [ "${out#* }" -gt "$rust_fence" ] 2>/dev/null || fail "etcd cli after node's death: exit $rc, '$out'"
+"$hf" lock release "$E" --token "$out" --backend "$B" || fail "etcd cli: release"
+
+[ $fails = 0 ] && echo "cross: a lock held from Node refused to Rust, Python and the CLI naming it, and taken by each once it died - on the file system and on etcd"
 exit $((fails > 0))

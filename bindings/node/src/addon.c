@@ -635,7 +635,9 @@ static napi_value js_set_str(napi_env env, napi_callback_info info)
 	}
 	STR_ARG(v, argv[2], true);
 	int rc = -EINVAL;
-	if (b->kind == K_SESSION)
+	if (b->kind == K_LOCK)
+		rc = hf_lock_set_str(b->h, (int)opt, v);
+	else if (b->kind == K_SESSION)
 		rc = hf_session_set_str(b->h, (int)opt, v);
 	else if (b->kind == K_SCOPE)
 		rc = hf_scope_set_str(b->h, (int)opt, v);
@@ -689,6 +691,16 @@ static napi_value js_lock_status(napi_env env, napi_callback_info info)
 	hf_rec *r = NULL;
 	int rc = hf_lock_status(path, &r);
 	free(path);
+	return rec_result(env, rc, r, rc == 0);
+}
+
+/* lockQuery(box) -> { rc, json }: the lock's state on the handle's backend */
+static napi_value js_lock_query(napi_env env, napi_callback_info info)
+{
+	ARGS(1);
+	BOX_OR_BUSY(b, argv[0], K_LOCK);
+	hf_rec *r = NULL;
+	int rc = hf_lock_query(b->h, &r);
 	return rec_result(env, rc, r, rc == 0);
 }
 
@@ -951,6 +963,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "lockInfo", js_lock_info },
 		{ "lockHolder", js_lock_holder },
 		{ "lockStatus", js_lock_status },
+		{ "lockQuery", js_lock_query },
 		{ "editOpen", js_edit_open },
 		{ "editCommit", js_edit_commit },
 		{ "editCommitSync", js_edit_commit_sync },
@@ -992,7 +1005,11 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "OPT_CANCEL_FD", HF_OPT_CANCEL_FD }, { "OPT_LOCK_WAIT_MS", HF_OPT_LOCK_WAIT_MS },
 		{ "OPT_GENERATION", HF_OPT_GENERATION }, { "OPT_OWNER", HF_OPT_OWNER },
 		{ "OPT_REGISTRY", HF_OPT_REGISTRY }, { "OPT_SOCKET", HF_OPT_SOCKET },
-		{ "OPT_FROM", HF_OPT_FROM },
+		{ "OPT_FROM", HF_OPT_FROM }, { "OPT_TTL_MS", HF_OPT_TTL_MS },
+		{ "OPT_TIMEOUT_MS", HF_OPT_TIMEOUT_MS }, { "OPT_BACKEND", HF_OPT_BACKEND },
+		{ "OPT_ETCD_USER", HF_OPT_ETCD_USER },
+		{ "OPT_ETCD_PASSWORD_FILE", HF_OPT_ETCD_PASSWORD_FILE },
+		{ "OPT_ETCD_CA_FILE", HF_OPT_ETCD_CA_FILE },
 		{ "SCOPE_FREE", HF_SCOPE_FREE }, { "SCOPE_HELD", HF_SCOPE_HELD },
 		{ "SCOPE_YOURS", HF_SCOPE_YOURS }, { "SCOPE_OUTSIDE", HF_SCOPE_OUTSIDE },
 		{ "SCOPE_LOST", HF_SCOPE_LOST },

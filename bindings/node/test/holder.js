@@ -6,30 +6,38 @@
 //   kill     SIGKILL itself while holding
 // It prints "held PID" once it holds (or "failed CODE" and exits 1).
 // KIND: lock (PATH a lock directory), session (PATH the file, ARG the lane),
-// scope (PATH the registry, ARG the spec; pod name "child-PID"),
+// scope (PATH the registry, "-": the default or the backend's; ARG the spec;
+// pod name "child-PID"),
 // plf (PATH a file, through holdfast/proper-lockfile; ARG realpath "0"/"1"),
 // edit (PATH a JSON file, ARG a count: that many increments of .n, then exit).
+// HF_TEST_BACKEND (a test's variable, not the library's): the lock's,
+// session's or scope's backend ("etcd://..."); a lock then prints
+// "held PID FENCE".
 const hf = require('..');
+const backend = process.env.HF_TEST_BACKEND ? { backend: process.env.HF_TEST_BACKEND } : {};
 const readline = require('readline');
 
 const [, , kind, p, arg] = process.argv;
 let release;
+let extra = '';
 async function hold() {
 	switch (kind) {
 	case 'lock': {
-		const l = new hf.Lock(p);
+		const l = new hf.Lock(p, backend);
 		l.acquireSync();
+		if (backend.backend)
+			extra = ` ${l.fence}`;
 		release = () => l.release();
 		return;
 	}
 	case 'session': {
-		const s = new hf.Session(p, arg || 'child');
+		const s = new hf.Session(p, arg || 'child', backend);
 		s.takeSync();
 		release = () => s.release();
 		return;
 	}
 	case 'scope': {
-		const s = new hf.Scope(`child-${process.pid}`, { registry: p, specs: [arg] });
+		const s = new hf.Scope(`child-${process.pid}`, { ...(p === '-' ? {} : { registry: p }), specs: [arg], ...backend });
 		s.registerSync();
 		release = () => s.release();
 		return;
@@ -50,7 +58,7 @@ async function hold() {
 	throw new Error(`holder.js: unknown kind ${kind}`);
 }
 hold().then(() => {
-	process.stdout.write(`held ${process.pid}\n`);
+	process.stdout.write(`held ${process.pid}${extra}\n`);
 	const rl = readline.createInterface({ input: process.stdin });
 	rl.on('line', async (line) => {
 		if (line === 'release') {

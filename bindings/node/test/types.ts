@@ -31,6 +31,15 @@ async function main(): Promise<void> {
   const rel2: () => void = plf.lockSync('/tmp/f');
   rel2();
   console.log(fence, tok, w, broke, g, v, held);
+  const e = new Lock('/tmp/e.lock', { backend: process.env.HOLDFAST_BACKEND, etcdUser: 'u', etcdPasswordFile: '/p', etcdCaFile: '/ca.pem', ttlMs: 5000, etcdTimeoutMs: 2000 });
+  const key: string | undefined = e.query().key;
+  new Session('/tmp/s', 'lane', { backend: 'etcd://127.0.0.1:2379', etcdTimeoutMs: 1000 });
+  new Scope('pod', { backend: 'etcds://h:2379', etcdCaFile: '/ca.pem', ttlMs: 3000 });
+  console.log(key);
+  // @ts-expect-error: a session has no lease TTL
+  new Session('/tmp/s', 'lane', { ttlMs: 5000 });
+  // @ts-expect-error: backend is a string
+  new Lock('/tmp/e.lock', { backend: 5 });
   // @ts-expect-error: wait is a number of milliseconds
   await new Lock('/tmp/y').acquire({ wait: '5s' });
 }

@@ -37,8 +37,8 @@ def registry(tmp, monkeypatch):
 class Holder:
     """Another process holding a lock (tests/holder.py)."""
 
-    def __init__(self, kind, path, arg=None):
-        env = dict(os.environ)
+    def __init__(self, kind, path, arg=None, env=None):
+        env = dict(os.environ, **(env or {}))
         env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
         args = [sys.executable, os.path.join(HERE, "holder.py"), kind, path]
         if arg is not None:
@@ -82,8 +82,8 @@ class Holder:
 def holder():
     started = []
 
-    def start(kind, path, arg=None):
-        h = Holder(kind, path, arg)
+    def start(kind, path, arg=None, env=None):
+        h = Holder(kind, path, arg, env)
         started.append(h)
         return h
 
@@ -112,3 +112,75 @@ def waiting_on_inotify(pid="self"):
         except OSError:
             pass
     return False
+
+
+def free_port():
+    """A loopback TCP port nobody listens on now (the kernel's choice)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(port):
+    import urllib.request
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=2) as r:
+            return b'"health":"true"' in r.read()
+    except OSError:
+        return False
+
+
+class Etcd:
+    uri = ""
+    port = 0
+    pid = 0
+
+
+@pytest.fixture
+def etcd():
+    """An etcd of the test's own (Debian's etcd): free loopback ports, its
+    data in a temporary directory, ready when /health says so (bounded);
+    afterwards - a failed test too - killed by pid and the directory removed.
+    setpriv --pdeathsig kills it should pytest die first."""
+    d = tempfile.mkdtemp(prefix="hf-py-etcd.")
+    port, peer = free_port(), free_port()
+    client, peer_url = "http://127.0.0.1:%d" % port, "http://127.0.0.1:%d" % peer
+    log = open(os.path.join(d, "log"), "wb")
+    proc = None
+    try:
+        proc = subprocess.Popen(
+            ["setpriv", "--pdeathsig", "KILL", "--", "etcd", "--name", "t",
+             "--data-dir", os.path.join(d, "data"),
+             "--listen-client-urls", client, "--advertise-client-urls", client,
+             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+             "--initial-cluster", "t=" + peer_url],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        end = time.monotonic() + 60
+        while not _healthy(port):
+            if proc.poll() is not None:
+                with open(os.path.join(d, "log")) as f:
+                    raise AssertionError("etcd exited (%s) before it was ready:\n%s"
+                                         % (proc.returncode, f.read()))
+            if time.monotonic() > end:
+                raise AssertionError("etcd on %d not ready within 60 s" % port)
+            time.sleep(0.05)
+        e = Etcd()
+        e.uri, e.port, e.pid = "etcd://127.0.0.1:%d" % port, port, proc.pid
+        yield e
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            proc.wait(BOUND)
+        log.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def sleeper():
+    """A process whose life can hold a lock (the CLI's --pid); killed after."""
+    p = subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL)
+    yield p
+    p.kill()
+    p.wait(BOUND)

@@ -5,7 +5,10 @@ session: takes lane ARG's session at PATH; scope: registers pod ARG with
 spec PATH in the registry named by $HOLDFAST_REGISTRY.
 Prints "PID TOKEN" once it holds, then waits for a line on stdin: it
 releases and exits 0 on "release", and exits WITHOUT releasing on "exit"
-(or is SIGKILLed by the test: a crashed holder)."""
+(or is SIGKILLed by the test: a crashed holder).
+$HF_TEST_BACKEND (the tests' variable, not the library's): the backend
+("etcd://...") of the lock, session or scope; a lock then prints
+"PID TOKEN:FENCE"."""
 
 import os
 import sys
@@ -17,20 +20,21 @@ from holdfast_locks.filelock import FileLock
 def main() -> int:
     kind, path = sys.argv[1], sys.argv[2]
     arg = sys.argv[3] if len(sys.argv) > 3 else None
+    be = {"backend": os.environ["HF_TEST_BACKEND"]} if os.environ.get("HF_TEST_BACKEND") else {}
     if kind == "lock":
-        obj = hf.Lock(path)
+        obj = hf.Lock(path, **be)
         obj.acquire()
-        tok = obj.token
+        tok = obj.token if not be else "%s:%d" % (obj.token, obj.fence)
     elif kind == "filelock":
         obj = FileLock(path, timeout=0)
         obj.acquire()
         tok = obj.holdfast_lock.token
     elif kind == "session":
-        obj = hf.Session(arg, path)
+        obj = hf.Session(arg, path, **be)
         obj.take()
         tok = obj.owner
     elif kind == "scope":
-        obj = hf.Scope(arg, [path])
+        obj = hf.Scope(arg, [path], **be)
         obj.register()
         tok = str(obj.generation)
     else:

@@ -3,6 +3,7 @@
 //!   holder lock PATH                       prints "held FENCE"
 //!   holder session PATH LANE               prints "held OWNER"
 //!   holder scope REGISTRY NAME PARENT SPEC prints "held GENERATION" (PARENT "-": none)
+//! `--backend URI` anywhere among the arguments puts it there (etcd://…).
 //! On a refusal it prints the error's name and message on one line and
 //! exits 1.
 use holdfast::{Lock, Scope, Session};
@@ -10,19 +11,24 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 fn main() {
-    let a: Vec<String> = std::env::args().skip(1).collect();
+    let mut a: Vec<String> = std::env::args().skip(1).collect();
+    let backend = match a.iter().position(|x| x == "--backend") {
+        Some(i) if i + 1 < a.len() => Some(a.drain(i..i + 2).nth(1).unwrap()),
+        _ => None,
+    };
+    let be = backend.as_deref().unwrap_or("file");
     let held = match a.first().map(String::as_str) {
-        Some("lock") => Lock::new(&a[1]).and_then(|l| l.acquire()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("session") => Session::new(Some(Path::new(&a[1])), &a[2]).and_then(|s| s.take()).map(|g| (g.owner(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("lock") => Lock::new(&a[1]).and_then(|l| l.backend(be)).and_then(|l| l.acquire()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("session") => Session::new(Some(Path::new(&a[1])), &a[2]).and_then(|s| s.backend(be)).and_then(|s| s.take()).map(|g| (g.owner(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("scope") => {
-            let mut s = Scope::new(&a[2]).and_then(|s| s.registry(&a[1]));
+            let mut s = Scope::new(&a[2]).and_then(|s| s.backend(be)).and_then(|s| s.registry(&a[1]));
             if a[3] != "-" {
                 s = s.and_then(|s| s.from(&a[3]));
             }
             s.and_then(|s| s.spec(&a[4])).and_then(|s| s.register()).map(|g| (g.generation().to_string(), Box::new(g) as Box<dyn std::any::Any>))
         }
         _ => {
-            eprintln!("usage: holder lock PATH | session PATH LANE | scope REGISTRY NAME PARENT SPEC");
+            eprintln!("usage: holder lock PATH | session PATH LANE | scope REGISTRY NAME PARENT SPEC [--backend URI]");
             std::process::exit(64)
         }
     };

@@ -29,22 +29,15 @@ pub const HF_OPT_PID: c_int = 4;
 pub const HF_OPT_CANCEL_FD: c_int = 5;
 pub const HF_OPT_LOCK_WAIT_MS: c_int = 6;
 pub const HF_OPT_GENERATION: c_int = 7;
-// The etcd backend's options (holdfast.h): the safe API offers no backend yet.
-#[allow(dead_code)]
 pub const HF_OPT_TTL_MS: c_int = 8;
-#[allow(dead_code)]
 pub const HF_OPT_TIMEOUT_MS: c_int = 9;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;
 pub const HF_OPT_FROM: c_int = 103;
-#[allow(dead_code)]
 pub const HF_OPT_BACKEND: c_int = 104;
-#[allow(dead_code)]
 pub const HF_OPT_ETCD_USER: c_int = 105;
-#[allow(dead_code)]
 pub const HF_OPT_ETCD_PASSWORD_FILE: c_int = 106;
-#[allow(dead_code)]
 pub const HF_OPT_ETCD_CA_FILE: c_int = 107;
 
 pub const HF_SCOPE_FREE: c_int = 0;
@@ -67,6 +60,7 @@ extern "C" {
 
     pub fn hf_lock_new(path: *const c_char, ret: *mut *mut hf_lock) -> c_int;
     pub fn hf_lock_set(l: *mut hf_lock, opt: c_int, value: i64) -> c_int;
+    pub fn hf_lock_set_str(l: *mut hf_lock, opt: c_int, value: *const c_char) -> c_int;
     pub fn hf_lock_acquire(l: *mut hf_lock) -> c_int;
     pub fn hf_lock_release(l: *mut hf_lock) -> c_int;
     pub fn hf_lock_adopt(l: *mut hf_lock, token: *const c_char) -> c_int;
@@ -80,6 +74,7 @@ extern "C" {
     pub fn hf_lock_unhold(l: *mut hf_lock);
     pub fn hf_lock_free(l: *mut hf_lock);
     pub fn hf_lock_status(path: *const c_char, ret: *mut *mut hf_rec) -> c_int;
+    pub fn hf_lock_query(l: *mut hf_lock, ret: *mut *mut hf_rec) -> c_int;
 
     pub fn hf_edit_open(
         l: *mut hf_lock,

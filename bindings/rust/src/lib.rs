@@ -62,6 +62,22 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(if d.is_zero() { 0 } else { 1 })
 }
 
+/// The name a string option goes by in an error ("backend etcd://…").
+fn opt_detail(opt: c_int, v: &str) -> String {
+    let name = match opt {
+        ffi::HF_OPT_BACKEND => "backend",
+        ffi::HF_OPT_ETCD_USER => "etcd user",
+        ffi::HF_OPT_ETCD_PASSWORD_FILE => "etcd password file",
+        ffi::HF_OPT_ETCD_CA_FILE => "etcd CA file",
+        _ => "option",
+    };
+    format!("{name} {v}")
+}
+
+fn path_str<'a>(op: &'static str, p: &'a Path) -> Result<&'a str> {
+    p.to_str().ok_or_else(|| Error::invalid(op, p, "a path that is not UTF-8"))
+}
+
 /// How long an acquire, take or register waits while another holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
@@ -102,12 +118,12 @@ const STR_FIELDS: &[&str] = &[
     "token", "host", "comm", "name", "lane", "owner", "state", "reason", "scope", "request",
     "registry", "refused", "started", "acquired", "boot_id", "delegated_from", "aside", "live",
     "returned_to", "socket", "registered", "fs", "request_fs", "file", "broke.lane",
-    "broke.owner",
+    "broke.owner", "backend", "key", "path",
 ];
 const INT_FIELDS: &[&str] = &[
     "pid", "fence", "age_ms", "generation", "max_hold_ms", "depth", "others", "request_index",
     "mtime_ms", "claims", "in_claim", "partial", "pid_start", "boottime_ms", "pidns", "timens",
-    "legacy", "broke.age_s",
+    "legacy", "broke.age_s", "ttl_ms", "lease",
 ];
 const LIST_FIELDS: &[&str] = &["scope_allow", "scope"];
 
@@ -281,6 +297,10 @@ impl Error {
             detail: Some(detail.into()),
         }
     }
+    fn with_detail(mut self, detail: String) -> Error {
+        self.detail = Some(detail);
+        self
+    }
     /// The library's return code (negative: HF_E* or -errno).
     pub fn code(&self) -> i32 {
         self.code
@@ -428,6 +448,51 @@ impl Lock {
         }
         Ok(self)
     }
+    fn set_str(self, opt: c_int, v: &str) -> Result<Lock> {
+        let c = c_str("lock", &self.path, v)?;
+        let rc = unsafe { ffi::hf_lock_set_str(self.raw, opt, c.as_ptr()) };
+        if rc < 0 {
+            let e = Error::new("lock", self.path.display().to_string(), rc, None);
+            return Err(e.with_detail(opt_detail(opt, v)));
+        }
+        Ok(self)
+    }
+    /// Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
+    /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
+    /// turn; `"file"` (the default) for the file system. The library does not
+    /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
+    /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
+    /// without the etcd client.
+    pub fn backend(self, uri: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_BACKEND, uri)
+    }
+    /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
+    pub fn etcd_user(self, user: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_ETCD_USER, user)
+    }
+    /// On etcd: the file whose first line is the user's password (read at
+    /// each authentication, never kept).
+    pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path_str("lock", path.as_ref())?.to_string();
+        self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
+    }
+    /// On etcd: the CA bundle for https endpoints (default: the system's).
+    pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path_str("lock", path.as_ref())?.to_string();
+        self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
+    }
+    /// On etcd: the bound of one request (default 5 s; connecting to one
+    /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
+    /// message naming the endpoint and what happened.
+    pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
+    }
+    /// On etcd: the lease's TTL (default 10 s; rounded up to whole seconds,
+    /// at least 1 s): how long a holder whose keep-alive stopped (its host
+    /// died) still holds it.
+    pub fn ttl(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_TTL_MS, millis(d))
+    }
     /// How long acquire waits (default [`Wait::Try`]).
     pub fn wait(self, w: Wait) -> Self {
         self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
@@ -472,6 +537,23 @@ impl Lock {
             return Err(Error::new("lock", self.path.display().to_string(), rc, None));
         }
         Ok(LockGuard { lock: self })
+    }
+
+    /// The state of the lock through this handle, on its backend (on etcd
+    /// too, where [`Lock::status`] cannot look): the record of
+    /// [`Lock::status`], plus "backend" ("etcd"), "key" and "ttl_ms" on
+    /// etcd. A failure of etcd is [`ErrorKind::Os`]`(EIO)` and the like, its
+    /// message naming the endpoint.
+    pub fn query(&self) -> Result<Record> {
+        let mut r = ptr::null_mut();
+        let rc = unsafe { ffi::hf_lock_query(self.raw, &mut r) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.raw)) };
+            return Err(Error::new("lock status", self.path.display().to_string(), rc, holder));
+        }
+        let rec = unsafe { Record::from_raw(r) };
+        unsafe { ffi::hf_rec_free(r) };
+        Ok(rec.expect("a status record"))
     }
 
     /// The state of the lock at `path`, read-only: a record with "state"
@@ -686,6 +768,45 @@ impl Session {
         }
         Ok(self)
     }
+    fn set_str(self, opt: c_int, v: &str) -> Result<Session> {
+        let c = c_str("session", Path::new(&self.what), v)?;
+        let rc = unsafe { ffi::hf_session_set_str(self.raw, opt, c.as_ptr()) };
+        if rc < 0 {
+            let e = Error::new("session", self.what.clone(), rc, None);
+            return Err(e.with_detail(opt_detail(opt, v)));
+        }
+        Ok(self)
+    }
+    /// Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
+    /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
+    /// turn; `"file"` (the default) for the file system. The library does not
+    /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
+    /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
+    /// without the etcd client.
+    pub fn backend(self, uri: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_BACKEND, uri)
+    }
+    /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
+    pub fn etcd_user(self, user: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_ETCD_USER, user)
+    }
+    /// On etcd: the file whose first line is the user's password (read at
+    /// each authentication, never kept).
+    pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path_str("session", path.as_ref())?.to_string();
+        self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
+    }
+    /// On etcd: the CA bundle for https endpoints (default: the system's).
+    pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path_str("session", path.as_ref())?.to_string();
+        self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
+    }
+    /// On etcd: the bound of one request (default 5 s; connecting to one
+    /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
+    /// message naming the endpoint and what happened.
+    pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
+    }
     /// How long take waits (default [`Wait::Try`]).
     pub fn wait(self, w: Wait) -> Self {
         self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
@@ -789,6 +910,9 @@ pub struct Scope {
     raw: *mut ffi::hf_scope,
     name: String,
     registry: Option<PathBuf>,
+    /// The backend's options, for a delegated sub-scope ([`ScopeGuard::delegate`]).
+    backend_strs: Vec<(c_int, String)>,
+    backend_ints: Vec<(c_int, i64)>,
 }
 
 impl Scope {
@@ -800,26 +924,77 @@ impl Scope {
         if rc < 0 {
             return Err(Error::new("scope", name, rc, None));
         }
-        Ok(Scope { raw, name: name.to_string(), registry: None })
+        Ok(Scope { raw, name: name.to_string(), registry: None, backend_strs: Vec::new(), backend_ints: Vec::new() })
     }
     fn err(&self, op: &'static str, rc: c_int) -> Error {
         let holder = unsafe { Record::from_raw(ffi::hf_scope_holder(self.raw)) };
         Error::new(op, self.name.clone(), rc, holder)
     }
-    fn set_str(self, opt: c_int, v: &str) -> Result<Scope> {
+    fn set_str(mut self, opt: c_int, v: &str) -> Result<Scope> {
+        if matches!(opt, ffi::HF_OPT_BACKEND | ffi::HF_OPT_ETCD_USER | ffi::HF_OPT_ETCD_PASSWORD_FILE | ffi::HF_OPT_ETCD_CA_FILE) {
+            self.backend_strs.retain(|(o, _)| *o != opt);
+            self.backend_strs.push((opt, v.to_string()));
+        }
         let c = c_str("scope", Path::new(&self.name), v)?;
         let rc = unsafe { ffi::hf_scope_set_str(self.raw, opt, c.as_ptr()) };
         if rc < 0 {
-            return Err(self.err("scope", rc));
+            let e = self.err("scope", rc);
+            return Err(match opt {
+                ffi::HF_OPT_BACKEND | ffi::HF_OPT_ETCD_USER | ffi::HF_OPT_ETCD_PASSWORD_FILE
+                | ffi::HF_OPT_ETCD_CA_FILE => e.with_detail(opt_detail(opt, v)),
+                _ => e,
+            });
         }
         Ok(self)
     }
-    fn set(self, opt: c_int, v: i64) -> Result<Scope> {
+    fn set(mut self, opt: c_int, v: i64) -> Result<Scope> {
+        if matches!(opt, ffi::HF_OPT_TTL_MS | ffi::HF_OPT_TIMEOUT_MS) {
+            self.backend_ints.retain(|(o, _)| *o != opt);
+            self.backend_ints.push((opt, v));
+        }
         let rc = unsafe { ffi::hf_scope_set(self.raw, opt, v) };
         if rc < 0 {
             return Err(self.err("scope", rc));
         }
         Ok(self)
+    }
+
+    /// Where the registration lives (on etcd: one key per pod under
+    /// `/holdfast/scope/`, attached to a lease; [`Wait::Try`] only). Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
+    /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
+    /// turn; `"file"` (the default) for the file system. The library does not
+    /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
+    /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
+    /// without the etcd client.
+    pub fn backend(self, uri: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_BACKEND, uri)
+    }
+    /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
+    pub fn etcd_user(self, user: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_ETCD_USER, user)
+    }
+    /// On etcd: the file whose first line is the user's password (read at
+    /// each authentication, never kept).
+    pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path_str("scope", path.as_ref())?.to_string();
+        self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
+    }
+    /// On etcd: the CA bundle for https endpoints (default: the system's).
+    pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        let p = path_str("scope", path.as_ref())?.to_string();
+        self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
+    }
+    /// On etcd: the bound of one request (default 5 s; connecting to one
+    /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
+    /// message naming the endpoint and what happened.
+    pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
+    }
+    /// On etcd: the lease's TTL (default 10 s; rounded up to whole seconds,
+    /// at least 1 s): how long a holder whose keep-alive stopped (its host
+    /// died) still holds it.
+    pub fn ttl(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_TTL_MS, millis(d))
     }
     /// Add a spec ("/p/src:write:recursive").
     pub fn spec(self, spec: &str) -> Result<Self> {
@@ -922,12 +1097,18 @@ impl ScopeGuard {
         (generation, (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) }))
     }
     /// A sub-scope for a child pod: a [`Scope`] delegated from this one, in
-    /// the same registry. Add its specs and register it (for the child's pid
+    /// the same registry (on the same backend, with its options). Add its specs and register it (for the child's pid
     /// when the child is another process).
     pub fn delegate(&self, child: &str) -> Result<Scope> {
         let mut s = Scope::new(child)?;
         if let Some(r) = &self.scope.registry {
             s = s.registry(r)?;
+        }
+        for (opt, v) in &self.scope.backend_strs {
+            s = s.set_str(*opt, v)?;
+        }
+        for (opt, v) in &self.scope.backend_ints {
+            s = s.set(*opt, *v)?;
         }
         s.from(&self.scope.name)
     }

@@ -75,6 +75,8 @@ _SIGNATURES = {
     "hf_rec_free": (None, [_P]),
     "hf_lock_new": (c_int, [c_char_p, _PP]),
     "hf_lock_set": (c_int, [_P, c_int, c_int64]),
+    "hf_lock_set_str": (c_int, [_P, c_int, c_char_p]),
+    "hf_lock_query": (c_int, [_P, _PP]),
     "hf_lock_acquire": (c_int, [_P]),
     "hf_lock_release": (c_int, [_P]),
     "hf_lock_adopt": (c_int, [_P, c_char_p]),

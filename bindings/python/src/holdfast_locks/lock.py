@@ -8,6 +8,7 @@ import threading
 from types import TracebackType
 from typing import Any, Dict, Optional, Type, Union
 
+from . import _backend
 from . import _lib as L
 from ._wait import Seconds, cancellable, dur_ms, sync_wait, to_ms
 from .errors import check, make_error, rec_dict
@@ -26,14 +27,22 @@ class Lock:
     default), > 0 wait at most that, < 0 or None forever. stale: a
     record-less lock's window (s); max_hold: past this a live holder is
     reaped as leaked (s; recorded in the owner record); pid: whose life
-    holds the lock (default the caller). The handle is guarded by a lock of
+    holds the lock (default the caller). backend, etcd_user,
+    etcd_password_file, etcd_ca_file, ttl, etcd_timeout: where it lives
+    (default the file system; "etcd://HOST:PORT[,...]": an etcd cluster, the
+    fence the key's create_revision) and how to reach it (_backend.py; the
+    library reads no $HOLDFAST_BACKEND). The handle is guarded by a lock of
     its own, so an object may be used from several threads (one call at a
     time); a lock it holds is released when it is closed or collected.
     """
 
     def __init__(self, path: PathLike, *, wait: Optional[Seconds] = 0,
                  stale: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
-                 pid: Optional[int] = None) -> None:
+                 pid: Optional[int] = None, backend: Optional[str] = None,
+                 etcd_user: Optional[str] = None,
+                 etcd_password_file: Optional[_backend.StrPath] = None,
+                 etcd_ca_file: Optional[_backend.StrPath] = None,
+                 ttl: Optional[Seconds] = None, etcd_timeout: Optional[Seconds] = None) -> None:
         self._path = os.fsdecode(os.fspath(path))
         self._mu = threading.RLock()
         self._h = ctypes.c_void_p()
@@ -47,6 +56,9 @@ class Lock:
             self._set(L.HF_OPT_MAX_HOLD_MS, dur_ms(max_hold, "max_hold"))
         if pid is not None:
             self._set(L.HF_OPT_PID, int(pid))
+        _backend.apply(self._set_str, self._set, backend=backend, etcd_user=etcd_user,
+                       etcd_password_file=etcd_password_file, etcd_ca_file=etcd_ca_file,
+                       ttl=ttl, etcd_timeout=etcd_timeout)
 
     # -- plumbing ---------------------------------------------------------
     def _handle(self) -> ctypes.c_void_p:
@@ -57,6 +69,11 @@ class Lock:
     def _set(self, opt: int, value: int) -> None:
         with self._mu:
             check(L.lib().hf_lock_set(self._handle(), opt, value), self._path)
+
+    def _set_str(self, opt: int, value: str, what: str) -> None:
+        with self._mu:
+            check(L.lib().hf_lock_set_str(self._handle(), opt, L.enc(value)), self._path,
+                  what=what)
 
     def _fail(self, rc: int, what: Optional[str] = None) -> None:
         raise make_error(rc, self._path, rec_dict(L.lib().hf_lock_holder(self._h)), what)
@@ -236,6 +253,21 @@ class Lock:
 
     def __repr__(self) -> str:
         return "<holdfast_locks.Lock %r %s>" % (self._path, "held" if self._held else "not held")
+
+    def query(self) -> Dict[str, Any]:
+        """The lock's state through this handle, on its backend (etcd too,
+        where Lock.status cannot look): status()'s record, plus "backend",
+        "key" and "ttl_ms" on etcd."""
+        rec = ctypes.c_void_p()
+        lib = L.lib()
+        with self._mu:
+            rc = lib.hf_lock_query(self._handle(), ctypes.byref(rec))
+            if rc < 0:
+                self._fail(rc)
+        try:
+            return rec_dict(rec) or {}
+        finally:
+            lib.hf_rec_free(rec)
 
     @staticmethod
     def status(path: PathLike) -> Dict[str, Any]:

@@ -8,6 +8,7 @@ import threading
 from types import TracebackType
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, Union
 
+from . import _backend
 from . import _lib as L
 from ._wait import Seconds, cancellable, dur_ms, sync_wait, to_ms
 from .errors import check, make_error, rec_dict
@@ -27,13 +28,21 @@ class Scope:
     registry's own lock; registry: the registry file (default
     $HOLDFAST_REGISTRY or the per-user one); socket: an absolute socket path
     to record; pid: whose life holds the registration; generation: release
-    only this registration (one made elsewhere)."""
+    only this registration (one made elsewhere). backend, etcd_user,
+    etcd_password_file, etcd_ca_file, ttl, etcd_timeout: where the
+    registration lives (default the registry file; "etcd://...": one key per
+    pod in that etcd, on a lease; wait 0 only) and how to reach it
+    (_backend.py)."""
 
     def __init__(self, name: str, specs: Iterable[str] = (), *,
                  parent: Union[None, str, "Scope"] = None, wait: Optional[Seconds] = 0,
                  lock_wait: Optional[Seconds] = None, registry: Optional[PathLike] = None,
                  socket: Optional[str] = None, pid: Optional[int] = None,
-                 generation: Optional[int] = None) -> None:
+                 generation: Optional[int] = None, backend: Optional[str] = None,
+                 etcd_user: Optional[str] = None,
+                 etcd_password_file: Optional[_backend.StrPath] = None,
+                 etcd_ca_file: Optional[_backend.StrPath] = None,
+                 ttl: Optional[Seconds] = None, etcd_timeout: Optional[Seconds] = None) -> None:
         self._name = name
         self._wait = wait
         self._mu = threading.RLock()
@@ -57,6 +66,10 @@ class Scope:
             self._set(L.HF_OPT_PID, int(pid))
         if generation is not None:
             self._set(L.HF_OPT_GENERATION, int(generation))
+        _backend.apply(self._set_str, self._set,
+                       backend=backend, etcd_user=etcd_user,
+                       etcd_password_file=etcd_password_file, etcd_ca_file=etcd_ca_file,
+                       ttl=ttl, etcd_timeout=etcd_timeout)
 
     def _handle(self) -> ctypes.c_void_p:
         if not self._h:
@@ -67,14 +80,14 @@ class Scope:
         with self._mu:
             self._check(L.lib().hf_scope_set(self._handle(), opt, value))
 
-    def _set_str(self, opt: int, value: Optional[str]) -> None:
+    def _set_str(self, opt: int, value: Optional[str], what: Optional[str] = None) -> None:
         with self._mu:
-            self._check(L.lib().hf_scope_set_str(self._handle(), opt, L.enc(value)))
+            self._check(L.lib().hf_scope_set_str(self._handle(), opt, L.enc(value)), what)
 
-    def _check(self, rc: int) -> int:
+    def _check(self, rc: int, what: Optional[str] = None) -> int:
         if rc < 0:
             raise make_error(rc, self._name, rec_dict(L.lib().hf_scope_holder(self._h)),
-                             "pod")
+                             "pod" if what is None else "pod: %s" % what)
         return rc
 
     @property

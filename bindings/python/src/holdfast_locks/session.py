@@ -8,6 +8,7 @@ import threading
 from types import TracebackType
 from typing import Any, Dict, Optional, Type
 
+from . import _backend
 from . import _lib as L
 from ._wait import Seconds, cancellable, dur_ms, sync_wait, to_ms
 from .errors import check, make_error, rec_dict
@@ -23,11 +24,18 @@ class Session:
 
     wait (s): take()'s default (0 try once); stale (s): a session's age
     before the next taker breaks it (default 90 min); owner: the owner token
-    to record (take) or require (release)."""
+    to record (take) or require (release). backend, etcd_user,
+    etcd_password_file, etcd_ca_file, etcd_timeout: where the session lives
+    (default the file; "etcd://...": a key of an etcd cluster and its lease)
+    and how to reach it (_backend.py)."""
 
     def __init__(self, lane: str, path: Optional[PathLike] = None, *,
                  wait: Optional[Seconds] = 0, stale: Optional[Seconds] = None,
-                 owner: Optional[str] = None) -> None:
+                 owner: Optional[str] = None, backend: Optional[str] = None,
+                 etcd_user: Optional[str] = None,
+                 etcd_password_file: Optional[_backend.StrPath] = None,
+                 etcd_ca_file: Optional[_backend.StrPath] = None,
+                 etcd_timeout: Optional[Seconds] = None) -> None:
         self._path = None if path is None else os.fsdecode(os.fspath(path))
         self._lane = lane
         self._wait = wait
@@ -43,6 +51,9 @@ class Session:
             with self._mu:
                 check(L.lib().hf_session_set_str(self._handle(), L.HF_OPT_OWNER, owner.encode()),
                       self._path)
+        _backend.apply(self._set_str, self._set, backend=backend, etcd_user=etcd_user,
+                       etcd_password_file=etcd_password_file, etcd_ca_file=etcd_ca_file,
+                       ttl=None, etcd_timeout=etcd_timeout)
 
     def _handle(self) -> ctypes.c_void_p:
         if not self._h:
@@ -52,6 +63,11 @@ class Session:
     def _set(self, opt: int, value: int) -> None:
         with self._mu:
             check(L.lib().hf_session_set(self._handle(), opt, value), self._path)
+
+    def _set_str(self, opt: int, value: str, what: str) -> None:
+        with self._mu:
+            check(L.lib().hf_session_set_str(self._handle(), opt, value.encode()), self._path,
+                  what=what)
 
     def _where(self) -> str:
         return self._path or default_path()
