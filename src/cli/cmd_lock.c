@@ -646,7 +646,10 @@ static void check_answer(const char *path, int code, bool token, const hf_rec *r
 	json_t *h = r && (st ? strcmp(st, "free") : code == HF_EXIT_OK) ? rec_json(r, path) : NULL;
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s?, s:o}", "path",
 			      cli_abs_path(path, abs, sizeof abs), "answer", answer, "exit", code,
-			      "state", st ? st : (token && code == HF_EXIT_OK ? "held" : NULL),
+			      "state", st                                 ? st
+				       : token && code == HF_EXIT_OK     ? "held"
+				       : code == HF_EXIT_NOTHELD ? "free"
+								  : NULL,
 			      "holder", h ? h : json_null());
 	cli_json_print(o);
 }

@@ -420,6 +420,9 @@ Test(json, lock_check_answers_with_its_exit_code)
 	cr_assert_str_eq(str(o, "answer"), "free");
 	cr_assert(json_is_null(json_object_get(o, "holder")));
 	json_decref(o);
+	/* a token's check of a free lock: state free, as without the token */
+	jcase("dash", 69, EXPECT(.key = "state", .val = "free"),
+	      "\"$H\" lock check L --token 0123456789abcdef0123456789abcdef --json");
 	char *tok;
 	held_by_sleeper("L", &tok);
 	jcase("dash", 0, EXPECT(.key = "answer", .val = "held", .holder = "token", .is = tok),
