@@ -348,7 +348,7 @@ static bool stopped(void)
 /* A worker on the loaded lock until the stop file appears; one log line
  * per operation:
  *   H h w call ret fence ok refused chk chk_rc chk_ret rel_rc rel_ret
- *   A h w call ret rc                                 (acquire failed) */
+ *   A h w call ret rc clear                           (acquire failed) */
 static void worker(int h, int w, int logfd)
 {
 	hf_lock *l = lk("load", WAIT_MS);
@@ -359,7 +359,9 @@ static void worker(int h, int w, int logfd)
 		int rc = hf_lock_acquire(l);
 		int64_t ret = et_mono_ms();
 		if (rc != 0) {
-			say(logfd, "A %d %d %" PRId64 " %" PRId64 " %d\n", h, w, call, ret, rc);
+			/* a clear error: an I/O failure says which member and what */
+			int clear = rc != -EIO || (strstr(why(l), "etcd ") && strstr(why(l), ":2379"));
+			say(logfd, "A %d %d %" PRId64 " %" PRId64 " %d %d\n", h, w, call, ret, rc, clear);
 			if (rc != HF_EHELD && rc != HF_ETIMEDOUT)
 				usleep(100000); /* a cluster that refuses fast: no hot loop */
 			continue;
@@ -584,11 +586,12 @@ static void judge(void)
 		cr_assert_not_null(f, "no log of host %d", h);
 		while (fgets(line, sizeof line, f)) {
 			if (line[0] == 'A') {
-				int hh, w, rc;
+				int hh, w, rc, clear;
 				int64_t call, ret;
-				cr_assert_eq(sscanf(line, "A %d %d %" SCNd64 " %" SCNd64 " %d", &hh, &w, &call,
-						    &ret, &rc),
-					     5, "%s", line);
+				cr_assert_eq(sscanf(line, "A %d %d %" SCNd64 " %" SCNd64 " %d %d", &hh, &w,
+						    &call, &ret, &rc, &clear),
+					     6, "%s", line);
+				cr_assert(clear, "an I/O failure that names no member: %s", line);
 				cr_assert(known_failure(rc), "acquire failed with %d (%s): %s", rc,
 					  hf_error_name(rc), line);
 				cr_assert_leq(ret - call, OP_BOUND_MS(WAIT_MS), "acquire out of bound: %s", line);
