@@ -551,3 +551,26 @@ Test(etcd_cli, renew_json_fields_are_the_local_ones)
 	json_decref(e);
 	et_out_free(&r);
 }
+
+/* The waiting line of a wait on etcd (on a terminal: `script`) names the
+ * etcd holder each time it is drawn, never a local lock that sits at the
+ * same path (it was redrawn from the file system's lock). */
+Test(etcd_cli, waiting_line_names_the_etcd_holder)
+{
+	struct et_out r = et_run(
+		"sh",
+		"H=\"$HOLDFAST_BIN\"\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & b=$!\n"
+		"trap 'kill $a $b 2>/dev/null' EXIT\n"
+		"\"$H\" lock acquire L -n --pid $a >/dev/null || exit 10\n"
+		"\"$H\" lock acquire L -n --pid $b --backend file >/dev/null || exit 11\n"
+		"script -qec \"'$H' lock acquire L -w 2.5\" /dev/null >tty.out 2>&1\n"
+		"echo \"etcd=$(grep -c \"pid $a\" tty.out) local=$(grep -c \"pid $b\" tty.out)\"\n"
+		"grep -c 'waiting for' tty.out >/dev/null || { cat tty.out; exit 12; }\n"
+		"\"$H\" lock release L --pid $b --backend file 2>/dev/null\n"
+		"kill $a $b; wait $a $b 2>/dev/null; exit 0\n");
+	cr_assert(strstr(r.out, "local=0\n"), "the line named the local lock's holder: %s", r.out);
+	cr_assert_null(strstr(r.out, "etcd=0 "), "the line did not name the etcd holder: %s", r.out);
+	et_out_free(&r);
+}
