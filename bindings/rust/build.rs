@@ -24,6 +24,15 @@ fn main() {
     println!("cargo:rerun-if-env-changed=PKG_CONFIG");
     println!("cargo:rerun-if-env-changed=HOLDFAST_STATIC");
     let static_link = env::var_os("HOLDFAST_STATIC").is_some_and(|v| v == "1");
+    // a library rebuilt with other dependencies (Libs.private) relinks us
+    let pcdir = pkg_config(&["--variable=pcfiledir"]);
+    for name in ["holdfast-uninstalled.pc", "holdfast.pc"] {
+        let pc = std::path::Path::new(&pcdir).join(name);
+        if pc.exists() {
+            println!("cargo:rerun-if-changed={}", pc.display());
+            break;
+        }
+    }
     let version = pkg_config(&["--modversion"]);
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
