@@ -56,7 +56,8 @@
  *      half TTL of waiting, our lease (granted at 1) is kept alive (a new
  *      one granted if it is gone) and the watch goes on from R+1.
  *
- * Release: range the table, compare the generation, revoke the pod's lease.
+ * Release: range the table, compare the generation, revoke the pod's lease;
+ * of what the handle registered itself: revoke its lease (one request).
  * Reap: revoke the leases of the pods proven dead. Read: step 2.
  *
  * Invariants
@@ -111,6 +112,8 @@ struct hf_etcdscope {
 	struct hf_etcdlock *el; /* the registration's lease and its keep-alive */
 	struct hf_etcd *conn;
 	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
+	char held[HF_POD_NAME_MAX + 1]; /* the name es registered last, its generation */
+	uint64_t held_gen;
 	char uri[512];
 	char why[HF_ETCD_WHY_MAX];
 };
@@ -484,7 +487,9 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		return say(err, rc, es, NULL);
 	assert(!hf_etcdlock_lease(es->el) && "EL5"); /* the handle holds nothing */
 	struct hf_regreq *q;
-	if ((rc = hf_regreq_make(req, &q, err)) < 0)
+	struct hf_scopereg_request byp = *req;
+	byp.by_path = true; /* specs meet by path only on etcd */
+	if ((rc = hf_regreq_make(&byp, &q, err)) < 0)
 		return say(err, rc, es, NULL);
 	struct hf_owner me;
 	rc = hf_owner_init(&me, req->pid);
@@ -637,6 +642,8 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		return rc;
 	}
 	assert(grev > 0 && "ES1");
+	snprintf(es->held, sizeof es->held, "%s", req->name);
+	es->held_gen = (uint64_t)grev;
 	if (ret_generation)
 		*ret_generation = (uint64_t)grev;
 	return 0;
@@ -650,6 +657,16 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 	es->why[0] = '\0';
 	if (!name || !hf_pod_name_ok(name))
 		return say(err, -EINVAL, es, "not a valid pod name");
+	int64_t mine = hf_etcdlock_lease(es->el);
+	if (mine && !strcmp(name, es->held) && (!generation || generation == es->held_gen)) {
+		/* what es registered: its lease names that key alone (ES3) - one
+		 * request; gone already (expired, revoked elsewhere): read below */
+		hf_etcdlock_hold(es->el, 0); /* EL5: stopped before the revoke */
+		int rc = lease_revoke(es, mine);
+		es->held[0] = '\0';
+		if (rc != -ENOENT)
+			return rc < 0 ? say(err, rc, es, es->why) : 0;
+	}
 	struct loaded l;
 	int rc = load(es, &l, err);
 	if (rc < 0)
