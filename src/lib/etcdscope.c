@@ -46,15 +46,16 @@
  *      generation is the txn's revision. Failed: go to 2 (at most
  *      HF_ETCD_SCOPE_ATTEMPTS times; then -EAGAIN).
  *   6. Refused at 4 (HF_ECONFLICT, HF_EHELD) with a wait (HF_OPT_WAIT_MS):
- *      (point scope.register.waiting) watch the prefix ([prefix, HF_ETCD_SCOPE_END)) from R+1, so a change
- *      between the range and the watch is delivered; any event (a put or a
- *      delete under the prefix: a release, a lease's expiry, a new
- *      registration) goes to 2, as does a stream that broke (its member
- *      went: at most HF_ETCD_SCOPE_WATCH_RETRIES times in a row, then the
- *      client's error). The deadline (HF_ETIMEDOUT) or the cancel
- *      descriptor (HF_ECANCELED) ends it, naming the last holder. Every
- *      half TTL of waiting, our lease (granted at 1) is kept alive (a new
- *      one granted if it is gone) and the watch goes on from R+1.
+ *      (point scope.register.waiting) watch the prefix ([prefix,
+ *      HF_ETCD_SCOPE_END)) from R+1, so a change between the range and the
+ *      watch is delivered; any event (a put or a delete under the prefix:
+ *      a release, a lease's expiry, a new registration) goes to 2, as does
+ *      a stream that broke (its member went: at most
+ *      HF_ETCD_SCOPE_WATCH_RETRIES times in a row, then the client's
+ *      error). The deadline (HF_ETIMEDOUT) or the cancel descriptor
+ *      (HF_ECANCELED) ends it, naming the last holder. Every half TTL of
+ *      waiting, our lease (granted at 1) is kept alive (a new one granted
+ *      if it is gone) and the watch goes on from R+1.
  *
  * Release: range the table, compare the generation, revoke the pod's lease;
  * of what the handle registered itself: revoke its lease (one request).
