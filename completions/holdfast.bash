@@ -33,7 +33,7 @@ _holdfast_opts() {
 	"lock renew") o="--token --max-hold --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock check") o="--token --fence --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock status") o="--json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
-	"scope register") o="--pid --socket --from --json" ;;
+	"scope register") o="-w --wait --pid --socket --from --json" ;;
 	"scope release") o="--generation --json" ;;
 	"scope list" | "scope effective" | "scope reap") o="--json" ;;
 	"scope check") o="--pod --generation --json" ;;

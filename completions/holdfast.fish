@@ -34,7 +34,7 @@ function __holdfast_opts -a key
         case 'scope list' 'scope effective' 'scope reap'
             printf '%s\n' --json
         case 'scope register'
-            printf '%s\n' --pid= --socket= --from= --json
+            printf '%s\n' -w= --wait= --pid= --socket= --from= --json
         case 'scope release'
             printf '%s\n' --generation= --json
         case 'scope check'

@@ -6,6 +6,11 @@
  *                   lease revoke) on one reused curl handle, JSON prebuilt
  *   v3lock N URI    etcd's lock service: grant, /v3/lock/lock,
  *                   /v3/lock/unlock, revoke
+ *   scopelib N URI  N hf_scope register+release on etcd (one spec)
+ *   scopebare N URI the requests those are made of (etcdscope.c): lease
+ *                   grant, range of the prefix at R, the txn (pod key
+ *                   absent, prefix unchanged since R, put with the lease),
+ *                   then the release's lease revoke
  *   handoff N URI   release -> a waiting process holds it (the watch)
  *   poll N URI MS   the same with a waiter that tries every MS ms
  * Each prints "NAME us_per_op" (handoff, poll: the median in us).
@@ -162,6 +167,54 @@ static double v3lock(int n, const char *base)
 	return us;
 }
 
+static double scopelib(int n, const char *uri)
+{
+	hf_scope *s;
+	if (hf_scope_new("bench-scope", &s) < 0 ||
+	    hf_scope_add(s, "/tmp/hf-bench-scope/src:write:recursive") < 0 ||
+	    hf_scope_set_str(s, HF_OPT_BACKEND, uri) < 0)
+		die("hf_scope_new");
+	int64_t t0 = mono_us();
+	for (int i = 0; i < n; i++)
+		if (hf_scope_register(s) < 0 || hf_scope_release(s) < 0)
+			die("scope cycle");
+	double us = (double)(mono_us() - t0) / n;
+	hf_scope_free(s);
+	return us;
+}
+
+static double scopebare(int n, const char *base)
+{
+	CURL *c = handle();
+	/* "/holdfast/scope/", "/holdfast/scope0", "/holdfast/scope/bench-bare" */
+	const char *pre = "L2hvbGRmYXN0L3Njb3BlLw==", *end = "L2hvbGRmYXN0L3Njb3BlMA==";
+	const char *k = "L2hvbGRmYXN0L3Njb3BlL2JlbmNoLWJhcmU=";
+	char v[700]; /* a value of an allocation's size */
+	memset(v, 'e', 560);
+	v[560] = '\0';
+	char body[4096], id[32], rev[32], range[256];
+	snprintf(range, sizeof range, "{\"key\":\"%s\",\"range_end\":\"%s\"}", pre, end);
+	int64_t t0 = mono_us();
+	for (int i = 0; i < n; i++) {
+		field(post(c, base, "/v3/lease/grant", "{\"TTL\":10}"), "ID", id, sizeof id);
+		field(post(c, base, "/v3/kv/range", range), "revision", rev, sizeof rev);
+		snprintf(body, sizeof body,
+			 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":"
+			 "\"EQUAL\",\"create_revision\":\"0\"},{\"key\":\"%s\",\"range_end\":"
+			 "\"%s\",\"target\":\"MOD\",\"result\":\"LESS\",\"mod_revision\":"
+			 "\"%lld\"}],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":"
+			 "\"%s\",\"lease\":\"%s\"}}]}",
+			 k, pre, end, atoll(rev) + 1, k, v, id);
+		if (!strstr(post(c, base, "/v3/kv/txn", body), "\"succeeded\":true"))
+			die("scope bare txn");
+		snprintf(body, sizeof body, "{\"ID\":\"%s\"}", id);
+		post(c, base, "/v3/lease/revoke", body);
+	}
+	double us = (double)(mono_us() - t0) / n;
+	curl_easy_cleanup(c);
+	return us;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -224,7 +277,7 @@ static double handoff(int n, const char *uri, int poll_ms)
 int main(int argc, char **argv)
 {
 	if (argc < 4)
-		die("usage: bench-etcd lib|bare|v3lock|handoff|poll N URI [MS]");
+		die("usage: bench-etcd lib|bare|v3lock|scopelib|scopebare|handoff|poll N URI [MS]");
 	int n = atoi(argv[2]);
 	const char *uri = argv[3];
 	char base[128];
@@ -237,6 +290,10 @@ int main(int argc, char **argv)
 		us = bare(n, base);
 	else if (!strcmp(argv[1], "v3lock"))
 		us = v3lock(n, base);
+	else if (!strcmp(argv[1], "scopelib"))
+		us = scopelib(n, uri);
+	else if (!strcmp(argv[1], "scopebare"))
+		us = scopebare(n, base);
 	else if (!strcmp(argv[1], "handoff"))
 		us = handoff(n, uri, 0);
 	else if (!strcmp(argv[1], "poll") && argc > 4)

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: holdfast scope register NAME SPEC... [--pid PID] [--socket PATH] [--from PARENT] [--json]\n"
+	"usage: holdfast scope register NAME SPEC... [-w DUR] [--pid PID] [--socket PATH] [--from PARENT] [--json]\n"
 	"       holdfast scope release NAME [--generation G] [--json]\n"
 	"       holdfast scope list [--json]\n"
 	"       holdfast scope effective NAME [--json]\n"
@@ -35,7 +35,10 @@ static const char usage[] =
 	"(--from, default $HOLDFAST_POD); read scopes never conflict. A pod whose\n"
 	"process ended is reaped on every change; its scope returns to its parent.\n"
 	"\n"
-	"  register   record NAME for PID (default: the calling process, our parent)\n"
+	"  register   record NAME for PID (default: the calling process, our parent);\n"
+	"             -w, --wait DUR: while a write scope or NAME is held, wait at most\n"
+	"             DUR ('forever': no bound) for it, woken by the registry's changes\n"
+	"             (on etcd: a watch), then exit 1 naming the holder (default: try once)\n"
 	"  release    remove NAME; its children go to its parent\n"
 	"  list       every allocation, alive or dead\n"
 	"  effective  NAME's own scope minus what its live descendants hold\n"
@@ -76,6 +79,8 @@ static const char usage[] =
 /* `holdfast scope` and `run --scope` take --backend (the registry may be an
  * etcd's): set by both before anything reads the registry. */
 static bool scope_cmd;
+
+static int refusal_of(int rc, const hf_rec *h);
 
 static const char *reg_name(char *buf, size_t n)
 {
@@ -253,7 +258,10 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return hf_parse_u64(s, UINT64_MAX, ret) < 0 ? -EINVAL : 0; /* digits only */
 }
 
-enum { OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION };
+enum {
+	OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION,
+	OPT_WAIT
+};
 static const struct option opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
@@ -261,6 +269,7 @@ static const struct option opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "pod", required_argument, NULL, OPT_POD },
 	{ "generation", required_argument, NULL, OPT_GEN },
+	{ "wait", required_argument, NULL, OPT_WAIT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	CLI_BACKEND_LONGOPTS,
@@ -268,7 +277,7 @@ static const struct option opts[] = {
 };
 
 struct args {
-	const char *pid, *socket, *from, *pod, *gen;
+	const char *pid, *socket, *from, *pod, *gen, *wait;
 	bool json;
 	int npos;
 };
@@ -280,7 +289,9 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 	optind = 1;
 	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hVw:", opts, NULL)) != -1) {
+		if (c == 'w')
+			c = OPT_WAIT;
 		if (c == 'h' || c == OPT_HELP) {
 			fputs(usage, stdout);
 			return -1;
@@ -308,6 +319,7 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_JSON: a->json = true; cli_json_enable(); break;
 		case OPT_POD: a->pod = optarg; break;
 		case OPT_GEN: a->gen = optarg; break;
+		case OPT_WAIT: a->wait = optarg; break;
 		}
 	}
 	if (cli_backend()) { /* a backend that cannot be used: said once, here */
@@ -362,6 +374,8 @@ static int collect(int argc, char **argv, const char *allowed, struct args *a, c
 				; /* the backend's options too (CLI_BACKEND_LONGOPTS) */
 		if (o && o->name && o->has_arg == required_argument && i + 1 < argc)
 			rest[nr++] = argv[++i];
+		else if (!strcmp(argv[i], "-w") && i + 1 < argc)
+			rest[nr++] = argv[++i]; /* -w DUR */
 	}
 	int rc = parse_args(nr, rest, allowed, a);
 	if (rc == 0 && optind < nr) {
@@ -425,7 +439,7 @@ static int do_register(int argc, char **argv)
 {
 	struct args a;
 	char **pos;
-	int rc = collect(argc, argv, "abcd", &a, &pos); /* pid socket from json */
+	int rc = collect(argc, argv, "abcdi", &a, &pos); /* pid socket from json wait */
 	if (rc)
 		return rc < 0 ? HF_EXIT_OK : rc;
 	if (a.npos < 2) {
@@ -456,6 +470,13 @@ static int do_register(int argc, char **argv)
 		}
 		pid = (uint64_t)owner;
 	}
+	int64_t wait_ms = 0; /* -w: the library's wait (HC4; on etcd ES5) */
+	if (a.wait && strcmp(a.wait, "forever") && cli_duration_arg("-w", a.wait, &wait_ms)) {
+		free(pos);
+		return HF_EXIT_USAGE;
+	}
+	if (a.wait && !strcmp(a.wait, "forever"))
+		wait_ms = -1;
 	const char *env = getenv("HOLDFAST_POD");
 	const char *from = a.from ? a.from : (env && *env ? env : NULL);
 	if (from && !*from)
@@ -465,9 +486,12 @@ static int do_register(int argc, char **argv)
 	if (rc == 0 && ((rc = hf_scope_set(s, HF_OPT_PID, (int64_t)pid)) < 0 ||
 			(rc = hf_scope_set_str(s, HF_OPT_FROM, from)) < 0 ||
 			(rc = hf_scope_set_str(s, HF_OPT_SOCKET, a.socket)) < 0 ||
+			(rc = hf_scope_set(s, HF_OPT_WAIT_MS, wait_ms)) < 0 ||
 			(rc = hf_scope_register(s)) < 0)) {
 		const hf_rec *h = hf_scope_holder(s);
-		int code = report("register", name, spec_of(specs, nspecs, h), rc, h);
+		int was = refusal_of(rc, h); /* a wait that ended: its last refusal */
+		int code = report(was != rc ? "register (timed out waiting)" : "register", name,
+				  spec_of(specs, nspecs, h), was, h);
 		hf_scope_free(s);
 		free(pos);
 		return code;

@@ -675,16 +675,28 @@ static int watch_sockopt(void *ctx, curl_socket_t fd, curlsocktype purpose)
 int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_rev,
 		  int64_t deadline_ns, int cancel_fd, char *why, size_t n)
 {
+	return hf_etcd_watch_range(e, key, klen, NULL, 0, from_rev, deadline_ns, cancel_fd, why,
+				   n);
+}
+
+int hf_etcd_watch_range(struct hf_etcd *e, const char *key, size_t klen, const char *end,
+			size_t elen, int64_t from_rev, int64_t deadline_ns, int cancel_fd,
+			char *why, size_t n)
+{
 	int rc = 0;
 	if (e->cfg.user && !e->token && (rc = authenticate(e, why, n)) < 0)
 		return rc;
-	char *k = hf_b64_encode(key, klen);
+	char *k = hf_b64_encode(key, klen), *k_end = end ? hf_b64_encode(end, elen) : NULL;
 	char rev[24];
 	snprintf(rev, sizeof rev, "%lld", (long long)from_rev);
-	json_t *req = k ? json_pack("{s:{s:s, s:s}}", "create_request", "key", k,
-				    "start_revision", rev)
-			: NULL;
+	json_t *cr = k && (!end || k_end) ? json_pack("{s:s, s:s}", "key", k, "start_revision",
+						      rev)
+					  : NULL;
+	if (cr && end)
+		json_object_set_new(cr, "range_end", json_string(k_end));
+	json_t *req = cr ? json_pack("{s:o}", "create_request", cr) : NULL;
 	free(k);
+	free(k_end);
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	CURL *c = text ? curl_easy_init() : NULL;

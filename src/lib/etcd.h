@@ -109,6 +109,11 @@ int hf_etcd_request(struct hf_etcd *e, const char *api, json_t *req, json_t **re
  * stream could not be opened or broke. */
 int hf_etcd_watch(struct hf_etcd *e, const char *key, size_t klen, int64_t from_rev,
 		  int64_t deadline_ns, int cancel_fd, char *why, size_t n);
+/* The same for every key in [key, end) (elen bytes; end NULL: key alone):
+ * 0 on an event of any of them. */
+int hf_etcd_watch_range(struct hf_etcd *e, const char *key, size_t klen, const char *end,
+			size_t elen, int64_t from_rev, int64_t deadline_ns, int cancel_fd,
+			char *why, size_t n);
 
 /* path made absolute lexically (".", ".." and "//" resolved without the
  * file system; symbolic links kept) into *ret (malloc'd): 0; -EINVAL (no

@@ -45,8 +45,20 @@
  *      generation; then put the pod key with the lease. Succeeded: the
  *      generation is the txn's revision. Failed: go to 2 (at most
  *      HF_ETCD_SCOPE_ATTEMPTS times; then -EAGAIN).
+ *   6. Refused at 4 (HF_ECONFLICT, HF_EHELD) with a wait (HF_OPT_WAIT_MS):
+ *      (point scope.register.waiting) watch the prefix ([prefix,
+ *      HF_ETCD_SCOPE_END)) from R+1, so a change between the range and the
+ *      watch is delivered; any event (a put or a delete under the prefix:
+ *      a release, a lease's expiry, a new registration) goes to 2, as does
+ *      a stream that broke (its member went: at most
+ *      HF_ETCD_SCOPE_WATCH_RETRIES times in a row, then the client's
+ *      error). The deadline (HF_ETIMEDOUT) or the cancel descriptor
+ *      (HF_ECANCELED) ends it, naming the last holder. Every half TTL of
+ *      waiting, our lease (granted at 1) is kept alive (a new one granted
+ *      if it is gone) and the watch goes on from R+1.
  *
- * Release: range the table, compare the generation, revoke the pod's lease.
+ * Release: range the table, compare the generation, revoke the pod's lease;
+ * of what the handle registered itself: revoke its lease (one request).
  * Reap: revoke the leases of the pods proven dead. Read: step 2.
  *
  * Invariants
@@ -66,6 +78,11 @@
  *         nearest ancestor whose key lives with the generation recorded, so
  *         A->B->D with B gone is A->D and A's effective scope is its own
  *         minus D's (the partial reclaim falls out of B's lease ending).
+ *   (ES5) A wait is a watch, never a poll: after a decision refused at
+ *         revision R it decides again only on an event of the prefix after
+ *         R, or a watch that broke; its deadline and its cancel descriptor
+ *         end it; the only other wake-up, at half the lease's TTL, renews
+ *         the waiter's lease and watches on from R+1 without a decision.
  *
  * Hazards
  * -------
@@ -78,6 +95,9 @@
  *     may live on.
  *   - Specs meet by path only (no identities): hosts must mount shared trees
  *     at the same paths.
+ *   - A waiter is woken by every change of the registry, also one that does
+ *     not concern it (it decides again and waits on): n waiters cost n
+ *     reads per registration.
  */
 #include "etcdscope.h"
 #include "internal.h"
@@ -93,6 +113,8 @@ struct hf_etcdscope {
 	struct hf_etcdlock *el; /* the registration's lease and its keep-alive */
 	struct hf_etcd *conn;
 	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
+	char held[HF_POD_NAME_MAX + 1]; /* the name es registered last, its generation */
+	uint64_t held_gen;
 	char uri[512];
 	char why[HF_ETCD_WHY_MAX];
 };
@@ -175,6 +197,60 @@ static int lease_revoke(struct hf_etcdscope *es, int64_t id)
 	char s[24];
 	snprintf(s, sizeof s, "%lld", (long long)id);
 	return call(es, "/v3/lease/revoke", json_pack("{s:s}", "ID", s), NULL);
+}
+
+/* One keep-alive of lease id: 0 renewed; -ENOENT it is gone. */
+static int lease_keep(struct hf_etcdscope *es, int64_t id)
+{
+	char s[24];
+	snprintf(s, sizeof s, "%lld", (long long)id);
+	json_t *a = NULL;
+	int rc = call(es, "/v3/lease/keepalive", json_pack("{s:s}", "ID", s), &a);
+	if (rc < 0)
+		return rc;
+	int64_t ttl = 0;
+	hf_etcd_i64(json_object_get(a, "result"), "TTL", &ttl); /* absent: 0, gone */
+	json_decref(a);
+	return ttl > 0 ? 0 : -ENOENT;
+}
+
+static int lease_grant(struct hf_etcdscope *es, int64_t *ret)
+{
+	json_t *ga = NULL;
+	*ret = 0;
+	int rc = call(es, "/v3/lease/grant",
+		      json_pack("{s:I}", "TTL", (json_int_t)(hf_etcdscope_ttl_ms(es) / 1000)), &ga);
+	if (rc == 0 && (hf_etcd_i64(ga, "ID", ret) < 0 || !*ret)) {
+		snprintf(es->why, sizeof es->why, "etcd: a lease grant answered without an ID");
+		rc = -EPROTO;
+	}
+	json_decref(ga);
+	return rc;
+}
+
+/* Step 6 (ES5): watch the prefix after revision rev until an event (0), a
+ * broken stream (-EIO), deadline (ns, CLOCK_MONOTONIC; < 0 none:
+ * HF_ETIMEDOUT), cancel_fd (HF_ECANCELED, -EBADF); *lease (granted at
+ * *granted) kept alive every half TTL meanwhile. */
+static int wait_change(struct hf_etcdscope *es, int64_t rev, int64_t deadline, int cancel_fd,
+		       int64_t *lease, int64_t *granted)
+{
+	static const char pre[] = HF_ETCD_SCOPE_PREFIX, end[] = HF_ETCD_SCOPE_END;
+	for (;;) {
+		int64_t renew = *granted + hf_etcdscope_ttl_ms(es) * 500000LL;
+		int64_t until = deadline >= 0 && deadline < renew ? deadline : renew;
+		int rc = hf_etcd_watch_range(es->conn, pre, sizeof pre - 1, end, sizeof end - 1,
+					     rev + 1, until, cancel_fd, es->why, sizeof es->why);
+		if (rc != HF_ETIMEDOUT || (deadline >= 0 && hf_sys_mono_ns() >= deadline))
+			return rc;
+		/* half its TTL gone waiting: the waiter's lease must not end */
+		rc = lease_keep(es, *lease);
+		if (rc == -ENOENT)
+			rc = lease_grant(es, lease); /* gone (revoked elsewhere): anew */
+		if (rc < 0)
+			return rc;
+		*granted = hf_sys_mono_ns();
+	}
 }
 
 static char *b64(const char *s)
@@ -397,8 +473,13 @@ static int txn(struct hf_etcdscope *es, const char *name, const char *parent, ui
 }
 
 int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_request *req,
-			  uint64_t *ret_generation, struct hf_scopereg_holder *err)
+			  struct hf_etcdscope_wait *w, uint64_t *ret_generation,
+			  struct hf_scopereg_holder *err)
 {
+	int64_t wait_ms = w ? w->wait_ms : 0;
+	int64_t deadline = wait_ms < 0 ? -1 : hf_sys_mono_ns() + wait_ms * 1000000LL;
+	if (w)
+		w->refused = 0;
 	if (err)
 		memset(err, 0, sizeof *err);
 	es->why[0] = '\0';
@@ -407,7 +488,9 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		return say(err, rc, es, NULL);
 	assert(!hf_etcdlock_lease(es->el) && "EL5"); /* the handle holds nothing */
 	struct hf_regreq *q;
-	if ((rc = hf_regreq_make(req, &q, err)) < 0)
+	struct hf_scopereg_request byp = *req;
+	byp.by_path = true; /* specs meet by path only on etcd */
+	if ((rc = hf_regreq_make(&byp, &q, err)) < 0)
 		return say(err, rc, es, NULL);
 	struct hf_owner me;
 	rc = hf_owner_init(&me, req->pid);
@@ -419,15 +502,8 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	}
 	if (!hf_text_ok(me.host, HF_HOST_MAX))
 		me.host[0] = '\0';
-	json_t *ga = NULL;
-	int64_t lease = 0;
-	rc = call(es, "/v3/lease/grant",
-		  json_pack("{s:I}", "TTL", (json_int_t)(hf_etcdscope_ttl_ms(es) / 1000)), &ga);
-	if (rc == 0 && (hf_etcd_i64(ga, "ID", &lease) < 0 || !lease)) {
-		snprintf(es->why, sizeof es->why, "etcd: a lease grant answered without an ID");
-		rc = -EPROTO;
-	}
-	json_decref(ga);
+	int64_t lease = 0, granted = hf_sys_mono_ns();
+	rc = lease_grant(es, &lease);
 	if (rc < 0) {
 		hf_regreq_free(q);
 		return say(err, rc, es, es->why);
@@ -435,6 +511,7 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	struct loaded l;
 	bool have = false;
 	int64_t grev = 0;
+	int broken = 0; /* watches in a row that broke (step 6) */
 	for (int attempt = 0;; attempt++) {
 		if (have)
 			loaded_clear(&l);
@@ -463,7 +540,7 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		if (same >= 0) {
 			hf_scopereg_holder_fill(err, &t->a[same], t->a[same].spec_text[0]);
 			rc = say(err, HF_EHELD, es, NULL);
-			break;
+			goto refused;
 		}
 		long parent = -1;
 		if (req->from && (parent = hf_regtable_find(t, req->from)) < 0) {
@@ -485,7 +562,9 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 					err->others = no.others;
 			}
 			rc = say(err, rc, es, NULL);
-			break;
+			if (rc == HF_ENOTYOURS)
+				break;
+			goto refused;
 		}
 		struct hf_alloc *a;
 		if ((rc = hf_regtable_push(t, &a)) < 0)
@@ -531,6 +610,28 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 			break;
 		}
 		/* lost to another change (ES1): decide again */
+		continue;
+	refused: /* step 6: HF_ECONFLICT, HF_EHELD, the holder in *err */
+		if (wait_ms == 0)
+			break;
+		w->refused = rc;
+		int64_t rev = l.rev;
+		loaded_clear(&l);
+		have = false;
+		assert(rev > 0 && "ES5"); /* the watch starts after the decision's read */
+		hf_sys_point(HF_PT_SCOPE_REGISTER_WAITING);
+		rc = wait_change(es, rev, deadline, w->cancel_fd, &lease, &granted); /* ES5 */
+		if (rc == 0 || (rc == -EIO && ++broken <= HF_ETCD_SCOPE_WATCH_RETRIES)) {
+			if (rc == 0)
+				broken = 0;
+			attempt = -1; /* a new decision, not a txn lost */
+			if (err)
+				memset(err, 0, sizeof *err);
+			continue;
+		}
+		if (rc != HF_ETIMEDOUT && rc != HF_ECANCELED)
+			rc = say(err, rc, es, es->why); /* the last holder stays otherwise */
+		break;
 	}
 	if (have)
 		loaded_clear(&l);
@@ -542,6 +643,8 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		return rc;
 	}
 	assert(grev > 0 && "ES1");
+	snprintf(es->held, sizeof es->held, "%s", req->name);
+	es->held_gen = (uint64_t)grev;
 	if (ret_generation)
 		*ret_generation = (uint64_t)grev;
 	return 0;
@@ -555,6 +658,16 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 	es->why[0] = '\0';
 	if (!name || !hf_pod_name_ok(name))
 		return say(err, -EINVAL, es, "not a valid pod name");
+	int64_t mine = hf_etcdlock_lease(es->el);
+	if (mine && !strcmp(name, es->held) && (!generation || generation == es->held_gen)) {
+		/* what es registered: its lease names that key alone (ES3) - one
+		 * request; gone already (expired, revoked elsewhere): read below */
+		hf_etcdlock_hold(es->el, 0); /* EL5: stopped before the revoke */
+		int rc = lease_revoke(es, mine);
+		es->held[0] = '\0';
+		if (rc != -ENOENT)
+			return rc < 0 ? say(err, rc, es, es->why) : 0;
+	}
 	struct loaded l;
 	int rc = load(es, &l, err);
 	if (rc < 0)

@@ -14,6 +14,15 @@
 #define HF_ETCD_SCOPE_PREFIX "/holdfast/scope/" /* + the pod's name         */
 #define HF_ETCD_SCOPE_END "/holdfast/scope0"    /* the prefix's range end   */
 #define HF_ETCD_SCOPE_ATTEMPTS 64               /* txns lost to other changes */
+#define HF_ETCD_SCOPE_WATCH_RETRIES 3          /* broken watches in a row    */
+
+/* How a registration waits (hf_etcdscope_register; NULL: tries once). */
+struct hf_etcdscope_wait {
+	int64_t wait_ms; /* 0 try once, < 0 forever, else a bound (HF_ETIMEDOUT) */
+	int cancel_fd;   /* readable: stop waiting (HF_ECANCELED); -1 none        */
+	int refused;     /* out: the last refusal waited on (HF_ECONFLICT,
+			    HF_EHELD; its holder in *err), 0 none               */
+};
 
 struct hf_etcdscope;
 
@@ -23,11 +32,15 @@ int hf_etcdscope_new(const char *uri, struct hf_etcd_cfg *cfg, struct hf_etcdsco
 void hf_etcdscope_free(struct hf_etcdscope *es);
 void hf_etcdscope_set_ttl(struct hf_etcdscope *es, int64_t ttl_ms);
 int64_t hf_etcdscope_ttl_ms(const struct hf_etcdscope *es);
-/* As hf_scopereg_register, on etcd (req->registry, lock_wait_ms unused):
- * 0 and the generation (the pod key's create_revision); its lease is kept
- * alive by a thread of es until release, unkeep or free. */
+/* As hf_scopereg_register, on etcd (req->registry, lock_wait_ms and
+ * cancel_fd unused): 0 and the generation (the pod key's create_revision);
+ * its lease is kept alive by a thread of es until release, unkeep or free.
+ * With w (wait_ms != 0), a refusal (HF_ECONFLICT, HF_EHELD) is waited out
+ * by a watch (ES5): HF_ETIMEDOUT at the deadline, HF_ECANCELED, -EBADF
+ * (cancel_fd), the last holder in *err and its refusal in w->refused. */
 int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_request *req,
-			  uint64_t *ret_generation, struct hf_scopereg_holder *err);
+			  struct hf_etcdscope_wait *w, uint64_t *ret_generation,
+			  struct hf_scopereg_holder *err);
 /* As hf_scopereg_release: revoke name's lease (its key goes with it). */
 int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t generation,
 			 struct hf_scopereg_holder *err);

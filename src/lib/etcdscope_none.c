@@ -31,9 +31,10 @@ int64_t hf_etcdscope_ttl_ms(const struct hf_etcdscope *es)
 }
 
 int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_request *req,
-			  uint64_t *ret_generation, struct hf_scopereg_holder *err)
+			  struct hf_etcdscope_wait *w, uint64_t *ret_generation,
+			  struct hf_scopereg_holder *err)
 {
-	(void)es, (void)req, (void)ret_generation, (void)err;
+	(void)es, (void)req, (void)w, (void)ret_generation, (void)err;
 	return -EPROTONOSUPPORT;
 }
 

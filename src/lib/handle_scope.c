@@ -18,9 +18,10 @@
  *        descriptor is readable (the waiter's W1, W4); every attempt is a
  *        whole hf_scopereg_register, so waiting adds no state of its own.
  *  (HC5) A handle with HF_OPT_BACKEND "etcd://..." registers, releases and
- *        reads on etcd (etcdscope.c) and nowhere else; its registration has
- *        no descriptor (-1) but a lease, kept alive by the handle's thread
- *        until release, detach or free, or by hf_scope_keep.
+ *        reads on etcd (etcdscope.c) and nowhere else (a wait there is a
+ *        watch, ES5); its registration has no descriptor (-1) but a lease,
+ *        kept alive by the handle's thread until release, detach or free,
+ *        or by hf_scope_keep.
  */
 #include "internal.h"
 #include "etcdscope.h"
@@ -226,13 +227,12 @@ static int etcd_ready(hf_scope *s)
 	return 0;
 }
 
-/* HC5: register on etcd. A wait (HF_OPT_WAIT_MS) is not done there yet. */
+/* HC5: register on etcd; a wait (HF_OPT_WAIT_MS) is a watch there (ES5),
+ * with the file's outcomes (HC4): the last holder kept on HF_ETIMEDOUT and
+ * HF_ECANCELED. */
 static int etcd_register(hf_scope *s)
 {
-	if (s->wait_ms != 0) {
-		holder_reason(s, "waiting for a scope is not done on etcd yet: try once");
-		return -EOPNOTSUPP;
-	}
+	struct hf_etcdscope_wait w = { .wait_ms = s->wait_ms, .cancel_fd = s->cancel_fd };
 	struct hf_scopereg_request req = {
 		.name = s->name, .specs = (const char *const *)s->specs, .nspecs = s->nspecs,
 		.pid = s->pid, .socket = s->socket, .from = s->from,
@@ -241,7 +241,7 @@ static int etcd_register(hf_scope *s)
 	if (!h)
 		return -ENOMEM;
 	uint64_t gen = 0;
-	int rc = hf_etcdscope_register(s->es, &req, &gen, h);
+	int rc = hf_etcdscope_register(s->es, &req, &w, &gen, h);
 	if (rc == 0) {
 		assert(gen > 0 && "HC1");
 		s->holds = true;
@@ -250,7 +250,8 @@ static int etcd_register(hf_scope *s)
 		s->registered_by = getpid();
 		holder_reason(s, NULL);
 	} else {
-		holder_set(s, h, rc);
+		bool waited_out = (rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && w.refused;
+		holder_set(s, h, waited_out ? w.refused : rc); /* HC4: the last holder seen */
 	}
 	free(h);
 	return rc;

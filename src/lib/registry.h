@@ -45,6 +45,8 @@ struct hf_scopereg_request {
 					     (HF_SCOPE_LOCK_WAIT_MS), >0 at most
 					     that (then HF_ETIMEDOUT)              */
 	bool has_cancel;                  /* cancel_fd is set                       */
+	bool by_path;                     /* no identities (etcd: specs meet by
+					     path only; the mount table unread)    */
 	int cancel_fd;                    /* readable: stop waiting for the
 					     registry's lock (HF_ECANCELED)        */
 };

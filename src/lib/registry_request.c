@@ -50,7 +50,12 @@ int hf_regreq_make(const struct hf_scopereg_request *req, struct hf_regreq **ret
 	/* SC5, SC6: what each path reaches, by the mount table; unknown when it
 	 * cannot be read (then by path only) */
 	struct hf_mounts m;
-	hf_mounts_load(&m);
+	if (req->by_path) { /* etcd: nothing to identify (no mount table read) */
+		memset(&m, 0, sizeof m);
+		m.top = -1;
+	} else {
+		hf_mounts_load(&m);
+	}
 	for (size_t i = 0; i < req->nspecs && rc == 0; i++, q->n++) {
 		rc = hf_spec_identify(&m, &q->specs[i], &q->ids_text[i], &q->nids[i]);
 		if (rc < 0)

@@ -2,7 +2,7 @@
  * test_cluster.c - the directory lock on a 3-member etcd cluster, with
  * faults (suite etcd-cluster, `make check-cluster`): a member killed under
  * a holder and under a waiter, quorum lost and regained; the scope chain
- * A->B->D with B's member killed. Each test starts
+ * A->B->D with B's member killed; a scope waiter whose member dies. Each test starts
  * its own three members on free loopback ports (data dirs under /tmp),
  * stopped by pid.
  */
@@ -209,6 +209,37 @@ Test(etcd_cluster, waiter_survives_its_member)
 	cr_assert_gt(strlen(out), 32);
 	free(out);
 	free(err);
+}
+
+/* A scope waiter (`scope register -w`) refused at the first member, whose
+ * member dies before its watch: the broken watch decides again at another
+ * member (etcdscope.c step 6, ES5) and registers once the holder released. */
+Test(etcd_cluster, scope_waiter_survives_its_member)
+{
+	char spec[700], sub[700], pid[16];
+	snprintf(spec, sizeof spec, "%s/ws:write:recursive", dir);
+	snprintf(sub, sizeof sub, "%s/ws/x:write", dir);
+	pid_t owner = et_sleeper();
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	const char *reg[] = { "holdfast", "scope", "register", "WH", spec, "--pid", pid,
+			      "--backend", uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, reg), 0);
+	struct hft_child w;
+	const char *waiter[] = { "holdfast", "scope", "register", "WW", sub, "-w", "120s", "--pid",
+				 pid, "--backend", uri, NULL };
+	hft_spawn_cli(&w, "pause:scope.register.waiting", waiter, NULL);
+	hft_expect(&w, "scope.register.waiting"); /* refused at the first member */
+	kill_member(0);
+	const char *rel[] = { "holdfast", "scope", "release", "WH", "--backend", uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rel), 0);
+	hft_go(&w);
+	char *out = NULL, *err = NULL;
+	int st = hft_collect(w.pid, w.out_rd, w.err_rd, &out, &err);
+	cr_assert_eq(st, 0, "the waiter: exit %d: %s", st, err);
+	cr_assert(strstr(out, "registered WW"), "%s", out);
+	free(out);
+	free(err);
+	et_reap(owner);
 }
 
 /* The scope registry: A -> B -> D, B's keeper talking to member 0 alone;

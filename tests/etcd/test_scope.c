@@ -6,13 +6,18 @@
  * parent, the A->B->D chain with B's owner killed (its keeper revokes B's
  * lease) and with B's keeper killed (B's lease expires): D stays under A,
  * A's effective scope regains B's part minus D's; a delegation whose parent
- * is released between its decision and its txn is refused (ES2).
+ * is released between its decision and its txn is refused (ES2). Waits
+ * (ES5): `scope register -w` woken by the holder's release, -w short timed
+ * out naming the holder, a library waiter cancelled, one woken by an
+ * unrelated registration deciding again and waiting on, one whose lease
+ * outlives a wait of three TTLs.
  */
 #include "et.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,7 +286,7 @@ Test(etcd_scope, chain_b_keeper_killed_lease_expires)
 
 /* The library: hf_scope with HF_OPT_BACKEND registers on etcd with no
  * descriptor, the registry read through the handle shows it, free
- * releases it (HC2), waits are refused there. */
+ * releases it (HC2). */
 Test(etcd_scope, library_register_read_free)
 {
 	char dir[600];
@@ -293,9 +298,7 @@ Test(etcd_scope, library_register_read_free)
 	cr_assert_eq(hf_scope_new("LIB", &s), 0);
 	cr_assert_eq(hf_scope_add(s, spec), 0);
 	cr_assert_eq(hf_scope_set_str(s, HF_OPT_BACKEND, E.uri), 0);
-	cr_assert_eq(hf_scope_set(s, HF_OPT_WAIT_MS, 1000), 0);
-	cr_assert_eq(hf_scope_register(s), -EOPNOTSUPP);
-	cr_assert_eq(hf_scope_set(s, HF_OPT_WAIT_MS, 0), 0);
+	cr_assert_eq(hf_scope_set(s, HF_OPT_WAIT_MS, 1000), 0); /* free: no wait */
 	cr_assert_eq(hf_scope_register(s), 0, "%s", hf_rec_json(hf_scope_holder(s)));
 	cr_assert_eq(hf_scope_fd(s), -1);
 	uint64_t gen = hf_scope_generation(s);
@@ -371,5 +374,226 @@ Test(etcd_scope, parent_released_between_decision_and_txn)
 	cr_assert_eq(hft_cli(&out, NULL, ls), 0);
 	cr_assert(strstr(out, "\"EA\"") && !strstr(out, "\"ED\""), "%s", out);
 	free(out);
+	et_reap(owner);
+}
+
+/* ---- waits (ES5) ------------------------------------------------------------ */
+
+/* `scope register -w 30s` from a shell, refused while WA holds the scope,
+ * paused (scope.register.waiting, through fifos) after its refused decision;
+ * WA released meanwhile: its watch from the next revision delivers the
+ * delete, the waiter registers and holds. -w 0.3s: exit 1 naming WA. */
+static void waiter_woken_by_release(const char *sh)
+{
+	struct et_out r = et_run(
+		sh,
+		BIN_H
+		"mkdir -p w/src\n"
+		OWNER("a")
+		OWNER("b")
+		"\"$H\" scope register WA w/src:write:recursive --pid $a >/dev/null || exit 10\n"
+		"\"$H\" scope register WS w/src/x:write -w 0.3s --pid $b 2>short.err; echo \"short=$?\"\n"
+		"cat short.err >&2\n"
+		"mkfifo n g; exec 5<>n 6<>g\n"
+		"HOLDFAST_FAULTS=pause:scope.register.waiting HOLDFAST_PAUSE_FDS=5,6 \\\n"
+		"  \"$H\" scope register WB w/src/x:write -w 30s --pid $b >wb.out 2>wb.err & w=$!\n"
+		"pt=$(timeout 60 head -n1 <&5); echo \"point=$pt\"\n"
+		"\"$H\" scope check w/src/x --pod WB; echo \"before=$?\"\n"
+		"\"$H\" scope release WA; echo \"release=$?\"\n"
+		"printf x >&6\n"
+		"wait $w; echo \"waiter=$?\"\n" /* bounded: its own -w 30s */
+		"cat wb.err >&2\n"
+		"\"$H\" scope check w/src/x --pod WB; echo \"holds=$?\"\n"
+		"\"$H\" scope check w/src/x; echo \"taken=$?\"\n"
+		"\"$H\" scope release WB; echo \"releaseB=$?\"\n"
+		OWNERS_END);
+	char *out = r.out, *err = r.err;
+	cr_assert(strstr(out, "short=1\n"), "%s", out);
+	cr_assert(strstr(err, "scope register (timed out waiting) WS: 'w/src/x:write'") &&
+		  strstr(err, "/w/src:write:recursive of WA (pid "),
+		  "the holder named: %s", err);
+	ET_HAS(out, "point=scope.register.waiting\n", "before=1\n", "release=0\n", "waiter=0\n",
+	       "holds=0\n", "taken=1\n", "releaseB=0\n");
+	et_out_free(&r);
+}
+
+ET_EACH_SHELL(etcd_scope, waiter_woken_by_release, waiter_woken_by_release)
+
+/* A registry dir of the test and its write spec (dir/src:write:recursive),
+ * held by pod name for a sleeper: the sleeper's pid. */
+static char wdir[600], wspec[700];
+static pid_t hold_src(const char *name)
+{
+	snprintf(wdir, sizeof wdir, "%s/lw/src", et_dir);
+	char mk[1400];
+	snprintf(mk, sizeof mk, "mkdir -p %s/x %s/../other", wdir, wdir);
+	cr_assert_eq(system(mk), 0);
+	snprintf(wspec, sizeof wspec, "%s:write:recursive", wdir);
+	pid_t owner = et_sleeper();
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	const char *ra[] = { "holdfast", "scope", "register", name, wspec, "--pid", pid,
+			     "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, ra), 0);
+	return owner;
+}
+
+static void cli_ok(const char *const *argv)
+{
+	char *err = NULL;
+	int st = hft_cli(NULL, &err, argv);
+	cr_assert_eq(st, 0, "%s %s: exit %d: %s", argv[1], argv[2], st, err);
+	free(err);
+}
+
+static int fds_cancel[2], fds_res[2], fds_done[2];
+static int64_t waiter_ttl_ms;
+
+/* The library's waiter for WX dir/src/x:write (wait at most 60 s): writes
+ * its outcome (rc) and the holder named, then (registered) holds until
+ * told. */
+static int lib_waiter(void *arg)
+{
+	(void)arg;
+	char spec[800];
+	snprintf(spec, sizeof spec, "%s/x:write", wdir);
+	hf_scope *s;
+	if (hf_scope_new("WX", &s) < 0 || hf_scope_add(s, spec) < 0 ||
+	    hf_scope_set_str(s, HF_OPT_BACKEND, E.uri) < 0 ||
+	    hf_scope_set(s, HF_OPT_WAIT_MS, 60000) < 0 ||
+	    hf_scope_set(s, HF_OPT_CANCEL_FD, fds_cancel[0]) < 0 ||
+	    (waiter_ttl_ms && hf_scope_set(s, HF_OPT_TTL_MS, waiter_ttl_ms) < 0))
+		return 90;
+	char res[256] = "";
+	int rc = hf_scope_register(s);
+	const hf_rec *h = hf_scope_holder(s);
+	snprintf(res, sizeof res, "rc=%d holder=%s refused=%s", rc,
+		 rc ? hf_rec_str(h, "name") ?: "" : "", rc ? hf_rec_str(h, "refused") ?: "" : "");
+	if (write(fds_res[1], res, sizeof res) != sizeof res)
+		return 91;
+	char b;
+	if (rc == 0 && read(fds_done[0], &b, 1) != 1)
+		return 92;
+	hf_scope_free(s); /* releases it (HC2) */
+	return rc == 0 ? 0 : 1;
+}
+
+static void waiter_pipes(void)
+{
+	cr_assert_eq(pipe(fds_cancel), 0);
+	cr_assert_eq(pipe(fds_res), 0);
+	cr_assert_eq(pipe(fds_done), 0);
+}
+
+static void waiter_pipes_close(void)
+{
+	int *all[] = { fds_cancel, fds_res, fds_done };
+	for (size_t i = 0; i < 3; i++)
+		close(all[i][0]), close(all[i][1]);
+}
+
+/* The waiter's outcome, read within 60 s. */
+static void waiter_result(char *res, size_t n)
+{
+	struct pollfd p = { .fd = fds_res[0], .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 60000), 1, "the waiter said nothing within 60 s");
+	cr_assert_eq(read(fds_res[0], res, n), (ssize_t)n);
+}
+
+/* HF_OPT_CANCEL_FD readable while the waiter watches: HF_ECANCELED, the
+ * holder it waited for named, nothing registered. */
+Test(etcd_scope, library_waiter_cancelled)
+{
+	pid_t owner = hold_src("CH");
+	waiter_pipes();
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:scope.register.waiting", lib_waiter, NULL);
+	hft_expect(&w, "scope.register.waiting"); /* refused: CH holds it */
+	hft_go(&w);
+	cr_assert_eq(write(fds_cancel[1], "c", 1), 1);
+	char res[256];
+	waiter_result(res, sizeof res);
+	char want[128];
+	snprintf(want, sizeof want, "rc=%d holder=CH refused=%s", HF_ECANCELED,
+		 hf_error_name(HF_ECONFLICT));
+	cr_assert_str_eq(res, want);
+	cr_assert_eq(hft_exit_within(w.pid, 30000), 1);
+	char *out = NULL;
+	const char *ls[] = { "holdfast", "scope", "list", "--json", "--backend", E.uri, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, ls), 0);
+	cr_assert(strstr(out, "\"CH\"") && !strstr(out, "\"WX\""), "%s", out);
+	free(out);
+	waiter_pipes_close();
+	et_reap(owner);
+}
+
+/* An unrelated registration (a spec that overlaps nothing) wakes the
+ * waiter (the whole prefix is watched): it decides again, is refused again
+ * (the second scope.register.waiting) and waits on; the holder's release
+ * then lets it register. */
+Test(etcd_scope, library_waiter_unrelated_change_decides_again)
+{
+	pid_t owner = hold_src("UH");
+	waiter_pipes();
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:scope.register.waiting:1;pause:scope.register.waiting:2",
+		     lib_waiter, NULL);
+	hft_expect(&w, "scope.register.waiting");
+	hft_go(&w);
+	char other[700], pid[16];
+	snprintf(other, sizeof other, "%s/../other:write", wdir);
+	snprintf(pid, sizeof pid, "%d", (int)owner);
+	const char *ru[] = { "holdfast", "scope", "register", "UU", other, "--pid", pid,
+			     "--backend", E.uri, NULL };
+	cli_ok(ru);
+	hft_expect(&w, "scope.register.waiting"); /* woken, refused again (ES5) */
+	const char *chk[] = { "holdfast", "scope", "check", wdir, "--pod", "WX", "--backend",
+			      E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, chk), 1, "WX took the scope while UH holds it");
+	const char *rel[] = { "holdfast", "scope", "release", "UH", "--backend", E.uri, NULL };
+	cli_ok(rel);
+	hft_go(&w);
+	char res[256];
+	waiter_result(res, sizeof res);
+	cr_assert_str_eq(res, "rc=0 holder= refused=");
+	char x[700];
+	snprintf(x, sizeof x, "%s/x", wdir);
+	const char *mine[] = { "holdfast", "scope", "check", x, "--pod", "WX", "--backend",
+			       E.uri, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, mine), 0);
+	cr_assert_eq(write(fds_done[1], "d", 1), 1);
+	cr_assert_eq(hft_exit_within(w.pid, 30000), 0);
+	waiter_pipes_close();
+	et_reap(owner);
+}
+
+/* A waiter with a 2 s lease waits about 3 TTLs (CLOCK_MONOTONIC) without
+ * deciding again (no event: no second scope.register.waiting); its lease is
+ * kept alive meanwhile, so when the holder releases, its registration -
+ * a put with that lease - works. */
+Test(etcd_scope, library_waiter_lease_outlives_its_ttl)
+{
+	pid_t owner = hold_src("LH");
+	waiter_pipes();
+	waiter_ttl_ms = 2000;
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:scope.register.waiting:1;pause:scope.register.waiting:2",
+		     lib_waiter, NULL);
+	hft_expect(&w, "scope.register.waiting");
+	hft_go(&w);
+	int64_t until = et_mono_ms() + 3 * 2000 + 500;
+	for (int64_t now; (now = et_mono_ms()) < until;) {
+		struct pollfd p = { .fd = w.notify_rd, .events = POLLIN };
+		int n = poll(&p, 1, (int)(until - now));
+		cr_assert_eq(n, 0, "the waiter decided again with nothing changed");
+	}
+	const char *rel[] = { "holdfast", "scope", "release", "LH", "--backend", E.uri, NULL };
+	cli_ok(rel);
+	char res[256];
+	waiter_result(res, sizeof res);
+	cr_assert_str_eq(res, "rc=0 holder= refused=", "its lease ended while waiting?");
+	cr_assert_eq(write(fds_done[1], "d", 1), 1);
+	cr_assert_eq(hft_exit_within(w.pid, 30000), 0);
+	waiter_pipes_close();
 	et_reap(owner);
 }

@@ -205,3 +205,36 @@ Test(keeper, no_keeper_for_an_owner_that_is_gone)
 	HAS(out, "reaped A");
 	free(out);
 }
+
+/* scope register -w: a refusal waited for at most DUR, then exit 1 naming
+ * the holder; woken by the holder's release; -w forever with nothing held
+ * registers at once; -w not a duration: usage. */
+Test(keeper, register_wait_cli)
+{
+	struct sc_sleeper s;
+	sc_sleeper_start(&s);
+	reg_keeper("WH", "wsrc:write:recursive", s.pid);
+	char *out, *err;
+	int st = sc_cli(&out, &err, "scope", "register", "WS", sc_path("wsrc/x:write"), "-w",
+			"0.2s", "--pid", sc_num(s.pid), NULL);
+	cr_assert_eq(st, 1, "%s", err);
+	HAS(err, "scope register (timed out waiting) WS: ");
+	HAS(err, "wsrc:write:recursive of WH (pid ");
+	free(out), free(err);
+	st = sc_cli(&out, &err, "scope", "register", "WS", sc_path("wsrc/x:write"), "-w", "soon",
+		    "--pid", sc_num(s.pid), NULL);
+	cr_assert_eq(st, 64, "%s", err);
+	HAS(err, "-w soon: not a duration");
+	free(out), free(err);
+	st = sc_sh(&out, &err,
+		   "\"$HF\" scope register WB \"$1\" -w 30s --pid \"$2\" >/dev/null & w=$!\n"
+		   "\"$HF\" scope release WH || exit 10\n"
+		   "wait $w; echo \"waiter=$?\"\n"
+		   "\"$HF\" scope register WF \"$3\" -w forever --pid \"$2\" >/dev/null; echo \"forever=$?\"\n",
+		   sc_path("wsrc/x:write"), sc_num(s.pid), sc_path("wother:write"), NULL);
+	cr_assert_eq(st, 0, "%s %s", out, err);
+	HAS(out, "waiter=0\n");
+	HAS(out, "forever=0\n");
+	free(out), free(err);
+	sc_sleeper_end(&s, SIGKILL);
+}
