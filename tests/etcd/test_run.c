@@ -74,6 +74,8 @@ static void run_scope(const char *sh)
 		"mkdir -p p/a/b p/a/c\n"
 		"\"$H\" scope register S \"$PWD/p/a:write:recursive\" --pid %d >/dev/null || exit 10\n"
 		"\"$H\" run --scope \"$PWD/p/a/b:write\" -n -- echo never 2>c1.err; echo \"conflict=$?\"\n"
+		"\"$H\" run --scope \"$PWD/p/a/b:write\" -w 0.5 -- echo never 2>c3.err; echo \"waited=$?\"\n"
+		"\"$H\" run --scope \"$PWD/p/x:write\" -- echo free-ran 2>c4.err; echo \"free=$?\"\n"
 		"\"$H\" scope release S >/dev/null 2>&1 || exit 11\n"
 		"\"$H\" run --scope \"$PWD/p/a:write:recursive\" --name R -n --json -- sh -c '\n"
 		"  echo \"pod=$HOLDFAST_POD\"; \"$HOLDFAST_BIN\" scope list\n"
@@ -83,9 +85,12 @@ static void run_scope(const char *sh)
 		"\"$H\" scope list\n"
 		"\"$H\" scope register T2 \"$PWD/p/a:write\" --pid %d >/dev/null; echo \"after=$?\"\n"
 		"test -e reg && echo made-a-registry\n"
-		"cat c1.err c2.err >&2\n",
+		"cat c1.err c2.err c3.err c4.err >&2\n",
 		(int)owner, (int)owner, (int)owner);
 	char *out = r.out, *err = r.err;
+	/* a wait on etcd (by the watch) times out naming the holder; a free
+	 * scope without -n waits for nothing */
+	ET_HAS(out, "waited=1\n", "free-ran\n", "free=0\n");
 	ET_HAS(out, "conflict=1\n", "pod=R\n", "inner=1\n", "run=5\n", "after=0\n",
 	       "\"scope\":{\"name\":\"R\"", "\"exit\":5");
 	cr_assert_null(strstr(out, "never"), "CMD ran though refused: %s", out);
