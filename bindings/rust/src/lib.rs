@@ -427,6 +427,51 @@ pub struct Lock {
     path: PathBuf,
 }
 
+/// The backend's builder methods, one set for Lock, Session and Scope
+/// (each has `set` and `set_str`); `ttl` for those with a lease.
+macro_rules! backend_options {
+    ($noun:literal $(, $ttl:ident)?) => {
+        /// Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
+        /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
+        /// turn; `"file"` (the default) for the file system. The library does not
+        /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
+        /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
+        /// without the etcd client.
+        pub fn backend(self, uri: &str) -> Result<Self> {
+            self.set_str(ffi::HF_OPT_BACKEND, uri)
+        }
+        /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
+        pub fn etcd_user(self, user: &str) -> Result<Self> {
+            self.set_str(ffi::HF_OPT_ETCD_USER, user)
+        }
+        /// On etcd: the file whose first line is the user's password (read at
+        /// each authentication, never kept).
+        pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
+            let p = path_str($noun, path.as_ref())?.to_string();
+            self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
+        }
+        /// On etcd: the CA bundle for https endpoints (default: the system's).
+        pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
+            let p = path_str($noun, path.as_ref())?.to_string();
+            self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
+        }
+        /// On etcd: the bound of one request (default 5 s; connecting to one
+        /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
+        /// message naming the endpoint and what happened.
+        pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
+            self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
+        }
+        $(
+        /// On etcd: the lease's TTL (default 10 s; rounded up to whole seconds,
+        /// at least 1 s): how long a holder whose keep-alive stopped (its host
+        /// died) still holds it.
+        pub fn $ttl(self, d: Duration) -> Result<Self> {
+            self.set(ffi::HF_OPT_TTL_MS, millis(d))
+        }
+        )?
+    };
+}
+
 impl Lock {
     /// A handle for the lock directory `path` (its parent must exist; names
     /// ending in ".holdfast" are reserved). No I/O yet.
@@ -457,42 +502,7 @@ impl Lock {
         }
         Ok(self)
     }
-    /// Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
-    /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
-    /// turn; `"file"` (the default) for the file system. The library does not
-    /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
-    /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
-    /// without the etcd client.
-    pub fn backend(self, uri: &str) -> Result<Self> {
-        self.set_str(ffi::HF_OPT_BACKEND, uri)
-    }
-    /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
-    pub fn etcd_user(self, user: &str) -> Result<Self> {
-        self.set_str(ffi::HF_OPT_ETCD_USER, user)
-    }
-    /// On etcd: the file whose first line is the user's password (read at
-    /// each authentication, never kept).
-    pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
-        let p = path_str("lock", path.as_ref())?.to_string();
-        self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
-    }
-    /// On etcd: the CA bundle for https endpoints (default: the system's).
-    pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
-        let p = path_str("lock", path.as_ref())?.to_string();
-        self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
-    }
-    /// On etcd: the bound of one request (default 5 s; connecting to one
-    /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
-    /// message naming the endpoint and what happened.
-    pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
-        self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
-    }
-    /// On etcd: the lease's TTL (default 10 s; rounded up to whole seconds,
-    /// at least 1 s): how long a holder whose keep-alive stopped (its host
-    /// died) still holds it.
-    pub fn ttl(self, d: Duration) -> Result<Self> {
-        self.set(ffi::HF_OPT_TTL_MS, millis(d))
-    }
+    backend_options!("lock", ttl);
     /// How long acquire waits (default [`Wait::Try`]).
     pub fn wait(self, w: Wait) -> Self {
         self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
@@ -777,36 +787,7 @@ impl Session {
         }
         Ok(self)
     }
-    /// Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
-    /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
-    /// turn; `"file"` (the default) for the file system. The library does not
-    /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
-    /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
-    /// without the etcd client.
-    pub fn backend(self, uri: &str) -> Result<Self> {
-        self.set_str(ffi::HF_OPT_BACKEND, uri)
-    }
-    /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
-    pub fn etcd_user(self, user: &str) -> Result<Self> {
-        self.set_str(ffi::HF_OPT_ETCD_USER, user)
-    }
-    /// On etcd: the file whose first line is the user's password (read at
-    /// each authentication, never kept).
-    pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
-        let p = path_str("session", path.as_ref())?.to_string();
-        self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
-    }
-    /// On etcd: the CA bundle for https endpoints (default: the system's).
-    pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
-        let p = path_str("session", path.as_ref())?.to_string();
-        self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
-    }
-    /// On etcd: the bound of one request (default 5 s; connecting to one
-    /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
-    /// message naming the endpoint and what happened.
-    pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
-        self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
-    }
+    backend_options!("session");
     /// How long take waits (default [`Wait::Try`]).
     pub fn wait(self, w: Wait) -> Self {
         self.set(ffi::HF_OPT_WAIT_MS, w.ms()).expect("a wait is always valid")
@@ -959,43 +940,7 @@ impl Scope {
         Ok(self)
     }
 
-    /// Where the registration lives (on etcd: one key per pod under
-    /// `/holdfast/scope/`, attached to a lease; [`Wait::Try`] only). Where it lives: `"etcd://HOST:PORT[,HOST:PORT…]"` (http) or
-    /// `"etcds://…"` (https) for an etcd v3 cluster, its endpoints tried in
-    /// turn; `"file"` (the default) for the file system. The library does not
-    /// read `HOLDFAST_BACKEND` (only the CLI does): pass it here to honour it.
-    /// `EINVAL`: not a backend URI; `EPROTONOSUPPORT`: a library built
-    /// without the etcd client.
-    pub fn backend(self, uri: &str) -> Result<Self> {
-        self.set_str(ffi::HF_OPT_BACKEND, uri)
-    }
-    /// On etcd: authenticate as this user (with [`Self::etcd_password_file`]).
-    pub fn etcd_user(self, user: &str) -> Result<Self> {
-        self.set_str(ffi::HF_OPT_ETCD_USER, user)
-    }
-    /// On etcd: the file whose first line is the user's password (read at
-    /// each authentication, never kept).
-    pub fn etcd_password_file(self, path: impl AsRef<Path>) -> Result<Self> {
-        let p = path_str("scope", path.as_ref())?.to_string();
-        self.set_str(ffi::HF_OPT_ETCD_PASSWORD_FILE, &p)
-    }
-    /// On etcd: the CA bundle for https endpoints (default: the system's).
-    pub fn etcd_ca_file(self, path: impl AsRef<Path>) -> Result<Self> {
-        let p = path_str("scope", path.as_ref())?.to_string();
-        self.set_str(ffi::HF_OPT_ETCD_CA_FILE, &p)
-    }
-    /// On etcd: the bound of one request (default 5 s; connecting to one
-    /// endpoint at most 2 s of it); past it [`ErrorKind::Os`]`(EIO)`, the
-    /// message naming the endpoint and what happened.
-    pub fn etcd_timeout(self, d: Duration) -> Result<Self> {
-        self.set(ffi::HF_OPT_TIMEOUT_MS, millis(d))
-    }
-    /// On etcd: the lease's TTL (default 10 s; rounded up to whole seconds,
-    /// at least 1 s): how long a holder whose keep-alive stopped (its host
-    /// died) still holds it.
-    pub fn ttl(self, d: Duration) -> Result<Self> {
-        self.set(ffi::HF_OPT_TTL_MS, millis(d))
-    }
+    backend_options!("scope", ttl);
     /// Add a spec ("/p/src:write:recursive").
     pub fn spec(self, spec: &str) -> Result<Self> {
         let c = c_str("scope", Path::new(&self.name), spec)?;
