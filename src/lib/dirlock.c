@@ -1853,18 +1853,9 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 		goto done;
 	}
 	hf_sys_point(HF_PT_DIRLOCK_RENEW_JUDGED);
-	/* DR3: the same owner, token and fence; the window starts now. Its
-	 * boot-relative time only when we run on the owner's kernel (a judge
-	 * there reads boottime_ms against its own boot clock). */
+	/* DR3: the same owner, token and fence; the window starts now */
 	struct hf_owner o = p.info.owner;
-	o.time_ms = hf_sys_now_ms();
-	if (!strcmp(o.boot_id, hf_boot_id())) {
-		o.boot_ms = hf_sys_boot_ms();
-		o.timens = hf_self_timens();
-	} else {
-		o.boot_ms = 0;
-		o.timens = 0;
-	}
+	hf_owner_restart(&o);
 	int64_t hold = max_hold_ms > 0 ? max_hold_ms : p.info.max_hold_ms;
 	char rec[OWNER_MAX];
 	size_t reclen = hf_dirlock_record_format(rec, &o, p.info.fence, hold);

@@ -828,14 +828,7 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	}
 	/* R2, DR3: the same owner, token and fence; the window starts now */
 	struct hf_owner o = i.owner;
-	o.time_ms = hf_sys_now_ms();
-	if (!strcmp(o.boot_id, hf_boot_id())) {
-		o.boot_ms = hf_sys_boot_ms();
-		o.timens = hf_self_timens();
-	} else {
-		o.boot_ms = 0;
-		o.timens = 0;
-	}
+	hf_owner_restart(&o);
 	int64_t hold = max_hold_ms > 0 ? max_hold_ms : i.max_hold_ms;
 	if (!hold)
 		hold = HF_LOCK_MAX_HOLD_MS_DEFAULT;

@@ -209,6 +209,18 @@ static void copy_str(char *dst, size_t n, const json_t *v)
 		dst[0] = '\0';
 }
 
+void hf_owner_restart(struct hf_owner *o)
+{
+	o->time_ms = hf_sys_now_ms();
+	if (!strcmp(o->boot_id, hf_boot_id())) {
+		o->boot_ms = hf_sys_boot_ms();
+		o->timens = hf_self_timens();
+	} else {
+		o->boot_ms = 0;
+		o->timens = 0;
+	}
+}
+
 int hf_owner_from_json(const json_t *obj, const char *time_key, struct hf_owner *ret)
 {
 	struct hf_owner o;

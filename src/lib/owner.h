@@ -34,6 +34,10 @@ struct hf_owner {
 /* Fill *ret for process pid (0: the caller) with a fresh token and now: 0,
  * -ESRCH when there is no such process, or -errno. */
 int hf_owner_init(struct hf_owner *ret, pid_t pid);
+/* A renewal's owner (DR3): o's time is now; its boot-relative time and
+ * time namespace only when we run on o's kernel (a judge there reads
+ * boottime_ms against its own boot clock), else none. */
+void hf_owner_restart(struct hf_owner *o);
 
 enum hf_liveness {
 	HF_ALIVE = 0,   /* proven alive, or not provably dead (other host, unknown) */
