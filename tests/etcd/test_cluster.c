@@ -334,6 +334,25 @@ static int follower(void)
 	return (l + 1) % N;
 }
 
+/* A follower f to hang, and the URIs that talk to it first and last. */
+static int to_hang(char first[300], char last[300])
+{
+	int f = follower();
+	uri_with(f, true, first, 300);
+	uri_with(f, false, last, 300);
+	return f;
+}
+
+/* A lock at path on the members of uri, each request bounded by 3 s. */
+static hf_lock *lk_at(const char *path, const char *at)
+{
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(path, &l), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, at), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_TIMEOUT_MS, 3000), 0);
+	return l;
+}
+
 /* The member a holder's keep-alive talks to hangs (SIGSTOP: connections
  * are accepted, nothing answers) - a cut-off member as its clients see it.
  * Each keep-alive is bounded by TTL/3 and goes to the next member after a
@@ -341,24 +360,17 @@ static int follower(void)
  * request's timeout (3 s) is longer than the TTL (2 s). */
 Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 {
-	int f = follower();
 	char first[300], last[300], path[700];
-	uri_with(f, true, first, sizeof first);
-	uri_with(f, false, last, sizeof last);
+	int f = to_hang(first, last);
 	snprintf(path, sizeof path, "%s/ka", dir);
-	hf_lock *a, *b;
-	cr_assert_eq(hf_lock_new(path, &a), 0);
-	cr_assert_eq(hf_lock_set_str(a, HF_OPT_BACKEND, first), 0);
-	cr_assert_eq(hf_lock_set(a, HF_OPT_TIMEOUT_MS, 3000), 0);
+	hf_lock *a = lk_at(path, first), *b;
 	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 2000), 0);
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	kill(M[f].pid, SIGSTOP);
 	int64_t until = et_mono_ms() + 3 * 2000;
 	while (et_mono_ms() < until)
 		usleep(100000); /* the lease's life is what is tested: three TTLs */
-	cr_assert_eq(hf_lock_new(path, &b), 0);
-	cr_assert_eq(hf_lock_set_str(b, HF_OPT_BACKEND, last), 0);
-	cr_assert_eq(hf_lock_set(b, HF_OPT_TIMEOUT_MS, 3000), 0);
+	b = lk_at(path, last);
 	int rc = hf_lock_acquire(b);
 	kill(M[f].pid, SIGCONT);
 	cr_assert_eq(rc, HF_EHELD, "the holder's lease did not outlive the hang: %s",
@@ -376,15 +388,10 @@ Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
  * it waits at another member and gets the lock when the holder lets go. */
 Test(etcd_cluster, waiting_acquire_outlives_a_hung_member)
 {
-	int f = follower();
 	char first[300], last[300], lock[700];
-	uri_with(f, true, first, sizeof first);
-	uri_with(f, false, last, sizeof last);
+	int f = to_hang(first, last);
 	snprintf(lock, sizeof lock, "%s/hw", dir);
-	hf_lock *h;
-	cr_assert_eq(hf_lock_new(lock, &h), 0);
-	cr_assert_eq(hf_lock_set_str(h, HF_OPT_BACKEND, last), 0);
-	cr_assert_eq(hf_lock_set(h, HF_OPT_TIMEOUT_MS, 3000), 0);
+	hf_lock *h = lk_at(lock, last);
 	cr_assert_eq(hf_lock_acquire(h), 0);
 	kill(M[f].pid, SIGSTOP);
 	struct hft_child w;
@@ -410,10 +417,8 @@ Test(etcd_cluster, waiting_acquire_outlives_a_hung_member)
  * (HF_ETIMEDOUT naming the holder), where it failed with EIO before. */
 Test(etcd_cluster, waiting_session_take_outlives_a_hung_member)
 {
-	int f = follower();
 	char first[300], last[300], path[700];
-	uri_with(f, true, first, sizeof first);
-	uri_with(f, false, last, sizeof last);
+	int f = to_hang(first, last);
 	snprintf(path, sizeof path, "%s/.session.lock", dir);
 	hf_session *a, *b;
 	cr_assert_eq(hf_session_new(path, "a", &a), 0);
