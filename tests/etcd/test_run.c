@@ -149,18 +149,27 @@ static char *cli_out(const char *const *argv, int *st)
 	return out;
 }
 
+/* `run --scope SPEC --name NAME --lock LOCK --ttl 2s -n` on E with CMD a
+ * `sleep 1000` that prints its pid first: run in *c, CMD's pid. */
+static pid_t run_sleeper(struct hft_child *c, const char *name, const char *lock,
+			 const char *spec)
+{
+	const char *argv[] = { hft_bin(), "run", "--scope", spec, "--name", name, "--lock", lock,
+			       "--ttl", "2s", "-n", "--backend", E.uri, "--", "sh", "-c",
+			       "echo $$; exec sleep 1000", NULL };
+	hft_spawn_cmd(c, argv, NULL);
+	pid_t cmd = (pid_t)read_line(c->out_rd, 60000);
+	cr_assert_gt(cmd, 0);
+	return cmd;
+}
+
 /* While CMD runs past the leases' TTL (2 s; 3 TTLs pass), run's handles keep
  * the scope and the lock alive; CMD's end releases both. */
 Test(etcd_run, leases_kept_while_cmd_runs)
 {
 	char *lock = et_fmt("%s/k.lock", et_dir), *spec = et_fmt("%s:write", et_dir);
-	const char *argv[] = { hft_bin(), "run", "--scope", spec, "--name", "K", "--lock", lock,
-			       "--ttl", "2s", "-n", "--backend", E.uri, "--", "sh", "-c",
-			       "echo $$; exec sleep 1000", NULL };
 	struct hft_child c;
-	hft_spawn_cmd(&c, argv, NULL);
-	pid_t cmd = (pid_t)read_line(c.out_rd, 60000);
-	cr_assert_gt(cmd, 0);
+	pid_t cmd = run_sleeper(&c, "K", lock, spec);
 	pass_ms(6000);
 	const char *list[] = { "holdfast", "scope", "list", "--backend", E.uri, NULL };
 	const char *check[] = { "holdfast", "lock", "check", lock, "--backend", E.uri, NULL };
@@ -190,13 +199,8 @@ Test(etcd_run, leases_kept_while_cmd_runs)
 Test(etcd_run, killed_run_holds_nothing_after_the_ttl)
 {
 	char *lock = et_fmt("%s/q.lock", et_dir), *spec = et_fmt("%s:write", et_dir);
-	const char *argv[] = { hft_bin(), "run", "--scope", spec, "--name", "Q", "--lock", lock,
-			       "--ttl", "2s", "-n", "--backend", E.uri, "--", "sh", "-c",
-			       "echo $$; exec sleep 1000", NULL };
 	struct hft_child c;
-	hft_spawn_cmd(&c, argv, NULL);
-	pid_t cmd = (pid_t)read_line(c.out_rd, 60000);
-	cr_assert_gt(cmd, 0);
+	pid_t cmd = run_sleeper(&c, "Q", lock, spec);
 	cr_assert_eq(kill(c.pid, SIGKILL), 0);
 	cr_assert_eq(et_exit_within(c.pid, 30000), 128 + SIGKILL);
 	char pid[16];
