@@ -274,10 +274,12 @@ static bool kill_keeper(const char *pid, void *needle)
 	char exe[300], target[600];
 	snprintf(exe, sizeof exe, "/proc/%s/exe", pid);
 	ssize_t n = readlink(exe, target, sizeof target - 1);
-	if (n < 13)
+	if (n < 9)
 		return false;
 	target[n] = '\0';
-	if (strcmp(target + n - 13, "holdfast-etcd"))
+	/* holdfast-etcd (the static CLI's etcd half), or a holdfast built with
+	 * the etcd client (the ASan build's) */
+	if ((n < 13 || strcmp(target + n - 13, "holdfast-etcd")) && strcmp(target + n - 9, "/holdfast"))
 		return false;
 	if (proc_has(pid, "cmdline", needle) || proc_has(pid, "environ", needle))
 		kill(atoi(pid), SIGKILL); /* a keeper of this test's locks */
