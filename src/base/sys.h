@@ -110,6 +110,10 @@ int64_t hf_sys_boot_ms(void);
 
 /* A named protocol point: a place a test may pause or crash a process. */
 void hf_sys_point(enum hf_point point);
+/* A point where a test may make what happens there fail (a call kind that
+ * is no system call: etcd_answer): 0, or the armed rule's -errno (never in
+ * the installed library: no hook there). */
+int hf_sys_point_fails(enum hf_point point);
 
 /* --- directory lock (dirlock.c) ---------------------------------------- */
 struct statfs;

@@ -511,6 +511,13 @@ static int post(struct hf_etcd *e, const char *api, const char *text, json_t **r
 			json_decref(a);
 			return rc;
 		}
+		if (hf_sys_point_fails(HF_PT_ETCD_ANSWER) < 0) {
+			/* a test's: applied by etcd, its answer lost on the way */
+			json_decref(a);
+			snprintf(why, n, "etcd %s: the answer was lost", e->cfg.endpoints[i]);
+			e->cur = (i + 1) % e->cfg.n;
+			return -EIO;
+		}
 		*ret = a;
 		return 0;
 	}

@@ -227,6 +227,10 @@ int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_
 			 struct hf_sessionlock_status *reterr_holder);
 int hf_etcdsession_status(struct hf_etcdsession *es, int64_t stale_ms,
 			  struct hf_sessionlock_status *ret);
+/* A wait's first take is next (a new owner token), or the last take went
+ * unanswered and the next one may find it applied (ES-4). */
+void hf_etcdsession_wait_begin(struct hf_etcdsession *es);
+void hf_etcdsession_wait_unanswered(struct hf_etcdsession *es);
 /* Watch the key after revision rev (hf_etcd_watch's outcomes). */
 int hf_etcdsession_watch(struct hf_etcdsession *es, int64_t rev, int64_t deadline_ns,
 			 int cancel_fd);

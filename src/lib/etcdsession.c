@@ -52,12 +52,20 @@
  *          and a release or renew never removes a record it did not judge.
  *   (ES-3) Staleness is the record's age (hf_session_judge, SL2), never an
  *          etcd revision's or a lease's.
+ *   (ES-4) Every take of one wait carries one owner token: after a take
+ *          that went unanswered (it may have been applied), a record of
+ *          this lane, token, pid and boot is that take, ours - the wait
+ *          never waits for itself.
  *
  * Hazards
  * -------
  *   - Ages of another host's records are by the wall clock (skew counts).
  *   - An etcd without auth lets anyone who reaches it take or remove any
  *     session.
+ *   - A try-once take whose answer was lost (-EIO) may have been applied:
+ *     the session is then held under a token the caller never learnt, until
+ *     released by lane (`session release --lane`) or stale. A session has
+ *     no lease to take it back.
  */
 #include "etcd.h"
 #include "internal.h"
@@ -77,7 +85,22 @@ struct hf_etcdsession {
 	char *key, *key64;
 	size_t klen;
 	char why[HF_ETCD_WHY_MAX];
+	/* ES-4: the token of the takes of one wait, and whether an earlier one
+	 * went unanswered */
+	char tok[HF_OWNER_MAX + 1];
+	bool retry;
 };
+
+void hf_etcdsession_wait_begin(struct hf_etcdsession *es)
+{
+	es->tok[0] = '\0';
+	es->retry = false;
+}
+
+void hf_etcdsession_wait_unanswered(struct hf_etcdsession *es)
+{
+	es->retry = true;
+}
 
 int hf_etcdsession_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdsession **ret)
 {
@@ -237,6 +260,14 @@ static bool same_take(const struct hf_sessionlock_record *a, const struct hf_ses
 	       a->started_ms == b->started_ms && a->pid == b->pid;
 }
 
+/* ES-4: a take of this wait that went unanswered (another started_ms) */
+static bool earlier_take(const struct hf_sessionlock_record *a,
+			 const struct hf_sessionlock_record *b)
+{
+	return !a->legacy && !strcmp(a->lane, b->lane) && !strcmp(a->owner, b->owner) &&
+	       a->pid == b->pid && !strcmp(a->boot_id, b->boot_id);
+}
+
 static bool ours(const struct found *f, const struct hf_sessionlock_opts *o)
 {
 	return f->st.state != HF_SESSION_FREE && f->st.state != HF_SESSION_UNREADABLE &&
@@ -266,13 +297,16 @@ int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_o
 	es->why[0] = '\0';
 	if (!o->lane || !*o->lane)
 		return -EINVAL;
-	char tok[HF_OWNER_MAX + 1];
-	int rc = o->owner ? (snprintf(tok, sizeof tok, "%s", o->owner), 0)
-			  : hf_random_hex(tok, 16);
-	if (rc < 0)
+	int rc = 0;
+	if (!es->tok[0]) /* ES-4: one token for every take of a wait */
+		rc = o->owner ? (snprintf(es->tok, sizeof es->tok, "%s", o->owner), 0)
+			      : hf_random_hex(es->tok, 16);
+	if (rc < 0) {
+		es->tok[0] = '\0';
 		return rc;
+	}
 	struct hf_sessionlock_record r;
-	fresh_record(&r, o->lane, tok);
+	fresh_record(&r, o->lane, es->tok);
 	char *v64 = record64(&r);
 	if (!v64)
 		return -ENOMEM;
@@ -284,8 +318,9 @@ int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_o
 			goto out;
 		if (f.st.state == HF_SESSION_FREE)
 			continue; /* gone between the compare and the read */
-		if (same_take(&f.st.rec, &r)) {
-			rc = 1; /* our own put, applied by a repeated txn (ET1) */
+		if (same_take(&f.st.rec, &r) || (es->retry && earlier_take(&f.st.rec, &r))) {
+			rc = 1; /* our own put: a repeated txn's (ET1), or ES-4's */
+			r = f.st.rec;
 			goto out;
 		}
 		if (f.st.state == HF_SESSION_UNREADABLE || f.st.state != HF_SESSION_STALE) {

@@ -219,15 +219,18 @@ static int etcd_take(hf_session *s, const struct hf_sessionlock_opts *o,
 	int64_t deadline = s->wait_ms < 0 ? -1 : s->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + s->wait_ms * 1000000LL;
 	int broken = 0; /* failures in a row: a waiting take outlives a few (HS6) */
+	hf_etcdsession_wait_begin(s->es);
 	for (;;) {
 		int64_t rev = 0;
 		memset(h, 0, sizeof *h);
 		int rc = hf_etcdsession_take(s->es, o, taken, h, &rev);
 		if (rc == HF_EHELD)
 			holder_set(s, h);
-		if (rc == -EIO && deadline != 0 &&
-		    (rc = hf_etcd_again(deadline, s->cancel_fd, ++broken)) == 0)
-			continue; /* a take applied unanswered is seen as ours (ES1) */
+		if (rc == -EIO && deadline != 0) {
+			hf_etcdsession_wait_unanswered(s->es); /* ES-4: it may be ours */
+			if ((rc = hf_etcd_again(deadline, s->cancel_fd, ++broken)) == 0)
+				continue;
+		}
 		if (rc != HF_EHELD || deadline == 0)
 			return rc;
 		rc = hf_etcdsession_watch(s->es, rev, deadline, s->cancel_fd);

@@ -4,6 +4,7 @@
  * keep-alive thread, cancel, a stopped etcd, options.
  */
 #include "et.h"
+#include "faults.h"
 #include "holdfast.h"
 
 #include <criterion/criterion.h>
@@ -434,4 +435,34 @@ Test(etcd_api, renew_after_a_revoke_makes_no_key)
 	hft_go(&r);
 	int st = hft_exit_within(r.pid, 60000);
 	cr_assert_eq(st, 0, "renewer: %d", st);
+}
+
+/* A waiting acquisition whose put-if-absent txn etcd applied but whose
+ * answer was lost (the 2nd answer: the grant's is the 1st) judges again
+ * (EL9) and recognises its own put: it holds the lock with that put's
+ * fence, and its release frees it. */
+Test(etcd_api, waiting_acquire_whose_answer_was_lost_finds_its_own)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/lost", et_dir);
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(path, &l), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_WAIT_MS, 5000), 0);
+	char why[200];
+	cr_assert_eq(hf_fault_inject("fail:etcd_answer:2:EIO", why, sizeof why), 0, "%s", why);
+	int rc = hf_lock_acquire(l);
+	cr_assert_eq(rc, 0, "%s", hf_error_name(rc));
+	hf_rec *q = NULL;
+	cr_assert_eq(hf_lock_query(l, &q), 0);
+	const char *tok = hf_rec_str(q, "token");
+	cr_assert(tok && !strcmp(tok, hf_lock_token(l)), "held by %s", tok ? tok : "nobody");
+	int64_t fence = 0;
+	cr_assert_eq(hf_rec_int(q, "fence", &fence), 0);
+	cr_assert_eq((uint64_t)fence, hf_lock_fence(l));
+	hf_rec_free(q);
+	cr_assert_eq(hf_lock_release(l), 0);
+	cr_assert_eq(hf_lock_acquire(l), 0, "the release did not free it");
+	cr_assert_eq(hf_lock_release(l), 0);
+	hf_lock_free(l);
 }

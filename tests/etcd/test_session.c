@@ -6,6 +6,7 @@
  * --json fields; nothing made on the file system.
  */
 #include "et.h"
+#include "faults.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -312,4 +313,26 @@ Test(etcd_session, list_on_etcd)
 	free(got);
 	free(key);
 	et_out_free(&r);
+}
+
+/* A waiting take whose txn etcd applied but whose answer was lost (the
+ * fault "etcd.answered": -EIO after the answer came) tries again within
+ * its deadline (HS6) and finds its own take (ES-4): it holds the session,
+ * never waits for itself; its release removes it. */
+Test(etcd_session, waiting_take_whose_answer_was_lost_finds_its_own)
+{
+	hf_session *b = session_on_etcd("lost.lock", "L");
+	cr_assert_eq(hf_session_set(b, HF_OPT_WAIT_MS, 5000), 0);
+	char why[200];
+	cr_assert_eq(hf_fault_inject("fail:etcd_answer:1:EIO", why, sizeof why), 0, "%s", why);
+	int rc = hf_session_take(b);
+	cr_assert_geq(rc, 0, "%s: %s", hf_error_name(rc),
+		      hf_session_holder(b) ? hf_rec_json(hf_session_holder(b)) : "");
+	hf_rec *q = NULL;
+	cr_assert_eq(hf_session_query(b, &q), 0);
+	cr_assert_str_eq(str(q, "lane"), "L");
+	cr_assert_str_eq(str(q, "owner"), hf_session_owner(b));
+	hf_rec_free(q);
+	cr_assert_eq(hf_session_release(b), 0);
+	hf_session_free(b);
 }
