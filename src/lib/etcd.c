@@ -37,6 +37,9 @@
  *   5. "leader changed", "no leader", "request timed out" (14 unavailable,
  *      HTTP 503: an election, a lost quorum): the same request again after
  *      50, 100, 200 ... 800 ms, within the request's timeout; then -EIO.
+ *      "the client connection is closing" (HTTP 408: the member shuts down)
+ *      is a request sent without an answer: -EIO, the next request at the
+ *      next endpoint.
  *
  * Invariants
  * ----------
@@ -423,14 +426,18 @@ static bool unsent(CURL *c, CURLcode cc)
 }
 
 /* etcd's error object: a code and the message into why. */
-static int answer_error(const json_t *a, long http, char *why, size_t n, bool *reauth)
+static int answer_error(const json_t *a, long http, const char *endpoint, char *why, size_t n,
+			bool *reauth)
 {
 	const char *msg = json_string_value(json_object_get(a, "error"));
 	if (!msg)
 		msg = json_string_value(json_object_get(a, "message"));
 	json_int_t code = json_integer_value(json_object_get(a, "code"));
-	snprintf(why, n, "etcd: %s (HTTP %ld)", msg ? msg : "an error without a message", http);
+	snprintf(why, n, "etcd %s: %s (HTTP %ld)", endpoint,
+		 msg ? msg : "an error without a message", http);
 	*reauth = code == 16 || (msg && strstr(msg, "invalid auth token"));
+	if (http == 408 || (msg && strstr(msg, "client connection is closing")))
+		return -EIO; /* the member is going away: sent, no answer (ET1) */
 	if (code == 14 || http == 503 ||
 	    (msg && (strstr(msg, "leader changed") || strstr(msg, "no leader") ||
 		     strstr(msg, "request timed out"))))
@@ -507,8 +514,10 @@ static int post(struct hf_etcd *e, const char *api, const char *text, json_t **r
 		}
 		if (http != 200 || json_object_get(a, "error") ||
 		    (json_object_get(a, "code") && json_object_get(a, "message"))) {
-			rc = answer_error(a, http, why, n, reauth);
+			rc = answer_error(a, http, e->cfg.endpoints[i], why, n, reauth);
 			json_decref(a);
+			if (rc == -EIO)
+				e->cur = (i + 1) % e->cfg.n; /* the next request starts elsewhere */
 			return rc;
 		}
 		if (hf_sys_point_fails(HF_PT_ETCD_ANSWER) < 0) {

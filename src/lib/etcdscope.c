@@ -83,6 +83,10 @@
  *         R, or a watch that broke; its deadline and its cancel descriptor
  *         end it; the only other wake-up, at half the lease's TTL, renews
  *         the waiter's lease and watches on from R+1 without a decision.
+ *   (ES6) A waiting registration outlives a failed read or txn only within
+ *         its deadline and HF_ETCD_RETRIES failures in a row (hf_etcd_again):
+ *         a txn that may have been applied is judged by the next read, whose
+ *         step 4 finds our own put.
  *
  * Hazards
  * -------
@@ -520,8 +524,14 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 			rc = say(err, -EAGAIN, es, "the registry changed under every attempt");
 			break;
 		}
-		if ((rc = load(es, &l, err)) < 0) /* step 2 */
+		if ((rc = load(es, &l, err)) < 0) { /* step 2 */
+			if (rc == -EIO && wait_ms != 0 &&
+			    (rc = hf_etcd_again(deadline, w->cancel_fd, ++broken)) == 0) {
+				attempt = -1; /* ES6: a failed read, not a lost txn */
+				continue;
+			}
 			break;
+		}
 		have = true;
 		if ((rc = reap_dead(es, &l)) != 0) { /* step 3 */
 			if (rc < 0) {
@@ -601,6 +611,11 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		rc = txn(es, req->name, parent >= 0 ? t->a[parent].name : NULL,
 			 parent >= 0 ? t->a[parent].generation : 0, l.rev, v64, lease, &grev);
 		free(v64);
+		if (rc == -EIO && wait_ms != 0 &&
+		    (rc = hf_etcd_again(deadline, w->cancel_fd, ++broken)) == 0) {
+			attempt = -1; /* ES6: applied or not, the next read says (step 4) */
+			continue;
+		}
 		if (rc < 0) {
 			rc = say(err, rc, es, es->why);
 			break;

@@ -574,3 +574,55 @@ Test(etcd_cli, waiting_line_names_the_etcd_holder)
 	cr_assert_null(strstr(r.out, "etcd=0 "), "the line did not name the etcd holder: %s", r.out);
 	et_out_free(&r);
 }
+
+/* etcd shut down gracefully (SIGTERM: the gateway answers a request in
+ * flight "the client connection is closing", HTTP 408) under a waiting
+ * `scope register -w` and `lock acquire -w`: each ends with exit 74 naming
+ * the endpoint, within its bound - as a request sent without an answer,
+ * not an error answer (71). */
+Test(etcd_cli, etcd_shut_down_while_waiting)
+{
+	struct et_out r = et_run(
+		"sh",
+		"H=\"$HOLDFAST_BIN\"\n"
+		"mkdir -p k\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & p=$!\n"
+		"echo \"$p\" > owner.pid\n"
+		"\"$H\" lock acquire k.lock --pid $p >/dev/null || exit 10\n"
+		"\"$H\" scope register K \"$PWD/k:write\" --pid $p >/dev/null || exit 11\n");
+	et_out_free(&r);
+	char spec[700], lock[700];
+	snprintf(spec, sizeof spec, "%s/k:write", et_dir);
+	snprintf(lock, sizeof lock, "%s/k.lock", et_dir);
+	struct hft_child s, l;
+	const char *sw[] = { "holdfast", "scope", "register", "KK", spec, "-w", "30s", "--backend",
+			     E.uri, NULL };
+	const char *lw[] = { "holdfast", "lock", "acquire", lock, "-w", "30", "--backend", E.uri, NULL };
+	hft_spawn_cli(&s, "pause:scope.register.waiting", sw, NULL);
+	hft_spawn_cli(&l, "pause:etcdlock.acquire.judged", lw, NULL);
+	hft_expect(&s, "scope.register.waiting");
+	hft_expect(&l, "etcdlock.acquire.judged");
+	hft_go(&s);
+	hft_go(&l);
+	et_stop_pid(&E.pid, SIGTERM);
+	char *out = NULL, *err = NULL;
+	int st = hft_collect(s.pid, s.out_rd, s.err_rd, &out, &err);
+	cr_assert_eq(st, 74, "scope register -w: exit %d: %s", st, err);
+	cr_assert(err && strstr(err, E.uri + strlen("etcd://")), "no endpoint named: %s", err);
+	free(out);
+	free(err);
+	out = err = NULL;
+	st = hft_collect(l.pid, l.out_rd, l.err_rd, &out, &err);
+	cr_assert_eq(st, 74, "lock acquire -w: exit %d: %s", st, err);
+	cr_assert(err && strstr(err, E.uri + strlen("etcd://")), "no endpoint named: %s", err);
+	free(out);
+	free(err);
+	char p[700];
+	snprintf(p, sizeof p, "%s/owner.pid", et_dir);
+	FILE *f = fopen(p, "r");
+	int pid = 0;
+	if (f && fscanf(f, "%d", &pid) == 1 && pid > 0)
+		kill(pid, SIGKILL);
+	if (f)
+		fclose(f);
+}

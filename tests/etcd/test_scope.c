@@ -13,6 +13,7 @@
  * outlives a wait of three TTLs.
  */
 #include "et.h"
+#include "faults.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -596,4 +597,34 @@ Test(etcd_scope, library_waiter_lease_outlives_its_ttl)
 	cr_assert_eq(hft_exit_within(w.pid, 30000), 0);
 	waiter_pipes_close();
 	et_reap(owner);
+}
+
+/* A waiting registration whose txn etcd applied but whose answer was lost
+ * (the 3rd answer: lease grant, registry read, txn) reads again within its
+ * deadline (ES6) and finds its own put (step 4): registered, with that
+ * put's generation; released after. Where the try-once one fails. */
+Test(etcd_scope, waiting_register_whose_answer_was_lost_finds_its_own)
+{
+	char dir[600], spec[700], why[200];
+	snprintf(dir, sizeof dir, "%s/lost", et_dir);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(spec, sizeof spec, "%s:write:recursive", dir);
+	hf_scope *s;
+	cr_assert_eq(hf_scope_new("LOST", &s), 0);
+	cr_assert_eq(hf_scope_add(s, spec), 0);
+	cr_assert_eq(hf_scope_set_str(s, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_scope_set(s, HF_OPT_WAIT_MS, 5000), 0);
+	cr_assert_eq(hf_fault_inject("fail:etcd_answer:3:EIO", why, sizeof why), 0, "%s", why);
+	int rc = hf_scope_register(s);
+	cr_assert_eq(rc, 0, "%s: %s", hf_error_name(rc),
+		     hf_scope_holder(s) ? hf_rec_json(hf_scope_holder(s)) : "");
+	cr_assert_gt(hf_scope_generation(s), 0);
+	struct et_out r = et_run("sh", "\"$HOLDFAST_BIN\" scope list\n");
+	cr_assert(strstr(r.out, "  LOST "), "%s", r.out);
+	et_out_free(&r);
+	cr_assert_eq(hf_scope_release(s), 0);
+	r = et_run("sh", "\"$HOLDFAST_BIN\" scope list\n");
+	cr_assert_null(strstr(r.out, "  LOST "), "%s", r.out);
+	et_out_free(&r);
+	hf_scope_free(s);
 }
