@@ -359,6 +359,11 @@ int hf_lock_renew(hf_lock *l)
 	int rc = etcd_ready(l);
 	if (rc < 0)
 		return etcd_fail(l, rc);
+	if (l->el && !l->adopted && hf_etcdlock_lost(l->el)) {
+		l->holder_is_self = false; /* EL8: its keep-alive gave up: not renewed */
+		hf_rec_put(&l->holder, NULL);
+		return HF_ELOST;
+	}
 	if (l->el) { /* HL4: the same verb on etcd (etcdlock.c R1-R3); the lease stays */
 		rc = hf_etcdlock_renew(l->el, l->held.owner.token, l->adopted ? 0 : l->held.fence,
 				       l->o.max_hold_ms, &got, &h);

@@ -466,3 +466,28 @@ Test(etcd_api, waiting_acquire_whose_answer_was_lost_finds_its_own)
 	cr_assert_eq(hf_lock_release(l), 0);
 	hf_lock_free(l);
 }
+
+/* A holder whose keep-alive gave up (every answer lost for a TTL: etcd
+ * renewed the lease, the holder could not know it) is told its renew is
+ * lost (EL8), though etcd still keeps its key: nothing would keep that
+ * lease alive after the renew. */
+Test(etcd_api, renew_after_the_keepalive_gave_up_is_lost)
+{
+	char path[600], why[200];
+	snprintf(path, sizeof path, "%s/gaveup", et_dir);
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(path, &l), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_TTL_MS, 3000), 0);
+	cr_assert_eq(hf_lock_acquire(l), 0);
+	int64_t t = et_mono_ms();
+	cr_assert_eq(hf_fault_inject("fail:etcd_answer:1:EIO:persist", why, sizeof why), 0, "%s", why);
+	while (et_mono_ms() < t + 3000 + 300)
+		usleep(50000); /* the holder's proof of its lease runs out (EL8) */
+	cr_assert_eq(hf_fault_inject("", why, sizeof why), 0, "%s", why);
+	int rc = hf_lock_renew(l);
+	cr_assert_eq(rc, HF_ELOST, "renewed: %s", hf_error_name(rc));
+	cr_assert_eq(hf_lock_check(l), HF_ELOST);
+	hf_lock_release(l); /* its lease: revoked, or gone already */
+	hf_lock_free(l);
+}
