@@ -183,8 +183,10 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		      struct hf_dirlock_info *reterr_holder);
 /* Hold lease (granted elsewhere: a scope's, etcdscope.c) as el's own: kept
  * alive by el's thread from now on (EL5), by hf_etcdlock_keep after unkeep.
- * lease 0: stop and forget it (not revoked). 0; -errno (no thread). */
-int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease);
+ * lease 0: stop and forget it (not revoked). sent_ns: CLOCK_MONOTONIC at
+ * the send of its grant or last keep-alive etcd answered (EL8). 0; -errno
+ * (no thread). */
+int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease, int64_t sent_ns);
 
 /* A kv of the gateway (a lock's key) into *i (owner, fence, state, age)
  * and *lease: 0; HF_EUNREADABLE (the value is no owner record: *i held,

@@ -759,12 +759,12 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 	return rc == -ENOENT ? 0 : rc;
 }
 
-int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease)
+int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease, int64_t sent_ns)
 {
 	hf_etcdlock_unkeep(el);
 	el->lease = lease;
-	/* EL8: granted a moment ago, by the scope's registration */
-	atomic_store(&el->alive_until, hf_sys_mono_ns() + hf_etcdlock_ttl_ms(el) * 1000000LL);
+	/* EL8: from the send of its grant or keep-alive (the scope's) */
+	atomic_store(&el->alive_until, sent_ns + hf_etcdlock_ttl_ms(el) * 1000000LL);
 	return lease ? ka_start(el) : 0; /* EL5: the lease of what is held */
 }
 

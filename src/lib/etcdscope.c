@@ -248,12 +248,15 @@ static int wait_change(struct hf_etcdscope *es, int64_t rev, int64_t deadline, i
 		if (rc != HF_ETIMEDOUT || (deadline >= 0 && hf_sys_mono_ns() >= deadline))
 			return rc;
 		/* half its TTL gone waiting: the waiter's lease must not end */
+		int64_t sent = hf_sys_mono_ns(); /* EL8: its life counts from the send */
 		rc = lease_keep(es, *lease);
-		if (rc == -ENOENT)
+		if (rc == -ENOENT) {
+			sent = hf_sys_mono_ns();
 			rc = lease_grant(es, lease); /* gone (revoked elsewhere): anew */
+		}
 		if (rc < 0)
 			return rc;
-		*granted = hf_sys_mono_ns();
+		*granted = sent;
 	}
 }
 
@@ -651,7 +654,7 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	if (have)
 		loaded_clear(&l);
 	hf_regreq_free(q);
-	if (rc == 0 && (rc = hf_etcdlock_hold(es->el, lease)) < 0)
+	if (rc == 0 && (rc = hf_etcdlock_hold(es->el, lease, granted)) < 0)
 		say(err, rc, es, "no keep-alive thread");
 	if (rc < 0) {
 		lease_revoke(es, lease);
@@ -677,7 +680,7 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 	if (mine && !strcmp(name, es->held) && (!generation || generation == es->held_gen)) {
 		/* what es registered: its lease names that key alone (ES3) - one
 		 * request; gone already (expired, revoked elsewhere): read below */
-		hf_etcdlock_hold(es->el, 0); /* EL5: stopped before the revoke */
+		hf_etcdlock_hold(es->el, 0, 0); /* EL5: stopped before the revoke */
 		int rc = lease_revoke(es, mine);
 		es->held[0] = '\0';
 		if (rc != -ENOENT)
@@ -695,7 +698,7 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 		rc = say(err, HF_ENOTYOURS, es, NULL);
 	} else {
 		if (l.lease[i] == hf_etcdlock_lease(es->el))
-			hf_etcdlock_hold(es->el, 0); /* EL5: stopped before the revoke */
+			hf_etcdlock_hold(es->el, 0, 0); /* EL5: stopped before the revoke */
 		rc = lease_revoke(es, l.lease[i]); /* ES3, ES4: its children re-parent */
 		rc = rc == -ENOENT ? say(err, HF_ENOTHELD, es, NULL)
 		     : rc < 0	   ? say(err, rc, es, es->why)
