@@ -58,6 +58,7 @@ struct hf_dirlock_info {
 	uint64_t fence;                   /* strictly increasing per lock           */
 	int64_t age_ms;                   /* from the record; partial: from ctime   */
 	int64_t max_hold_ms;              /* recorded by the holder; 0: none        */
+	int64_t ttl_ms;                   /* etcd: the lease's, as recorded; 0: none */
 	int partial;                      /* 1: no complete owner record            */
 	int state;                        /* enum hf_dirlock_state                  */
 	int in_claim;                     /* 1: the holder's directory sits in a

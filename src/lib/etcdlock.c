@@ -374,8 +374,10 @@ int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *le
 		return HF_EUNREADABLE;
 	}
 	json_int_t mh = json_integer_value(json_object_get(j, "max_hold_ms"));
+	json_int_t ttl = json_integer_value(json_object_get(j, "ttl_ms"));
 	json_decref(j);
 	i->max_hold_ms = mh > 0 ? mh : 0;
+	i->ttl_ms = ttl > 0 ? ttl : 0;
 	i->age_ms = hf_owner_age_ms(&i->owner, hf_sys_now_ms());
 	int64_t window = i->max_hold_ms ? i->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	if (window < HF_LOCK_STALE_MS_DEFAULT)

@@ -93,7 +93,9 @@ static hf_rec *etcd_rec(const hf_lock *l, const struct hf_dirlock_info *i, int64
 		json_object_set_new(o, "key", json_string(hf_etcdlock_key(l->el)));
 		if (lease)
 			json_object_set_new(o, "lease", json_integer(lease));
-		json_object_set_new(o, "ttl_ms", json_integer(hf_etcdlock_ttl_ms(l->el)));
+		/* the holder's lease's, as it recorded it; ours for our own */
+		json_object_set_new(o, "ttl_ms", json_integer(i->ttl_ms > 0 ? i->ttl_ms
+									: hf_etcdlock_ttl_ms(l->el)));
 	}
 	return r;
 }

@@ -626,3 +626,22 @@ Test(etcd_cli, etcd_shut_down_while_waiting)
 	if (f)
 		fclose(f);
 }
+
+/* `lock status --json` reports the holder's lease TTL as it recorded it,
+ * not the reader's --ttl. */
+Test(etcd_cli, status_reports_the_holders_ttl)
+{
+	struct et_out r = et_run(
+		"sh",
+		"H=\"$HOLDFAST_BIN\"\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & p=$!\n"
+		"\"$H\" lock acquire t.lock --pid $p --ttl 3s >/dev/null || { kill $p; exit 10; }\n"
+		"\"$H\" lock status t.lock --json; echo\n"
+		"\"$H\" lock status t.lock --ttl 7s --json; echo\n"
+		"kill $p; wait $p 2>/dev/null; exit 0\n");
+	char *second = strchr(r.out, '\n');
+	cr_assert(second, "%s", r.out);
+	cr_assert(strstr(r.out, "\"ttl_ms\":3000") && strstr(second, "\"ttl_ms\":3000"),
+		  "the reader's TTL reported: %s", r.out);
+	et_out_free(&r);
+}
