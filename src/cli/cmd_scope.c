@@ -117,6 +117,18 @@ static void holder_words(const hf_rec *h, char *buf, size_t n)
 		 age[0] ? ", registered " : "", age, age[0] ? " ago" : "");
 }
 
+/* "VERB NAME", or "VERB" for a verb without a name (list, reap): what a
+ * message is about. */
+static const char *subject(const char *verb, const char *name)
+{
+	static char b[4096 + 64];
+	if (name && *name)
+		snprintf(b, sizeof b, "%s %s", verb, SHOW(name));
+	else
+		snprintf(b, sizeof b, "%s", verb);
+	return b;
+}
+
 /* The message for a failed register/release; the exit code. given: the
  * caller's spec the refusal is about (NULL: none). */
 static int report_words(const char *verb, const char *name, const char *spec, int rc,
@@ -130,48 +142,48 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 	case HF_ECONFLICT:
 		holder_words(h, who, sizeof who);
 		if (F(h, "fs")[0])
-			cli_err("scope %s %s: %s (canonical %s) reaches the same files as the write "
+			cli_err("scope %s: %s (canonical %s) reaches the same files as the write "
 				"scope %s of %s%s, through another path (a bind mount): kernel "
 				"identity %s meets %s (registry %s)",
-				verb, SHOW(name), given, F(h, "request"), F(h, "scope"), who,
+				subject(verb, name), given, F(h, "request"), F(h, "scope"), who,
 				I(h, "others", 0) ? ", and of more live pods" : "", F(h, "request_fs"),
 				F(h, "fs"), reg);
 		else
-			cli_err("scope %s %s: %s (canonical %s) overlaps the write scope %s of %s%s "
+			cli_err("scope %s: %s (canonical %s) overlaps the write scope %s of %s%s "
 				"(registry %s)",
-				verb, SHOW(name), given, F(h, "request"), F(h, "scope"), who,
+				subject(verb, name), given, F(h, "request"), F(h, "scope"), who,
 				I(h, "others", 0) ? ", and of more live pods" : "", reg);
 		break;
 	case HF_ETIMEDOUT:
-		cli_err("scope %s %s: the registry %s is busy: %s", verb, SHOW(name), reg, reason);
+		cli_err("scope %s: the registry %s is busy: %s", subject(verb, name), reg, reason);
 		break;
 	case -EOVERFLOW:
 	case -EFBIG:
-		cli_err("scope %s %s: refusing to write the registry %s: %s", verb, SHOW(name), reg,
+		cli_err("scope %s: refusing to write the registry %s: %s", subject(verb, name), reg,
 			reason);
 		return HF_EXIT_DATAERR;
 	case HF_ENOTYOURS:
 		holder_words(h, who, sizeof who);
 		if (spec)
-			cli_err("scope %s %s: %s (canonical %s) is not inside the effective scope of "
+			cli_err("scope %s: %s (canonical %s) is not inside the effective scope of "
 				"its parent %s, which holds %s",
-				verb, SHOW(name), given, F(h, "request"), who, F(h, "scope"));
+				subject(verb, name), given, F(h, "request"), who, F(h, "scope"));
 		else
-			cli_err("scope %s %s: the name now belongs to another registration: %s",
-				verb, SHOW(name), who);
+			cli_err("scope %s: the name now belongs to another registration: %s",
+				subject(verb, name), who);
 		break;
 	case HF_EHELD:
 		holder_words(h, who, sizeof who);
-		cli_err("scope %s %s: the name is taken by %s holding %s", verb, SHOW(name), who,
+		cli_err("scope %s: the name is taken by %s holding %s", subject(verb, name), who,
 			F(h, "scope"));
 		break;
 	case HF_ELOST:
-		cli_err("scope %s %s: its parent '%s' is not registered (released, or reaped "
+		cli_err("scope %s: its parent '%s' is not registered (released, or reaped "
 			"after its process ended) in %s",
-			verb, SHOW(name), SHOW(F(h, "name")), reg);
+			subject(verb, name), SHOW(F(h, "name")), reg);
 		break;
 	case HF_ENOTHELD:
-		cli_err("scope %s %s: no such pod in %s", verb, SHOW(name), reg);
+		cli_err("scope %s: no such pod in %s", subject(verb, name), reg);
 		break;
 	case HF_EUNREADABLE:
 		cli_err("the scope registry %s is corrupt: %s. Nothing was changed. To recover, "
@@ -189,15 +201,15 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 	}
 	case -ESRCH: /* --pid names no process */
 	case -EINVAL:
-		cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
+		cli_err("scope %s: %s%s%s", subject(verb, name), given, given[0] ? ": " : "",
 			reason[0] ? reason : "invalid argument");
 		return HF_EXIT_USAGE;
 	default:
 		if (reason[0])
-			cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "",
+			cli_err("scope %s: %s%s%s", subject(verb, name), given, given[0] ? ": " : "",
 				reason);
 		else
-			cli_err("scope %s %s: %s (registry %s)", verb, SHOW(name), hf_strerror(rc),
+			cli_err("scope %s: %s (registry %s)", subject(verb, name), hf_strerror(rc),
 				reg[0] ? reg : "?");
 	}
 	return cli_exit_for(rc);
@@ -232,7 +244,7 @@ static int refuse(const char *verb, const char *name, const char *spec, const ch
 	char given[4096 + 32] = "";
 	if (spec)
 		snprintf(given, sizeof given, "'%s'", SHOW(spec));
-	cli_err("scope %s %s: %s%s%s", verb, SHOW(name), given, given[0] ? ": " : "", why);
+	cli_err("scope %s: %s%s%s", subject(verb, name), given, given[0] ? ": " : "", why);
 	return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 }
 

@@ -628,3 +628,13 @@ Test(etcd_scope, waiting_register_whose_answer_was_lost_finds_its_own)
 	et_out_free(&r);
 	hf_scope_free(s);
 }
+
+/* A verb without a name says so without a hole: "scope list: etcd …". */
+Test(etcd_scope, unreachable_list_names_the_endpoint)
+{
+	struct et_out r = et_run_env(NULL, "sh",
+				     "\"$HOLDFAST_BIN\" scope list --backend etcd://127.0.0.1:1 2>e\n"
+				     "echo \"st=$?\"; cat e\n");
+	ET_HAS(r.out, "st=74\n", "holdfast: scope list: etcd http://127.0.0.1:1");
+	et_out_free(&r);
+}
