@@ -115,6 +115,8 @@
  *   - Leases survive a member restart; a TTL is extended by etcd on a leader
  *     change. A paused holder (SIGSTOP) loses the lock after its TTL.
  *   - Age on another host is by the wall clock (skew counts).
+ *   - A lease grant whose answer was lost and that EL9 grants again leaves
+ *     the first lease, with no key, until its TTL: harmless, not reused.
  */
 #include "etcd.h"
 #include "internal.h"
