@@ -508,3 +508,66 @@ int et_leader(const char *const *endpoints, int n)
 	} while (et_mono_ms() < until);
 	return -1;
 }
+
+void et_chain_start(struct et_chain *c, const char *env, const char *dir, const char *registers)
+{
+	char *s, *out = NULL, *err = NULL;
+	cr_assert_geq(asprintf(&s,
+			       "cd %s || exit 9\n"
+			       "H=\"$HOLDFAST_BIN\"\n"
+			       "mkdir -p c/src/core/x c/src/core/z\n"
+			       "sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n"
+			       "sleep 1000 </dev/null >/dev/null 2>&1 & b=$!\n"
+			       "sleep 1000 </dev/null >/dev/null 2>&1 & d=$!\n"
+			       "echo \"$a $b $d\"\n%s",
+			       dir, registers),
+		      0);
+	int st = hft_sh(&out, &err, "sh", env, s);
+	free(s);
+	c->pa = c->pb = c->pd = 0;
+	sscanf(out ? out : "", "%d %d %d", &c->pa, &c->pb, &c->pd);
+	cr_assert(c->pa > 0 && c->pb > 0 && c->pd > 0, "%s", out);
+	if (st != 0) {
+		kill(c->pa, SIGKILL), kill(c->pb, SIGKILL), kill(c->pd, SIGKILL);
+		cr_assert_fail("exit %d: %s %s", st, out, err);
+	}
+	free(out);
+	free(err);
+}
+
+void et_chain_judge(struct et_chain *c, const char *env, const char *dir)
+{
+	char *s, *out = NULL, *err = NULL;
+	cr_assert_geq(asprintf(&s,
+			       "cd %s || exit 9\n"
+			       "H=\"$HOLDFAST_BIN\"\n"
+			       "i=0; while \"$H\" scope list | grep -q ' %s '; do\n"
+			       "  i=$((i+1)); [ $i -gt 300 ] && { echo b-stayed; break; }; sleep 0.1\n"
+			       "done\n"
+			       "\"$H\" scope list\n"
+			       "\"$H\" scope effective %s --json; echo\n"
+			       "\"$H\" scope check c/src/core/z --pod %s; echo \"regained=$?\"\n"
+			       "\"$H\" scope check c/src/core/x/f --pod %s; echo \"dstays=$?\"\n"
+			       "kill -0 %d && echo b-lives\n",
+			       dir, c->b, c->a, c->a, c->d, c->pb),
+		      0);
+	int st = hft_sh(&out, &err, "sh", env, s);
+	free(s);
+	kill(c->pa, SIGKILL), kill(c->pb, SIGKILL), kill(c->pd, SIGKILL);
+	cr_assert_eq(st, 0, "exit %d: %s %s", st, out, err);
+	cr_assert_null(strstr(out, "b-stayed"), "B's lease outlived its end: %s", out);
+	cr_assert(strstr(out, "b-lives"), "B's owner lived: only its lease ended: %s", out);
+	char d[200], from[200], dn[200], bn[200];
+	snprintf(d, sizeof d, " %s ", c->d);
+	snprintf(from, sizeof from, "from %s", c->a);
+	snprintf(dn, sizeof dn, "\"name\":\"%s\"", c->d);
+	snprintf(bn, sizeof bn, "\"name\":\"%s\"", c->b);
+	cr_assert(strstr(out, d) && strstr(out, from), "D under A: %s", out);
+	cr_assert(strstr(out, "\"scope_deny\":[{\"scope\":") && strstr(out, dn),
+		  "A's own minus D's: %s", out);
+	cr_assert_null(strstr(out, bn), "%s", out);
+	cr_assert(strstr(out, "regained=0\n"), "%s %s", out, err);
+	cr_assert(strstr(out, "dstays=0\n"), "%s %s", out, err);
+	free(out);
+	free(err);
+}

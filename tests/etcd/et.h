@@ -107,6 +107,21 @@ void et_reap(pid_t pid);
  * running then is killed and reaped, and -1 returned. */
 int et_exit_within(pid_t pid, int ms);
 
+/* The scope chain A -> B -> D of the fault suites, pods named a, b, d in
+ * directory dir (c/src, c/src/core, c/src/core/x), owned by three
+ * `sleep 1000`s: et_chain_start runs `registers` (a script's lines that
+ * register them, with $a $b $d the owners' pids) and fails the test when
+ * one fails; after the caller made B's lease end (its member killed, its
+ * host cut), et_chain_judge waits (bounded) until b is gone and asserts D is
+ * A's child, A's effective scope its own minus D's, B's owner alive; the
+ * owners are killed then. env: "HOLDFAST_BACKEND=..." of the judge. */
+struct et_chain {
+	const char *a, *b, *d;
+	int pa, pb, pd;
+};
+void et_chain_start(struct et_chain *c, const char *env, const char *dir, const char *registers);
+void et_chain_judge(struct et_chain *c, const char *env, const char *dir);
+
 /* A suite whose every test gets its own member E and et_dir. */
 #define ET_SUITE(name, timeout_s) \
 	TestSuite(name, .init = et_setup, .fini = et_teardown, .timeout = (timeout_s))

@@ -248,64 +248,21 @@ Test(etcd_cluster, scope_waiter_survives_its_member)
  * effective scope is its own minus D's (etcdscope.c ES4). */
 Test(etcd_cluster, scope_chain_with_b_member_killed)
 {
-	char env[400], only0[100], *out = NULL, *err = NULL;
+	char env[400], *reg;
 	snprintf(env, sizeof env, "HOLDFAST_BACKEND=%s", uri);
-	snprintf(only0, sizeof only0, "etcd://%s", M[0].endpoint);
-	char *s;
-	cr_assert_geq(asprintf(&s,
-			       "cd %s || exit 9\n"
-			       "H=\"$HOLDFAST_BIN\"\n"
-			       "mkdir -p c/src/core/x c/src/core/z\n"
-			       "sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n"
-			       "sleep 1000 </dev/null >/dev/null 2>&1 & b=$!\n"
-			       "sleep 1000 </dev/null >/dev/null 2>&1 & d=$!\n"
-			       "echo \"$a $b $d\"\n"
+	cr_assert_geq(asprintf(&reg,
 			       "\"$H\" scope register CA c/src:write:recursive --pid $a >/dev/null || exit 10\n"
 			       "\"$H\" scope register CB c/src/core:write:recursive --pid $b --from CA "
-			       "--ttl 2s --backend %s >/dev/null || exit 11\n"
+			       "--ttl 2s --backend etcd://%s >/dev/null || exit 11\n"
 			       "\"$H\" scope register CD c/src/core/x:write:recursive --pid $d --from CB "
 			       ">/dev/null || exit 12\n",
-			       dir, only0),
+			       M[0].endpoint),
 		      0);
-	int st = hft_sh(&out, &err, "sh", env, s);
-	free(s);
-	int pa = 0, pb = 0, pd = 0;
-	sscanf(out ? out : "", "%d %d %d", &pa, &pb, &pd);
-	cr_assert(pa > 0 && pb > 0 && pd > 0, "%s", out);
-	if (st != 0) {
-		kill(pa, SIGKILL), kill(pb, SIGKILL), kill(pd, SIGKILL);
-		cr_assert_fail("exit %d: %s %s", st, out, err);
-	}
-	free(out);
-	free(err);
+	struct et_chain c = { .a = "CA", .b = "CB", .d = "CD" };
+	et_chain_start(&c, env, dir, reg);
+	free(reg);
 	kill_member(0);
-	cr_assert_geq(asprintf(&s,
-			       "cd %s || exit 9\n"
-			       "H=\"$HOLDFAST_BIN\"\n"
-			       "i=0; while \"$H\" scope list | grep -q ' CB '; do\n"
-			       "  i=$((i+1)); [ $i -gt 300 ] && { echo CB-stayed; break; }; sleep 0.1\n"
-			       "done\n"
-			       "\"$H\" scope list\n"
-			       "\"$H\" scope effective CA --json; echo\n"
-			       "\"$H\" scope check c/src/core/z --pod CA; echo \"regained=$?\"\n"
-			       "\"$H\" scope check c/src/core/x/f --pod CD; echo \"dstays=$?\"\n"
-			       "kill -0 %d && echo b-lives\n",
-			       dir, pb),
-		      0);
-	st = hft_sh(&out, &err, "sh", env, s);
-	free(s);
-	kill(pa, SIGKILL), kill(pb, SIGKILL), kill(pd, SIGKILL);
-	cr_assert_eq(st, 0, "exit %d: %s %s", st, out, err);
-	cr_assert_null(strstr(out, "CB-stayed"), "%s", out);
-	cr_assert(strstr(out, "b-lives"), "B's owner lived: only its lease ended: %s", out);
-	cr_assert(strstr(out, " CD ") && strstr(out, "from CA"), "D under A: %s", out);
-	cr_assert(strstr(out, "\"scope_deny\":[{\"scope\":") && strstr(out, "\"name\":\"CD\""),
-		  "A's own minus D's: %s", out);
-	cr_assert_null(strstr(out, "\"name\":\"CB\""), "%s", out);
-	cr_assert(strstr(out, "regained=0\n"), "%s %s", out, err);
-	cr_assert(strstr(out, "dstays=0\n"), "%s %s", out, err);
-	free(out);
-	free(err);
+	et_chain_judge(&c, env, dir);
 }
 
 /* The members' endpoints, follower first: the URI of a client that talks

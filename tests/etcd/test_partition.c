@@ -937,70 +937,29 @@ Test(etcd_partition, a_watch_at_a_cut_member_ends)
  * the same. */
 Test(etcd_partition, scope_chain_with_b_host_cut)
 {
-	char *env, *s, *out = NULL, *err = NULL;
+	char *env, *reg, a[40], b[40], d[40];
 	cr_assert_geq(asprintf(&env, "HOLDFAST_BACKEND=etcd://%s:2379,%s:2379", ip[0], ip[2]), 0);
 	/* pod names carry the test's tag: its keepers are found by it */
-	cr_assert_geq(asprintf(&s,
-			       "cd %s || exit 9\n"
-			       "H=\"$HOLDFAST_BIN\"\n"
-			       "mkdir -p c/src/core/x c/src/core/z\n"
-			       "sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n"
-			       "sleep 1000 </dev/null >/dev/null 2>&1 & b=$!\n"
-			       "sleep 1000 </dev/null >/dev/null 2>&1 & d=$!\n"
-			       "echo \"$a $b $d\"\n"
-			       "ip netns exec %s \"$H\" scope register A%s c/src:write:recursive --pid $a "
+	snprintf(a, sizeof a, "A%s", tag);
+	snprintf(b, sizeof b, "B%s", tag);
+	snprintf(d, sizeof d, "D%s", tag);
+	cr_assert_geq(asprintf(&reg,
+			       "ip netns exec %s \"$H\" scope register %s c/src:write:recursive --pid $a "
 			       "--backend etcd://%s:2379,%s:2379 >/dev/null || exit 10\n"
-			       "ip netns exec %s \"$H\" scope register B%s c/src/core:write:recursive "
-			       "--pid $b --from A%s --ttl 2s --backend etcd://%s:2379 >/dev/null || exit 11\n"
-			       "ip netns exec %s \"$H\" scope register D%s c/src/core/x:write:recursive "
-			       "--pid $d --from B%s --backend etcd://%s:2379,%s:2379 >/dev/null || exit 12\n",
-			       root, hostns[0], tag, ip[0], ip[2], hostns[1], tag, tag, ip[1], hostns[2],
-			       tag, tag, ip[2], ip[0]),
+			       "ip netns exec %s \"$H\" scope register %s c/src/core:write:recursive "
+			       "--pid $b --from %s --ttl 2s --backend etcd://%s:2379 >/dev/null || exit 11\n"
+			       "ip netns exec %s \"$H\" scope register %s c/src/core/x:write:recursive "
+			       "--pid $d --from %s --backend etcd://%s:2379,%s:2379 >/dev/null || exit 12\n",
+			       hostns[0], a, ip[0], ip[2], hostns[1], b, a, ip[1], hostns[2], d, b, ip[2],
+			       ip[0]),
 		      0);
-	int st = hft_sh(&out, &err, "sh", env, s);
-	free(s);
-	int pa = 0, pb = 0, pd = 0;
-	sscanf(out ? out : "", "%d %d %d", &pa, &pb, &pd);
-	cr_assert(pa > 0 && pb > 0 && pd > 0, "%s", out);
-	if (st != 0) {
-		kill(pa, SIGKILL), kill(pb, SIGKILL), kill(pd, SIGKILL);
-		et_kill_keepers(tag);
-		cr_assert_fail("exit %d: %s %s", st, out, err);
-	}
-	free(out);
-	free(err);
+	struct et_chain c = { .a = a, .b = b, .d = d };
+	et_chain_start(&c, env, root, reg);
+	free(reg);
 	run("ip -n %s link set hv1 down", hub);
-	cr_assert_geq(asprintf(&s,
-			       "cd %s || exit 9\n"
-			       "H=\"$HOLDFAST_BIN\"\n"
-			       "i=0; while \"$H\" scope list | grep -q ' B%s '; do\n"
-			       "  i=$((i+1)); [ $i -gt 300 ] && { echo B-stayed; break; }; sleep 0.1\n"
-			       "done\n"
-			       "\"$H\" scope list\n"
-			       "\"$H\" scope effective A%s --json; echo\n"
-			       "\"$H\" scope check c/src/core/z --pod A%s; echo \"regained=$?\"\n"
-			       "\"$H\" scope check c/src/core/x/f --pod D%s; echo \"dstays=$?\"\n"
-			       "kill -0 %d && echo b-lives\n",
-			       root, tag, tag, tag, tag, pb),
-		      0);
-	st = hft_sh(&out, &err, "sh", env, s);
-	free(s);
+	et_chain_judge(&c, env, root);
 	run("ip -n %s link set hv1 up", hub);
 	ready(1);
-	kill(pa, SIGKILL), kill(pb, SIGKILL), kill(pd, SIGKILL);
 	et_kill_keepers(tag);
 	free(env);
-	cr_assert_eq(st, 0, "exit %d: %s %s", st, out, err);
-	char want[64];
-	cr_assert_null(strstr(out, "B-stayed"), "B's lease outlived the cut: %s", out);
-	cr_assert(strstr(out, "b-lives"), "B's owner lived: only its host was cut: %s", out);
-	snprintf(want, sizeof want, " D%s ", tag);
-	cr_assert(strstr(out, want) && strstr(out, "from A"), "D under A: %s", out);
-	snprintf(want, sizeof want, "\"name\":\"D%s\"", tag);
-	cr_assert(strstr(out, "\"scope_deny\":[{\"scope\":") && strstr(out, want),
-		  "A's own minus D's: %s", out);
-	cr_assert(strstr(out, "regained=0\n"), "%s %s", out, err);
-	cr_assert(strstr(out, "dstays=0\n"), "%s %s", out, err);
-	free(out);
-	free(err);
 }
