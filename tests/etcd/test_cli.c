@@ -605,19 +605,10 @@ Test(etcd_cli, etcd_shut_down_while_waiting)
 	hft_go(&s);
 	hft_go(&l);
 	et_stop_pid(&E.pid, SIGTERM);
-	char *out = NULL, *err = NULL;
-	int st = hft_collect(s.pid, s.out_rd, s.err_rd, &out, &err);
-	cr_assert_eq(st, 74, "scope register -w: exit %d: %s", st, err);
-	cr_assert(err && strstr(err, E.uri + strlen("etcd://")), "no endpoint named: %s", err);
-	free(out);
-	free(err);
-	out = err = NULL;
-	st = hft_collect(l.pid, l.out_rd, l.err_rd, &out, &err);
-	cr_assert_eq(st, 74, "lock acquire -w: exit %d: %s", st, err);
-	cr_assert(err && strstr(err, E.uri + strlen("etcd://")), "no endpoint named: %s", err);
-	free(out);
-	free(err);
-	char p[700];
+	char *sout = NULL, *serr = NULL, *lout = NULL, *lerr = NULL;
+	int sst = hft_collect(s.pid, s.out_rd, s.err_rd, &sout, &serr);
+	int lst = hft_collect(l.pid, l.out_rd, l.err_rd, &lout, &lerr);
+	char p[700]; /* the holders' owner ends before any assertion can fail */
 	snprintf(p, sizeof p, "%s/owner.pid", et_dir);
 	FILE *f = fopen(p, "r");
 	int pid = 0;
@@ -625,6 +616,14 @@ Test(etcd_cli, etcd_shut_down_while_waiting)
 		kill(pid, SIGKILL);
 	if (f)
 		fclose(f);
+	cr_assert_eq(sst, 74, "scope register -w: exit %d: %s", sst, serr);
+	cr_assert(serr && strstr(serr, E.uri + strlen("etcd://")), "no endpoint named: %s", serr);
+	cr_assert_eq(lst, 74, "lock acquire -w: exit %d: %s", lst, lerr);
+	cr_assert(lerr && strstr(lerr, E.uri + strlen("etcd://")), "no endpoint named: %s", lerr);
+	free(sout);
+	free(serr);
+	free(lout);
+	free(lerr);
 }
 
 /* `lock status --json` reports the holder's lease TTL as it recorded it,
