@@ -46,9 +46,11 @@
  *      HF_ETCD_RETRIES times in a row and only within the deadline (EL9):
  *      another endpoint answers, or the client's error stands.
  *
- * Release: revoke the lease (the key goes with it) - one request. An
- * adopted token: range the key, compare the record's token, revoke the
- * record's lease. Status and check: range the key.
+ * Release: revoke the lease (the key goes with it) - one request; one that
+ * got no answer once more at the next member (a revoke is idempotent: "no
+ * such lease" then means ours is gone). An adopted token: range the key,
+ * compare the record's token, revoke the record's lease. Status and check:
+ * range the key.
  *
  * Renew (hf_etcdlock_renew; the handle that acquired, or an adopted token:
  * dirlock.c's DR1-DR5 with a txn in place of the replace):
@@ -677,6 +679,13 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 	if (el->lease) {
 		hf_etcdlock_unkeep(el);
 		rc = lease_revoke(el, el->conn, el->lease); /* EL3 */
+		if (rc == -EIO) {
+			/* a revoke is idempotent: once more, at the next member
+			 * (etcd.c step 3); gone now is gone by us or by its TTL */
+			rc = lease_revoke(el, el->conn, el->lease);
+			if (rc == -ENOENT)
+				rc = 0;
+		}
 		if (rc != -ENOENT) {
 			if (rc == 0)
 				el->lease = 0;

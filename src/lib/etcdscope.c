@@ -682,6 +682,11 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 		 * request; gone already (expired, revoked elsewhere): read below */
 		hf_etcdlock_hold(es->el, 0, 0); /* EL5: stopped before the revoke */
 		int rc = lease_revoke(es, mine);
+		if (rc == -EIO) { /* idempotent: once more at the next member */
+			rc = lease_revoke(es, mine);
+			if (rc == -ENOENT)
+				rc = 0; /* gone now: by us, or by its TTL */
+		}
 		es->held[0] = '\0';
 		if (rc != -ENOENT)
 			return rc < 0 ? say(err, rc, es, es->why) : 0;

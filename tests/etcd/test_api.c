@@ -491,3 +491,25 @@ Test(etcd_api, renew_after_the_keepalive_gave_up_is_lost)
 	hf_lock_release(l); /* its lease: revoked, or gone already */
 	hf_lock_free(l);
 }
+
+/* A release whose revoke etcd applied but whose answer was lost revokes
+ * once more (idempotent): "no such lease" then is our own lease gone, so
+ * the release succeeds and the lock is free. */
+Test(etcd_api, release_whose_answer_was_lost_succeeds)
+{
+	char path[600], why[200];
+	snprintf(path, sizeof path, "%s/relost", et_dir);
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(path, &l), 0);
+	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	cr_assert_eq(hf_lock_acquire(l), 0);
+	cr_assert_eq(hf_fault_inject("fail:etcd_answer:1:EIO", why, sizeof why), 0, "%s", why);
+	int rc = hf_lock_release(l);
+	cr_assert_eq(hf_fault_inject("", why, sizeof why), 0, "%s", why);
+	cr_assert_eq(rc, 0, "%s", hf_error_name(rc));
+	hf_rec *q = NULL;
+	cr_assert_eq(hf_lock_query(l, &q), 0);
+	cr_assert_str_eq(hf_rec_str(q, "state"), "free");
+	hf_rec_free(q);
+	hf_lock_free(l);
+}

@@ -334,7 +334,9 @@ Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 		     hf_error_name(rc));
 	const char *tok = hf_rec_str(hf_lock_holder(b), "token");
 	cr_assert(tok && !strcmp(tok, hf_lock_token(a)), "held by %s", tok ? tok : "nobody");
-	cr_assert_eq(hf_lock_release(a), 0);
+	rc = hf_lock_release(a);
+	cr_assert_eq(rc, 0, "release: %s: %s", hf_error_name(rc),
+		     hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
 	hf_lock_free(a);
 	hf_lock_free(b);
 }
