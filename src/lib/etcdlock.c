@@ -98,8 +98,9 @@
  *         time after the send, so the lease lives at least that long):
  *         hf_etcdlock_lost turns true then, even while a keep-alive is in
  *         flight. A keep-alive is idempotent, so after a failure it goes
- *         to the next member at once; each attempt is bounded by TTL/3, so
- *         one unreachable member cannot cost a lease whose others answer.
+ *         to the next member at once; each attempt is bounded by TTL/6
+ *         (renewals start every TTL/3), so one unreachable member costs at
+ *         most a sixth of the TTL and leaves half of it for the others.
  *   (EL9) A waiting acquisition outlives a failed request only within its
  *         deadline and HF_ETCD_RETRIES failures in a row: a txn that may have
  *         been applied is judged again, never assumed lost, and step 3
@@ -343,7 +344,8 @@ static int lease_renew(struct hf_etcdlock *el, struct hf_etcd *c, int stop_fd, c
 		}
 		if (rc == -ENOENT || hf_sys_mono_ns() >= atomic_load(&el->alive_until))
 			return rc;
-		hf_etcd_prefer(c, hf_etcd_endpoint(c) + 1); /* a keep-alive may go anywhere */
+		/* a keep-alive may go anywhere: a request that got no answer moved
+		 * the next one to the next member already (etcd.c step 3) */
 		if (stop_fd >= 0) {
 			struct pollfd p = { .fd = stop_fd, .events = POLLIN };
 			if (hf_sys_poll(&p, 1, 50) != 0)
@@ -436,7 +438,7 @@ static void *ka_main(void *arg)
 				atomic_store(&el->lost, 1);
 				break;
 			}
-			hf_etcd_cap_ms(c, period); /* EL8 */
+			hf_etcd_cap_ms(c, period / 2); /* EL8 */
 			hf_etcd_prefer(c, el->ka_ep);
 		}
 		int rc = lease_renew(el, c, el->ka_pipe[0], why, sizeof why);
@@ -736,7 +738,7 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
 	if (atomic_load(&el->alive_until) == 0)
 		atomic_store(&el->alive_until, last_ok + hf_etcdlock_ttl_ms(el) * 1000000LL);
-	hf_etcd_cap_ms(el->conn, period); /* EL8 */
+	hf_etcd_cap_ms(el->conn, period / 2); /* EL8 */
 	for (;;) {
 		bool gone;
 		if (pidfd >= 0) {

@@ -312,20 +312,20 @@ static hf_lock *lk_at(const char *path, const char *at)
 
 /* The member a holder's keep-alive talks to hangs (SIGSTOP: connections
  * are accepted, nothing answers) - a cut-off member as its clients see it.
- * Each keep-alive is bounded by TTL/3 and goes to the next member after a
+ * Each keep-alive is bounded by TTL/6 and goes to the next member after a
  * failure (EL8), so the lease outlives three TTLs of the hang although one
- * request's timeout (5 s) is longer than the TTL (4 s). */
+ * request's timeout (7 s) is longer than the TTL (6 s). */
 Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 {
 	char first[300], last[300], path[700];
 	int f = to_hang(first, last);
 	snprintf(path, sizeof path, "%s/ka", dir);
 	hf_lock *a = lk_at(path, first), *b;
-	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 4000), 0);
-	cr_assert_eq(hf_lock_set(a, HF_OPT_TIMEOUT_MS, 5000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 6000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TIMEOUT_MS, 7000), 0);
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	kill(M[f].pid, SIGSTOP);
-	int64_t until = et_mono_ms() + 3 * 4000;
+	int64_t until = et_mono_ms() + 3 * 6000;
 	while (et_mono_ms() < until)
 		usleep(100000); /* the lease's life is what is tested: three TTLs */
 	b = lk_at(path, last);
