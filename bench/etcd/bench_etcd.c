@@ -120,6 +120,20 @@ static CURL *handle(void)
 	return c;
 }
 
+/* The bare requests of a lease, as the library makes them: a grant of
+ * 10 s (its ID into id), a revoke. */
+static void bare_grant(CURL *c, const char *base, char *id, size_t n)
+{
+	field(post(c, base, "/v3/lease/grant", "{\"TTL\":10}"), "ID", id, n);
+}
+
+static void bare_revoke(CURL *c, const char *base, const char *id)
+{
+	char body[64];
+	snprintf(body, sizeof body, "{\"ID\":\"%s\"}", id);
+	post(c, base, "/v3/lease/revoke", body);
+}
+
 static double bare(int n, const char *base)
 {
 	CURL *c = handle();
@@ -131,7 +145,7 @@ static double bare(int n, const char *base)
 	char body[2048], id[32];
 	int64_t t0 = mono_us();
 	for (int i = 0; i < n; i++) {
-		field(post(c, base, "/v3/lease/grant", "{\"TTL\":10}"), "ID", id, sizeof id);
+		bare_grant(c, base, id, sizeof id);
 		snprintf(body, sizeof body,
 			 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
 			 "\"create_revision\":\"0\"}],\"success\":[{\"request_put\":{\"key\":\"%s\","
@@ -140,8 +154,7 @@ static double bare(int n, const char *base)
 			 k, k, v, id, k);
 		if (!strstr(post(c, base, "/v3/kv/txn", body), "\"succeeded\":true"))
 			die("bare txn");
-		snprintf(body, sizeof body, "{\"ID\":\"%s\"}", id);
-		post(c, base, "/v3/lease/revoke", body);
+		bare_revoke(c, base, id);
 	}
 	double us = (double)(mono_us() - t0) / n;
 	curl_easy_cleanup(c);
@@ -154,13 +167,12 @@ static double v3lock(int n, const char *base)
 	char body[512], id[32], key[256];
 	int64_t t0 = mono_us();
 	for (int i = 0; i < n; i++) {
-		field(post(c, base, "/v3/lease/grant", "{\"TTL\":10}"), "ID", id, sizeof id);
+		bare_grant(c, base, id, sizeof id);
 		snprintf(body, sizeof body, "{\"name\":\"L2JlbmNoL3YzbG9jaw==\",\"lease\":\"%s\"}", id);
 		field(post(c, base, "/v3/lock/lock", body), "key", key, sizeof key);
 		snprintf(body, sizeof body, "{\"key\":\"%s\"}", key);
 		post(c, base, "/v3/lock/unlock", body);
-		snprintf(body, sizeof body, "{\"ID\":\"%s\"}", id);
-		post(c, base, "/v3/lease/revoke", body);
+		bare_revoke(c, base, id);
 	}
 	double us = (double)(mono_us() - t0) / n;
 	curl_easy_cleanup(c);
@@ -196,7 +208,7 @@ static double scopebare(int n, const char *base)
 	snprintf(range, sizeof range, "{\"key\":\"%s\",\"range_end\":\"%s\"}", pre, end);
 	int64_t t0 = mono_us();
 	for (int i = 0; i < n; i++) {
-		field(post(c, base, "/v3/lease/grant", "{\"TTL\":10}"), "ID", id, sizeof id);
+		bare_grant(c, base, id, sizeof id);
 		field(post(c, base, "/v3/kv/range", range), "revision", rev, sizeof rev);
 		snprintf(body, sizeof body,
 			 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":"
@@ -207,8 +219,7 @@ static double scopebare(int n, const char *base)
 			 k, pre, end, atoll(rev) + 1, k, v, id);
 		if (!strstr(post(c, base, "/v3/kv/txn", body), "\"succeeded\":true"))
 			die("scope bare txn");
-		snprintf(body, sizeof body, "{\"ID\":\"%s\"}", id);
-		post(c, base, "/v3/lease/revoke", body);
+		bare_revoke(c, base, id);
 	}
 	double us = (double)(mono_us() - t0) / n;
 	curl_easy_cleanup(c);

@@ -202,12 +202,8 @@ int cli_lock_status(const char *path, hf_rec **ret)
 		return rc; /* said, and recorded */
 	}
 	rc = hf_lock_query(l, ret);
-	if (rc < 0) {
-		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
-		cli_err("lock %s: %s%s%s", CLI_SHOW(path), hf_strerror(rc), why ? ": " : "",
-			why ? CLI_SHOW(why) : "");
-		rc = cli_fail_rc(rc, path, hf_lock_holder(l));
-	}
+	if (rc < 0)
+		rc = cli_backend_failed("lock ", path, l, rc);
 	hf_lock_free(l);
 	return rc;
 }
@@ -260,4 +256,12 @@ int cli_backend_handover(int argc, char **argv)
 	cli_err("etcd backend: this holdfast has no etcd client, and %s cannot be run (%s)", tried,
 		hf_strerror(rc));
 	return HF_EXIT_SOFTWARE;
+}
+
+int cli_backend_failed(const char *what, const char *path, const hf_lock *l, int rc)
+{
+	const char *why = hf_rec_str(hf_lock_holder(l), "reason");
+	cli_err("%s%s: %s%s%s", what, CLI_SHOW(path), hf_strerror(rc), why ? ": " : "",
+		why ? CLI_SHOW(why) : "");
+	return cli_fail_rc(rc, path, hf_lock_holder(l));
 }

@@ -170,6 +170,10 @@ int cli_backend_opt(int opt, const char *arg);
 /* The backend URI in force (--backend, else HOLDFAST_BACKEND), NULL for
  * the file system. */
 const char *cli_backend(void);
+struct hf_lock;
+/* A failed read of a lock on the backend: "WHATPATH: error: reason"
+ * said and recorded for --json (the holder, if any); its exit code. */
+int cli_backend_failed(const char *what, const char *path, const struct hf_lock *l, int rc);
 /* Put the backend and its options (HOLDFAST_ETCD_USER,
  * HOLDFAST_ETCD_PASSWORD_FILE, HOLDFAST_ETCD_CA_FILE when no option says)
  * on l: 0, or an exit code (said, recorded). */

@@ -422,10 +422,7 @@ static int list_etcd(const char *dir, bool json)
 	}
 	rc = hf_lock_list(l, &r);
 	if (rc < 0) {
-		const char *why = hf_rec_str(hf_lock_holder(l), "reason");
-		cli_err("list: %s: %s%s%s", CLI_SHOW(dir), hf_strerror(rc), why ? ": " : "",
-			why ? CLI_SHOW(why) : "");
-		rc = cli_fail_rc(rc, dir, hf_lock_holder(l));
+		rc = cli_backend_failed("list: ", dir, l, rc);
 		hf_lock_free(l);
 		return rc;
 	}

@@ -608,8 +608,9 @@ static char self_pid[16]; /* the owner every lock and scope here is taken for */
 
 #define ACQ(path) ARGS("lock", "acquire", "-n", "--pid", self_pid, path)
 
-/* A process that lives until mortal_end: the owner that dies. */
-static int mortal(struct t *t, pid_t *pid, int *wfd)
+/* A process that lives until mortal_end: the owner that dies (*pid, and
+ * in pids as --pid takes it). */
+static int mortal(struct t *t, pid_t *pid, int *wfd, char pids[16])
 {
 	int p[2];
 	if (hf_sys_pipe2(p, O_CLOEXEC) < 0)
@@ -629,6 +630,7 @@ static int mortal(struct t *t, pid_t *pid, int *wfd)
 		return fail(t, "fork failed");
 	}
 	*wfd = p[1];
+	snprintf(pids, 16, "%d", (int)*pid);
 	return 0;
 }
 
@@ -692,15 +694,24 @@ static int lock_fresh(struct t *t, const char *path, int64_t above)
 	return lock_release(t, path, token);
 }
 
+/* The last steps of a schedule: another acquirer (who) is refused while
+ * token holds t->lock, token's release, then a fresh acquisition above
+ * fence f. */
+static int refused_then_fresh(struct t *t, const char *who, const char *token, int64_t f)
+{
+	if (expect_exit(t, who, run(t, ACQ(t->lock)), 1) < 0 || lock_release(t, t->lock, token) < 0)
+		return -1;
+	return lock_fresh(t, t->lock, f);
+}
+
 /* A lock of a process that then died (its pid reaped). */
 static int lock_dead(struct t *t, const char *path)
 {
 	pid_t x;
 	int xw;
-	if (mortal(t, &x, &xw) < 0)
-		return -1;
 	char xs[16];
-	snprintf(xs, sizeof xs, "%d", (int)x);
+	if (mortal(t, &x, &xw, xs) < 0)
+		return -1;
 	int e = run(t, ARGS("lock", "acquire", "-n", "--pid", xs, path));
 	mortal_end(x, xw);
 	return expect_exit(t, "an acquire for the owner that dies", e, 0);
@@ -720,11 +731,9 @@ static int c_dl_made(struct t *t)
 	char token[TOK_MAX];
 	int64_t f;
 	if (expect_exit(t, "a second acquirer while the first makes it", eb, 1) < 0 ||
-	    expect_exit(t, "the maker", ea, 0) < 0 || lock_held(t, t->lock, token, &f) < 0 ||
-	    expect_exit(t, "a third acquirer", run(t, ACQ(t->lock)), 1) < 0 ||
-	    lock_release(t, t->lock, token) < 0)
+	    expect_exit(t, "the maker", ea, 0) < 0 || lock_held(t, t->lock, token, &f) < 0)
 		return -1;
-	return lock_fresh(t, t->lock, f);
+	return refused_then_fresh(t, "a third acquirer", token, f);
 }
 
 /* Seed 000's R1/R2: R1 judged X dead and pauses; R2 reaps X and enters;
@@ -749,10 +758,7 @@ static int c_dl_reapers(struct t *t)
 		return -1;
 	if (strcmp(token, after))
 		return fail(t, "R2's lock was not restored (another token at the name)");
-	if (expect_exit(t, "B while R2 holds", run(t, ACQ(t->lock)), 1) < 0 ||
-	    lock_release(t, t->lock, token) < 0)
-		return -1;
-	return lock_fresh(t, t->lock, f);
+	return refused_then_fresh(t, "B while R2 holds", token, f);
 }
 
 /* The same, R1's restore finding the name taken by B: the claim stays, a
@@ -864,10 +870,9 @@ static int c_sc_reclaim(struct t *t)
 	snprintf(spec, sizeof spec, "%s:write:recursive", tree);
 	pid_t x;
 	int xw;
-	if (mortal(t, &x, &xw) < 0)
-		return -1;
 	char xs[16];
-	snprintf(xs, sizeof xs, "%d", (int)x);
+	if (mortal(t, &x, &xw, xs) < 0)
+		return -1;
 	int ex = run(t, ARGS("scope", "register", "pod-x", spec, "--pid", xs));
 	int held = run(t, ARGS("scope", "register", "pod-y", spec, "--pid", self_pid));
 	mortal_end(x, xw);

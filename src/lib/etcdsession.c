@@ -363,21 +363,38 @@ out:
 	return rc;
 }
 
-int hf_etcdsession_release(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
-			   struct hf_sessionlock_status *reterr_holder)
+/* A release's or renew's judgement of what it read: 0 when it is o's, else
+ * HF_ENOTHELD (free), HF_EUNREADABLE or HF_ENOTYOURS (*h: the holder). */
+static int not_ours(const struct found *f, const struct hf_sessionlock_opts *o,
+		    struct hf_sessionlock_status *h)
+{
+	if (f->st.state == HF_SESSION_FREE)
+		return HF_ENOTHELD;
+	if (f->st.state == HF_SESSION_UNREADABLE || !ours(f, o)) {
+		*h = f->st;
+		return f->st.state == HF_SESSION_UNREADABLE ? HF_EUNREADABLE : HF_ENOTYOURS;
+	}
+	return 0;
+}
+
+/* A release's or renew's read of o's lane: the key judged into *f. */
+static int read_lane(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+		     struct found *f)
 {
 	es->why[0] = '\0';
 	if (!o->lane || !*o->lane)
 		return -EINVAL;
+	return range(es, o->stale_ms, f, NULL);
+}
+
+int hf_etcdsession_release(struct hf_etcdsession *es, const struct hf_sessionlock_opts *o,
+			   struct hf_sessionlock_status *reterr_holder)
+{
 	struct found f;
-	int rc = range(es, o->stale_ms, &f, NULL);
+	int rc = read_lane(es, o, &f);
 	for (int round = 0; rc == 0 && round < ROUNDS_MAX; round++) {
-		if (f.st.state == HF_SESSION_FREE)
-			return HF_ENOTHELD;
-		if (f.st.state == HF_SESSION_UNREADABLE || !ours(&f, o)) {
-			*reterr_holder = f.st;
-			return f.st.state == HF_SESSION_UNREADABLE ? HF_EUNREADABLE : HF_ENOTYOURS;
-		}
+		if ((rc = not_ours(&f, o, reterr_holder)) < 0)
+			return rc;
 		rc = txn(es, "MOD", f.mod, NULL, o->stale_ms, &f, NULL); /* ES-2 */
 		if (rc == 1)
 			return 0;
@@ -389,19 +406,12 @@ int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_
 			 struct hf_sessionlock_record *ret,
 			 struct hf_sessionlock_status *reterr_holder)
 {
-	es->why[0] = '\0';
-	if (!o->lane || !*o->lane)
-		return -EINVAL;
 	struct found f;
-	int rc = range(es, o->stale_ms, &f, NULL);
+	int rc = read_lane(es, o, &f);
 	if (rc < 0)
 		return rc;
-	if (f.st.state == HF_SESSION_FREE)
-		return HF_ENOTHELD;
-	if (f.st.state == HF_SESSION_UNREADABLE || !ours(&f, o)) {
-		*reterr_holder = f.st;
-		return f.st.state == HF_SESSION_UNREADABLE ? HF_EUNREADABLE : HF_ENOTYOURS;
-	}
+	if ((rc = not_ours(&f, o, reterr_holder)) < 0)
+		return rc;
 	hf_sys_point(HF_PT_ETCDSESSION_RENEW_READ);
 	for (int round = 0; round < ROUNDS_MAX; round++) {
 		struct hf_sessionlock_record r;

@@ -481,13 +481,20 @@ void hf_lock_free(hf_lock *l)
 	free(l);
 }
 
-int hf_lock_query(hf_lock *l, hf_rec **ret)
+/* The start of a read of l's backend into *ret: 0, or the failure. */
+static int read_begin(hf_lock *l, hf_rec **ret)
 {
 	if (!l || !ret)
 		return -EINVAL;
 	int rc = etcd_ready(l);
+	return rc < 0 ? etcd_fail(l, rc) : 0;
+}
+
+int hf_lock_query(hf_lock *l, hf_rec **ret)
+{
+	int rc = read_begin(l, ret);
 	if (rc < 0)
-		return etcd_fail(l, rc);
+		return rc;
 	if (!l->el)
 		return hf_lock_status(l->path, ret);
 	struct hf_dirlock_info i;
@@ -502,11 +509,9 @@ int hf_lock_query(hf_lock *l, hf_rec **ret)
 
 int hf_lock_list(hf_lock *l, hf_rec **ret)
 {
-	if (!l || !ret)
-		return -EINVAL;
-	int rc = etcd_ready(l);
+	int rc = read_begin(l, ret);
 	if (rc < 0)
-		return etcd_fail(l, rc);
+		return rc;
 	if (!l->el)
 		return -EOPNOTSUPP; /* the file system's: the CLI walks the tree */
 	const char *dir = hf_etcdlock_key(l->el) + strlen(HF_ETCD_KEY_PREFIX);

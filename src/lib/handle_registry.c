@@ -47,6 +47,24 @@ static void fail_rec(hf_rec **reterr, const struct hf_scopereg_holder *h, int rc
 		*reterr = hf_rec_from_scope_holder(h, rc, NULL);
 }
 
+/* A read's or a reap's outcome rc (a reap's: how many it reaped) and table
+ * t into *ret (when asked; reaped: a reap's table) or *reterr; h freed. */
+static int outcome(int rc, struct hf_scopereg_table *t, bool reaped, struct hf_scopereg_holder *h,
+		   hf_registry **ret, hf_rec **reterr)
+{
+	if (rc < 0) {
+		fail_rec(reterr, h, rc);
+	} else if (ret) {
+		int n = rc;
+		rc = wrap(t, reaped, ret);
+		rc = rc < 0 ? rc : n;
+	} else {
+		hf_scopereg_free(t);
+	}
+	free(h);
+	return rc;
+}
+
 int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr)
 {
 	if (!ret)
@@ -54,14 +72,9 @@ int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr)
 	struct hf_scopereg_holder *h = malloc(sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	struct hf_scopereg_table *t;
-	int rc = hf_scopereg_read(path, &t, h);
-	if (rc < 0)
-		fail_rec(reterr, h, rc);
-	else
-		rc = wrap(t, false, ret);
-	free(h);
-	return rc;
+	struct hf_scopereg_table *t = NULL;
+	int rc = hf_scopereg_read(path, &t, h); /* before t is passed on */
+	return outcome(rc, t, false, h, ret, reterr);
 }
 
 int hf_registry_reap(const char *path, hf_registry **ret, hf_rec **reterr)
@@ -71,15 +84,7 @@ int hf_registry_reap(const char *path, hf_registry **ret, hf_rec **reterr)
 		return -ENOMEM;
 	struct hf_scopereg_table *t = NULL;
 	int rc = hf_scopereg_reap(path, ret ? &t : NULL, h);
-	if (rc < 0) {
-		fail_rec(reterr, h, rc);
-	} else if (ret) {
-		int n = rc;
-		rc = wrap(t, true, ret);
-		rc = rc < 0 ? rc : n;
-	}
-	free(h);
-	return rc;
+	return outcome(rc, t, true, h, ret, reterr);
 }
 
 size_t hf_registry_count(const hf_registry *r)
@@ -195,14 +200,9 @@ int hf_scope_registry_read(hf_scope *s, hf_registry **ret, hf_rec **reterr)
 	struct hf_scopereg_holder *h = calloc(1, sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	struct hf_scopereg_table *t;
+	struct hf_scopereg_table *t = NULL;
 	int rc = hf_scope_table(s, false, &t, h);
-	if (rc < 0)
-		fail_rec(reterr, h, rc);
-	else
-		rc = wrap(t, false, ret);
-	free(h);
-	return rc;
+	return outcome(rc, t, false, h, ret, reterr);
 }
 
 int hf_scope_registry_reap(hf_scope *s, hf_registry **ret, hf_rec **reterr)
@@ -214,15 +214,5 @@ int hf_scope_registry_reap(hf_scope *s, hf_registry **ret, hf_rec **reterr)
 		return -ENOMEM;
 	struct hf_scopereg_table *t = NULL;
 	int rc = hf_scope_table(s, true, &t, h);
-	if (rc < 0) {
-		fail_rec(reterr, h, rc);
-	} else if (ret) {
-		int n = rc;
-		rc = wrap(t, true, ret);
-		rc = rc < 0 ? rc : n;
-	} else {
-		hf_scopereg_free(t);
-	}
-	free(h);
-	return rc;
+	return outcome(rc, t, true, h, ret, reterr);
 }

@@ -347,20 +347,9 @@ int hf_scope_release(hf_scope *s)
 	int rc = etcd_ready(s);
 	if (rc < 0)
 		return etcd_fail(s, rc);
-	if (s->es) { /* HC5 */
-		struct hf_scopereg_holder *h = malloc(sizeof *h);
-		if (!h)
-			return -ENOMEM;
-		rc = hf_etcdscope_release(s->es, s->name, s->generation, h);
-		s->holds = false;
-		if (rc < 0)
-			holder_set(s, h, rc);
-		else
-			holder_reason(s, NULL);
-		free(h);
-		return rc;
-	}
-	if (s->holds)
+	if (s->es) /* HC5 */
+		;
+	else if (s->holds)
 		strcpy(path, s->held_registry);
 	else if (s->registry)
 		rc = strlen(s->registry) < sizeof path ? (strcpy(path, s->registry), 0)
@@ -372,10 +361,14 @@ int hf_scope_release(hf_scope *s)
 	struct hf_scopereg_holder *h = malloc(sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	rc = hf_scopereg_release(path, s->name, s->generation, h);
-	if (s->fd >= 0)
-		hf_sys_close(s->fd); /* HC3: after the release */
-	s->fd = -1;
+	if (s->es) {
+		rc = hf_etcdscope_release(s->es, s->name, s->generation, h);
+	} else {
+		rc = hf_scopereg_release(path, s->name, s->generation, h);
+		if (s->fd >= 0)
+			hf_sys_close(s->fd); /* HC3: after the release */
+		s->fd = -1;
+	}
 	s->holds = false;
 	if (rc < 0)
 		holder_set(s, h, rc);

@@ -303,19 +303,29 @@ done:
 	return rc;
 }
 
+/* The start of a verb on what this handle took (release, renew): *o
+ * naming its take (HS3), *h cleared, the backend ready. 0, or the failure
+ * (etcd_fail's). */
+static int mine_begin(hf_session *s, struct hf_sessionlock_opts *o,
+		      struct hf_sessionlock_status *h)
+{
+	opts_of(s, o);
+	if (!o->owner && s->taken[0])
+		o->owner = s->taken; /* HS3: what this handle took, only that */
+	memset(h, 0, sizeof *h);
+	int rc = etcd_ready(s);
+	return rc < 0 ? etcd_fail(s, rc) : 0;
+}
+
 int hf_session_release(hf_session *s)
 {
 	if (!s)
 		return -EINVAL;
 	struct hf_sessionlock_opts o;
-	opts_of(s, &o);
-	if (!o.owner && s->taken[0])
-		o.owner = s->taken; /* HS3: what this handle took, only that */
 	struct hf_sessionlock_status h;
-	memset(&h, 0, sizeof h);
-	int rc = etcd_ready(s);
+	int rc = mine_begin(s, &o, &h);
 	if (rc < 0)
-		return etcd_fail(s, rc);
+		return rc;
 	rc = s->es ? hf_etcdsession_release(s->es, &o, &h) : hf_sessionlock_release(&o, &h);
 	if (s->es && rc < 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS && rc != HF_EUNREADABLE)
 		return etcd_fail(s, rc);
@@ -328,15 +338,11 @@ int hf_session_renew(hf_session *s)
 	if (!s)
 		return -EINVAL;
 	struct hf_sessionlock_opts o;
-	opts_of(s, &o);
-	if (!o.owner && s->taken[0])
-		o.owner = s->taken; /* HS3: what this handle took, only that */
 	struct hf_sessionlock_record r;
 	struct hf_sessionlock_status h;
-	memset(&h, 0, sizeof h);
-	int rc = etcd_ready(s);
+	int rc = mine_begin(s, &o, &h);
 	if (rc < 0)
-		return etcd_fail(s, rc);
+		return rc;
 	rc = s->es ? hf_etcdsession_renew(s->es, &o, &r, &h) : hf_sessionlock_renew(&o, &r, &h);
 	if (s->es && rc < 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS && rc != HF_EUNREADABLE &&
 	    rc != HF_ELOST)

@@ -19,6 +19,13 @@
 
 ET_SUITE(etcd_api, 240);
 
+/* Arm the fault rules (or none: "") in this process. */
+static void faults(const char *rules)
+{
+	char why[200];
+	cr_assert_eq(hf_fault_inject(rules, why, sizeof why), 0, "%s", why);
+}
+
 static hf_lock *lock_on_etcd(const char *name)
 {
 	char path[600];
@@ -443,14 +450,9 @@ Test(etcd_api, renew_after_a_revoke_makes_no_key)
  * fence, and its release frees it. */
 Test(etcd_api, waiting_acquire_whose_answer_was_lost_finds_its_own)
 {
-	char path[600];
-	snprintf(path, sizeof path, "%s/lost", et_dir);
-	hf_lock *l;
-	cr_assert_eq(hf_lock_new(path, &l), 0);
-	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	hf_lock *l = lock_on_etcd("lost");
 	cr_assert_eq(hf_lock_set(l, HF_OPT_WAIT_MS, 5000), 0);
-	char why[200];
-	cr_assert_eq(hf_fault_inject("fail:etcd_answer:2:EIO", why, sizeof why), 0, "%s", why);
+	faults("fail:etcd_answer:2:EIO");
 	int rc = hf_lock_acquire(l);
 	cr_assert_eq(rc, 0, "%s", hf_error_name(rc));
 	hf_rec *q = NULL;
@@ -473,18 +475,14 @@ Test(etcd_api, waiting_acquire_whose_answer_was_lost_finds_its_own)
  * lease alive after the renew. */
 Test(etcd_api, renew_after_the_keepalive_gave_up_is_lost)
 {
-	char path[600], why[200];
-	snprintf(path, sizeof path, "%s/gaveup", et_dir);
-	hf_lock *l;
-	cr_assert_eq(hf_lock_new(path, &l), 0);
-	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	hf_lock *l = lock_on_etcd("gaveup");
 	cr_assert_eq(hf_lock_set(l, HF_OPT_TTL_MS, 3000), 0);
 	cr_assert_eq(hf_lock_acquire(l), 0);
 	int64_t t = et_mono_ms();
-	cr_assert_eq(hf_fault_inject("fail:etcd_answer:1:EIO:persist", why, sizeof why), 0, "%s", why);
+	faults("fail:etcd_answer:1:EIO:persist");
 	while (et_mono_ms() < t + 3000 + 300)
 		usleep(50000); /* the holder's proof of its lease runs out (EL8) */
-	cr_assert_eq(hf_fault_inject("", why, sizeof why), 0, "%s", why);
+	faults("");
 	int rc = hf_lock_renew(l);
 	cr_assert_eq(rc, HF_ELOST, "renewed: %s", hf_error_name(rc));
 	cr_assert_eq(hf_lock_check(l), HF_ELOST);
@@ -497,15 +495,11 @@ Test(etcd_api, renew_after_the_keepalive_gave_up_is_lost)
  * the release succeeds and the lock is free. */
 Test(etcd_api, release_whose_answer_was_lost_succeeds)
 {
-	char path[600], why[200];
-	snprintf(path, sizeof path, "%s/relost", et_dir);
-	hf_lock *l;
-	cr_assert_eq(hf_lock_new(path, &l), 0);
-	cr_assert_eq(hf_lock_set_str(l, HF_OPT_BACKEND, E.uri), 0);
+	hf_lock *l = lock_on_etcd("relost");
 	cr_assert_eq(hf_lock_acquire(l), 0);
-	cr_assert_eq(hf_fault_inject("fail:etcd_answer:1:EIO", why, sizeof why), 0, "%s", why);
+	faults("fail:etcd_answer:1:EIO");
 	int rc = hf_lock_release(l);
-	cr_assert_eq(hf_fault_inject("", why, sizeof why), 0, "%s", why);
+	faults("");
 	cr_assert_eq(rc, 0, "%s", hf_error_name(rc));
 	hf_rec *q = NULL;
 	cr_assert_eq(hf_lock_query(l, &q), 0);

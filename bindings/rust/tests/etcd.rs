@@ -228,15 +228,17 @@ fn etcd_session_by_lane_and_scope_conflict() {
         .unwrap()
         .register()
         .unwrap();
-    let e = Scope::new("two")
-        .unwrap()
-        .backend(&etcd.uri)
-        .unwrap()
-        .spec(&spec(&src.join("lib"), ":write"))
-        .unwrap()
-        .register()
-        .err()
-        .expect("inside one's scope");
+    // "two": a write scope inside one's, on the same etcd
+    let two = || {
+        Scope::new("two")
+            .unwrap()
+            .backend(&etcd.uri)
+            .unwrap()
+            .spec(&spec(&src.join("lib"), ":write"))
+            .unwrap()
+            .register()
+    };
+    let e = two().err().expect("inside one's scope");
     assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
     assert_eq!(e.holder().and_then(|h| h.str("name")), Some("one"), "{e}");
     assert!(e.to_string().contains("pod one"), "{e}");
@@ -245,15 +247,7 @@ fn etcd_session_by_lane_and_scope_conflict() {
     let child = child.expect("delegated within one's scope, on etcd");
     drop(child);
     one.release().unwrap();
-    let two = Scope::new("two")
-        .unwrap()
-        .backend(&etcd.uri)
-        .unwrap()
-        .spec(&spec(&src.join("lib"), ":write"))
-        .unwrap()
-        .register()
-        .expect("free once one released");
-    drop(two);
+    drop(two().expect("free once one released"));
 }
 
 #[test]
