@@ -15,9 +15,11 @@ FUZZ_SECONDS ?= 60
 # Python binding's tests. libcurl4-openssl-dev: the etcd backend's client;
 # etcd-server, etcd-client, openssl: its tests start their own etcd (TLS too);
 # iproute2: the cluster suite's hosts are network namespaces joined by veths.
+# tmux, make, findutils: tests/run/test_callers.c runs holdfast from each
+# caller as users do (make recipes, tmux run-shell, xargs and find -exec).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
 	groff-base man-db bash-completion zsh fish python3-pytest \
-	libcurl4-openssl-dev etcd-server etcd-client openssl iproute2
+	libcurl4-openssl-dev etcd-server etcd-client openssl iproute2 tmux make findutils
 # clang and its sanitizer/fuzzer runtimes, for `make fuzz` only
 FUZZ_PKGS := clang libclang-rt-14-dev
 BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock

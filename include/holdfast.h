@@ -226,6 +226,13 @@ enum hf_opt {
 	                          (default 5 s; connecting to one endpoint at most
 	                          2 s of it); then -EIO, the holder's "reason"
 	                          says what happened                             */
+	HF_OPT_CHAIN_PID,      /* lock: one more process of the caller's pid
+	                          namespace whose life also holds it (each call
+	                          adds one, at most HF_CHAIN_MAX, then -E2BIG; 0 clears):
+	                          the lock is dead only when HF_OPT_PID's process
+	                          and every one of these has ended. The CLI
+	                          gives a detached acquisition's calling chain
+	                          (a `sh -c` line, make, xargs) this way      */
 	HF_OPT_OWNER = 100,    /* session (string): the owner token to record
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
@@ -257,6 +264,9 @@ enum hf_opt {
  * on another kernel (NFS) is never proven dead: only its release frees it. */
 #define HF_MAX_HOLD_NONE INT64_MAX
 
+/* How many HF_OPT_CHAIN_PID processes one lock may name. */
+#define HF_CHAIN_MAX 8
+
 /* ---------------------------------------------------------------------------
  * Directory lock
  *
@@ -281,8 +291,8 @@ typedef struct hf_lock hf_lock;
 /* A handle for the lock directory path (copied). -EINVAL: no name (".",
  * "/", "") or one ending in ".holdfast"; -ENAMETOOLONG; -ENOMEM. */
 int hf_lock_new(const char *path, hf_lock **ret);
-/* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CANCEL_FD, _TTL_MS,
- * _TIMEOUT_MS. */
+/* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CHAIN_PID, _CANCEL_FD,
+ * _TTL_MS, _TIMEOUT_MS. */
 int hf_lock_set(hf_lock *l, int opt, int64_t value);
 /* HF_OPT_BACKEND, _ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE (NULL:
  * back to the default). -EINVAL: not a backend URI, an empty string;

@@ -9,6 +9,9 @@
  *        failure to read is an error, never "gone".
  *  (PR2) This process's namespaces are read once per pid: a child forked
  *        after unshare(CLONE_NEWTIME) reads its own again.
+ *  (PR3) A process set (hf_procset) never counts a reused pid as its
+ *        member: each member is its pid AND the start time it had when it
+ *        was added, checked again after its pidfd was opened.
  */
 #include "proc.h"
 
@@ -18,6 +21,7 @@
 #include "text.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,3 +185,86 @@ int hf_kernel_lock_probe(int fd)
 	return rc == -EWOULDBLOCK ? 1 : rc;
 }
 
+
+void hf_procset_init(struct hf_procset *s)
+{
+	s->n = 0;
+}
+
+int hf_procset_add(struct hf_procset *s, pid_t pid, uint64_t start)
+{
+	if (pid <= 0)
+		return -ESRCH;
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->pid[i] == pid)
+			return 0;
+	if (s->n >= HF_PROCSET_MAX)
+		return -E2BIG;
+	uint64_t now;
+	int rc = hf_pid_start(pid, &now);
+	if (rc < 0)
+		return rc == -ESRCH ? -ESRCH : rc;
+	if (start && now != start)
+		return -ESRCH; /* PR3: another process has the pid now */
+	int fd = hf_sys_pidfd_open(pid);
+	if (fd >= 0 && (hf_pid_start(pid, &now) < 0 || (start ? start : now) != now)) {
+		hf_sys_close(fd); /* PR3: it ended, and the pid was reused, meanwhile */
+		return -ESRCH;
+	}
+	s->pid[s->n] = pid;
+	s->start[s->n] = start ? start : now;
+	s->fd[s->n] = fd >= 0 ? fd : -1;
+	s->n++;
+	return 0;
+}
+
+/* Has member i ended (PR3)? */
+static int member_gone(const struct hf_procset *s, unsigned i)
+{
+	if (s->fd[i] >= 0) {
+		struct pollfd p = { .fd = s->fd[i], .events = POLLIN };
+		return hf_sys_poll(&p, 1, 0) > 0;
+	}
+	if (hf_sys_kill(s->pid[i], 0) == -ESRCH)
+		return 1;
+	uint64_t now;
+	int rc = hf_pid_start(s->pid[i], &now);
+	return rc == -ESRCH || (rc == 0 && now != s->start[i]);
+}
+
+unsigned hf_procset_reap(struct hf_procset *s)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		if (member_gone(s, i)) {
+			if (s->fd[i] >= 0)
+				hf_sys_close(s->fd[i]);
+			continue;
+		}
+		s->pid[k] = s->pid[i];
+		s->start[k] = s->start[i];
+		s->fd[k] = s->fd[i];
+		k++;
+	}
+	s->n = k;
+	return k;
+}
+
+unsigned hf_procset_fds(const struct hf_procset *s, int *fds)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		if (s->fd[i] < 0)
+			return 0; /* one without a pidfd: every member is looked at */
+		fds[k++] = s->fd[i];
+	}
+	return k;
+}
+
+void hf_procset_close(struct hf_procset *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->fd[i] >= 0)
+			hf_sys_close(s->fd[i]);
+	s->n = 0;
+}

@@ -32,6 +32,30 @@ void hf_self_ns(pid_t me, uint64_t *pidns, uint64_t *timens);
  * holder lives); 0: free - the caller now holds LOCK_EX on fd until it
  * closes it or unlocks; <0: -errno (unknown). */
 int hf_kernel_lock_probe(int fd);
+/* A set of processes watched for their end (PR3): each by its pid and
+ * start time, with a pidfd where the kernel has them. */
+#define HF_PROCSET_MAX 9
+struct hf_procset {
+	pid_t pid[HF_PROCSET_MAX];
+	uint64_t start[HF_PROCSET_MAX];
+	int fd[HF_PROCSET_MAX];        /* pidfd, or -1 (then kill + start time) */
+	unsigned n;                    /* members still alive                  */
+};
+/* An empty set. */
+void hf_procset_init(struct hf_procset *s);
+/* Add pid with its start time (0: read now): 0; -ESRCH when it is gone or
+ * its start time is not start (a reused pid: not added); -E2BIG when full;
+ * a pid there already is not added twice. */
+int hf_procset_add(struct hf_procset *s, pid_t pid, uint64_t start);
+/* Drop the members that have ended: the number left alive (0: all gone). */
+unsigned hf_procset_reap(struct hf_procset *s);
+/* The members' pidfds into fds (at most HF_PROCSET_MAX): how many; each
+ * polls readable when its process ends. 0 with members left means: look
+ * by hf_procset_reap at least every second (no pidfd here). */
+unsigned hf_procset_fds(const struct hf_procset *s, int *fds);
+/* Close every pidfd; the set is empty after. */
+void hf_procset_close(struct hf_procset *s);
+
 /* This boot's id (cached after the first read). */
 const char *hf_boot_id(void);
 /* This host's name (cached). */

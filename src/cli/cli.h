@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "holdfast.h"
+#include "proc.h"
 
 struct json_t;
 struct hf_rec;
@@ -107,11 +109,21 @@ int cli_json_print(struct json_t *obj);
 int cli_write_out(const char *s);
 
 /* Without --pid: the process a lock or scope taken from the shell belongs
- * to - holdfast's parent, skipping subshells (fork copies of a shell) and
- * wrappers that fork and wait (timeout, sudo, flock, ...); see
- * owner_find.c. 0 and *ret_pid (its command name in comm), -ESRCH when the
- * walk reaches init or leaves the pid namespace. */
-int cli_owner_find(pid_t *ret_pid, char *comm, size_t n);
+ * to - holdfast's parent, skipping subshells (fork copies of a shell),
+ * wrappers that fork and wait (timeout, sudo, flock, xargs, ...) and
+ * one-line `sh -c` shells, each of which holds it too (the chain); see
+ * owner_find.c. 0 and *ret, -ESRCH when the walk reaches init or leaves the
+ * pid namespace having passed only wrappers. */
+struct cli_owner {
+	pid_t pid;                         /* the owner (O3)                   */
+	char comm[HF_COMM_MAX + 1];        /* its command name                 */
+	pid_t chain[HF_CHAIN_MAX];   /* O5: the processes skipped, nearest
+					      first: they hold it too         */
+	size_t nchain;
+	bool one_line;                     /* the owner is a one-line shell whose
+					      caller is init (O3): warn       */
+};
+int cli_owner_find(struct cli_owner *ret);
 /* For a lock standing for descriptor fd (holdfast flock FD): the topmost
  * ancestor that has fd's file open (owner_find.c, OD1); -ENOENT when none
  * but holdfast has it. */
@@ -138,11 +150,12 @@ int cli_scope_run_release(const char *name, int live_fd);
 
 /* Keep fds (n of them, at most 64) open in a detached process, the keeper
  * (keeper.c: its own session, stdio on /dev/null, working directory "/",
- * every other descriptor closed), until process pid has exited or every
- * one of their files has lost its last link (unlinked). Returns once the
- * keeper watches both: its pid, -ESRCH when pid is gone already, -EINVAL,
- * -errno. The caller may close its own copies at once. */
-int cli_keep_for(int pid, const int *fds, size_t n);
+ * every other descriptor closed), until process pid and every process of
+ * chain (nchain of them, at most HF_CHAIN_MAX; may be NULL) have exited or
+ * every one of their files has lost its last link (unlinked). Returns once
+ * the keeper watches both: its pid, -ESRCH when they are all gone already,
+ * -EINVAL, -errno. The caller may close its own copies at once. */
+int cli_keep_for(int pid, const pid_t *chain, size_t nchain, const int *fds, size_t n);
 /* The keeper's report on its pipe (n bytes, keeper.c K4): its pid (> 0),
  * -ESRCH (the owner ended first), or -ECHILD (it did not start). */
 int cli_keep_report_parse(const void *buf, size_t n);
@@ -194,8 +207,9 @@ int cli_lock_status(const char *path, struct hf_rec **ret);
  * the exit code). 0: nothing to hand over. */
 int cli_backend_handover(int argc, char **argv);
 /* `lock acquire` on etcd: a keeper (keeper.c) keeps the lease of l
- * (detached) alive for pid and revokes it when pid ends. Its pid, -errno. */
-int cli_keep_lock(int pid, struct hf_lock *l);
+ * (detached) alive for pid and its chain, and revokes it when they have all
+ * ended. Its pid, -errno. */
+int cli_keep_lock(int pid, const pid_t *chain, size_t nchain, struct hf_lock *l);
 /* Scopes on etcd (backend.c, keeper.c): put the backend in force and its
  * options on s (0, or an exit code: said, recorded); `scope register`'s
  * keeper for the lease of s (detached after): its pid, -errno; the

@@ -281,7 +281,11 @@ static int find_owner(const char *what, int fd, pid_t *owner, char *comm, size_t
 		if (rc == 0)
 			return 0;
 	}
-	if (cli_owner_find(owner, comm, n) < 0) {
+	struct cli_owner o;
+	if (cli_owner_find(&o) == 0) {
+		*owner = o.pid;
+		snprintf(comm, n, "%s", o.comm);
+	} else {
 		cli_err("flock %s: no process to hold the lock: holdfast's caller is init or "
 			"outside this pid namespace (use the command form)",
 			what);
@@ -434,7 +438,7 @@ static int fl_fd(const struct fl_args *a, int fd, const char *what, const char *
 		fl_json_rec(lock, hf_lock_holder(l), "acquired");
 	int live = hf_lock_detach(l);
 	hf_lock_free(l);
-	int keeper = live >= 0 ? cli_keep_for((int)owner, &live, 1) : -EBADF;
+	int keeper = live >= 0 ? cli_keep_for((int)owner, NULL, 0, &live, 1) : -EBADF;
 	if (live >= 0)
 		hf_sys_close(live);
 	if (keeper < 0 && keeper != -ESRCH)

@@ -365,14 +365,15 @@ static int do_acquire(int argc, char **argv)
 	}
 	/* holdfast itself exits at once: the lock belongs to the script that
 	 * ran this line (owner_find.c), or to --pid */
-	pid_t owner = (pid_t)a.pid;
-	char comm[HF_COMM_MAX + 1] = "";
-	if (!a.pidset && cli_owner_find(&owner, comm, sizeof comm) < 0) {
+	struct cli_owner who = { .pid = (pid_t)a.pid };
+	if (!a.pidset && cli_owner_find(&who) < 0) {
 		cli_err("lock acquire %s: no process to hold the lock: holdfast's caller is init or "
 			"outside this pid namespace; give --pid PID",
 			a.path);
 		return cli_fail(HF_EXIT_USAGE, "no_process", a.path, NULL);
 	}
+	pid_t owner = who.pid;
+	char *comm = who.comm;
 	hf_lock *l;
 	rc = hf_lock_new(a.path, &l);
 	if (rc < 0)
@@ -387,6 +388,8 @@ static int do_acquire(int argc, char **argv)
 	if (a.max_hold_ms)
 		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
 	hf_lock_set(l, HF_OPT_PID, owner);
+	for (size_t i = 0; i < who.nchain; i++)
+		hf_lock_set(l, HF_OPT_CHAIN_PID, who.chain[i]); /* O5, OW5 */
 	cli_verbose = a.verbose;
 	int64_t start = hf_sys_mono_ns();
 	if (a.wait_ms != 0 && cli_waitline_wanted()) {
@@ -455,9 +458,10 @@ static int do_acquire(int argc, char **argv)
 	 * pid namespace. An owner gone meanwhile leaves a dead owner's lock:
 	 * reapable, nothing to keep. */
 	int live = hf_lock_detach(l); /* ours now: the handle releases nothing */
-	int keeper = live >= 0	      ? cli_keep_for((int)owner, &live, 1)
-		     : cli_backend() ? cli_keep_lock((int)owner, l) /* etcd: its lease */
-				      : -EBADF;
+	int keeper = live >= 0 ? cli_keep_for((int)owner, who.chain, who.nchain, &live, 1)
+		     : cli_backend() ? cli_keep_lock((int)owner, who.chain, who.nchain,
+						     l) /* etcd: its lease */
+				     : -EBADF;
 	hf_lock_free(l);
 	if (live >= 0)
 		hf_sys_close(live);
@@ -469,12 +473,27 @@ static int do_acquire(int argc, char **argv)
 			"pid namespace may take pid %d for dead",
 			a.path, hf_strerror(keeper), (int)owner);
 	cli_wait_took(start);
+	if (who.one_line)
+		cli_err("warning: lock %s: held for pid %d (%s), a one-line shell whose caller is "
+			"init: the lock ends with that line; for work that follows it give --pid PID",
+			a.path, (int)owner, comm);
 	if (a.verbose || isatty(2)) {
 		if (!comm[0])
-			hf_pid_comm(owner, comm, sizeof comm);
-		cli_err("lock %s: acquired for pid %d%s%s%s, fence %" PRIu64 " (held until that "
-			"process ends or `holdfast lock release` with the token)",
-			a.path, (int)owner, comm[0] ? " (" : "", comm, comm[0] ? ")" : "", fence);
+			hf_pid_comm(owner, comm, sizeof who.comm);
+		char chain[HF_CHAIN_MAX * 32] = "";
+		size_t used = 0;
+		for (size_t i = 0; i < who.nchain && used < sizeof chain; i++) {
+			char c[HF_COMM_MAX + 1] = "";
+			hf_pid_comm(who.chain[i], c, sizeof c);
+			int w = snprintf(chain + used, sizeof chain - used, "%s%d%s%s%s",
+					 i ? ", " : " and while any of pids ", (int)who.chain[i],
+					 c[0] ? " (" : "", c, c[0] ? ")" : "");
+			used += w > 0 ? (size_t)w : 0;
+		}
+		cli_err("lock %s: acquired for pid %d%s%s%s%s, fence %" PRIu64 " (held until %s "
+			"or `holdfast lock release` with the token)",
+			a.path, (int)owner, comm[0] ? " (" : "", comm, comm[0] ? ")" : "", chain, fence,
+			who.nchain ? "they have all ended" : "that process ends");
 	}
 	return HF_EXIT_OK;
 }

@@ -472,15 +472,15 @@ static int do_register(int argc, char **argv)
 	if (!a.pid) {
 		/* holdfast exits at once: the pod is the script that ran this
 		 * line (owner_find.c), never a subshell or a wrapper */
-		pid_t owner;
-		if (cli_owner_find(&owner, NULL, 0) < 0) {
+		struct cli_owner owner;
+		if (cli_owner_find(&owner) < 0) {
 			cli_err("scope register %s: no process to hold the pod: holdfast's caller is "
 				"init or outside this pid namespace; give --pid PID",
 				SHOW(name));
 			free(pos);
 			return cli_fail(HF_EXIT_USAGE, "no_process", NULL, NULL);
 		}
-		pid = (uint64_t)owner;
+		pid = (uint64_t)owner.pid;
 	}
 	int64_t wait_ms = 0; /* -w: the library's wait (HC4; on etcd ES5) */
 	if (a.wait && strcmp(a.wait, "forever") && cli_duration_arg("-w", a.wait, &wait_ms)) {
@@ -522,7 +522,7 @@ static int do_register(int argc, char **argv)
 		hf_scope_detach(s);
 	} else {
 		int live_fd = hf_scope_detach(s);
-		keeper = cli_keep_for((int)pid, &live_fd, 1);
+		keeper = cli_keep_for((int)pid, NULL, 0, &live_fd, 1);
 		hf_sys_close(live_fd);
 	}
 	hf_scope_free(s);

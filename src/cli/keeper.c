@@ -12,24 +12,28 @@
  *
  * Steps
  * -----
- *   1. Read the owner's start time (/proc/<pid>/stat): -ESRCH when it is
- *      gone already (nothing to keep).
+ *   1. Read the start times of the owner and of its chain (owner_find.c,
+ *      O5: the processes whose life holds the lock too) from
+ *      /proc/<pid>/stat: -ESRCH when every one is gone already (nothing to
+ *      keep).
  *   2. Fork; the child starts a session of its own (setsid) and forks the
  *      keeper, then exits: the keeper is nobody's child but init's (or a
  *      subreaper's), never the caller's zombie.
  *   3. The keeper: fault rules disarmed, signals unblocked, working
  *      directory "/", stdin/stdout/stderr on /dev/null, every other
  *      descriptor closed but the kept ones (and the report pipe, until 5).
- *   4. Arm: pidfd_open(owner), then its start time checked again (the pid
- *      may have been reused between 1 and 4); one inotify watch IN_ATTRIB on
+ *   4. Arm: a pidfd for each of them (hf_procset), each start time checked
+ *      again (the pid may have been reused between 1 and 4); one inotify
+ *      watch IN_ATTRIB on
  *      /proc/self/fd/N for each kept descriptor (an unlink changes the
  *      file's link count: IN_ATTRIB).
  *   5. Report the keeper's pid on the pipe and close it: cli_keep_for
  *      returns only once the keeper is armed and has closed the pipe (it
  *      reads to end-of-file).
- *   6. Loop: exit when the owner has exited (the pidfd polls readable; the
- *      fallback without pidfd: kill(pid, 0) says ESRCH or the start time
- *      changed, looked at every second) or when every kept file has no link
+ *   6. Loop: exit when the owner and every process of its chain have
+ *      exited (each pidfd polls readable; the fallback without pidfd:
+ *      kill(pid, 0) says ESRCH or the start time changed, looked at every
+ *      second) or when every kept file has no link
  *      left (fstat st_nlink == 0; looked at on every wake-up, and every
  *      second without inotify). A removed directory sends no event while it
  *      is held open, so for one that moved (IN_MOVE_SELF: a release renames
@@ -46,8 +50,9 @@
  *   (K2) It never outlives both reasons to exist: each condition is checked
  *        after its watch is armed and on every wake-up, so an exit or an
  *        unlink before arming is seen at the first check.
- *   (K3) It never holds for a reused pid: the owner is the process with the
- *        pid AND the start time read in step 1.
+ *   (K3) It never holds for a reused pid: the owner (and each process of
+ *        its chain) is the process with the pid AND the start time read in
+ *        step 1 (proc.c, PR3).
  *   (K4) The report (step 5) is one pid_t in the machine's byte order: the
  *        keeper's pid, or 0 (the owner ended). A short read, or anything
  *        negative, means it did not start (cli_keep_report_parse).
@@ -93,11 +98,40 @@
 #define KEEP_MAX 64
 
 struct keep {
-	pid_t pid;
-	uint64_t start;
+	pid_t pids[HF_PROCSET_MAX];     /* the owner and its chain (O5)       */
+	uint64_t starts[HF_PROCSET_MAX];
+	size_t npids;
 	int fds[KEEP_MAX];
 	size_t n;
 };
+
+/* Step 1: the owner and its chain, each with its start time; those gone
+ * already are left out. -ESRCH when every one is gone (nothing to keep). */
+static int keep_owners(struct keep *k, int pid, const pid_t *chain, size_t nchain)
+{
+	if (pid <= 0 || nchain + 1 > HF_PROCSET_MAX)
+		return -EINVAL;
+	k->npids = 0;
+	for (size_t i = 0; i <= nchain; i++) {
+		pid_t p = i == 0 ? pid : chain[i - 1];
+		uint64_t start;
+		if (p <= 0 || hf_pid_start(p, &start) < 0)
+			continue;
+		k->pids[k->npids] = p;
+		k->starts[k->npids++] = start;
+	}
+	return k->npids ? 0 : -ESRCH;
+}
+
+/* Step 4's watch: every process of k that still is what step 1 read (K3).
+ * The number alive. */
+static unsigned keep_watch(const struct keep *k, struct hf_procset *w)
+{
+	hf_procset_init(w);
+	for (size_t i = 0; i < k->npids; i++)
+		hf_procset_add(w, k->pids[i], k->starts[i]);
+	return w->n;
+}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -135,20 +169,6 @@ static void close_others(const int *keep, size_t n)
 		if (!kept)
 			close(fd); /* not through sys.c: EBADF for most, and no rule applies */
 	}
-}
-
-/* Is the owner gone (K3)? Without a pidfd, by kill(0) and the start time. */
-static bool owner_gone(const struct keep *k, int pidfd)
-{
-	if (pidfd >= 0) {
-		struct pollfd p = { .fd = pidfd, .events = POLLIN };
-		return hf_sys_poll(&p, 1, 0) > 0;
-	}
-	if (hf_sys_kill(k->pid, 0) == -ESRCH)
-		return true;
-	uint64_t now;
-	int rc = hf_pid_start(k->pid, &now);
-	return rc == -ESRCH || (rc == 0 && now != k->start);
 }
 
 /* Has every kept file lost its last name? */
@@ -214,11 +234,10 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	close_others(keep, k->n + 1);
 
 	/* Step 4: arm, then check (K2). */
-	int pidfd = hf_sys_pidfd_open(k->pid);
-	uint64_t start;
+	struct hf_procset owners;
 	pid_t me = getpid();
-	if (pidfd >= 0 && (hf_pid_start(k->pid, &start) < 0 || start != k->start)) {
-		me = 0; /* K3: the pid is another process's already: nothing to keep */
+	if (keep_watch(k, &owners) == 0) {
+		me = 0; /* K3: every pid is gone or another process's: nothing to keep */
 		hf_sys_write(report, &me, sizeof me);
 		_exit(0);
 	}
@@ -250,15 +269,18 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	}
 	int soon = 0;
 	for (;;) {
-		if (owner_gone(k, pidfd) || files_gone(k))
+		if (hf_procset_reap(&owners) == 0 || files_gone(k))
 			_exit(0);
-		struct pollfd p[2];
+		struct pollfd p[HF_PROCSET_MAX + 1];
+		int pfds[HF_PROCSET_MAX];
+		unsigned npid = hf_procset_fds(&owners, pfds);
 		nfds_t np = 0;
-		if (pidfd >= 0)
-			p[np++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+		for (unsigned i = 0; i < npid; i++)
+			p[np++] = (struct pollfd){ .fd = pfds[i], .events = POLLIN };
 		if (ifd >= 0)
 			p[np++] = (struct pollfd){ .fd = ifd, .events = POLLIN };
-		int timeout = pidfd >= 0 && ifd >= 0 ? -1 : 1000; /* the fallbacks look every second */
+		/* the fallbacks look every second */
+		int timeout = npid > 0 && ifd >= 0 ? -1 : 1000;
 		if (dirs && (timeout < 0 || timeout > DIR_LOOK_MS))
 			timeout = DIR_LOOK_MS;
 		if (soon > 0) {
@@ -320,9 +342,10 @@ static bool lease_keeper_armed(struct keep *k, int report)
 	int keep[1] = { report };
 	close_others(keep, 1); /* K1 */
 	pid_t me = getpid();
-	uint64_t start;
-	if (hf_pid_start(k->pid, &start) < 0 || start != k->start)
+	struct hf_procset owners;
+	if (keep_watch(k, &owners) == 0)
 		me = 0; /* K3 */
+	hf_procset_close(&owners); /* the library's keep watches them itself */
 	hf_sys_write(report, &me, sizeof me);
 	hf_sys_close(report);
 	return me != 0;
@@ -345,35 +368,36 @@ static void keeper_fds_main(struct keep *k, int report, void *arg)
 	keeper_main(k, report);
 }
 
-/* Step 1, then a keeper running main_fn for pid with arg. */
-static int keep_lease(int pid, void (*main_fn)(struct keep *, int, void *), void *arg)
+/* Step 1, then a keeper running main_fn for pid (and chain) with arg. */
+static int keep_lease(int pid, const pid_t *chain, size_t nchain,
+		      void (*main_fn)(struct keep *, int, void *), void *arg)
 {
 	if (pid <= 0 || !arg)
 		return -EINVAL;
-	struct keep k = { .pid = pid };
-	int rc = hf_pid_start(pid, &k.start); /* step 1 */
+	struct keep k = { .n = 0 };
+	int rc = keep_owners(&k, pid, chain, nchain); /* step 1 */
 	if (rc < 0)
 		return rc;
 	return keeper_spawn(&k, main_fn, arg);
 }
 
-int cli_keep_lock(int pid, hf_lock *l)
+int cli_keep_lock(int pid, const pid_t *chain, size_t nchain, hf_lock *l)
 {
-	return keep_lease(pid, lease_main, l);
+	return keep_lease(pid, chain, nchain, lease_main, l);
 }
 
 int cli_keep_scope(int pid, hf_scope *s)
 {
-	return keep_lease(pid, scope_lease_main, s);
+	return keep_lease(pid, NULL, 0, scope_lease_main, s);
 }
 
-int cli_keep_for(int pid, const int *fds, size_t n)
+int cli_keep_for(int pid, const pid_t *chain, size_t nchain, const int *fds, size_t n)
 {
 	if (n == 0 || n > KEEP_MAX || pid <= 0)
 		return -EINVAL;
-	struct keep k = { .pid = pid, .n = n };
+	struct keep k = { .n = n };
 	memcpy(k.fds, fds, n * sizeof *fds);
-	int rc = hf_pid_start(pid, &k.start); /* step 1 */
+	int rc = keep_owners(&k, pid, chain, nchain); /* step 1 */
 	if (rc < 0)
 		return rc;
 	return keeper_spawn(&k, keeper_fds_main, NULL);

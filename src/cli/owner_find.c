@@ -4,26 +4,42 @@
  * `holdfast lock acquire L` and `holdfast scope register NAME SPEC` exit at
  * once: the lock must belong to the script that ran the command, never to
  * holdfast itself nor to a process that exists only to run that one line.
- * Without --pid the owner is found by walking up from holdfast's parent:
+ * Without --pid the owner is found by walking up from holdfast's parent.
+ * The rule cannot know which process runs the caller's next step, so where
+ * it guesses it guesses upwards: the lock lives while ANY process from
+ * holdfast's parent up to the owner lives (O5), never only the nearest.
  *
  *   (O1) A shell that is a fork-without-exec copy of its own parent is a
  *        subshell - `x=$(holdfast lock acquire L 2>&1)`, `$(… || echo x)`,
- *        a function run in `$(f)`, a pipeline element: it exits right after
- *        the line. Skipped. A copy is recognised by having the same
- *        executable and the same command line as its parent (fork copies
- *        both; exec replaces both).
+ *        a function run in `$(f)`, a pipeline element, `( … ) &`: it may
+ *        exit right after the line, or outlive its parent. Skipped. A copy
+ *        is recognised by having the same executable and the same command
+ *        line as its parent (fork copies both; exec replaces both).
  *   (O2) A wrapper that forks the command and waits for it - timeout, time,
  *        flock, sudo, doas, runuser, su, chronic, unbuffer, strace, ltrace,
- *        holdfast (run) - lives exactly as long as the line. Skipped. (env,
- *        nice, nohup, ionice, chrt, taskset, stdbuf, setpriv exec the
- *        command in place, so they are never a parent; they are listed too,
- *        for the forms that fork.)
- *   (O3) The first process that is neither is the owner. Reaching the
+ *        xargs, find (-exec), parallel, watch, holdfast (run) - lives exactly
+ *        as long as the line. Skipped. (env, nice, nohup, ionice, chrt,
+ *        taskset, stdbuf, setpriv exec the command in place, so they are
+ *        never a parent; they are listed too, for the forms that fork.)
+ *   (O4) A shell given its commands with -c (`sh -c LINE`, `bash -lc
+ *        LINE`) is one line of its caller: make runs each recipe line so,
+ *        Python's subprocess(shell=True), Node's exec*, an agent's shell tool,
+ *        tmux's run-shell, cron. Its caller runs the next step. Skipped.
+ *   (O3) The first process that is none of these is the owner. Reaching the
  *        machine's init (pid 1 of the initial pid namespace: it never ends),
- *        or a parent outside our pid namespace (ppid 0), finds no owner:
- *        -ESRCH, and the caller says to pass --pid. The init of another pid
- *        namespace (a container's entrypoint, `unshare --pid --fork sh`)
- *        ends with its namespace: it is an owner like any other.
+ *        or a parent outside our pid namespace (ppid 0), before an owner:
+ *        the topmost skipped process that is a shell (O1, O4) is the owner
+ *        (`setsid sh -c 'holdfast lock acquire L; work'`), said in a warning;
+ *        none (only wrappers): -ESRCH, and the caller says to pass --pid.
+ *        The init of another pid namespace (a container's entrypoint,
+ *        `unshare --pid --fork sh`) ends with its namespace: it is an owner
+ *        like any other, even a `sh -c`.
+ *   (O5) Every process skipped on the way (the chain, nearest first, at most
+ *        HF_OWNER_CHAIN_MAX) holds the lock too (owner.c, OW5), and the
+ *        keeper watches them all: a subshell that outlives its script, or a
+ *        `sh -c` line whose caller is gone, keeps the lock until it ends.
+ *        Past HF_OWNER_CHAIN_MAX the farther ones are left out (the owner
+ *        always counts).
  *
  * For a lock that stands for an open descriptor (`holdfast flock FD`, the
  * flock(1) idiom `exec 9>L; flock -n 9` or `( flock -n 9; ... ) 9>L`):
@@ -69,7 +85,7 @@ static const char *const shells[] = {
 static const char *const wrappers[] = {
 	"timeout", "time", "flock", "sudo", "doas", "runuser", "su", "chronic", "unbuffer",
 	"strace", "ltrace", "holdfast", "env", "nice", "nohup", "ionice", "chrt", "taskset",
-	"stdbuf", "setpriv",
+	"stdbuf", "setpriv", "xargs", "find", "parallel", "watch", "setsid",
 };
 
 static bool in(const char *name, const char *const *list, size_t n)
@@ -161,32 +177,81 @@ static bool is_fork_copy(const struct proc *p, const struct proc *parent)
 /* The inode of the initial pid namespace (the kernel's PROC_PID_INIT_INO). */
 #define INIT_PIDNS 0xEFFFFFFCULL
 
-int cli_owner_find(pid_t *ret_pid, char *comm, size_t n)
+/* O4: a shell whose command line gives it its commands with -c: an option
+ * word before the first operand that is "-c" or a cluster holding 'c'
+ * ("-ec", "-lc"); "-o NAME" / "+o NAME" / "-O NAME" take the next word. */
+static bool is_dash_c(const struct proc *p)
+{
+	if (!p->cmdline)
+		return false;
+	const char *a = p->cmdline, *end = p->cmdline + p->cmdlen;
+	a += strnlen(a, (size_t)(end - a)) + 1; /* argv[0] */
+	while (a < end) {
+		size_t l = strnlen(a, (size_t)(end - a));
+		if ((a[0] != '-' && a[0] != '+') || l < 2 || !strcmp(a, "--"))
+			return false; /* the first operand: a script, or nothing */
+		bool takes_arg = !strcmp(a, "-o") || !strcmp(a, "+o") || !strcmp(a, "-O") ||
+				 !strcmp(a, "+O");
+		if (a[0] == '-' && a[1] != '-' && memchr(a + 1, 'c', l - 1))
+			return true;
+		a += l + 1;
+		if (takes_arg && a < end)
+			a += strnlen(a, (size_t)(end - a)) + 1;
+	}
+	return false;
+}
+
+int cli_owner_find(struct cli_owner *ret)
 {
 	pid_t pid = getppid();
 	struct proc p, up;
 	bool host = hf_self_pidns() == INIT_PIDNS;
+	struct cli_owner o;
+	memset(&o, 0, sizeof o);
+	pid_t top_shell = 0; /* O3: the topmost skipped shell (O1, O4) */
+	char top_comm[HF_COMM_MAX + 1] = "";
 	for (int hop = 0; hop < MAX_HOPS; hop++) {
-		if (pid <= 0 || (pid == 1 && host))
-			return -ESRCH; /* O3: the machine's init, or outside our namespace */
-		if (proc_read(pid, &p) < 0)
-			return -ESRCH;
-		bool skip = pid != 1 && is_wrapper(&p); /* O2; a namespace's init is no wrapper */
-		if (!skip && is_shell(&p) && p.ppid > 1 && proc_read(p.ppid, &up) == 0) {
-			skip = is_fork_copy(&p, &up); /* O1 */
-			proc_free(&up);
+		if (pid <= 0 || (pid == 1 && host) || proc_read(pid, &p) < 0)
+			break; /* O3: the machine's init, outside our namespace, or gone */
+		bool ns_init = pid == 1; /* the init of our (not the initial) namespace */
+		bool skip = !ns_init && is_wrapper(&p); /* O2 */
+		bool shell = false;
+		if (!skip && !ns_init && is_shell(&p)) {
+			shell = skip = is_dash_c(&p); /* O4 */
+			if (!skip && p.ppid > 1 && proc_read(p.ppid, &up) == 0) {
+				shell = skip = is_fork_copy(&p, &up); /* O1 */
+				proc_free(&up);
+			}
 		}
-		if (!skip) {
-			*ret_pid = pid;
-			if (comm)
-				snprintf(comm, n, "%s", p.comm);
+		if (!skip) { /* O3 */
+			o.pid = pid;
+			snprintf(o.comm, sizeof o.comm, "%s", p.comm);
 			proc_free(&p);
+			*ret = o;
 			return 0;
+		}
+		if (o.nchain < HF_ARRAY_SIZE(o.chain))
+			o.chain[o.nchain++] = pid; /* O5: nearest first */
+		if (shell) {
+			top_shell = pid;
+			snprintf(top_comm, sizeof top_comm, "%s", p.comm);
 		}
 		pid = p.ppid;
 		proc_free(&p);
 	}
-	return -ELOOP;
+	if (!top_shell)
+		return -ESRCH; /* O3: only wrappers between holdfast and init */
+	/* O3: the topmost one-line shell owns it, the chain below it too */
+	o.pid = top_shell;
+	snprintf(o.comm, sizeof o.comm, "%s", top_comm);
+	o.one_line = true;
+	size_t k = 0;
+	for (size_t i = 0; i < o.nchain; i++)
+		if (o.chain[i] != top_shell)
+			o.chain[k++] = o.chain[i];
+	o.nchain = k;
+	*ret = o;
+	return 0;
 }
 
 /* Does process pid have a descriptor open on the file (dev, ino)? Another

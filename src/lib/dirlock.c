@@ -1490,6 +1490,8 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 {
 	struct hf_owner me;
 	int rc = hf_owner_init(&me, o->pid);
+	if (rc == 0)
+		rc = hf_owner_chain_add(&me, o->chain, o->nchain); /* OW5 */
 	if (rc < 0)
 		return rc;
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)

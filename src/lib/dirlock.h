@@ -33,6 +33,9 @@ struct hf_dirlock_opts {
 	int64_t stale_ms;                 /* 0: HF_LOCK_STALE_MS_DEFAULT            */
 	int64_t max_hold_ms;              /* 0: HF_LOCK_MAX_HOLD_MS_DEFAULT         */
 	pid_t pid;                        /* whose life holds the lock; 0: caller   */
+	pid_t chain[HF_OWNER_CHAIN_MAX];  /* OW5: more processes whose life holds
+					     it (a detached acquisition's callers) */
+	size_t nchain;
 	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;

@@ -168,10 +168,12 @@ bool hf_etcdlock_lost(struct hf_etcdlock *el);
  * TTL running. */
 void hf_etcdlock_unkeep(struct hf_etcdlock *el);
 /* Keep the lease of the acquisition el holds or detached alive for its
- * owner (pid, start its start time): until the owner ends (then the lease
- * is revoked: 0), the lease ends elsewhere (a release: HF_ENOTHELD), or it
- * could not be renewed within its TTL (HF_ELOST). */
-int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start);
+ * owner (o's pid and start time, and its chain, OW5): until the owner and
+ * its chain have all ended (then the lease is revoked: 0), the lease ends
+ * elsewhere (a release: HF_ENOTHELD), or it could not be renewed within its
+ * TTL (HF_ELOST). */
+struct hf_owner;
+int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o);
 /* Renew the acquisition of token (fence: the handle's own, 0 for an adopted
  * token) as hf_dirlock_renew does, on etcd (R1-R3, EL6, EL7): 0 and *ret
  * (the renewed record, the same fence and lease); HF_ENOTHELD (no key),

@@ -109,9 +109,9 @@ void hf_etcdlock_unkeep(struct hf_etcdlock *el)
 	(void)el;
 }
 
-int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
+int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o)
 {
-	(void)el, (void)pid, (void)start;
+	(void)el, (void)o;
 	return -EPROTONOSUPPORT;
 }
 

@@ -586,6 +586,8 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 	el->why[0] = '\0';
 	struct hf_owner me;
 	int rc = hf_owner_init(&me, o->pid); /* step 1 */
+	if (rc == 0)
+		rc = hf_owner_chain_add(&me, o->chain, o->nchain); /* OW5 */
 	if (rc < 0)
 		return rc;
 	json_t *val = hf_owner_to_json(&me, "acquired");
@@ -717,7 +719,7 @@ int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret)
 	return range(el, ret, &lease, NULL);
 }
 
-int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
+int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o)
 {
 	el->why[0] = '\0';
 	hf_etcd_forget(el->conn); /* a forked child's: the parent's socket */
@@ -726,12 +728,13 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 		return rc;
 	if (!el->lease)
 		return HF_ENOTHELD;
-	int pidfd = hf_sys_pidfd_open((pid_t)pid);
-	uint64_t now_start = 0;
-	if (hf_pid_start((pid_t)pid, &now_start) < 0 || (start && now_start != start)) {
-		if (pidfd >= 0)
-			hf_sys_close(pidfd);
-		rc = lease_revoke(el, el->conn, el->lease); /* its owner is gone already */
+	struct hf_procset owners; /* the owner and its chain (OW5) */
+	hf_procset_init(&owners);
+	hf_procset_add(&owners, (pid_t)o->pid, o->pid_start);
+	for (unsigned i = 0; i < o->nchain && i < HF_OWNER_CHAIN_MAX; i++)
+		hf_procset_add(&owners, (pid_t)o->chain[i].pid, o->chain[i].start);
+	if (owners.n == 0) {
+		rc = lease_revoke(el, el->conn, el->lease); /* its owners are gone already */
 		el->lease = 0;
 		return rc == -ENOENT ? HF_ENOTHELD : rc;
 	}
@@ -740,22 +743,26 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 		atomic_store(&el->alive_until, last_ok + hf_etcdlock_ttl_ms(el) * 1000000LL);
 	hf_etcd_cap_ms(el->conn, period / 2); /* EL8 */
 	for (;;) {
-		bool gone;
-		if (pidfd >= 0) {
-			struct pollfd p = { .fd = pidfd, .events = POLLIN };
-			gone = hf_sys_poll(&p, 1, (int)period) > 0;
+		int fds[HF_PROCSET_MAX];
+		unsigned nfd = hf_procset_fds(&owners, fds);
+		int64_t left = period - (hf_sys_mono_ns() - last_ok) / 1000000;
+		if (left < 0)
+			left = 0;
+		if (nfd) {
+			struct pollfd p[HF_PROCSET_MAX];
+			for (unsigned i = 0; i < nfd; i++)
+				p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+			hf_sys_poll(p, nfd, (int)left);
 		} else {
-			hf_sys_sleep_ms((int)(period < 1000 ? period : 1000));
-			gone = hf_pid_start((pid_t)pid, &now_start) < 0 ||
-			       (start && now_start != start);
+			hf_sys_sleep_ms((int)(left < 1000 ? left : 1000));
 		}
-		if (gone) {
+		if (hf_procset_reap(&owners) == 0) {
 			rc = lease_revoke(el, el->conn, el->lease);
 			el->lease = 0;
 			break;
 		}
-		if (pidfd < 0 && hf_sys_mono_ns() - last_ok < period * 1000000LL)
-			continue;
+		if (hf_sys_mono_ns() - last_ok < period * 1000000LL)
+			continue; /* an owner ended, the others live: not time to renew */
 		rc = lease_renew(el, el->conn, -1, el->why, sizeof el->why);
 		if (rc == 0) {
 			last_ok = hf_sys_mono_ns();
@@ -769,8 +776,7 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, int64_t pid, uint64_t start)
 		rc = HF_ELOST; /* not renewed within its TTL (EL8) */
 		break;
 	}
-	if (pidfd >= 0)
-		hf_sys_close(pidfd);
+	hf_procset_close(&owners);
 	return rc == -ENOENT ? 0 : rc;
 }
 

@@ -175,7 +175,8 @@ void hf_etcdscope_unkeep(struct hf_etcdscope *es)
 int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start)
 {
 	hf_etcd_forget(es->conn); /* a forked keeper's: the parent's socket */
-	return hf_etcdlock_keep(es->el, pid, start);
+	struct hf_owner o = { .pid = pid, .pid_start = start };
+	return hf_etcdlock_keep(es->el, &o);
 }
 
 /* ---- requests ------------------------------------------------------------------ */

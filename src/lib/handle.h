@@ -30,6 +30,7 @@ static inline int hf_opt_check(const void *h, int opt, int64_t v)
 	case HF_OPT_GENERATION:
 		return v < 0 ? -EINVAL : 0;
 	case HF_OPT_PID:
+	case HF_OPT_CHAIN_PID:
 		return v < 0 || v > INT_MAX ? -EINVAL : 0;
 	case HF_OPT_TTL_MS:
 		return v != 0 && (v < 1000 || v > 86400LL * 1000) ? -EINVAL : 0;

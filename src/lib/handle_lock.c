@@ -162,6 +162,15 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 	case HF_OPT_PID:
 		l->o.pid = (pid_t)v;
 		return 0;
+	case HF_OPT_CHAIN_PID: /* OW5 */
+		if (v == 0) {
+			l->o.nchain = 0;
+			return 0;
+		}
+		if (l->o.nchain >= HF_OWNER_CHAIN_MAX)
+			return -E2BIG;
+		l->o.chain[l->o.nchain++] = (pid_t)v;
+		return 0;
 	case HF_OPT_TTL_MS:
 		l->ttl_ms = v;
 		l->el_dirty = true;
@@ -538,7 +547,7 @@ int hf_lock_keep(hf_lock *l)
 		return -EOPNOTSUPP; /* the file system's lock: its descriptor (keeper.c) */
 	if (!l->has_token || l->adopted || !hf_etcdlock_lease(l->el))
 		return HF_ENOTHELD;
-	int rc = hf_etcdlock_keep(l->el, l->held.owner.pid, l->held.owner.pid_start);
+	int rc = hf_etcdlock_keep(l->el, &l->held.owner);
 	if (rc < 0)
 		etcd_fail(l, rc);
 	l->holds = false; /* kept to its end: nothing is held any more */

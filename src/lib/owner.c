@@ -18,6 +18,8 @@
  * pidns, timens, boottime_ms and comm are absent in records of older writers
  * (read as 0 / "": unknown).
  *
+ * chain (OW5) is absent unless the owner was given one.
+ *
  *   (OW4) One writer: hf_owner_put_json writes these members for every
  *         owner record - the directory lock's file, with its own members
  *         between the time and pidns, and hf_owner_to_json - and
@@ -43,6 +45,17 @@
  *         The judge opens the object itself and tries LOCK_EX | LOCK_NB: got
  *         it, the owner is dead (and the judge keeps the lock while it acts,
  *         so no late taker can take the object meanwhile).
+ *   (OW5) A record may name, besides its owner, a chain of up to
+ *         HF_OWNER_CHAIN_MAX more processes of the same pid namespace
+ *         ("chain": [[pid, start], ...]): a detached acquisition's calling
+ *         chain, any of which may still run the caller's next step (the
+ *         CLI's owner_find.c). The owner is dead by OW1/OW2 only when the
+ *         owner and every process of its chain is (each by its pid and start
+ *         time); in another pid namespace OW3 decides as before (the keeper
+ *         that holds the kernel lock watches the whole chain). Writers
+ *         before 0.3 wrote no chain; readers before 0.3 ignore it, judging
+ *         by the owner's pid alone - a mixed fleet errs towards two holders
+ *         only through those old readers.
  * Everything else is alive: another kernel (another boot id: a machine
  * sharing the file system, or this one before a reboot - its pids are gone,
  * but its record may come from a live host), a record without start time or
@@ -127,6 +140,26 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 	return 0;
 }
 
+int hf_owner_chain_add(struct hf_owner *o, const pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] <= 0 || pids[i] == o->pid)
+			continue;
+		bool there = false;
+		for (unsigned k = 0; k < o->nchain && !there; k++)
+			there = o->chain[k].pid == pids[i];
+		if (there)
+			continue;
+		uint64_t start;
+		if (hf_pid_start(pids[i], &start) < 0)
+			continue; /* gone already: nothing of the caller's left there */
+		if (o->nchain >= HF_OWNER_CHAIN_MAX)
+			return -E2BIG;
+		o->chain[o->nchain++] = (struct hf_owner_link){ pids[i], start };
+	}
+	return 0;
+}
+
 /* A JSON integer at p: v in decimal, '-' first when negative. */
 static char *put_i64(char *p, int64_t v)
 {
@@ -170,6 +203,19 @@ char *hf_owner_put_json(char *p, const struct hf_owner *o, const char *time_key,
 	p = HF_PUT_LIT(p, ",\"comm\":\"");
 	p = hf_json_escape(p, o->comm);
 	*p++ = '"';
+	if (o->nchain) { /* OW5 */
+		p = HF_PUT_LIT(p, ",\"chain\":[");
+		for (unsigned i = 0; i < o->nchain && i < HF_OWNER_CHAIN_MAX; i++) {
+			p = HF_PUT_LIT(p, "[");
+			p = put_i64(p, o->chain[i].pid);
+			*p++ = ',';
+			p = hf_put_u64w(p, o->chain[i].start, 1);
+			*p++ = ']';
+			if (i + 1 < o->nchain)
+				*p++ = ',';
+		}
+		*p++ = ']';
+	}
 	return p;
 }
 
@@ -251,6 +297,23 @@ int hf_owner_from_json(const json_t *obj, const char *time_key, struct hf_owner 
 	if (c && (!json_is_string(c) || !hf_text_ok(json_string_value(c), HF_COMM_MAX)))
 		return -EINVAL;
 	copy_str(o.comm, sizeof o.comm, c);
+	const json_t *ch = json_object_get(obj, "chain"); /* OW5 */
+	if (ch) {
+		if (!json_is_array(ch) || json_array_size(ch) > HF_OWNER_CHAIN_MAX)
+			return -EINVAL;
+		size_t i;
+		const json_t *e;
+		json_array_foreach(ch, i, e) {
+			const json_t *cp = json_array_get(e, 0), *cs = json_array_get(e, 1);
+			if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(cp) ||
+			    json_integer_value(cp) <= 0 || !json_is_integer(cs) ||
+			    json_integer_value(cs) < 0)
+				return -EINVAL;
+			o.chain[o.nchain++] = (struct hf_owner_link){
+				json_integer_value(cp), (uint64_t)json_integer_value(cs)
+			};
+		}
+	}
 	*ret = o;
 	return 0;
 }
@@ -265,7 +328,30 @@ static bool same_kernel(const struct hf_owner *o)
 	return o->boot_id[0] && boot[0] && strcmp(o->boot_id, boot) == 0;
 }
 
-/* What the pid alone proves: PID_DEAD, PID_ALIVE, or PID_UNKNOWN when a
+/* OW1, OW2 for one process of this kernel and of our pid namespace: its
+ * pid and start time (0: unknown). */
+static int one_verdict(int64_t pid, uint64_t pid_start)
+{
+	if (pid <= 0 || pid > 0x7fffffff)
+		return PID_ALIVE; /* nonsense: proves nothing */
+	int rc = hf_sys_kill((pid_t)pid, 0);
+	if (rc == -ESRCH)
+		return PID_DEAD; /* OW1 */
+	if (rc < 0 && rc != -EPERM)
+		return PID_ALIVE;
+	if (pid_start == 0)
+		return PID_ALIVE;
+	uint64_t start;
+	rc = hf_pid_start((pid_t)pid, &start);
+	if (rc == -ESRCH)
+		return PID_DEAD; /* OW1: gone between the two looks */
+	if (rc < 0)
+		return PID_ALIVE;
+	assert(pid_start != 0 && "OW2"); /* a start time to compare */
+	return start == pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
+}
+
+/* What the pids alone prove: PID_DEAD, PID_ALIVE, or PID_UNKNOWN when a
  * pid of that record is not a pid here (OW3). */
 static int pid_verdict(const struct hf_owner *o)
 {
@@ -283,21 +369,12 @@ static int pid_verdict(const struct hf_owner *o)
 	/* OW1, OW2: a pid of this kernel and of our pid namespace (or of a
 	 * record without pidns, of this host) */
 	assert(same_kernel(o) && "OW1");
-	int rc = hf_sys_kill((pid_t)o->pid, 0);
-	if (rc == -ESRCH)
-		return PID_DEAD; /* OW1 */
-	if (rc < 0 && rc != -EPERM)
+	if (one_verdict(o->pid, o->pid_start) == PID_ALIVE)
 		return PID_ALIVE;
-	if (o->pid_start == 0)
-		return PID_ALIVE;
-	uint64_t start;
-	rc = hf_pid_start((pid_t)o->pid, &start);
-	if (rc == -ESRCH)
-		return PID_DEAD; /* OW1: gone between the two looks */
-	if (rc < 0)
-		return PID_ALIVE;
-	assert(o->pid_start != 0 && "OW2"); /* a start time to compare */
-	return start == o->pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
+	for (unsigned i = 0; i < o->nchain && i < HF_OWNER_CHAIN_MAX; i++)
+		if (one_verdict(o->chain[i].pid, o->chain[i].start) == PID_ALIVE)
+			return PID_ALIVE; /* OW5: a process of its chain lives */
+	return PID_DEAD;
 }
 
 pid_t hf_owner_local_pid(const struct hf_owner *o)

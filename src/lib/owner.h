@@ -5,6 +5,7 @@
 #ifndef HF_OWNER_H
 #define HF_OWNER_H
 
+#include "holdfast.h"
 #include "proc.h"
 
 #include <stddef.h>
@@ -12,6 +13,14 @@
 #include <sys/types.h>
 
 #define HF_TOKEN_LEN 32   /* hex characters of a generated token (128 bits)   */
+#define HF_OWNER_CHAIN_MAX HF_CHAIN_MAX /* processes besides the owner whose life holds it */
+
+/* One more process whose life holds the record (OW5): a pid of the owner's
+ * pid namespace and its start time. */
+struct hf_owner_link {
+	int64_t pid;
+	uint64_t start;
+};
 
 struct hf_owner {
 	char token[HF_TOKEN_LEN + 1];     /* random, hex                           */
@@ -29,11 +38,18 @@ struct hf_owner {
 	int64_t boot_ms;                  /* CLOCK_BOOTTIME ms when recorded; 0:
 					     unknown                               */
 	char comm[HF_COMM_MAX + 1];       /* the owner's command name; "" unknown  */
+	struct hf_owner_link chain[HF_OWNER_CHAIN_MAX]; /* OW5: also alive while
+					     any of these lives                    */
+	unsigned nchain;
 };
 
 /* Fill *ret for process pid (0: the caller) with a fresh token and now: 0,
  * -ESRCH when there is no such process, or -errno. */
 int hf_owner_init(struct hf_owner *ret, pid_t pid);
+/* OW5: add the processes of pids[0..n) (of our pid namespace) to o's chain,
+ * each with its start time; one that is gone already, the owner itself or
+ * one there already is left out. 0, or -E2BIG past HF_OWNER_CHAIN_MAX. */
+int hf_owner_chain_add(struct hf_owner *o, const pid_t *pids, size_t n);
 /* A renewal's owner (DR3): o's time is now; its boot-relative time and
  * time namespace only when we run on o's kernel (a judge there reads
  * boottime_ms against its own boot clock), else none. */
@@ -64,11 +80,12 @@ int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms);
 /* The owner record's members as JSON text at p, without the braces:
  * token, pid, pid_start, boot_id, host, time_key (ISO-8601), then mid
  * verbatim (NULL: nothing; the caller's own members, each starting with
- * ','), then pidns, timens, boottime_ms, comm. Not NUL-terminated; returns
+ * ','), then pidns, timens, boottime_ms, comm, and chain when it has any
+ * ([[pid,start],...]). Not NUL-terminated; returns
  * the end. At most HF_OWNER_JSON_MAX bytes plus strlen(mid), for a
  * time_key of at most HF_OWNER_TIME_KEY_MAX bytes. The one writer (OW4). */
 #define HF_OWNER_TIME_KEY_MAX 32
-#define HF_OWNER_JSON_MAX 1600
+#define HF_OWNER_JSON_MAX 2000
 char *hf_owner_put_json(char *p, const struct hf_owner *o, const char *time_key,
 			const char *mid);
 /* The JSON object of an owner record (hf_owner_put_json, parsed), owned by

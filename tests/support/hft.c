@@ -334,8 +334,18 @@ static int run_argv(char **out, char **err, const char *env, const char *input,
 int hft_sh(char **out, char **err, const char *shell, const char *env, const char *script)
 {
 	hft_bin(); /* the script finds the binary as "$HOLDFAST_BIN" */
-	char *const av[] = { (char *)shell, (char *)"-c", (char *)script, NULL };
-	return run_argv(out, err, env, NULL, av);
+	/* a script file, as a script is run: `shell -c LINE` is a one-line
+	 * shell whose caller runs the next step (owner_find.c O4), which would
+	 * make this test process the owner of what the script takes */
+	char *d = hft_tmpdir(), *file;
+	cr_assert_geq(asprintf(&file, "%s/script", d), 0);
+	hft_write(file, script);
+	char *const av[] = { (char *)shell, file, NULL };
+	int st = run_argv(out, err, env, NULL, av);
+	hft_rmtree(d);
+	free(d);
+	free(file);
+	return st;
 }
 
 int hft_cli_env(char **out, char **err, const char *env, const char *input,

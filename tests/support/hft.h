@@ -74,7 +74,8 @@ int hft_cli_env(char **out, char **err, const char *env, const char *input,
 		const char *const *argv);
 
 /* Run a script with a real shell ("sh", "bash", "dash": looked up in PATH)
- * to completion, as a user would; the script finds the binary under test
+ * to completion, as a user would (from a script file: `SHELL FILE`, never
+ * `SHELL -c`, a one-line shell whose caller would own its locks); the script finds the binary under test
  * as "$HOLDFAST_BIN". env: "K=V;K2=V2" or NULL. Exit status (128+N for a
  * signal); out/err malloc'd if non-NULL. */
 int hft_sh(char **out, char **err, const char *shell, const char *env, const char *script);
