@@ -33,8 +33,11 @@ static const char usage[] =
 	"(with its own .gitignore: git never shows it; while held, PATH/owner shows -\n"
 	"ignore PATH in git if that matters). Never delete PATH.holdfast/ in use.\n"
 	"\n"
-	"acquire   take the lock for PID (default: holdfast's parent, the calling\n"
-	"          shell or script) and print 'TOKEN FENCE'. The fence is strictly\n"
+	"acquire   take the lock for PID (default: the process that runs the\n"
+	"          caller's next step - holdfast's parent, skipping subshells,\n"
+	"          wrappers such as xargs and one-line `sh -c` shells, each of which\n"
+	"          holds it too; a keeper holds it for them, exit 71 when none can\n"
+	"          start) and print 'TOKEN FENCE'. The fence is strictly\n"
 	"          greater than every earlier acquisition's of PATH: give it to the\n"
 	"          resource you protect, so it can refuse a holder that was reaped.\n"
 	"          Waits forever by default; -n tries once, -w SECS waits at most SECS.\n"
@@ -79,7 +82,7 @@ static const char usage[] =
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"
 	"Exit: 0 done; 1 held by another or timed out (release: another token holds\n"
 	"it); 64 usage; 65 unreadable owner record; 69 release or check: not held;\n"
-	"77 unsafe.\n";
+	"71 no keeper could start (nothing held); 77 unsafe.\n";
 
 enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_VERSION,
        OPT_FENCE };
@@ -353,6 +356,25 @@ static int acquire_error(const char *path, int rc, pid_t owner, const hf_rec *h)
 			     who && h ? rec_json(h, path) : NULL);
 }
 
+/* Release the acquisition of token at path on the backend in force (a
+ * detached acquisition that failed after all): 0, or what the release
+ * said. */
+static int release_token(const char *path, const char *token)
+{
+	hf_lock *r;
+	int rc = hf_lock_new(path, &r);
+	if (rc < 0)
+		return rc;
+	if (cli_backend_apply(r, path) != 0)
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = hf_lock_adopt(r, token);
+	if (rc == 0)
+		rc = hf_lock_release(r);
+	hf_lock_free(r);
+	return rc;
+}
+
 static int do_acquire(int argc, char **argv)
 {
 	struct args a;
@@ -428,50 +450,63 @@ static int do_acquire(int argc, char **argv)
 		return code;
 	}
 
-	/* Either it succeeds or it holds nothing: the token goes out first, and
-	 * a write that fails (a reader gone: `holdfast lock acquire L | true`)
-	 * releases the lock. SIGPIPE is blocked so the write fails with EPIPE
-	 * instead of killing us with the lock held and its token lost. */
-	sigset_t pipe_sig;
-	sigemptyset(&pipe_sig);
-	sigaddset(&pipe_sig, SIGPIPE);
-	hf_sys_sigprocmask(SIG_BLOCK, &pipe_sig, NULL);
-	hf_sys_point(HF_PT_LOCK_ACQUIRE_PRINT);
+	/* Either it succeeds or it holds nothing. The directory's kernel lock
+	 * (on etcd: the lease) must be held as long as the owner and its chain
+	 * live, and we exit now: a keeper holds it (keeper.c), for judges in
+	 * another pid namespace. A keeper that cannot start (RLIMIT_NPROC, no
+	 * memory) fails the acquisition: it is released again, exit 71. Owners
+	 * all gone meanwhile (-ESRCH) leave a dead owner's lock: reapable,
+	 * nothing to keep. */
 	uint64_t fence = hf_lock_fence(l);
-	if (a.json) {
-		rc = print_rec(hf_lock_holder(l), a.path);
-	} else {
-		char line[128];
-		snprintf(line, sizeof line, "%s %" PRIu64 "\n", hf_lock_token(l), fence);
-		rc = cli_write_out(line);
-	}
-	if (rc < 0) {
-		int rrc = hf_lock_release(l);
-		hf_lock_free(l);
-		cli_err("lock acquire %s: the token could not be written to standard output (%s): %s",
-			a.path, hf_strerror(rc),
-			rrc == 0 ? "released again, nothing is held" : "and releasing it failed too");
-		return cli_fail(HF_EXIT_IOERR, "io", a.path, NULL);
-	}
-	/* The directory's kernel lock must be held as long as the owner lives,
-	 * and we exit now: a keeper holds it (keeper.c), for judges in another
-	 * pid namespace. An owner gone meanwhile leaves a dead owner's lock:
-	 * reapable, nothing to keep. */
+	char token[64];
+	snprintf(token, sizeof token, "%s", hf_lock_token(l));
+	json_t *self = a.json ? rec_json(hf_lock_holder(l), a.path) : NULL;
 	int live = hf_lock_detach(l); /* ours now: the handle releases nothing */
+	hf_sys_point(HF_PT_LOCK_ACQUIRE_KEEPER);
 	int keeper = live >= 0 ? cli_keep_for((int)owner, who.chain, who.nchain, &live, 1)
 		     : cli_backend() ? cli_keep_lock((int)owner, who.chain, who.nchain,
 						     l) /* etcd: its lease */
 				     : -EBADF;
 	hf_lock_free(l);
+	if (keeper < 0 && keeper != -ESRCH) {
+		int rrc = release_token(a.path, token);
+		if (live >= 0)
+			hf_sys_close(live); /* HL3: after the release */
+		json_decref(self);
+		cli_err("lock acquire %s: no keeper could start to hold it for pid %d (%s): %s",
+			a.path, (int)owner, hf_strerror(keeper),
+			rrc == 0 ? "released again, nothing is held"
+				 : "and releasing it failed too: it is free when that process ends");
+		return cli_fail(HF_EXIT_OSERR, "no_keeper", a.path, NULL);
+	}
 	if (live >= 0)
 		hf_sys_close(live);
-	if (keeper < 0 && keeper != -ESRCH && cli_backend())
-		cli_err("warning: lock %s: no keeper for its lease (%s): it is free after its TTL",
-			a.path, hf_strerror(keeper));
-	else if (keeper < 0 && keeper != -ESRCH)
-		cli_err("warning: lock %s: no keeper for its kernel lock (%s): a process in another "
-			"pid namespace may take pid %d for dead",
-			a.path, hf_strerror(keeper), (int)owner);
+
+	/* The token goes out last, and a write that fails (a reader gone:
+	 * `holdfast lock acquire L | true`) releases the lock. SIGPIPE is
+	 * blocked so the write fails with EPIPE instead of killing us with the
+	 * lock held and its token lost. */
+	sigset_t pipe_sig;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	hf_sys_sigprocmask(SIG_BLOCK, &pipe_sig, NULL);
+	hf_sys_point(HF_PT_LOCK_ACQUIRE_PRINT);
+	if (a.json) {
+		rc = self ? cli_json_print(self) : -ENOMEM; /* takes self */
+		self = NULL;
+	} else {
+		char line[128];
+		snprintf(line, sizeof line, "%s %" PRIu64 "\n", token, fence);
+		rc = cli_write_out(line);
+	}
+	json_decref(self);
+	if (rc < 0) {
+		int rrc = release_token(a.path, token);
+		cli_err("lock acquire %s: the token could not be written to standard output (%s): %s",
+			a.path, hf_strerror(rc),
+			rrc == 0 ? "released again, nothing is held" : "and releasing it failed too");
+		return cli_fail(HF_EXIT_IOERR, "io", a.path, NULL);
+	}
 	cli_wait_took(start);
 	if (who.one_line)
 		cli_err("warning: lock %s: held for pid %d (%s), a one-line shell whose caller is "

@@ -680,3 +680,34 @@ Test(cli, check_of_a_lock_being_acquired_is_never_yours)
 	free(err);
 	free(owner);
 }
+
+/* Issue 16: a keeper that cannot start (fork fails: EAGAIN, as under
+ * RLIMIT_NPROC) fails the acquisition with 71 and holds nothing - before,
+ * it said a warning and exited 0 with a lock no keeper held. */
+Test(cli, no_keeper_no_lock)
+{
+	char *out, *err;
+	char pid[16];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	int st = hft_cli_env(&out, &err, "HOLDFAST_FAULTS=fail:fork:1:EAGAIN", NULL,
+			     (const char *const[]){ "holdfast", "lock", "acquire", lock, "-n", "--pid",
+						    pid, NULL });
+	cr_assert_eq(st, 71, "exit %d: %s%s", st, out, err);
+	cr_assert_str_eq(out, "", "no token is printed: %s", out);
+	cr_assert(strstr(err, "no keeper could start") && strstr(err, lock) &&
+		      strstr(err, "released again, nothing is held"),
+		  "%s", err);
+	cr_assert(!hft_exists(lock), "nothing is held");
+	free(out);
+	free(err);
+	/* --json names it */
+	st = hft_cli_env(&out, &err, "HOLDFAST_FAULTS=fail:fork:1:EAGAIN", NULL,
+			 (const char *const[]){ "holdfast", "lock", "acquire", lock, "-n", "--pid", pid,
+						"--json", NULL });
+	cr_assert_eq(st, 71);
+	cr_assert(strstr(out, "\"error\": \"no_keeper\"") || strstr(out, "\"error\":\"no_keeper\""),
+		  "%s", out);
+	cr_assert(!hft_exists(lock));
+	free(out);
+	free(err);
+}

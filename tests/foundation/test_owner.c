@@ -299,3 +299,80 @@ Test(liveness, age_is_boot_relative_on_this_kernel)
 	cr_assert_eq(hf_fault_inject(NULL, NULL, 0), 0);
 	cr_assert_lt(hf_owner_age_ms(&o, hf_sys_now_ms()), 60 * 1000);
 }
+
+/* OW5: a chain is written after comm as [[pid,start],...], reads back
+ * equal, and is refused when malformed. */
+Test(owner, chain_written_and_read_back)
+{
+	struct hf_owner o, back;
+	memset(&o, 0, sizeof o);
+	strcpy(o.token, "0123456789abcdef0123456789abcdef");
+	o.pid = 4242;
+	o.time_ms = 1758535200000LL;
+	strcpy(o.comm, "make");
+	o.chain[0] = (struct hf_owner_link){ 4300, 99 };
+	o.chain[1] = (struct hf_owner_link){ 4301, 100 };
+	o.nchain = 2;
+	char buf[HF_OWNER_JSON_MAX + 64], *p = buf;
+	*p++ = '{';
+	p = hf_owner_put_json(p, &o, "acquired", NULL);
+	*p++ = '}';
+	*p = '\0';
+	cr_assert(strstr(buf, "\"comm\":\"make\",\"chain\":[[4300,99],[4301,100]]}"), "%s", buf);
+	json_t *j = json_loads(buf, 0, NULL);
+	cr_assert_not_null(j, "%s", buf);
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), 0);
+	cr_assert_eq(memcmp(&o, &back, sizeof o), 0, "write, parse: equal");
+	json_object_set_new(j, "chain", json_pack("[[i]]", 5));
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), -EINVAL, "a link is [pid, start]");
+	json_object_set_new(j, "chain", json_pack("[[i,i]]", 0, 5));
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), -EINVAL, "pid 0 is no process");
+	json_t *many = json_array();
+	for (int i = 0; i <= HF_OWNER_CHAIN_MAX; i++)
+		json_array_append_new(many, json_pack("[i,i]", 100 + i, 1));
+	json_object_set_new(j, "chain", many);
+	cr_assert_eq(hf_owner_from_json(j, "acquired", &back), -EINVAL, "at most the maximum");
+	json_decref(j);
+	/* the largest record fits its bound */
+	for (int i = 0; i < HF_OWNER_CHAIN_MAX; i++)
+		o.chain[i] = (struct hf_owner_link){ 0x7fffffff, UINT64_MAX };
+	o.nchain = HF_OWNER_CHAIN_MAX;
+	memset(o.host, 'h', sizeof o.host - 1);
+	memset(o.comm, 'c', sizeof o.comm - 1);
+	p = hf_owner_put_json(buf, &o, "acquired", NULL);
+	cr_assert_leq((size_t)(p - buf), (size_t)HF_OWNER_JSON_MAX);
+}
+
+/* OW5: an owner whose own pid is dead lives while a process of its chain
+ * lives (the chain of a detached acquisition: a subshell that outlived its
+ * script), and is dead when the chain is too. */
+Test(liveness, chain_keeps_an_owner_alive)
+{
+	int gate[2];
+	cr_assert_eq(pipe(gate), 0);
+	pid_t kid = fork();
+	cr_assert_geq(kid, 0);
+	if (kid == 0) {
+		char c;
+		close(gate[1]);
+		_exit(read(gate[0], &c, 1) < 0);
+	}
+	close(gate[0]);
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, 0), 0);
+	o.pid_start += 1; /* by its own pid: reused, i.e. dead */
+	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD);
+	pid_t chain[] = { kid };
+	cr_assert_eq(hf_owner_chain_add(&o, chain, 1), 0);
+	cr_assert_eq(o.nchain, 1);
+	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "a process of its chain lives");
+	close(gate[1]);
+	cr_assert_eq(waitpid(kid, NULL, 0), kid);
+	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "owner and chain gone");
+	/* a gone process is not added; the owner itself is not added */
+	struct hf_owner q;
+	cr_assert_eq(hf_owner_init(&q, 0), 0);
+	pid_t gone_and_self[] = { kid, getpid() };
+	cr_assert_eq(hf_owner_chain_add(&q, gone_and_self, 2), 0);
+	cr_assert_eq(q.nchain, 0);
+}
