@@ -5,6 +5,7 @@
 SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 # Debian packages needed to build, test and benchmark. Each is checked with
@@ -27,7 +28,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-cluster all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-long check-tsan check-cluster all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -83,6 +84,20 @@ check-cluster: build build-asan
 	meson test -C $(BUILD) --print-errorlogs --suite etcd-cluster
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite etcd-cluster
+
+# The slow suites (.ci/run runs them after `make test`): the 3-member etcd
+# cluster, and ThreadSanitizer over the suites whose code runs threads (the
+# per-process caches, etcd keep-alives and waits).
+check-long: check-cluster check-tsan
+
+$(TSAN_BUILD)/build.ninja: | deps
+	meson setup $(TSAN_BUILD) --buildtype=debug -Dwerror=true -Db_sanitize=thread \
+	  -Db_lundef=false -Dbench=false -Dstatic_cli=false
+
+check-tsan: deps $(TSAN_BUILD)/build.ninja
+	ninja -C $(TSAN_BUILD)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  meson test -C $(TSAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite foundation --suite etcd
 
 test-release: build
 	meson test -C $(BUILD) --print-errorlogs --no-suite etcd-cluster

@@ -19,8 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	char *s = fuzz_str(data, size);
 	char buf[64];
-	const char *t = cli_token_form(s, buf, sizeof buf);
+	uint64_t fence;
+	const char *t = cli_token_form(s, buf, sizeof buf, &fence);
 	FUZZ_CHECK(t == s || t == buf);
+	FUZZ_CHECK(t == buf || fence == 0); /* a fence only with the token's form */
 	if (t == buf)
 		FUZZ_CHECK(!strncmp(s, buf, strlen(buf)));
 	hf_lock *l;

@@ -58,9 +58,9 @@ int cli_parse_duration(const char *s, int64_t *ret_ms);
 int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
 /* --token as `lock acquire` printed it: "TOKEN" or "TOKEN FENCE" (what
  * token=$(holdfast lock acquire L) holds, a newline at most after FENCE):
- * the token alone into buf (n bytes) and buf; else arg itself, for
- * hf_lock_adopt to refuse. */
-const char *cli_token_form(const char *arg, char *buf, size_t n);
+ * the token alone into buf (n bytes) and buf, the fence into *fence (0:
+ * none given); else arg itself, for hf_lock_adopt to refuse. */
+const char *cli_token_form(const char *arg, char *buf, size_t n, uint64_t *fence);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 

@@ -72,7 +72,8 @@ static const char usage[] =
 	"HOLDFAST_ETCD_CA_FILE), --etcd-timeout DUR (one request; default 5s).\n"
 	"\n"
 	"TOKEN may be given as acquire printed it, 'TOKEN FENCE' (token=$(holdfast\n"
-	"lock acquire L) works as is); the fence is then ignored.\n"
+	"lock acquire L) works as is); a fence that is not that\n"
+	"token's refuses release and renew (exit 1).\n"
 	"\n"
 	"--json prints one JSON object: the owner record's fields (acquire, status),\n"
 	"the answer (check, release), or on failure {\"error\",\"exit\",\"message\",\n"
@@ -104,6 +105,7 @@ static const struct option longopts[] = {
 struct args {
 	const char *path, *token;
 	char token_buf[64];
+	uint64_t token_fence; /* "TOKEN FENCE": the fence given with it; 0 none */
 	int64_t wait_ms, stale_ms, max_hold_ms;
 	long pid;
 	int conflict_exit;
@@ -115,7 +117,7 @@ struct args {
  * token=$(holdfast lock acquire L) holds); the token alone into a. */
 static void token_arg(struct args *a, const char *arg)
 {
-	a->token = cli_token_form(arg, a->token_buf, sizeof a->token_buf);
+	a->token = cli_token_form(arg, a->token_buf, sizeof a->token_buf, &a->token_fence);
 }
 
 /* 0, or an exit code (usage printed). */
@@ -533,6 +535,8 @@ static int do_acquire(int argc, char **argv)
 	return HF_EXIT_OK;
 }
 
+static int token_fence_refused(hf_lock *l, const struct args *a, const char *sub);
+
 static int do_release(int argc, char **argv)
 {
 	struct args a;
@@ -564,12 +568,25 @@ static int do_release(int argc, char **argv)
 		hf_lock_free(l);
 		return cli_fail(HF_EXIT_USAGE, "usage", a.path, NULL);
 	}
+	int code = token_fence_refused(l, &a, "release");
+	if (code) {
+		hf_lock_free(l);
+		return code;
+	}
 	rc = hf_lock_release(l);
-	int code = HF_EXIT_OK;
 	if (rc == HF_ENOTHELD) {
 		cli_err("lock release %s: not held (no record with token %s)", a.path,
 			CLI_SHOW(a.token));
 		code = HF_EXIT_NOTHELD;
+	} else if (rc == HF_ENOTYOURS && !hf_rec_str(hf_lock_holder(l), "token")) {
+		/* no owner record to read at PATH: whose it is cannot be told */
+		char d[400];
+		describe(hf_lock_holder(l), d, sizeof d);
+		cli_err("lock release %s: the owner record is unreadable or not complete; nothing "
+			"released (%s)",
+			a.path, d);
+		code = HF_EXIT_DATAERR;
+		rc = HF_EUNREADABLE; /* the error object's name */
 	} else if (rc == HF_ENOTYOURS) {
 		char d[400];
 		describe(hf_lock_holder(l), d, sizeof d);
@@ -650,6 +667,32 @@ static int renew_outcome(const struct args *a, int rc, hf_lock *l)
 			     h && (rc == HF_ENOTYOURS || rc == HF_ELOST) ? rec_json(h, a->path) : NULL);
 }
 
+/* --token "TOKEN FENCE" names one acquisition twice: when PATH holds
+ * TOKEN's record and its fence is not FENCE, the pair is not an acquisition
+ * (a token and a fence from two of them): refused, exit 1, nothing changed.
+ * A fence never changes for a token (renew keeps it), so the look before
+ * the change is the answer. 0: go on. */
+static int token_fence_refused(hf_lock *l, const struct args *a, const char *sub)
+{
+	if (!a->token_fence)
+		return 0;
+	hf_rec *r = NULL;
+	if (hf_lock_query(l, &r) < 0)
+		return 0; /* the verb says what it finds */
+	const char *t = hf_rec_str(r, "token");
+	int64_t f;
+	int code = 0;
+	if (t && !strcmp(t, a->token) && hf_rec_int(r, "fence", &f) == 0 &&
+	    (uint64_t)f != a->token_fence) {
+		cli_err("lock %s %s: --token %s was acquired with fence %" PRId64 ", not %" PRIu64
+			": refused, nothing changed (a token and a fence of two acquisitions?)",
+			sub, a->path, a->token, f, a->token_fence);
+		code = cli_fail(HF_EXIT_CONFLICT, "not_yours", a->path, NULL);
+	}
+	hf_rec_free(r);
+	return code;
+}
+
 static int do_renew(int argc, char **argv)
 {
 	struct args a;
@@ -679,9 +722,14 @@ static int do_renew(int argc, char **argv)
 		hf_lock_free(l);
 		return cli_fail(HF_EXIT_USAGE, "usage", a.path, NULL);
 	}
+	int code = token_fence_refused(l, &a, "renew");
+	if (code) {
+		hf_lock_free(l);
+		return code;
+	}
 	if (a.max_hold_ms)
 		hf_lock_set(l, HF_OPT_MAX_HOLD_MS, a.max_hold_ms);
-	int code = renew_outcome(&a, hf_lock_renew(l), l);
+	code = renew_outcome(&a, hf_lock_renew(l), l);
 	hf_lock_free(l);
 	return code;
 }

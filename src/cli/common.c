@@ -369,8 +369,9 @@ int cli_parse_duration(const char *s, int64_t *ret_ms)
 	return 0;
 }
 
-const char *cli_token_form(const char *arg, char *buf, size_t n)
+const char *cli_token_form(const char *arg, char *buf, size_t n, uint64_t *fence_out)
 {
+	*fence_out = 0;
 	size_t k = strcspn(arg, " \t\n");
 	const char *rest = arg + k + strspn(arg + k, " \t\n");
 	size_t digits = strspn(rest, "0123456789");
@@ -379,6 +380,10 @@ const char *cli_token_form(const char *arg, char *buf, size_t n)
 	if (k < n && (!*rest || fence)) {
 		memcpy(buf, arg, k);
 		buf[k] = '\0';
+		if (fence && digits <= 19)
+			*fence_out = strtoull(rest, NULL, 10);
+		if (fence && !*fence_out)
+			*fence_out = UINT64_MAX; /* a fence no acquisition has */
 		return buf;
 	}
 	return arg; /* not that form: the adopt says it is not a token */

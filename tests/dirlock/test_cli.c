@@ -711,3 +711,54 @@ Test(cli, no_keeper_no_lock)
 	free(out);
 	free(err);
 }
+
+/* Issue 16: "TOKEN FENCE" whose fence is not the token's names no
+ * acquisition: renew and release refuse it (exit 1, nothing changed) -
+ * 0.2.0 renewed with any fence. The right pair still works. */
+Test(cli, token_with_a_wrong_fence_renews_and_releases_nothing)
+{
+	char tok[64], pair[128], wrong[128];
+	uint64_t f;
+	acquire(tok, &f, NULL);
+	snprintf(pair, sizeof pair, "%s %" PRIu64, tok, f);
+	snprintf(wrong, sizeof wrong, "%s %" PRIu64, tok, f + 1);
+	char *p = dl_path(lock, "owner"), *before = hft_slurp(p), *err;
+	int st = hft_cli(NULL, &err, (const char *const[]){ "holdfast", "lock", "renew", lock,
+							   "--token", wrong, NULL });
+	cr_assert_eq(st, 1, "renew with a wrong fence: exit %d: %s", st, err);
+	cr_assert(strstr(err, "refused") && strstr(err, lock), "%s", err);
+	free(err);
+	char *after = hft_slurp(p);
+	cr_assert_str_eq(before, after, "nothing changed");
+	cr_assert_eq(hft_cli(NULL, NULL, (const char *const[]){ "holdfast", "lock", "release", lock,
+								"--token", wrong, NULL }),
+		     1);
+	cr_assert(hft_exists(lock), "not released");
+	cr_assert_eq(hft_cli(NULL, NULL, (const char *const[]){ "holdfast", "lock", "renew", lock,
+								"--token", pair, NULL }),
+		     0);
+	cr_assert_eq(release(pair, NULL), 0);
+	free(p);
+	free(before);
+	free(after);
+}
+
+/* Issue 16: release of a lock whose record is unreadable says 65 (the
+ * unreadable record), not 1 (another's), and releases nothing. */
+Test(cli, release_of_an_unreadable_record_is_65)
+{
+	char tok[64];
+	uint64_t f;
+	acquire(tok, &f, NULL);
+	char *p = dl_path(lock, "owner");
+	FILE *w = fopen(p, "w");
+	cr_assert_not_null(w);
+	fputs("{not json", w);
+	fclose(w);
+	char *err;
+	cr_assert_eq(release(tok, &err), 65, "%s", err);
+	cr_assert(strstr(err, "unreadable") && strstr(err, lock), "%s", err);
+	cr_assert(hft_exists(lock), "nothing released");
+	free(err);
+	free(p);
+}

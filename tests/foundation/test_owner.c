@@ -376,3 +376,45 @@ Test(liveness, chain_keeps_an_owner_alive)
 	cr_assert_eq(hf_owner_chain_add(&q, gone_and_self, 2), 0);
 	cr_assert_eq(q.nchain, 0);
 }
+
+/* PR4: the per-process caches (namespaces, boot id, host name) read by many
+ * threads at once, first in a fresh process (a fork's child reads its
+ * namespaces again): every thread sees the same values. Under the TSan build
+ * (make check-long) a data race here fails the test; 0.2.0 raced on the
+ * namespace cache in every etcd keep-alive. */
+#include <pthread.h>
+struct ns_seen {
+	uint64_t pidns, timens;
+	const char *boot, *host;
+};
+static void *read_caches(void *arg)
+{
+	struct ns_seen *s = arg;
+	s->pidns = hf_self_pidns();
+	s->timens = hf_self_timens();
+	s->boot = hf_boot_id();
+	s->host = hf_host_name();
+	return NULL;
+}
+Test(owner, caches_read_by_many_threads_at_once)
+{
+	pid_t kid = fork();
+	cr_assert_geq(kid, 0);
+	if (kid == 0) {
+		pthread_t t[8];
+		struct ns_seen seen[8];
+		for (int i = 0; i < 8; i++)
+			if (pthread_create(&t[i], NULL, read_caches, &seen[i]) != 0)
+				_exit(2);
+		for (int i = 0; i < 8; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 1; i < 8; i++)
+			if (seen[i].pidns != seen[0].pidns || seen[i].timens != seen[0].timens ||
+			    strcmp(seen[i].boot, seen[0].boot) || strcmp(seen[i].host, seen[0].host))
+				_exit(3);
+		_exit(seen[0].pidns && strlen(seen[0].boot) == HF_BOOTID_LEN ? 0 : 4);
+	}
+	int st;
+	cr_assert_eq(waitpid(kid, &st, 0), kid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+}
