@@ -739,7 +739,7 @@ Test(json, flock_every_form)
 	json_decref(o);
 	/* the shell's last command, exec'd: only holdfast has the file (FL6) */
 	jcase("bash", 0, EXPECT(.key = "result", .val = "acquired_and_released"),
-	      "exec 9>G; \"$H\" flock --json -n 9");
+	      "exec 9>G; exec \"$H\" flock --json -n 9");
 	jcase("bash", 0, EXPECT(.key = "result", .val = "released"),
 	      "exec 9>F; \"$H\" flock -n 9 && \"$H\" flock --json -u 9");
 	/* the command form: run's object */
