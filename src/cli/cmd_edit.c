@@ -446,6 +446,13 @@ int cmd_edit(int argc, char **argv)
 	char dir[PATH_MAX], base[NAME_MAX + 1];
 	struct stat dst;
 	int rc = hf_path_split(e.file, dir, sizeof dir, base, sizeof base);
+	if (rc == 0 && strlen(base) + strlen(".tmp-") + 16 > NAME_MAX) {
+		/* its staged copy (edit.c) would not fit: refused before CMD */
+		cli_err("edit %s: file name too long: its staged copy %s.tmp-XXXXXXXXXXXXXXXX beside "
+			"it would pass %d bytes; nothing ran",
+			CLI_SHOW(e.file), CLI_SHOW(base), NAME_MAX);
+		return cli_fail(HF_EXIT_USAGE, hf_error_name(-ENAMETOOLONG), e.file, NULL);
+	}
 	if (rc == 0 && (size_t)snprintf(e.lock, sizeof e.lock, "%s.lock", e.file) >= sizeof e.lock)
 		rc = -ENAMETOOLONG;
 	if (rc == 0)

@@ -201,6 +201,12 @@ int hf_edit_open(hf_lock *l, const char *file, hf_edit **ret, hf_rec **reterr)
 	if (rc < 0)
 		goto fail;
 	e->dir_shared = dir_shared(&dst, e->euid);
+	/* the staged copy is "FILE.tmp-" and 16 hex digits beside FILE: a name
+	 * too long for it is refused now, before CMD runs, not at the commit */
+	if (strlen(e->base) + strlen(".tmp-") + 16 > NAME_MAX) {
+		rc = -ENAMETOOLONG;
+		goto fail;
+	}
 	char prefix[NAME_MAX + 8];
 	snprintf(prefix, sizeof prefix, "%s.tmp-", e->base);
 	struct sweep_ctx sc = { .plen = strlen(prefix), .euid = e->euid };

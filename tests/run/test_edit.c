@@ -526,3 +526,26 @@ Test(edit, jq_state_file_with_init)
 	free(s);
 	free(F);
 }
+
+/* Issue 16: a FILE whose name leaves no room for its staged copy
+ * ("FILE.tmp-" and 16 hex digits, at most 255 bytes) is refused before CMD
+ * runs (64) - 0.2.0 ran CMD, then refused at the commit. */
+Test(edit, name_too_long_for_its_staged_copy_is_refused_before_cmd)
+{
+	char name[256];
+	memset(name, 'n', 238); /* the lock FILE.lock fits; FILE.tmp-… does not */
+	name[238] = '\0';
+	char *F = rt_path(dir, name), *ran = rt_path(dir, "ran");
+	char *cmd;
+	cr_assert_geq(asprintf(&cmd, "touch '%s'; cat", ran), 0);
+	char *err;
+	int st = hft_cli(NULL, &err, RT_ARGV("edit", F, "--init", "x", "--", "sh", "-c", cmd));
+	cr_assert_eq(st, 64, "exit %d: %s", st, err);
+	cr_assert(strstr(err, "too long") && strstr(err, "nothing ran"), "%s", err);
+	cr_assert(!hft_exists(ran), "CMD ran before the refusal");
+	cr_assert(!hft_exists(F));
+	free(err);
+	free(cmd);
+	free(F);
+	free(ran);
+}
