@@ -181,6 +181,14 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 			path, who);
 		return cli_fail(HF_EXIT_CONFLICT, hf_error_name(rc), path, hf_lock_holder(l));
 	}
+	if (rc == -ESRCH) {
+		/* the process the lock is wanted for (HF_OPT_PID: a shell whose
+		 * descriptor it stands for) ended before it could be taken */
+		cli_err("lock %s: the process it was wanted for ended while waiting; nothing was "
+			"acquired",
+			path);
+		return cli_fail(cli_exit_for(rc), "no_process", path, NULL); /* AQ2: never 0 */
+	}
 	if (rc != HF_EHELD && rc != HF_ETIMEDOUT && rc != HF_EBARRIER) {
 		int code = cli_lock_refused("lock", path, rc);
 		if (code)

@@ -266,7 +266,10 @@ Test(cli, pre_commit_hook_prints_the_holder_and_never_blocks)
 	cr_assert_eq(sh(&out, "cd '%s' && echo b > b && git add b && HOLDFAST='%s' git commit -qm b",
 			repo, bin),
 		     0, "%s", out);
-	cr_assert(strstr(out, "holdfast: session lock: held by data, 0 s old"), "%s", out);
+	/* the age is whatever the commit took (seconds under ASan on a loaded
+	 * machine): not asserted */
+	cr_assert(strstr(out, "holdfast: session lock: held by data, ") && strstr(out, " s old"), "%s",
+		  out);
 	free(out);
 	/* unreadable, or holdfast missing: still one line, still committed */
 	cr_assert_eq(sh(NULL, "echo junk > '%s/.session.lock'", repo), 0);
@@ -433,7 +436,7 @@ Test(cli, default_file_is_at_the_top_of_the_git_work_tree)
 	const char *st[] = { "holdfast", "session", "status", NULL };
 	char *out;
 	cr_assert_eq(hft_cli(&out, NULL, st), 0);
-	cr_assert_str_eq(out, "held by data, 0 s old\n");
+	cr_assert(!strncmp(out, "held by data, ", 14) && strstr(out, " s old\n"), "%s", out);
 	free(out);
 }
 
