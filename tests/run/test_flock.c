@@ -326,3 +326,32 @@ Test(flock, a_symlink_is_its_targets_lock)
 	free(out);
 	free(err);
 }
+
+/* Issue 16: a waiting `holdfast flock FD` whose shell (the owner of FD's
+ * lock) is killed says that its process ended while it waited, naming the
+ * lock - 0.2.0 said only "No such process". The wait is reached through its
+ * named pause point; the holder is `holdfast flock L CMD`. */
+Test(flock, waiting_fd_form_whose_shell_is_killed_says_so)
+{
+	char *out, *err;
+	int st = sh("bash", &out, &err,
+		    "mkfifo h go n g e\n"
+		    "\"$H\" flock L sh -c 'echo > h; read x < go' &\n"
+		    "read x < h\n"
+		    "cat e > err &\n"
+		    "c=$!\n"
+		    "HOLDFAST_FAULTS=pause:dirlock.acquire.waiting HOLDFAST_PAUSE_FDS=3,4 \\\n"
+		    "  bash -c 'echo $$ > sp; exec 9>L; \"$0\" flock 9 3<>n 4<>g' \"$H\" 2> e &\n"
+		    "read point < n\n"
+		    "kill -9 \"$(cat sp)\"\n"
+		    "echo > g\n"
+		    "wait \"$c\"\n"
+		    "echo go > go; wait\n"
+		    "cat err\n");
+	cr_assert_eq(st, 0, "%s%s", out, err);
+	cr_assert(strstr(out, "ended while waiting") && strstr(out, "L.holdfast-lock") &&
+			  strstr(out, "nothing was acquired"),
+		  "%s", out);
+	free(out);
+	free(err);
+}
