@@ -359,7 +359,11 @@ void et_lock_backdate(const char *path, int64_t ms)
 	cr_assert(json_is_object(v), "not a record: %s", out);
 	free(out);
 	int64_t boot = json_integer_value(json_object_get(v, "boottime_ms"));
-	json_object_set_new(v, "boottime_ms", json_integer(boot > ms ? boot - ms : 1));
+	/* a machine booted less than ms ago cannot date it that far back on its
+	 * boot clock: then no boot time (0, unknown), and judges age it by the
+	 * wall-clock time below (owner.c) - a clamp to 1 ms made it younger
+	 * than asked on a freshly booted machine */
+	json_object_set_new(v, "boottime_ms", json_integer(boot > ms ? boot - ms : 0));
 	time_t then = time(NULL) - (time_t)(ms / 1000);
 	struct tm tm;
 	char when[64];
