@@ -31,6 +31,7 @@ pub const HF_OPT_LOCK_WAIT_MS: c_int = 6;
 pub const HF_OPT_GENERATION: c_int = 7;
 pub const HF_OPT_TTL_MS: c_int = 8;
 pub const HF_OPT_TIMEOUT_MS: c_int = 9;
+pub const HF_OPT_CHAIN_PID: c_int = 10;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;
