@@ -83,6 +83,7 @@ test-bindings: build
 check-cluster: build build-asan
 	meson test -C $(BUILD) --print-errorlogs --suite etcd-cluster
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite etcd-cluster
 
 # The slow suites (.ci/run runs them after `make test`): the 3-member etcd
@@ -105,6 +106,7 @@ test-release: build
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model \
 	  --no-suite etcd-cluster
 
