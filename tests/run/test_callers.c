@@ -32,6 +32,16 @@ static void setup(void)
 
 static void teardown(void)
 {
+	/* a tmux server the test started daemonizes (a session of its own, out
+	 * of reach of the harness's process-group kill): a test that failed
+	 * half way still ends it here */
+	char *sock = rt_path(dir, "tmux.sock"), *cmd;
+	if (hft_exists(sock) && asprintf(&cmd, "tmux -S '%s' kill-server 2>/dev/null", sock) >= 0) {
+		if (system(cmd) < 0)
+			perror("tmux kill-server");
+		free(cmd);
+	}
+	free(sock);
 	hft_rmtree(dir);
 	free(dir);
 	free(lock);
