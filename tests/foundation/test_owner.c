@@ -102,20 +102,12 @@ Test(liveness, self_alive)
 
 Test(liveness, exited_child_dead)
 {
-	int p[2];
-	cr_assert_eq(pipe(p), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char c;
-		close(p[1]);
-		(void)!read(p[0], &c, 1);
-		_exit(0);
-	}
-	close(p[0]);
+	int end;
+	pid_t pid = hft_fork_until_closed(&end);
 	struct hf_owner o;
 	cr_assert_eq(hf_owner_init(&o, pid), 0);
 	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "running child");
-	close(p[1]);
+	close(end);
 	waitpid(pid, NULL, 0);
 	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "OW1: no such pid");
 }
@@ -348,16 +340,8 @@ Test(owner, chain_written_and_read_back)
  * script), and is dead when the chain is too. */
 Test(liveness, chain_keeps_an_owner_alive)
 {
-	int gate[2];
-	cr_assert_eq(pipe(gate), 0);
-	pid_t kid = fork();
-	cr_assert_geq(kid, 0);
-	if (kid == 0) {
-		char c;
-		close(gate[1]);
-		_exit(read(gate[0], &c, 1) < 0);
-	}
-	close(gate[0]);
+	int end;
+	pid_t kid = hft_fork_until_closed(&end);
 	struct hf_owner o;
 	cr_assert_eq(hf_owner_init(&o, 0), 0);
 	o.pid_start += 1; /* by its own pid: reused, i.e. dead */
@@ -366,7 +350,7 @@ Test(liveness, chain_keeps_an_owner_alive)
 	cr_assert_eq(hf_owner_chain_add(&o, chain, 1), 0);
 	cr_assert_eq(o.nchain, 1);
 	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "a process of its chain lives");
-	close(gate[1]);
+	close(end);
 	cr_assert_eq(waitpid(kid, NULL, 0), kid);
 	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "owner and chain gone");
 	/* a gone process is not added; the owner itself is not added */

@@ -27,16 +27,8 @@ Test(edit_hold, lock_put_back_after_a_denied_acquirer_still_commits)
 	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock");
 	hft_write(F, "0\n");
 	/* the previous holder: a process of the test, dead before R judges */
-	int p[2];
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	pid_t prev = fork();
-	cr_assert_geq(prev, 0);
-	if (prev == 0) {
-		char c;
-		close(p[1]);
-		_exit(read(p[0], &c, 1) < 0);
-	}
-	close(p[0]);
+	int end;
+	pid_t prev = hft_fork_until_closed(&end);
 	char pid[16], *out, *err;
 	snprintf(pid, sizeof pid, "%d", (int)prev);
 	cr_assert_eq(hft_cli(&out, &err, RT_ARGV("lock", "acquire", lock, "--pid", pid)), 0, "%s", err);
@@ -44,7 +36,7 @@ Test(edit_hold, lock_put_back_after_a_denied_acquirer_still_commits)
 	char token[64];
 	cr_assert_eq(sscanf(out, "%63s", token), 1);
 	free(out);
-	close(p[1]);
+	close(end);
 	int st;
 	cr_assert_eq(waitpid(prev, &st, 0), prev);
 

@@ -255,16 +255,8 @@ Test(lock_api, a_release_after_being_reaped_leaves_the_successor_alone)
 {
 	char *p = rt_path(dir, "L");
 	int free0 = lowest_free_fd();
-	int go[2];
-	cr_assert_eq(pipe(go), 0);
-	pid_t life = fork();
-	cr_assert_geq(life, 0);
-	if (life == 0) {
-		char c;
-		close(go[1]);
-		_exit(read(go[0], &c, 1) < 0);
-	}
-	close(go[0]);
+	int end;
+	pid_t life = hft_fork_until_closed(&end);
 	hf_lock *a, *b;
 	cr_assert_eq(hf_lock_new(p, &a), 0);
 	cr_assert_eq(hf_lock_set(a, HF_OPT_PID, life), 0);
@@ -295,7 +287,7 @@ Test(lock_api, a_release_after_being_reaped_leaves_the_successor_alone)
 	cr_assert_eq(hf_lock_release(b), 0, "released by its token");
 	cr_assert_eq(hf_lock_acquire(b), 0);
 	hf_lock_free(b); /* releases, closes */
-	close(go[1]);
+	close(end);
 	cr_assert_eq(lowest_free_fd(), free0, "no descriptor left open");
 	char *state = rt_path(dir, "L.holdfast");
 	cr_assert_eq(hft_count_prefix(state, "c-"), 0, "no claim left");

@@ -91,6 +91,24 @@ void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), voi
 				 .err_rd = -1 };
 }
 
+pid_t hft_fork_until_closed(int *ret_end)
+{
+	int p[2];
+	xpipe(p);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		_exit(read(p[0], &c, 1) < 0);
+	}
+	close(p[0]);
+	track(pid);
+	*ret_end = p[1];
+	return pid;
+}
+
 const char *hft_bin(void)
 {
 	const char *b = getenv("HOLDFAST_BIN");

@@ -27,6 +27,11 @@ struct hft_child {
 
 /* Fork a child that arms rules, then exits with fn(arg)'s value. */
 void hft_spawn_fn(struct hft_child *c, const char *rules, int (*fn)(void *), void *arg);
+/* Fork a child that only lives until *ret_end (the write end of a pipe,
+ * close-on-exec) is closed: a process whose end the test decides - close
+ * it, then waitpid. Killed with the others at exit if the test fails half
+ * way. Its pid. */
+pid_t hft_fork_until_closed(int *ret_end);
 /* Fork a child that runs the holdfast binary with argv (NULL-terminated,
  * argv[0] ignored) and HOLDFAST_FAULTS=rules; extra_env "K=V" or NULL. */
 void hft_spawn_cli(struct hft_child *c, const char *rules, const char *const *argv,
