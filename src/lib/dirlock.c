@@ -46,6 +46,8 @@
  *     DA0 (once per acquisition, kept while waiting) mkdir L.holdfast/n-…,
  *         open it (a descriptor that follows it wherever it is moved) and
  *         take a shared flock on it, without blocking               (DL9)
+ *         (a write error here - read-only file system, no space, no
+ *         permission - over a live owner at L is HF_EHELD, naming it)
  *     DA1 rename it to L, RENAME_NOREPLACE: the directory appears at L with
  *         its kernel lock already held           (EEXIST: DJ1, keep it)
  *     DA2 (the descriptor of DA0 is the lock's directory now)
@@ -1434,6 +1436,28 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 	return rc < 0 ? rc : RETRY;
 }
 
+/* DA0 could not write (a read-only file system, no space, no permission):
+ * when a live owner holds L, the answer is that it is held, naming it (as
+ * anywhere else), not the write that could not happen; a reapable or absent
+ * L keeps the write's error (nobody could reap or enter here). */
+static int held_over_write_error(struct lk *l, int werr, struct hf_dirlock_info *holder)
+{
+	if (werr != -EROFS && werr != -ENOSPC && werr != -EDQUOT && werr != -EACCES &&
+	    werr != -EPERM)
+		return werr;
+	struct place p;
+	if (place_read(l->pfd, l->base, &p) < 0)
+		return werr;
+	if (p.kind == REC_NONE)
+		return werr;
+	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
+	int held = p.kind == REC_OK && !reapable(p.info.state);
+	place_done(&p);
+	if (held)
+		holder_from(holder, &p);
+	return held ? HF_EHELD : werr;
+}
+
 /* DA0: our new directory in the state directory, locked (DL9), kept across
  * attempts until it is renamed to L. */
 struct stage {
@@ -1495,7 +1519,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	if (rc < 0)
 		return rc;
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
-		return rc;
+		return rc < 0 ? held_over_write_error(l, rc, holder) : rc;
 	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* DA1 */
 	if (rc == -EEXIST || rc == -ENOTEMPTY)
 		return judge_and_reap(l, holder); /* DA0's directory stays for the next try */

@@ -1135,8 +1135,21 @@ int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlo
 				rc = sc->denied;
 			goto out;
 		}
-		if (rc != -EEXIST)
+		if (rc != -EEXIST) {
+			/* A take that cannot write (a read-only file system, no
+			 * space, no permission) over a live lock is refused for
+			 * the lock, naming its holder (SL6), not for the write. */
+			int werr = rc;
+			if (look(l.dfd, l.name, &u.j, NULL) == 0 &&
+			    hf_session_judge(&u.j.rec, hf_sys_now_ms(), l.stale_ms, NULL) !=
+				    HF_SESSION_STALE) {
+				fill_status(reterr_holder, &u.j, l.stale_ms, NULL);
+				rc = HF_EHELD;
+			} else {
+				rc = werr;
+			}
 			goto out;
+		}
 		if (stolen[0]) {
 			/* We broke a lock but another taker published first. */
 			drop_stolen(&l, stolen); /* SL8 */

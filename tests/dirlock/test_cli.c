@@ -762,3 +762,44 @@ Test(cli, release_of_an_unreadable_record_is_65)
 	free(err);
 	free(p);
 }
+
+/* A held lock on a file system the acquirer cannot write (read-only here)
+ * is refused for being held, naming the holder (exit 1), by acquire, run
+ * and edit alike; a free name there is refused for the write (73, the
+ * file system's error named). Issue 16, item 7. */
+Test(cli, held_lock_on_a_read_only_file_system_names_the_holder)
+{
+	if (!hft_private_mounts())
+		cr_skip_test("needs root and a mount namespace (unshare(CLONE_NEWNS))");
+	char t[64];
+	uint64_t f;
+	acquire(t, &f, NULL);
+	char *M = dl_path(dir, "M"), *F = dl_path(dir, "f"), *FL = dl_path(dir, "f.lock");
+	const char *af[] = { "holdfast", "lock", "acquire", "-n", FL, "--pid", "1", NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, af), 0);
+	hft_write(F, "x\n");
+	hft_bind_ro(dir, dir);
+	char pid[32], *err;
+	snprintf(pid, sizeof pid, "pid %d", (int)getpid());
+	const char *a[] = { "holdfast", "lock", "acquire", "-n", lock, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, a), 1, "%s", err);
+	cr_assert(strstr(err, lock) && strstr(err, pid) && !strstr(err, "Read-only"), "%s", err);
+	free(err);
+	const char *r[] = { "holdfast", "run", "-n", "--lock", lock, "--", "true", NULL };
+	cr_assert_eq(hft_cli(NULL, &err, r), 1, "%s", err);
+	cr_assert(strstr(err, lock) && strstr(err, pid), "%s", err);
+	free(err);
+	const char *e[] = { "holdfast", "edit", "-n", F, "--", "cat", NULL };
+	cr_assert_eq(hft_cli(NULL, &err, e), 1, "%s", err);
+	cr_assert(strstr(err, FL) && strstr(err, "pid 1 "), "%s", err);
+	free(err);
+	const char *m[] = { "holdfast", "lock", "acquire", "-n", M, NULL };
+	cr_assert_eq(hft_cli(NULL, &err, m), 73, "%s", err);
+	cr_assert(strstr(err, M) && strstr(err, "Read-only file system"), "%s", err);
+	free(err);
+	hft_unmount(dir);
+	cr_assert_eq(release(t, NULL), 0);
+	free(M);
+	free(F);
+	free(FL);
+}

@@ -117,6 +117,33 @@ Test(cli, release_by_another_lane_is_refused_naming_the_holder)
 	free(err);
 }
 
+/* A held session on a file system the taker cannot write (read-only here)
+ * is refused for being held, naming the holder (exit 1), as anywhere else:
+ * the write that could not happen is not the answer. A free lock there is
+ * refused for the write (73, EROFS named). Issue 16, item 7. */
+Test(cli, take_of_a_held_session_on_a_read_only_file_system_names_the_holder)
+{
+	if (!hft_private_mounts())
+		cr_skip_test("needs root and a mount namespace (unshare(CLONE_NEWNS))");
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "data", NULL, NULL), 0);
+	hft_bind_ro(x.dir, x.dir);
+	char *err;
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "dist", NULL, NULL), 1, "%s", err);
+	cr_assert(strstr(err, "held by lane data") && strstr(err, x.lock), "%s", err);
+	cr_assert_null(strstr(err, "Read-only"), "%s", err);
+	free(err);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "data", NULL, NULL), 1, "its own lane too: %s",
+		     err);
+	free(err);
+	hft_unmount(x.dir);
+	cr_assert_eq(sx_cli(&x, NULL, NULL, "release", "data", NULL, NULL), 0);
+	hft_bind_ro(x.dir, x.dir);
+	cr_assert_eq(sx_cli(&x, NULL, &err, "take", "dist", NULL, NULL), 73, "%s", err);
+	cr_assert(strstr(err, "Read-only file system") && strstr(err, x.lock), "%s", err);
+	free(err);
+	hft_unmount(x.dir);
+}
+
 Test(cli, release_checks_the_owner_token_when_given)
 {
 	cr_assert_eq(sx_cli(&x, NULL, NULL, "take", "data", "--owner", "tok-A"), 0);

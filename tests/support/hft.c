@@ -469,6 +469,13 @@ void hft_bind(const char *src, const char *dst)
 		     strerror(errno));
 }
 
+void hft_bind_ro(const char *src, const char *dst)
+{
+	hft_bind(src, dst);
+	cr_assert_eq(mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL), 0,
+		     "mount -o remount,bind,ro %s: %s", dst, strerror(errno));
+}
+
 void hft_unmount(const char *dst)
 {
 	cr_assert_eq(umount2(dst, MNT_DETACH), 0, "umount %s: %s", dst, strerror(errno));

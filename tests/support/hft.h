@@ -91,6 +91,8 @@ int hft_sh(char **out, char **err, const char *shell, const char *env, const cha
 bool hft_private_mounts(void);
 /* mount --bind src dst / umount dst, in that namespace (asserting). */
 void hft_bind(const char *src, const char *dst);
+/* The same, read-only: writes under dst fail with EROFS. */
+void hft_bind_ro(const char *src, const char *dst);
 void hft_unmount(const char *dst);
 
 /* The path of the holdfast binary under test ($HOLDFAST_BIN). */
