@@ -274,10 +274,12 @@ static int conflict(const char *path, int rc, const hf_rec *h)
 		cli_err("lock %s: timed out; held by %s", path, d);
 	else if (rc == HF_EBARRIER)
 		cli_err("lock %s: a claim beside it denies entry (held by %s)", path, d);
+	else if (rc == HF_EUNREADABLE && why)
+		cli_err("lock %s: refused: %s (%s)", path, CLI_SHOW(why), d);
 	else if (rc == HF_EUNREADABLE)
-		cli_err("lock %s: the owner record is unreadable%s%s (%s); refused until it is "
-			"past the stale window",
-			path, why ? ": " : "", why ? CLI_SHOW(why) : "", d);
+		cli_err("lock %s: the owner record is unreadable (%s); refused until it is past the "
+			"stale window",
+			path, d);
 	else
 		cli_err("lock %s: held by %s", path, d);
 	/* JS2: the holder's record goes nested in the error object, never in
@@ -578,6 +580,12 @@ static int do_release(int argc, char **argv)
 		cli_err("lock release %s: not held (no record with token %s)", a.path,
 			CLI_SHOW(a.token));
 		code = HF_EXIT_NOTHELD;
+	} else if (rc == HF_EUNREADABLE && hf_rec_str(hf_lock_holder(l), "reason")) {
+		char d[400];
+		describe(hf_lock_holder(l), d, sizeof d);
+		cli_err("lock release %s: refused: %s (%s)", a.path,
+			CLI_SHOW(hf_rec_str(hf_lock_holder(l), "reason")), d);
+		code = HF_EXIT_DATAERR;
 	} else if (rc == HF_ENOTYOURS && !hf_rec_str(hf_lock_holder(l), "token")) {
 		/* no owner record to read at PATH: whose it is cannot be told */
 		char d[400];

@@ -248,6 +248,14 @@
  *          (hf_fence_parse / hf_fence_format): decimal fields, fence <=
  *          reserve <= FENCE_MAX, entered <= fence; anything else is
  *          unreadable, never a number taken from junk.
+ *   (DL19) holdfast never makes a subdirectory in a lock directory, and
+ *          never removes one: a directory at L holding one (a user's or a
+ *          tool's) is not reaped nor released. Verified in a claim, it goes
+ *          back to L as it was (DL4), and the acquirer or releaser is
+ *          refused (HF_EUNREADABLE, the reason naming the subdirectory): no
+ *          claim left behind, nothing of the user's removed. Every taker is
+ *          refused the same way, at once (a wait does not wait for a
+ *          human), until one removes it.
  *
  * Hazards
  * -------
@@ -346,7 +354,9 @@ struct place {
 };
 
 #define RETRY 1 /* internal: try again at once */
+#define HF_EFOREIGN_DIR 2 /* internal: a lock directory with a subdirectory (DL19) */
 #define FENCE_LOST (-4095) /* internal: HF_EUNREADABLE of the fence reservation */
+#define DIR_FOREIGN (-4094) /* internal: HF_EUNREADABLE of DL19, never waited out */
 
 /* --- owner records ---------------------------------------------------------- */
 
@@ -821,6 +831,27 @@ static int claim_remove(struct lk *l, const char *mine, const struct role *role)
 	return rc < 0 ? rc : 1;
 }
 
+static int subdir_cb(int dirfd, const char *name, void *ctx)
+{
+	(void)ctx;
+	struct stat st;
+	int rc = hf_sys_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	if (rc == -ENOENT)
+		return 0;
+	return rc < 0 ? rc : S_ISDIR(st.st_mode) ? 1 : 0;
+}
+
+/* 1 when our claim holds a subdirectory (DL19), 0 when not, <0 on errors. */
+static int claim_has_subdir(struct lk *l, const char *mine)
+{
+	int cfd = hf_sys_openat(l->sfd, mine, OPEN_DIR, 0);
+	if (cfd < 0)
+		return cfd == -ENOENT ? 0 : cfd;
+	int rc = hf_dir_each(cfd, "", subdir_cb, NULL);
+	hf_sys_close(cfd);
+	return rc;
+}
+
 /* Put our own claim back at L, or leave it as a barrier (DL4). */
 static int claim_putback(struct lk *l, const char *mine, const struct place *found)
 {
@@ -852,8 +883,22 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 		return rc; /* our claim stays: a barrier, swept when stale */
 	place_done(&now);
 	hf_sys_point(role->verified);
-	if (now.kind != REC_NONE && same_as_judged(judged, &now))
+	if (now.kind != REC_NONE && same_as_judged(judged, &now)) {
+		/* DL19: holdfast never makes a subdirectory in a lock directory
+		 * and never removes one: a directory with one is not ours to
+		 * reap. L's goes back to L as it was (HF_EFOREIGN_DIR: refused,
+		 * naming it); another's claim stays where it is. */
+		int sub = claim_has_subdir(l, mine);
+		if (sub != 0) {
+			if (sub < 0)
+				return sub;
+			if (dirfd != l->pfd)
+				return 0;
+			rc = claim_putback(l, mine, &now);
+			return rc < 0 ? rc : HF_EFOREIGN_DIR;
+		}
 		return claim_remove(l, mine, role);
+	}
 	if (now.kind == REC_NONE)
 		return 0; /* stolen from us meanwhile (DL5) */
 	if (dirfd == l->pfd)
@@ -1412,7 +1457,8 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 		holder_from(holder, &p);
 		if (p.kind == REC_BAD && holder)
 			snprintf(holder->reason, sizeof holder->reason,
-				 "the owner record is not a record holdfast writes");
+				 "the owner record is unreadable (not a record holdfast writes); "
+				 "refused until it is past the stale window");
 		return p.kind == REC_BAD ? HF_EUNREADABLE : HF_EHELD;
 	}
 	/* A verdict is about the directory read (its descriptor pins it), and
@@ -1433,6 +1479,14 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
 	assert(p.fd >= 0 && (p.kind == REC_OK || p.info.partial) && "DL9");
 	rc = take_verify_remove(l, l->pfd, l->base, &p, NULL, ROLE(REAP));
 	place_done(&p);
+	if (rc == HF_EFOREIGN_DIR) {
+		holder_from(holder, &p);
+		if (holder)
+			snprintf(holder->reason, sizeof holder->reason,
+				 "the lock directory holds a subdirectory, which holdfast never "
+				 "makes nor removes: remove it by hand");
+		return DIR_FOREIGN; /* DL19 */
+	}
 	return rc < 0 ? rc : RETRY;
 }
 
@@ -1700,7 +1754,7 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 		l.pfd = l.sfd = -1;
 	}
 	lk_close(&l);
-	if (rc == FENCE_LOST)
+	if (rc == FENCE_LOST || rc == DIR_FOREIGN)
 		rc = HF_EUNREADABLE;
 	if (rc == 0)
 		*ret = got;
@@ -1744,7 +1798,11 @@ static int release_own(struct lk *l, int lfd, const char *token)
 	if (rc < 0)
 		return rc; /* our claim stays: a barrier, swept when stale */
 	hf_sys_point(role->verified);
-	if (at.st_dev == mine.st_dev && at.st_ino == mine.st_ino)
+	bool ours = at.st_dev == mine.st_dev && at.st_ino == mine.st_ino;
+	int sub = ours ? claim_has_subdir(l, claim) : 0;
+	if (sub < 0)
+		return sub;
+	if (ours && !sub)
 		return claim_remove(l, claim, role); /* DL3: verified in our claim */
 	struct place now;
 	rc = place_peek(l->sfd, claim, &now);
@@ -1753,8 +1811,8 @@ static int release_own(struct lk *l, int lfd, const char *token)
 	place_done(&now);
 	if (now.kind == REC_NONE)
 		return 0;
-	rc = claim_putback(l, claim, &now); /* DL4: not ours, back it goes */
-	return rc < 0 ? rc : 0;
+	rc = claim_putback(l, claim, &now); /* DL4: not ours, back it goes; DL19 */
+	return rc < 0 ? rc : sub ? HF_EFOREIGN_DIR : 0;
 }
 
 /* Release by token (DT) on an open lock, after release_own's first try
@@ -1765,7 +1823,18 @@ static int release_in(struct lk *l, const char *token, int lfd,
 	int rc = lfd >= 0 ? release_own(l, lfd, token) : 0;
 	if (rc == 0)
 		rc = withdraw(l, token, ROLE(RELEASE));
-	if (rc > 0) {
+	if (rc == HF_EFOREIGN_DIR) {
+		struct place p;
+		if (place_read(l->pfd, l->base, &p) == 0) {
+			place_done(&p);
+			holder_from(reterr_holder, &p);
+		}
+		if (reterr_holder)
+			snprintf(reterr_holder->reason, sizeof reterr_holder->reason,
+				 "the lock directory holds a subdirectory, which holdfast never "
+				 "makes nor removes: remove it by hand, then release again");
+		rc = HF_EUNREADABLE; /* DL19: left at L, as it was */
+	} else if (rc > 0) {
 		rc = 0;
 	} else if (rc == 0) {
 		struct place p;

@@ -310,7 +310,7 @@ int hf_lock_release(hf_lock *l)
 		hf_sys_close(l->held.live_fd); /* HL3: after the release */
 	l->held.live_fd = -1;
 	l->holds = false;
-	holder_set(l, rc == HF_ENOTYOURS ? &h : NULL);
+	holder_set(l, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
 	return rc;
 }
 

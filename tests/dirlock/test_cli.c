@@ -776,7 +776,9 @@ Test(cli, held_lock_on_a_read_only_file_system_names_the_holder)
 	acquire(t, &f, NULL);
 	char *M = dl_path(dir, "M"), *F = dl_path(dir, "f"), *FL = dl_path(dir, "f.lock");
 	const char *af[] = { "holdfast", "lock", "acquire", "-n", FL, "--pid", "1", NULL };
-	cr_assert_eq(hft_cli(NULL, NULL, af), 0);
+	char *ftok;
+	cr_assert_eq(hft_cli(&ftok, NULL, af), 0);
+	ftok[strcspn(ftok, " ")] = '\0';
 	hft_write(F, "x\n");
 	hft_bind_ro(dir, dir);
 	char pid[32], *err;
@@ -799,7 +801,52 @@ Test(cli, held_lock_on_a_read_only_file_system_names_the_holder)
 	free(err);
 	hft_unmount(dir);
 	cr_assert_eq(release(t, NULL), 0);
+	const char *rf[] = { "holdfast", "lock", "release", FL, "--token", ftok, NULL };
+	cr_assert_eq(hft_cli(NULL, NULL, rf), 0, "its keeper ends with it");
+	free(ftok);
 	free(M);
 	free(F);
 	free(FL);
+}
+
+/* DL19: a lock directory holding a subdirectory (a user's or a tool's:
+ * holdfast never makes one) is neither reaped nor released. An acquirer
+ * over its dead owner is refused at once (65, the subdirectory named; a
+ * wait does not wait for a human), and L stays as it was with no claim left
+ * beside it; its owner's release is refused the same way. Once the
+ * subdirectory is gone, the dead owner's lock is reaped as usual. 0.2.0
+ * said 71 "Directory not empty" and left the directory in a claim. */
+Test(cli, lock_directory_with_a_subdirectory_is_refused_and_left_as_it_was)
+{
+	pid_t life = dl_life();
+	char arg[32], t[64], t2[64];
+	snprintf(arg, sizeof arg, "--pid=%d", (int)life);
+	uint64_t f, f2;
+	acquire(t, &f, arg);
+	char *sub = dl_path(lock, "sub"), *state = dl_path(dir, "L.holdfast");
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	char *err;
+	cr_assert_eq(release(t, &err), 65, "%s", err);
+	cr_assert(strstr(err, "subdirectory") && strstr(err, lock), "%s", err);
+	free(err);
+	dl_kill(life);
+	const char *n[] = { "holdfast", "lock", "acquire", "-n", lock, NULL };
+	const char *w[] = { "holdfast", "lock", "acquire", "-w", "600", lock, NULL };
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(hft_cli(NULL, &err, i ? w : n), 65, "%s", err);
+		cr_assert(strstr(err, "subdirectory") && strstr(err, lock), "%s", err);
+		free(err);
+		cr_assert(hft_exists(sub), "the user's subdirectory stays");
+		char *rec = dl_path(lock, "owner"), *s = hft_slurp(rec);
+		cr_assert(s && strstr(s, t), "the record stays at L: %s", s ? s : "(none)");
+		free(s);
+		free(rec);
+		cr_assert_eq(hft_count_prefix(state, "c-"), 0, "no claim left beside L");
+	}
+	cr_assert_eq(rmdir(sub), 0);
+	acquire(t2, &f2, "-n");
+	cr_assert_gt(f2, f);
+	cr_assert_eq(release(t2, NULL), 0);
+	free(sub);
+	free(state);
 }

@@ -49,25 +49,45 @@ static void teardown(void)
 
 TestSuite(callers, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Wait (bounded) for the caller to reach its work step: a line on ready. */
+/* Wait (bounded) for the caller to reach its work step: a line on ready.
+ * The caller itself may end first (a script whose background subshell does
+ * the work): its end says nothing. Only when nothing of the caller's holds
+ * its stdout any more (EOF on the pipe: the caller and every process it
+ * left behind are gone) and no line came can the work step never come. */
 static void await_work(const char *what, struct hft_child *c)
 {
 	char *r = rt_path(dir, "ready");
 	int fd = open(r, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	cr_assert_geq(fd, 0, "%s", strerror(errno));
-	char buf[64];
+	int ofd = c ? c->out_rd : -1;
+	if (ofd >= 0)
+		cr_assert_eq(fcntl(ofd, F_SETFL, fcntl(ofd, F_GETFL) | O_NONBLOCK), 0);
+	char buf[64], out[4096];
+	size_t nout = 0;
 	ssize_t n = 0;
-	for (int waited = 0; waited < 60000 && n <= 0; waited += 100) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 100) > 0)
+	int64_t deadline = hf_sys_mono_ns() + 60 * 1000000000LL;
+	while (n <= 0 && hf_sys_mono_ns() < deadline) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = ofd, .events = POLLIN } };
+		if (poll(p, ofd >= 0 ? 2 : 1, 100) <= 0)
+			continue;
+		if (p[0].revents & POLLIN)
 			n = read(fd, buf, sizeof buf - 1);
-		if (n <= 0 && c && waitpid(c->pid, NULL, WNOHANG) == c->pid) {
-			char *out = hft_read_all(c->out_rd), *err = hft_read_all(c->err_rd);
-			cr_assert_fail("%s: the caller ended before its work step:\n%s\n%s", what, out,
-				       err);
+		if (n <= 0 && ofd >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+			ssize_t k = read(ofd, out + nout, sizeof out - 1 - nout);
+			if (k > 0 && nout + (size_t)k < sizeof out - 1)
+				nout += (size_t)k;
+			else if (k == 0) {
+				out[nout] = '\0';
+				char *err = hft_read_all(c->err_rd);
+				cr_assert_fail("%s: the caller and all it started ended before its work "
+					       "step:\n%s\n%s",
+					       what, out, err);
+			}
 		}
 	}
 	cr_assert_gt(n, 0, "%s: the caller never reached its work step", what);
+	if (ofd >= 0)
+		cr_assert_eq(fcntl(ofd, F_SETFL, fcntl(ofd, F_GETFL) & ~O_NONBLOCK), 0);
 	close(fd);
 	free(r);
 }
