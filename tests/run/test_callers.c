@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 static char *dir, *lock;
+static pid_t caller; /* the row's caller: its process group is ended in teardown */
 
 static void setup(void)
 {
@@ -32,6 +33,12 @@ static void setup(void)
 
 static void teardown(void)
 {
+	/* a row that failed half way leaves its caller's processes (a work
+	 * step waiting on a FIFO): its whole process group goes; their
+	 * keepers end with them */
+	if (caller > 0)
+		kill(-caller, SIGKILL);
+	caller = 0;
 	/* a tmux server the test started daemonizes (a session of its own, out
 	 * of reach of the harness's process-group kill): a test that failed
 	 * half way still ends it here */
@@ -143,6 +150,7 @@ static void row(const char *what, const char *const *argv)
 	cr_assert_geq(asprintf(&env, "H=%s;L=%s;D=%s", hft_bin(), lock, dir), 0);
 	struct hft_child c;
 	hft_spawn_cmd(&c, argv, env);
+	caller = c.pid;
 	await_work(what, &c);
 	assert_held(what);
 	end_work();
