@@ -233,6 +233,16 @@ enum hf_opt {
 	                          and every one of these has ended. The CLI
 	                          gives a detached acquisition's calling chain
 	                          (a `sh -c` line, make, xargs) this way      */
+	HF_OPT_THREAD,         /* lock: the thread (its Linux tid) that will
+	                          release what this handle acquires (default 0:
+	                          the thread that acquires). A thread's wait for
+	                          a lock that a handle of its own process holds
+	                          for that same thread is refused at once with
+	                          -EDEADLK, the holder named: it could never
+	                          end. A hold for another thread is waited for.
+	                          An event loop that acquires on worker threads
+	                          names its own thread here (set on a handle
+	                          that holds, it moves the hold to that thread) */
 	HF_OPT_OWNER = 100,    /* session (string): the owner token to record
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
@@ -292,7 +302,7 @@ typedef struct hf_lock hf_lock;
  * "/", "") or one ending in ".holdfast"; -ENAMETOOLONG; -ENOMEM. */
 int hf_lock_new(const char *path, hf_lock **ret);
 /* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CHAIN_PID, _CANCEL_FD,
- * _TTL_MS, _TIMEOUT_MS. */
+ * _TTL_MS, _TIMEOUT_MS, _THREAD. */
 int hf_lock_set(hf_lock *l, int opt, int64_t value);
 /* HF_OPT_BACKEND, _ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE (NULL:
  * back to the default). -EINVAL: not a backend URI, an empty string;

@@ -286,6 +286,7 @@
  */
 #include "claim.h"
 #include "internal.h"
+#include "handle.h"
 #include "wait.h"
 
 #include <assert.h>
@@ -1720,6 +1721,11 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 		}
 		if (rc == HF_EHELD && o->wait_ms < 0 && waits_for_itself(o, &holder)) {
 			rc = -EDEADLK; /* DL13: it would wait for its own end */
+			break;
+		}
+		if (rc == HF_EHELD && o->wait_ms != 0 && !holder.partial &&
+		    hf_lock_held_by_caller(holder.owner.token)) {
+			rc = -EDEADLK; /* DL13, HL5: this thread holds it itself */
 			break;
 		}
 		/* A live holder's release, reap or withdrawal moves L (an event on

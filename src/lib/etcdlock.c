@@ -123,6 +123,7 @@
  */
 #include "etcd.h"
 #include "internal.h"
+#include "handle.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -651,6 +652,10 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		if (o->wait_ms < 0 && o->pid && o->pid != getpid() && h.owner.pid == me.pid &&
 		    h.owner.pid_start == me.pid_start && !strcmp(h.owner.boot_id, me.boot_id)) {
 			rc = -EDEADLK; /* step 5: it would wait for itself */
+			break;
+		}
+		if (deadline != 0 && hf_lock_held_by_caller(h.owner.token)) {
+			rc = -EDEADLK; /* step 5, HL5: this thread holds it itself */
 			break;
 		}
 		if (deadline == 0) {

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct hf_dirlock_info;
@@ -31,6 +32,7 @@ static inline int hf_opt_check(const void *h, int opt, int64_t v)
 		return v < 0 ? -EINVAL : 0;
 	case HF_OPT_PID:
 	case HF_OPT_CHAIN_PID:
+	case HF_OPT_THREAD:
 		return v < 0 || v > INT_MAX ? -EINVAL : 0;
 	case HF_OPT_TTL_MS:
 		return v != 0 && (v < 1000 || v > 86400LL * 1000) ? -EINVAL : 0;
@@ -60,6 +62,8 @@ static inline int hf_opt_wait(int opt, int64_t v, int64_t *wait_ms, int *cancel_
 const struct hf_dirlock_info *hf_lock_held(const hf_lock *l);
 /* l's lock directory path. */
 const char *hf_lock_path(const hf_lock *l);
+/* HL5: does a handle of this process hold token for the calling thread? */
+bool hf_lock_held_by_caller(const char *token);
 
 /* The registry s names (HF_OPT_REGISTRY's file, or HF_OPT_BACKEND's etcd,
  * HC5): read it (reap false) or reap it, as hf_scopereg_read/_reap. */

@@ -18,6 +18,13 @@
  *        effect at the next verb that holds nothing (the lock is made anew
  *        from them), never under a held lease. A renewal on etcd keeps the
  *        lease (EL7): the keep-alive goes on as before.
+ *  (HL5) A thread never waits for a lock it holds itself: every acquisition
+ *        a handle of this process holds is listed with the thread it is
+ *        held for (HF_OPT_THREAD, default the thread that acquired), and a
+ *        wait whose holder's token is listed for the waiting thread is
+ *        refused at once (-EDEADLK, the holder named): only that thread
+ *        could release it (dirlock.c DL13, etcdlock.c step 5). Another
+ *        thread's hold is waited for: that thread may release it.
  */
 #include "internal.h"
 #include "etcd.h"
@@ -26,11 +33,82 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* HL5: the acquisitions this process holds, each with its thread. */
+struct self_hold {
+	char token[HF_TOKEN_LEN + 1];
+	pid_t pid; /* getpid() when listed: a forked child's copy is not its own */
+	pid_t tid;
+};
+static pthread_mutex_t holds_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct self_hold *holds;
+static size_t nholds, capholds;
+static pthread_once_t holds_once = PTHREAD_ONCE_INIT;
+
+static void holds_child(void)
+{
+	/* a fork's child has one thread: a mutex another thread held at the
+	 * fork would never be unlocked there */
+	pthread_mutex_init(&holds_mu, NULL);
+}
+
+static void holds_init(void)
+{
+	pthread_atfork(NULL, NULL, holds_child);
+}
+
+static void holds_add(const char *token, pid_t tid)
+{
+	pthread_once(&holds_once, holds_init);
+	pthread_mutex_lock(&holds_mu);
+	if (nholds == capholds) {
+		size_t cap = capholds ? 2 * capholds : 8;
+		struct self_hold *n = realloc(holds, cap * sizeof *n);
+		if (!n) {
+			pthread_mutex_unlock(&holds_mu);
+			return; /* unlisted: a wait for it waits, as before HL5 */
+		}
+		holds = n;
+		capholds = cap;
+	}
+	struct self_hold *h = &holds[nholds++];
+	snprintf(h->token, sizeof h->token, "%s", token);
+	h->pid = getpid();
+	h->tid = tid;
+	pthread_mutex_unlock(&holds_mu);
+}
+
+static void holds_drop(const char *token)
+{
+	pthread_once(&holds_once, holds_init);
+	pthread_mutex_lock(&holds_mu);
+	for (size_t i = 0; i < nholds; i++)
+		if (!strcmp(holds[i].token, token)) {
+			holds[i] = holds[--nholds];
+			break;
+		}
+	pthread_mutex_unlock(&holds_mu);
+}
+
+bool hf_lock_held_by_caller(const char *token)
+{
+	if (!token || !token[0])
+		return false;
+	pthread_once(&holds_once, holds_init);
+	pid_t pid = getpid(), tid = gettid();
+	bool found = false;
+	pthread_mutex_lock(&holds_mu);
+	for (size_t i = 0; i < nholds && !found; i++)
+		found = holds[i].pid == pid && holds[i].tid == tid && !strcmp(holds[i].token, token);
+	pthread_mutex_unlock(&holds_mu);
+	return found;
+}
 
 struct hf_lock {
 	char *path;
@@ -51,7 +129,17 @@ struct hf_lock {
 	int64_t ttl_ms, timeout_ms;
 	struct hf_etcdlock *el;
 	bool el_dirty;
+	pid_t thread;                 /* HF_OPT_THREAD (HL5); 0: the acquirer  */
+	bool listed;                  /* in the holds list (HL5)              */
 };
+
+/* HL5: l no longer holds for this process. */
+static void unlist(hf_lock *l)
+{
+	if (l->listed)
+		holds_drop(l->held.owner.token);
+	l->listed = false;
+}
 
 /* HL4: the etcd lock of l, made anew from its options when they changed
  * and nothing is held. 0 (l->el NULL: the file system), -errno. */
@@ -179,6 +267,13 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 		l->timeout_ms = v;
 		l->el_dirty = true;
 		return 0;
+	case HF_OPT_THREAD: /* HL5: a hold already listed moves to the thread */
+		l->thread = (pid_t)v;
+		if (l->listed) {
+			holds_drop(l->held.owner.token);
+			holds_add(l->held.owner.token, l->thread ? l->thread : gettid());
+		}
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -277,6 +372,8 @@ int hf_lock_acquire(hf_lock *l)
 	l->has_token = l->holds = true;
 	l->adopted = false;
 	l->acquired_by = getpid();
+	holds_add(l->held.owner.token, l->thread ? l->thread : gettid()); /* HL5 */
+	l->listed = true;
 	holder_set(l, NULL);
 	l->holder_is_self = true;
 	return 0;
@@ -299,6 +396,7 @@ int hf_lock_release(hf_lock *l)
 		rc = hf_etcdlock_release(l->el, l->held.owner.token, &h);
 		if (rc != 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS)
 			return etcd_fail(l, rc); /* still ours: release may be tried again */
+		unlist(l);
 		l->holds = false;
 		l->holder_is_self = false;
 		hf_rec_put(&l->holder, rc == HF_ENOTYOURS ? etcd_rec(l, &h, 0) : NULL);
@@ -309,6 +407,7 @@ int hf_lock_release(hf_lock *l)
 	if (l->held.live_fd >= 0)
 		hf_sys_close(l->held.live_fd); /* HL3: after the release */
 	l->held.live_fd = -1;
+	unlist(l);
 	l->holds = false;
 	holder_set(l, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
 	return rc;
@@ -415,6 +514,7 @@ int hf_lock_detach(hf_lock *l)
 		hf_etcdlock_unkeep(l->el); /* the lease stays: hf_lock_keep, or its TTL */
 	int fd = l->held.live_fd;
 	l->held.live_fd = -1;
+	unlist(l);
 	l->holds = false; /* the token stays readable (has_token) */
 	return fd;
 }
@@ -476,6 +576,7 @@ void hf_lock_free(hf_lock *l)
 		return;
 	if (l->holds && !l->adopted && l->acquired_by == getpid())
 		hf_lock_release(l); /* HL2 */
+	unlist(l);
 	hf_lock_unhold(l);
 	hf_dirlock_kept_close(&l->kept);
 	if (l->held.live_fd >= 0)
@@ -550,6 +651,7 @@ int hf_lock_keep(hf_lock *l)
 	int rc = hf_etcdlock_keep(l->el, &l->held.owner);
 	if (rc < 0)
 		etcd_fail(l, rc);
+	unlist(l);
 	l->holds = false; /* kept to its end: nothing is held any more */
 	return rc;
 }

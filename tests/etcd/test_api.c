@@ -148,6 +148,7 @@ Test(etcd_api, keepalive_holds_past_the_ttl)
 {
 	hf_lock *a = lock_on_etcd("k"), *b = lock_on_etcd("k");
 	cr_assert_eq(hf_lock_set(a, HF_OPT_TTL_MS, 3000), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_THREAD, 1), 0); /* another thread's: waited for (HL5) */
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	/* b waits 10 s: without the keep-alive a's lease would expire after 3 */
 	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, 10000), 0);
@@ -161,6 +162,7 @@ Test(etcd_api, keepalive_holds_past_the_ttl)
 Test(etcd_api, wait_cancelled)
 {
 	hf_lock *a = lock_on_etcd("c"), *b = lock_on_etcd("c");
+	cr_assert_eq(hf_lock_set(a, HF_OPT_THREAD, 1), 0); /* another thread's: waited for (HL5) */
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	int p[2];
 	cr_assert_eq(pipe(p), 0);
@@ -171,6 +173,21 @@ Test(etcd_api, wait_cancelled)
 	cr_assert_eq(num(hf_lock_holder(b), "pid"), getpid());
 	close(p[0]);
 	close(p[1]);
+	hf_lock_free(a);
+	hf_lock_free(b);
+}
+
+/* HL5 on etcd: a thread's wait for its own hold is refused at once. */
+Test(etcd_api, a_thread_never_waits_for_its_own_hold)
+{
+	hf_lock *a = lock_on_etcd("s"), *b = lock_on_etcd("s");
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, -1), 0);
+	cr_assert_eq(hf_lock_acquire(b), -EDEADLK);
+	cr_assert_eq(num(hf_lock_holder(b), "pid"), getpid());
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_acquire(b), 0, "released: the wait takes it");
+	cr_assert_eq(hf_lock_release(b), 0);
 	hf_lock_free(a);
 	hf_lock_free(b);
 }

@@ -4,6 +4,8 @@
 #include "rt.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -76,6 +78,9 @@ Test(lock_api, a_readable_cancel_descriptor_ends_a_wait)
 	char *p = rt_path(dir, "L");
 	hf_lock *holder, *waiter;
 	cr_assert_eq(hf_lock_new(p, &holder), 0);
+	/* held for another thread (tid 1 is never this one): a wait for it is
+	 * a wait, not a self-deadlock (HL5) */
+	cr_assert_eq(hf_lock_set(holder, HF_OPT_THREAD, 1), 0);
 	cr_assert_eq(hf_lock_acquire(holder), 0);
 	int c[2];
 	cr_assert_eq(pipe(c), 0);
@@ -177,6 +182,9 @@ Test(lock_api, a_cancel_descriptor_that_is_not_open_is_refused_at_once)
 	char *p = rt_path(dir, "L");
 	hf_lock *holder, *waiter;
 	cr_assert_eq(hf_lock_new(p, &holder), 0);
+	/* held for another thread (tid 1 is never this one): a wait for it is
+	 * a wait, not a self-deadlock (HL5) */
+	cr_assert_eq(hf_lock_set(holder, HF_OPT_THREAD, 1), 0);
 	cr_assert_eq(hf_lock_acquire(holder), 0);
 	int bad = 1000; /* far above what the library opens meanwhile */
 	cr_assert_eq(fcntl(bad, F_GETFD), -1, "descriptor %d is open", bad);
@@ -229,7 +237,120 @@ Test(lock_api, a_wait_for_a_lock_its_owner_holds_is_refused_at_once)
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	cr_assert_eq(hf_lock_set(b, HF_OPT_PID, 0), 0);
 	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, 200), 0);
-	cr_assert_eq(hf_lock_acquire(b), HF_ETIMEDOUT, "for itself: a wait, up to its deadline");
+	int64_t t0 = hf_sys_mono_ns();
+	cr_assert_eq(hf_lock_acquire(b), -EDEADLK, "this thread holds it: refused (HL5)");
+	cr_assert_lt(hf_sys_mono_ns() - t0, 150 * 1000000LL, "at once, not at the deadline");
+	cr_assert_eq(hf_lock_release(a), 0);
+	hf_lock_free(a);
+	hf_lock_free(b);
+	free(p);
+}
+
+/* HL5: a thread never waits for a lock it holds itself - through another
+ * handle of the same process, with or without a deadline: -EDEADLK at once,
+ * the holder (this process) named. Trying once still says HF_EHELD. Once
+ * released, the same wait takes the lock. */
+Test(lock_api, a_thread_never_waits_for_its_own_hold)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a, *b;
+	cr_assert_eq(hf_lock_new(p, &a), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_new(p, &b), 0);
+	cr_assert_eq(hf_lock_acquire(b), HF_EHELD, "trying once: held");
+	int64_t waits[] = { -1, 600000 };
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, waits[i]), 0);
+		cr_assert_eq(hf_lock_acquire(b), -EDEADLK, "wait %" PRId64, waits[i]);
+		int64_t pid;
+		cr_assert_eq(hf_rec_int(hf_lock_holder(b), "pid", &pid), 0);
+		cr_assert_eq(pid, getpid(), "the holder is named");
+		cr_assert_str_eq(hf_rec_str(hf_lock_holder(b), "token"), hf_lock_token(a));
+	}
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_acquire(b), 0, "released: the wait takes it");
+	/* a handle freed while holding releases and is no longer listed */
+	hf_lock_free(b);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_WAIT_MS, -1), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_release(a), 0);
+	hf_lock_free(a);
+	free(p);
+}
+
+struct waiter {
+	const char *path;
+	int64_t wait_ms;
+	int rc;
+	int started; /* a pipe's write end: written when the thread begins */
+};
+
+static void *wait_in_thread(void *arg)
+{
+	struct waiter *w = arg;
+	hf_lock *b;
+	w->rc = hf_lock_new(w->path, &b);
+	if (w->rc == 0)
+		w->rc = hf_lock_set(b, HF_OPT_WAIT_MS, w->wait_ms);
+	if (w->started >= 0 && write(w->started, "x", 1) != 1)
+		w->rc = -EIO;
+	if (w->rc == 0)
+		w->rc = hf_lock_acquire(b);
+	if (w->rc == 0)
+		w->rc = hf_lock_release(b);
+	hf_lock_free(b);
+	return NULL;
+}
+
+/* HL5: another thread's hold is waited for (that thread may release it):
+ * a thread waiting without a deadline takes the lock once the holding
+ * thread releases. */
+Test(lock_api, a_thread_waits_for_another_threads_hold)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a;
+	cr_assert_eq(hf_lock_new(p, &a), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	struct waiter w = { .path = p, .wait_ms = -1, .rc = 1, .started = fds[1] };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, wait_in_thread, &w), 0);
+	char c;
+	cr_assert_eq(read(fds[0], &c, 1), 1);
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(w.rc, 0, "the other thread waited and took it: %d", w.rc);
+	close(fds[0]);
+	close(fds[1]);
+	hf_lock_free(a);
+	free(p);
+}
+
+static void *acquire_in_thread(void *arg)
+{
+	hf_lock *a = arg;
+	return (void *)(intptr_t)hf_lock_acquire(a);
+}
+
+/* HF_OPT_THREAD: an event loop acquires on a worker thread for its own
+ * thread (Node's async acquire); that thread's wait for the hold is then
+ * refused at once (Node's acquireSync would block the loop forever). */
+Test(lock_api, a_hold_acquired_on_a_worker_for_this_thread_is_this_threads)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a, *b;
+	cr_assert_eq(hf_lock_new(p, &a), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_THREAD, gettid()), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_THREAD, -1), -EINVAL);
+	pthread_t t;
+	void *rc;
+	cr_assert_eq(pthread_create(&t, NULL, acquire_in_thread, a), 0);
+	cr_assert_eq(pthread_join(t, &rc), 0);
+	cr_assert_eq((intptr_t)rc, 0);
+	cr_assert_eq(hf_lock_new(p, &b), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, -1), 0);
+	cr_assert_eq(hf_lock_acquire(b), -EDEADLK);
 	cr_assert_eq(hf_lock_release(a), 0);
 	hf_lock_free(a);
 	hf_lock_free(b);

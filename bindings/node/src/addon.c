@@ -465,6 +465,8 @@ static void job_complete(napi_env env, napi_status status, void *data)
 	j->done = true;
 	if (status == napi_cancelled)
 		j->rc = HF_ECANCELED;
+	else if (j->op == OP_ACQUIRE && j->rc == 0)
+		hf_lock_set(b->h, HF_OPT_THREAD, gettid()); /* HL5: the hold is the JS thread's */
 	napi_resolve_deferred(env, j->deferred, num(env, j->rc));
 	if (j->data_ref)
 		napi_delete_reference(env, j->data_ref);
@@ -1007,6 +1009,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "OPT_REGISTRY", HF_OPT_REGISTRY }, { "OPT_SOCKET", HF_OPT_SOCKET },
 		{ "OPT_FROM", HF_OPT_FROM }, { "OPT_TTL_MS", HF_OPT_TTL_MS },
 		{ "OPT_TIMEOUT_MS", HF_OPT_TIMEOUT_MS }, { "OPT_CHAIN_PID", HF_OPT_CHAIN_PID },
+		{ "OPT_THREAD", HF_OPT_THREAD },
 		{ "OPT_BACKEND", HF_OPT_BACKEND },
 		{ "OPT_ETCD_USER", HF_OPT_ETCD_USER },
 		{ "OPT_ETCD_PASSWORD_FILE", HF_OPT_ETCD_PASSWORD_FILE },

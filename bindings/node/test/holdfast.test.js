@@ -107,6 +107,35 @@ test('lock: an AbortSignal ends a wait with an AbortError; the handle is usable 
 	l.release();
 });
 
+test('lock: acquireSync of a lock this program holds throws EDEADLK at once, naming it (never blocks the loop)', async (t) => {
+	const d = tmpdir(t);
+	const p = path.join(d, 'L');
+	const a = new hf.Lock(p), b = new hf.Lock(p);
+	for (const take of [() => a.acquireSync(), () => a.acquire()]) {
+		await take(); // a sync hold, then an async one (acquired on a worker thread)
+		for (const wait of [-1, 600000]) {
+			const t0 = process.hrtime.bigint();
+			assert.throws(() => b.acquireSync({ wait }), (e) => {
+				assert.strictEqual(e.code, 'EDEADLK');
+				assert.strictEqual(e.holder.pid, process.pid);
+				assert.strictEqual(e.holder.token, a.token);
+				return true;
+			});
+			assert.ok(process.hrtime.bigint() - t0 < 5000000000n, 'at once');
+		}
+		a.release();
+		b.acquireSync({ wait: -1 });
+		b.release();
+	}
+	// an async wait is not this thread blocked: a later release on the loop ends it
+	a.acquireSync();
+	const waiting = b.acquire({ wait: -1 });
+	setImmediate(() => a.release());
+	await waiting;
+	assert.strictEqual(b.held, true);
+	b.release();
+});
+
 test('lock: a bounded wait times out naming the last holder', async (t) => {
 	const d = tmpdir(t);
 	const p = path.join(d, 'L');

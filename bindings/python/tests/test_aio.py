@@ -2,6 +2,7 @@
 HF_OPT_CANCEL_FD."""
 
 import asyncio
+import errno
 import os
 import select
 
@@ -129,5 +130,21 @@ def test_scope_register_async(registry, tmp):
         async with hf.Scope("pod-a", ["%s:write:recursive" % tmp]) as s:
             assert s.registered and s.generation > 0
         assert not s.registered
+
+    asyncio.run(main())
+
+
+def test_async_hold_is_the_loops_thread(tmp):
+    # acquired in the executor for the loop's thread (HL5): a blocking wait
+    # of that thread for it is refused (EDEADLK), never a hung loop
+    p = os.path.join(tmp, "L")
+
+    async def main():
+        a = hf.Lock(p)
+        await a.acquire_async(wait=5)
+        with pytest.raises(hf.HoldfastOSError) as ei:
+            hf.Lock(p).acquire(wait=None)
+        assert ei.value.errno == errno.EDEADLK
+        a.release()
 
     asyncio.run(main())

@@ -255,3 +255,44 @@ def test_signal_handler_runs_and_wait_resumes(tmp, holder):
             w.kill()
             w.wait(30)
     assert out.split() == ["acquired", "1", "True"], err
+
+
+def test_a_thread_never_waits_for_its_own_hold(tmp):
+    # HL5: a wait of this thread for a lock another Lock of its own holds
+    # for it could never end: EDEADLK at once, naming the holder
+    p = os.path.join(tmp, "L")
+    a, b = hf.Lock(p), hf.Lock(p)
+    a.acquire()
+    for wait in (None, 600):
+        with pytest.raises(hf.HoldfastOSError) as ei:
+            b.acquire(wait=wait)
+        assert ei.value.errno == errno.EDEADLK
+        assert ei.value.holder["pid"] == os.getpid()
+        assert ei.value.holder["token"] == a.token
+    with pytest.raises(hf.Held):
+        b.acquire(wait=0)
+    a.release()
+    b.acquire(wait=None)
+    b.release()
+
+
+def test_another_threads_hold_is_waited_for(tmp):
+    import threading
+    p = os.path.join(tmp, "L")
+    a = hf.Lock(p)
+    a.acquire()
+    started, got = threading.Event(), []
+
+    def waiter():
+        b = hf.Lock(p)
+        started.set()
+        b.acquire(wait=None)
+        got.append(b.held)
+        b.release()
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    started.wait()
+    a.release()
+    t.join()
+    assert got == [True]

@@ -32,6 +32,7 @@ pub const HF_OPT_GENERATION: c_int = 7;
 pub const HF_OPT_TTL_MS: c_int = 8;
 pub const HF_OPT_TIMEOUT_MS: c_int = 9;
 pub const HF_OPT_CHAIN_PID: c_int = 10;
+pub const HF_OPT_THREAD: c_int = 11;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;

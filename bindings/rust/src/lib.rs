@@ -519,6 +519,12 @@ impl Lock {
     pub fn pid(self, pid: u32) -> Result<Self> {
         self.set(ffi::HF_OPT_PID, i64::from(pid))
     }
+    /// The thread (its Linux tid) that will release what this lock acquires
+    /// (default: the thread that acquires). A thread's wait for a lock it
+    /// holds itself is refused at once with EDEADLK, the holder named.
+    pub fn thread(self, tid: i32) -> Result<Self> {
+        self.set(ffi::HF_OPT_THREAD, i64::from(tid))
+    }
     /// End the wait when `token` is cancelled (keep the token alive as long
     /// as the lock waits).
     pub fn cancel_on(self, token: &CancelToken) -> Self {

@@ -155,6 +155,33 @@ fn bounded_wait_times_out_naming_the_holder() {
 }
 
 #[test]
+fn a_thread_never_waits_for_its_own_hold() {
+    // HL5: this thread's wait for a lock it holds through another Lock could
+    // never end: EDEADLK at once, the holder named; another thread's wait
+    // for it is a wait, ended by the release
+    const EDEADLK: i32 = 35; // Linux
+    let t = Tmp::new("self");
+    let path = t.join("l");
+    let a = Lock::new(&path).unwrap().acquire().unwrap();
+    for w in [Wait::Forever, Wait::For(Duration::from_secs(600))] {
+        let e = Lock::new(&path).unwrap().wait(w).acquire().err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Os(EDEADLK));
+        assert_eq!(e.holder().unwrap().pid(), Some(i64::from(std::process::id())));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p2 = path.clone();
+    let waiter = std::thread::spawn(move || {
+        let l = Lock::new(&p2).unwrap().wait(Wait::Forever);
+        tx.send(()).unwrap();
+        l.acquire().map(|g| g.fence())
+    });
+    rx.recv().unwrap();
+    let f = a.fence();
+    drop(a);
+    assert!(waiter.join().unwrap().unwrap() > f);
+}
+
+#[test]
 fn canceller_ends_a_wait_forever_from_another_thread() {
     let t = Tmp::new("cancel");
     let path = t.join("l");

@@ -173,6 +173,12 @@ class Lock:
             self.release()
 
         rc = await cancellable(set_fd, call, undo)
+        if rc == 0:
+            # HL5: held for the loop's thread, not the executor's: a wait of
+            # this thread for it would never end (EDEADLK)
+            with self._mu:
+                L.lib().hf_lock_set(self._handle(), L.HF_OPT_THREAD,
+                                    threading.get_native_id())
         if rc < 0:
             self._fail(rc)
         return self
