@@ -220,3 +220,18 @@ def test_live_holder_never_reaped_by_default(tmp):
         assert hf.Lock.status(p)["max_hold_ms"] >= 100 * 365 * 86400 * 1000
     with FileLock(p, max_hold=60):
         assert hf.Lock.status(p)["max_hold_ms"] == 60000
+
+
+def test_second_object_in_the_same_thread_times_out_at_once_never_hangs(tmp):
+    # two FileLock objects for one file in one thread: the second one's wait
+    # could never end (HL5); Timeout at once, naming this process
+    p = os.path.join(tmp, "f.lock")
+    a, b = FileLock(p), FileLock(p)
+    a.acquire()
+    for timeout in (-1, 600):
+        with pytest.raises(Timeout) as ei:
+            b.acquire(timeout=timeout)
+        assert ei.value.holder["pid"] == os.getpid()
+    a.release()
+    with b.acquire(timeout=-1):
+        assert b.is_locked

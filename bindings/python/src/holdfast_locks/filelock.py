@@ -16,6 +16,7 @@ what maps and what cannot mean the same).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import warnings
@@ -210,6 +211,13 @@ class BaseFileLock(contextlib.ContextDecorator):
         try:
             ctx.handle.acquire(wait)
         except (Held, TimedOut) as e:
+            raise Timeout(self._lock_file, e) from None
+        except OSError as e:
+            if e.errno != errno.EDEADLK:
+                raise
+            # this thread holds it through another FileLock object: the wait
+            # could never end (py-filelock would wait out the timeout, or
+            # forever); Timeout at once, naming the holder
             raise Timeout(self._lock_file, e) from None
         ctx.counter = 1
 
