@@ -58,6 +58,11 @@
  *         end one whose member vanished without a FIN (a cut) in ~5 s.
  *   (ET4) The password lives in memory only while authenticating and is
  *         wiped (explicit_bzero) after; the token lives until close.
+ *   (ET5) The password file is read only when it is a regular file that
+ *         neither group nor others may read or write, opened with
+ *         O_NOFOLLOW | O_NONBLOCK: a FIFO, directory, socket, device,
+ *         symlink or a file others can read is refused at once (-EACCES,
+ *         why naming it), never read and never waited on.
  *
  * Hazards
  * -------
@@ -541,11 +546,34 @@ static int authenticate(struct hf_etcd *e, char *why, size_t n)
 	}
 	char *pw = NULL;
 	size_t len = 0;
-	int rc = hf_read_file_at(AT_FDCWD, e->cfg.password_file, O_CLOEXEC, 4096, &pw, &len,
-				 NULL);
+	/* ET5: a regular file of its owner's only, opened without blocking (a
+	 * FIFO never stalls the verb) and never through a symlink */
+	const char *pf = e->cfg.password_file;
+	int fd = hf_sys_openat(AT_FDCWD, pf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	struct stat st;
+	int rc = fd < 0 ? fd : hf_sys_fstat(fd, &st);
+	if (rc == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(why, n, "etcd: the password file %s is %s, not a regular file: refused", pf,
+			 S_ISFIFO(st.st_mode)  ? "a FIFO"
+			 : S_ISDIR(st.st_mode) ? "a directory"
+			 : S_ISSOCK(st.st_mode) ? "a socket"
+						: "a device");
+		rc = -EACCES;
+	} else if (rc == 0 && (st.st_mode & 077)) {
+		snprintf(why, n,
+			 "etcd: the password file %s can be read or written by others (mode %04o): "
+			 "refused; chmod 600 it",
+			 pf, (unsigned)(st.st_mode & 07777));
+		rc = -EACCES;
+	} else if (rc == 0) {
+		rc = hf_read_fd(fd, &st, 4096, &pw, &len);
+	}
+	if (fd >= 0)
+		hf_sys_close(fd);
 	if (rc < 0) {
-		snprintf(why, n, "etcd: the password file %s: %s", e->cfg.password_file,
-			 strerror(-rc));
+		if (!(rc == -EACCES && why[0]))
+			snprintf(why, n, "etcd: the password file %s: %s", pf,
+				 rc == -ELOOP ? "a symbolic link (never followed)" : strerror(-rc));
 		return rc;
 	}
 	pw[strcspn(pw, "\r\n")] = '\0';

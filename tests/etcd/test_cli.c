@@ -15,6 +15,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -328,6 +329,8 @@ Test(etcd_cli, auth)
 	snprintf(bad, sizeof bad, "%s/bad", et_dir);
 	hft_write(pw, "s3cretPW\n");
 	hft_write(bad, "WrongOne\n");
+	cr_assert_eq(chmod(pw, 0600), 0);
+	cr_assert_eq(chmod(bad, 0600), 0);
 	struct et_out r = et_run(
 		"bash", "\"$HOLDFAST_BIN\" lock acquire ./a.lock -n; echo \"none=$?\"\n"
 			 "HOLDFAST_ETCD_USER=root HOLDFAST_ETCD_PASSWORD_FILE=%s \"$HOLDFAST_BIN\" lock acquire ./a.lock -n --json; echo \"wrong=$?\"\n"
@@ -346,6 +349,38 @@ Test(etcd_cli, auth)
 	cr_assert_null(strstr(out, "s3cretPW"), "%s", out);
 	cr_assert_null(strstr(out, "WrongOne"), "%s", out);
 	et_out_free(&r);
+}
+
+/* ET5: a password file that is a FIFO (no writer: reading it would block
+ * forever), a directory, or a file others can read is refused at once with
+ * 77, naming it and why; the password is never read from it. */
+Test(etcd_cli, password_file_that_is_no_private_regular_file_is_refused_at_once)
+{
+	char *out = NULL;
+	cr_assert_eq(et_ctl("user add root:s3cretPW", &out), 0, "%s", out);
+	free(out);
+	cr_assert_eq(et_ctl("auth enable", &out), 0, "%s", out);
+	free(out);
+	char fifo[600], d[600], open_pw[600];
+	snprintf(fifo, sizeof fifo, "%s/pw.fifo", et_dir);
+	snprintf(d, sizeof d, "%s/pw.dir", et_dir);
+	snprintf(open_pw, sizeof open_pw, "%s/pw.644", et_dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(mkdir(d, 0700), 0);
+	hft_write(open_pw, "s3cretPW\n");
+	cr_assert_eq(chmod(open_pw, 0644), 0);
+	const char *files[] = { fifo, d, open_pw };
+	const char *words[] = { "is a FIFO", "is a directory", "mode 0644" };
+	for (int i = 0; i < 3; i++) {
+		struct et_out r = et_run("sh",
+					 "\"$HOLDFAST_BIN\" lock acquire ./a.lock -n --etcd-user root "
+					 "--etcd-password-file %s; echo \"rc=$?\"\n",
+					 files[i]);
+		cr_assert(strstr(r.out, "rc=77\n"), "%s: %s\n%s", files[i], r.out, r.err);
+		cr_assert(strstr(r.err, files[i]) && strstr(r.err, words[i]), "%s", r.err);
+		cr_assert_null(strstr(r.err, "s3cretPW"), "%s", r.err);
+		et_out_free(&r);
+	}
 }
 
 Test(etcd_cli, backend_refused_when_malformed)
