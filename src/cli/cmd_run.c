@@ -59,6 +59,14 @@
  *          holdfast until it releases: a judge in another pid namespace,
  *          where CMD's pid proves nothing, sees them held as long as either
  *          lives - through a SIGKILL of holdfast.
+ *   (RUN9) What CMD ran under and lost while it ran (a lock reaped, removed
+ *          or taken by another, an etcd lease that expired, a scope reaped)
+ *          is never reported as success: each loss is said on stderr, and
+ *          a CMD that exited 0 makes run exit 1 (a failing CMD keeps its
+ *          own status), on either backend. A scope that the file registry
+ *          no longer lists at the release is not counted: a run that is pid
+ *          1 of its pid namespace sees CMD's end before its release, and
+ *          the registry reaps it as ended.
  *
  * On etcd (--backend, HOLDFAST_BACKEND) the session, the locks and the
  * scope are all etcd's, as `holdfast session`, `lock` and `scope` keep
@@ -334,10 +342,13 @@ static int run_session(struct run_state *s, int64_t deadline_ns)
 			rc == HF_EUNREADABLE || why ? h : NULL);
 }
 
-static void run_release(struct run_state *s)
+/* Release everything held (RUN4). true when something could not be
+ * released as held: it was lost while CMD ran (RUN9), said on stderr. */
+static bool run_release(struct run_state *s)
 {
+	bool lost = false;
 	if (s->pod_held) {
-		cli_scope_run_release(s->pod, s->pod_fd);
+		lost |= cli_scope_run_release(s->pod, s->pod_fd) != HF_EXIT_OK;
 		s->pod_held = false;
 		s->pod_fd = -1;
 	}
@@ -350,21 +361,26 @@ static void run_release(struct run_state *s)
 		if (rc < 0) {
 			char who[400];
 			cli_holder_words(hf_lock_holder(l->h), who, sizeof who);
-			cli_err("warning: lock %s: release: %s%s%s", l->given, hf_strerror(rc),
-				rc == HF_ENOTHELD ? "" : "; now held by ",
+			cli_err("run: lock %s was lost while CMD ran: %s%s%s", l->given,
+				hf_strerror(rc), rc == HF_ENOTHELD ? "" : "; now held by ",
 				rc == HF_ENOTHELD ? "" : who);
+			lost = true;
 		}
 		hf_lock_free(l->h);
 		l->h = NULL;
 	}
 	if (s->session_held) {
 		int rc = hf_session_release(s->session);
-		if (rc < 0)
-			cli_err("warning: session %s: release: %s", s->session_path, hf_strerror(rc));
+		if (rc < 0) {
+			cli_err("run: session %s was lost while CMD ran: %s", s->session_path,
+				hf_strerror(rc));
+			lost = true;
+		}
 		s->session_held = false;
 	}
 	hf_session_free(s->session);
 	s->session = NULL;
+	return lost;
 }
 
 /* --json: what is held, before CMD runs (the tokens are gone once it ended):
@@ -646,7 +662,12 @@ int cmd_run(int argc, char **argv)
 		code = cli_fail_rc(code, NULL, NULL);
 	}
 	hf_sys_point(HF_PT_RUN_EXITED);
-	run_release(&s); /* RUN4, RUN6: CMD is still a zombie: released, not reaped */
+	/* RUN4, RUN6: CMD is still a zombie: released, not reaped */
+	if (run_release(&s) && code == 0) {
+		cli_err("run: CMD exited 0, but what it ran under was lost meanwhile: exit %d",
+			HF_EXIT_CONFLICT);
+		code = HF_EXIT_CONFLICT; /* RUN9 */
+	}
 	cli_child_reap(&s.child);
 	if (held && !cli_failed()) { /* --json: after CMD's own output, what was held and how CMD ended */
 		json_object_set_new(held, "exit", json_integer(code));

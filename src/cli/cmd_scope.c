@@ -1099,7 +1099,8 @@ int cli_scope_run_release(const char *name, int live_fd)
 	uint64_t gen = !strcmp(name, run_name) ? run_generation : 0;
 	hf_scope *s = NULL;
 	int rc;
-	if (run_handle && !strcmp(name, run_name)) { /* etcd: the handle that holds it */
+	bool on_etcd = run_handle && !strcmp(name, run_name);
+	if (on_etcd) { /* etcd: the handle that holds it */
 		s = run_handle;
 		run_handle = NULL;
 		rc = hf_scope_release(s);
@@ -1110,12 +1111,20 @@ int cli_scope_run_release(const char *name, int live_fd)
 	if (live_fd >= 0)
 		hf_sys_close(live_fd); /* after the release: the owner was alive until now */
 	int code = HF_EXIT_OK;
-	if (rc == HF_ENOTYOURS)
-		cli_err("run: the scope '%s' was reaped and registered again by another (pid %lld); "
-			"left alone",
+	if (rc == HF_ENOTYOURS) {
+		cli_err("run: the scope '%s' was reaped and registered again by another (pid %lld) "
+			"while CMD ran; left alone",
 			SHOW(name), (long long)I(hf_scope_holder(s), "pid", 0));
-	else if (rc < 0 && rc != HF_ENOTHELD) /* not held: reaped already, CMD's pid ended */
+		code = HF_EXIT_CONFLICT;
+	} else if (rc == HF_ENOTHELD && on_etcd) { /* its lease expired while CMD ran */
+		cli_err("run: the scope '%s' was lost while CMD ran (its lease expired)", SHOW(name));
+		code = HF_EXIT_CONFLICT;
+	} else if (rc < 0 && rc != HF_ENOTHELD) {
+		/* not held in the file's registry: reaped already, CMD having ended
+		 * (a run that is pid 1 of its pid namespace sees CMD's end before
+		 * its release) */
 		code = report_words("release", name, NULL, rc, s ? hf_scope_holder(s) : NULL);
+	}
 	hf_scope_free(s);
 	return code;
 }

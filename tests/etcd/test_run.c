@@ -226,3 +226,21 @@ Test(etcd_run, killed_run_holds_nothing_after_the_ttl)
 	free(lock);
 	free(spec);
 }
+
+/* RUN9 on etcd: CMD releases its own lock by the token its record shows
+ * (as a stray script could), so its lease is gone before run releases: run
+ * says the lock was lost while CMD ran and exits 1, not 0. */
+Test(etcd_run, a_lock_lost_while_cmd_ran_is_not_success)
+{
+	char *lock = et_fmt("%s/lost.lock", et_dir);
+	struct et_out r = et_run(
+		"sh",
+		"\"$HOLDFAST_BIN\" run --lock %s -- sh -c '"
+		"t=$(\"$HOLDFAST_BIN\" lock status %s --json | sed \"s/.*\\\"token\\\":\\\"\\([0-9a-f]*\\)\\\".*/\\1/\") && "
+		"\"$HOLDFAST_BIN\" lock release %s --token \"$t\"'; echo \"rc=$?\"\n",
+		lock, lock, lock);
+	cr_assert(strstr(r.out, "rc=1\n"), "%s\n%s", r.out, r.err);
+	cr_assert(strstr(r.err, "lost while CMD ran") && strstr(r.err, lock), "%s", r.err);
+	et_out_free(&r);
+	free(lock);
+}

@@ -391,3 +391,44 @@ Test(run, fifo_planted_at_owner_never_hangs_run_or_edit)
 	free(FL);
 	free(ffifo);
 }
+
+/* RUN9: a lock lost while CMD ran is never reported as success. CMD removes
+ * its own lock directory (a stray `rm -rf`), or releases it by the token
+ * its record shows and another takes it: run says so, naming the lock (and
+ * the new holder), and exits 1 when CMD exited 0; a failing CMD keeps its
+ * status. 0.2.0 exited 0 with a warning. */
+Test(run, a_lock_lost_while_cmd_ran_is_not_success)
+{
+	char *L = rt_path(dir, "L"), *err, *script;
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "--lock", L, "--", "rm", "-rf", L)), 1, "%s",
+		     err);
+	cr_assert(strstr(err, L) && strstr(err, "lost while CMD ran"), "%s", err);
+	free(err);
+	cr_assert_gt(asprintf(&script, "rm -rf '%s'; exit 3", L), 0);
+	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script)), 3,
+		     "CMD's own failure: %s", err);
+	cr_assert(strstr(err, "lost while CMD ran"), "%s", err);
+	free(err);
+	free(script);
+	/* released by its token behind run's back, then taken by another */
+	cr_assert_gt(asprintf(&script,
+			      "t=$(\"$HOLDFAST_BIN\" lock status '%s' --json | sed 's/.*\"token\":\"\\([0-9a-f]*\\)\".*/\\1/') &&"
+			      " \"$HOLDFAST_BIN\" lock release '%s' --token \"$t\" &&"
+			      " \"$HOLDFAST_BIN\" lock acquire '%s' --pid %d > '%s/tok'",
+			      L, L, L, (int)getpid(), dir),
+		     0);
+	int st = hft_cli(NULL, &err, RT_ARGV("run", "--lock", L, "--", "sh", "-c", script));
+	char pid[32];
+	snprintf(pid, sizeof pid, "pid %d", (int)getpid());
+	cr_assert_eq(st, 1, "%s", err);
+	cr_assert(strstr(err, "lost while CMD ran") && strstr(err, pid), "the new holder named: %s",
+		  err);
+	free(err);
+	free(script);
+	char *tokf = rt_path(dir, "tok"), *tok = hft_slurp(tokf);
+	tok[strcspn(tok, " ")] = '\0';
+	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("lock", "release", L, "--token", tok)), 0);
+	free(tok);
+	free(tokf);
+	free(L);
+}
