@@ -83,8 +83,18 @@ parser_opts_() {
 # value when the usage shows one, and then an option no parser knows: a
 # parser that processes opt complains about the probe (or the value), never
 # calls opt unknown.
+declare -A accepted=() # "family sub opt": the verdict of an earlier probe
 accepts() { # family sub opt usage
-	local f=$1 s=$2 o=$3 usage=$4 args=()
+	local key="$1 $2 $3"
+	if [ -z "${accepted[$key]+set}" ]; then
+		local rc=0
+		accepts_ "$@" || rc=$?
+		accepted[$key]=$rc
+	fi
+	return "${accepted[$key]}"
+}
+accepts_() { # family sub opt usage
+	local f=$1 s=$2 o=$3 usage=$'\n'$4 args=()
 	# flock's -c/--command comes after FILE, as flock(1)'s (FILE -c CMD):
 	# given there it runs CMD with the shell, CMD's status coming back
 	if [ "$f" = flock ] && { [ "$o" = -c ] || [ "$o" = --command ]; }; then
@@ -95,17 +105,22 @@ accepts() { # family sub opt usage
 	fi
 	[ -n "$s" ] && args+=("$s")
 	args+=("$o")
-	if printf '%s\n' "$usage" | grep -qE -- "(^|[^A-Za-z0-9-])$o(,| |=)[A-Z]+"; then args+=(x); fi
-	if printf '%s\n' "$usage" | grep -qE -- "(^|[^A-Za-z0-9-])$o ([A-Z]+|[a-z-]+ [A-Z]+)"; then
+	# bash's own matching, no grep per probe (the usage starts with a
+	# newline: a non-option character before the first line)
+	local takes='[^A-Za-z0-9-]'$o'(,| |=)[A-Z]+' takes2='[^A-Za-z0-9-]'$o' ([A-Z]+|[a-z-]+ [A-Z]+)'
+	if [[ $usage =~ $takes ]]; then args+=(x); fi
+	if [[ $usage =~ $takes2 ]]; then
 		[ "${args[-1]}" = x ] || args+=(x)
 	fi
 	args+=(--zz-probe)
-	local err
+	local err line unknown="('|: )$o('| |\$)"
 	err=$(cd "$t" && timeout 20 "$bin" "$f" "${args[@]}" </dev/null 2>&1 >/dev/null) || true
-	if printf '%s\n' "$err" | grep -i unknown | grep -qE -- "('|: )$o('|$| )"; then
-		echo "$err"
-		return 1
-	fi
+	while IFS= read -r line; do
+		if [[ ${line,,} == *unknown* && $line =~ $unknown ]]; then
+			echo "$err"
+			return 1
+		fi
+	done <<<"$err"
 	return 0
 }
 
