@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-TestSuite(api, .init = sc_setup, .fini = sc_teardown);
+TestSuite(api, .init = sc_setup, .fini = sc_teardown, .timeout = 120);
 
 static const char *spec(const char *rel, const char *mode)
 {

@@ -15,7 +15,7 @@
 
 #define NPROC 200
 
-TestSuite(concurrency, .init = sc_setup, .fini = sc_teardown);
+TestSuite(concurrency, .init = sc_setup, .fini = sc_teardown, .timeout = 120);
 
 static int worker(void *arg)
 {

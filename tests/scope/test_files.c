@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-TestSuite(files);
+TestSuite(files, .timeout = 180);
 
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
 

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-TestSuite(registry, .init = sc_setup, .fini = sc_teardown);
+TestSuite(registry, .init = sc_setup, .fini = sc_teardown, .timeout = 120);
 
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)), "expected '%s' in: %s", (needle), (hay))
 

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-TestSuite(run_scope, .init = sc_setup, .fini = sc_teardown);
+TestSuite(run_scope, .init = sc_setup, .fini = sc_teardown, .timeout = 120);
 
 /* A sleeper that holds p, recursively, registered as "holder". */
 static void hold_p(struct sc_sleeper *s)
