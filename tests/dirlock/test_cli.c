@@ -175,15 +175,25 @@ Test(cli, status_lines)
 	cr_assert_eq(release(t, NULL), 0);
 }
 
+/* A lock held for a process of its own (dl_life), which the test kills to
+ * make the owner dead: its pid; the token and fence in *token, *fence. */
+static pid_t acquire_for_a_life(char *token, uint64_t *fence)
+{
+	pid_t life = dl_life();
+	char arg[32];
+	snprintf(arg, sizeof arg, "--pid=%d", (int)life);
+	acquire(token, fence, arg);
+	return life;
+}
+
 /* --pid: the lock lives with that process; when it dies, the next
  * acquirer takes over at once with a greater fence. */
 Test(cli, pid_option_and_dead_owner_recovery)
 {
-	pid_t life = dl_life();
 	char arg[32], t[64], t2[64];
-	snprintf(arg, sizeof arg, "--pid=%d", (int)life);
 	uint64_t f, f2;
-	acquire(t, &f, arg);
+	pid_t life = acquire_for_a_life(t, &f);
+	snprintf(arg, sizeof arg, "--pid=%d", (int)life);
 	char *out;
 	const char *st[] = { "holdfast", "lock", "status", lock, NULL };
 	dl_kill(life);
@@ -818,11 +828,9 @@ Test(cli, held_lock_on_a_read_only_file_system_names_the_holder)
  * said 71 "Directory not empty" and left the directory in a claim. */
 Test(cli, lock_directory_with_a_subdirectory_is_refused_and_left_as_it_was)
 {
-	pid_t life = dl_life();
-	char arg[32], t[64], t2[64];
-	snprintf(arg, sizeof arg, "--pid=%d", (int)life);
+	char t[64], t2[64];
 	uint64_t f, f2;
-	acquire(t, &f, arg);
+	pid_t life = acquire_for_a_life(t, &f);
 	char *sub = dl_path(lock, "sub"), *state = dl_path(dir, "L.holdfast");
 	cr_assert_eq(mkdir(sub, 0700), 0);
 	char *err;

@@ -315,15 +315,21 @@ Test(etcd_cli, etcd_stopped_while_waiting)
 	cr_assert_eq(st, 74, "waiter: %d", st);
 }
 
-/* Auth on: works with the password file, refused without it and with a
- * wrong one; the password never shows. */
-Test(etcd_cli, auth)
+/* Turn auth on in the suite's etcd: user root, password s3cretPW. */
+static void auth_on(void)
 {
 	char *out = NULL;
 	cr_assert_eq(et_ctl("user add root:s3cretPW", &out), 0, "%s", out);
 	free(out);
 	cr_assert_eq(et_ctl("auth enable", &out), 0, "%s", out);
 	free(out);
+}
+
+/* Auth on: works with the password file, refused without it and with a
+ * wrong one; the password never shows. */
+Test(etcd_cli, auth)
+{
+	auth_on();
 	char pw[600], bad[600];
 	snprintf(pw, sizeof pw, "%s/pw", et_dir);
 	snprintf(bad, sizeof bad, "%s/bad", et_dir);
@@ -338,8 +344,7 @@ Test(etcd_cli, auth)
 			 "\"$HOLDFAST_BIN\" lock status ./a.lock --etcd-user root --etcd-password-file %s\n"
 			 "HOLDFAST_ETCD_USER=root HOLDFAST_ETCD_PASSWORD_FILE=%s \"$HOLDFAST_BIN\" lock release ./a.lock --token \"$t\"; echo \"released=$?\"\n",
 		bad, pw, pw, pw);
-	out = r.out;
-	char *err = r.err;
+	char *out = r.out, *err = r.err;
 	cr_assert(strstr(out, "none=77\n") && strstr(out, "wrong=77\n") && strstr(out, "right=0\n") &&
 			  strstr(out, "held: pid ") && strstr(out, "released=0\n"),
 		  "%s\n%s", out, err);
@@ -356,11 +361,7 @@ Test(etcd_cli, auth)
  * 77, naming it and why; the password is never read from it. */
 Test(etcd_cli, password_file_that_is_no_private_regular_file_is_refused_at_once)
 {
-	char *out = NULL;
-	cr_assert_eq(et_ctl("user add root:s3cretPW", &out), 0, "%s", out);
-	free(out);
-	cr_assert_eq(et_ctl("auth enable", &out), 0, "%s", out);
-	free(out);
+	auth_on();
 	char fifo[600], d[600], open_pw[600];
 	snprintf(fifo, sizeof fifo, "%s/pw.fifo", et_dir);
 	snprintf(d, sizeof d, "%s/pw.dir", et_dir);

@@ -73,15 +73,23 @@ Test(lock_api, detach_hands_the_lock_and_its_descriptor_over)
 	free(p);
 }
 
+/* A handle that holds p: for this thread (thread 0), or for another one
+ * (thread 1: tid 1 is never a test's thread, so a wait of this thread for
+ * it is a wait, not a self-deadlock, HL5). */
+static hf_lock *holding(const char *p, int64_t thread)
+{
+	hf_lock *h;
+	cr_assert_eq(hf_lock_new(p, &h), 0);
+	if (thread)
+		cr_assert_eq(hf_lock_set(h, HF_OPT_THREAD, thread), 0);
+	cr_assert_eq(hf_lock_acquire(h), 0);
+	return h;
+}
+
 Test(lock_api, a_readable_cancel_descriptor_ends_a_wait)
 {
 	char *p = rt_path(dir, "L");
-	hf_lock *holder, *waiter;
-	cr_assert_eq(hf_lock_new(p, &holder), 0);
-	/* held for another thread (tid 1 is never this one): a wait for it is
-	 * a wait, not a self-deadlock (HL5) */
-	cr_assert_eq(hf_lock_set(holder, HF_OPT_THREAD, 1), 0);
-	cr_assert_eq(hf_lock_acquire(holder), 0);
+	hf_lock *holder = holding(p, 1), *waiter;
 	int c[2];
 	cr_assert_eq(pipe(c), 0);
 	cr_assert_eq(write(c[1], "x", 1), 1); /* readable before the wait starts */
@@ -157,9 +165,7 @@ static int wait_forever(void *arg)
 Test(lock_api, a_cancel_that_arrives_during_the_wait_ends_it)
 {
 	char *p = rt_path(dir, "L");
-	hf_lock *holder;
-	cr_assert_eq(hf_lock_new(p, &holder), 0);
-	cr_assert_eq(hf_lock_acquire(holder), 0);
+	hf_lock *holder = holding(p, 0);
 	int c[2];
 	cr_assert_eq(pipe(c), 0);
 	cancel_fd_for_child = c[0];
@@ -180,12 +186,7 @@ Test(lock_api, a_cancel_that_arrives_during_the_wait_ends_it)
 Test(lock_api, a_cancel_descriptor_that_is_not_open_is_refused_at_once)
 {
 	char *p = rt_path(dir, "L");
-	hf_lock *holder, *waiter;
-	cr_assert_eq(hf_lock_new(p, &holder), 0);
-	/* held for another thread (tid 1 is never this one): a wait for it is
-	 * a wait, not a self-deadlock (HL5) */
-	cr_assert_eq(hf_lock_set(holder, HF_OPT_THREAD, 1), 0);
-	cr_assert_eq(hf_lock_acquire(holder), 0);
+	hf_lock *holder = holding(p, 1), *waiter;
 	int bad = 1000; /* far above what the library opens meanwhile */
 	cr_assert_eq(fcntl(bad, F_GETFD), -1, "descriptor %d is open", bad);
 	cr_assert_eq(hf_lock_new(p, &waiter), 0);
@@ -253,9 +254,7 @@ Test(lock_api, a_wait_for_a_lock_its_owner_holds_is_refused_at_once)
 Test(lock_api, a_thread_never_waits_for_its_own_hold)
 {
 	char *p = rt_path(dir, "L");
-	hf_lock *a, *b;
-	cr_assert_eq(hf_lock_new(p, &a), 0);
-	cr_assert_eq(hf_lock_acquire(a), 0);
+	hf_lock *a = holding(p, 0), *b;
 	cr_assert_eq(hf_lock_new(p, &b), 0);
 	cr_assert_eq(hf_lock_acquire(b), HF_EHELD, "trying once: held");
 	int64_t waits[] = { -1, 600000 };
@@ -308,9 +307,7 @@ static void *wait_in_thread(void *arg)
 Test(lock_api, a_thread_waits_for_another_threads_hold)
 {
 	char *p = rt_path(dir, "L");
-	hf_lock *a;
-	cr_assert_eq(hf_lock_new(p, &a), 0);
-	cr_assert_eq(hf_lock_acquire(a), 0);
+	hf_lock *a = holding(p, 0);
 	int fds[2];
 	cr_assert_eq(pipe(fds), 0);
 	struct waiter w = { .path = p, .wait_ms = -1, .rc = 1, .started = fds[1] };
