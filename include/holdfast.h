@@ -239,7 +239,10 @@ enum hf_opt {
 	                          a lock that a handle of its own process holds
 	                          for that same thread is refused at once with
 	                          -EDEADLK, the holder named: it could never
-	                          end. A hold for another thread is waited for.
+	                          end (unless the hold is leaked - past its
+	                          max-hold - before a bounded wait ends: then
+	                          it waits). A hold for another thread is
+	                          waited for.
 	                          An event loop that acquires on worker threads
 	                          names its own thread here (set on a handle
 	                          that holds, it moves the hold to that thread) */

@@ -1723,8 +1723,7 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 			rc = -EDEADLK; /* DL13: it would wait for its own end */
 			break;
 		}
-		if (rc == HF_EHELD && o->wait_ms != 0 && !holder.partial &&
-		    hf_lock_held_by_caller(holder.owner.token)) {
+		if (rc == HF_EHELD && hf_lock_self_wait(&holder, o->wait_ms, l.stale_ms)) {
 			rc = -EDEADLK; /* DL13, HL5: this thread holds it itself */
 			break;
 		}

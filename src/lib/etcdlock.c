@@ -654,7 +654,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			rc = -EDEADLK; /* step 5: it would wait for itself */
 			break;
 		}
-		if (deadline != 0 && hf_lock_held_by_caller(h.owner.token)) {
+		if (hf_lock_self_wait(&h, o->wait_ms, 0)) {
 			rc = -EDEADLK; /* step 5, HL5: this thread holds it itself */
 			break;
 		}

@@ -24,11 +24,13 @@
  *        wait whose holder's token is listed for the waiting thread is
  *        refused at once (-EDEADLK, the holder named): only that thread
  *        could release it (dirlock.c DL13, etcdlock.c step 5). Another
- *        thread's hold is waited for: that thread may release it.
+ *        thread's hold is waited for: that thread may release it. So is
+ *        one that will be leaked (reaped) before a bounded wait's end.
  */
 #include "internal.h"
 #include "etcd.h"
 #include "handle.h"
+#include "dirlock.h"
 #include "rec.h"
 
 #include <assert.h>
@@ -94,6 +96,20 @@ static void holds_drop(const char *token)
 			break;
 		}
 	pthread_mutex_unlock(&holds_mu);
+}
+
+bool hf_lock_self_wait(const struct hf_dirlock_info *h, int64_t wait_ms, int64_t stale_ms)
+{
+	if (wait_ms == 0 || h->partial)
+		return false;
+	/* a bounded wait that outlasts the hold's leak (max(max-hold, stale)
+	 * old: reaped) can end without this thread: it waits, as before HL5 */
+	if (wait_ms > 0 && h->max_hold_ms > 0 && h->max_hold_ms < INT64_MAX) {
+		int64_t window = h->max_hold_ms > stale_ms ? h->max_hold_ms : stale_ms;
+		if (window - h->age_ms < wait_ms)
+			return false;
+	}
+	return hf_lock_held_by_caller(h->owner.token);
 }
 
 bool hf_lock_held_by_caller(const char *token)

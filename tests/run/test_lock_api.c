@@ -257,7 +257,7 @@ Test(lock_api, a_thread_never_waits_for_its_own_hold)
 	hf_lock *a = holding(p, 0), *b;
 	cr_assert_eq(hf_lock_new(p, &b), 0);
 	cr_assert_eq(hf_lock_acquire(b), HF_EHELD, "trying once: held");
-	int64_t waits[] = { -1, 600000 };
+	int64_t waits[] = { -1, 60000 }; /* the hold leaks only after 10 min */
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, waits[i]), 0);
 		cr_assert_eq(hf_lock_acquire(b), -EDEADLK, "wait %" PRId64, waits[i]);
@@ -274,6 +274,29 @@ Test(lock_api, a_thread_never_waits_for_its_own_hold)
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	cr_assert_eq(hf_lock_release(a), 0);
 	hf_lock_free(a);
+	free(p);
+}
+
+/* HL5's one exception: a hold of this thread that leaks (max(max-hold,
+ * stale) old) before a bounded wait ends is waited for - the wait ends by
+ * the reap, without this thread - while a wait without a deadline for it is
+ * still refused. */
+Test(lock_api, a_bounded_wait_outlasting_its_own_holds_leak_reaps_it)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a, *b;
+	cr_assert_eq(hf_lock_new(p, &a), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_MAX_HOLD_MS, 1), 0);
+	cr_assert_eq(hf_lock_set(a, HF_OPT_STALE_MS, 1), 0);
+	cr_assert_eq(hf_lock_acquire(a), 0);
+	cr_assert_eq(hf_lock_new(p, &b), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_STALE_MS, 1), 0);
+	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, 30000), 0);
+	cr_assert_eq(hf_lock_acquire(b), 0, "the leaked hold was reaped");
+	cr_assert_eq(hf_lock_check(a), HF_ELOST);
+	cr_assert_eq(hf_lock_release(b), 0);
+	hf_lock_free(a);
+	hf_lock_free(b);
 	free(p);
 }
 
