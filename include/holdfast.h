@@ -246,6 +246,18 @@ enum hf_opt {
 	                          An event loop that acquires on worker threads
 	                          names its own thread here (set on a handle
 	                          that holds, it moves the hold to that thread) */
+	HF_OPT_LEASE_MS,       /* lock: 0 (the default): held by HF_OPT_PID's
+	                          life. > 0 (1 s to 365 days): held by a lease,
+	                          by no process: no process's end frees it; it
+	                          expires that long after the acquisition or the
+	                          last hf_lock_renew (the record's "lease_ms";
+	                          state "expired" then: the next acquirer reaps
+	                          it). For callers whose steps are separate
+	                          processes (an agent's tool calls): acquire,
+	                          hf_lock_detach, print the token; renew and
+	                          release by it. On etcd: the key's lease of
+	                          that TTL (whole seconds), never kept alive but
+	                          by hf_lock_renew                              */
 	HF_OPT_OWNER = 100,    /* session (string): the owner token to record
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
@@ -381,8 +393,8 @@ void hf_lock_unhold(hf_lock *l);
 void hf_lock_free(hf_lock *l);
 /* The state of the lock at path, read-only: 0 and *ret, a record with
  * "state" ("free", "held", "dead", "leaked", "partial", "abandoned",
- * "skew"), the owner's fields when there is a record, "age_ms", "claims"
- * (how many claims beside it), "in_claim" (1: the holder's directory sits in
+ * "skew", "expired": a lease past its length), the owner's fields when
+ * there is a record, "age_ms", "claims" (how many claims beside it), "in_claim" (1: the holder's directory sits in
  * a claim); "reason" when unreadable. -errno on errors. */
 int hf_lock_status(const char *path, hf_rec **ret);
 /* The same through a handle, on its backend (HF_OPT_BACKEND): 0 and *ret

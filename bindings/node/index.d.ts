@@ -84,9 +84,13 @@ export interface LockOptions extends BackendOptions, LeaseOptions {
   maxHold?: number;
   /** Whose life holds it (default: this process). */
   pid?: number;
+  /** Held by no process but a lease of this many ms (1 s to 365 days): it expires that long
+   * after the acquisition or the last renew() (state 'expired'). Acquire, detach(), hand the
+   * token on; renew and release by it. */
+  lease?: number;
 }
 
-export type LockState = 'free' | 'held' | 'dead' | 'leaked' | 'partial' | 'abandoned' | 'skew';
+export type LockState = 'free' | 'held' | 'dead' | 'leaked' | 'partial' | 'abandoned' | 'skew' | 'expired';
 export interface LockStatus extends Holder {
   state: LockState;
   /** On etcd: "etcd", the key and the lease's TTL. */
@@ -107,6 +111,8 @@ export class Lock {
   release(): void;
   /** true: still ours; false: lost (reaped or released elsewhere; `holder` says who has it). */
   check(): boolean;
+  /** Restart the window (a lease's length, else max-hold), same fence. */
+  renew(): this;
   hold(): void;
   unhold(): void;
   adopt(token: string): this;

@@ -215,7 +215,7 @@ function track(h) {
 class Lock {
 	/**
 	 * @param {string} lockPath the lock directory
-	 * @param {{stale?: number, maxHold?: number, pid?: number, backend?: string,
+	 * @param {{stale?: number, maxHold?: number, pid?: number, lease?: number, backend?: string,
 	 *   etcdUser?: string, etcdPasswordFile?: string, etcdCaFile?: string,
 	 *   ttlMs?: number, etcdTimeoutMs?: number}} [options]
 	 */
@@ -231,6 +231,7 @@ class Lock {
 		setOpt(box, C.OPT_MAX_HOLD_MS, ms('maxHold', options.maxHold), ctx);
 		if (options.pid !== undefined)
 			setOpt(box, C.OPT_PID, options.pid, ctx);
+		setOpt(box, C.OPT_LEASE_MS, ms('lease', options.lease), ctx);
 		setBackend(box, options, ctx);
 		this._forOther = options.pid !== undefined && options.pid !== process.pid;
 		this._held = false;
@@ -288,6 +289,16 @@ class Lock {
 		if (rc < 0)
 			throw this._fail(rc, 'check');
 		return true;
+	}
+
+	/** Restart the lock's window - a lease's length (option lease), else its
+	 * max-hold - keeping its fence. Throws HF_ELOST when it was reaped or
+	 * released meanwhile, HF_ENOTYOURS when another holds it. */
+	renew() {
+		const rc = native.lockRenew(this._box);
+		if (rc < 0)
+			throw this._fail(rc, 'renew');
+		return this;
 	}
 
 	/** Commit point: nobody can enter until unhold(). */

@@ -105,7 +105,18 @@ void cli_holder_words(const hf_rec *h, char *buf, size_t n)
 	if (comm && *comm)
 		snprintf(shown, sizeof shown, " (%s)", CLI_SHOW(comm));
 	bool skew = state && !strcmp(state, "skew");
-	snprintf(buf, n, "pid %" PRId64 "%s on %s, %s%s%s, fence %" PRId64 "%s", pid, shown,
+	int64_t lease = 0;
+	if (hf_rec_int(h, "lease_ms", &v) == 0 && v > 0)
+		lease = v; /* OW6: held by no process; its pid took it */
+	char lease_words[96] = "";
+	if (lease) {
+		char len[32], left[32];
+		cli_format_age(lease, len, sizeof len);
+		cli_format_age(lease > age ? lease - age : 0, left, sizeof left);
+		snprintf(lease_words, sizeof lease_words, "a lease of %s (%s%s%s), taken by ", len,
+			 age >= lease ? "expired" : "ends in ", age >= lease ? "" : left, "");
+	}
+	snprintf(buf, n, "%spid %" PRId64 "%s on %s, %s%s%s, fence %" PRId64 "%s", lease_words, pid, shown,
 		 host && *host ? CLI_SHOW(host) : "an unknown host", skew ? "dated " : "", ages,
 		 skew ? " in the future (clock skew)" : " old", fence, claim);
 }

@@ -60,7 +60,7 @@ static const char usage[] =
 	"directory locks (PATH beside PATH.holdfast/), session locks (.session.lock)\n"
 	"and the scope registry's allocations with a path under DIR (--all-scopes:\n"
 	"all of them). Columns: KIND STATE HOLDER PID COMMAND HOST AGE FENCE MAXHOLD\n"
-	"PATH; STATE is held, dead, leaked, partial, abandoned, skew, stale,\n"
+	"PATH; STATE is held, dead, leaked, expired, partial, abandoned, skew, stale,\n"
 	"unreadable or free, with ',claims=N' when claims (barriers) sit beside a\n"
 	"lock. It only reads: nothing is reaped, swept or rewritten. Symbolic links\n"
 	"are not followed, .git is not entered, at most --depth levels (default 8).\n"

@@ -22,7 +22,7 @@
 
 static const char usage[] =
 	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
-	"                                  [--pid PID] [-v] [--json]\n"
+	"                                  [--pid PID | --lease DUR] [-v] [--json]\n"
 	"       holdfast lock release PATH --token TOKEN [--json]\n"
 	"       holdfast lock renew PATH --token TOKEN [--max-hold DUR|none] [--json]\n"
 	"       holdfast lock check PATH [--token TOKEN | --fence N] [--json]\n"
@@ -50,8 +50,14 @@ static const char usage[] =
 	"          0 is refused: it would tell the caller the lock is theirs).\n"
 	"          Without -w, a lock PID holds already is refused at once (exit 1):\n"
 	"          waiting for itself would last forever.\n"
+	"          --lease DUR (or HOLDFAST_LEASE=DUR when neither --pid nor --lease is\n"
+	"          given): held by no process - for callers whose steps are separate\n"
+	"          processes, such as an agent's tool calls - until `lock release`, or\n"
+	"          until DUR (1s to 365d) after the acquisition or the last `lock renew`:\n"
+	"          then it is expired and the next acquirer takes it.\n"
 	"release   release the lock acquired with TOKEN.\n"
-	"renew     restart the window of the lock acquired with TOKEN (same fence);\n"
+	"renew     restart the window (a lease: its DUR) of the lock acquired with\n"
+	"          TOKEN (same fence); an expired lease nobody took yet renews;\n"
 	"          --max-hold none: never leaked while its owner lives. Exit 1 when\n"
 	"          another holds it or it was reaped meanwhile, 69 when nothing is held.\n"
 	"check     exit 0 when PATH is held by a live holder or being acquired;\n"
@@ -86,7 +92,7 @@ static const char usage[] =
 	"71 no keeper could start (nothing held); 77 unsafe.\n";
 
 enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_VERSION,
-       OPT_FENCE };
+       OPT_FENCE, OPT_LEASE };
 
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
@@ -98,6 +104,7 @@ static const struct option longopts[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	{ "fence", required_argument, NULL, OPT_FENCE },
+	{ "lease", required_argument, NULL, OPT_LEASE },
 	CLI_BACKEND_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -106,7 +113,7 @@ struct args {
 	const char *path, *token;
 	char token_buf[64];
 	uint64_t token_fence; /* "TOKEN FENCE": the fence given with it; 0 none */
-	int64_t wait_ms, stale_ms, max_hold_ms;
+	int64_t wait_ms, stale_ms, max_hold_ms, lease_ms;
 	long pid;
 	int conflict_exit;
 	int64_t fence;
@@ -118,6 +125,18 @@ struct args {
 static void token_arg(struct args *a, const char *arg)
 {
 	a->token = cli_token_form(arg, a->token_buf, sizeof a->token_buf, &a->token_fence);
+}
+
+/* A lease's length (OW6): 1 s to 365 days. 0, or 1 (said). */
+static int lease_arg(const char *what, const char *arg, int64_t *ret)
+{
+	if (cli_duration_arg(what, arg, ret))
+		return 1;
+	if (*ret < 1000 || *ret > 365LL * 86400 * 1000) {
+		cli_err("lock acquire: %s %s: a lease lasts 1s to 365d", what, CLI_SHOW(arg));
+		return 1;
+	}
+	return 0;
 }
 
 /* 0, or an exit code (usage printed). */
@@ -170,6 +189,15 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 			a->pidset = true;
 			break;
 		}
+		case OPT_LEASE:
+			if (strcmp(sub, "acquire")) {
+				cli_err("lock %s: only acquire takes --lease (renew restarts the "
+					"lease it has)", sub);
+				return HF_EXIT_USAGE;
+			}
+			if (lease_arg("--lease", optarg, &a->lease_ms))
+				return HF_EXIT_USAGE;
+			break;
 		case OPT_JSON:
 			a->json = true;
 			cli_json_enable();
@@ -389,10 +417,27 @@ static int do_acquire(int argc, char **argv)
 		cli_err("lock acquire: --token belongs to release");
 		return HF_EXIT_USAGE;
 	}
+	const char *env_lease = getenv("HOLDFAST_LEASE");
+	if (a.lease_ms && a.pidset) {
+		cli_err("lock acquire %s: --pid and --lease exclude each other (a process's life, "
+			"or a lease held by none)", a.path);
+		return HF_EXIT_USAGE;
+	}
+	if (!a.lease_ms && !a.pidset && env_lease && *env_lease &&
+	    lease_arg("HOLDFAST_LEASE", env_lease, &a.lease_ms))
+		return HF_EXIT_USAGE;
 	/* holdfast itself exits at once: the lock belongs to the script that
-	 * ran this line (owner_find.c), or to --pid */
+	 * ran this line (owner_find.c), or to --pid; a lease (OW6) to no
+	 * process: the caller found is recorded only to say who took it */
 	struct cli_owner who = { .pid = (pid_t)a.pid };
-	if (!a.pidset && cli_owner_find(&who) < 0) {
+	if (a.lease_ms && cli_owner_find(&who) < 0) {
+		memset(&who, 0, sizeof who);
+		who.pid = getpid();
+	}
+	if (a.lease_ms) {
+		who.nchain = 0; /* no process holds it */
+		who.one_line = false;
+	} else if (!a.pidset && cli_owner_find(&who) < 0) {
 		cli_err("lock acquire %s: no process to hold the lock: holdfast's caller is init or "
 			"outside this pid namespace; give --pid PID",
 			a.path);
@@ -416,6 +461,8 @@ static int do_acquire(int argc, char **argv)
 	hf_lock_set(l, HF_OPT_PID, owner);
 	for (size_t i = 0; i < who.nchain; i++)
 		hf_lock_set(l, HF_OPT_CHAIN_PID, who.chain[i]); /* O5, OW5 */
+	if (a.lease_ms)
+		hf_lock_set(l, HF_OPT_LEASE_MS, a.lease_ms); /* OW6 */
 	cli_verbose = a.verbose;
 	int64_t start = hf_sys_mono_ns();
 	if (a.wait_ms != 0 && cli_waitline_wanted()) {
@@ -467,7 +514,8 @@ static int do_acquire(int argc, char **argv)
 	json_t *self = a.json ? rec_json(hf_lock_holder(l), a.path) : NULL;
 	int live = hf_lock_detach(l); /* ours now: the handle releases nothing */
 	hf_sys_point(HF_PT_LOCK_ACQUIRE_KEEPER);
-	int keeper = live >= 0 ? cli_keep_for((int)owner, who.chain, who.nchain, &live, 1)
+	int keeper = a.lease_ms ? 0 /* OW6: no process holds a lease, none keeps it */
+		     : live >= 0 ? cli_keep_for((int)owner, who.chain, who.nchain, &live, 1)
 		     : cli_backend() ? cli_keep_lock((int)owner, who.chain, who.nchain,
 						     l) /* etcd: its lease */
 				     : -EBADF;
@@ -516,7 +564,14 @@ static int do_acquire(int argc, char **argv)
 		cli_err("warning: lock %s: held for pid %d (%s), a one-line shell whose caller is "
 			"init: the lock ends with that line; for work that follows it give --pid PID",
 			a.path, (int)owner, comm);
-	if (a.verbose || isatty(2)) {
+	if (a.lease_ms && (a.verbose || isatty(2))) {
+		char dur[32];
+		cli_format_age(a.lease_ms, dur, sizeof dur);
+		cli_err("lock %s: acquired by a lease of %s, fence %" PRIu64 " (held by no process: "
+			"until `holdfast lock release` with the token, or %s after the acquisition "
+			"or the last `holdfast lock renew`)",
+			a.path, dur, fence, dur);
+	} else if (a.verbose || isatty(2)) {
 		if (!comm[0])
 			hf_pid_comm(owner, comm, sizeof who.comm);
 		char chain[HF_CHAIN_MAX * 32] = "";
@@ -881,6 +936,7 @@ static int do_status(int argc, char **argv)
 	describe(i, d, sizeof d);
 	const char *what = !strcmp(st, "dead")        ? "stale (owner dead)"
 			   : !strcmp(st, "leaked")    ? "stale (leaked)"
+			   : !strcmp(st, "expired")   ? "stale (lease expired)"
 			   : !strcmp(st, "abandoned") ? "stale (abandoned)"
 			   : !strcmp(st, "partial")   ? "being acquired or partial"
 						      : "held";

@@ -31,7 +31,8 @@
  *      returns only once the keeper is armed and has closed the pipe (it
  *      reads to end-of-file).
  *   6. Loop: exit when the owner and every process of its chain have
- *      exited (each pidfd polls readable; the fallback without pidfd:
+ *      exited (a kept lock directory is first released by the token of the
+ *      record in it, K5) (each pidfd polls readable; the fallback without pidfd:
  *      kill(pid, 0) says ESRCH or the start time changed, looked at every
  *      second) or when every kept file has no link
  *      left (fstat st_nlink == 0; looked at on every wake-up, and every
@@ -53,6 +54,14 @@
  *   (K3) It never holds for a reused pid: the owner (and each process of
  *        its chain) is the process with the pid AND the start time read in
  *        step 1 (proc.c, PR3).
+ *   (K5) A keeper whose owner and chain all ended releases each kept lock
+ *        directory that is still at its path, by the token of the record
+ *        in it (dirlock.c DT), before it exits: its record is kept (owner.c
+ *        OW7), so a judge in another pid namespace would take it for alive
+ *        until its max-hold - the keeper is the one process that sees the
+ *        owner end. Safe: the token names our own acquisition only, and an
+ *        owner whose chain has all ended is dead by OW5 for any judge that
+ *        can see it. A keeper killed first leaves that wait (the hazard).
  *   (K4) The report (step 5) is one pid_t in the machine's byte order: the
  *        keeper's pid, or 0 (the owner ended). A short read, or anything
  *        negative, means it did not start (cli_keep_report_parse).
@@ -69,8 +78,11 @@
  *     free when its lease expires (--ttl, default 10 s), whether or not the
  *     owner lives.
  *   - Killing the keeper (kill -9, an OOM kill, `kill -9 -1`) drops the
- *     locks while the owner may live: a judge in another pid namespace then
- *     takes the owner for dead. In the owner's own namespace its pid decides.
+ *     kernel locks while the owner may live. A judge in another pid
+ *     namespace then cannot tell: a directory lock's record says "kept"
+ *     (OW7), so it is alive for such a judge until its max-hold (leaked),
+ *     never dead; a scope allocation's owner is taken for dead. In the
+ *     owner's own namespace its pid decides.
  *   - Without pidfd (Linux < 5.3) the owner's end is seen within a second.
  */
 #include "cli.h"
@@ -83,6 +95,7 @@
 #include "text.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -204,6 +217,36 @@ static void watch_new_parent(int ifd, const struct keep *k)
 	}
 }
 
+/* K5: the owner and its chain ended: release each kept lock directory
+ * still at its path, by the token in its record. Best effort: what fails
+ * stays for the judges (dead by pid in the owner's namespace, leaked by
+ * max-hold elsewhere). */
+static void release_kept_locks(const struct keep *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		struct stat st;
+		if (hf_sys_fstat(k->fds[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		char rec[4096];
+		ssize_t n = hf_read_small_at(k->fds[i], "owner", O_NONBLOCK | O_NOCTTY, rec,
+					     sizeof rec, NULL);
+		if (n <= 0)
+			continue;
+		json_t *j = json_loadb(rec, (size_t)n, 0, NULL);
+		const char *token = json_string_value(json_object_get(j, "token"));
+		char link[64], path[PATH_MAX];
+		snprintf(link, sizeof link, "/proc/self/fd/%d", k->fds[i]);
+		ssize_t pn = hf_sys_readlinkat(AT_FDCWD, link, path, sizeof path - 1);
+		hf_lock *l = NULL;
+		if (token && pn > 0 && (path[pn] = '\0', path[0] == '/') &&
+		    !strstr(path, " (deleted)") && !strstr(path, ".holdfast/") &&
+		    hf_lock_new(path, &l) == 0 && hf_lock_adopt(l, token) == 0)
+			hf_lock_release(l); /* DT: only the record with our token */
+		hf_lock_free(l);
+		json_decref(j);
+	}
+}
+
 static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 {
 	hf_fault_inject(NULL, NULL, 0); /* the caller's fault rules are not the keeper's */
@@ -269,7 +312,11 @@ static void __attribute__((noreturn)) keeper_main(struct keep *k, int report)
 	}
 	int soon = 0;
 	for (;;) {
-		if (hf_procset_reap(&owners) == 0 || files_gone(k))
+		if (hf_procset_reap(&owners) == 0) {
+			release_kept_locks(k); /* K5 */
+			_exit(0);
+		}
+		if (files_gone(k))
 			_exit(0);
 		struct pollfd p[HF_PROCSET_MAX + 1];
 		int pfds[HF_PROCSET_MAX];

@@ -570,7 +570,11 @@ static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t 
 		i->partial = 0;
 		bool dated = i->owner.time_ms != 0 || i->owner.boot_ms > 0;
 		i->age_ms = dated ? hf_owner_age_ms(&i->owner, now) : now - born_ms;
-		if (hf_owner_liveness_fd(&i->owner, p->fd) == HF_DEAD)
+		if (i->owner.lease_ms > 0) /* OW6: its lease alone, by age */
+			i->state = i->age_ms < -SKEW_MS		     ? HF_LOCK_SKEW
+				   : i->age_ms >= i->owner.lease_ms ? HF_LOCK_EXPIRED
+								    : HF_LOCK_HELD;
+		else if (hf_owner_liveness_fd(&i->owner, p->fd) == HF_DEAD)
 			i->state = HF_LOCK_DEAD; /* DL6: death is proof whatever the date */
 		else if (i->age_ms < -SKEW_MS)
 			i->state = HF_LOCK_SKEW;
@@ -595,7 +599,8 @@ static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t 
 
 static bool reapable(int state)
 {
-	return state == HF_LOCK_DEAD || state == HF_LOCK_LEAKED || state == HF_LOCK_ABANDONED;
+	return state == HF_LOCK_DEAD || state == HF_LOCK_LEAKED || state == HF_LOCK_ABANDONED ||
+	       state == HF_LOCK_EXPIRED;
 }
 
 /* Is the place now what was judged? By token (CL1); a place without a
@@ -1573,6 +1578,10 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		rc = hf_owner_chain_add(&me, o->chain, o->nchain); /* OW5 */
 	if (rc < 0)
 		return rc;
+	me.lease_ms = o->lease_ms > 0 ? o->lease_ms : 0; /* OW6 */
+	/* OW7: the owner is another process; our descriptor (live_fd), not
+	 * its life, holds the kernel lock from here on */
+	me.kept = !me.lease_ms && me.pid != getpid();
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
 		return rc < 0 ? held_over_write_error(l, rc, holder) : rc;
 	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* DA1 */

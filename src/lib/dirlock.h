@@ -36,6 +36,8 @@ struct hf_dirlock_opts {
 	pid_t chain[HF_OWNER_CHAIN_MAX];  /* OW5: more processes whose life holds
 					     it (a detached acquisition's callers) */
 	size_t nchain;
+	int64_t lease_ms;                 /* OW6: > 0 held by a lease of this
+					     length, by no process; 0: by pid   */
 	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;
@@ -54,6 +56,7 @@ enum hf_dirlock_state {
 	HF_LOCK_ABANDONED = 5,  /* no complete owner record, and its maker is gone
 				   (its kernel lock is free) or past the window    */
 	HF_LOCK_SKEW = 6,       /* dated in the future: counts as live, clock skew */
+	HF_LOCK_EXPIRED = 7,    /* a lease (OW6) older than its length: reapable   */
 };
 
 struct hf_dirlock_info {

@@ -389,7 +389,9 @@ int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *le
 	int64_t window = i->max_hold_ms ? i->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	if (window < HF_LOCK_STALE_MS_DEFAULT)
 		window = HF_LOCK_STALE_MS_DEFAULT;
-	if (hf_owner_liveness(&i->owner) == HF_DEAD)
+	if (i->owner.lease_ms > 0)
+		i->state = HF_LOCK_HELD; /* OW6: its key's lease alone ends it */
+	else if (hf_owner_liveness(&i->owner) == HF_DEAD)
 		i->state = HF_LOCK_DEAD;
 	else if (i->age_ms < -SKEW_MS)
 		i->state = HF_LOCK_SKEW;
@@ -563,6 +565,8 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 	ret->live_fd = -1;
 	el->lease = lease;
 	atomic_store(&el->alive_until, granted + hf_etcdlock_ttl_ms(el) * 1000000LL); /* EL8 */
+	if (me->lease_ms > 0)
+		return 0; /* OW6: a lease that only hf_lock_renew keeps alive */
 	int rc = ka_start(el);
 	if (rc < 0) {
 		snprintf(el->why, sizeof el->why, "no keep-alive thread: %s", strerror(-rc));
@@ -591,6 +595,8 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		rc = hf_owner_chain_add(&me, o->chain, o->nchain); /* OW5 */
 	if (rc < 0)
 		return rc;
+	if (o->lease_ms > 0) /* OW6: the key's lease alone holds it, TTL lease_ms */
+		me.lease_ms = hf_etcdlock_ttl_ms(el);
 	json_t *val = hf_owner_to_json(&me, "acquired");
 	int64_t max_hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	if (val) {
@@ -905,6 +911,16 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	free(v64);
 	if (!ok)
 		return HF_ELOST; /* changed since R1: reaped, released, or renewed elsewhere */
+	if (o.lease_ms > 0) { /* OW6: a renewal is the lease's one keep-alive */
+		int64_t sent = hf_sys_mono_ns();
+		rc = lease_keep(el, el->conn, lease, el->why, sizeof el->why);
+		if (rc == -ENOENT)
+			return HF_ELOST; /* expired meanwhile: the key went with it (EL3) */
+		if (rc < 0)
+			return rc;
+		if (el->lease == lease)
+			atomic_store(&el->alive_until, sent + o.lease_ms * 1000000LL);
+	}
 	memset(ret, 0, sizeof *ret);
 	ret->owner = o;
 	ret->fence = (uint64_t)cr; /* EL7: the fence stays */

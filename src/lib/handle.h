@@ -38,6 +38,8 @@ static inline int hf_opt_check(const void *h, int opt, int64_t v)
 		return v != 0 && (v < 1000 || v > 86400LL * 1000) ? -EINVAL : 0;
 	case HF_OPT_TIMEOUT_MS:
 		return v != 0 && (v < 1 || v > 3600LL * 1000) ? -EINVAL : 0;
+	case HF_OPT_LEASE_MS:
+		return v != 0 && (v < 1000 || v > 365LL * 86400 * 1000) ? -EINVAL : 0;
 	case HF_OPT_CANCEL_FD:
 		return v < -1 || v > INT_MAX ? -EINVAL : 0;
 	}

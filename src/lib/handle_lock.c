@@ -179,7 +179,7 @@ static int etcd_ready(hf_lock *l)
 	hf_etcd_cfg_clear(&cfg);
 	if (rc < 0)
 		return rc;
-	hf_etcdlock_set_ttl(el, l->ttl_ms);
+	hf_etcdlock_set_ttl(el, l->o.lease_ms > 0 ? l->o.lease_ms : l->ttl_ms);
 	hf_etcdlock_free(l->el);
 	l->el = el;
 	l->el_dirty = false;
@@ -281,6 +281,10 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 		return 0;
 	case HF_OPT_TIMEOUT_MS:
 		l->timeout_ms = v;
+		l->el_dirty = true;
+		return 0;
+	case HF_OPT_LEASE_MS: /* OW6; on etcd also the key's lease's TTL */
+		l->o.lease_ms = v;
 		l->el_dirty = true;
 		return 0;
 	case HF_OPT_THREAD: /* HL5: a hold already listed moves to the thread */

@@ -56,6 +56,18 @@
  *         before 0.3 wrote no chain; readers before 0.3 ignore it, judging
  *         by the owner's pid alone - a mixed fleet errs towards two holders
  *         only through those old readers.
+ *   (OW6) A record with a lease ("lease_ms": N > 0) is held by no process:
+ *         no pid, chain or kernel lock proves it dead (its pid is who took
+ *         it, for the reader). It expires N ms after its time (acquired, or
+ *         the last renewal), by hf_owner_age_ms - the backend judges that
+ *         (dirlock.c DL6: "expired"; on etcd the key's lease of N ms).
+ *   (OW7) A kept record ("kept": true) names an owner whose kernel lock
+ *         another process holds for it (the CLI's keeper, a library caller
+ *         with HF_OPT_PID): that holder can end - a keeper SIGKILLed, OOM
+ *         killed - while the owner lives, so in another pid namespace (OW3)
+ *         a free kernel lock proves nothing of a kept owner: it is alive
+ *         until its max-hold (leaked), never dead by OW3. In the owner's
+ *         own pid namespace its pids decide as before.
  * Everything else is alive: another kernel (another boot id: a machine
  * sharing the file system, or this one before a reboot - its pids are gone,
  * but its record may come from a live host), a record without start time or
@@ -216,6 +228,12 @@ char *hf_owner_put_json(char *p, const struct hf_owner *o, const char *time_key,
 		}
 		*p++ = ']';
 	}
+	if (o->lease_ms > 0) { /* OW6 */
+		p = HF_PUT_LIT(p, ",\"lease_ms\":");
+		p = put_i64(p, o->lease_ms);
+	}
+	if (o->kept) /* OW7 */
+		p = HF_PUT_LIT(p, ",\"kept\":true");
 	return p;
 }
 
@@ -314,6 +332,14 @@ int hf_owner_from_json(const json_t *obj, const char *time_key, struct hf_owner 
 			};
 		}
 	}
+	const json_t *ls = json_object_get(obj, "lease_ms"); /* OW6 */
+	if (ls && (!json_is_integer(ls) || json_integer_value(ls) <= 0))
+		return -EINVAL;
+	o.lease_ms = ls ? json_integer_value(ls) : 0;
+	const json_t *kp = json_object_get(obj, "kept"); /* OW7 */
+	if (kp && !json_is_boolean(kp))
+		return -EINVAL;
+	o.kept = json_is_true(kp);
 	*ret = o;
 	return 0;
 }
@@ -393,14 +419,20 @@ pid_t hf_owner_local_pid(const struct hf_owner *o)
 
 int hf_owner_liveness(const struct hf_owner *o)
 {
+	if (o->lease_ms > 0)
+		return HF_ALIVE; /* OW6: its lease decides, never a process */
 	return pid_verdict(o) == PID_DEAD ? HF_DEAD : HF_ALIVE;
 }
 
 int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd)
 {
+	if (o->lease_ms > 0)
+		return HF_ALIVE; /* OW6 */
 	int v = pid_verdict(o);
 	if (v != PID_UNKNOWN)
 		return v;
+	if (o->kept)
+		return HF_ALIVE; /* OW7: its keeper's end proves nothing of it */
 	/* OW3: only records that name their namespace held a kernel lock, and
 	 * only a lock of this kernel is proof. */
 	if (probe_fd < 0 || !o->pidns || !same_kernel(o))

@@ -8,6 +8,7 @@
 #include "holdfast.h"
 #include "proc.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,6 +42,14 @@ struct hf_owner {
 	struct hf_owner_link chain[HF_OWNER_CHAIN_MAX]; /* OW5: also alive while
 					     any of these lives                    */
 	unsigned nchain;
+	int64_t lease_ms;                 /* OW6: > 0: held by a lease of this
+					     length from time_ms/boot_ms, by no
+					     process ("lease_ms"); 0: by pid    */
+	bool kept;                        /* OW7: the kernel lock is held for
+					     the owner by another process (a
+					     keeper, the library caller of
+					     HF_OPT_PID): its absence proves
+					     nothing of the owner ("kept")      */
 };
 
 /* Fill *ret for process pid (0: the caller) with a fresh token and now: 0,

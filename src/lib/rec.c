@@ -127,7 +127,7 @@ static const char *const lock_states[] = {
 	[HF_LOCK_FREE] = "free",     [HF_LOCK_HELD] = "held",
 	[HF_LOCK_DEAD] = "dead",     [HF_LOCK_LEAKED] = "leaked",
 	[HF_LOCK_PARTIAL] = "partial", [HF_LOCK_ABANDONED] = "abandoned",
-	[HF_LOCK_SKEW] = "skew",
+	[HF_LOCK_SKEW] = "skew",     [HF_LOCK_EXPIRED] = "expired",
 };
 
 hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path)

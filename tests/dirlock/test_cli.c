@@ -858,3 +858,197 @@ Test(cli, lock_directory_with_a_subdirectory_is_refused_and_left_as_it_was)
 	free(sub);
 	free(state);
 }
+
+/* --- explicit lifetimes: leases (OW6) and kept records (OW7, K5) ------------ */
+
+static bool pid_namespaces_allowed(void)
+{
+	return hft_sh(NULL, NULL, "sh", NULL, "unshare --pid --fork true") == 0;
+}
+
+/* `lock status L` in words. */
+static char *status_words(void)
+{
+	char *out;
+	const char *st[] = { "holdfast", "lock", "status", lock, NULL };
+	cr_assert_eq(hft_cli(&out, NULL, st), 0);
+	return out;
+}
+
+/* A lease is held by no process: taken inside a pid namespace that is gone
+ * once the acquire returns (its every process ended, so its kernel lock is
+ * free and its pids mean nothing here: without the lease the next acquirer
+ * reaps it at once), it stays held until its length has passed, measured
+ * from before the acquisition on the monotonic clock. */
+Test(cli, lease_is_held_by_no_process_until_it_expires)
+{
+	if (!pid_namespaces_allowed())
+		cr_skip_test("unshare --pid is not allowed here");
+	int64_t t0 = hf_sys_mono_ns();
+	char script[1024], *out, *err;
+	snprintf(script, sizeof script,
+		 "unshare --pid --fork sh -c '\"$HOLDFAST_BIN\" lock acquire --lease 2s %s'", lock);
+	cr_assert_eq(hft_sh(&out, &err, "sh", NULL, script), 0, "%s", err);
+	char token[64];
+	cr_assert_eq(sscanf(out, "%63s", token), 1, "%s", out);
+	free(out);
+	free(err);
+	const char *js[] = { "holdfast", "lock", "status", lock, "--json", NULL };
+	cr_assert_eq(hft_cli(&out, NULL, js), 0);
+	json_t *j = json_loads(out, 0, NULL);
+	cr_assert_not_null(j, "%s", out);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "state")), "held", "%s", out);
+	cr_assert_eq(json_integer_value(json_object_get(j, "lease_ms")), 2000, "%s", out);
+	cr_assert_null(json_object_get(j, "kept"), "a lease is kept by nobody: %s", out);
+	json_decref(j);
+	free(out);
+	const char *try[] = { "holdfast", "lock", "acquire", lock, "-n", NULL };
+	int64_t before_try = hf_sys_mono_ns();
+	int st = hft_cli(NULL, &err, try);
+	if (hf_sys_mono_ns() - t0 < 2000000000LL) { /* else the lease may be over: no verdict */
+		cr_assert_eq(st, 1, "the lease holds it: %s", err);
+		cr_assert_not_null(strstr(err, "a lease of 2 s"), "the holder is named: %s", err);
+	}
+	(void)before_try;
+	free(err);
+	out = status_words();
+	cr_assert(strstr(out, "a lease of 2 s"), "%s", out);
+	free(out);
+	/* it expires: a waiter gets it, and never before the 2 s were over */
+	const char *wait[] = { "holdfast", "lock", "acquire", lock, "-w", "20", NULL };
+	cr_assert_eq(hft_cli(&out, &err, wait), 0, "%s", err);
+	cr_assert_geq(hf_sys_mono_ns() - t0, 2000000000LL, "taken before the lease ended");
+	free(out);
+	free(err);
+}
+
+/* `lock renew` restarts a lease; one that expired and that nobody took yet
+ * renews too (its record is still at L: nobody entered). */
+Test(cli, renew_restarts_an_expired_lease_nobody_took)
+{
+	char t[64];
+	uint64_t f;
+	acquire(t, &f, "--lease=1s");
+	const char *chk[] = { "holdfast", "lock", "check", lock, NULL };
+	int st = 0;
+	for (int i = 0; i < 400 && (st = hft_cli(NULL, NULL, chk)) == 0; i++) {
+		struct timespec ts = { 0, 10 * 1000000L }; /* a poll, bounded: no verdict rests on it */
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_eq(st, 69, "an expired lease is no holder");
+	char *out = status_words();
+	cr_assert_eq(strncmp(out, "stale (lease expired)", 21), 0, "%s", out);
+	free(out);
+	const char *renew[] = { "holdfast", "lock", "renew", lock, "--token", t, NULL };
+	char *err;
+	cr_assert_eq(hft_cli(NULL, &err, renew), 0, "%s", err);
+	free(err);
+	cr_assert_eq(hft_cli(NULL, NULL, chk), 0, "held again after the renewal");
+	cr_assert_eq(release(t, NULL), 0);
+}
+
+Test(cli, lease_usage_is_checked)
+{
+	const char *cases[][9] = {
+		{ "holdfast", "lock", "acquire", "X", "--lease", "500ms", NULL },
+		{ "holdfast", "lock", "acquire", "X", "--lease", "366d", NULL },
+		{ "holdfast", "lock", "acquire", "X", "--lease", "soon", NULL },
+		{ "holdfast", "lock", "acquire", "X", "--lease", "1m", "--pid", "1", NULL },
+		{ "holdfast", "lock", "renew", "X", "--token", "t", "--lease", "1m", NULL },
+	};
+	for (size_t i = 0; i < HF_ARRAY_SIZE(cases); i++) {
+		char *err;
+		cr_assert_eq(hft_cli(NULL, &err, cases[i]), 64, "case %zu", i);
+		cr_assert_not_null(strstr(err, "lease"), "case %zu names the lease: %s", i, err);
+		free(err);
+	}
+	char *err;
+	const char *acq[] = { "holdfast", "lock", "acquire", lock, NULL };
+	cr_assert_eq(hft_cli_env(NULL, &err, "HOLDFAST_LEASE=forever", NULL, acq), 64);
+	cr_assert_not_null(strstr(err, "HOLDFAST_LEASE"), "%s", err);
+	free(err);
+	struct stat sb;
+	cr_assert_eq(stat(lock, &sb), -1, "nothing was taken");
+	/* HOLDFAST_LEASE is the default lifetime of a detached acquire */
+	char *out;
+	cr_assert_eq(hft_cli_env(&out, &err, "HOLDFAST_LEASE=90s", NULL, acq), 0, "%s", err);
+	free(out);
+	free(err);
+	char *p = dl_path(lock, "owner"), *rec = hft_slurp(p);
+	cr_assert_not_null(strstr(rec, "\"lease_ms\":90000"), "%s", rec);
+	free(rec);
+	free(p);
+}
+
+/* A child of this test other than not: the keeper (we are its subreaper). */
+static pid_t keeper_child(pid_t not)
+{
+	pid_t kids[8];
+	int n = hft_children(getpid(), kids, 8);
+	for (int i = 0; i < n && i < 8; i++)
+		if (kids[i] != not)
+			return kids[i];
+	cr_assert_fail("no keeper among our %d children", n);
+	return -1;
+}
+
+/* OW7: a keeper SIGKILLed while its owner lives drops the directory's
+ * kernel lock. A judge in another pid namespace, for whom the owner's pid
+ * means nothing, must not take that for the owner's death: the record says
+ * it is kept, so it is held until its max-hold. In the owner's own pid
+ * namespace its pid decides: held while it lives, taken at once after. */
+Test(cli, killed_keeper_never_lets_a_judge_in_another_pid_namespace_in)
+{
+	if (!pid_namespaces_allowed())
+		cr_skip_test("unshare --pid is not allowed here");
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	char t[64];
+	uint64_t f;
+	pid_t life = acquire_for_a_life(t, &f);
+	char *p = dl_path(lock, "owner"), *rec = hft_slurp(p);
+	cr_assert_not_null(strstr(rec, "\"kept\":true"), "%s", rec);
+	free(rec);
+	free(p);
+	pid_t k = keeper_child(life);
+	kill(k, SIGKILL);
+	cr_assert_eq(hft_exit_within(k, 5000), 128 + SIGKILL);
+	char script[1024], *err;
+	snprintf(script, sizeof script,
+		 "unshare --pid --fork sh -c '\"$HOLDFAST_BIN\" lock acquire -n %s; st=$?; exit $st'",
+		 lock);
+	cr_assert_eq(hft_sh(NULL, &err, "sh", NULL, script), 1,
+		     "a judge in another pid namespace took a live owner's lock: %s", err);
+	cr_assert_not_null(strstr(err, "held by"), "%s", err);
+	free(err);
+	char *out = status_words();
+	cr_assert_eq(strncmp(out, "held:", 5), 0, "%s", out);
+	free(out);
+	dl_kill(life);
+	char t2[64];
+	uint64_t f2;
+	acquire(t2, &f2, "-n"); /* our namespace: its pid proves it dead */
+	cr_assert_gt(f2, f);
+	cr_assert_eq(release(t2, NULL), 0);
+}
+
+/* K5: when the owner ends, its keeper releases the lock - so judges that
+ * cannot see the owner's pid (another pid namespace: OW7 keeps a kept
+ * record until its max-hold) need not wait. */
+Test(cli, keeper_releases_the_lock_when_its_owner_ends)
+{
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	char t[64];
+	uint64_t f;
+	pid_t life = acquire_for_a_life(t, &f);
+	pid_t k = keeper_child(life);
+	dl_kill(life);
+	int code = hft_exit_within(k, 10000);
+	if (code < 0) {
+		kill(k, SIGKILL);
+		waitpid(k, NULL, 0);
+	}
+	cr_assert_eq(code, 0, "the keeper ended with its owner");
+	char *out = status_words();
+	cr_assert_eq(strncmp(out, "free", 4), 0, "released, not left for a judge: %s", out);
+	free(out);
+}

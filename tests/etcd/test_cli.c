@@ -680,3 +680,26 @@ Test(etcd_cli, status_reports_the_holders_ttl)
 		  "the reader's TTL reported: %s", r.out);
 	et_out_free(&r);
 }
+
+/* OW6 on etcd: `--lease DUR` is the key's lease of that TTL, kept alive by
+ * nobody (no keeper): the process that took it is gone and it stays held;
+ * `lock renew` is its keep-alive; unrenewed it ends with the TTL, not
+ * before (the monotonic clock, from before the acquisition). */
+Test(etcd_cli, lease_is_kept_alive_only_by_renew)
+{
+	int64_t t0 = et_mono_ms();
+	struct et_out r = et_run(
+		"sh", "t=$(sh -c '\"$HOLDFAST_BIN\" lock acquire ./l.lock -n --lease 3s') || exit 10\n"
+		      "\"$HOLDFAST_BIN\" lock status ./l.lock --json; echo\n"
+		      "\"$HOLDFAST_BIN\" lock acquire ./l.lock -n 2>/dev/null; echo \"busy=$?\"\n"
+		      "\"$HOLDFAST_BIN\" lock renew ./l.lock --token \"$t\"; echo \"renewed=$?\"\n"
+		      "\"$HOLDFAST_BIN\" lock acquire ./l.lock -w 40 >/dev/null; echo \"got=$?\"\n");
+	int64_t took = et_mono_ms() - t0;
+	cr_assert(strstr(r.out, "\"lease_ms\":3000"), "%s %s", r.out, r.err);
+	cr_assert(strstr(r.out, "\"state\":\"held\""), "%s %s", r.out, r.err);
+	cr_assert(strstr(r.out, "busy=1\n"), "%s %s", r.out, r.err);
+	cr_assert(strstr(r.out, "renewed=0\n"), "%s %s", r.out, r.err);
+	cr_assert(strstr(r.out, "got=0\n"), "%s %s", r.out, r.err);
+	cr_assert_geq(took, 3000, "taken before its TTL went unrenewed: %lld ms", (long long)took);
+	et_out_free(&r);
+}

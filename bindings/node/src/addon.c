@@ -654,6 +654,7 @@ BOX_FN(js_lock_acquire_sync, K_LOCK, hf_lock_acquire(b->h))
 BOX_FN(js_lock_release, K_LOCK, hf_lock_release(b->h))
 
 BOX_FN(js_lock_check, K_LOCK, hf_lock_check(b->h))
+BOX_FN(js_lock_renew, K_LOCK, hf_lock_renew(b->h))
 
 BOX_FN(js_lock_hold, K_LOCK, hf_lock_hold(b->h))
 
@@ -958,6 +959,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "lockAcquireSync", js_lock_acquire_sync },
 		{ "lockRelease", js_lock_release },
 		{ "lockCheck", js_lock_check },
+		{ "lockRenew", js_lock_renew },
 		{ "lockHold", js_lock_hold },
 		{ "lockUnhold", js_lock_unhold },
 		{ "lockDetach", js_lock_detach },
@@ -1009,6 +1011,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "OPT_REGISTRY", HF_OPT_REGISTRY }, { "OPT_SOCKET", HF_OPT_SOCKET },
 		{ "OPT_FROM", HF_OPT_FROM }, { "OPT_TTL_MS", HF_OPT_TTL_MS },
 		{ "OPT_TIMEOUT_MS", HF_OPT_TIMEOUT_MS }, { "OPT_CHAIN_PID", HF_OPT_CHAIN_PID },
+		{ "OPT_LEASE_MS", HF_OPT_LEASE_MS },
 		{ "OPT_THREAD", HF_OPT_THREAD },
 		{ "OPT_BACKEND", HF_OPT_BACKEND },
 		{ "OPT_ETCD_USER", HF_OPT_ETCD_USER },

@@ -4,6 +4,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
+const { execFileSync } = require('child_process');
 const hf = require('..');
 const { tmpdir, holder } = require('./support');
 
@@ -310,4 +311,22 @@ test('errors: the stable vocabulary of holdfast.h', () => {
 		e.code === 'ENOENT' && e.errno === -2 && e.holder === undefined);
 	assert.throws(() => new hf.Lock(42), TypeError);
 	assert.throws(() => new hf.Lock('/tmp/x').acquireSync({ wait: 'soon' }), TypeError);
+});
+
+test('lock: a lease is held by no process: its taker exits, it stays held until renewed or released by its token', async (t) => {
+	const d = tmpdir(t);
+	const p = path.join(d, 'L');
+	const code = 'const hf = require(process.argv[1]); const l = new hf.Lock(process.argv[2], { lease: 60000 });' +
+		' l.acquireSync(); process.stdout.write(l.token); l.detach();';
+	const tok = execFileSync(process.execPath, ['-e', code, path.join(__dirname, '..'), p], { encoding: 'utf8' });
+	const st = hf.Lock.status(p);
+	assert.strictEqual(st.state, 'held');
+	assert.strictEqual(st.lease_ms, 60000);
+	assert.strictEqual(st.token, tok);
+	assert.throws(() => new hf.Lock(p).acquireSync(), (e) => e.code === 'HF_EHELD' && e.holder.lease_ms === 60000);
+	const mine = new hf.Lock(p).adopt(tok);
+	mine.renew();
+	mine.release();
+	assert.strictEqual(hf.Lock.status(p).state, 'free');
+	assert.throws(() => new hf.Lock(p, { lease: 500 }), { code: 'EINVAL' });
 });

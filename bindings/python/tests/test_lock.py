@@ -296,3 +296,29 @@ def test_another_threads_hold_is_waited_for(tmp):
     a.release()
     t.join()
     assert got == [True]
+
+
+def test_lease_is_held_by_no_process(tmp):
+    """lease=: the process that took it exits (its pid proves it dead) and the
+    lock stays held until renewed or released by its token elsewhere."""
+    p = os.path.join(tmp, "L")
+    code = ("import sys, holdfast_locks as hf\n"
+            "l = hf.Lock(sys.argv[1], lease=60)\n"
+            "l.acquire()\n"
+            "print(l.token)\n"
+            "l.detach()\n")
+    out = subprocess.run([sys.executable, "-c", code, p], check=True, capture_output=True,
+                         text=True).stdout
+    tok = out.strip()
+    st = hf.Lock.status(p)
+    assert st["state"] == "held" and st["lease_ms"] == 60000 and st["token"] == tok, st
+    with pytest.raises(hf.Held) as ei:
+        hf.Lock(p).acquire()
+    assert ei.value.holder["lease_ms"] == 60000
+    mine = hf.Lock(p)
+    mine.adopt(tok)
+    mine.renew()
+    mine.release()
+    assert hf.Lock.status(p)["state"] == "free"
+    with pytest.raises(hf.HoldfastError):
+        hf.Lock(p, lease=0.5)

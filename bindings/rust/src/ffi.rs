@@ -33,6 +33,7 @@ pub const HF_OPT_TTL_MS: c_int = 8;
 pub const HF_OPT_TIMEOUT_MS: c_int = 9;
 pub const HF_OPT_CHAIN_PID: c_int = 10;
 pub const HF_OPT_THREAD: c_int = 11;
+pub const HF_OPT_LEASE_MS: c_int = 12;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;
@@ -67,6 +68,7 @@ extern "C" {
     pub fn hf_lock_release(l: *mut hf_lock) -> c_int;
     pub fn hf_lock_adopt(l: *mut hf_lock, token: *const c_char) -> c_int;
     pub fn hf_lock_check(l: *mut hf_lock) -> c_int;
+    pub fn hf_lock_renew(l: *mut hf_lock) -> c_int;
     pub fn hf_lock_detach(l: *mut hf_lock) -> c_int;
     pub fn hf_lock_token(l: *const hf_lock) -> *const c_char;
     pub fn hf_lock_fence(l: *const hf_lock) -> u64;

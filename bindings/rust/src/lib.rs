@@ -123,7 +123,7 @@ const STR_FIELDS: &[&str] = &[
 const INT_FIELDS: &[&str] = &[
     "pid", "fence", "age_ms", "generation", "max_hold_ms", "depth", "others", "request_index",
     "mtime_ms", "claims", "in_claim", "partial", "pid_start", "boottime_ms", "pidns", "timens",
-    "legacy", "broke.age_s", "ttl_ms", "lease",
+    "legacy", "broke.age_s", "ttl_ms", "lease", "lease_ms", "kept",
 ];
 const LIST_FIELDS: &[&str] = &["scope_allow", "scope"];
 
@@ -519,6 +519,13 @@ impl Lock {
     pub fn pid(self, pid: u32) -> Result<Self> {
         self.set(ffi::HF_OPT_PID, i64::from(pid))
     }
+    /// Held by no process but a lease of `d` (1 s to 365 days): it expires
+    /// that long after the acquisition or the last [`LockGuard::renew`] (state
+    /// "expired"). For callers whose steps are separate processes: acquire,
+    /// [`Lock::detach`], hand the token on, renew and release by it.
+    pub fn lease(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_LEASE_MS, millis(d))
+    }
     /// The thread (its Linux tid) that will release what this lock acquires
     /// (default: the thread that acquires). A thread's wait for a lock it
     /// holds itself is refused at once with EDEADLK, the holder named.
@@ -573,7 +580,7 @@ impl Lock {
     }
 
     /// The state of the lock at `path`, read-only: a record with "state"
-    /// ("free", "held", "dead", "leaked", "partial", "abandoned", "skew") and
+    /// ("free", "held", "dead", "leaked", "partial", "abandoned", "skew", "expired") and
     /// the owner's fields.
     pub fn status(path: impl AsRef<Path>) -> Result<Record> {
         let path = path.as_ref();
@@ -630,6 +637,17 @@ impl LockGuard {
         if rc < 0 {
             let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.lock.raw)) };
             return Err(Error::new("lock check", self.lock.path.display().to_string(), rc, holder));
+        }
+        Ok(())
+    }
+    /// Restart the lock's window - a lease's length ([`Lock::lease`]), else
+    /// its max-hold - keeping its fence (`hf_lock_renew`): `Lost` when it was
+    /// reaped or released meanwhile, `NotYours` when another holds it.
+    pub fn renew(&mut self) -> Result<()> {
+        let rc = unsafe { ffi::hf_lock_renew(self.lock.raw) };
+        if rc < 0 {
+            let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.lock.raw)) };
+            return Err(Error::new("lock renew", self.lock.path.display().to_string(), rc, holder));
         }
         Ok(())
     }

@@ -295,3 +295,22 @@ fn scopes_conflict_delegate_and_return_to_the_parent_when_a_child_dies() {
     a.release().unwrap();
     assert!(Registry::read(Some(&reg)).unwrap().find("a").is_none());
 }
+
+#[test]
+fn lease_outlives_its_handle_and_renews_by_its_token() {
+    let t = Tmp::new("lease");
+    let path = t.join("l");
+    assert!(Lock::new(&path).unwrap().lease(Duration::from_millis(500)).is_err(), "under 1 s");
+    let g = Lock::new(&path).unwrap().lease(Duration::from_secs(60)).unwrap().acquire().unwrap();
+    let (token, fd) = g.detach();
+    drop(fd); // no descriptor, no handle: only the lease holds it
+    let st = Lock::status(&path).unwrap();
+    assert_eq!(st.str("state"), Some("held"));
+    assert_eq!(st.int("lease_ms"), Some(60_000));
+    let e = Lock::new(&path).unwrap().acquire().err().expect("the lease holds it");
+    assert_eq!(e.kind(), ErrorKind::Held);
+    let mut mine = Lock::new(&path).unwrap().adopt(&token).unwrap();
+    mine.renew().unwrap();
+    mine.release().unwrap();
+    assert_eq!(Lock::status(&path).unwrap().str("state"), Some("free"));
+}

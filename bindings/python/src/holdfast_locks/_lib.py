@@ -54,6 +54,7 @@ HF_OPT_TTL_MS = 8
 HF_OPT_TIMEOUT_MS = 9
 HF_OPT_CHAIN_PID = 10
 HF_OPT_THREAD = 11
+HF_OPT_LEASE_MS = 12
 HF_OPT_OWNER = 100
 HF_OPT_REGISTRY = 101
 HF_OPT_SOCKET = 102
@@ -83,6 +84,7 @@ _SIGNATURES = {
     "hf_lock_release": (c_int, [_P]),
     "hf_lock_adopt": (c_int, [_P, c_char_p]),
     "hf_lock_check": (c_int, [_P]),
+    "hf_lock_renew": (c_int, [_P]),
     "hf_lock_detach": (c_int, [_P]),
     "hf_lock_token": (c_char_p, [_P]),
     "hf_lock_fence": (c_uint64, [_P]),

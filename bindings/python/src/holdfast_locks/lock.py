@@ -27,7 +27,10 @@ class Lock:
     default), > 0 wait at most that, < 0 or None forever. stale: a
     record-less lock's window (s); max_hold: past this a live holder is
     reaped as leaked (s; recorded in the owner record); pid: whose life
-    holds the lock (default the caller). backend, etcd_user,
+    holds the lock (default the caller); lease (seconds, 1 s to 365 days):
+    held by no process but a lease - acquire, detach(), hand the token on,
+    renew() and release by it; it expires that long after the acquisition or
+    the last renewal (state "expired"). backend, etcd_user,
     etcd_password_file, etcd_ca_file, ttl, etcd_timeout: where it lives
     (default the file system; "etcd://HOST:PORT[,...]": an etcd cluster, the
     fence the key's create_revision) and how to reach it (_backend.py; the
@@ -38,7 +41,8 @@ class Lock:
 
     def __init__(self, path: PathLike, *, wait: Optional[Seconds] = 0,
                  stale: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
-                 pid: Optional[int] = None, backend: Optional[str] = None,
+                 pid: Optional[int] = None, lease: Optional[Seconds] = None,
+                 backend: Optional[str] = None,
                  etcd_user: Optional[str] = None,
                  etcd_password_file: Optional[_backend.StrPath] = None,
                  etcd_ca_file: Optional[_backend.StrPath] = None,
@@ -56,6 +60,8 @@ class Lock:
             self._set(L.HF_OPT_MAX_HOLD_MS, dur_ms(max_hold, "max_hold"))
         if pid is not None:
             self._set(L.HF_OPT_PID, int(pid))
+        if lease is not None:
+            self._set(L.HF_OPT_LEASE_MS, dur_ms(lease, "lease"))
         _backend.apply(self._set_str, self._set, backend=backend, etcd_user=etcd_user,
                        etcd_password_file=etcd_password_file, etcd_ca_file=etcd_ca_file,
                        ttl=ttl, etcd_timeout=etcd_timeout)
@@ -202,6 +208,17 @@ class Lock:
                     self._held = False
                 self._fail(rc)
 
+    def renew(self) -> None:
+        """Restart the lock's window - a lease's length (lease=), else its
+        max-hold - keeping its fence (hf_lock_renew). Raises Lost when it
+        was reaped or released meanwhile, NotYours when another holds it."""
+        with self._mu:
+            rc = L.lib().hf_lock_renew(self._handle())
+            if rc < 0:
+                if rc == L.HF_ELOST:
+                    self._held = False
+                self._fail(rc)
+
     def adopt(self, token: str) -> None:
         """Take over a lock acquired elsewhere by its token (to release or
         check it)."""
@@ -278,7 +295,7 @@ class Lock:
     @staticmethod
     def status(path: PathLike) -> Dict[str, Any]:
         """The lock's state, read-only: "state" ("free", "held", "dead",
-        "leaked", "partial", "abandoned", "skew"), the owner's fields,
+        "leaked", "partial", "abandoned", "skew", "expired"), the owner's fields,
         "age_ms", "claims", "in_claim"."""
         p = os.fsdecode(os.fspath(path))
         rec = ctypes.c_void_p()
