@@ -164,6 +164,26 @@ void hf_self_ns(pid_t me, uint64_t *pidns, uint64_t *timens)
 	*timens = atomic_load_explicit(&ns_time, memory_order_relaxed);
 }
 
+static int in_pidns(int dirfd, const char *name, void *ctx)
+{
+	if (name[0] < '1' || name[0] > '9')
+		return 0;
+	char path[64];
+	snprintf(path, sizeof path, "%s/ns/pid", name);
+	struct stat st;
+	return hf_sys_fstatat(dirfd, path, &st, 0) == 0 && (uint64_t)st.st_ino == *(uint64_t *)ctx;
+}
+
+int hf_pidns_seen(uint64_t ino)
+{
+	int dfd = hf_sys_openat(AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (dfd < 0)
+		return dfd;
+	int rc = hf_dir_each(dfd, "", in_pidns, &ino);
+	hf_sys_close(dfd);
+	return rc;
+}
+
 uint64_t hf_self_pidns(void)
 {
 	self_ns_for(getpid());

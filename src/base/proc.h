@@ -23,6 +23,13 @@ int hf_pid_comm(pid_t pid, char *buf, size_t n);
  * /proc is not of our pid namespace (its numbers are not ours) or cannot be
  * read. */
 uint64_t hf_self_pidns(void);
+/* The inode of the initial pid namespace (the kernel's PROC_PID_INIT_INO,
+ * fixed since Linux 3.8): every process of the machine is visible there. */
+#define HF_PIDNS_INIT 0xEFFFFFFCULL
+/* Does any process we can see live in pid namespace ino (/proc/<pid>/ns/pid
+ * of each)? 1 yes, 0 none, -errno when /proc cannot be read. A namespace
+ * below ours shows all its processes here, so 0 proves it is gone. */
+int hf_pidns_seen(uint64_t ino);
 /* The inode of this process's time namespace (0: unknown). */
 uint64_t hf_self_timens(void);
 /* Both, for me = getpid() (the caller read it already). */

@@ -1580,8 +1580,12 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 		return rc;
 	me.lease_ms = o->lease_ms > 0 ? o->lease_ms : 0; /* OW6 */
 	/* OW7: the owner is another process; our descriptor (live_fd), not
-	 * its life, holds the kernel lock from here on */
-	me.kept = !me.lease_ms && me.pid != getpid();
+	 * its life, holds the kernel lock from here on. Not for a lock bound
+	 * to its owner's life (max-hold none: run, flock, edit hold it from
+	 * the owner's own parent): kept, it would never end for a judge in
+	 * another pid namespace */
+	int64_t hold = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
+	me.kept = !me.lease_ms && me.pid != getpid() && hold != HF_MAX_HOLD_NONE;
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
 		return rc < 0 ? held_over_write_error(l, rc, holder) : rc;
 	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* DA1 */

@@ -597,6 +597,11 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		return rc;
 	if (o->lease_ms > 0) /* OW6: the key's lease alone holds it, TTL lease_ms */
 		me.lease_ms = hf_etcdlock_ttl_ms(el);
+	/* OW7: another process (a keeper) keeps its lease alive; the record
+	 * says so, as the file system's does (its lease, not a kernel lock,
+	 * is the proof here) */
+	int64_t hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
+	me.kept = !me.lease_ms && me.pid != getpid() && hold != HF_MAX_HOLD_NONE;
 	json_t *val = hf_owner_to_json(&me, "acquired");
 	int64_t max_hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	if (val) {

@@ -67,7 +67,17 @@
  *         killed - while the owner lives, so in another pid namespace (OW3)
  *         a free kernel lock proves nothing of a kept owner: it is alive
  *         until its max-hold (leaked), never dead by OW3. In the owner's
- *         own pid namespace its pids decide as before.
+ *         own pid namespace its pids decide as before. A record without a
+ *         max-hold (HF_MAX_HOLD_NONE: run, flock, edit, whose holder is the
+ *         owner's own parent) is never kept: it would never end there.
+ *         One proof of death stays for a kept owner: its whole pid
+ *         namespace is gone. A judge in the initial pid namespace sees
+ *         every process of the machine, so when the kernel lock is free
+ *         and no process lives in the owner's namespace (a container whose
+ *         init ended: the kernel killed the rest, its keeper too), the
+ *         owner is dead. A judge in another container cannot see that (a
+ *         namespace cannot learn its parents: NS_GET_PARENT is refused
+ *         inside one), so it waits for the max-hold.
  * Everything else is alive: another kernel (another boot id: a machine
  * sharing the file system, or this one before a reboot - its pids are gone,
  * but its record may come from a live host), a record without start time or
@@ -340,6 +350,7 @@ int hf_owner_from_json(const json_t *obj, const char *time_key, struct hf_owner 
 	if (kp && !json_is_boolean(kp))
 		return -EINVAL;
 	o.kept = json_is_true(kp);
+
 	*ret = o;
 	return 0;
 }
@@ -417,6 +428,14 @@ pid_t hf_owner_local_pid(const struct hf_owner *o)
 	return (pid_t)o->pid;
 }
 
+/* OW7: do we see every process of the owner's pid namespace? In the
+ * initial one we see every process of the machine. */
+static bool below_us(const struct hf_owner *o)
+{
+	(void)o;
+	return hf_self_pidns() == HF_PIDNS_INIT;
+}
+
 int hf_owner_liveness(const struct hf_owner *o)
 {
 	if (o->lease_ms > 0)
@@ -431,14 +450,18 @@ int hf_owner_liveness_fd(const struct hf_owner *o, int probe_fd)
 	int v = pid_verdict(o);
 	if (v != PID_UNKNOWN)
 		return v;
-	if (o->kept)
+	if (o->kept && (probe_fd < 0 || !o->pidns || !same_kernel(o) || !below_us(o)))
 		return HF_ALIVE; /* OW7: its keeper's end proves nothing of it */
 	/* OW3: only records that name their namespace held a kernel lock, and
 	 * only a lock of this kernel is proof. */
 	if (probe_fd < 0 || !o->pidns || !same_kernel(o))
 		return HF_ALIVE;
 	assert(v == PID_UNKNOWN && "OW3"); /* the pid proves nothing here */
-	return hf_kernel_lock_probe(probe_fd) == 0 ? HF_DEAD : HF_ALIVE;
+	if (hf_kernel_lock_probe(probe_fd) != 0)
+		return HF_ALIVE;
+	if (o->kept) /* OW7: dead only with its whole namespace */
+		return hf_pidns_seen(o->pidns) == 0 ? HF_DEAD : HF_ALIVE;
+	return HF_DEAD;
 }
 
 int64_t hf_owner_age_ms(const struct hf_owner *o, int64_t now_ms)

@@ -198,7 +198,8 @@ Test(cli, pid_option_and_dead_owner_recovery)
 	const char *st[] = { "holdfast", "lock", "status", lock, NULL };
 	dl_kill(life);
 	cr_assert_eq(hft_cli(&out, NULL, st), 0);
-	cr_assert_eq(strncmp(out, "stale (owner dead)", 18), 0, "%s", out);
+	/* dead, or released already by its keeper, which saw it end (K5) */
+	cr_assert(!strncmp(out, "stale (owner dead)", 18) || !strncmp(out, "free", 4), "%s", out);
 	free(out);
 	acquire(t2, &f2, "-n");
 	cr_assert_gt(f2, f);

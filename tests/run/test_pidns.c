@@ -235,3 +235,36 @@ Test(pidns, waiter_outside_recovers_from_a_holder_inside_without_pidfd)
 	free(L);
 	free(fifo);
 }
+
+/* OW7 from the other side: the keeper of a lock acquired inside a pid
+ * namespace is SIGKILLed while the script that owns the lock still runs.
+ * Its kernel lock is free, and the script's pid means nothing out here -
+ * but the record is kept, and its namespace still has processes (seen from
+ * here, its ancestor): held. Once the script, and the namespace with it,
+ * ends, the lock is taken at once (no process of it is left). */
+Test(pidns, killed_keeper_inside_never_frees_a_live_scripts_lock)
+{
+	need_unshare();
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_geq(asprintf(&script,
+			       "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
+			       "echo ready; read y < '%s'",
+			       L, fifo),
+		      0);
+	struct hft_child c;
+	spawn_in_pidns(&c, script);
+	char *line = rt_line(c.out_rd);
+	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
+	pid_t keeper = hft_only_child(ns_init(c.pid)); /* reparented to the namespace's init */
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	rt_await_exit(keeper);
+	cr_assert_eq(try_n(L), 1, "the script lives: its lock is held though its keeper is gone");
+	fifo_say(fifo); /* the script ends: its namespace with it */
+	hft_wait(&c);
+	cr_assert_eq(try_n(L), 0, "its whole namespace gone: taken at once");
+	free(line);
+	free(script);
+	free(L);
+	free(fifo);
+}
