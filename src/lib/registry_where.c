@@ -11,6 +11,7 @@
  */
 #include "registry.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -159,6 +160,7 @@ static int mount_place(const char *canon, char *buf, size_t n, char *why, size_t
 	rc = hf_sys_fstatat(AT_FDCWD, point, &st, 0);
 	if (rc < 0)
 		return rc;
+	assert(strcmp(point, "/") && "RG12"); /* a whole file system's root, not / */
 	if (st.st_mode & S_IWOTH)
 		return refuse(why, whyn,
 			      "%s is outside any git work tree, on the mount %s, which everyone may "
