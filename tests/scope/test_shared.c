@@ -161,10 +161,17 @@ Test(shared, a_tree_without_git_and_no_registry_to_share_is_refused)
 	cr_assert_not(hft_exists(dot), "nothing made in the tree");
 }
 
+/* The tmpfs the_mounts_root_or_none mounts goes with the test, pass or fail
+ * (detached: a keeper may still hold a file in it). */
+static void mounts_teardown(void)
+{
+	umount2(sc_path("m"), MNT_DETACH); /* before the suite's sc_teardown */
+}
+
 /* Where the default is, and where there is none (RG12): the mount's root
  * when it is a whole file system's, not /, not writable by everyone; a /tmp
  * (1777) and / are refused. In a private mount namespace of the test. */
-Test(shared, the_mounts_root_or_none)
+Test(shared, the_mounts_root_or_none, .fini = mounts_teardown)
 {
 	sc_need_root();
 	sc_private_mounts(true);
@@ -211,7 +218,6 @@ Test(shared, the_mounts_root_or_none)
 	free(out);
 	free(err);
 	sc_sleeper_end(&owner, SIGKILL);
-	cr_assert_eq(umount2(m, MNT_DETACH), 0, "%s", strerror(errno)); /* a keeper may hold it */
 }
 
 /* Every worktree of a repository finds the one registry of its git common
