@@ -262,7 +262,9 @@ enum hf_opt {
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
 	HF_OPT_REGISTRY,       /* scope (string): the registry file (default
-	                          hf_registry_path())                            */
+	                          hf_registry_path_for the specs' paths, one for
+	                          all of them; with no spec, the working
+	                          directory's)                                   */
 	HF_OPT_SOCKET,         /* scope (string): an absolute socket path to
 	                          record for the pod                             */
 	HF_OPT_FROM,           /* scope (string): the delegating parent pod      */
@@ -576,7 +578,7 @@ int hf_session_default_path(char *buf, size_t n);
 /* ---------------------------------------------------------------------------
  * Scopes and the registry
  *
- * One JSON table per user (hf_registry_path) of pods and the path scopes
+ * One JSON table per tree (hf_registry_path_for) of pods and the path scopes
  * they were granted. A spec is "PATH:MODE[:recursive]", MODE read or write;
  * recursive covers PATH and everything below it, otherwise PATH and its
  * direct children. Paths are made absolute and canonical and compared by
@@ -642,8 +644,10 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *value);
  * (the parent is not registered: "name" is its name), HF_ETIMEDOUT (a wait,
  * the last holder seen; or the registry's own lock: its "pid"),
  * HF_ECANCELED, HF_EUNREADABLE, HF_EUNSAFE (a registry directory or file of
- * another user, writable by others, a symlink), -EINVAL (no spec, or one
- * that is not a spec: "request_index"), -ESRCH (no process has HF_OPT_PID),
+ * another user, writable by others, a symlink; or no HF_OPT_REGISTRY and no
+ * default registry for a spec's path: hf_registry_path_for, "reason" says
+ * why), -EINVAL (no spec, or one that is not a spec, or specs whose default
+ * registries differ: "request_index"), -ESRCH (no process has HF_OPT_PID),
  * -EALREADY (this handle holds a registration), -EOVERFLOW (the generation
  * is exhausted), -errno. The holder record names "registry" once it was
  * located, "reason" where there is more to say than the code, and
@@ -694,14 +698,25 @@ int hf_path_canonical(const char *path, char *buf, size_t n);
  * 0, -ENOENT when the mount table does not show it (a chroot), -EINVAL (not
  * a canonical path), -errno. */
 int hf_path_identity(const char *canonical_path, char *buf, size_t n);
-/* $HOLDFAST_REGISTRY, else /tmp/holdfast-<euid>/scope.lock: one registry
- * per user whatever the environment (a private /tmp sees another one). */
+/* The scope registry of path (relative to the working directory), found
+ * from the path's own file system so that every process sharing the tree -
+ * another container with its own /tmp, another worktree - finds the same
+ * one: $HOLDFAST_REGISTRY when set; else <common>/holdfast/scope.lock, where
+ * common is the git common directory of the work tree enclosing path (what
+ * `git rev-parse --git-common-dir` names: one for every worktree); else
+ * <mount>/.holdfast/scope.lock, mount the root of the mount holding path,
+ * when that mount shows its file system's root, is not / and is not
+ * writable by everyone. Otherwise there is no default: HF_EUNSAFE (set
+ * HOLDFAST_REGISTRY or HF_OPT_REGISTRY). -errno: path cannot be resolved.
+ * The environment (HOME, XDG_RUNTIME_DIR) never moves it. */
+int hf_registry_path_for(const char *path, char *buf, size_t n);
+/* hf_registry_path_for the working directory ("."). */
 int hf_registry_path(char *buf, size_t n);
 
 typedef struct hf_registry hf_registry;
 
-/* Read the registry (path NULL: hf_registry_path) without changing it; a
- * missing registry is empty. 0 and *ret; failures as hf_scope_register's
+/* Read the registry (path NULL: hf_registry_path, the working directory's)
+ * without changing it; a missing registry is empty. 0 and *ret; failures as hf_scope_register's
  * (HF_EUNREADABLE, HF_EUNSAFE, -errno), with *reterr (may be NULL; the
  * caller's, hf_rec_free) naming "registry" and "reason". */
 int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr);

@@ -58,7 +58,8 @@ static const char usage[] =
 	"\n"
 	"Every lock under DIR (default: the current directory), one line each:\n"
 	"directory locks (PATH beside PATH.holdfast/), session locks (.session.lock)\n"
-	"and the scope registry's allocations with a path under DIR (--all-scopes:\n"
+	"and the allocations of DIR's scope registry (holdfast scope --help) with a\n"
+	"path under DIR (--all-scopes:\n"
 	"all of them). Columns: KIND STATE HOLDER PID COMMAND HOST AGE FENCE MAXHOLD\n"
 	"PATH; STATE is held, dead, leaked, expired, partial, abandoned, skew, stale,\n"
 	"unreadable or free, with ',claims=N' when claims (barriers) sit beside a\n"
@@ -252,15 +253,19 @@ static void add_scopes(struct lister *ls, const char *dir, bool all)
 {
 	hf_registry *reg;
 	hf_rec *err = NULL;
-	int rc = hf_registry_read(NULL, &reg, &err);
+	char where[PATH_MAX] = "";
+	/* DIR's registry (RG12); none by default there: no scopes to list */
+	int rc = hf_registry_path_for(dir, where, sizeof where);
+	if (rc == HF_EUNSAFE)
+		return;
+	if (rc == 0)
+		rc = hf_registry_read(where, &reg, &err);
 	if (rc < 0) {
-		const char *where = hf_rec_str(err, "registry");
-		list_error(ls, where ? where : "the scope registry", rc);
+		const char *w = hf_rec_str(err, "registry");
+		list_error(ls, w ? w : "the scope registry", rc);
 		hf_rec_free(err);
 		return;
 	}
-	char where[PATH_MAX] = "";
-	hf_registry_path(where, sizeof where);
 	for (size_t i = 0; i < hf_registry_count(reg); i++) {
 		const hf_rec *r = hf_registry_get(reg, i);
 		bool under = all;

@@ -53,13 +53,17 @@ static const char usage[] =
 	"namespace; elsewhere by a kernel lock on its liveness file, held by `run` until\n"
 	"CMD ends and, after `register`, by a keeper process until PID ends.\n"
 	"\n"
-	"Registry: $HOLDFAST_REGISTRY, else /tmp/holdfast-UID/scope.lock - one per user\n"
-	"whatever the environment (login shell, cron, su, sudo, env -i). A process with a\n"
-	"private /tmp (systemd PrivateTmp=yes, a container) has its own there: set\n"
-	"HOLDFAST_REGISTRY to a path every process of the user sees. Exit codes: 0 done,\n"
+	"Registry: $HOLDFAST_REGISTRY; else the one of the paths' own tree, so that\n"
+	"every process sharing the tree (another container with its own /tmp, another\n"
+	"worktree) finds the same: inside a git work tree COMMON/holdfast/scope.lock in\n"
+	"its git common directory (one for all its worktrees); else MOUNT/.holdfast/scope.lock at the root\n"
+	"of the mount holding them, unless that mount is /, a bind mount of a\n"
+	"subdirectory, or writable by everyone (a /tmp): then there is none and register\n"
+	"exits 77 saying why. register: its specs' registry (one for all); check: PATH's;\n"
+	"release, list, effective, reap: the current directory's. Exit codes: 0 done,\n"
 	"1 conflict / held / lost / the registry's lock stayed busy, 64 usage, 65 corrupt\n"
 	"registry (left untouched), 69 no such pod, 77 unsafe registry directory or file\n"
-	"(another user's, a symbolic link, not a regular file).\n"
+	"(another user's, a symbolic link, not a regular file) or no registry for the paths.\n"
 	"--json: one JSON object on stdout (check: the answer with \"exit\"), or on\n"
 	"failure the error object (README: Machine output).\n"
 	"\n"
@@ -82,11 +86,28 @@ static bool scope_cmd;
 
 static int refusal_of(int rc, const hf_rec *h);
 
+/* The path whose registry the command works on (RG12: register's first
+ * spec's, check's PATH; "." - the working directory's - for the verbs
+ * without a path). */
+static char reg_at[PATH_MAX] = ".";
+
+/* SPEC's path (PATH:MODE[:recursive] without its suffixes) into buf. */
+static void spec_path(const char *spec, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s", spec);
+	for (int k = 0; k < 2; k++) {
+		char *colon = strrchr(buf, ':');
+		if (colon && (!strcmp(colon, ":recursive") || !strcmp(colon, ":read") ||
+			      !strcmp(colon, ":write")))
+			*colon = '\0';
+	}
+}
+
 static const char *reg_name(char *buf, size_t n)
 {
-	if (scope_cmd)
+	if (scope_cmd && cli_backend())
 		return cli_registry_name(buf, n);
-	if (hf_registry_path(buf, n) < 0)
+	if (hf_registry_path_for(reg_at, buf, n) < 0)
 		snprintf(buf, n, "the registry");
 	return buf;
 }
@@ -192,6 +213,14 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 			reg, reason, reg, reg);
 		break;
 	case HF_EUNSAFE: {
+		if (!reg[0]) { /* RG12: no default registry for the paths */
+			cli_err("scope %s: no scope registry: %s. Set HOLDFAST_REGISTRY to a file "
+				"that every process sharing these paths sees at the same path (or "
+				"work inside a git work tree: its registry is in the git common "
+				"directory)",
+				subject(verb, name), reason[0] ? reason : "none can be placed");
+			break;
+		}
 		char named[1400]; /* "uid 1001" as "user bob (uid 1001)" */
 		cli_name_uid(reason, named, sizeof named);
 		cli_err("refusing the scope registry %s: %s (it must be ours, not writable by "
@@ -346,15 +375,19 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 	return 0;
 }
 
-/* Read (or reap) the registry in force: the file's, or the backend's. */
+/* Read (or reap) the registry in force: the backend's, or the file of
+ * reg_at (RG12). */
 static int registry_op(bool reap, hf_registry **r, hf_rec **h)
 {
-	if (!scope_cmd || !cli_backend())
-		return reap ? hf_registry_reap(NULL, r, h) : hf_registry_read(NULL, r, h);
 	hf_scope *p;
 	int rc = hf_scope_new("holdfast", &p);
-	if (rc == 0 && cli_backend_apply_scope(p, "") != 0)
+	if (rc == 0 && scope_cmd && cli_backend() && cli_backend_apply_scope(p, "") != 0)
 		rc = -EINVAL; /* parse_args tried it already */
+	char spec[PATH_MAX + 8];
+	if (rc == 0 && strcmp(reg_at, ".")) { /* a handle's registry is its specs' */
+		snprintf(spec, sizeof spec, "%s:read", reg_at);
+		rc = hf_scope_add(p, spec);
+	}
 	if (rc == 0)
 		rc = reap ? hf_scope_registry_reap(p, r, h) : hf_scope_registry_read(p, r, h);
 	hf_scope_free(p);
@@ -463,6 +496,7 @@ static int do_register(int argc, char **argv)
 	const char *name = pos[0];
 	const char *const *specs = (const char *const *)pos + 1;
 	size_t nspecs = (size_t)a.npos - 1;
+	spec_path(specs[0], reg_at, sizeof reg_at); /* RG13: all specs' registry */
 	uint64_t pid = 0;
 	if (a.pid && (parse_u64(a.pid, &pid) < 0 || pid == 0 || pid > 0x7fffffff)) {
 		free(pos);
@@ -762,6 +796,7 @@ static int do_check(int argc, char **argv)
 		free(pos);
 		return code;
 	}
+	snprintf(reg_at, sizeof reg_at, "%s", canon); /* RG12: PATH's registry */
 	hf_registry *r;
 	if ((rc = read_registry(&r, "check", given))) {
 		free(pos);
@@ -942,6 +977,7 @@ int cmd_scope(int argc, char **argv)
  * --------------------------------------------------------------------- */
 
 static char run_name[HF_POD_NAME_MAX + 1];
+static char run_registry[PATH_MAX]; /* the file's registry it was registered in */
 static uint64_t run_generation;
 static hf_scope *run_handle; /* etcd: its thread keeps the lease while CMD runs */
 
@@ -968,18 +1004,12 @@ static void scope_holder_now(const void *ctx, char *buf, size_t n)
 	const struct specs *sp = ctx;
 	buf[0] = '\0';
 	hf_registry *r;
-	if (hf_registry_read(NULL, &r, NULL) < 0)
-		return;
+	char path[PATH_MAX], canon[PATH_MAX], reg[PATH_MAX];
+	spec_path(sp->specs[0], path, sizeof path);
+	if (hf_registry_path_for(path, reg, sizeof reg) < 0 || hf_registry_read(reg, &r, NULL) < 0)
+		return; /* RG13: the specs' registry */
 	for (size_t i = 0; i < sp->n && !buf[0]; i++) {
-		/* PATH:MODE[:recursive]: the path is what is left of the colons */
-		char path[PATH_MAX], canon[PATH_MAX];
-		snprintf(path, sizeof path, "%s", sp->specs[i]);
-		for (int k = 0; k < 2; k++) {
-			char *colon = strrchr(path, ':');
-			if (colon && (!strcmp(colon, ":recursive") || !strcmp(colon, ":read") ||
-				      !strcmp(colon, ":write")))
-				*colon = '\0';
-		}
+		spec_path(sp->specs[i], path, sizeof path);
 		hf_rec *v = NULL;
 		if (hf_path_canonical(path, canon, sizeof canon) == 0 &&
 		    hf_registry_check(r, canon, NULL, 0, &v) == HF_SCOPE_HELD) {
@@ -1088,6 +1118,10 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		hf_scope_free(s);
 	}
 	snprintf(run_name, sizeof run_name, "%s", pname);
+	char first[PATH_MAX];
+	spec_path(specs[0], first, sizeof first);
+	if (cli_backend() || hf_registry_path_for(first, run_registry, sizeof run_registry) < 0)
+		run_registry[0] = '\0'; /* RG13: released where it was registered */
 	run_generation = gen;
 	strcpy(ret_name, pname);
 	*ret_live_fd = live_fd;
@@ -1106,6 +1140,8 @@ int cli_scope_run_release(const char *name, int live_fd)
 		rc = hf_scope_release(s);
 	} else if ((rc = hf_scope_new(name, &s)) == 0) {
 		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
+		if (!strcmp(name, run_name) && run_registry[0])
+			hf_scope_set_str(s, HF_OPT_REGISTRY, run_registry);
 		rc = hf_scope_release(s);
 	}
 	if (live_fd >= 0)

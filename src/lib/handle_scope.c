@@ -198,6 +198,45 @@ static void holder_set(hf_scope *s, const struct hf_scopereg_holder *h, int rc)
 	hf_rec_put(&s->holder, hf_rec_from_scope_holder(h, rc, given));
 }
 
+/* RG12, RG13: the registry file s works on - HF_OPT_REGISTRY's; else the
+ * one of its specs' paths, one for all of them; else the current
+ * directory's - into path (PATH_MAX bytes). 0; HF_EUNSAFE (no default: h's
+ * reason and request_index); -EINVAL (two specs in two registries: the
+ * second's request_index); -errno. h zeroed first. */
+static int scope_registry(const hf_scope *s, char *path, struct hf_scopereg_holder *h)
+{
+	memset(h, 0, sizeof *h);
+	if (s->registry)
+		return snprintf(path, PATH_MAX, "%s", s->registry) < PATH_MAX ? 0 : -ENAMETOOLONG;
+	if (!s->nspecs)
+		return hf_scopereg_path_for(".", path, PATH_MAX, h->reason, sizeof h->reason);
+	char other[PATH_MAX], sp[PATH_MAX];
+	for (size_t i = 0; i < s->nspecs; i++) {
+		size_t pl;
+		bool w, r;
+		const char *spec = s->specs[i];
+		h->request_index = i;
+		if (hf_spec_split(spec, strlen(spec), &pl, &w, &r) < 0)
+			return -EINVAL; /* hf_scope_add let only specs in */
+		if (pl >= sizeof sp)
+			return -ENAMETOOLONG;
+		memcpy(sp, spec, pl);
+		sp[pl] = '\0';
+		int rc = hf_scopereg_path_for(sp, i ? other : path, PATH_MAX, h->reason,
+					      sizeof h->reason);
+		if (rc < 0)
+			return rc;
+		if (i && strcmp(other, path)) /* RG13 */
+			return hf_regfile_say(h, -EINVAL,
+					      "its registry is %s, the first spec's is %s: one "
+					      "registration lives in one registry (register them "
+					      "apart, or set HOLDFAST_REGISTRY)",
+					      other, path);
+	}
+	h->request_index = 0;
+	return 0;
+}
+
 /* HC5: the etcd registry of s, made anew from its options when they
  * changed and nothing is held. 0 (s->es NULL: the file), -errno. */
 static int etcd_ready(hf_scope *s)
@@ -275,13 +314,16 @@ int hf_scope_register(hf_scope *s)
 		return etcd_fail(s, erc);
 	if (s->es)
 		return etcd_register(s);
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
 	char path[PATH_MAX];
-	int rc = s->registry ? (strlen(s->registry) < sizeof path ? 0 : -ENAMETOOLONG)
-			     : hf_scopereg_path(path, sizeof path);
-	if (rc < 0)
+	int rc = scope_registry(s, path, h); /* RG12, RG13 */
+	if (rc < 0) {
+		holder_set(s, h, rc);
+		free(h);
 		return rc;
-	if (s->registry)
-		strcpy(path, s->registry);
+	}
 	struct hf_scopereg_request req = {
 		.registry = path, .name = s->name, .specs = (const char *const *)s->specs,
 		.nspecs = s->nspecs, .pid = s->pid, .socket = s->socket, .from = s->from,
@@ -296,9 +338,6 @@ int hf_scope_register(hf_scope *s)
 	struct hf_waiter w;
 	hf_wait_init(&w, dir[0] ? dir : ".", "", s->wait_ms);
 	hf_wait_set_cancel(&w, s->cancel_fd);
-	struct hf_scopereg_holder *h = malloc(sizeof *h);
-	if (!h)
-		return -ENOMEM;
 	uint64_t gen = 0;
 	int fd = -1;
 	bool waited_out = false;
@@ -347,20 +386,20 @@ int hf_scope_release(hf_scope *s)
 	int rc = etcd_ready(s);
 	if (rc < 0)
 		return etcd_fail(s, rc);
-	if (s->es) /* HC5 */
-		;
-	else if (s->holds)
-		strcpy(path, s->held_registry);
-	else if (s->registry)
-		rc = strlen(s->registry) < sizeof path ? (strcpy(path, s->registry), 0)
-						       : -ENAMETOOLONG;
-	else
-		rc = hf_scopereg_path(path, sizeof path);
-	if (rc < 0)
-		return rc;
 	struct hf_scopereg_holder *h = malloc(sizeof *h);
 	if (!h)
 		return -ENOMEM;
+	if (s->es) /* HC5 */
+		;
+	else if (s->holds)
+		strcpy(path, s->held_registry); /* RG13: where it was registered */
+	else
+		rc = scope_registry(s, path, h);
+	if (rc < 0) {
+		holder_set(s, h, rc);
+		free(h);
+		return rc;
+	}
 	if (s->es) {
 		rc = hf_etcdscope_release(s->es, s->name, s->generation, h);
 	} else {
@@ -468,6 +507,11 @@ int hf_registry_path(char *buf, size_t n)
 	return buf ? hf_scopereg_path(buf, n) : -EINVAL;
 }
 
+int hf_registry_path_for(const char *path, char *buf, size_t n)
+{
+	return path && buf ? hf_scopereg_path_for(path, buf, n, NULL, 0) : -EINVAL;
+}
+
 /* --- on the handle's registry (HC5) ------------------------------------------- */
 
 int hf_scope_keep(hf_scope *s)
@@ -496,11 +540,7 @@ int hf_scope_table(hf_scope *s, bool reap, struct hf_scopereg_table **ret,
 	if (s->es)
 		return reap ? hf_etcdscope_reap(s->es, ret, h) : hf_etcdscope_read(s->es, ret, h);
 	char path[PATH_MAX];
-	if (s->registry)
-		rc = strlen(s->registry) < sizeof path ? (strcpy(path, s->registry), 0)
-						       : -ENAMETOOLONG;
-	else
-		rc = hf_scopereg_path(path, sizeof path);
+	rc = scope_registry(s, path, h); /* RG12, RG13 */
 	if (rc < 0)
 		return rc;
 	return reap ? hf_scopereg_reap(path, ret, h) : hf_scopereg_read(path, ret, h);

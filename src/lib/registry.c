@@ -1,14 +1,15 @@
 /*
- * registry.c - the per-user scope registry: the protocol of a change
+ * registry.c - the scope registry of a tree: the protocol of a change
  * (register, release, reap) and of a read, and the judgement of every
  * allocation's owner. The files are registry_file.c's, the table in memory
  * registry_table.c's, its format registry_json.c's.
  *
  * On-disk artifacts
  * -----------------
- *   <dir>/                  $HOLDFAST_REGISTRY's directory, else
- *                           /tmp/holdfast-<euid> (one per user, whatever the
- *                           environment); created 0700, ours, not
+ *   <dir>/                  $HOLDFAST_REGISTRY's directory (or
+ *                           HF_OPT_REGISTRY's), else the paths' tree's
+ *                           (RG12): <git common dir>/holdfast, else
+ *                           <mount root>/.holdfast; created 0700, ours, not
  *                           group/world-writable.
  *   <dir>/<base>            the table, one JSON object (0600):
  *     {"version":1,"generation":17,"allocations":[
@@ -31,6 +32,9 @@
  *
  * Steps of a change (register, release, reap)
  * -------------------------------------------
+ *   0. Find the registry (registry_where.c, RG12, RG13): the one named, else
+ *      the one of the request's paths (the working directory's for a verb
+ *      without a path); none: HF_EUNSAFE, why said, nothing created.
  *   1. Open and verify the directory (O_NOFOLLOW; owner; mode), creating it.
  *   2. Open (O_NOFOLLOW|O_NONBLOCK, creating) and verify the lock file;
  *      flock(LOCK_EX), waiting a bounded time; then check that the lock file
@@ -104,6 +108,24 @@
  *         refused before it is read or locked; the flock(LOCK_EX) wait is
  *         bounded (HF_SCOPE_LOCK_WAIT_MS while one holder keeps it) and
  *         ends when the caller's cancel descriptor is readable.
+ *   (RG12) The default registry of a path is found from the path's own file
+ *         system, never from the process's environment or its /tmp, so that
+ *         every process that sees the path - in any mount namespace, any
+ *         worktree - finds the same one: HOLDFAST_REGISTRY (HF_OPT_REGISTRY)
+ *         when set; else <common>/holdfast/scope.lock, common the git
+ *         common directory of the work tree enclosing the path (.git a
+ *         directory holding HEAD, or a "gitdir: X" file and X/commondir;
+ *         the walk up stops at a file system's boundary, as git's); else
+ *         <mount>/.holdfast/scope.lock, mount the root of the mount holding
+ *         the path, only when that mount shows its file system's root (not
+ *         a bind of a subdirectory, which another namespace may see under
+ *         another root), is not / and is not writable by everyone (not a
+ *         /tmp, which may be private to a namespace or another user's);
+ *         else there is none: HF_EUNSAFE with why, nothing created.
+ *   (RG13) One registration lives in one registry: the default registries of
+ *         all its specs are one, or it is refused (-EINVAL naming both)
+ *         before anything is opened; a handle releases where it registered;
+ *         the verbs without a path use the working directory's.
  *
  * Hazards
  * -------
@@ -123,11 +145,21 @@
  *   - Paths still compare as strings across mount namespaces (a container's
  *     /src and the host's /src are one scope to the registry, a refusal on
  *     the safe side); identities only add conflicts.
- *   - /tmp/holdfast-<euid> is a name in a shared directory: another user can
- *     create it first. That is refused (77, naming the owner), never used;
- *     set HOLDFAST_REGISTRY then. A process with a private /tmp (systemd
- *     PrivateTmp=) has its own registry unless HOLDFAST_REGISTRY says
- *     otherwise.
+ *   - A tree's registry is one user's: in a tree several users share, the
+ *     first to register owns <common>/holdfast and the others are refused
+ *     (77, naming the owner), never let in; they need HOLDFAST_REGISTRY
+ *     (and then do not exclude each other).
+ *   - Processes that work on one tree's files through two git directories
+ *     (a copy or a clone bind-mounted over another, not a worktree) find
+ *     two registries: paths that are one by identity are then not compared
+ *     at all. HOLDFAST_REGISTRY set alike in both is the remedy.
+ *   - A spec's path is resolved when the registry is found and again when
+ *     the spec is made canonical: a tree moved or a .git created in
+ *     between can put the two in different places (a race with the user,
+ *     not with another pod).
+ *   - release NAME, list, effective and reap find the working directory's
+ *     registry: run from outside the tree they look at another one (the
+ *     message names the registry read).
  */
 #include "registry.h"
 

@@ -34,7 +34,7 @@
 #define HF_SCOPE_LIVE_INFIX ".live-"      /* <registry>.live-<token>          */
 
 struct hf_scopereg_request {
-	const char *registry;             /* NULL: hf_scopereg_path()         */
+	const char *registry;             /* the registry file                  */
 	const char *name;
 	const char *const *specs;         /* "PATH:MODE[:recursive]", 1 or more     */
 	size_t nspecs;
@@ -80,12 +80,16 @@ struct hf_scopereg_holder {
 	char request_fs[HF_SCOPE_FS_MAX]; /* and the request's                      */
 };
 
-/* $HOLDFAST_REGISTRY, else /tmp/holdfast-<euid>/scope.lock: one registry
- * per user whatever the environment (XDG_RUNTIME_DIR, HOME, a login shell
- * or cron, su, sudo, env -i all agree). A process whose /tmp is private (a
- * systemd unit with PrivateTmp=yes, a container with its own /tmp) sees
- * another directory there: it shares no registry with the rest of the user
- * unless it sets HOLDFAST_REGISTRY to a path both see. */
+/* registry_where.c: the registry of path (RG12): $HOLDFAST_REGISTRY; else
+ * <common>/holdfast/scope.lock, common the git common directory of the work
+ * tree enclosing path; else <mount>/.holdfast/scope.lock, mount the root of
+ * the mount holding path when it shows its file system's root, is not / and
+ * is not writable by everyone. 0; HF_EUNSAFE with why (whyn bytes; may be
+ * NULL) when there is no default; -errno (path cannot be resolved). Never
+ * reads XDG_RUNTIME_DIR, HOME or /tmp: two mount namespaces that share a
+ * tree find one registry. */
+int hf_scopereg_path_for(const char *path, char *buf, size_t n, char *why, size_t whyn);
+/* The current directory's (hf_scopereg_path_for(".")). */
 int hf_scopereg_path(char *buf, size_t n);
 struct hf_scopereg_table;
 /* The age of entry i's registration (boot-relative on this kernel, as

@@ -1,7 +1,7 @@
 /*
- * registry_file.c - the scope registry's files: where the registry is, the
- * verification of its directory and files (owner, mode, type, no symbolic
- * links), the registry's lock (flock(2) on <base>.flock, waited for without
+ * registry_file.c - the scope registry's files (where it is by default is
+ * registry_where.c's): the verification of its directory and files (owner,
+ * mode, type, no symbolic links), the registry's lock (flock(2) on <base>.flock, waited for without
  * ever blocking in the kernel), reading and writing the table, the live
  * files, and the sweep of what crashes left. The artifacts, the steps of a
  * change and the invariants kept here (RG1, RG2, RG3, RG8, RG9, RG10, RG11)
@@ -22,17 +22,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-int hf_scopereg_path(char *buf, size_t n)
-{
-	const char *env = getenv("HOLDFAST_REGISTRY");
-	int len;
-	if (env && *env) /* the explicit override */
-		len = snprintf(buf, n, "%s", env);
-	else /* one per user, whatever XDG_RUNTIME_DIR or HOME say */
-		len = snprintf(buf, n, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
-	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
-}
 
 int hf_regfile_say(struct hf_scopereg_holder *err, int rc, const char *fmt, ...)
 {
@@ -243,7 +232,8 @@ int hf_regfile_open(const char *registry, bool create, bool lock, struct hf_regf
 	r->ngone = r->capgone = 0;
 	int rc = registry ? (snprintf(path, sizeof path, "%s", registry) < (int)sizeof path ? 0
 										  : -ENAMETOOLONG)
-			  : hf_scopereg_path(path, sizeof path);
+			  : hf_scopereg_path_for(".", path, sizeof path, err ? err->reason : NULL,
+						 err ? sizeof err->reason : 0); /* RG12 */
 	if (rc < 0)
 		return rc;
 	if (err)

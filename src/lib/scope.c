@@ -564,6 +564,11 @@ static int identity_of(const struct hf_mount *m, const char *p, size_t len, char
 	return w;
 }
 
+const struct hf_mount *hf_mount_of(const struct hf_mounts *m, const char *p, size_t len)
+{
+	return mount_of(m, p, len);
+}
+
 int hf_path_identify(const struct hf_mounts *m, const char *p, size_t len, char kind, char *buf,
 		     size_t n)
 {

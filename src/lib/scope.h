@@ -114,6 +114,9 @@ struct hf_mounts {
  * table is then empty: identities are unknown). */
 int hf_mounts_load(struct hf_mounts *ret);
 void hf_mounts_free(struct hf_mounts *m);
+/* The mount the kernel's walk of the normal path p[0..len) ends in; NULL
+ * when the table shows no root mount (a chroot). */
+const struct hf_mount *hf_mount_of(const struct hf_mounts *m, const char *p, size_t len);
 /* The identity of the normal path p[0..len) with kind into buf (text form):
  * the length, or -ENOENT when the mount table does not show how p is
  * reached (no root mount: a chroot), -ENAMETOOLONG. */

@@ -1,10 +1,10 @@
 /* Where users really run holdfast: one registry per
- * user whatever the environment - a login shell with XDG_RUNTIME_DIR, a
- * cron job or `env -i` without - and a shared sticky /tmp where another
- * user may plant /tmp/holdfast-<uid> first. Each test gets a private mount
- * namespace with its own tmpfs on /tmp: the default registry is really
- * /tmp/holdfast-<uid>, and nothing is left in the machine's /tmp. Real
- * shells, `env -i`, a second user by setpriv. */
+ * tree whatever the environment - a login shell with XDG_RUNTIME_DIR, a
+ * cron job or `env -i` without (RG12: the tree's git common directory) -
+ * and a tree shared by two users, one of whom made its registry directory
+ * first. Each test gets a private mount namespace with its own tmpfs on
+ * /tmp, and nothing is left in the machine's /tmp. Real shells, `env -i`,
+ * a second user by setpriv. */
 #include "hft.h"
 #include "scope_support.h"
 
@@ -39,11 +39,16 @@ Test(env, one_registry_whatever_the_environment)
 	sc_sleeper_start(&unit);
 	mkdir(sc_path("xdg-login"), 0700);
 	mkdir(sc_path("xdg-unit"), 0700);
+	char *out, *err;
+	cr_assert_eq(sc_sh(&out, &err, "mkdir \"$1\" && cd \"$1\" && exec git init -q .",
+			   sc_path("p"), NULL),
+		     0, "%s", err);
+	free(out);
+	free(err);
 	char p[1100], px[1100], py[1100];
 	snprintf(p, sizeof p, "%s:write:recursive", sc_path("p"));
 	snprintf(px, sizeof px, "%s:write", sc_path("p/x"));
 	snprintf(py, sizeof py, "%s:write:recursive", sc_path("p/y"));
-	char *out, *err;
 	/* a login shell: XDG_RUNTIME_DIR set */
 	cr_assert_eq(sc_sh(&out, &err,
 			   "XDG_RUNTIME_DIR=\"$1\" exec \"$HF\" scope register login \"$2\" --pid \"$3\"",
@@ -56,8 +61,8 @@ Test(env, one_registry_whatever_the_environment)
 			   px, sc_num(cron.pid), NULL),
 		     1, "the same registry, the same scope: refused: %s", err);
 	HAS(err, "of login (pid ");
-	char reg[64];
-	snprintf(reg, sizeof reg, "(registry /tmp/holdfast-%u/scope.lock)", (unsigned)geteuid());
+	char reg[1200];
+	snprintf(reg, sizeof reg, "(registry %s/.git/holdfast/scope.lock)", sc_path("p"));
 	HAS(err, reg);
 	free(out);
 	free(err);
@@ -71,7 +76,9 @@ Test(env, one_registry_whatever_the_environment)
 	free(out);
 	free(err);
 	/* and all of them list the same table */
-	cr_assert_eq(sc_sh(&out, &err, "exec env -i \"$HF\" scope list", NULL), 0, "%s", err);
+	cr_assert_eq(sc_sh(&out, &err, "cd \"$1\" && exec env -i \"$HF\" scope list", sc_path("p"),
+			   NULL),
+		     0, "%s", err);
 	HAS(out, "login ");
 	free(out);
 	free(err);
@@ -81,7 +88,7 @@ Test(env, one_registry_whatever_the_environment)
 	sc_sleeper_end(&login, SIGKILL);
 	sc_sleeper_end(&cron, SIGKILL);
 	sc_sleeper_end(&unit, SIGKILL);
-	hft_rmtree("/tmp/holdfast-0"); /* ends the keepers: their files are gone */
+	cr_assert_not(hft_exists("/tmp/holdfast-0"), "nothing in /tmp");
 }
 
 /* Run the binary (copied where any user may run it) as uid:uid. */
@@ -101,14 +108,16 @@ static void install_binary(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-/* A second user in the shared sticky /tmp creates /tmp/holdfast-<victim>
- * first (or files in it): refused (77) naming the owner, never used. */
+/* A tree two users share (its .git writable by both): the one who made
+ * its registry directory first owns it; the other is refused (77) naming
+ * that owner, never uses it, nothing is written through a link. */
 /* The victim's registration is refused (77), naming mallory (uid 4242) as
  * the owner of what sits at its registry's place. */
 static void victim_refused(unsigned victim)
 {
 	char *out, *err;
-	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
+	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/r/v:write",
+			     NULL),
 		     77, "%s", err);
 	HAS(err, "is owned by uid 4242");
 	free(out);
@@ -122,28 +131,33 @@ Test(env, another_users_registry_directory_refused_naming_its_owner)
 	install_binary();
 	const unsigned mallory = 4242, victim = 4343;
 	char *out, *err;
-	/* mallory plants the victim's directory (0755: readable by all) */
-	cr_assert_eq(as_user(mallory, NULL, &err, "mkdir /tmp/holdfast-4343", NULL), 0, "%s", err);
+	cr_assert_eq(system("git init -q /tmp/r && chmod 0777 /tmp/r/.git"), 0);
+	/* mallory makes the tree's registry directory (0755: readable by all) */
+	cr_assert_eq(as_user(mallory, NULL, &err, "mkdir /tmp/r/.git/holdfast", NULL), 0, "%s",
+		     err);
 	free(err);
-	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
+	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/r/v:write",
+			     NULL),
 		     77, "%s", err);
-	HAS(err, "/tmp/holdfast-4343 is owned by uid 4242");
+	HAS(err, "/tmp/r/.git/holdfast is owned by uid 4242");
 	free(out);
 	free(err);
-	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope list", NULL), 77, "%s", err);
+	cr_assert_eq(as_user(victim, &out, &err, "cd /tmp/r && exec /tmp/hf scope list", NULL), 77,
+		     "%s", err);
 	HAS(err, "is owned by uid 4242");
 	free(out);
 	free(err);
 	/* ... 0700: the victim cannot even look inside */
 	cr_assert_eq(as_user(mallory, NULL, &err,
-			     "rmdir /tmp/holdfast-4343 && mkdir -m 0700 /tmp/holdfast-4343", NULL),
+			     "rmdir /tmp/r/.git/holdfast && mkdir -m 0700 /tmp/r/.git/holdfast",
+			     NULL),
 		     0, "%s", err);
 	free(err);
 	victim_refused(victim);
 	/* ... a symbolic link to somewhere of mallory's choosing */
 	cr_assert_eq(as_user(mallory, NULL, &err,
-			     "rmdir /tmp/holdfast-4343 && mkdir -m 0777 /tmp/m && "
-			     "ln -s /tmp/m /tmp/holdfast-4343",
+			     "rmdir /tmp/r/.git/holdfast && mkdir -m 0777 /tmp/m && "
+			     "ln -s /tmp/m /tmp/r/.git/holdfast",
 			     NULL),
 		     0, "%s", err);
 	free(err);
@@ -152,24 +166,25 @@ Test(env, another_users_registry_directory_refused_naming_its_owner)
 		  "nothing was written through the link");
 	/* the victim's own directory with mallory's table in it (planted by
 	 * root here: mallory cannot write into a 0700 directory of another) */
-	cr_assert_eq(system("rm -f /tmp/holdfast-4343 && mkdir -m 0700 /tmp/holdfast-4343 && "
-			    "chown 4343:4343 /tmp/holdfast-4343 && "
+	cr_assert_eq(system("rm -f /tmp/r/.git/holdfast && mkdir -m 0700 /tmp/r/.git/holdfast && "
+			    "chown 4343:4343 /tmp/r/.git/holdfast && "
 			    "echo '{\"version\":1,\"generation\":0,\"allocations\":[]}' > "
-			    "/tmp/holdfast-4343/scope.lock && chmod 0644 "
-			    "/tmp/holdfast-4343/scope.lock && chown 4242:4242 "
-			    "/tmp/holdfast-4343/scope.lock"),
+			    "/tmp/r/.git/holdfast/scope.lock && chmod 0644 "
+			    "/tmp/r/.git/holdfast/scope.lock && chown 4242:4242 "
+			    "/tmp/r/.git/holdfast/scope.lock"),
 		     0);
-	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/v:write", NULL),
+	cr_assert_eq(as_user(victim, &out, &err, "exec /tmp/hf scope register V /tmp/r/v:write",
+			     NULL),
 		     77, "%s", err);
 	HAS(err, "the registry file is owned by uid 4242");
 	free(out);
 	free(err);
 	/* and with the victim's own files all is well */
-	cr_assert_eq(system("rm /tmp/holdfast-4343/scope.lock"), 0);
+	cr_assert_eq(system("rm /tmp/r/.git/holdfast/scope.lock"), 0);
 	cr_assert_eq(as_user(victim, &out, &err,
-			     "exec /tmp/hf scope register V /tmp/v:write >/dev/null", NULL),
+			     "exec /tmp/hf scope register V /tmp/r/v:write >/dev/null", NULL),
 		     0, "%s", err);
 	free(out);
 	free(err);
-	hft_rmtree("/tmp/holdfast-4343"); /* the keeper's file goes: it ends */
+	hft_rmtree("/tmp/r"); /* the keeper's file goes: it ends */
 }

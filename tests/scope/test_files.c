@@ -288,19 +288,30 @@ Test(files, lock_file_swapped_under_a_locker, .init = sc_setup_owned, .fini = sc
 	json_decref(root);
 }
 
-/* One registry per user: XDG_RUNTIME_DIR does not move it. */
-Test(files, default_location)
+/* One registry per tree (RG12): HOLDFAST_REGISTRY wins; else the tree's
+ * git directory, wherever in the tree one asks from, whatever
+ * XDG_RUNTIME_DIR or HOME say. */
+Test(files, default_location, .init = sc_setup, .fini = sc_teardown)
 {
-	char buf[PATH_MAX], exp[PATH_MAX];
+	char buf[PATH_MAX], exp[PATH_MAX], git[1100], head[1200];
 	setenv("HOLDFAST_REGISTRY", "/some/where/reg.json", 1);
 	cr_assert_eq(hf_scopereg_path(buf, sizeof buf), 0);
 	cr_assert_str_eq(buf, "/some/where/reg.json");
 	unsetenv("HOLDFAST_REGISTRY");
-	snprintf(exp, sizeof exp, "/tmp/holdfast-%u/scope.lock", (unsigned)geteuid());
+	snprintf(git, sizeof git, "%s/.git", sc_dir);
+	snprintf(head, sizeof head, "%s/HEAD", git);
+	cr_assert_eq(mkdir(git, 0755), 0);
+	hft_write(head, "ref: refs/heads/main\n");
+	cr_assert_eq(mkdir(sc_path("a"), 0755), 0);
+	cr_assert_eq(chdir(sc_path("a")), 0);
+	snprintf(exp, sizeof exp, "%s/.git/holdfast/scope.lock", sc_dir);
 	setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
+	setenv("HOME", "/nonexistent", 1);
 	cr_assert_eq(hf_scopereg_path(buf, sizeof buf), 0);
-	cr_assert_str_eq(buf, exp, "XDG_RUNTIME_DIR does not choose the registry");
+	cr_assert_str_eq(buf, exp, "the working directory's tree, not XDG_RUNTIME_DIR");
 	unsetenv("XDG_RUNTIME_DIR");
-	cr_assert_eq(hf_scopereg_path(buf, sizeof buf), 0);
+	cr_assert_eq(hf_scopereg_path_for(sc_path("a/b/not-yet"), buf, sizeof buf, NULL, 0), 0);
+	cr_assert_str_eq(buf, exp);
+	cr_assert_eq(hf_scopereg_path_for("../a/..", buf, sizeof buf, NULL, 0), 0);
 	cr_assert_str_eq(buf, exp);
 }

@@ -974,7 +974,7 @@ impl Scope {
         }
         Ok(self)
     }
-    /// The registry file (default: `$HOLDFAST_REGISTRY`, else the user's).
+    /// The registry file (default: `$HOLDFAST_REGISTRY`, else the specs' tree's).
     pub fn registry(mut self, path: impl AsRef<Path>) -> Result<Self> {
         let p = path.as_ref().to_path_buf();
         let s = p.to_str().ok_or_else(|| Error::invalid("scope", &p, "a registry path that is not UTF-8"))?.to_string();
@@ -1222,7 +1222,9 @@ pub fn canonical(path: &Path) -> Result<String> {
     Ok(unsafe { cstr(buf.as_ptr()) }.unwrap_or_default())
 }
 
-/// `$HOLDFAST_REGISTRY`, else `/tmp/holdfast-<euid>/scope.lock`.
+/// The working directory's registry: `$HOLDFAST_REGISTRY`, else its tree's
+/// (`hf_registry_path_for`: the git common directory's `holdfast/scope.lock`,
+/// else the mount root's `.holdfast/scope.lock`; none: an error).
 pub fn default_registry_path() -> Result<String> {
     let mut buf = vec![0 as c_char; 4097];
     let rc = unsafe { ffi::hf_registry_path(buf.as_mut_ptr(), buf.len()) };

@@ -16,7 +16,7 @@ from .lock import PathLike
 
 
 class Scope:
-    """A pod's write/read scopes in the per-user registry.
+    """A pod's write/read scopes in the registry of their tree.
 
         with Scope("agent-1", ["/p/src:write:recursive"]) as pod:
             with pod.delegate("agent-1.a", ["/p/src/a:write:recursive"]):
@@ -26,7 +26,7 @@ class Scope:
     Scope): its effective scope must cover ours. wait (s): register()'s
     default for waiting out Held/Conflict; lock_wait (s): the bound on the
     registry's own lock; registry: the registry file (default
-    $HOLDFAST_REGISTRY or the per-user one); socket: an absolute socket path
+    $HOLDFAST_REGISTRY or the specs' tree's, hf_registry_path_for); socket: an absolute socket path
     to record; pid: whose life holds the registration; generation: release
     only this registration (one made elsewhere). backend, etcd_user,
     etcd_password_file, etcd_ca_file, ttl, etcd_timeout: where the
@@ -327,5 +327,7 @@ def canonical_spec(spec: str) -> str:
 
 
 def registry_path() -> str:
-    """$HOLDFAST_REGISTRY, else /tmp/holdfast-<euid>/scope.lock."""
+    """The working directory's registry: $HOLDFAST_REGISTRY, else its tree's
+    (the git common directory's holdfast/scope.lock, else the mount root's
+    .holdfast/scope.lock; none: a HoldfastError of HF_EUNSAFE)."""
     return _buf_call("hf_registry_path", None)
