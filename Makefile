@@ -28,7 +28,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-long check-tsan check-cluster all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-long check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -90,7 +90,13 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan
+check-long: check-cluster check-tsan check-callers
+
+# The callers' idioms stress (tests/dirlock/test_stress_callers.c) at 5x its
+# `make test` rounds: 120 acquisitions by make, python3, xargs and agent
+# `bash -c` callers, a quarter of them killed in their work.
+check-callers: build
+	HF_STRESS_SCALE=500 meson test -C $(BUILD) --print-errorlogs --timeout-multiplier 3 dirlock-callers
 
 $(TSAN_BUILD)/build.ninja: | deps
 	meson setup $(TSAN_BUILD) --buildtype=debug -Dwerror=true -Db_sanitize=thread \

@@ -539,6 +539,12 @@ int hf_sys_kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2)
 #endif
 }
 
+int hf_sys_madvise(void *addr, size_t len, int advice)
+{
+	PASS(MADVISE);
+	return NEG(madvise(addr, len, advice));
+}
+
 int hf_sys_close_range(unsigned first, unsigned last)
 {
 	PASS(CLOSE_RANGE);

@@ -181,5 +181,8 @@ int hf_sys_pidfd_open(pid_t pid);
 int hf_sys_kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2);
 /* close_range(2) without flags: close every fd in [first, last]. */
 int hf_sys_close_range(unsigned first, unsigned last);
+/* madvise(2): advice for [addr, addr + len) (the keeper gives back its
+ * dead stack pages, MADV_DONTNEED). -ENOMEM when part of it is unmapped. */
+int hf_sys_madvise(void *addr, size_t len, int advice);
 
 #endif
