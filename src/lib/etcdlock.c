@@ -12,24 +12,37 @@
  *           same absolute path. Nothing is made on the file system.
  *   value   the owner record as JSON (owner.c: token, pid, pid_start,
  *           boot_id, host, acquired, pidns, timens, boottime_ms, comm) and
- *           max_hold_ms, ttl_ms. No fence: the fence is the key's
- *           create_revision.
+ *           max_hold_ms, ttl_ms. No fence: the fence is made of the
+ *           key's create_revision and the epoch (EL10).
  *   lease   one per acquisition, TTL ttl_ms (default 10 s, rounded up to a
  *           second), attached to the key: the key lives while the lease is
  *           kept alive. Kept alive every TTL/3 by a thread of the handle
  *           (a program holding the lock), or by `holdfast lock acquire`'s
  *           keeper (hf_etcdlock_keep) for a shell script.
- *   fence   the key's create_revision: etcd's store-wide revision at the
- *           put that created it.
+ *   epoch   HF_ETCD_EPOCH_KEY ("/holdfast/epoch"), one per etcd, no lease:
+ *           decimal microseconds of the wall clock when the first
+ *           acquisition of this holdfast made it (at least the store's
+ *           revision then + 1; at most HF_ETCD_EPOCH_MAX), put by a txn
+ *           whose compare is create_revision == 0, never rewritten nor
+ *           deleted by holdfast.
+ *   fence   epoch + the key's create_revision (etcd's store-wide revision
+ *           at the put that created it); for a key made before the epoch
+ *           key (an older holdfast's acquisition) its create_revision alone
+ *           (EL10). About 1.8e15, far below INT64_MAX.
  *
  * Steps of an acquisition (hf_etcdlock_acquire)
  * ---------------------------------------------
  *   1. The owner record for o->pid (-ESRCH: no such process).
  *   2. Grant a lease.
- *   3. One txn: if create_revision(key) == 0 (absent) put key = value with
- *      the lease, else range key. Succeeded: the fence is the txn's
- *      header.revision (the put's revision, the key's create_revision); the
- *      keep-alive starts. Done.
+ *   3. One txn: if create_revision(key) == 0 (absent) and the epoch key
+ *      exists, put key = value with the lease and range the epoch key, else
+ *      range key and the epoch key. Succeeded: the fence is the epoch + the
+ *      txn's header.revision (the put's revision, the key's
+ *      create_revision: EL10); the keep-alive starts. Done. Failed with no
+ *      epoch key (the first acquisition of this etcd, or of a cluster
+ *      rebuilt from nothing): make it (a txn: put it if absent; another's
+ *      made first is as good) and go to 3 (at most HF_ETCD_RETRIES times:
+ *      one that keeps vanishing is -EPROTO).
  *   4. Failed: the holder is the kv read in the same txn, judged as
  *      dirlock.c judges a record: its owner proven dead on its own kernel
  *      (owner.c), or older than max(max-hold, stale): revoke the holder's
@@ -50,19 +63,22 @@
  * got no answer once more at the next member (a revoke is idempotent: "no
  * such lease" then means ours is gone). An adopted token: range the key,
  * compare the record's token, revoke the record's lease. Status and check:
- * range the key.
+ * one txn ranging the key and the epoch key (EL10); reads never make the
+ * epoch (a key without one is an older holdfast's: its fence is its
+ * create_revision).
  *
  * Renew (hf_etcdlock_renew; the handle that acquired, or an adopted token:
  * dirlock.c's DR1-DR5 with a txn in place of the replace):
- *   R1. Range the key: absent HF_ENOTHELD; another token (or no owner
+ *   R1. Range the key and the epoch (one txn): absent HF_ENOTHELD; another token (or no owner
  *       record) HF_ENOTYOURS; the handle's own fence given and the key's
- *       create_revision another: HF_ELOST; its owner proven dead HF_ELOST
+ *       fence (EL10) another: HF_ELOST; its owner proven dead HF_ELOST
  *       (the next acquirer reaps it; a leaked but live owner may renew).
  *   R2. The same record - owner, token, ttl_ms - with "acquired" (and
  *       boottime_ms, on the owner's kernel) now and max_hold_ms as asked
  *       (0: the recorded one).                   [etcdlock.renew.judged]
- *   R3. One txn: if create_revision == the fence read and mod_revision ==
- *       the one read, put the record with the key's own lease (EL6, EL7),
+ *   R3. One txn: if create_revision == the one read, mod_revision == the
+ *       one read and the epoch key's create_revision == the one read (the
+ *       fence keeps its form, EL10), put the record with the key's own lease (EL6, EL7),
  *       else range. Failed: HF_ELOST (the holder now, if any) unless the
  *       key holds our renewed bytes already (a repeated txn, ET1). A lease
  *       gone meanwhile (etcd: "lease not found") is HF_ELOST too.
@@ -73,8 +89,10 @@
  *         is create_revision == 0: two holders never both succeed.
  *   (EL2) Every acquisition's fence is strictly greater than every earlier
  *         one's of the same lock: etcd's revision grows with every write of
- *         the store, and the fence is the revision of the put that made the
- *         key - across releases, expiries, reaps and restarts of members.
+ *         the store, and the fence is the epoch (constant while its key
+ *         lives) + the revision of the put that made the key - across
+ *         releases, expiries, reaps and restarts of members; across a
+ *         rebuild of the cluster by EL10.
  *   (EL3) A holder's key is deleted only by the revoke of its own lease
  *         (release, the keeper seeing its owner die, a reaper that proved
  *         it dead) or by the lease's expiry: a revoke names a lease, never
@@ -106,6 +124,26 @@
  *         been applied is judged again, never assumed lost, and step 3
  *         recognises our own put (ET1); a try-once acquisition fails at
  *         once with the request's error.
+ *   (EL10) Fences never repeat, even across a cluster rebuilt from an empty
+ *          data dir (its revisions restart at 1): a fence is epoch +
+ *          create_revision, the epoch read in the same txn as the key it
+ *          dates (never cached, so a client that outlives a rebuild reads
+ *          the new epoch), and the put of an acquisition is guarded by the
+ *          epoch key's existence. The epoch is made once per store, by a
+ *          txn that puts it only if absent, at the wall clock in
+ *          microseconds: so the new store's first fence is above every
+ *          fence of the old one as long as the old store made fewer
+ *          revisions than microseconds passed between its epoch and the new
+ *          one's (etcd commits far fewer than 10^6 writes a second) and the
+ *          wall clock did not step back between the two (DL15's argument),
+ *          and at least the store's revision + 1: above every fence an
+ *          older holdfast handed out (a create_revision), so fences grow
+ *          across the upgrade too. A key made before the epoch key keeps
+ *          its create_revision as its fence (its holder's "TOKEN FENCE"
+ *          still checks); every other is epoch + create_revision. A fence
+ *          past INT64_MAX is -EOVERFLOW (the put's lease revoked: nothing
+ *          held), never a wrap; an epoch key of another form is -EPROTO,
+ *          never a number taken from junk (DL18).
  *
  * Hazards
  * -------
@@ -120,6 +158,16 @@
  *   - Age on another host is by the wall clock (skew counts).
  *   - A lease grant whose answer was lost and that EL9 grants again leaves
  *     the first lease, with no key, until its TTL: harmless, not reused.
+ *   - A wall clock stepped backwards before a cluster is rebuilt (or the
+ *     epoch key deleted) can make the new epoch, and so its fences, lower
+ *     than old fences: a resource that remembers a greater fence refuses
+ *     every new holder until the clock passes it (safe, not live). Never
+ *     delete /holdfast/epoch while a lock is held: the held keys' fences
+ *     change (their holders' checks then fail, nothing repeats).
+ *   - Mixed versions: an older holdfast acquiring after the epoch exists
+ *     reports create_revision as its fence, this one epoch + it: upgrade
+ *     every host of an etcd together. A user whose role cannot read and
+ *     write /holdfast/epoch cannot acquire (-EACCES, etcd's reason).
  */
 #include "etcd.h"
 #include "internal.h"
