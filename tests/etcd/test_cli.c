@@ -256,6 +256,50 @@ Test(etcd_cli, fences_never_repeat_after_the_cluster_is_rebuilt)
 	et_out_free(&r);
 }
 
+/* EL10 across the upgrade: a key made before the epoch key existed (an
+ * older holdfast's acquisition, its fence its create_revision; made here
+ * with etcdctl from a real record after deleting the epoch key) keeps that
+ * fence - its holder's `check --fence` answers 0 before and after the next
+ * acquisition makes the epoch - and that acquisition's fence is the new
+ * form (epoch + create_revision), above the old one. */
+Test(etcd_cli, a_key_made_before_the_epoch_keeps_its_fence)
+{
+	pid_t owner = et_sleeper();
+	struct et_out r = et_run(
+		"bash",
+		"ctl() { ETCDCTL_API=3 etcdctl --endpoints=%s \"$@\"; }\n"
+		"field() { sed -n \"s/^\\\"$1\\\" : //p\"; }\n"
+		"\"$HOLDFAST_BIN\" lock acquire ./a.lock -n --pid %d >/dev/null || exit 10\n"
+		"k=/holdfast/lock$(pwd -P)\n"
+		"v=$(ctl get \"$k/a.lock\" --print-value-only) || exit 11\n"
+		"l=$(ctl get \"$k/a.lock\" -w fields | field Lease)\n"
+		"ctl del /holdfast/epoch >/dev/null || exit 12\n"
+		"ctl put --lease=\"$(printf %%x \"$l\")\" \"$k/old.lock\" \"$v\" >/dev/null || exit 13\n"
+		"cr=$(ctl get \"$k/old.lock\" -w fields | field CreateRevision)\n"
+		"echo \"cr=$cr\"\n"
+		"\"$HOLDFAST_BIN\" lock check ./old.lock --fence \"$cr\"; echo \"old=$?\"\n"
+		"t=$(\"$HOLDFAST_BIN\" lock acquire ./b.lock -n) || exit 14\n"
+		"echo \"b=${t#* }\"\n"
+		"\"$HOLDFAST_BIN\" lock check ./old.lock --fence \"$cr\"; echo \"still=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock status ./old.lock --json\n"
+		"\"$HOLDFAST_BIN\" lock release ./b.lock --token \"$t\" || exit 15\n",
+		E.endpoint, (int)owner);
+	et_reap(owner); /* before any assertion: none left behind */
+	char *out = r.out, *c = strstr(out, "cr="), *b = strstr(out, "b=");
+	cr_assert(c && b, "%s", out);
+	long long cr = atoll(c + 3), fb = atoll(b + 2);
+	cr_assert_gt(cr, 0, "%s", out);
+	ET_HAS(out, "old=0\n", "still=0\n");
+	char want[64];
+	snprintf(want, sizeof want, "\"fence\":%lld", cr);
+	ET_HAS(out, want); /* the old key's record: its create_revision */
+	int64_t ecr = 0, epoch = et_epoch(&ecr);
+	cr_assert_gt(ecr, cr, "the epoch was made before the old key: %s", out);
+	cr_assert_gt(epoch, cr, "the epoch is not above the old fences");
+	cr_assert_gt(fb, epoch + ecr, "the new acquisition's fence is not epoch + create_revision");
+	et_out_free(&r);
+}
+
 static void fence_check(const char *env);
 
 Test(etcd_cli, run_exports_the_fence_and_check_fence)
