@@ -300,6 +300,29 @@ Test(etcd_cli, a_key_made_before_the_epoch_keeps_its_fence)
 	et_out_free(&r);
 }
 
+/* EL10, hostile input: an epoch key that is no epoch (junk, zero, past
+ * 2^62) is refused by acquire and status alike, naming the key - never a
+ * fence made of junk, never a hang. */
+Test(etcd_cli, an_epoch_key_that_is_no_epoch_is_refused)
+{
+	const char *junk[] = { "junk", "0", "04611686018427387904", "4611686018427387905" };
+	for (int i = 0; i < 4; i++) {
+		char *args = et_fmt("put /holdfast/epoch %s", junk[i]), *o = NULL;
+		cr_assert_eq(et_ctl(args, &o), 0, "%s", o);
+		free(o);
+		free(args);
+		struct et_out r = et_run("sh",
+					 "\"$HOLDFAST_BIN\" lock acquire ./j.lock -n; echo \"acquire=$?\"\n"
+					 "\"$HOLDFAST_BIN\" lock status ./j.lock; echo \"status=$?\"\n");
+		cr_assert_null(strstr(r.out, "acquire=0\n"), "%s: %s", junk[i], r.out);
+		cr_assert_null(strstr(r.out, "status=0\n"), "%s: %s", junk[i], r.out);
+		cr_assert(strstr(r.out, "acquire=") && strstr(r.out, "status="), "%s", r.out);
+		cr_assert(strstr(r.err, "/holdfast/epoch holds no fence epoch"), "%s: %s", junk[i],
+			  r.err);
+		et_out_free(&r);
+	}
+}
+
 static void fence_check(const char *env);
 
 Test(etcd_cli, run_exports_the_fence_and_check_fence)
