@@ -533,19 +533,14 @@ static int epoch_make(struct hf_etcdlock *el, int64_t rev)
 	}
 	char s[24];
 	int n = snprintf(s, sizeof s, "%lld", (long long)v);
-	char *e64 = hf_b64_encode(HF_ETCD_EPOCH_KEY, strlen(HF_ETCD_EPOCH_KEY));
 	char *v64 = hf_b64_encode(s, (size_t)n);
-	int rc = -ENOMEM;
-	if (e64 && v64) {
-		json_t *req = json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s}}]}", "compare",
-					"key", e64, "target", "CREATE", "result", "EQUAL",
-					"create_revision", "0", "success", "request_put", "key",
-					e64, "value", v64);
-		rc = call(el, el->conn, "/v3/kv/txn", req, NULL); /* failed: another's first */
-	}
-	free(e64);
+	if (!v64)
+		return -ENOMEM;
+	json_t *req = json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s}}]}", "compare", "key",
+				el->epoch64, "target", "CREATE", "result", "EQUAL", "create_revision",
+				"0", "success", "request_put", "key", el->epoch64, "value", v64);
 	free(v64);
-	return rc;
+	return call(el, el->conn, "/v3/kv/txn", req, NULL); /* failed: another's first */
 }
 
 /* One txn reading the key and the epoch together (so the fence is of one
