@@ -430,10 +430,16 @@ int hf_lock_keep(hf_lock *l);
  * hosts sharing a tree must mount it at the same path (or name the lock by
  * the same absolute path). Nothing is made on the file system. The value
  * is the owner record (the fields above but "fence", plus "ttl_ms"), bound
- * to a lease of its own; the fence is the key's create_revision (strictly
- * greater for every later acquisition of the store). A resource checks a
- * fence by comparing the key's create_revision to it inside its own etcd
- * txn, or with hf_lock_query ("fence"). Liveness is the lease: a holding
+ * to a lease of its own; the fence is the epoch + the key's create_revision
+ * (strictly greater for every later acquisition of the store). The epoch is
+ * the key "/holdfast/epoch", made once per etcd by its first acquisition:
+ * the wall clock in microseconds then, so fences never repeat even when the
+ * cluster is rebuilt from an empty data dir (its revisions restart at 1),
+ * unless the wall clock was set back before the rebuild; a key made before
+ * the epoch existed (an older holdfast's) keeps its create_revision as its
+ * fence. A fence past INT64_MAX: -EOVERFLOW. A resource checks a fence with
+ * hf_lock_query ("fence"), or by comparing the key's create_revision to it
+ * minus the epoch inside its own etcd txn. Liveness is the lease: a holding
  * handle keeps it alive from a thread of its own (started by acquire,
  * stopped and joined by release, detach and free); hf_lock_keep keeps it
  * for a process that cannot. An owner proven dead on its own kernel is

@@ -2,8 +2,10 @@
  * bench_etcd.c - the directory lock on etcd, side by side with what it is
  * made of and with etcd's own lock (bench/etcd/run.sh runs it):
  *   lib N URI       N acquire+release through the library
- *   bare N URI      the same requests (lease grant, put-if-absent txn,
+ *   bare N URI      the same requests (lease grant, put-if-absent txn
+ *                   reading the epoch key, etcdlock.c EL10,
  *                   lease revoke) on one reused curl handle, JSON prebuilt
+ *   bare-noepoch N URI  the same without the epoch (the txn before EL10)
  *   v3lock N URI    etcd's lock service: grant, /v3/lock/lock,
  *                   /v3/lock/unlock, revoke
  *   scopelib N URI  N hf_scope register+release on etcd (one spec)
@@ -18,6 +20,7 @@
 #include "holdfast.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,24 +137,44 @@ static void bare_revoke(CURL *c, const char *base, const char *id)
 	post(c, base, "/v3/lease/revoke", body);
 }
 
-static double bare(int n, const char *base)
+static double bare(int n, const char *base, bool epoch)
 {
 	CURL *c = handle();
 	/* key "/holdfast/lock/bench/bare.lock", a value of an owner record's size */
 	const char *k = "L2hvbGRmYXN0L2xvY2svYmVuY2gvYmFyZS5sb2Nr";
+	const char *e = "L2hvbGRmYXN0L2Vwb2No"; /* "/holdfast/epoch" */
 	char v[600];
 	memset(v, 'e', 440);
 	v[440] = '\0';
 	char body[2048], id[32];
-	int64_t t0 = mono_us();
-	for (int i = 0; i < n; i++) {
-		bare_grant(c, base, id, sizeof id);
+	if (epoch) { /* the epoch key, made once as the library does (put if absent) */
 		snprintf(body, sizeof body,
 			 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
 			 "\"create_revision\":\"0\"}],\"success\":[{\"request_put\":{\"key\":\"%s\","
-			 "\"value\":\"%s\",\"lease\":\"%s\"}}],\"failure\":[{\"request_range\":{"
-			 "\"key\":\"%s\"}}]}",
-			 k, k, v, id, k);
+			 "\"value\":\"MTc5NjEzMDY3MDY0MjM3MA==\"}}]}",
+			 e, e);
+		post(c, base, "/v3/kv/txn", body);
+	}
+	int64_t t0 = mono_us();
+	for (int i = 0; i < n; i++) {
+		bare_grant(c, base, id, sizeof id);
+		if (epoch) /* etcdlock.c step 3 with EL10: the epoch in the same txn */
+			snprintf(body, sizeof body,
+				 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":"
+				 "\"EQUAL\",\"create_revision\":\"0\"},{\"key\":\"%s\",\"target\":"
+				 "\"CREATE\",\"result\":\"GREATER\",\"create_revision\":\"0\"}],"
+				 "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\","
+				 "\"lease\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}}],"
+				 "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":"
+				 "{\"key\":\"%s\"}}]}",
+				 k, e, k, v, id, e, k, e);
+		else /* the same without the epoch (before EL10) */
+			snprintf(body, sizeof body,
+				 "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":"
+				 "\"EQUAL\",\"create_revision\":\"0\"}],\"success\":[{\"request_put\":"
+				 "{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%s\"}}],\"failure\":"
+				 "[{\"request_range\":{\"key\":\"%s\"}}]}",
+				 k, k, v, id, k);
 		if (!strstr(post(c, base, "/v3/kv/txn", body), "\"succeeded\":true"))
 			die("bare txn");
 		bare_revoke(c, base, id);
@@ -288,7 +311,7 @@ static double handoff(int n, const char *uri, int poll_ms)
 int main(int argc, char **argv)
 {
 	if (argc < 4)
-		die("usage: bench-etcd lib|bare|v3lock|scopelib|scopebare|handoff|poll N URI [MS]");
+		die("usage: bench-etcd lib|bare|bare-noepoch|v3lock|scopelib|scopebare|handoff|poll N URI [MS]");
 	int n = atoi(argv[2]);
 	const char *uri = argv[3];
 	char base[128];
@@ -298,7 +321,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "lib"))
 		us = lib(n, uri);
 	else if (!strcmp(argv[1], "bare"))
-		us = bare(n, base);
+		us = bare(n, base, true);
+	else if (!strcmp(argv[1], "bare-noepoch"))
+		us = bare(n, base, false);
 	else if (!strcmp(argv[1], "v3lock"))
 		us = v3lock(n, base);
 	else if (!strcmp(argv[1], "scopelib"))

@@ -3,8 +3,10 @@
 # one run on one loopback member started here (Debian's etcd-server, a
 # throwaway data dir, stopped by pid):
 #   - acquire+release through the library ÷ the bare etcd requests it is
-#     made of (lease grant, put-if-absent txn, lease revoke on one reused
-#     connection; goal: within 1.2x);
+#     made of (lease grant, put-if-absent txn reading the epoch key, lease
+#     revoke on one reused connection; goal: within 1.2x);
+#   - what the fence epoch costs (etcdlock.c EL10): those bare requests ÷
+#     the same without the epoch in the txn (before EL10);
 #   - the same ÷ etcd's own lock service (/v3/lock: grant, lock, unlock,
 #     revoke);
 #   - hf_scope register+release on etcd ÷ the bare requests it is made of
@@ -44,10 +46,11 @@ curl -sf "http://127.0.0.1:$cp/health" >/dev/null || { echo "etcd did not start"
 # warm-up, then the two sides alternately, 3 rounds each
 "$b" lib 20 "$uri" >/dev/null && "$b" bare 20 "$uri" >/dev/null
 "$b" scopelib 20 "$uri" >/dev/null && "$b" scopebare 20 "$uri" >/dev/null
-lib=0 bare=0 v3=0 slib=0 sbare=0
+lib=0 bare=0 bare0=0 v3=0 slib=0 sbare=0
 for _ in 1 2 3; do
 	lib=$((lib + $("$b" lib "$cycles" "$uri" | cut -d' ' -f2)))
 	bare=$((bare + $("$b" bare "$cycles" "$uri" | cut -d' ' -f2)))
+	bare0=$((bare0 + $("$b" bare-noepoch "$cycles" "$uri" | cut -d' ' -f2)))
 	v3=$((v3 + $("$b" v3lock "$cycles" "$uri" | cut -d' ' -f2)))
 	slib=$((slib + $("$b" scopelib "$cycles" "$uri" | cut -d' ' -f2)))
 	sbare=$((sbare + $("$b" scopebare "$cycles" "$uri" | cut -d' ' -f2)))
@@ -55,6 +58,7 @@ done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "etcd: acquire+release, library        $((lib / 3)) us"
 echo "etcd: the bare requests it is made of $((bare / 3)) us  -> $(ratio "$lib" "$bare")x (goal <= 1.2x)"
+echo "etcd: the same without the epoch     $((bare0 / 3)) us  -> the epoch costs $(ratio "$bare" "$bare0")x"
 echo "etcd: etcd's /v3/lock service         $((v3 / 3)) us  -> library $(ratio "$lib" "$v3")x of it"
 echo "etcd: scope register+release, library $((slib / 3)) us"
 echo "etcd: the bare requests it is made of $((sbare / 3)) us  -> $(ratio "$slib" "$sbare")x (goal <= 1.2x)"

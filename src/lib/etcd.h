@@ -148,11 +148,11 @@ const char *hf_etcdlock_why(const struct hf_etcdlock *el);
 int64_t hf_etcdlock_lease(const struct hf_etcdlock *el);
 int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el);
 
-/* As hf_dirlock_acquire, on etcd: 0 and *ret (owner, fence = the key's
- * create_revision); the lease is kept alive by a thread of el's until
+/* As hf_dirlock_acquire, on etcd: 0 and *ret (owner, fence = the epoch +
+ * the key's create_revision, EL10); the lease is kept alive by a thread of el's until
  * release, detach or free. Failures: HF_EHELD, HF_ETIMEDOUT, HF_ECANCELED
- * (the holder in *reterr_holder), -ESRCH, -EDEADLK, -EBADF, and the
- * client's (-EIO, -EACCES, -EPROTO: hf_etcdlock_why). */
+ * (the holder in *reterr_holder), -ESRCH, -EDEADLK, -EBADF, -EOVERFLOW (the
+ * fence would pass INT64_MAX: nothing held), and the client's (-EIO, -EACCES, -EPROTO: hf_etcdlock_why). */
 int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
 /* Release the acquisition of token (held by el: by its lease; adopted: the
@@ -190,10 +190,31 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
  * (no thread). */
 int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease, int64_t sent_ns);
 
-/* A kv of the gateway (a lock's key) into *i (owner, fence, state, age)
- * and *lease: 0; HF_EUNREADABLE (the value is no owner record: *i held,
- * with a reason). */
-int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease);
+/* ---- the fence epoch (etcdlock.c, EL10) ----------------------------------- */
+#define HF_ETCD_EPOCH_KEY "/holdfast/epoch"
+#define HF_ETCD_EPOCH_MAX (INT64_C(1) << 62) /* an epoch's largest value     */
+/* The cluster's fence epoch as read in a txn: the key's value (decimal
+ * microseconds of the wall clock at its creation) and its create_revision;
+ * both 0 when there is no epoch key. */
+struct hf_etcd_epoch {
+	int64_t value, rev;
+};
+/* The epoch in a txn's response_range of HF_ETCD_EPOCH_KEY (range NULL or
+ * without kvs: none, {0, 0}): 0 and *ep; -EPROTO (why: the key holds no
+ * epoch of the form its writer writes). */
+int hf_etcd_epoch_parse(const json_t *range, struct hf_etcd_epoch *ep, char *why, size_t n);
+/* The fence of a lock key with create_revision cr under epoch ep (EL10):
+ * ep->value + cr for a key made after the epoch key, cr for one made
+ * before it (an older holdfast's acquisition, or no epoch yet). 0 and
+ * *ret; -EOVERFLOW (past INT64_MAX). */
+int hf_etcd_fence(const struct hf_etcd_epoch *ep, int64_t cr, uint64_t *ret);
+
+/* A kv of the gateway (a lock's key, read with epoch ep in one txn) into
+ * *i (owner, fence, state, age) and *lease: 0; HF_EUNREADABLE (the value
+ * is no owner record, or its fence would pass INT64_MAX: *i held, with a
+ * reason). */
+int hf_etcdlock_kv_info(const json_t *kv, const struct hf_etcd_epoch *ep,
+			struct hf_dirlock_info *i, int64_t *lease);
 
 /* ---- listing (etcdlist.c) ------------------------------------------------ */
 /* The locks and sessions on the etcd of cfg whose path is dir (absolute,

@@ -3,13 +3,16 @@
  * and sessions (etcdsession.c) kept in etcd under a directory, read-only.
  *
  * Steps: one range read per kind, [PREFIX + dir, PREFIX + dir with its last
- * byte + 1), keeping the keys that are dir itself or below it (dir + "/"),
+ * byte + 1) (the locks' with the epoch key, EI3), keeping the keys that are dir itself or below it (dir + "/"),
  * each judged as its kind's status judges it.
  *
  * Invariants:
- *   (EI1) It reads, never writes: ranges only (no txn, no revoke, no lease).
+ *   (EI1) It reads, never writes: ranges only (the locks' in a txn of two
+ *         ranges and nothing else; no put, no revoke, no lease).
  *   (EI2) A key whose value cannot be read is listed ("unreadable", with a
  *         reason), never skipped and never an error of the whole listing.
+ *   (EI3) A lock's fence is the one its status shows (etcdlock.c EL10): the
+ *         epoch key is read in the same txn as the locks, never apart.
  */
 #include "etcd.h"
 #include "internal.h"
@@ -35,11 +38,11 @@ static void add(json_t *items, hf_rec *r, const char *kind, const char *key)
 	hf_rec_free(r);
 }
 
-static hf_rec *lock_rec(const json_t *kv, const char *path)
+static hf_rec *lock_rec(const json_t *kv, const struct hf_etcd_epoch *ep, const char *path)
 {
 	struct hf_dirlock_info i;
 	int64_t lease = 0;
-	hf_etcdlock_kv_info(kv, &i, &lease); /* EI2: unreadable is held, a reason */
+	hf_etcdlock_kv_info(kv, ep, &i, &lease); /* EI2: unreadable is held, a reason */
 	hf_rec *r = hf_rec_from_dirlock(&i, path);
 	json_t *o = hf_rec_object(r);
 	if (o && lease)
@@ -91,15 +94,30 @@ static int list_kind(struct hf_etcd *c, const char *prefix, const char *dir, con
 	to[kl - 1]++; /* the range's end: the first key after every "from..." */
 	char *f64 = hf_b64_encode(from, kl), *t64 = hf_b64_encode(to, kl);
 	free(to);
-	json_t *a = NULL;
-	int rc = f64 && t64 ? 0 : -ENOMEM;
-	if (rc == 0)
+	bool locks = !strcmp(kind, "lock");
+	char *e64 = hf_b64_encode(HF_ETCD_EPOCH_KEY, strlen(HF_ETCD_EPOCH_KEY));
+	json_t *a = NULL, *range;
+	struct hf_etcd_epoch ep = { 0, 0 };
+	int rc = f64 && t64 && e64 ? 0 : -ENOMEM;
+	if (rc == 0 && locks) /* EI1, EI3: the locks and the epoch in one read */
+		rc = hf_etcd_call(c, "/v3/kv/txn",
+				  json_pack("{s:[{s:{s:s, s:s}}, {s:{s:s}}]}", "success",
+					    "request_range", "key", f64, "range_end", t64,
+					    "request_range", "key", e64),
+				  &a, why, n);
+	else if (rc == 0)
 		rc = hf_etcd_call(c, "/v3/kv/range",
 				  json_pack("{s:s, s:s}", "key", f64, "range_end", t64), &a, why,
 				  n); /* EI1 */
 	free(f64);
 	free(t64);
-	json_t *kvs = json_object_get(a, "kvs");
+	free(e64);
+	json_t *rs = json_object_get(a, "responses");
+	range = locks ? json_object_get(json_array_get(rs, 0), "response_range") : a;
+	if (rc == 0 && locks)
+		rc = hf_etcd_epoch_parse(json_object_get(json_array_get(rs, 1), "response_range"),
+					 &ep, why, n);
+	json_t *kvs = json_object_get(range, "kvs");
 	for (size_t i = 0; rc == 0 && i < json_array_size(kvs); i++) {
 		json_t *kv = json_array_get(kvs, i);
 		char *key = NULL;
@@ -115,8 +133,7 @@ static int list_kind(struct hf_etcd *c, const char *prefix, const char *dir, con
 			continue;
 		}
 		const char *path = key + pl;
-		add(items, !strcmp(kind, "lock") ? lock_rec(kv, path) : session_rec(kv, path), kind,
-		    key);
+		add(items, locks ? lock_rec(kv, &ep, path) : session_rec(kv, path), kind, key);
 		free(key);
 	}
 	free(from);

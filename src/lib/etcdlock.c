@@ -12,24 +12,37 @@
  *           same absolute path. Nothing is made on the file system.
  *   value   the owner record as JSON (owner.c: token, pid, pid_start,
  *           boot_id, host, acquired, pidns, timens, boottime_ms, comm) and
- *           max_hold_ms, ttl_ms. No fence: the fence is the key's
- *           create_revision.
+ *           max_hold_ms, ttl_ms. No fence: the fence is made of the
+ *           key's create_revision and the epoch (EL10).
  *   lease   one per acquisition, TTL ttl_ms (default 10 s, rounded up to a
  *           second), attached to the key: the key lives while the lease is
  *           kept alive. Kept alive every TTL/3 by a thread of the handle
  *           (a program holding the lock), or by `holdfast lock acquire`'s
  *           keeper (hf_etcdlock_keep) for a shell script.
- *   fence   the key's create_revision: etcd's store-wide revision at the
- *           put that created it.
+ *   epoch   HF_ETCD_EPOCH_KEY ("/holdfast/epoch"), one per etcd, no lease:
+ *           decimal microseconds of the wall clock when the first
+ *           acquisition of this holdfast made it (at least the store's
+ *           revision then + 1; at most HF_ETCD_EPOCH_MAX), put by a txn
+ *           whose compare is create_revision == 0, never rewritten nor
+ *           deleted by holdfast.
+ *   fence   epoch + the key's create_revision (etcd's store-wide revision
+ *           at the put that created it); for a key made before the epoch
+ *           key (an older holdfast's acquisition) its create_revision alone
+ *           (EL10). About 1.8e15, far below INT64_MAX.
  *
  * Steps of an acquisition (hf_etcdlock_acquire)
  * ---------------------------------------------
  *   1. The owner record for o->pid (-ESRCH: no such process).
  *   2. Grant a lease.
- *   3. One txn: if create_revision(key) == 0 (absent) put key = value with
- *      the lease, else range key. Succeeded: the fence is the txn's
- *      header.revision (the put's revision, the key's create_revision); the
- *      keep-alive starts. Done.
+ *   3. One txn: if create_revision(key) == 0 (absent) and the epoch key
+ *      exists, put key = value with the lease and range the epoch key, else
+ *      range key and the epoch key. Succeeded: the fence is the epoch + the
+ *      txn's header.revision (the put's revision, the key's
+ *      create_revision: EL10); the keep-alive starts. Done. Failed with no
+ *      epoch key (the first acquisition of this etcd, or of a cluster
+ *      rebuilt from nothing): make it (a txn: put it if absent; another's
+ *      made first is as good) and go to 3 (at most HF_ETCD_RETRIES times:
+ *      one that keeps vanishing is -EPROTO).
  *   4. Failed: the holder is the kv read in the same txn, judged as
  *      dirlock.c judges a record: its owner proven dead on its own kernel
  *      (owner.c), or older than max(max-hold, stale): revoke the holder's
@@ -50,19 +63,22 @@
  * got no answer once more at the next member (a revoke is idempotent: "no
  * such lease" then means ours is gone). An adopted token: range the key,
  * compare the record's token, revoke the record's lease. Status and check:
- * range the key.
+ * one txn ranging the key and the epoch key (EL10); reads never make the
+ * epoch (a key without one is an older holdfast's: its fence is its
+ * create_revision).
  *
  * Renew (hf_etcdlock_renew; the handle that acquired, or an adopted token:
  * dirlock.c's DR1-DR5 with a txn in place of the replace):
- *   R1. Range the key: absent HF_ENOTHELD; another token (or no owner
+ *   R1. Range the key and the epoch (one txn): absent HF_ENOTHELD; another token (or no owner
  *       record) HF_ENOTYOURS; the handle's own fence given and the key's
- *       create_revision another: HF_ELOST; its owner proven dead HF_ELOST
+ *       fence (EL10) another: HF_ELOST; its owner proven dead HF_ELOST
  *       (the next acquirer reaps it; a leaked but live owner may renew).
  *   R2. The same record - owner, token, ttl_ms - with "acquired" (and
  *       boottime_ms, on the owner's kernel) now and max_hold_ms as asked
  *       (0: the recorded one).                   [etcdlock.renew.judged]
- *   R3. One txn: if create_revision == the fence read and mod_revision ==
- *       the one read, put the record with the key's own lease (EL6, EL7),
+ *   R3. One txn: if create_revision == the one read, mod_revision == the
+ *       one read and the epoch key's create_revision == the one read (the
+ *       fence keeps its form, EL10), put the record with the key's own lease (EL6, EL7),
  *       else range. Failed: HF_ELOST (the holder now, if any) unless the
  *       key holds our renewed bytes already (a repeated txn, ET1). A lease
  *       gone meanwhile (etcd: "lease not found") is HF_ELOST too.
@@ -73,8 +89,10 @@
  *         is create_revision == 0: two holders never both succeed.
  *   (EL2) Every acquisition's fence is strictly greater than every earlier
  *         one's of the same lock: etcd's revision grows with every write of
- *         the store, and the fence is the revision of the put that made the
- *         key - across releases, expiries, reaps and restarts of members.
+ *         the store, and the fence is the epoch (constant while its key
+ *         lives) + the revision of the put that made the key - across
+ *         releases, expiries, reaps and restarts of members; across a
+ *         rebuild of the cluster by EL10.
  *   (EL3) A holder's key is deleted only by the revoke of its own lease
  *         (release, the keeper seeing its owner die, a reaper that proved
  *         it dead) or by the lease's expiry: a revoke names a lease, never
@@ -106,6 +124,26 @@
  *         been applied is judged again, never assumed lost, and step 3
  *         recognises our own put (ET1); a try-once acquisition fails at
  *         once with the request's error.
+ *   (EL10) Fences never repeat, even across a cluster rebuilt from an empty
+ *          data dir (its revisions restart at 1): a fence is epoch +
+ *          create_revision, the epoch read in the same txn as the key it
+ *          dates (never cached, so a client that outlives a rebuild reads
+ *          the new epoch), and the put of an acquisition is guarded by the
+ *          epoch key's existence. The epoch is made once per store, by a
+ *          txn that puts it only if absent, at the wall clock in
+ *          microseconds: so the new store's first fence is above every
+ *          fence of the old one as long as the old store made fewer
+ *          revisions than microseconds passed between its epoch and the new
+ *          one's (etcd commits far fewer than 10^6 writes a second) and the
+ *          wall clock did not step back between the two (DL15's argument),
+ *          and at least the store's revision + 1: above every fence an
+ *          older holdfast handed out (a create_revision), so fences grow
+ *          across the upgrade too. A key made before the epoch key keeps
+ *          its create_revision as its fence (its holder's "TOKEN FENCE"
+ *          still checks); every other is epoch + create_revision. A fence
+ *          past INT64_MAX is -EOVERFLOW (the put's lease revoked: nothing
+ *          held), never a wrap; an epoch key of another form is -EPROTO,
+ *          never a number taken from junk (DL18).
  *
  * Hazards
  * -------
@@ -120,6 +158,16 @@
  *   - Age on another host is by the wall clock (skew counts).
  *   - A lease grant whose answer was lost and that EL9 grants again leaves
  *     the first lease, with no key, until its TTL: harmless, not reused.
+ *   - A wall clock stepped backwards before a cluster is rebuilt (or the
+ *     epoch key deleted) can make the new epoch, and so its fences, lower
+ *     than old fences: a resource that remembers a greater fence refuses
+ *     every new holder until the clock passes it (safe, not live). Never
+ *     delete /holdfast/epoch while a lock is held: the held keys' fences
+ *     change (their holders' checks then fail, nothing repeats).
+ *   - Mixed versions: an older holdfast acquiring after the epoch exists
+ *     reports create_revision as its fence, this one epoch + it: upgrade
+ *     every host of an etcd together. A user whose role cannot read and
+ *     write /holdfast/epoch cannot acquire (-EACCES, etcd's reason).
  */
 #include "etcd.h"
 #include "internal.h"
@@ -144,6 +192,7 @@ struct hf_etcdlock {
 	char *key;
 	size_t klen;
 	char *key64;
+	char *epoch64;          /* HF_ETCD_EPOCH_KEY in base64 (EL10)        */
 	int64_t ttl_ms;
 	int64_t lease;          /* what the handle holds (0: none)           */
 	/* the keep-alive (EL5) */
@@ -213,7 +262,8 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 			el->klen = strlen(el->key);
 			el->key64 = hf_b64_encode(el->key, el->klen);
 		}
-		rc = el->key && el->key64 ? 0 : -ENOMEM;
+		el->epoch64 = hf_b64_encode(HF_ETCD_EPOCH_KEY, strlen(HF_ETCD_EPOCH_KEY));
+		rc = el->key && el->key64 && el->epoch64 ? 0 : -ENOMEM;
 	}
 	free(abs);
 	if (rc == 0)
@@ -221,6 +271,7 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 	if (rc < 0) {
 		free(el->key);
 		free(el->key64);
+		free(el->epoch64);
 		free(el);
 		return rc;
 	}
@@ -358,7 +409,8 @@ static int lease_renew(struct hf_etcdlock *el, struct hf_etcd *c, int stop_fd, c
 }
 
 /* A kv of the gateway into *i (owner, fence, state, age) and *lease. */
-int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *lease)
+int hf_etcdlock_kv_info(const json_t *kv, const struct hf_etcd_epoch *ep,
+			struct hf_dirlock_info *i, int64_t *lease)
 {
 	memset(i, 0, sizeof *i);
 	i->live_fd = -1;
@@ -366,17 +418,19 @@ int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *le
 	hf_etcd_i64(kv, "lease", lease);
 	int64_t cr = 0;
 	hf_etcd_i64(kv, "create_revision", &cr);
-	i->fence = (uint64_t)cr;
+	bool fence_ok = hf_etcd_fence(ep, cr, &i->fence) == 0; /* EL10 */
 	const char *v64 = json_string_value(json_object_get(kv, "value"));
 	char *v = NULL;
 	size_t vn = 0;
 	json_t *j = v64 && hf_b64_decode(v64, &v, &vn) == 0 ? json_loadb(v, vn, 0, NULL) : NULL;
 	free(v);
 	int rc = j ? hf_owner_from_json(j, "acquired", &i->owner) : -EINVAL;
-	if (rc < 0) {
+	if (rc < 0 || !fence_ok) {
 		json_decref(j);
 		memset(&i->owner, 0, sizeof i->owner);
-		snprintf(i->reason, sizeof i->reason, "the key's value is not an owner record");
+		snprintf(i->reason, sizeof i->reason,
+			 rc < 0 ? "the key's value is not an owner record"
+				: "its fence (the epoch + its create_revision) would pass 2^63-1");
 		i->state = HF_LOCK_HELD; /* a live lease holds it: not ours to judge */
 		return HF_EUNREADABLE;
 	}
@@ -402,21 +456,133 @@ int hf_etcdlock_kv_info(const json_t *kv, struct hf_dirlock_info *i, int64_t *le
 	return 0;
 }
 
+/* ---- the fence epoch (EL10) ------------------------------------------------------ */
+
+int hf_etcd_epoch_parse(const json_t *range, struct hf_etcd_epoch *ep, char *why, size_t n)
+{
+	ep->value = ep->rev = 0;
+	json_t *kv = json_array_get(json_object_get(range, "kvs"), 0);
+	if (!kv)
+		return 0; /* no epoch key */
+	const char *v64 = json_string_value(json_object_get(kv, "value"));
+	char *v = NULL;
+	size_t vn = 0;
+	int64_t value = 0, cr = 0;
+	bool ok = v64 && hf_b64_decode(v64, &v, &vn) == 0 && vn >= 1 && vn <= 19 &&
+		  strspn(v, "0123456789") == vn && v[0] != '0';
+	for (size_t k = 0; ok && k < vn; k++)
+		value = value * 10 + (v[k] - '0'); /* 19 digits: below 10^19, no wrap past 2^63 */
+	free(v);
+	ok = ok && value >= 1 && value <= HF_ETCD_EPOCH_MAX &&
+	     hf_etcd_i64(kv, "create_revision", &cr) == 0 && cr > 0;
+	if (!ok) { /* DL18's rule: a number only in the form its writer writes */
+		snprintf(why, n,
+			 "etcd: the key " HF_ETCD_EPOCH_KEY " holds no fence epoch (decimal "
+			 "microseconds, 1 to 2^62): fences cannot be made; delete it only with "
+			 "every lock of this etcd free (README: On etcd, Fence)");
+		return -EPROTO;
+	}
+	ep->value = value;
+	ep->rev = cr;
+	return 0;
+}
+
+int hf_etcd_fence(const struct hf_etcd_epoch *ep, int64_t cr, uint64_t *ret)
+{
+	if (cr <= 0 || !ep || !ep->value || cr < ep->rev) {
+		*ret = cr > 0 ? (uint64_t)cr : 0; /* EL10: made before the epoch */
+		return 0;
+	}
+	if (cr > INT64_MAX - ep->value)
+		return -EOVERFLOW; /* EL10: never wrap to a fence handed out before */
+	*ret = (uint64_t)(ep->value + cr);
+	return 0;
+}
+
+/* A request_range op of key (base64), for a txn. */
+static json_t *op_range(const char *k64)
+{
+	return json_pack("{s:{s:s}}", "request_range", "key", k64);
+}
+
+/* The i-th response_range of txn answer a. */
+static json_t *txn_range(const json_t *a, size_t i)
+{
+	return json_object_get(json_array_get(json_object_get(a, "responses"), i), "response_range");
+}
+
+/* The epoch in the i-th response_range of a (el->why on -EPROTO). */
+static int txn_epoch(struct hf_etcdlock *el, const json_t *a, size_t i, struct hf_etcd_epoch *ep)
+{
+	return hf_etcd_epoch_parse(txn_range(a, i), ep, el->why, sizeof el->why);
+}
+
+/* EL10: make the epoch key if there is none - one txn putting the wall
+ * clock in microseconds (and above rev, the store's revision seen last,
+ * so above every fence an older holdfast handed out: its create_revisions)
+ * only if the key is absent. 0 (ours, or another's made first); the
+ * client's failures; -EOVERFLOW (the clock past HF_ETCD_EPOCH_MAX). */
+static int epoch_make(struct hf_etcdlock *el, int64_t rev)
+{
+	int64_t v = hf_sys_now_us();
+	if (v <= rev)
+		v = rev + 1; /* a clock before 1970, or set far back */
+	if (v < 1)
+		v = 1;
+	if (v > HF_ETCD_EPOCH_MAX) {
+		snprintf(el->why, sizeof el->why, "etcd: the wall clock is past the largest epoch");
+		return -EOVERFLOW;
+	}
+	char s[24];
+	int n = snprintf(s, sizeof s, "%lld", (long long)v);
+	char *v64 = hf_b64_encode(s, (size_t)n);
+	if (!v64)
+		return -ENOMEM;
+	json_t *req = json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s}}]}", "compare", "key",
+				el->epoch64, "target", "CREATE", "result", "EQUAL", "create_revision",
+				"0", "success", "request_put", "key", el->epoch64, "value", v64);
+	free(v64);
+	return call(el, el->conn, "/v3/kv/txn", req, NULL); /* failed: another's first */
+}
+
+/* One txn reading the key and the epoch together (so the fence is of one
+ * epoch, EL10): 0 and *ans (the caller's), *kv (the key's, in *ans, NULL
+ * when absent), *ep, *rev (the header's revision; may be NULL). */
+static int look(struct hf_etcdlock *el, json_t **ans, json_t **kv, struct hf_etcd_epoch *ep,
+		int64_t *rev)
+{
+	json_t *req = json_pack("{s:[o, o]}", "success", op_range(el->key64),
+				op_range(el->epoch64));
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
+	if (rc < 0)
+		return rc;
+	if ((rc = txn_epoch(el, a, 1, ep)) < 0) {
+		json_decref(a);
+		return rc;
+	}
+	if (rev) {
+		*rev = 0;
+		hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
+	}
+	*kv = json_array_get(json_object_get(txn_range(a, 0), "kvs"), 0);
+	*ans = a;
+	return 0;
+}
+
 /* Range the key: 0 and *i (HF_LOCK_FREE when absent), *lease, *rev (the
  * header's revision). */
 static int range(struct hf_etcdlock *el, struct hf_dirlock_info *i, int64_t *lease, int64_t *rev)
 {
-	json_t *a = NULL;
-	int rc = call(el, el->conn, "/v3/kv/range", json_pack("{s:s}", "key", el->key64), &a);
+	json_t *a = NULL, *kv = NULL;
+	struct hf_etcd_epoch ep;
+	int rc = look(el, &a, &kv, &ep, rev);
 	if (rc < 0)
 		return rc;
 	memset(i, 0, sizeof *i);
 	i->live_fd = -1;
 	*lease = 0;
-	if (rev)
-		hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
-	json_t *kv = json_array_get(json_object_get(a, "kvs"), 0);
-	rc = kv ? hf_etcdlock_kv_info(kv, i, lease) : 0;
+	rc = kv ? hf_etcdlock_kv_info(kv, &ep, i, lease) : 0;
 	json_decref(a);
 	return rc == HF_EUNREADABLE ? 0 : rc; /* an unreadable holder is a holder */
 }
@@ -507,46 +673,67 @@ void hf_etcdlock_free(struct hf_etcdlock *el)
 	hf_etcd_cfg_clear(&el->cfg);
 	free(el->key);
 	free(el->key64);
+	free(el->epoch64);
 	free(el);
 }
 
 /* ---- verbs ---------------------------------------------------------------------- */
 
 /* Step 3: 1 and *fence when the key is ours now; 0 and the holder in *h
- * (and *lease_h, *rev); -errno. */
+ * (and *lease_h, *rev); 2 (and *rev) when there is no epoch key yet
+ * (EL10: make it, then again); -errno. */
 static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint64_t *fence,
 		   struct hf_dirlock_info *h, int64_t *lease_h, int64_t *rev)
 {
 	char ls[24];
 	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	/* EL1: the key absent; EL10: the epoch present, read in the same txn */
 	json_t *req = json_pack(
-		"{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}], s:[{s:{s:s}}]}", "compare",
-		"key", el->key64, "target", "CREATE", "result", "EQUAL", "create_revision", "0",
-		"success", "request_put", "key", el->key64, "value", v64, "lease", ls, "failure",
-		"request_range", "key", el->key64);
+		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}, o],"
+		" s:[o, o]}",
+		"compare", "key", el->key64, "target", "CREATE", "result", "EQUAL",
+		"create_revision", "0", "key", el->epoch64, "target", "CREATE", "result",
+		"GREATER", "create_revision", "0", "success", "request_put", "key", el->key64,
+		"value", v64, "lease", ls, op_range(el->epoch64), "failure", op_range(el->key64),
+		op_range(el->epoch64));
 	json_t *a = NULL;
 	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
 	if (rc < 0)
 		return rc;
 	*rev = 0;
 	hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
-	if (json_is_true(json_object_get(a, "succeeded"))) {
+	bool put = json_is_true(json_object_get(a, "succeeded"));
+	struct hf_etcd_epoch ep;
+	if ((rc = txn_epoch(el, a, 1, &ep)) < 0) {
 		json_decref(a);
-		if (*rev <= 0) {
-			snprintf(el->why, sizeof el->why, "etcd: a txn answered without a revision");
+		return rc;
+	}
+	if (put) {
+		json_decref(a);
+		if (*rev <= 0 || !ep.value) {
+			snprintf(el->why, sizeof el->why,
+				 "etcd: a txn answered without a revision or the epoch");
 			return -EPROTO;
 		}
-		assert(*rev > 0 && "EL2");
-		*fence = (uint64_t)*rev; /* EL2: the put's revision is create_revision */
+		assert(*rev > ep.rev && ep.value > 0 && "EL2, EL10");
+		/* EL2: the put's revision is create_revision; EL10: + the epoch */
+		if ((rc = hf_etcd_fence(&ep, *rev, fence)) < 0) {
+			snprintf(el->why, sizeof el->why,
+				 "etcd: the fence (epoch %lld + revision %lld) would pass 2^63-1",
+				 (long long)ep.value, (long long)*rev);
+			return rc; /* the caller revokes our lease: the key goes */
+		}
 		return 1;
 	}
-	json_t *r = json_object_get(json_array_get(json_object_get(a, "responses"), 0),
-				    "response_range");
-	json_t *kv = json_array_get(json_object_get(r, "kvs"), 0);
+	if (!ep.value) {
+		json_decref(a);
+		return 2; /* EL10: no epoch yet */
+	}
+	json_t *kv = json_array_get(json_object_get(txn_range(a, 0), "kvs"), 0);
 	memset(h, 0, sizeof *h);
 	h->live_fd = -1;
 	*lease_h = 0;
-	rc = kv ? hf_etcdlock_kv_info(kv, h, lease_h) : 0;
+	rc = kv ? hf_etcdlock_kv_info(kv, &ep, h, lease_h) : 0;
 	if (!kv)
 		h->state = HF_LOCK_FREE; /* gone between the compare and the read: again */
 	json_decref(a);
@@ -620,6 +807,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
 	int64_t lease = 0, granted = 0;
 	int broken = 0; /* requests or watches in a row that failed (EL9) */
+	int epochs = 0; /* epoch keys made (EL10)                         */
 	struct hf_dirlock_info h;
 	memset(&h, 0, sizeof h);
 	for (;;) {
@@ -640,6 +828,17 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 		uint64_t fence = 0;
 		int64_t lease_h = 0, rev = 0;
 		rc = try_put(el, v64, lease, &fence, &h, &lease_h, &rev); /* step 3 */
+		if (rc == 2) { /* EL10: the first acquisition of this etcd makes its epoch */
+			if (++epochs > HF_ETCD_RETRIES) {
+				snprintf(el->why, sizeof el->why,
+					 "etcd: the key " HF_ETCD_EPOCH_KEY " vanished after it "
+					 "was made, %d times: is something deleting it?", epochs - 1);
+				rc = -EPROTO;
+				break;
+			}
+			if ((rc = epoch_make(el, rev)) == 0)
+				continue;
+		}
 		if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
 			continue; /* EL9: the txn may have been applied; step 3 sees it */
 		if (rc < 0)
@@ -838,19 +1037,19 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	el->why[0] = '\0';
 	if (!token || !*token || max_hold_ms < 0)
 		return -EINVAL;
-	/* R1: the key as it is now, judged */
-	json_t *a = NULL;
-	int rc = call(el, el->conn, "/v3/kv/range", json_pack("{s:s}", "key", el->key64), &a);
+	/* R1: the key as it is now (and the epoch, EL10), judged */
+	json_t *a = NULL, *kv = NULL;
+	struct hf_etcd_epoch ep;
+	int rc = look(el, &a, &kv, &ep, NULL);
 	if (rc < 0)
 		return rc;
-	json_t *kv = json_array_get(json_object_get(a, "kvs"), 0);
 	if (!kv) {
 		json_decref(a);
 		return HF_ENOTHELD;
 	}
 	struct hf_dirlock_info i;
 	int64_t lease = 0, cr = 0, mr = 0;
-	int urc = hf_etcdlock_kv_info(kv, &i, &lease);
+	int urc = hf_etcdlock_kv_info(kv, &ep, &i, &lease);
 	hf_etcd_i64(kv, "create_revision", &cr);
 	hf_etcd_i64(kv, "mod_revision", &mr);
 	if (urc == HF_EUNREADABLE || strcmp(i.owner.token, token)) {
@@ -858,7 +1057,7 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		json_decref(a);
 		return HF_ENOTYOURS; /* another's, or no owner record: not ours */
 	}
-	if ((fence && (uint64_t)cr != fence) || i.state == HF_LOCK_DEAD) {
+	if ((fence && i.fence != fence) || i.state == HF_LOCK_DEAD) {
 		*reterr_holder = i;
 		json_decref(a);
 		return HF_ELOST; /* R1: another acquisition, or its owner is gone */
@@ -874,18 +1073,20 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	if (!v64)
 		return -ENOMEM;
 	hf_sys_point(HF_PT_ETCDLOCK_RENEW_JUDGED);
-	/* R3: EL6's compares, EL7's lease */
+	/* R3: EL6's compares, EL7's lease, EL10's epoch (the fence's form) */
 	assert(cr > 0 && mr >= cr && "EL6");
-	char crs[24], mrs[24], ls[24];
+	char crs[24], mrs[24], ls[24], ers[24];
 	snprintf(crs, sizeof crs, "%lld", (long long)cr);
 	snprintf(mrs, sizeof mrs, "%lld", (long long)mr);
 	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	snprintf(ers, sizeof ers, "%lld", (long long)ep.rev);
 	json_t *req = json_pack(
-		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}],"
-		" s:[{s:{s:s}}]}",
+		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}],"
+		" s:[{s:{s:s, s:s, s:s}}], s:[{s:{s:s}}]}",
 		"compare", "key", el->key64, "target", "CREATE", "result", "EQUAL",
 		"create_revision", crs, "key", el->key64, "target", "MOD", "result", "EQUAL",
-		"mod_revision", mrs, "success", "request_put", "key", el->key64, "value", v64,
+		"mod_revision", mrs, "key", el->epoch64, "target", "CREATE", "result", "EQUAL",
+		"create_revision", ers, "success", "request_put", "key", el->key64, "value", v64,
 		"lease", ls, "failure", "request_range", "key", el->key64);
 	a = NULL;
 	rc = call(el, el->conn, "/v3/kv/txn", req, &a);
@@ -910,7 +1111,7 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		if (nv && ncr == cr && !strcmp(nv, v64))
 			ok = true; /* our own put, applied by a repeated txn (ET1) */
 		else if (now)
-			hf_etcdlock_kv_info(now, reterr_holder, &nl);
+			hf_etcdlock_kv_info(now, &ep, reterr_holder, &nl);
 	}
 	json_decref(a);
 	free(v64);
@@ -928,7 +1129,7 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	}
 	memset(ret, 0, sizeof *ret);
 	ret->owner = o;
-	ret->fence = (uint64_t)cr; /* EL7: the fence stays */
+	ret->fence = i.fence; /* EL7: the fence stays (EL10: of the epoch compared) */
 	ret->max_hold_ms = hold;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = -1;

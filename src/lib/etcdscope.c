@@ -102,6 +102,10 @@
  *   - A waiter is woken by every change of the registry, also one that does
  *     not concern it (it decides again and waits on): n waiters cost n
  *     reads per registration.
+ *   - A generation is a bare create_revision (no epoch, unlike a lock's
+ *     fence, etcdlock.c EL10): a cluster rebuilt from an empty data dir
+ *     hands out generations from 2 again, as the file registry restarts at
+ *     0 when its table file is deleted (registry.c's hazard).
  */
 #include "etcdscope.h"
 #include "internal.h"

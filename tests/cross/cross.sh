@@ -6,7 +6,7 @@
 # Then the same round on etcd (an etcd of this script's own: free loopback
 # ports, its data in the temp dir, killed by pid at exit): a lock held from
 # Node with backend etcd://... is refused to Rust, Python and the CLI naming
-# Node, and taken by each with growing fences (the key's create_revision)
+# Node, and taken by each with growing fences (the epoch + the key's create_revision)
 # once Node is SIGKILLed (a dead owner on this kernel is reaped at once).
 # Run by `make test` after the bindings' own tests (which build the Node addon
 # and the Rust examples this uses).

@@ -135,6 +135,8 @@ void et_setup_tls(void)
 	et_start(true);
 }
 
+static void launch(bool tls, int cp, int pp);
+
 void et_start(bool tls)
 {
 	et_sweep("hft-etcd.");
@@ -145,6 +147,28 @@ void et_start(bool tls)
 	int cp = et_free_port(), pp = et_free_port();
 	while (pp == cp)
 		pp = et_free_port();
+	if (tls)
+		make_certs(E.dir);
+	launch(tls, cp, pp);
+}
+
+void et_rebuild(void)
+{
+	cr_assert_gt(E.pid, 0, "no member to rebuild");
+	et_stop_pid(&E.pid, SIGTERM);
+	char data[512];
+	snprintf(data, sizeof data, "%s/data", E.dir);
+	hft_rmtree(data);
+	launch(E.tls, E.client_port, E.peer_port);
+}
+
+/* Start E's member on client port cp and peer port pp, with a data dir
+ * E.dir/data (made anew when absent), and wait until it answers. */
+static void launch(bool tls, int cp, int pp)
+{
+	E.tls = tls;
+	E.client_port = cp;
+	E.peer_port = pp;
 	char client[64], peer[64], cluster[96], data[512], log[512];
 	snprintf(client, sizeof client, "%s://127.0.0.1:%d", tls ? "https" : "http", cp);
 	snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);
@@ -156,8 +180,6 @@ void et_start(bool tls)
 	snprintf(E.ca, sizeof E.ca, "%s/ca.pem", E.dir);
 	snprintf(cert, sizeof cert, "%s/server.pem", E.dir);
 	snprintf(key, sizeof key, "%s/server.key", E.dir);
-	if (tls)
-		make_certs(E.dir);
 	snprintf(E.endpoint, sizeof E.endpoint, "127.0.0.1:%d", cp);
 	snprintf(E.env, sizeof E.env, "HOLDFAST_BACKEND=%s", E.uri);
 	fflush(NULL);
@@ -345,6 +367,21 @@ void et_lock_kv(const char *path, int64_t *lease, int64_t *create_rev, int64_t *
 		*mod_rev = ctl_field(out, "ModRevision");
 	free(out);
 	free(args);
+}
+
+int64_t et_epoch(int64_t *create_rev)
+{
+	char *out = NULL;
+	cr_assert_eq(et_ctl("get /holdfast/epoch -w fields", &out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"Key\" : "), "no epoch key: %s", out);
+	if (create_rev)
+		*create_rev = ctl_field(out, "CreateRevision");
+	free(out);
+	cr_assert_eq(et_ctl("get /holdfast/epoch --print-value-only", &out), 0, "%s", out);
+	int64_t v = strtoll(out, NULL, 10);
+	free(out);
+	cr_assert_gt(v, 0, "not an epoch");
+	return v;
 }
 
 void et_lock_backdate(const char *path, int64_t ms)

@@ -21,6 +21,8 @@ struct et {
 	char endpoint[64];  /* "127.0.0.1:PORT" (etcdctl)                     */
 	char env[256];      /* "HOLDFAST_BACKEND=<uri>" for hft_sh             */
 	char ca[600];       /* with TLS: the CA that signed its certificate   */
+	bool tls;
+	int client_port, peer_port;
 };
 
 extern struct et E;        /* the test's member (et_setup / et_teardown) */
@@ -30,6 +32,10 @@ extern struct et E;        /* the test's member (et_setup / et_teardown) */
 void et_start(bool tls);
 void et_setup(void);
 void et_setup_tls(void);
+/* Rebuild E's cluster from nothing: stop its member (SIGTERM, reaped),
+ * delete its data dir, start a new member on the same ports with an empty
+ * data dir and wait (bounded) until it answers. */
+void et_rebuild(void);
 /* Stop E (SIGTERM, then SIGKILL; reaped) and remove its directory. */
 void et_teardown(void);
 /* Wait until the library's status through uri (https: with CA file ca,
@@ -45,6 +51,9 @@ int et_ctl(const char *args, char **out);
  * mod_revision (etcdctl get -w json), each NULL when not wanted; asserts
  * that the key exists. */
 void et_lock_kv(const char *path, int64_t *lease, int64_t *create_rev, int64_t *mod_rev);
+/* The fence epoch of E (the value of /holdfast/epoch) and, when wanted,
+ * the epoch key's create_revision; asserts that it exists. */
+int64_t et_epoch(int64_t *create_rev);
 /* Date the owner record at the lock key of path (absolute) ms earlier
  * ("acquired" and "boottime_ms"), put back with the key's own lease: a
  * record over-age without a real wait. */

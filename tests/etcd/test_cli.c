@@ -215,6 +215,114 @@ Test(etcd_cli, wait_times_out)
 	et_out_free(&r);
 }
 
+/* EL10: fences never repeat, even after the cluster is rebuilt from an
+ * empty data dir (its revisions restart at 1): the fence F of an
+ * acquisition before, the member stopped, its data dir deleted, a new one
+ * started on the same port; the next acquisition's fence is above F, and
+ * `lock check --fence F` answers 69 (free) and 1 (another acquisition
+ * holds it), never 0 - the old holder's fence is not the new one's. */
+Test(etcd_cli, fences_never_repeat_after_the_cluster_is_rebuilt)
+{
+	struct et_out r = et_run("bash",
+				 "t=$(\"$HOLDFAST_BIN\" lock acquire ./f.lock -n) || exit 10\n"
+				 "\"$HOLDFAST_BIN\" lock release ./f.lock --token \"$t\" || exit 11\n"
+				 "echo \"${t#* }\"\n");
+	long long f1 = atoll(r.out);
+	cr_assert_gt(f1, 0, "%s", r.out);
+	et_out_free(&r);
+	et_rebuild();
+	r = et_run("bash",
+		   "\"$HOLDFAST_BIN\" lock check ./f.lock --fence %lld; echo \"free=$?\"\n"
+		   "t=$(\"$HOLDFAST_BIN\" lock acquire ./f.lock -n) || exit 10\n"
+		   "echo \"fence=${t#* }\"\n"
+		   "\"$HOLDFAST_BIN\" lock check ./f.lock --fence %lld; echo \"old=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock check ./f.lock --fence \"${t#* }\"; echo \"new=$?\"\n"
+		   "\"$HOLDFAST_BIN\" lock status ./f.lock --json\n"
+		   "\"$HOLDFAST_BIN\" lock release ./f.lock --token \"$t\" || exit 11\n",
+		   f1, f1);
+	char *out = r.out;
+	char *f = strstr(out, "fence=");
+	cr_assert_not_null(f, "%s", out);
+	long long f2 = atoll(f + 6);
+	cr_assert_gt(f2, f1, "a fence repeated or went back after the rebuild: %lld then %lld", f1,
+		     f2);
+	ET_HAS(out, "free=69\n", "old=1\n", "new=0\n");
+	char want[64];
+	snprintf(want, sizeof want, "\"fence\":%lld", f2);
+	ET_HAS(out, want); /* the record's fence is the new form too */
+	int64_t cr = 0, epoch = et_epoch(&cr);
+	cr_assert_geq(epoch, f1, "the new cluster's epoch is below an old fence");
+	cr_assert_gt(f2, epoch + cr, "the new fence is not the epoch + a later create_revision");
+	et_out_free(&r);
+}
+
+/* EL10 across the upgrade: a key made before the epoch key existed (an
+ * older holdfast's acquisition, its fence its create_revision; made here
+ * with etcdctl from a real record after deleting the epoch key) keeps that
+ * fence - its holder's `check --fence` answers 0 before and after the next
+ * acquisition makes the epoch - and that acquisition's fence is the new
+ * form (epoch + create_revision), above the old one. */
+Test(etcd_cli, a_key_made_before_the_epoch_keeps_its_fence)
+{
+	pid_t owner = et_sleeper();
+	struct et_out r = et_run(
+		"bash",
+		"ctl() { ETCDCTL_API=3 etcdctl --endpoints=%s \"$@\"; }\n"
+		"field() { sed -n \"s/^\\\"$1\\\" : //p\"; }\n"
+		"\"$HOLDFAST_BIN\" lock acquire ./a.lock -n --pid %d >/dev/null || exit 10\n"
+		"k=/holdfast/lock$(pwd -P)\n"
+		"v=$(ctl get \"$k/a.lock\" --print-value-only) || exit 11\n"
+		"l=$(ctl get \"$k/a.lock\" -w fields | field Lease)\n"
+		"ctl del /holdfast/epoch >/dev/null || exit 12\n"
+		"ctl put --lease=\"$(printf %%x \"$l\")\" \"$k/old.lock\" \"$v\" >/dev/null || exit 13\n"
+		"cr=$(ctl get \"$k/old.lock\" -w fields | field CreateRevision)\n"
+		"echo \"cr=$cr\"\n"
+		"\"$HOLDFAST_BIN\" lock check ./old.lock --fence \"$cr\"; echo \"old=$?\"\n"
+		"t=$(\"$HOLDFAST_BIN\" lock acquire ./b.lock -n) || exit 14\n"
+		"echo \"b=${t#* }\"\n"
+		"\"$HOLDFAST_BIN\" lock check ./old.lock --fence \"$cr\"; echo \"still=$?\"\n"
+		"\"$HOLDFAST_BIN\" lock status ./old.lock --json\n"
+		"\"$HOLDFAST_BIN\" lock release ./b.lock --token \"$t\" || exit 15\n",
+		E.endpoint, (int)owner);
+	et_reap(owner); /* before any assertion: none left behind */
+	char *out = r.out, *c = strstr(out, "cr="), *b = strstr(out, "b=");
+	cr_assert(c && b, "%s", out);
+	long long cr = atoll(c + 3), fb = atoll(b + 2);
+	cr_assert_gt(cr, 0, "%s", out);
+	ET_HAS(out, "old=0\n", "still=0\n");
+	char want[64];
+	snprintf(want, sizeof want, "\"fence\":%lld", cr);
+	ET_HAS(out, want); /* the old key's record: its create_revision */
+	int64_t ecr = 0, epoch = et_epoch(&ecr);
+	cr_assert_gt(ecr, cr, "the epoch was made before the old key: %s", out);
+	cr_assert_gt(epoch, cr, "the epoch is not above the old fences");
+	cr_assert_gt(fb, epoch + ecr, "the new acquisition's fence is not epoch + create_revision");
+	et_out_free(&r);
+}
+
+/* EL10, hostile input: an epoch key that is no epoch (junk, zero, past
+ * 2^62) is refused by acquire and status alike, naming the key - never a
+ * fence made of junk, never a hang. */
+Test(etcd_cli, an_epoch_key_that_is_no_epoch_is_refused)
+{
+	const char *junk[] = { "junk", "0", "04611686018427387904", "4611686018427387905" };
+	for (int i = 0; i < 4; i++) {
+		char *args = et_fmt("put /holdfast/epoch %s", junk[i]), *o = NULL;
+		cr_assert_eq(et_ctl(args, &o), 0, "%s", o);
+		free(o);
+		free(args);
+		struct et_out r = et_run("sh",
+					 "\"$HOLDFAST_BIN\" lock acquire ./j.lock -n; echo \"acquire=$?\"\n"
+					 "\"$HOLDFAST_BIN\" lock status ./j.lock; echo \"status=$?\"\n");
+		cr_assert_null(strstr(r.out, "acquire=0\n"), "%s: %s", junk[i], r.out);
+		cr_assert_null(strstr(r.out, "status=0\n"), "%s: %s", junk[i], r.out);
+		cr_assert(strstr(r.out, "acquire=") && strstr(r.out, "status="), "%s", r.out);
+		cr_assert(strstr(r.err, "/holdfast/epoch holds no fence epoch"), "%s: %s", junk[i],
+			  r.err);
+		et_out_free(&r);
+	}
+}
+
 static void fence_check(const char *env);
 
 Test(etcd_cli, run_exports_the_fence_and_check_fence)
@@ -501,7 +609,7 @@ static void renew_restarts_the_window(const char *sh)
 	char *pr = et_fmt("%s/r.lock", et_dir), *pc = et_fmt("%s/c.lock", et_dir);
 	int64_t lease0 = 0, cr0 = 0, lease1 = 0, cr1 = 0;
 	et_lock_kv(pr, &lease0, &cr0, NULL);
-	cr_assert_eq(cr0, fence);
+	cr_assert_eq(et_epoch(NULL) + cr0, fence, "EL10: the fence is the epoch + create_revision");
 	et_lock_backdate(pr, 600000);
 	et_lock_backdate(pc, 600000);
 	r = et_run(sh,

@@ -33,7 +33,7 @@ class Lock:
     the last renewal (state "expired"). backend, etcd_user,
     etcd_password_file, etcd_ca_file, ttl, etcd_timeout: where it lives
     (default the file system; "etcd://HOST:PORT[,...]": an etcd cluster, the
-    fence the key's create_revision) and how to reach it (_backend.py; the
+    fence the epoch + the key's create_revision) and how to reach it (_backend.py; the
     library reads no $HOLDFAST_BACKEND). The handle is guarded by a lock of
     its own, so an object may be used from several threads (one call at a
     time); a lock it holds is released when it is closed or collected.
