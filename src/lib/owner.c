@@ -77,7 +77,10 @@
  *         init ended: the kernel killed the rest, its keeper too), the
  *         owner is dead. A judge in another container cannot see that (a
  *         namespace cannot learn its parents: NS_GET_PARENT is refused
- *         inside one), so it waits for the max-hold.
+ *         inside one), so it waits for the max-hold. The kernel gives a
+ *         freed namespace's inode number to the next new namespace at
+ *         once: a new namespace with that number keeps the owner alive
+ *         (towards holding) until it ends too, or the max-hold.
  * Everything else is alive: another kernel (another boot id: a machine
  * sharing the file system, or this one before a reboot - its pids are gone,
  * but its record may come from a live host), a record without start time or
