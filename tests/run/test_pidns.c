@@ -290,8 +290,8 @@ Test(pidns, killed_keeper_inside_never_frees_a_live_scripts_lock)
 	 * namespace at once: one made meanwhile (another test, another job)
 	 * keeps the lock held - OW7 errs towards holding then - else taken */
 	if (st != 0 && pidns_has_process((unsigned long long)nst.st_ino))
-		cr_log_warn("pid namespace inode %llu reused meanwhile: held (no verdict)",
-			    (unsigned long long)nst.st_ino);
+		fprintf(stderr, "pid namespace inode %llu reused meanwhile: held (no verdict)\n",
+			(unsigned long long)nst.st_ino); /* reported: a warning fails Criterion's run */
 	else
 		cr_assert_eq(st, 0, "its whole namespace gone: taken at once");
 	free(line);
