@@ -62,17 +62,6 @@ static int parse_errno(const char *s)
 	return 0;
 }
 
-static int refuse(char *why, size_t n, const char *fmt, ...)
-{
-	if (why && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* One rule "kind:point[:n[:errno[:persist]]]" (s is cut up); 0 or -EINVAL. */
 static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 {
@@ -90,7 +79,7 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 	memset(r, 0, sizeof *r);
 	r->target = 1;
 	if (nf < 2 || !*f[1])
-		return refuse(why, wn, "rule '%s': no point", whole);
+		return hf_why(why, wn, -EINVAL, "rule '%s': no point", whole);
 	if (!strcmp(f[0], "fail"))
 		r->kind = RULE_FAIL;
 	else if (!strcmp(f[0], "pause"))
@@ -102,28 +91,28 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 	else if (!strcmp(f[0], "cap"))
 		r->kind = RULE_CAP;
 	else
-		return refuse(why, wn, "rule '%s': kind '%s' is not fail, pause, crash, skew or cap",
+		return hf_why(why, wn, -EINVAL, "rule '%s': kind '%s' is not fail, pause, crash, skew or cap",
 			      whole, f[0]);
 	if (r->kind == RULE_CAP) {
 		/* cap:wait:MS, MS > 0 */
 		char *end;
 		if (strcmp(f[1], "wait") || nf != 3 || !*f[2])
-			return refuse(why, wn, "rule '%s': cap:wait:MS", whole);
+			return hf_why(why, wn, -EINVAL, "rule '%s': cap:wait:MS", whole);
 		errno = 0;
 		long long ms = strtoll(f[2], &end, 10);
 		if (*end || errno || ms <= 0 || ms > 86400000)
-			return refuse(why, wn, "rule '%s': MS is not 1 to 86400000 ms", whole);
+			return hf_why(why, wn, -EINVAL, "rule '%s': MS is not 1 to 86400000 ms", whole);
 		r->skew_ms = ms;
 		return 0;
 	}
 	if (r->kind == RULE_SKEW) {
 		/* skew:wall:MS, MS signed */
 		if (strcmp(f[1], "wall") || nf != 3 || !*f[2])
-			return refuse(why, wn, "rule '%s': skew:wall:MS", whole);
+			return hf_why(why, wn, -EINVAL, "rule '%s': skew:wall:MS", whole);
 		bool neg = f[2][0] == '-', sign = neg || f[2][0] == '+';
 		uint64_t ms;
 		if (hf_parse_u64(f[2] + sign, 100ULL * 365 * 86400000, &ms) < 0)
-			return refuse(why, wn, "rule '%s': MS is not milliseconds", whole);
+			return hf_why(why, wn, -EINVAL, "rule '%s': MS is not milliseconds", whole);
 		r->skew_ms = neg ? -(int64_t)ms : (int64_t)ms;
 		return 0;
 	}
@@ -132,28 +121,28 @@ static int parse_rule(char *s, struct rule *r, char *why, size_t wn)
 	} else {
 		r->point = hf_point_find(f[1]);
 		if (r->point < 0)
-			return refuse(why, wn, "rule '%s': no point '%s' (points.def)", whole, f[1]);
+			return hf_why(why, wn, -EINVAL, "rule '%s': no point '%s' (points.def)", whole, f[1]);
 	}
 	if (r->kind == RULE_FAIL && r->point > HF_PT_CALLS_END)
-		return refuse(why, wn, "rule '%s': '%s' is a named point, not a system call",
+		return hf_why(why, wn, -EINVAL, "rule '%s': '%s' is a named point, not a system call",
 			      whole, f[1]);
 	if (nf >= 3 && *f[2]) {
 		uint64_t n;
 		if (hf_parse_u64(f[2], ULONG_MAX, &n) < 0 || n == 0) /* FA3: not "-1" */
-			return refuse(why, wn, "rule '%s': N is not a count from 1", whole);
+			return hf_why(why, wn, -EINVAL, "rule '%s': N is not a count from 1", whole);
 		r->target = (unsigned long)n;
 	}
 	if (r->kind == RULE_FAIL) {
 		if (nf < 4 || !(r->err = parse_errno(f[3])))
-			return refuse(why, wn, "rule '%s': no errno (EIO, ENOSPC, ... or a number)",
+			return hf_why(why, wn, -EINVAL, "rule '%s': no errno (EIO, ENOSPC, ... or a number)",
 				      whole);
 		if (nf == 5) {
 			if (strcmp(f[4], "persist"))
-				return refuse(why, wn, "rule '%s': '%s' is not persist", whole, f[4]);
+				return hf_why(why, wn, -EINVAL, "rule '%s': '%s' is not persist", whole, f[4]);
 			r->persist = 1;
 		}
 	} else if (nf > 3) {
-		return refuse(why, wn, "rule '%s': too many fields", whole);
+		return hf_why(why, wn, -EINVAL, "rule '%s': too many fields", whole);
 	}
 	return 0;
 }
@@ -209,14 +198,14 @@ int hf_fault_inject(const char *spec, char *why, size_t wn)
 	if (spec && *spec) {
 		char buf[1024];
 		if (strlen(spec) >= sizeof buf)
-			return refuse(why, wn, "rules longer than %zu bytes", sizeof buf - 1);
+			return hf_why(why, wn, -EINVAL, "rules longer than %zu bytes", sizeof buf - 1);
 		strcpy(buf, spec);
 		char *save = NULL;
 		for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
 			if (!*tok)
 				continue;
 			if (n == MAX_RULES)
-				return refuse(why, wn, "more than %d rules", MAX_RULES);
+				return hf_why(why, wn, -EINVAL, "more than %d rules", MAX_RULES);
 			int rc = parse_rule(tok, &tmp[n], why, wn);
 			if (rc < 0)
 				return rc; /* FA2 */
@@ -266,7 +255,7 @@ int hf_fault_arm_from_env(char *why, size_t n)
 	if (fds && *fds) {
 		int a, b;
 		if (hf_fault_parse_fds(fds, &a, &b) < 0)
-			return refuse(why, n, "HOLDFAST_PAUSE_FDS='%s': not NOTIFY,GO", fds);
+			return hf_why(why, n, -EINVAL, "HOLDFAST_PAUSE_FDS='%s': not NOTIFY,GO", fds);
 		hf_fault_pause_fds(a, b);
 	}
 	const char *spec = getenv("HOLDFAST_FAULTS");

@@ -32,6 +32,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -357,4 +358,15 @@ uint64_t hf_fnv1a(const void *p, size_t n)
 		h *= 0x100000001b3ULL;
 	}
 	return h;
+}
+
+int hf_why(char *why, size_t n, int rc, const char *fmt, ...)
+{
+	if (why && n) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, n, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }

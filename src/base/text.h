@@ -85,4 +85,9 @@ char *hf_json_escape(char *p, const char *s);
  * not for security). */
 uint64_t hf_fnv1a(const void *p, size_t n);
 
+/* A refusal's reason: fmt into why (n bytes; nothing when why is NULL or n
+ * is 0), and rc back, so `return hf_why(why, n, -EINVAL, "…", …);` says and
+ * fails in one step. */
+int hf_why(char *why, size_t n, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif

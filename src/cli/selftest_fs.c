@@ -18,6 +18,7 @@
 
 #include "proc.h"
 #include "sys.h"
+#include "text.h"
 
 #include "holdfast.h"
 
@@ -39,22 +40,11 @@
 #define RENAME_NOREPLACE 1
 #endif
 
-static int say(char *why, size_t n, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int say(char *why, size_t n, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static int p_tmpfile(int dfd, char *why, size_t n)
 {
 	int fd = hf_sys_openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return say(why, n, ST_NOTE, "O_TMPFILE refused here (%s): records are published "
+		return hf_why(why, n, ST_NOTE, "O_TMPFILE refused here (%s): records are published "
 			   "through a named temporary + link instead", hf_strerror(fd));
 	char p[64];
 	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
@@ -66,26 +56,26 @@ static int p_tmpfile(int dfd, char *why, size_t n)
 	int seen = hf_sys_fstatat(dfd, "tmpfile", &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size == 1;
 	hf_sys_unlinkat(dfd, "tmpfile", 0);
 	if (rc < 0)
-		return say(why, n, ST_FAIL, "an O_TMPFILE could not be linked into DIR: %s",
+		return hf_why(why, n, ST_FAIL, "an O_TMPFILE could not be linked into DIR: %s",
 			   hf_strerror(rc));
-	return seen ? ST_OK : say(why, n, ST_FAIL, "the linked O_TMPFILE is not whole");
+	return seen ? ST_OK : hf_why(why, n, ST_FAIL, "the linked O_TMPFILE is not whole");
 }
 
 static int p_link(int dfd, char *why, size_t n)
 {
 	int fd = hf_sys_openat(dfd, "a", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return say(why, n, ST_FAIL, "cannot create a file: %s", hf_strerror(fd));
+		return hf_why(why, n, ST_FAIL, "cannot create a file: %s", hf_strerror(fd));
 	hf_sys_close(fd);
 	int rc = hf_sys_linkat(dfd, "a", dfd, "b", 0);
 	int again = rc == 0 ? hf_sys_linkat(dfd, "a", dfd, "b", 0) : 0;
 	hf_sys_unlinkat(dfd, "a", 0);
 	hf_sys_unlinkat(dfd, "b", 0);
 	if (rc < 0)
-		return say(why, n, ST_FAIL, "no hard links here (%s): holdfast publishes every "
+		return hf_why(why, n, ST_FAIL, "no hard links here (%s): holdfast publishes every "
 			   "record by link, it cannot work on this file system", hf_strerror(rc));
 	if (again != -EEXIST)
-		return say(why, n, ST_FAIL, "a link over an existing name did not fail with EEXIST "
+		return hf_why(why, n, ST_FAIL, "a link over an existing name did not fail with EEXIST "
 			   "(%s)", hf_strerror(again));
 	return ST_OK;
 }
@@ -97,7 +87,7 @@ static int p_noreplace(int dfd, char *why, size_t n)
 		rc = hf_sys_mkdirat(dfd, "y", 0700);
 	if (rc < 0) {
 		hf_sys_unlinkat(dfd, "x", AT_REMOVEDIR);
-		return say(why, n, ST_FAIL, "cannot make a directory: %s", hf_strerror(rc));
+		return hf_why(why, n, ST_FAIL, "cannot make a directory: %s", hf_strerror(rc));
 	}
 	int over = hf_sys_renameat2(dfd, "x", dfd, "y", RENAME_NOREPLACE);
 	int moved = over == -EEXIST ? hf_sys_renameat2(dfd, "x", dfd, "z", RENAME_NOREPLACE) : -1;
@@ -107,13 +97,13 @@ static int p_noreplace(int dfd, char *why, size_t n)
 	hf_sys_unlinkat(dfd, "y", AT_REMOVEDIR);
 	hf_sys_unlinkat(dfd, "z", AT_REMOVEDIR);
 	if (over == -EINVAL || over == -ENOSYS || over == -EOPNOTSUPP)
-		return say(why, n, ST_FAIL, "renameat2 RENAME_NOREPLACE is refused here (%s): "
+		return hf_why(why, n, ST_FAIL, "renameat2 RENAME_NOREPLACE is refused here (%s): "
 			   "holdfast never emulates it", hf_strerror(over));
 	if (over != -EEXIST)
-		return say(why, n, ST_FAIL, "RENAME_NOREPLACE over an existing directory gave %s, "
+		return hf_why(why, n, ST_FAIL, "RENAME_NOREPLACE over an existing directory gave %s, "
 			   "not EEXIST", over == 0 ? "success" : hf_strerror(over));
 	if (!there)
-		return say(why, n, ST_FAIL, "RENAME_NOREPLACE to a free name did not move it (%s)",
+		return hf_why(why, n, ST_FAIL, "RENAME_NOREPLACE to a free name did not move it (%s)",
 			   moved < 0 ? hf_strerror(moved) : "not found there");
 	return ST_OK;
 }
@@ -140,12 +130,12 @@ static int p_flock(int dfd, char *why, size_t n)
 			hf_sys_close(fds[i]);
 	hf_sys_unlinkat(dfd, "f", 0);
 	if (rc < 0)
-		return say(why, n, ST_FAIL, "cannot open a file or DIR: %s", hf_strerror(rc));
+		return hf_why(why, n, ST_FAIL, "cannot open a file or DIR: %s", hf_strerror(rc));
 	if (r1 < 0 || r3 < 0)
-		return say(why, n, ST_FAIL, "flock(2) is refused here (%s)",
+		return hf_why(why, n, ST_FAIL, "flock(2) is refused here (%s)",
 			   hf_strerror(r1 < 0 ? r1 : r3));
 	if (r2 != -EWOULDBLOCK || r4 != -EWOULDBLOCK)
-		return say(why, n, ST_FAIL, "flock(2) does not exclude here (a second exclusive "
+		return hf_why(why, n, ST_FAIL, "flock(2) does not exclude here (a second exclusive "
 			   "lock gave %s): it is emulated or local to one process",
 			   hf_strerror(r2 != -EWOULDBLOCK ? r2 : r4));
 	return ST_OK;
@@ -156,7 +146,7 @@ static int p_inotify(int dfd, const char *dir, char *why, size_t n)
 {
 	int in = hf_sys_inotify_init();
 	if (in < 0)
-		return say(why, n, ST_NOTE, "no inotify (%s): waits back off instead of waking on "
+		return hf_why(why, n, ST_NOTE, "no inotify (%s): waits back off instead of waking on "
 			   "the release", hf_strerror(in));
 	int rc = hf_sys_inotify_add_watch(in, dir, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
 	int fd = rc >= 0 ? hf_sys_openat(dfd, "w", O_WRONLY | O_CREAT | O_CLOEXEC, 0600) : rc;
@@ -173,7 +163,7 @@ static int p_inotify(int dfd, const char *dir, char *why, size_t n)
 	}
 	hf_sys_close(in);
 	if (!seen)
-		return say(why, n, ST_NOTE, "inotify reports no removal in DIR%s%s: waits back off "
+		return hf_why(why, n, ST_NOTE, "inotify reports no removal in DIR%s%s: waits back off "
 			   "(about four wake-ups a second) instead of waking on the release",
 			   rc < 0 ? ": " : "", rc < 0 ? hf_strerror(rc) : "");
 	return ST_OK;
@@ -185,13 +175,13 @@ static int p_proc(char *why, size_t n)
 	uint64_t me = 0;
 	int rc = hf_pid_start(getpid(), &me);
 	if (rc < 0 || me == 0)
-		return say(why, n, ST_FAIL, "no start time in /proc/%d/stat (%s): no owner could "
+		return hf_why(why, n, ST_FAIL, "no start time in /proc/%d/stat (%s): no owner could "
 			   "ever be proven dead", (int)getpid(), rc < 0 ? hf_strerror(rc) : "0");
 	pid_t kid = hf_sys_fork();
 	if (kid == 0)
 		_exit(0);
 	if (kid < 0)
-		return say(why, n, ST_FAIL, "fork: %s", hf_strerror(kid));
+		return hf_why(why, n, ST_FAIL, "fork: %s", hf_strerror(kid));
 	uint64_t ks = 0;
 	int krc = hf_pid_start(kid, &ks);
 	int st;
@@ -199,10 +189,10 @@ static int p_proc(char *why, size_t n)
 	uint64_t gone = 0;
 	int grc = hf_pid_start(kid, &gone);
 	if (krc < 0 && krc != -ESRCH)
-		return say(why, n, ST_FAIL, "a child's start time cannot be read: %s",
+		return hf_why(why, n, ST_FAIL, "a child's start time cannot be read: %s",
 			   hf_strerror(krc));
 	if (grc != -ESRCH)
-		return say(why, n, ST_FAIL, "a reaped child still has a start time in /proc (%s): "
+		return hf_why(why, n, ST_FAIL, "a reaped child still has a start time in /proc (%s): "
 			   "/proc is not this pid namespace's", grc < 0 ? hf_strerror(grc) : "found");
 	return ST_OK;
 }
@@ -213,16 +203,16 @@ static int p_pidns(char *why, size_t n)
 	char self[32];
 	ssize_t len = hf_sys_readlinkat(AT_FDCWD, "/proc/self", self, sizeof self - 1);
 	if (len < 0)
-		return say(why, n, ST_FAIL, "/proc/self cannot be read (%s): is /proc mounted?",
+		return hf_why(why, n, ST_FAIL, "/proc/self cannot be read (%s): is /proc mounted?",
 			   hf_strerror((int)len));
 	self[len] = '\0';
 	if (atol(self) != (long)getpid())
-		return say(why, n, ST_FAIL, "/proc/self is %s but this process is pid %d: /proc "
+		return hf_why(why, n, ST_FAIL, "/proc/self is %s but this process is pid %d: /proc "
 			   "belongs to another pid namespace (unshare --pid without --mount-proc?); "
 			   "liveness read from it would judge the wrong processes",
 			   self, (int)getpid());
 	if (hf_self_pidns() == 0)
-		return say(why, n, ST_NOTE, "the pid namespace cannot be read: records carry "
+		return hf_why(why, n, ST_NOTE, "the pid namespace cannot be read: records carry "
 			   "none, and a judge elsewhere relies on the kernel lock alone");
 	return ST_OK;
 }
@@ -239,5 +229,5 @@ int st_probe(int which, int dfd, const char *dir, char *why, size_t n)
 	case ST_P_PROC: return p_proc(why, n);
 	case ST_P_PIDNS: return p_pidns(why, n);
 	}
-	return say(why, n, ST_FAIL, "no such probe");
+	return hf_why(why, n, ST_FAIL, "no such probe");
 }

@@ -10,6 +10,7 @@
  * registry whatever else each has of its own.
  */
 #include "registry.h"
+#include "text.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -21,18 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int refuse(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(char *why, size_t n, const char *fmt, ...)
-{
-	if (why && n) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, n, fmt, ap);
-		va_end(ap);
-	}
-	return HF_EUNSAFE;
-}
 
 /* dir/name into buf: -ENAMETOOLONG when it does not fit. */
 static int join(char *buf, size_t n, const char *dir, const char *name)
@@ -93,7 +82,7 @@ static int git_common(const char *dir, char *common, size_t n, char *why, size_t
 	if (len < 0 && len != -EFBIG)
 		return len;
 	if (len < 0 || strncmp(line, "gitdir: ", 8) || !line[8])
-		return refuse(why, whyn, "%s is neither a git directory nor a 'gitdir: PATH' file",
+		return hf_why(why, whyn, HF_EUNSAFE, "%s is neither a git directory nor a 'gitdir: PATH' file",
 			      dotgit);
 	rc = resolve(dir, line + 8, gitdir, sizeof gitdir);
 	if (rc < 0)
@@ -110,7 +99,7 @@ static int git_common(const char *dir, char *common, size_t n, char *why, size_t
 	if (rc < 0)
 		return rc;
 	if (hf_sys_fstatat(AT_FDCWD, common, &st, 0) < 0 || !S_ISDIR(st.st_mode))
-		return refuse(why, whyn, "%s names the git directory %s, which is not a directory",
+		return hf_why(why, whyn, HF_EUNSAFE, "%s names the git directory %s, which is not a directory",
 			      dotgit, common);
 	return 1;
 }
@@ -136,19 +125,19 @@ static int mount_place(const char *canon, char *buf, size_t n, char *why, size_t
 	if (mt)
 		snprintf(point, sizeof point, "%.*s", (int)mt->pointlen, mt->point);
 	if (!mt)
-		rc = refuse(why, whyn,
+		rc = hf_why(why, whyn, HF_EUNSAFE,
 			    "%s is outside any git work tree and the mount table does not show "
 			    "which mount holds it (a chroot)",
 			    canon);
 	else if (mt->rootlen != 1)
-		rc = refuse(why, whyn,
+		rc = hf_why(why, whyn, HF_EUNSAFE,
 			    "%s is outside any git work tree, on the mount %s, which shows only "
 			    "%.*s of its file system (a bind mount): another mount namespace may "
 			    "reach the same files through another mount, and a registry at this "
 			    "mount's root would not be its",
 			    canon, point, (int)mt->rootlen, mt->root);
 	else if (!strcmp(point, "/"))
-		rc = refuse(why, whyn,
+		rc = hf_why(why, whyn, HF_EUNSAFE,
 			    "%s is outside any git work tree, on the root file system of this "
 			    "mount namespace (a container has its own, and holdfast makes no "
 			    "/.holdfast)",
@@ -162,7 +151,7 @@ static int mount_place(const char *canon, char *buf, size_t n, char *why, size_t
 		return rc;
 	assert(strcmp(point, "/") && "RG12"); /* a whole file system's root, not / */
 	if (st.st_mode & S_IWOTH)
-		return refuse(why, whyn,
+		return hf_why(why, whyn, HF_EUNSAFE,
 			      "%s is outside any git work tree, on the mount %s, which everyone may "
 			      "write to (a /tmp): a registry there could be another user's, or "
 			      "private to a mount namespace with its own /tmp",

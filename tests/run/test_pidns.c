@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -45,6 +46,28 @@ static void spawn_in_pidns(struct hft_child *c, const char *script)
 		      NULL);
 }
 
+/* The script made of fmt as the init of a new pid namespace; its first
+ * line, which is ready (exactly, or as a prefix when ready ends in a space;
+ * the caller frees it). */
+static char *start_in_pidns(struct hft_child *c, const char *ready, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static char *start_in_pidns(struct hft_child *c, const char *ready, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *script;
+	cr_assert_geq(vasprintf(&script, fmt, ap), 0);
+	va_end(ap);
+	spawn_in_pidns(c, script);
+	free(script);
+	char *line = rt_line(c->out_rd);
+	size_t n = strlen(ready);
+	bool prefix = n && ready[n - 1] == ' ';
+	cr_assert(line && (prefix ? !strncmp(line, ready, n) : !strcmp(line, ready)), "got %s",
+		  line ? line : "EOF");
+	return line;
+}
+
 static int try_n(const char *L)
 {
 	char pid[16];
@@ -66,17 +89,13 @@ static int try_n(const char *L)
 Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 {
 	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	cr_assert_geq(asprintf(&script,
-			       "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
-			       "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $$; read x < \"$0\"' '%s'",
-			       L, fifo),
-		      0);
 	struct hft_child c;
-	spawn_in_pidns(&c, script);
-	char *line = rt_line(c.out_rd);
-	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
+	char *line = start_in_pidns(&c, "ready ",
+				   "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
+				   "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $$; read x < \"$0\"' '%s'",
+				   L, fifo);
 	struct hf_dirlock_info i;
 	cr_assert_eq(hf_dirlock_status(L, &i), 0);
 	cr_assert_eq(i.owner.pid, atoi(line + 6), "the record names the pid inside");
@@ -89,7 +108,6 @@ Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 	hft_wait(&c);
 	cr_assert_eq(try_n(L), 0, "its kernel lock went with it: reaped at once");
 	free(line);
-	free(script);
 	free(L);
 	free(fifo);
 }
@@ -134,20 +152,16 @@ Test(pidns, host_holder_is_not_reaped_from_inside)
 Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 {
 	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *end = rt_path(dir, "end"), *script;
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *end = rt_path(dir, "end");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
 	cr_assert_eq(mkfifo(end, 0600), 0);
 	/* the namespace's init must outlive the wrapper: when it ends, the
 	 * kernel kills everything in its namespace */
-	cr_assert_geq(asprintf(&script,
-			       "\"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $PPID; read x < \"$0\"' '%s' &\n"
-			       "read y < '%s'",
-			       L, fifo, end),
-		      0);
 	struct hft_child c;
-	spawn_in_pidns(&c, script);
-	char *line = rt_line(c.out_rd);
-	cr_assert(line && !strncmp(line, "ready ", 6), "got %s", line ? line : "EOF");
+	char *line = start_in_pidns(&c, "ready ",
+				   "\"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $PPID; read x < \"$0\"' '%s' &\n"
+				   "read y < '%s'",
+				   L, fifo, end);
 	/* the wrapper's pid inside is $PPID of CMD; find it on the host by its
 	 * NSpid: the child of the namespace's shell */
 	pid_t init = ns_init(c.pid);
@@ -165,7 +179,6 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 	hft_wait(&c);
 	free(end);
 	free(line);
-	free(script);
 	free(L);
 	free(fifo);
 }
@@ -177,18 +190,14 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 {
 	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	cr_assert_geq(asprintf(&script,
-			       "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
-			       "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
-			       "echo ready; read y < '%s'",
-			       L, fifo),
-		      0);
 	struct hft_child c;
-	spawn_in_pidns(&c, script);
-	char *line = rt_line(c.out_rd);
-	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
+	char *line = start_in_pidns(&c, "ready",
+				   "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
+				   "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
+				   "echo ready; read y < '%s'",
+				   L, fifo);
 	cr_assert_eq(try_n(L), 1, "held for the script inside, by its keeper");
 	fifo_say(fifo); /* the script ends: its namespace with it */
 	hft_wait(&c);
@@ -197,7 +206,6 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 	cr_assert_neq(i.state, HF_LOCK_HELD, "the owner's end is seen at once, not after max-hold");
 	cr_assert_eq(try_n(L), 0, "reaped at once");
 	free(line);
-	free(script);
 	free(L);
 	free(fifo);
 }
@@ -210,16 +218,12 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 Test(pidns, waiter_outside_recovers_from_a_holder_inside_without_pidfd)
 {
 	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	cr_assert_geq(asprintf(&script,
-			       "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready; read x < \"$0\"' '%s'",
-			       L, fifo),
-		      0);
 	struct hft_child c, waiter;
-	spawn_in_pidns(&c, script);
-	char *line = rt_line(c.out_rd);
-	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
+	char *line = start_in_pidns(&c, "ready",
+				   "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready; read x < \"$0\"' '%s'",
+				   L, fifo);
 	hft_spawn_cli(&waiter, "crash:pidfd_open;pause:dirlock.acquire.waiting:2",
 		      RT_ARGV("run", "-w", "60", "--lock", L, "--", "echo", "got"), NULL);
 	hft_expect(&waiter, "dirlock.acquire.waiting"); /* refused by the holder inside */
@@ -232,7 +236,6 @@ Test(pidns, waiter_outside_recovers_from_a_holder_inside_without_pidfd)
 	free(out);
 	close(waiter.err_rd);
 	free(line);
-	free(script);
 	free(L);
 	free(fifo);
 }
@@ -264,17 +267,13 @@ static bool pidns_has_process(unsigned long long ino)
 Test(pidns, killed_keeper_inside_never_frees_a_live_scripts_lock)
 {
 	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *script;
+	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	cr_assert_geq(asprintf(&script,
-			       "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
-			       "echo ready; read y < '%s'",
-			       L, fifo),
-		      0);
 	struct hft_child c;
-	spawn_in_pidns(&c, script);
-	char *line = rt_line(c.out_rd);
-	cr_assert(line && !strcmp(line, "ready"), "got %s", line ? line : "EOF");
+	char *line = start_in_pidns(&c, "ready",
+				   "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
+				   "echo ready; read y < '%s'",
+				   L, fifo);
 	pid_t keeper = hft_only_child(ns_init(c.pid)); /* reparented to the namespace's init */
 	char nsl[64];
 	snprintf(nsl, sizeof nsl, "/proc/%d/ns/pid", (int)keeper);
@@ -295,7 +294,6 @@ Test(pidns, killed_keeper_inside_never_frees_a_live_scripts_lock)
 	else
 		cr_assert_eq(st, 0, "its whole namespace gone: taken at once");
 	free(line);
-	free(script);
 	free(L);
 	free(fifo);
 }

@@ -198,26 +198,25 @@ class Lock:
             if rc < 0:
                 self._fail(rc)
 
-    def check(self) -> None:
-        """Raise Lost (reaped or released; .holder: who holds it now) unless
-        this handle still holds the lock; NotHeld when it has no token."""
+    def _call_or_lost(self, fn) -> None:
+        """fn(handle); its error raised, and a lost lock no longer held."""
         with self._mu:
-            rc = L.lib().hf_lock_check(self._handle())
+            rc = fn(self._handle())
             if rc < 0:
                 if rc == L.HF_ELOST:
                     self._held = False
                 self._fail(rc)
 
+    def check(self) -> None:
+        """Raise Lost (reaped or released; .holder: who holds it now) unless
+        this handle still holds the lock; NotHeld when it has no token."""
+        self._call_or_lost(L.lib().hf_lock_check)
+
     def renew(self) -> None:
         """Restart the lock's window - a lease's length (lease=), else its
         max-hold - keeping its fence (hf_lock_renew). Raises Lost when it
         was reaped or released meanwhile, NotYours when another holds it."""
-        with self._mu:
-            rc = L.lib().hf_lock_renew(self._handle())
-            if rc < 0:
-                if rc == L.HF_ELOST:
-                    self._held = False
-                self._fail(rc)
+        self._call_or_lost(L.lib().hf_lock_renew)
 
     def adopt(self, token: str) -> None:
         """Take over a lock acquired elsewhere by its token (to release or
