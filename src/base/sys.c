@@ -18,7 +18,8 @@
  *  (SY4) EINTR is retried where a retry is always right (open, read, write,
  *        flock, waits, dup2, getrandom, messages: HF_EINTR_RETRY, the one
  *        loop; a sleep resumes the rest), never for close (the fd may be
- *        reused at once).
+ *        reused at once), nor for hf_sys_flock_intr / hf_sys_fcntl_lock,
+ *        whose EINTR is a deadline's timer (holdfast flock -w).
  */
 #include "sys.h"
 
@@ -35,6 +36,7 @@
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -229,6 +231,30 @@ int hf_sys_flock(int fd, int op)
 	PASS(FLOCK);
 	int rc = HF_EINTR_RETRY(flock(fd, op)); /* with LOCK_NB it never blocks */
 	return rc < 0 ? -errno : 0;
+}
+
+int hf_sys_flock_intr(int fd, int op)
+{
+	PASS(FLOCK);
+	return NEG(flock(fd, op)); /* SY4's exception: EINTR is the timer's */
+}
+
+int hf_sys_fcntl_lock(int fd, int cmd, struct flock *fl)
+{
+	PASS(FLOCK);
+	return NEG(fcntl(fd, cmd, fl)); /* a waiting F_OFD_SETLKW: as flock_intr */
+}
+
+int hf_sys_access(const char *path, int mode)
+{
+	PASS(STAT);
+	return NEG(access(path, mode));
+}
+
+int hf_sys_setitimer(const struct itimerval *it)
+{
+	PASS(TIMER);
+	return NEG(setitimer(ITIMER_REAL, it, NULL));
 }
 
 ssize_t hf_sys_getdents(int fd, void *buf, size_t n)

@@ -184,5 +184,17 @@ int hf_sys_close_range(unsigned first, unsigned last);
 /* madvise(2): advice for [addr, addr + len) (the keeper gives back its
  * dead stack pages, MADV_DONTNEED). -ENOMEM when part of it is unmapped. */
 int hf_sys_madvise(void *addr, size_t len, int advice);
+/* flock(2) that may block and is NOT retried on EINTR: a timer's signal
+ * ends the wait with -EINTR (holdfast flock -w; FK4). */
+int hf_sys_flock_intr(int fd, int op);
+/* fcntl(2) with an open-file-description lock command (F_OFD_SETLK,
+ * F_OFD_SETLKW, F_OFD_GETLK); F_OFD_SETLKW is not retried on EINTR. */
+struct flock;
+int hf_sys_fcntl_lock(int fd, int cmd, struct flock *fl);
+/* access(2) (the real ids). */
+int hf_sys_access(const char *path, int mode);
+/* setitimer(2) on ITIMER_REAL (holdfast flock -w's deadline). */
+struct itimerval;
+int hf_sys_setitimer(const struct itimerval *it);
 
 #endif

@@ -128,6 +128,10 @@ int cli_owner_find(struct cli_owner *ret);
  * ancestor that has fd's file open (owner_find.c, OD1); -ENOENT when none
  * but holdfast has it. */
 int cli_owner_find_holding(int fd, pid_t *ret_pid, char *comm, size_t n);
+/* `holdfast lock status FILE` for a regular FILE (cmd_flock.c, FK3): its
+ * flock(2)/fcntl locks from /proc/locks, the holdfast flock record if it
+ * counts. Prints; the exit code. */
+int cli_flock_status(const char *path, bool json);
 
 /* `run --scope` support, implemented with the scope commands (cmd_scope.c):
  * register specs for pid under name (NULL: a generated name), delegating

@@ -1,81 +1,92 @@
 /*
- * cmd_flock.c - `holdfast flock`: util-linux flock(1)'s command line over
- * holdfast's directory lock, so that a script switches by replacing `flock`
- * with `holdfast flock`.
+ * cmd_flock.c - `holdfast flock`: util-linux flock(1) on the kernel's own
+ * lock, with holdfast's record of the holder beside the file.
  *
- *   holdfast flock [-x] [-n | -w SECS] [-E CODE] [-o] [-F] [--verbose] FILE|DIR CMD [ARG...]
- *   holdfast flock [-x] [-n | -w SECS] [-E CODE] [-o] [-F] [--verbose] FILE|DIR -c CMD
- *   holdfast flock [-x] [-n | -w SECS] [-E CODE] [--verbose] FD
- *   holdfast flock -u FD | FILE
+ *   holdfast flock [options] FILE|DIR CMD [ARG...]
+ *   holdfast flock [options] FILE|DIR -c CMD
+ *   holdfast flock [options] FD
+ *   holdfast flock [options] --fd FD CMD [ARG...] | -c CMD
+ *   options: -s|-x|-u  -n  -w SECS  -E CODE  -o  -F  --fcntl  --start N
+ *            --length N  --verbose  (flock(1)'s, with its meanings)
  *
  * On-disk artifacts
  * -----------------
- *   FILE.holdfast-lock/     the directory lock (dirlock.c) standing for FILE;
- *                           DIR given: realpath(DIR).holdfast-lock
- *   FILE.holdfast-lock.holdfast/   its state directory
- *   FILE itself is never created, opened or locked: it may exist (a script
- *   that runs `exec 9>FILE` first), be a directory, or be absent.
+ *   FILE                    the user's file: opened as flock(1) opens it
+ *                           (O_RDONLY, --fcntl -x: O_WRONLY; O_CREAT 0666;
+ *                           a directory read-only) and locked; never written
+ *   FILE.holdfast-flock     the record (JSON, one object): holder "holdfast
+ *                           flock", pid (the process the lock is held for),
+ *                           pid_start, host, command, locker (the pid that
+ *                           called flock(2): the one /proc/locks shows),
+ *                           dev/ino of FILE, fence, taken_ms. FILE a
+ *                           directory: realpath(DIR).holdfast-flock. It is
+ *                           never removed (like FILE): it keeps the fence.
+ *   FILE.holdfast-flock.tmp the next record being written (FK2)
  *
  * Steps
  * -----
- *   Command form: `holdfast run --lock FILE.holdfast-lock [-n|-w] [-E] --
- *     CMD` (cmd_run.c, supervise.c, acquire.c): the lock held on behalf of
- *     CMD's pid while it runs, released when it ends, CMD's status passed.
- *     -c CMD runs `$SHELL -c CMD` ($SHELL unset: /bin/sh), as flock(1).
- *   -F (no fork): acquired for holdfast's own pid (cli_lock_take), its kernel
- *     lock's descriptor kept across exec, then CMD execs in place: CMD is
- *     the owner; nobody releases, the next acquirer reaps the dead owner's
- *     lock after CMD is gone.
- *   Descriptor form (FD, no command): FD's file (/proc/self/fd/FD) names the
- *     lock; it is acquired for the calling shell (owner_find.c, as `lock
- *     acquire`), its kernel lock kept by a keeper (keeper.c) while that
- *     shell lives. It stays held after holdfast returns, until `holdfast
- *     flock -u FD` (the same shell) or the shell's exit.
- *   -u: the lock FD's (or FILE's) file names is released if the calling
- *     shell holds it - its record's pid and pid_start are the shell's.
+ *   1. FILE: open it as flock(1) does; FD or --fd FD: use the descriptor as
+ *      given (its open file description is what gets locked).
+ *   2. Lock: flock(fd, LOCK_EX|LOCK_SH|LOCK_UN [|LOCK_NB]), or with --fcntl
+ *      (or --start/--length) fcntl(F_OFD_SETLK[W]) on [start, start+length).
+ *      -w: a real-time interval timer whose SIGALRM (no SA_RESTART) ends the
+ *      wait with EINTR (FK5).
+ *   3. Exclusive flock(2) only: write the record (FK2-FK4) and export
+ *      HOLDFAST_FENCE.
+ *   4. CMD: fork, the child (fd closed first with -o) execs CMD, the parent
+ *      waits and exits with CMD's status; -F: exec CMD in place. The FD
+ *      form: exit; the lock stays with the open file description.
+ *   Status (`holdfast lock status FILE`, FILE a regular file): /proc/locks
+ *   lines on FILE's inode, and the record if FK3 holds.
  *
  * Invariants
  * ----------
- *   (FL1) Never a silent downgrade: -s (shared) and --fcntl are refused with
- *         exit 64; holdfast has exclusive directory locks only.
- *   (FL2) The FILE form and the FD form of the same file are the same lock:
- *         both are FILE.holdfast-lock of the path the kernel names.
- *   (FL3) A refusal never runs CMD, whatever -E says (RUN7).
- *   (FL4) In the FD form a lock the calling shell already holds is success
- *         at once (as flock(2) on the same open file): never a wait for
- *         itself, never a second acquisition.
- *   (FL5) -u releases only the calling shell's lock: another holder's is
- *         left alone (said on stderr; exit 0, as flock -u on an unlocked
- *         descriptor).
- *   (FL6) In the FD form "the calling shell" is the process that holds the
- *         descriptor's file open longest: the topmost ancestor that has it
- *         open (owner_find.c, OD1) - the script after `exec 9>L`, the
- *         subshell of `( ... ) 9>L` - so the lock ends where flock(2)'s
- *         would, with the last holder of the file. When only holdfast has
- *         it (the shell exec'd `holdfast flock 9` as its last command) the
- *         lock is taken and released before holdfast exits, as flock(1)'s.
+ *   (FK1) The kernel lock is the lock: the flock(2) (or OFD) lock util-linux
+ *         flock takes, with the same call on the same kind of open file
+ *         description. holdfast takes no other lock for it, so flock(1) and
+ *         holdfast flock exclude each other in both directions, and the lock
+ *         lives exactly as long as its open file description (the FD form's
+ *         lock outlives holdfast, as flock(1)'s does).
+ *   (FK2) The record is written only by a holder of the exclusive flock(2)
+ *         lock, after taking it, by rename(2) of a complete temporary file
+ *         beside FILE: readers see a whole record or none; FILE itself is
+ *         never written.
+ *   (FK3) A record counts only while the lock it describes is held:
+ *         /proc/locks lists a FLOCK WRITE lock on the record's dev:ino by the
+ *         record's locker pid. Otherwise it names nobody; a holder without a
+ *         record (flock(1), -s, --fcntl) is named from /proc/locks alone.
+ *   (FK4) Fences never repeat for one record file: each record's fence is
+ *         max(the previous record's fence + 1, the wall clock in us), the
+ *         previous one read under the same exclusive lock (FK2). A record
+ *         file removed by hand restarts at the wall clock.
+ *   (FK5) A refusal (held with -n, timed out with -w) never runs CMD, exits
+ *         with the conflict code (1, or -E), and prints nothing unless
+ *         --verbose: then flock(1)'s words, and the holder.
+ *   (FK6) The record is beside the lock, never in its way: failing to
+ *         write it (a read-only or foreign directory, "/", a removed file)
+ *         changes neither the lock nor the exit status.
+ *   (FK7) The exit codes and the --verbose words are flock(1)'s: 1/-E
+ *         conflict or timeout, 64 usage, 65 lock error, 66 cannot open,
+ *         69 cannot run CMD, 71 OS error, 73 read-only or full file system;
+ *         "flock: getting lock took S seconds", "flock: executing CMD" on
+ *         standard output.
  *
  * Hazards
  * -------
- *   - flock(1) and holdfast flock do not exclude each other (one takes
- *     flock(2) on FILE, the other a directory lock beside it): switch every
- *     script that uses one lock at once.
- *   - Closing FD (`exec 9>&-`) in the owner releases nothing: the lock is
- *     the owner's until -u or the owner's exit. Ending it with the
- *     descriptor's last close would need a process that notices the close
- *     at once; a watcher blocked in flock(2) on the file notices it, but
- *     holding that flock even briefly makes a concurrent -n fail, and its
- *     release comes after the close, so a next acquirer may still see it
- *     held: not done.
- *   - The owner is judged by the open file description (kcmp, OD2); where
- *     the kernel cannot compare (no CONFIG_KCMP), by the file's device and
- *     inode, so another open of the same file by an ancestor counts as
- *     holding it (erring upwards: the lock may outlive the critical
- *     section, never end inside it).
+ *   - FK3 judges by pid: a record whose locker pid was reused by a new
+ *     process that flock(2)s the same inode would be taken as valid (both
+ *     reuses at once). The fence still differs.
+ *   - Shared and OFD (--fcntl) locks write no record: several holders at
+ *     once would race on one file, and OFD locks show no pid (-1) in
+ *     /proc/locks; status lists them from /proc/locks.
+ *   - A holdfast flock run in the background on an inherited descriptor
+ *     whose lock the shell drops before holdfast has written its record
+ *     writes it unlocked (FK2 broken by the caller); FK3 still judges it
+ *     void, and FK4's wall-clock floor keeps the next fences above it.
+ *   - `holdfast list` does not show flock locks (it walks directory locks).
  */
 #include "cli.h"
 #include "proc.h"
-#include "run.h"
 #include "sys.h"
 
 #include "holdfast.h"
@@ -83,422 +94,519 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#define FLOCK_SUFFIX ".holdfast-lock"
-/* held as long as its owner lives, like flock(1)'s: never leaked by age */
-#define FLOCK_MAX_HOLD_MS HF_MAX_HOLD_NONE
+#ifndef F_OFD_GETLK
+#define F_OFD_GETLK 36
+#define F_OFD_SETLK 37
+#define F_OFD_SETLKW 38
+#endif
+
+#define REC_SUFFIX ".holdfast-flock"
+#define EX_NOINPUT_ 66
+#define EX_UNAVAILABLE_ 69
 
 static const char usage[] =
 	"usage: holdfast flock [options] FILE|DIR CMD [ARG...]\n"
 	"       holdfast flock [options] FILE|DIR -c CMD\n"
 	"       holdfast flock [options] FD\n"
-	"       holdfast flock -u FD|FILE\n"
+	"       holdfast flock [options] --fd FD CMD [ARG...] | -c CMD\n"
 	"\n"
-	"util-linux flock(1)'s command line over holdfast's directory lock: replace\n"
-	"`flock` with `holdfast flock`. The lock is the directory FILE.holdfast-lock\n"
-	"beside FILE (DIR: its real path + .holdfast-lock); FILE itself is never\n"
-	"created, opened or locked. On conflict the holder is named (pid, command,\n"
-	"host, age); a holder that died is reaped by the next acquirer.\n"
+	"util-linux flock(1) on the kernel's own lock: the same flock(2) (or, with\n"
+	"--fcntl, open-file-description) lock flock(1) takes, so flock(1) and holdfast\n"
+	"flock exclude each other on the same file. Beside it holdfast writes who holds\n"
+	"an exclusive flock(2) lock (FILE.holdfast-flock: pid, command, host, time, a\n"
+	"fence that never repeats); `holdfast lock status FILE` shows the holder.\n"
 	"\n"
-	"  -x, -e, --exclusive   an exclusive lock (the only kind: the default)\n"
-	"  -s, --shared          refused (exit 64): holdfast has no shared locks\n"
-	"  -n, --nonblock, --nb  fail at once (exit 1, or -E) if it is held (also\n"
-	"                        --nonblocking, as flock(1) accepts)\n"
-	"  -w, --wait, --timeout SECS   wait at most SECS (0.5, 30, 2m); default forever\n"
-	"  -E, --conflict-exit-code CODE   exit code when held or timed out (default 1)\n"
-	"  -o, --close           accepted: always so (the lock ends with CMD; CMD's\n"
-	"                        background children never keep it)\n"
-	"  -c, --command CMD     run CMD with $SHELL -c (after FILE, as flock(1))\n"
-	"  -F, --no-fork         exec CMD in place: the lock is CMD's, reaped once it\n"
-	"                        is gone (no release at its exit)\n"
-	"  -u, --unlock          release the calling shell's lock on FD's (FILE's) file\n"
-	"      --verbose         say how long getting the lock took, and what runs\n"
-	"      --fcntl           refused (exit 64): no fcntl(2) locks\n"
-	"      --json            one JSON object on stdout: the lock's record (FD form;\n"
-	"                        \"result\": acquired or held_already), -u's answer\n"
-	"                        (\"result\": released, not_held, not_yours), run's object\n"
-	"                        (the command form), or the error object (README:\n"
-	"                        Machine output)\n"
-	"  -h, --help            this text\n"
-	"  -V, --version         holdfast's version\n"
+	"  -s, --shared             get a shared lock\n"
+	"  -x, -e, --exclusive      get an exclusive lock (default)\n"
+	"  -u, --unlock             remove a lock (from FD's open file)\n"
+	"  -n, --nb, --nonblock     fail rather than wait (exit 1, or -E; silent\n"
+	"                           unless --verbose, which names the holder)\n"
+	"  -w, --wait, --timeout SECS   wait at most SECS (0.5, 30); -w 0 is -n\n"
+	"  -E, --conflict-exit-code CODE   exit code after conflict or timeout (1)\n"
+	"  -o, --close              close the lock's descriptor before running CMD\n"
+	"  -c, --command CMD        run CMD with $SHELL -c (/bin/sh if unset)\n"
+	"  -F, --no-fork            exec CMD without forking (it keeps the lock)\n"
+	"      --fcntl              use fcntl(F_OFD_SETLK) rather than flock(2)\n"
+	"      --start N            start offset of the locked range (implies --fcntl)\n"
+	"      --length N           bytes locked (0: to the end; implies --fcntl)\n"
+	"      --fd FD              lock FD and run CMD with it (the lock stays with\n"
+	"                           FD's open file after CMD)\n"
+	"      --verbose            say how long getting the lock took, what runs, and\n"
+	"                           who holds it on a conflict\n"
+	"  -h, --help               this text\n"
+	"  -V, --version            holdfast's version\n"
 	"\n"
-	"FD form (`exec 9>FILE; holdfast flock -n 9`): the lock is taken for the\n"
-	"process that opened fd 9's file - the script after `exec 9>FILE`, the subshell\n"
-	"of `( holdfast flock -n 9; ... ) 9>FILE` - and stays held after holdfast\n"
-	"returns, until `holdfast flock -u 9` or that process's exit, as flock(1)'s\n"
-	"lock lasts as long as the open file; closing fd 9 alone does not release\n"
-	"it. Taking it again from the same process succeeds at once. When only\n"
-	"holdfast has the file open (a shell that runs `holdfast flock 9` as its last\n"
-	"command execs it), the lock is taken and released before holdfast exits.\n"
-	"\n"
-	"flock(1) and holdfast flock do not exclude each other: switch every script\n"
-	"sharing a lock at once.\n"
-	"Exit: CMD's status (128+N if it died of signal N; 126 cannot run, 127 not\n"
-	"found); 1 (or -E CODE) held or timed out; 64 usage; 65 unreadable record;\n"
-	"73 cannot create the lock; 77 refused for safety; 70/71/74 internal/OS/I-O.\n";
+	"FD form (`exec 9>FILE; holdfast flock -n 9`): the lock is on fd 9's open file\n"
+	"and lasts as long as some process has it open (or until `holdfast flock -u 9`),\n"
+	"as with flock(1).\n"
+	"Exit: CMD's status (128+N if it died of signal N); 1 (or -E CODE) held or timed\n"
+	"out; 64 usage; 65 lock error; 66 cannot open FILE; 69 cannot run CMD; 71 OS\n"
+	"error; 73 FILE's file system read-only or full (flock(1)'s codes).\n";
 
 struct fl_args {
-	int64_t wait_ms;     /* -1 forever, 0 -n, >0 -w */
-	const char *wait_arg;
+	int type;            /* LOCK_EX, LOCK_SH, LOCK_UN */
+	bool nonblock, have_timeout, do_close, nofork, verbose, fcntl_api, use_fd;
+	struct timeval timeout;
 	int conflict_exit;
-	const char *econflict_arg;
-	bool unlock, nofork, verbose, json;
+	off_t start, length;
+	int fd;
+	const char *filename;
+	char **cmd;
 };
 
-/* --json: the lock's record with its absolute "path" (FD form, -F; the
- * command form prints run's object), or the answer of -u. */
-static void fl_json_rec(const char *lock, const hf_rec *r, const char *what)
+static void fl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* flock(1)'s own messages: "flock: ..." on standard error (FK7). */
+static void fl_warn(const char *fmt, ...)
 {
-	json_t *o = r ? cli_rec_json(r) : NULL;
-	if (!o)
-		o = json_object();
-	char abs[PATH_MAX];
-	json_object_set_new(o, "path", json_string(cli_abs_path(lock, abs, sizeof abs)));
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("flock: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* flock(1)'s usage error: "flock: WHAT 'ARG'" (WHAT NULL: none), a hint, 64. */
+static int usage_fail(const char *what, const char *arg)
+{
 	if (what)
-		json_object_set_new(o, "result", json_string(what));
-	cli_json_print(o);
+		fprintf(stderr, "flock: %s '%s'\n", what, arg);
+	fputs("Try 'holdfast flock --help' for more information.\n", stderr);
+	return HF_EXIT_USAGE;
 }
 
-/* The lock standing for file (FL2): realpath(DIR).holdfast-lock for a
- * directory, FILE.holdfast-lock otherwise. 0 or an exit code (said). */
-static int lock_for(const char *file, char *out, size_t n)
+/* ---- /proc/locks ---------------------------------------------------- */
+
+struct kl {
+	char kind[12]; /* FLOCK, OFDLCK, POSIX */
+	bool write;
+	long pid;
+	unsigned long long start;
+	char end[24];
+};
+
+/* The granted locks on dev:ino (waiters skipped): count, at most n kept. */
+static int locks_on(dev_t dev, ino_t ino, struct kl *out, int n)
 {
-	char given[PATH_MAX];
-	size_t len = strlen(file);
-	if (!len || len >= sizeof given) {
-		cli_err("flock: '%s' is not a file name", CLI_SHOW(file));
-		return HF_EXIT_USAGE;
+	int fd = hf_sys_openat(AT_FDCWD, "/proc/locks", O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap + 1);
+	if (!buf) {
+		hf_sys_close(fd);
+		return -ENOMEM;
 	}
-	memcpy(given, file, len + 1);
-	while (len > 1 && given[len - 1] == '/')
-		given[--len] = '\0';
-	struct stat st;
-	char real[PATH_MAX], parent[PATH_MAX + 2];
-	const char *base = given;
-	if (hf_sys_fstatat(AT_FDCWD, given, &st, 0) == 0) {
-		/* FL2: the file the kernel names - a symlink's target, as the FD
-		 * form reads it from /proc - so that one file is one lock */
-		if (hf_sys_realpath(given, real) < 0 || !strcmp(real, "/")) {
-			cli_err("flock %s: no lock beside it: give a file or a directory other than /",
-				CLI_SHOW(file));
-			return HF_EXIT_USAGE;
+	for (;;) {
+		if (len == cap) {
+			char *b = realloc(buf, cap * 2 + 1);
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
 		}
-		base = real;
-	} else {
-		/* not there yet (flock(1) would create it): its directory's real
-		 * path, the same one the FD form sees once it exists */
-		char *slash = strrchr(given, '/');
-		const char *name = slash ? slash + 1 : given;
-		if (!slash)
-			snprintf(parent, sizeof parent, ".");
-		else if (slash == given)
-			snprintf(parent, sizeof parent, "/");
-		else
-			snprintf(parent, sizeof parent, "%.*s", (int)(slash - given), given);
-		if (*name && hf_sys_realpath(parent, real) == 0 &&
-		    (size_t)snprintf(parent, sizeof parent, "%s/%s", strcmp(real, "/") ? real : "",
-				     name) < sizeof parent)
-			base = parent;
+		ssize_t r = hf_sys_read(fd, buf + len, cap - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
 	}
-	if ((size_t)snprintf(out, n, "%s%s", base, FLOCK_SUFFIX) >= n) {
-		cli_err("flock %s: name too long", CLI_SHOW(file));
-		return HF_EXIT_USAGE;
+	hf_sys_close(fd);
+	buf[len] = '\0';
+	int count = 0;
+	for (char *line = buf, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strstr(line, "->"))
+			continue; /* a waiter */
+		struct kl k = { 0 };
+		char adv[16], mode[16];
+		unsigned maj, mnr;
+		unsigned long long in;
+		if (sscanf(line, "%*d: %11s %15s %15s %ld %x:%x:%llu %llu %23s", k.kind, adv, mode,
+			   &k.pid, &maj, &mnr, &in, &k.start, k.end) != 9)
+			continue;
+		if (makedev(maj, mnr) != dev || in != (unsigned long long)ino)
+			continue;
+		k.write = !strcmp(mode, "WRITE");
+		if (count < n)
+			out[count] = k;
+		count++;
 	}
-	return 0;
+	free(buf);
+	return count;
 }
 
-/* The file descriptor fd names: its lock (lock_for). 0 or an exit code. */
-static int lock_for_fd(int fd, char *out, size_t n)
+/* ---- the record ----------------------------------------------------- */
+
+/* The record's path for the file fd has open (FK6: 0 or -errno). */
+static int rec_path(int fd, char *out, size_t n)
 {
-	struct stat st;
-	int rc = hf_sys_fstat(fd, &st);
-	if (rc < 0) {
-		cli_err("flock %d: file descriptor %d is not open (open it first: exec %d>FILE)", fd,
-			fd, fd);
-		return HF_EXIT_USAGE;
-	}
 	char link[64], path[PATH_MAX];
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
 	ssize_t len = hf_sys_readlinkat(AT_FDCWD, link, path, sizeof path - 1);
-	if (len < 0) {
-		cli_err("flock %d: cannot tell which file descriptor %d is (%s)", fd, fd,
-			hf_strerror((int)len));
-		return HF_EXIT_OSERR;
-	}
+	if (len < 0)
+		return (int)len;
 	path[len] = '\0';
-	if (path[0] != '/' || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
-		cli_err("flock %d: file descriptor %d is %s, not a file or directory: holdfast's "
-			"lock is named by the file (exec %d>FILE)",
-			fd, fd, CLI_SHOW(path), fd);
-		return HF_EXIT_USAGE;
-	}
-	if (st.st_nlink == 0) {
-		cli_err("flock %d: the file of descriptor %d (%s) was removed: it names no lock",
-			fd, fd, CLI_SHOW(path));
-		return HF_EXIT_USAGE;
-	}
-	return lock_for(path, out, n);
+	if (path[0] != '/' || !strcmp(path, "/") || strstr(path, " (deleted)"))
+		return -ENOENT;
+	if ((size_t)snprintf(out, n, "%s%s", path, REC_SUFFIX) >= n)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
-static bool all_digits(const char *s)
+static json_t *rec_read(const char *path)
 {
-	return *s && strspn(s, "0123456789") == strlen(s) && strlen(s) < 10;
-}
-
-/* Does the record h name owner (pid and start time)? */
-static bool is_owner(const hf_rec *h, pid_t owner)
-{
-	int64_t pid, start;
-	uint64_t now;
-	const char *host = hf_rec_str(h, "host");
-	if (hf_rec_int(h, "pid", &pid) < 0 || pid != owner || !host ||
-	    strcmp(host, hf_host_name()))
-		return false;
-	if (hf_pid_start(owner, &now) < 0)
-		return false;
-	return hf_rec_int(h, "pid_start", &start) < 0 || (uint64_t)start == now;
-}
-
-/* The calling shell (owner_find.c): 0 or an exit code (said). For the FD
- * form (fd >= 0) the topmost ancestor holding fd's file (OD1, FL6); *owner
- * 0 when none but holdfast has it. */
-static int find_owner(const char *what, int fd, pid_t *owner, char *comm, size_t n)
-{
-	if (fd >= 0) {
-		int rc = cli_owner_find_holding(fd, owner, comm, n);
-		if (rc == -ENOENT) {
-			*owner = 0;
-			return 0;
-		}
-		if (rc == 0)
-			return 0;
+	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return NULL;
+	char buf[16384];
+	ssize_t r = hf_sys_read(fd, buf, sizeof buf - 1);
+	hf_sys_close(fd);
+	if (r <= 0)
+		return NULL;
+	buf[r] = '\0';
+	json_t *o = json_loads(buf, 0, NULL);
+	if (o && !json_is_object(o)) {
+		json_decref(o);
+		o = NULL;
 	}
-	struct cli_owner o;
-	if (cli_owner_find(&o) == 0) {
-		*owner = o.pid;
-		snprintf(comm, n, "%s", o.comm);
+	return o;
+}
+
+static int64_t jint(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* The command words of the holder, for the record. */
+static void cmd_words(char **cmd, char *out, size_t n)
+{
+	size_t k = 0;
+	out[0] = '\0';
+	for (size_t i = 0; cmd && cmd[i] && k + 1 < n; i++)
+		k += (size_t)snprintf(out + k, n - k, "%s%s", i ? " " : "", cmd[i]);
+}
+
+/* Step 3 (FK2, FK4, FK6): under the exclusive flock(2) lock on fd, write
+ * the record; the fence, or 0 when no record was written. */
+static uint64_t rec_write(int fd, const struct fl_args *a)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	struct stat st;
+	if (rec_path(fd, path, sizeof path) < 0 || hf_sys_fstat(fd, &st) < 0)
+		return 0;
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	uint64_t prev = 0;
+	json_t *old = rec_read(path);
+	if (old) {
+		int64_t f = jint(old, "fence");
+		prev = f > 0 ? (uint64_t)f : 0;
+		json_decref(old);
+	}
+	uint64_t now = (uint64_t)hf_sys_now_us();
+	uint64_t fence = prev + 1 > now ? prev + 1 : now; /* FK4 */
+	pid_t owner = getpid();
+	char comm[HF_COMM_MAX + 1] = "", what[512];
+	if (a->cmd) {
+		cmd_words(a->cmd, what, sizeof what);
 	} else {
-		cli_err("flock %s: no process to hold the lock: holdfast's caller is init or "
-			"outside this pid namespace (use the command form)",
-			what);
-		return HF_EXIT_USAGE;
+		/* the FD form: the process holding the open file longest */
+		if (cli_owner_find_holding(fd, &owner, comm, sizeof comm) < 0) {
+			owner = getpid();
+			snprintf(comm, sizeof comm, "holdfast");
+		}
+		snprintf(what, sizeof what, "%s", comm);
+	}
+	uint64_t pstart = 0;
+	hf_pid_start(owner, &pstart);
+	json_t *o = json_object();
+	json_object_set_new(o, "holder", json_string("holdfast flock"));
+	json_object_set_new(o, "pid", json_integer(owner));
+	json_object_set_new(o, "pid_start", json_integer((json_int_t)pstart));
+	json_object_set_new(o, "host", json_string(hf_host_name()));
+	json_t *c = json_string(what);
+	json_object_set_new(o, "command", c ? c : json_string(CLI_SHOW(what)));
+	json_object_set_new(o, "locker", json_integer(getpid()));
+	json_object_set_new(o, "dev", json_integer((json_int_t)st.st_dev));
+	json_object_set_new(o, "ino", json_integer((json_int_t)st.st_ino));
+	json_object_set_new(o, "fence", json_integer((json_int_t)fence));
+	json_object_set_new(o, "taken_ms", json_integer(hf_sys_now_ms()));
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!text)
+		return 0;
+	int ok = -1;
+	int t = hf_sys_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	if (t >= 0) {
+		size_t n = strlen(text);
+		text[n] = '\n';
+		ok = hf_sys_write(t, text, n + 1) < 0 ? -1 : 0;
+		hf_sys_close(t);
+		if (ok == 0)
+			ok = hf_sys_renameat2(AT_FDCWD, tmp, AT_FDCWD, path, 0);
+		if (ok < 0)
+			hf_sys_unlinkat(AT_FDCWD, tmp, 0);
+	}
+	free(text);
+	return ok == 0 ? fence : 0;
+}
+
+/* The holder of the file at path (or fd >= 0) in words, for --verbose and
+ * status: 0 free, 1 held (words in out). */
+static int holder_words(int fd, const char *path, char *out, size_t n)
+{
+	struct stat st;
+	int rc = fd >= 0 ? hf_sys_fstat(fd, &st) : hf_sys_fstatat(AT_FDCWD, path, &st, 0);
+	if (rc < 0) {
+		snprintf(out, n, "unknown (%s)", hf_strerror(rc));
+		return 1;
+	}
+	struct kl k[16];
+	int nk = locks_on(st.st_dev, st.st_ino, k, 16);
+	if (nk <= 0) {
+		snprintf(out, n, "free");
+		return 0;
+	}
+	char rp[PATH_MAX + 32];
+	json_t *r = NULL;
+	if (fd >= 0) {
+		if (rec_path(fd, rp, sizeof rp) == 0)
+			r = rec_read(rp);
+	} else {
+		char real[PATH_MAX];
+		if (hf_sys_realpath(path, real) == 0 && strcmp(real, "/") &&
+		    (size_t)snprintf(rp, sizeof rp, "%s%s", real, REC_SUFFIX) < sizeof rp)
+			r = rec_read(rp);
+	}
+	size_t len = 0;
+	out[0] = '\0';
+	for (int i = 0; i < nk && i < 16 && len + 1 < n; i++) {
+		bool ours = r && !strcmp(k[i].kind, "FLOCK") && k[i].write &&
+			    k[i].pid == jint(r, "locker") &&
+			    jint(r, "dev") == (int64_t)st.st_dev &&
+			    jint(r, "ino") == (int64_t)st.st_ino; /* FK3 */
+		const char *mode = k[i].write ? "exclusive" : "shared";
+		const char *api = !strcmp(k[i].kind, "FLOCK")    ? "flock(2)"
+				  : !strcmp(k[i].kind, "OFDLCK") ? "fcntl OFD"
+								 : "fcntl POSIX";
+		char range[64] = "";
+		if (strcmp(k[i].kind, "FLOCK"))
+			snprintf(range, sizeof range, " bytes %llu-%s", k[i].start, k[i].end);
+		if (ours) {
+			const json_t *cm = json_object_get(r, "command");
+			const json_t *h = json_object_get(r, "host");
+			int64_t age = hf_sys_now_ms() - jint(r, "taken_ms");
+			len += (size_t)snprintf(out + len, n - len,
+						"%spid %" PRId64 " (%s) on %s, %" PRId64
+						".%01" PRId64 " s old, fence %" PRId64
+						", %s %s",
+						i ? "; " : "", jint(r, "pid"),
+						json_is_string(cm) ? json_string_value(cm) : "?",
+						json_is_string(h) ? json_string_value(h) : "?",
+						age / 1000, age / 100 % 10, jint(r, "fence"), api, mode);
+		} else if (k[i].pid > 0) {
+			char comm[HF_COMM_MAX + 1];
+			if (hf_pid_comm((pid_t)k[i].pid, comm, sizeof comm) < 0)
+				snprintf(comm, sizeof comm, "ended");
+			len += (size_t)snprintf(out + len, n - len,
+						"%spid %ld (%s), %s %s%s, no holdfast record",
+						i ? "; " : "", k[i].pid, comm, api, mode, range);
+		} else {
+			len += (size_t)snprintf(out + len, n - len,
+						"%san open file (%s %s%s; the kernel names no pid)",
+						i ? "; " : "", api, mode, range);
+		}
+	}
+	if (r)
+		json_decref(r);
+	return 1;
+}
+
+/* `holdfast lock status FILE` for a regular file: its kernel locks. */
+int cli_flock_status(const char *path, bool json)
+{
+	char words[2048];
+	int held = holder_words(-1, path, words, sizeof words);
+	if (json) {
+		json_t *o = json_object();
+		char abs[PATH_MAX];
+		json_object_set_new(o, "path", json_string(cli_abs_path(path, abs, sizeof abs)));
+		json_object_set_new(o, "state", json_string(held ? "held" : "free"));
+		if (held)
+			json_object_set_new(o, "holder", json_string(words));
+		cli_json_print(o);
+	} else {
+		printf(held ? "held (kernel lock): %s\n" : "%s\n", words);
+	}
+	return HF_EXIT_OK;
+}
+
+/* ---- taking the lock ------------------------------------------------ */
+
+static volatile sig_atomic_t timed_out;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+}
+
+/* flock(1)'s open: 0 or exits (said). */
+static int open_file(const char *name, int *flags, int *fd)
+{
+	int fl = (*flags == 0 ? O_RDONLY : *flags) | O_NOCTTY | O_CREAT;
+	int r = hf_sys_openat(AT_FDCWD, name, fl, 0666);
+	if (r == -EISDIR) {
+		fl = O_RDONLY | O_NOCTTY;
+		r = hf_sys_openat(AT_FDCWD, name, fl, 0);
+	}
+	if (r < 0) {
+		fl_warn("cannot open lock file %s: %s", CLI_SHOW(name), strerror(-r));
+		if (r == -ENOMEM || r == -EMFILE || r == -ENFILE)
+			return HF_EXIT_OSERR;
+		if (r == -EROFS || r == -ENOSPC)
+			return HF_EXIT_CANTCREAT;
+		return EX_NOINPUT_;
+	}
+	hf_sys_fcntl_setfd(r, 0); /* CMD inherits it, as flock(1)'s child does */
+	*flags = fl;
+	*fd = r;
+	return 0;
+}
+
+static int do_lock(const struct fl_args *a, int fd, bool nb)
+{
+	if (!a->fcntl_api)
+		return hf_sys_flock_intr(fd, a->type | (nb ? LOCK_NB : 0));
+	struct flock fl = {
+		.l_type = a->type == LOCK_EX ? F_WRLCK : a->type == LOCK_SH ? F_RDLCK : F_UNLCK,
+		.l_whence = SEEK_SET,
+		.l_start = a->start,
+		.l_len = a->length,
+	};
+	return hf_sys_fcntl_lock(fd, nb ? F_OFD_SETLK : F_OFD_SETLKW, &fl);
+}
+
+/* Step 2: 0 locked, or the exit code (said as flock(1) says it). */
+static int take(struct fl_args *a, int *fd, int *open_flags)
+{
+	bool nb = a->nonblock;
+	if (a->have_timeout && !a->timeout.tv_sec && !a->timeout.tv_usec)
+		nb = true; /* -w 0 is -n */
+	bool timer = a->have_timeout && !nb;
+	if (timer) {
+		struct sigaction sa = { .sa_handler = on_alarm }; /* no SA_RESTART */
+		sigemptyset(&sa.sa_mask);
+		struct itimerval it = { .it_value = a->timeout };
+		if (hf_sys_sigaction(SIGALRM, &sa, NULL) < 0 || hf_sys_setitimer(&it) < 0) {
+			fl_warn("cannot set up timer");
+			return HF_EXIT_OSERR;
+		}
+	}
+	int rc;
+	while ((rc = do_lock(a, *fd, nb)) < 0) {
+		if (rc == -EWOULDBLOCK || rc == -EACCES) {
+			if (a->verbose) {
+				char who[2048];
+				fl_warn("failed to get lock");
+				if (holder_words(*fd, NULL, who, sizeof who))
+					fl_warn("%s is held by %s",
+						a->filename ? CLI_SHOW(a->filename) : "the file",
+						who);
+			}
+			return a->conflict_exit; /* FK5 */
+		}
+		if (rc == -EINTR) {
+			if (!timed_out)
+				continue;
+			if (a->verbose) {
+				char who[2048];
+				fl_warn("timeout while waiting to get lock");
+				if (holder_words(*fd, NULL, who, sizeof who))
+					fl_warn("%s is held by %s",
+						a->filename ? CLI_SHOW(a->filename) : "the file",
+						who);
+			}
+			return a->conflict_exit; /* FK5 */
+		}
+		if ((rc == -EIO || rc == -EBADF) && !(*open_flags & O_RDWR) &&
+		    a->type != LOCK_SH && a->filename &&
+		    hf_sys_access(a->filename, R_OK | W_OK) == 0) {
+			/* flock(2) emulated by fcntl (NFS): again read-write */
+			hf_sys_close(*fd);
+			*open_flags = O_RDWR;
+			int code = open_file(a->filename, open_flags, fd);
+			if (code)
+				return code;
+			continue;
+		}
+		if (a->filename)
+			fl_warn("%s: %s", CLI_SHOW(a->filename), strerror(-rc));
+		else
+			fl_warn("%d: %s", *fd, strerror(-rc));
+		return rc == -ENOLCK || rc == -ENOMEM ? HF_EXIT_OSERR : HF_EXIT_DATAERR;
+	}
+	if (timer) {
+		struct itimerval off = { 0 };
+		hf_sys_setitimer(&off);
 	}
 	return 0;
 }
 
-/* -u: release the calling shell's lock (FL5). */
-static int fl_unlock(const struct fl_args *a, int fd, const char *what, const char *lock)
+/* ---- the command line ----------------------------------------------- */
+
+static int parse_num(const char *s, unsigned long long max, unsigned long long *out)
 {
-	pid_t owner;
-	char comm[HF_COMM_MAX + 1] = "";
-	int code = find_owner(what, fd, &owner, comm, sizeof comm);
-	if (code)
-		return code;
-	if (!owner) { /* FL6: nobody holds the file, so nobody holds its lock */
-		cli_err("flock -u %s: note: %s is not held through this descriptor: nothing to release",
-			what, lock);
-		if (a->json)
-			fl_json_rec(lock, NULL, "not_held");
-		return HF_EXIT_OK;
-	}
-	hf_rec *st;
-	int rc = hf_lock_status(lock, &st);
-	if (rc < 0) {
-		if ((code = cli_lock_refused("flock -u", lock, rc)) != 0)
-			return code;
-		cli_err("flock -u %s: %s: %s", what, lock, hf_strerror(rc));
-		return cli_exit_for(rc);
-	}
-	const char *state = hf_rec_str(st, "state");
-	const char *token = hf_rec_str(st, "token");
-	if (!state || !strcmp(state, "free") || !token) {
-		hf_rec_free(st);
-		cli_err("flock -u %s: note: %s is not held: nothing to release", what, lock);
-		if (a->json)
-			fl_json_rec(lock, NULL, "not_held");
-		return HF_EXIT_OK; /* as flock -u on an unlocked descriptor */
-	}
-	if (!is_owner(st, owner)) {
-		char who[400];
-		cli_holder_words(st, who, sizeof who);
-		cli_err("flock -u %s: %s is held by %s, not by pid %d (%s): left alone", what, lock,
-			who, (int)owner, comm);
-		if (a->json) { /* another's: nested, never in the shape of ours */
-			json_t *o = json_object();
-			char abs[PATH_MAX];
-			json_object_set_new(o, "path", json_string(cli_abs_path(lock, abs, sizeof abs)));
-			json_object_set_new(o, "result", json_string("not_yours"));
-			json_t *h = cli_rec_json(st);
-			json_object_set_new(o, "holder", h ? h : json_null());
-			cli_json_print(o);
-		}
-		hf_rec_free(st);
-		return HF_EXIT_OK;
-	}
-	hf_lock *l;
-	rc = hf_lock_new(lock, &l);
-	if (rc == 0)
-		rc = hf_lock_adopt(l, token);
-	hf_rec_free(st);
-	if (rc == 0)
-		rc = hf_lock_release(l);
-	hf_lock_free(l);
-	if (rc < 0 && rc != HF_ENOTHELD) {
-		cli_err("flock -u %s: release %s: %s", what, lock, hf_strerror(rc));
-		return cli_exit_for(rc);
-	}
-	if (a->json)
-		fl_json_rec(lock, NULL, rc == 0 ? "released" : "not_held");
-	return HF_EXIT_OK;
+	char *end;
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
 }
 
-/* FL6: only holdfast has the file open (its shell exec'd it as the last
- * command), so the lock lasts as long as holdfast, as flock(1)'s would: taken
- * (a held lock refused or waited for as asked), then released. */
-static int fl_fd_fleeting(const struct fl_args *a, const char *what, const char *lock)
+static int parse_secs(const char *s, struct timeval *tv)
 {
-	cli_err("flock %s: note: no process but this holdfast has descriptor %s's file open "
-		"(a shell runs its last command in place): as with flock(1), the lock ends "
-		"with holdfast; keep the shell alive (end the line with `; exit`) to hold it",
-		what, what);
-	hf_lock *l;
-	int code, rc = hf_lock_new(lock, &l);
-	if (rc < 0) {
-		if ((code = cli_lock_refused("flock", lock, rc)) != 0)
-			return code;
-		cli_err("flock %s: %s: %s", what, lock, hf_strerror(rc));
-		return cli_exit_for(rc);
-	}
-	code = cli_lock_take(l, lock, cli_deadline(a->wait_ms), NULL);
-	if (code) {
-		hf_lock_free(l);
-		return code == HF_EXIT_CONFLICT ? a->conflict_exit : code; /* FL3 */
-	}
-	if (a->json)
-		fl_json_rec(lock, hf_lock_holder(l), "acquired_and_released");
-	rc = hf_lock_release(l);
-	hf_lock_free(l);
-	if (rc < 0) {
-		cli_err("flock %s: release %s: %s", what, lock, hf_strerror(rc));
-		return cli_exit_for(rc);
-	}
-	return HF_EXIT_OK;
+	char *end;
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	double d = strtod(s, &end);
+	if (errno || *end || d < 0 || d > 1e9)
+		return -1;
+	tv->tv_sec = (time_t)d;
+	tv->tv_usec = (suseconds_t)((d - (double)tv->tv_sec) * 1e6);
+	return 0;
 }
 
-/* The FD form: acquire for the calling shell, keep it (FL4). */
-static int fl_fd(const struct fl_args *a, int fd, const char *what, const char *lock)
+static void run_child(char **cmd)
 {
-	pid_t owner;
-	char comm[HF_COMM_MAX + 1] = "";
-	int code = find_owner(what, fd, &owner, comm, sizeof comm);
-	if (code)
-		return code;
-	if (!owner) /* FL6 */
-		return fl_fd_fleeting(a, what, lock);
-	int64_t t0 = hf_sys_mono_ns();
-	hf_rec *st;
-	if (hf_lock_status(lock, &st) == 0) {
-		const char *s = hf_rec_str(st, "state");
-		bool mine = s && (!strcmp(s, "held") || !strcmp(s, "skew")) && is_owner(st, owner);
-		if (mine && a->json)
-			fl_json_rec(lock, st, "held_already");
-		hf_rec_free(st);
-		if (mine) {
-			if (a->verbose)
-				cli_err("flock %s: %s is held by pid %d (%s) already", what, lock,
-					(int)owner, comm);
-			return HF_EXIT_OK;
-		}
-	}
-	hf_lock *l;
-	int rc = hf_lock_new(lock, &l);
-	if (rc < 0) {
-		if ((code = cli_lock_refused("flock", lock, rc)) != 0)
-			return code;
-		cli_err("flock %s: %s: %s", what, lock, hf_strerror(rc));
-		return cli_exit_for(rc);
-	}
-	hf_lock_set(l, HF_OPT_PID, owner);
-	hf_lock_set(l, HF_OPT_MAX_HOLD_MS, FLOCK_MAX_HOLD_MS);
-	code = cli_lock_take(l, lock, cli_deadline(a->wait_ms), NULL);
-	if (code) {
-		hf_lock_free(l);
-		return code == HF_EXIT_CONFLICT ? a->conflict_exit : code; /* FL3 */
-	}
-	uint64_t fence = hf_lock_fence(l);
-	if (a->json)
-		fl_json_rec(lock, hf_lock_holder(l), "acquired");
-	int live = hf_lock_detach(l);
-	hf_lock_free(l);
-	int keeper = live >= 0 ? cli_keep_for((int)owner, NULL, 0, &live, 1) : -EBADF;
-	if (live >= 0)
-		hf_sys_close(live);
-	if (keeper < 0 && keeper != -ESRCH)
-		cli_err("warning: flock %s: no keeper for its kernel lock (%s): a process in another "
-			"pid namespace may take pid %d for dead",
-			what, hf_strerror(keeper), (int)owner);
-	if (a->verbose) {
-		int64_t ns = hf_sys_mono_ns() - t0;
-		cli_err("getting lock took %" PRId64 ".%06" PRId64 " seconds", ns / 1000000000,
-			ns / 1000 % 1000000);
-		cli_err("flock %s: %s held for pid %d (%s), fence %" PRIu64 ", until `holdfast "
-			"flock -u %s` or that process ends",
-			what, lock, (int)owner, comm, fence, what);
-	}
-	return HF_EXIT_OK;
+	int e = -hf_sys_execvp(cmd[0], cmd);
+	fl_warn("failed to execute %s: %s", CLI_SHOW(cmd[0]), strerror(e));
+	_exit(e == ENOMEM ? HF_EXIT_OSERR : EX_UNAVAILABLE_);
 }
 
-/* -F: acquire for ourselves, exec CMD in place with the kernel lock. */
-static int fl_nofork(const struct fl_args *a, const char *lock, char **cmd)
-{
-	hf_lock *l;
-	int64_t t0 = hf_sys_mono_ns();
-	int rc = hf_lock_new(lock, &l), code;
-	if (rc < 0) {
-		if ((code = cli_lock_refused("flock", lock, rc)) != 0)
-			return code;
-		cli_err("flock: %s: %s", lock, hf_strerror(rc));
-		return cli_exit_for(rc);
-	}
-	hf_lock_set(l, HF_OPT_MAX_HOLD_MS, FLOCK_MAX_HOLD_MS);
-	code = cli_lock_take(l, lock, cli_deadline(a->wait_ms), NULL);
-	if (code) {
-		hf_lock_free(l);
-		return code == HF_EXIT_CONFLICT ? a->conflict_exit : code; /* FL3 */
-	}
-	char fence[40];
-	snprintf(fence, sizeof fence, "%" PRIu64, hf_lock_fence(l));
-	setenv("HOLDFAST_FENCE", fence, 1);
-	if (hf_lock_fd(l) >= 0)
-		hf_sys_fcntl_setfd(hf_lock_fd(l), 0); /* RUN8: CMD keeps the kernel lock */
-	if (a->verbose) {
-		int64_t ns = hf_sys_mono_ns() - t0;
-		cli_err("getting lock took %" PRId64 ".%06" PRId64 " seconds", ns / 1000000000,
-			ns / 1000 % 1000000);
-		cli_err("executing %s", CLI_SHOW(cmd[0]));
-	}
-	fflush(NULL);
-	rc = hf_sys_execvp(cmd[0], cmd);
-	/* not run: nothing to hold it for */
-	hf_lock_release(l);
-	hf_lock_free(l);
-	if (rc == -ENOENT) {
-		cli_err("%s: command not found", CLI_SHOW(cmd[0]));
-		return 127;
-	}
-	cli_err("%s: cannot run: %s", CLI_SHOW(cmd[0]), hf_strerror(rc));
-	return 126;
-}
-
-enum { OPT_VERBOSE = 1000, OPT_FCNTL, OPT_JSON };
+enum { OPT_VERBOSE = 1000, OPT_FCNTL, OPT_START, OPT_LENGTH, OPT_FD };
 
 int cmd_flock(int argc, char **argv)
 {
@@ -516,64 +624,79 @@ int cmd_flock(int argc, char **argv)
 		{ "no-fork", no_argument, NULL, 'F' },
 		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "fcntl", no_argument, NULL, OPT_FCNTL },
-		{ "json", no_argument, NULL, OPT_JSON },
+		{ "start", required_argument, NULL, OPT_START },
+		{ "length", required_argument, NULL, OPT_LENGTH },
+		{ "fd", required_argument, NULL, OPT_FD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct fl_args a = { .wait_ms = -1, .conflict_exit = HF_EXIT_CONFLICT };
-	bool nonblock = false;
+	struct fl_args a = { .type = LOCK_EX, .conflict_exit = 1, .fd = -1 };
+	bool cmd_opt = false;
+	unsigned long long v;
+	char *shcmd[4];
+	if (argc < 2) {
+		fl_warn("not enough arguments");
+		return usage_fail(NULL, NULL);
+	}
 	optind = 1;
 	opterr = 0;
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+sxenow:E:FuhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:sexnoFuw:E:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			cli_err("flock: -s (shared) is refused: holdfast's locks are exclusive only, "
-				"and taking an exclusive lock where a shared one was asked would "
-				"serialize readers silently");
-			return HF_EXIT_USAGE;
-		case OPT_FCNTL:
-			cli_err("flock: --fcntl is refused: holdfast takes a directory lock, not "
-				"fcntl(2) record locks");
-			return HF_EXIT_USAGE;
+			a.type = LOCK_SH;
+			break;
 		case 'x':
 		case 'e':
-		case 'o': /* always so: see the usage */
+			a.type = LOCK_EX;
 			break;
-		case 'n':
-			nonblock = true;
+		case 'u':
+			a.type = LOCK_UN;
 			break;
-		case 'w': {
-			struct cli_wait_opts w = { -1, 1 };
-			int code = cli_wait_opt(&w, 'w', optarg);
-			if (code)
-				return code;
-			a.wait_ms = w.wait_ms;
-			a.wait_arg = optarg;
+		case 'o':
+			a.do_close = true;
 			break;
-		}
-		case 'E': {
-			struct cli_wait_opts w = { -1, 1 };
-			int code = cli_wait_opt(&w, 'E', optarg);
-			if (code)
-				return code;
-			a.conflict_exit = w.conflict_exit;
-			a.econflict_arg = optarg;
-			break;
-		}
 		case 'F':
 			a.nofork = true;
 			break;
-		case 'u':
-			a.unlock = true;
+		case 'n':
+			a.nonblock = true;
+			break;
+		case 'w':
+			if (parse_secs(optarg, &a.timeout) < 0)
+				return usage_fail("invalid timeout:", optarg);
+			a.have_timeout = true;
+			break;
+		case 'E':
+			if (parse_num(optarg, 255, &v) < 0)
+				return usage_fail("invalid exit code (allowed values: 0-255):",
+						  optarg);
+			a.conflict_exit = (int)v;
+			break;
+		case OPT_FCNTL:
+			a.fcntl_api = true;
+			break;
+		case OPT_START:
+			if (parse_num(optarg, INT64_MAX, &v) < 0)
+				return usage_fail("invalid as start offset:", optarg);
+			a.start = (off_t)v;
+			a.fcntl_api = true;
+			break;
+		case OPT_LENGTH:
+			if (parse_num(optarg, INT64_MAX, &v) < 0)
+				return usage_fail("invalid as length of lock range:", optarg);
+			a.length = (off_t)v;
+			a.fcntl_api = true;
+			break;
+		case OPT_FD:
+			if (parse_num(optarg, INT_MAX, &v) < 0)
+				return usage_fail("invalid file descriptor:", optarg);
+			a.use_fd = true;
+			a.fd = (int)v;
 			break;
 		case OPT_VERBOSE:
 			a.verbose = true;
-			break;
-		case OPT_JSON:
-			a.json = true;
-			cli_json_enable();
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -581,106 +704,115 @@ int cmd_flock(int argc, char **argv)
 		case 'V':
 			printf("holdfast flock (holdfast %s)\n", hf_version());
 			return HF_EXIT_OK;
-		default:
-			cli_err("flock: unknown option or missing argument: %s (see 'holdfast flock "
-				"--help')",
-				CLI_SHOW(argv[optind - 1]));
-			return HF_EXIT_USAGE;
+		default: {
+			const char *bad = argv[optind - 1];
+			if (!strcmp(bad, "-c") || !strcmp(bad, "--command")) {
+				cmd_opt = true; /* flock(1): -c among the options */
+				break;
+			}
+			if (opt == ':')
+				return usage_fail("option requires an argument:", CLI_SHOW(bad));
+			return usage_fail("unrecognized option", CLI_SHOW(bad));
 		}
+		}
+		if (cmd_opt)
+			break;
 	}
-	if (nonblock)
-		a.wait_ms = 0; /* -n wins over -w, as in flock(1) */
-	if (optind >= argc) {
-		cli_err("flock: FILE, DIR or FD is missing (see 'holdfast flock --help')");
+	if (a.nofork && a.do_close) {
+		fl_warn("the --no-fork and --close options are incompatible");
 		return HF_EXIT_USAGE;
 	}
-	const char *target = argv[optind];
-	char lock[PATH_MAX + sizeof FLOCK_SUFFIX];
-	int code;
-	bool fdform = optind + 1 == argc && all_digits(target);
-	if (fdform)
-		code = lock_for_fd(atoi(target), lock, sizeof lock);
-	else
-		code = lock_for(target, lock, sizeof lock);
+	int open_flags = a.fcntl_api && a.type == LOCK_EX ? O_WRONLY : 0;
+	const char *sh = getenv("SHELL");
+	shcmd[0] = (char *)(sh && *sh ? sh : "/bin/sh");
+	shcmd[1] = (char *)"-c";
+	shcmd[3] = NULL;
+	if (cmd_opt) {
+		if (argc != optind + 1) {
+			fl_warn("%s requires exactly one command argument", argv[optind - 1]);
+			return HF_EXIT_USAGE;
+		}
+		shcmd[2] = argv[optind];
+		a.cmd = shcmd;
+	} else if (argc > optind + 1 && !a.use_fd) {
+		const char *c = argv[optind + 1];
+		if (!strcmp(c, "-c") || !strcmp(c, "--command")) {
+			if (argc != optind + 3) {
+				fl_warn("%s requires exactly one command argument", c);
+				return HF_EXIT_USAGE;
+			}
+			shcmd[2] = argv[optind + 2];
+			a.cmd = shcmd;
+		} else {
+			a.cmd = argv + optind + 1;
+		}
+		a.filename = argv[optind];
+		int code = open_file(a.filename, &open_flags, &a.fd);
+		if (code)
+			return code;
+	} else if (argc > optind) {
+		if (a.use_fd)
+			a.cmd = argv + optind;
+		else if (parse_num(argv[optind], INT_MAX, &v) < 0)
+			return usage_fail("invalid file descriptor:", CLI_SHOW(argv[optind]));
+		else
+			a.fd = (int)v;
+	} else {
+		fl_warn("%s", a.use_fd ? "missing command" : "missing file descriptor, file or directory");
+		return HF_EXIT_USAGE;
+	}
+	if (a.fd < 0) {
+		fl_warn("missing file descriptor, file or directory");
+		return HF_EXIT_USAGE;
+	}
+
+	int64_t t0 = hf_sys_mono_ns();
+	int code = take(&a, &a.fd, &open_flags);
 	if (code)
 		return code;
-
-	if (a.unlock) {
-		if (optind + 1 != argc) {
-			cli_err("flock: -u takes a descriptor or FILE and no command");
-			return HF_EXIT_USAGE;
-		}
-		return fl_unlock(&a, fdform ? atoi(target) : -1, target, lock);
+	if (a.type == LOCK_EX && !a.fcntl_api) {
+		uint64_t fence = rec_write(a.fd, &a); /* FK2, FK6 */
+		char f[32];
+		snprintf(f, sizeof f, "%" PRIu64, fence);
+		if (fence)
+			setenv("HOLDFAST_FENCE", f, 1);
 	}
-	if (fdform) {
-		if (a.nofork) {
-			cli_err("flock %s: -F needs a command", target);
-			return HF_EXIT_USAGE;
-		}
-		return fl_fd(&a, atoi(target), target, lock);
+	if (a.verbose) {
+		int64_t ns = hf_sys_mono_ns() - t0;
+		printf("flock: getting lock took %" PRId64 ".%06" PRId64 " seconds\n",
+		       ns / 1000000000, ns / 1000 % 1000000);
 	}
-	if (optind + 1 >= argc) {
-		cli_err("flock %s: no command given (holdfast flock [options] FILE CMD [ARG...], or "
-			"FD alone)",
-			CLI_SHOW(target));
-		return HF_EXIT_USAGE;
-	}
-	/* the command: CMD [ARG...], or -c CMD as flock(1) ($SHELL -c CMD) */
-	char **cmd = argv + optind + 1;
-	char *shcmd[4];
-	if (!strcmp(cmd[0], "-c") || !strcmp(cmd[0], "--command")) {
-		if (optind + 3 != argc) {
-			cli_err("flock %s: -c takes exactly one argument, the command line", target);
-			return HF_EXIT_USAGE;
-		}
-		const char *sh = getenv("SHELL");
-		shcmd[0] = (char *)(sh && *sh ? sh : "/bin/sh");
-		shcmd[1] = (char *)"-c";
-		shcmd[2] = cmd[1];
-		shcmd[3] = NULL;
-		cmd = shcmd;
-	}
-	if (a.nofork && a.json) {
-		cli_err("flock %s: -F and --json exclude each other: CMD replaces holdfast, so "
-			"nothing is left to print the answer (the command form prints it)",
-			CLI_SHOW(target));
-		return HF_EXIT_USAGE;
-	}
+	if (!a.cmd)
+		return HF_EXIT_OK; /* FK1: the lock stays with the open file */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }; /* clear inherited settings */
+	hf_sys_sigaction(SIGCHLD, &dfl, NULL);
+	if (a.verbose)
+		printf("flock: executing %s\n", a.cmd[0]);
+	fflush(NULL);
 	if (a.nofork)
-		return fl_nofork(&a, lock, cmd);
-
-	/* `holdfast run --lock LOCK [-n|-w] [-E] [--verbose] -- CMD...` */
-	size_t ncmd = 0;
-	while (cmd[ncmd])
-		ncmd++;
-	char **rv = calloc(ncmd + 12, sizeof *rv);
-	if (!rv) {
-		cli_err("out of memory");
+		run_child(a.cmd);
+	pid_t pid = hf_sys_fork();
+	if (pid < 0) {
+		fl_warn("fork failed: %s", strerror(-pid));
 		return HF_EXIT_OSERR;
 	}
-	size_t k = 0;
-	rv[k++] = (char *)"run";
-	rv[k++] = (char *)"--lock";
-	rv[k++] = lock;
-	if (a.wait_ms == 0)
-		rv[k++] = (char *)"-n";
-	else if (a.wait_arg) {
-		rv[k++] = (char *)"-w";
-		rv[k++] = (char *)a.wait_arg;
+	if (pid == 0) {
+		if (a.do_close)
+			hf_sys_close(a.fd);
+		run_child(a.cmd);
 	}
-	if (a.econflict_arg) {
-		rv[k++] = (char *)"-E";
-		rv[k++] = (char *)a.econflict_arg;
+	int st;
+	pid_t w;
+	do
+		w = hf_sys_waitpid(pid, &st, 0);
+	while (w == -EINTR);
+	if (w < 0) {
+		fl_warn("waitpid failed: %s", strerror(-w));
+		return 1;
 	}
-	if (a.verbose)
-		rv[k++] = (char *)"--verbose";
-	if (a.json)
-		rv[k++] = (char *)"--json";
-	rv[k++] = (char *)"--";
-	for (size_t i = 0; i < ncmd; i++)
-		rv[k++] = cmd[i];
-	rv[k] = NULL;
-	code = cmd_run((int)k, rv);
-	free(rv);
-	return code;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return HF_EXIT_OSERR;
 }

@@ -11,6 +11,7 @@
 #include "holdfast.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -904,6 +906,9 @@ static int do_status(int argc, char **argv)
 	int rc = parse(argc, argv, "status", &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	struct stat fst;
+	if (hf_sys_fstatat(AT_FDCWD, a.path, &fst, 0) == 0 && S_ISREG(fst.st_mode))
+		return cli_flock_status(a.path, a.json); /* a file: its kernel locks (FK3) */
 	hf_rec *i;
 	rc = cli_lock_status(a.path, &i);
 	if (rc > 0)
