@@ -504,8 +504,19 @@ static int do_lock(const struct fl_args *a, int fd, bool nb)
 	return hf_sys_fcntl_lock(fd, nb ? F_OFD_SETLK : F_OFD_SETLKW, &fl);
 }
 
-/* Step 2: 0 locked, or the exit code (said as flock(1) says it). */
-static int take(struct fl_args *a, int *fd, int *open_flags)
+/* Step 2: 0 locked, or -1 with *code the exit code (said as flock(1)
+ * says it; -E 0 makes a refusal's code 0, still a refusal: FK5). */
+static int take(struct fl_args *a, int *fd, int *open_flags, int *code);
+static int take_code(struct fl_args *a, int *fd, int *open_flags);
+
+static int take(struct fl_args *a, int *fd, int *open_flags, int *code)
+{
+	*code = take_code(a, fd, open_flags);
+	return *code == INT_MIN ? 0 : -1;
+}
+
+/* INT_MIN locked, else the exit code. */
+static int take_code(struct fl_args *a, int *fd, int *open_flags)
 {
 	bool nb = a->nonblock;
 	if (a->have_timeout && !a->timeout.tv_sec && !a->timeout.tv_usec)
@@ -567,7 +578,7 @@ static int take(struct fl_args *a, int *fd, int *open_flags)
 		struct itimerval off = { 0 };
 		hf_sys_setitimer(&off);
 	}
-	return 0;
+	return INT_MIN;
 }
 
 /* ---- the command line ----------------------------------------------- */
@@ -767,9 +778,9 @@ int cmd_flock(int argc, char **argv)
 	}
 
 	int64_t t0 = hf_sys_mono_ns();
-	int code = take(&a, &a.fd, &open_flags);
-	if (code)
-		return code;
+	int code;
+	if (take(&a, &a.fd, &open_flags, &code) < 0)
+		return code; /* FK5: never CMD, never a record */
 	if (a.type == LOCK_EX && !a.fcntl_api) {
 		uint64_t fence = rec_write(a.fd, &a); /* FK2, FK6 */
 		char f[32];

@@ -1,9 +1,10 @@
-/* holdfast flock: util-linux flock(1)'s command line over the directory
- * lock (cmd_flock.c, FL1-FL5), from real bash and dash: the command form
- * (status, -c, -n naming the holder, -w, -E), the descriptor form (held for
- * the calling shell after holdfast returns, until -u or the shell's exit;
- * a second script refused meanwhile), -F, -s and --fcntl refused, and every
- * option of flock(1)'s manual either taken or refused with a message. */
+/* holdfast flock on the kernel's lock (cmd_flock.c, FK1-FK7), from real
+ * bash and dash, beside Debian's /usr/bin/flock: the two exclude each other
+ * both ways, the descriptor form's lock lives as long as the open file (a
+ * daemon keeping fd 9 keeps it), -s/-x, --fcntl independent of flock(2) as
+ * the kernel has it, a quiet -n, -E, -w, -u, the record naming the holder
+ * and counting for nothing once the lock is gone. Coordination: FIFOs and
+ * the lock itself, never sleeps. */
 #include "rt.h"
 
 #include <stdarg.h>
@@ -15,7 +16,8 @@ HFT_SCRATCH_SUITE(flock, 60);
 
 static const char *const shells[] = { "bash", "dash" };
 
-/* Run script with shell in dir, D=dir exported: exit code; out/err. */
+/* Run script with shell in dir, D=dir, H=holdfast, F=flock(1): exit code;
+ * out/err. */
 static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
@@ -25,333 +27,305 @@ static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(body, sizeof body, fmt, ap);
 	va_end(ap);
-	cr_assert_geq(asprintf(&script, "D='%s'; H=\"$HOLDFAST_BIN\"; cd \"$D\" || exit 99\n%s",
-			       dir, body), 0);
+	cr_assert_geq(asprintf(&script, "D='%s'; H=\"$HOLDFAST_BIN\"; F=/usr/bin/flock; "
+					"cd \"$D\" || exit 99\n%s",
+			       dir, body),
+		      0);
 	int st = hft_sh(out, err, shell, NULL, script);
 	free(script);
 	return st;
 }
 
-Test(flock, command_form_passes_status_and_releases)
+static bool have_flock1(void)
 {
-	for (size_t i = 0; i < 2; i++) {
-		char *err;
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock L sh -c 'exit 7'"), 7, "%s: %s",
-			     shells[i], err);
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock L -c 'exit 3'"), 3, "%s", err);
-		free(err);
-		/* FILE existing as a regular file (exec 9>L first) works; FILE untouched */
-		char *out;
-		cr_assert_eq(sh(shells[i], &out, &err, "exec 9>L; echo keep >&9; \"$H\" flock -x -n "
-						      "L -c 'echo ran'; r=$?; cat L; exit $r"),
-			     0, "%s", err);
-		cr_assert_str_eq(out, "ran\nkeep\n");
-		free(out);
-		free(err);
-		char *lock = rt_path(dir, "L.holdfast-lock");
-		cr_assert(rt_lock_free(lock), "released when CMD ended");
-		free(lock);
-	}
+	return access("/usr/bin/flock", X_OK) == 0;
 }
 
-Test(flock, nonblock_conflict_names_holder_wait_and_E)
+/* FK1: the same lock as flock(1)'s, in both directions and both forms. */
+Test(flock, excludes_util_linux_flock_both_ways)
 {
-	char *lock = rt_path(dir, "L.holdfast-lock");
-	struct hf_dirlock_info held = rt_hold(lock);
-	char want[64];
-	snprintf(want, sizeof want, "held by pid %d", (int)getpid());
-	for (size_t i = 0; i < 2; i++) {
-		char *err;
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock -n L touch ran; r=$?; test ! -e "
-						      "ran || exit 98; exit $r"),
-			     1, "%s: %s", shells[i], err);
-		HAS(err, want);
-		HAS(err, "L.holdfast-lock");
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock -n -E 42 L true"), 42);
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock --nb --conflict-exit-code 0 L "
-						      "touch ran; r=$?; test ! -e ran || exit 98; "
-						      "exit $r"),
-			     0, "-E 0: skipped quietly, CMD not run: %s", err);
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock -w 0.2 L true"), 1);
-		HAS(err, "timed out");
-		HAS(err, want);
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock --timeout 0.1 -E 5 L true"), 5);
-		free(err);
-	}
-	rt_release(lock, &held);
-	free(lock);
-}
-
-Test(flock, fd_form_held_for_the_shell_until_unlock)
-{
-	for (size_t i = 0; i < 2; i++) {
-		char *err, *out;
-		int st = sh(shells[i], &out, &err,
-			    "exec 9>L\n"
-			    "\"$H\" flock -n 9 || exit 10\n"
-			    "\"$H\" flock -n 9 || exit 11\n" /* again from the same shell: FL4 */
-			    "\"$H\" flock 9 || exit 12\n"    /* and waiting: no wait for itself */
-			    "\"$H\" lock status L.holdfast-lock\n"
-			    /* a second script, meanwhile, is refused, naming this shell */
-			    "sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\"; r=$?\n"
-			    "test $r = 1 || exit 13\n"
-			    "\"$H\" flock -n L true 2>/dev/null && exit 14\n"
-			    "\"$H\" flock -u 9 || exit 15\n"
-			    "\"$H\" flock -u 9 || exit 16\n" /* not held: as flock -u, 0 */
-			    "\"$H\" flock -n L -c 'echo free'\n");
-		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
-		char want[64];
-		cr_assert(strstr(out, "held: pid "), "%s", out);
-		int pid = atoi(strstr(out, "held: pid ") + 10);
-		snprintf(want, sizeof want, "held by pid %d", pid);
-		HAS(err, want);
-		HAS(out, "free\n");
-		free(out);
-		free(err);
-	}
-}
-
-Test(flock, fd_form_ends_with_the_shell)
-{
+	if (!have_flock1())
+		cr_skip_test("no /usr/bin/flock (util-linux)");
 	for (size_t i = 0; i < 2; i++) {
 		char *out, *err;
-		cr_assert_eq(sh(shells[i], &out, &err, "exec 9>L; \"$H\" flock -n 9 || exit 10; "
-						      "echo $$"),
-			     0, "%s", err);
-		pid_t pid = (pid_t)atoi(out);
-		cr_assert_gt(pid, 0);
-		rt_await_exit(pid);
+		int st = sh(shells[i], &out, &err,
+			    "mkfifo h g\n"
+			    /* flock(1) holds: holdfast is refused, in every form */
+			    "$F L sh -c 'echo > h; read x < g' & read x < h\n"
+			    "\"$H\" flock -n L true; echo a=$?\n"
+			    "exec 9>L; \"$H\" flock -n 9; echo b=$?; exec 9>&-\n"
+			    "\"$H\" flock -n --fd 8 true 8>L; echo c=$?\n"
+			    "echo > g; wait\n"
+			    /* holdfast holds: flock(1) is refused */
+			    "\"$H\" flock L sh -c 'echo > h; read x < g' & read x < h\n"
+			    "$F -n L true; echo d=$?\n"
+			    "echo > g; wait\n"
+			    "exec 9>L; \"$H\" flock -n 9 || exit 3\n"
+			    "$F -n L true; echo e=$?\n"
+			    "exec 9>&-\n" /* the last close releases, as flock(2)'s */
+			    "$F -n L true; echo f=$?\n");
+		cr_assert_eq(st, 0, "%s: %s", shells[i], err);
+		cr_assert_str_eq(out, "a=1\nb=1\nc=1\nd=1\ne=1\nf=0\n", "%s: %s\n%s", shells[i],
+				 out, err);
 		free(out);
 		free(err);
-		/* the owner is gone: the next acquirer reaps it at once */
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock -n L true"), 0, "%s", err);
-		free(err);
 	}
 }
 
-/* flock(1)'s idiom: the subshell is skipped, the lock is the script's;
- * the same script takes it again, another is refused until -u. */
-/* FL6: the lock is the process's that opened the descriptor's file - the
- * subshell of flock(1)'s idiom, the script past a wrapper - and ends with
- * it, as flock(2)'s lock ends with the open file. */
-Test(flock, subshell_idiom_lock_ends_with_the_subshell)
-{
-	for (size_t i = 0; i < 2; i++) {
-		char *err;
-		int st = sh(shells[i], NULL, &err,
-			    "other() { sh -c '\"$HOLDFAST_BIN\" flock -n \"$1\" true' x \"$D/L\"; }\n"
-			    "( \"$H\" flock -n 9 || exit 1; echo in >&9; other; test $? = 1 || exit 2 ) 9>L "
-			    "|| exit 10\n"
-			    "other || exit 11\n" /* the subshell ended: free at once */
-			    "( \"$H\" flock -n 9 || exit 1; \"$H\" flock -n 9 || exit 2 ) 9>L || exit 12\n"
-			    "exec 9>L; timeout 5 \"$H\" flock -n 9 || exit 13\n" /* past a wrapper */
-			    "other; test $? = 1 || exit 14\n"                   /* the script's */
-			    "\"$H\" flock -u 9 || exit 15\n"
-			    "other || exit 16\n");
-		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
-		free(err);
-	}
-}
-
-/* FL6: a shell that runs `holdfast flock FD` as its last command execs it:
- * nobody but holdfast has the file open, so the lock ends with holdfast, as
- * flock(1)'s - never handed to the shell's parent (a cron daemon, an agent)
- * to be held for its life. */
-Test(flock, fd_form_as_a_shells_last_command_ends_with_holdfast)
+/* FK1: `exec 9>F; holdfast flock -n 9; daemon & exit` - the lock is the
+ * open file's, so it stays while the daemon keeps fd 9 after the script
+ * ended, and ends with the daemon. */
+Test(flock, fd_form_lives_as_long_as_the_open_file)
 {
 	for (size_t i = 0; i < 2; i++) {
 		char *out, *err;
 		int st = sh(shells[i], &out, &err,
-			    "bash -c 'exec 8>\"$1\"; \"$2\" flock -n 8' x \"$D/M\" \"$H\"; echo rc=$?\n"
-			    "\"$H\" lock status M.holdfast-lock\n"
-			    "\"$H\" lock acquire M.holdfast-lock --pid $$ >/dev/null || exit 3\n"
-			    "bash -c 'exec 8>\"$1\"; \"$2\" flock -n 8' x \"$D/M\" \"$H\"; echo rc=$?\n");
-		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
-		cr_assert_str_eq(out, "rc=0\nfree\nrc=1\n", "%s: %s\n%s", shells[i], out, err);
-		HAS(err, "the lock ends with holdfast");
-		HAS(err, "is held by pid");
+			    "mkfifo p; exec 3<>p\n"
+			    "sh -c 'exec 9>L; \"$1\" flock -n 9 || exit 2; "
+			    "cat <p 3>&- >/dev/null 2>&1 & exit 0' x \"$H\"; echo script=$?\n"
+			    "\"$H\" flock -n L true; echo during=$?\n"
+			    "if [ -x \"$F\" ]; then $F -n L true; echo f1=$?; else echo f1=1; fi\n"
+			    "exec 3>&-\n" /* the daemon ends: its fd 9 closes */
+			    "\"$H\" flock -w 20 L true; echo after=$?\n");
+		cr_assert_eq(st, 0, "%s: %s", shells[i], err);
+		cr_assert_str_eq(out, "script=0\nduring=1\nf1=1\nafter=0\n", "%s: %s\n%s",
+				 shells[i], out, err);
 		free(out);
 		free(err);
 	}
 }
 
-Test(flock, fd_form_refuses_what_names_no_file)
+/* FK5: a -n conflict prints nothing (cron must not mail); -E picks the
+ * code and CMD never runs; --verbose says flock(1)'s words and the holder. */
+Test(flock, quiet_nonblock_conflict_E_and_verbose_names_holder)
 {
-	char *err;
-	cr_assert_eq(sh("bash", NULL, &err, "\"$H\" flock -n 7"), 64);
-	HAS(err, "file descriptor 7 is not open");
-	free(err);
-	cr_assert_eq(sh("bash", NULL, &err, "echo | \"$H\" flock -n 0"), 64);
-	HAS(err, "pipe:");
-	free(err);
-	cr_assert_eq(sh("bash", NULL, &err, "exec 9>L; rm L; \"$H\" flock -n 9"), 64);
-	HAS(err, "was removed");
-	free(err);
+	for (size_t i = 0; i < 2; i++) {
+		char *out, *err;
+		int st = sh(shells[i], &out, &err,
+			    "mkfifo h g\n"
+			    "\"$H\" flock L sh -c 'echo > h; read x < g' & read x < h\n"
+			    "\"$H\" flock -n L touch ran 2>e1; echo a=$? size=$(wc -c < e1)\n"
+			    "\"$H\" flock --nb -E 42 L touch ran 2>/dev/null; echo b=$?\n"
+			    "\"$H\" flock -n -E 0 L touch ran; echo c=$?\n"
+			    "test -e ran && echo RAN\n"
+			    "\"$H\" flock -n --verbose L true; echo d=$?\n"
+			    "echo > g; wait\n");
+		cr_assert_eq(st, 0, "%s: %s", shells[i], err);
+		cr_assert_str_eq(out, "a=1 size=0\nb=42\nc=0\nd=1\n", "%s: %s\n%s", shells[i],
+				 out, err);
+		HAS(err, "flock: failed to get lock\n");
+		HAS(err, "flock: L is held by pid ");
+		HAS(err, "(sh -c echo > h; read x < g)");
+		HAS(err, ", fence ");
+		free(out);
+		free(err);
+	}
 }
 
-Test(flock, no_fork_execs_in_place)
+/* -w: a wait that the release ends, and one that times out (the time is
+ * the kernel's timer: not asserted on the wall clock). */
+Test(flock, wait_ends_with_release_or_times_out)
 {
 	char *out, *err;
-	cr_assert_eq(sh("dash", &out, &err, "\"$H\" flock -F L sh -c '\"$HOLDFAST_BIN\" lock "
-					   "status L.holdfast-lock; echo pid=$$ fence=$HOLDFAST_FENCE'"),
-		     0, "%s", err);
-	/* CMD is the holder: the lock names CMD's own pid */
-	char *p = strstr(out, "pid=");
-	cr_assert(p, "%s", out);
-	char want[64];
-	snprintf(want, sizeof want, "held: pid %d ", atoi(p + 4));
-	HAS(out, want);
-	/* CMD's HOLDFAST_FENCE is the fence the lock's status names (a new
-	 * counter starts at the wall clock: README, Fencing) */
-	char *f = strstr(out, ", fence ");
-	cr_assert(f, "%s", out);
-	snprintf(want, sizeof want, "fence=%llu\n", strtoull(f + 8, NULL, 10));
-	HAS(out, want);
+	int st = sh("bash", &out, &err,
+		    "mkfifo h g\n"
+		    "\"$H\" flock L sh -c 'echo > h; read x < g' & read x < h\n"
+		    "\"$H\" flock -w 0.2 L true; echo a=$?\n"
+		    "\"$H\" flock --timeout 0.1 -E 5 --verbose L true; echo b=$?\n"
+		    /* a waiter, released by the holder's end */
+		    "\"$H\" flock -w 30 L echo got & w=$!\n"
+		    "echo > g; wait $w; echo c=$?\n"
+		    "wait\n");
+	cr_assert_eq(st, 0, "%s", err);
+	cr_assert_str_eq(out, "a=1\nb=5\ngot\nc=0\n", "%s\n%s", out, err);
+	HAS(err, "flock: timeout while waiting to get lock\n");
 	free(out);
 	free(err);
-	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock -n L true"), 0,
-		     "the dead owner's lock is reaped: %s", err);
-	free(err);
-	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock -F L /nonexistent/cmd"), 127);
-	free(err);
-	char *lock = rt_path(dir, "L.holdfast-lock");
-	cr_assert(rt_lock_free(lock), "a CMD that never ran leaves no lock");
-	free(lock);
 }
 
-Test(flock, shared_and_fcntl_refused_never_exclusive)
+/* -s and -x as flock(2) has them: shared holders together, an exclusive
+ * one refused among them; flock(1)'s -s shares with holdfast's. */
+Test(flock, shared_and_exclusive)
+{
+	char *out, *err;
+	int st = sh("bash", &out, &err,
+		    "mkfifo h g\n"
+		    "\"$H\" flock -s L sh -c 'echo > h; read x < g' & read x < h\n"
+		    "\"$H\" flock -s -n L true; echo a=$?\n"
+		    "\"$H\" flock -x -n L true; echo b=$?\n"
+		    "\"$H\" flock -n L true; echo c=$?\n"
+		    "if [ -x \"$F\" ]; then $F -s -n L true; echo d=$?; $F -n L true; echo e=$?; "
+		    "else echo d=0; echo e=1; fi\n"
+		    "echo > g; wait\n"
+		    "\"$H\" flock -x -n L true; echo f=$?\n");
+	cr_assert_eq(st, 0, "%s", err);
+	cr_assert_str_eq(out, "a=0\nb=1\nc=1\nd=0\ne=1\nf=0\n", "%s\n%s", out, err);
+	free(out);
+	free(err);
+}
+
+/* --fcntl takes an open-file-description lock: independent of flock(2)
+ * locks on Linux, exclusive among OFD locks; --start/--length lock a
+ * range, and disjoint ranges do not conflict. */
+Test(flock, fcntl_ofd_locks_independent_of_flock)
+{
+	char *out, *err;
+	int st = sh("bash", &out, &err,
+		    "mkfifo h g\n"
+		    "\"$H\" flock --fcntl L sh -c 'echo > h; read x < g' & read x < h\n"
+		    "\"$H\" flock -n L true; echo flock=$?\n"
+		    "\"$H\" flock --fcntl -n L true; echo fcntl=$?\n"
+		    "\"$H\" flock --fcntl -s -n L true; echo fcntl_s=$?\n"
+		    "echo > g; wait\n"
+		    "\"$H\" flock --start 0 --length 4 L sh -c 'echo > h; read x < g' & read x < h\n"
+		    "\"$H\" flock -n --start 4 --length 4 L true; echo apart=$?\n"
+		    "\"$H\" flock -n --start 3 --length 1 L true; echo inside=$?\n"
+		    "\"$H\" lock status L\n"
+		    "echo > g; wait\n");
+	cr_assert_eq(st, 0, "%s", err);
+	HAS(out, "flock=0\nfcntl=1\nfcntl_s=1\napart=0\ninside=1\n");
+	HAS(out, "fcntl OFD exclusive bytes 0-3");
+	free(out);
+	free(err);
+}
+
+/* -u ends the lock of FD's open file at once. */
+Test(flock, unlock_ends_the_descriptors_lock)
 {
 	for (size_t i = 0; i < 2; i++) {
-		char *err;
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock -s L touch ran; r=$?; test ! -e "
-						      "ran || exit 98; exit $r"),
-			     64);
-		HAS(err, "-s (shared) is refused");
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock --shared -n 9"), 64);
-		free(err);
-		cr_assert_eq(sh(shells[i], NULL, &err, "\"$H\" flock --fcntl L true"), 64);
-		HAS(err, "--fcntl is refused");
+		char *out, *err;
+		int st = sh(shells[i], &out, &err,
+			    "exec 9>L; \"$H\" flock -n 9 || exit 2\n"
+			    "\"$H\" flock -n L true; echo a=$?\n"
+			    "\"$H\" flock -u 9; echo u=$?\n"
+			    "\"$H\" flock -n L true; echo b=$?\n"
+			    "\"$H\" flock -u 9; echo again=$?\n");
+		cr_assert_eq(st, 0, "%s: %s", shells[i], err);
+		cr_assert_str_eq(out, "a=1\nu=0\nb=0\nagain=0\n", "%s: %s\n%s", shells[i], out,
+				 err);
+		free(out);
 		free(err);
 	}
-	cr_assert_eq(hft_count_prefix(dir, "L"), 0, "nothing made for a refusal");
 }
 
-/* Every option of util-linux flock(1)'s manual: taken, or refused with a
- * message that is not "unknown option". */
-Test(flock, every_flock1_option_known)
+/* FK2-FK4: while held, `holdfast lock status FILE` names the holder from
+ * the record (pid, command, fence), and CMD gets the fence; a flock(1)
+ * holder is named from /proc/locks; after the release, and after a kill,
+ * the record counts for nothing; each acquisition's fence is higher. */
+Test(flock, record_names_holder_only_while_held)
 {
-	static const char *const taken[] = {
-		"-x", "-e", "--exclusive", "-n", "--nb", "--nonblock", "-o", "--close",
-		"-w 5", "--wait 5", "--timeout 5", "-E 3", "--conflict-exit-code 3",
-		"--verbose", "-F", "--no-fork",
-	};
-	for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
-		char *err;
-		int st = sh("bash", NULL, &err, "\"$H\" flock %s L true", taken[i]);
-		cr_assert_eq(st, 0, "%s: exit %d: %s", taken[i], st, err);
-		free(err);
-	}
 	char *out, *err;
-	cr_assert_eq(sh("bash", NULL, &err, "\"$H\" flock L --command 'exit 4'"), 4, "%s", err);
+	int st = sh("bash", &out, &err,
+		    "mkfifo h g\n"
+		    "\"$H\" flock L sh -c 'echo $HOLDFAST_FENCE > h; read x < g' & read f1 < h\n"
+		    "echo held1; \"$H\" lock status L\n"
+		    "echo > g; wait\n"
+		    "echo after1; \"$H\" lock status L\n"
+		    "test -f L.holdfast-flock || echo NO_RECORD\n"
+		    "grep -q '^x' L && echo WRITTEN_INTO_FILE\n"
+		    /* a holder killed: its record stays on disk, counts for nothing */
+		    "\"$H\" flock L sh -c 'echo $HOLDFAST_FENCE > h; exec cat' & k=$!; read f2 < h\n"
+		    "kill -9 $k; pkill -9 -P $k 2>/dev/null; wait $k 2>/dev/null\n"
+		    "\"$H\" flock -w 20 L true || exit 4\n" /* the kill freed it */
+		    "echo after2; \"$H\" lock status L\n"
+		    "test \"$f2\" -gt \"$f1\" && echo fences_up\n"
+		    "if [ -x \"$F\" ]; then $F L sh -c 'echo > h; read x < g' & read x < h;\n"
+		    "echo held3; \"$H\" lock status L; echo > g; wait; fi\n");
+	cr_assert_eq(st, 0, "%s\n%s", out, err);
+	HAS(out, "held1\nheld (kernel lock): pid ");
+	HAS(out, "(sh -c echo $HOLDFAST_FENCE > h; read x < g) on ");
+	HAS(out, ", fence ");
+	HAS(out, "after1\nfree\n");
+	HAS(out, "after2\nfree\n");
+	HAS(out, "fences_up");
+	cr_assert(!strstr(out, "NO_RECORD") && !strstr(out, "WRITTEN_INTO_FILE"), "%s", out);
+	if (have_flock1()) {
+		HAS(out, "held3\nheld (kernel lock): pid ");
+		HAS(out, "(flock), flock(2) exclusive, no holdfast record");
+	}
+	/* the fence CMD got is the record's */
+	char *f = strstr(out, ", fence ");
+	cr_assert(f);
+	free(out);
 	free(err);
-	cr_assert_eq(sh("bash", NULL, &err, "exec 9>L; \"$H\" flock 9 && \"$H\" flock --unlock 9"),
-		     0, "%s", err);
+}
+
+/* FK7: flock(1)'s words on standard output, its exit codes, its -c. */
+Test(flock, flock1_words_and_exit_codes)
+{
+	char *out, *err;
+	cr_assert_eq(sh("bash", &out, &err, "\"$H\" flock --verbose L true"), 0, "%s", err);
+	cr_assert(!strncmp(out, "flock: getting lock took ", 25), "%s", out);
+	HAS(out, " seconds\nflock: executing true\n");
+	free(out);
 	free(err);
-	cr_assert_eq(sh("bash", &out, NULL, "\"$H\" flock -h"), 0);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock L sh -c 'exit 7'"), 7);
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "SHELL=; \"$H\" flock L -c 'exit 3'"), 3);
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "exec 9>L; \"$H\" flock --fd 9 -c 'exit 4'"), 4);
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock L sh -c 'kill -9 $$'"), 128 + 9);
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock no/such/dir/L true"), 66);
+	HAS(err, "flock: cannot open lock file no/such/dir/L: ");
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock L /nonexistent/cmd"), 69);
+	HAS(err, "flock: failed to execute /nonexistent/cmd");
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock -n 7"), 65);
+	HAS(err, "flock: 7: Bad file descriptor");
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock -o -F L true"), 64);
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock --bogus L true"), 64);
+	HAS(err, "unrecognized option");
+	free(err);
+	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock -E 300 L true"), 64);
+	free(err);
+	cr_assert_eq(sh("dash", &out, NULL, "\"$H\" flock --help"), 0);
 	HAS(out, "usage: holdfast flock");
 	free(out);
-	cr_assert_eq(sh("bash", &out, NULL, "\"$H\" flock --help"), 0);
-	free(out);
-	cr_assert_eq(sh("bash", &out, NULL, "\"$H\" flock -V"), 0);
-	HAS(out, "holdfast flock (holdfast ");
-	free(out);
-	cr_assert_eq(sh("bash", &out, NULL, "\"$H\" flock --version"), 0);
-	free(out);
-	/* --verbose says what flock(1)'s does */
-	cr_assert_eq(sh("bash", NULL, &err, "\"$H\" flock --verbose L true"), 0);
-	HAS(err, "getting lock took ");
-	HAS(err, "executing true");
-	free(err);
-	cr_assert_eq(sh("bash", NULL, &err, "\"$H\" flock --bogus L true"), 64);
-	HAS(err, "unknown option");
-	free(err);
-}
-
-Test(flock, directory_locks_beside_it)
-{
-	char *err;
-	cr_assert_eq(sh("dash", NULL, &err, "mkdir data && \"$H\" flock data/ -c 'test -d "
-					   "data.holdfast-lock'"),
+	/* -o: CMD runs without the descriptor, so its children never keep it */
+	cr_assert_eq(sh("bash", &out, &err, "\"$H\" flock -o L sh -c 'ls /proc/$$/fd | wc -l'; "
+					   "\"$H\" flock L sh -c 'ls /proc/$$/fd | wc -l'"),
 		     0, "%s", err);
-	free(err);
-	cr_assert_eq(sh("dash", NULL, &err, "\"$H\" flock / true"), 64);
-	free(err);
-}
-
-/* OD2: a descendant's own open of the same file is another flock(2) lock:
- * it is refused while the ancestor holds, and its -u leaves the ancestor's
- * lock alone (a third script stays refused). */
-Test(flock, a_childs_own_open_is_not_the_parents_lock)
-{
-	for (size_t i = 0; i < 2; i++) {
-		char *out, *err;
-		int st = sh(shells[i], &out, &err,
-			    "exec 9>X; \"$H\" flock -n 9 || exit 2\n"
-			    "sh -c 'exec 8>X; \"$1\" flock -n 8; echo child=$?; \"$1\" flock -u 8' x \"$H\"\n"
-			    "\"$H\" flock -n X -c true; echo third=$?\n");
-		cr_assert_eq(st, 0, "%s: exit %d: %s", shells[i], st, err);
-		cr_assert_str_eq(out, "child=1\nthird=1\n", "%s: %s\n%s", shells[i], out, err);
-		free(out);
-		free(err);
-	}
-}
-
-/* FL2: a symlink and its target are one file, so one lock, in every form. */
-Test(flock, a_symlink_is_its_targets_lock)
-{
-	char *out, *err;
-	int st = sh("bash", &out, &err,
-		    "touch real.f; ln -s real.f sym.f\n"
-		    "exec 9>sym.f; \"$H\" flock -n 9 || exit 2\n"
-		    "\"$H\" flock -n sym.f -c true; echo file=$?\n"
-		    "\"$H\" flock -n real.f -c true; echo target=$?\n");
-	cr_assert_eq(st, 0, "exit %d: %s", st, err);
-	cr_assert_str_eq(out, "file=1\ntarget=1\n", "%s\n%s", out, err);
+	int a = 0, b = 0;
+	cr_assert_eq(sscanf(out, "%d %d", &a, &b), 2, "%s", out);
+	cr_assert_eq(b, a + 1, "-o closes the lock's descriptor: %s", out);
 	free(out);
 	free(err);
 }
 
-/* Issue 16: a waiting `holdfast flock FD` whose shell (the owner of FD's
- * lock) is killed says that its process ended while it waited, naming the
- * lock - 0.2.0 said only "No such process". The wait is reached through its
- * named pause point; the holder is `holdfast flock L CMD`. */
-Test(flock, waiting_fd_form_whose_shell_is_killed_says_so)
+/* -F: CMD replaces holdfast and holds the lock through the descriptor. */
+Test(flock, no_fork_execs_in_place_holding)
 {
 	char *out, *err;
 	int st = sh("bash", &out, &err,
-		    "mkfifo h go n g e\n"
-		    "\"$H\" flock L sh -c 'echo > h; read x < go' &\n"
-		    "read x < h\n"
-		    "cat e > err &\n"
-		    "c=$!\n"
-		    "HOLDFAST_FAULTS=pause:dirlock.acquire.waiting HOLDFAST_PAUSE_FDS=3,4 \\\n"
-		    "  bash -c 'echo $$ > sp; exec 9>L; \"$0\" flock 9 3<>n 4<>g' \"$H\" 2> e &\n"
-		    "read point < n\n"
-		    "kill -9 \"$(cat sp)\"\n"
-		    "echo > g\n"
-		    "wait \"$c\"\n"
-		    "echo go > go; wait\n"
-		    "cat err\n");
-	cr_assert_eq(st, 0, "%s%s", out, err);
-	cr_assert(strstr(out, "ended while waiting") && strstr(out, "L.holdfast-lock") &&
-			  strstr(out, "nothing was acquired"),
-		  "%s", out);
+		    "mkfifo h g\n"
+		    "\"$H\" flock -F L sh -c 'echo $$ > h; read x < g' & k=$!; read p < h\n"
+		    "test \"$p\" = \"$k\" && echo same_pid\n"
+		    "\"$H\" flock -n L true; echo a=$?\n"
+		    "echo > g; wait\n"
+		    "\"$H\" flock -n L true; echo b=$?\n");
+	cr_assert_eq(st, 0, "%s", err);
+	cr_assert_str_eq(out, "same_pid\na=1\nb=0\n", "%s\n%s", out, err);
+	free(out);
+	free(err);
+}
+
+/* A directory is locked by opening it read-only, as flock(1) does. */
+Test(flock, directory_is_locked_itself)
+{
+	char *out, *err;
+	int st = sh("dash", &out, &err,
+		    "mkdir data; mkfifo h g\n"
+		    "\"$H\" flock data sh -c 'echo > h; read x < g' & read x < h\n"
+		    "\"$H\" flock -n data/ true; echo a=$?\n"
+		    "echo > g; wait\n"
+		    "\"$H\" flock -n data true; echo b=$?\n");
+	cr_assert_eq(st, 0, "%s", err);
+	cr_assert_str_eq(out, "a=1\nb=0\n", "%s\n%s", out, err);
 	free(out);
 	free(err);
 }
