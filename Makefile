@@ -28,7 +28,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-long check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-long check-flock-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -90,7 +90,13 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers
+check-long: check-cluster check-tsan check-callers check-flock-mixed
+
+# A rolling migration from flock(1) under kills (bench/peers/flock_mixed.sh):
+# 8 workers alternating util-linux flock(1) and holdfast flock on one file, a
+# quarter of the sections killed (the section or its wrapper); 0 overlaps.
+check-flock-mixed: build
+	bash bench/peers/flock_mixed.sh $(BUILD)/holdfast 8 40
 
 # The callers' idioms stress (tests/dirlock/test_stress_callers.c) at 5x its
 # `make test` rounds: 120 acquisitions by make, python3, xargs and agent
