@@ -41,7 +41,7 @@ _holdfast_opts() {
 	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	selftest) o="--json" ;;
 	list) o="--depth --all-scopes --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
-	flock) o="-x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w --wait --timeout -E --conflict-exit-code -o --close -c --command -F --no-fork -u --unlock --verbose --fcntl --json" ;;
+	flock) o="-x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w --wait --timeout -E --conflict-exit-code -o --close -c --command -F --no-fork -u --unlock --verbose --fcntl --start --length --fd" ;;
 	*) return 1 ;;
 	esac
 	echo "$o $_holdfast_common"

@@ -48,7 +48,7 @@ function __holdfast_opts -a key
         case list
             printf '%s\n' --depth= --all-scopes --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --etcd-timeout=
         case flock
-            printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl --json
+            printf '%s\n' -x -e --exclusive -s --shared -n --nonblock --nb --nonblocking -w= --wait= --timeout= -E= --conflict-exit-code= -o --close -c= --command= -F --no-fork -u --unlock --verbose --fcntl --start= --length= --fd=
     end
 end
 

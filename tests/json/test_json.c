@@ -728,34 +728,20 @@ Test(json, usage_errors_wherever_json_appears)
  * flock
  * ---------------------------------------------------------------------- */
 
-Test(json, flock_every_form)
+/* `holdfast lock status FILE --json` for a file locked by holdfast flock
+ * (cmd_flock.c, FK3): the kernel's holder, and the record while it counts. */
+Test(json, flock_status_of_a_file)
 {
-	char *L = at("F.holdfast-lock");
-	/* the FD form: the record of the lock taken for the shell */
-	json_t *o = jrun("bash", 0, "exec 9>F; \"$H\" flock --json -n 9; exit $?");
-	expect_of(o, EXPECT(.key = "result", .val = "acquired", .path = L), "flock -n 9");
-	cr_assert_eq(strlen(str(o, "token")), 32);
-	cr_assert_gt(num(o, "fence"), 0);
+	char *F = at("F");
+	json_t *o = jrun("bash", 0, "touch F; \"$H\" lock status F --json");
+	cr_assert_str_eq(str(o, "path"), F);
+	cr_assert_str_eq(str(o, "state"), "free");
 	json_decref(o);
-	/* the shell's last command, exec'd: only holdfast has the file (FL6) */
-	jcase("bash", 0, EXPECT(.key = "result", .val = "acquired_and_released"),
-	      "exec 9>G; exec \"$H\" flock --json -n 9");
-	jcase("bash", 0, EXPECT(.key = "result", .val = "released"),
-	      "exec 9>F; \"$H\" flock -n 9 && \"$H\" flock --json -u 9");
-	/* the command form: run's object */
-	o = jrun("dash", 0, "\"$H\" flock --json F true");
-	cr_assert_eq(json_array_size(json_object_get(o, "locks")), 1);
-	cr_assert_eq(num(o, "exit"), 0);
+	o = jrun("bash", 0, "exec 9>F; \"$H\" flock -n 9 || exit 3; \"$H\" lock status F --json");
+	cr_assert_str_eq(str(o, "state"), "held");
+	cr_assert(strstr(str(o, "holder"), ", fence "), "%s", str(o, "holder"));
 	json_decref(o);
-	/* held by another: the error object, the holder nested */
-	char *tok;
-	pid_t s = held_by_sleeper("F.holdfast-lock", &tok);
-	free(tok);
-	jcase("sh", 1, EXPECT(.error = "held", .holder_pid = s), "\"$H\" flock --json -n F true");
-	jcase("bash", 0, EXPECT(.key = "result", .val = "not_yours", .holder_pid = s),
-	      "exec 9>F; \"$H\" flock --json -u 9; exit $?");
-	jusage("sh", "\"$H\" flock --json -F F true");
-	free(L);
+	free(F);
 }
 
 /* run -c STRING: the object names CMD as it ran, /bin/sh -c STRING */
@@ -770,13 +756,11 @@ Test(json, run_c_names_the_command_it_ran)
 }
 
 /* A refusal by what occupies the lock's path names that path, from run
- * and flock as from lock acquire (it was null there). */
+ * as from lock acquire (it was null there). */
 Test(json, refusals_of_the_lock_path_name_it_everywhere)
 {
-	char *S = at("S.lock"), *F = at("F2.holdfast-lock");
+	char *S = at("S.lock");
 	jcase("sh", 77, EXPECT(.error = "unsafe", .path = S),
 	      "ln -s nowhere S.lock; \"$H\" run -n --lock S.lock --json -- true");
-	jcase("bash", 73, EXPECT(.path = F), "touch F2.holdfast-lock; \"$H\" flock -n --json F2 true");
 	free(S);
-	free(F);
 }
