@@ -83,6 +83,9 @@
  *     whose lock the shell drops before holdfast has written its record
  *     writes it unlocked (FK2 broken by the caller); FK3 still judges it
  *     void, and FK4's wall-clock floor keeps the next fences above it.
+ *   - The lock is the inode's, as flock(1)'s: FILE removed (or replaced)
+ *     while held lets a new open lock a new inode - two holders, as with
+ *     flock(1). Lock files are never removed by holdfast flock.
  *   - `holdfast list` does not show flock locks (it walks directory locks).
  */
 #include "cli.h"
