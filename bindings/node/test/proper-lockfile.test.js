@@ -198,15 +198,23 @@ test('plf: retries wait for the holder to release; retries 0 does not', async (t
 	await again.line();
 });
 
-test('plf: two fronts judging one stale lock: one takes it (PL5)', async (t) => {
+test('plf: a front removes a stale lock only if it is still the one it judged (PL5)', async (t) => {
 	const { f } = file(t);
 	fs.mkdirSync(`${f}.lock`);
 	age(`${f}.lock`, 60000);
-	const got = await Promise.allSettled([plf.lock(f), plf.lock(f), plf.lock(f)]);
-	assert.strictEqual(got.filter((g) => g.status === 'fulfilled').length, 1);
-	for (const g of got.filter((x) => x.status === 'rejected'))
-		assert.strictEqual(g.reason.code, 'ELOCKED');
-	await got.find((g) => g.status === 'fulfilled').value();
+	// B judges the leftover stale; before B acts on it, A takes it over
+	let releaseA = null;
+	let stats = 0;
+	const fsB = { ...fs, stat: (p, cb) => fs.stat(p, (e, st) => {
+		if (stats++ > 0)
+			return cb(e, st);
+		plf.lock(f).then((r) => { releaseA = r; cb(e, st); }, (err) => cb(err));
+	}) };
+	await assert.rejects(plf.lock(f, { fs: fsB }), { code: 'ELOCKED' });
+	assert.ok(releaseA, 'A took the stale lock');
+	assert.strictEqual(JSON.parse(fs.readFileSync(`${f}.lock.hf-record`, 'utf8')).ino,
+		fs.statSync(`${f}.lock`).ino, 'A\'s directory is still there');
+	await releaseA();
 });
 
 test('plf: release twice is ERELEASED; unlock of a lock not held is ENOTACQUIRED; exit releases', async (t) => {
