@@ -340,7 +340,7 @@ function* tryAcquire(file, options) {
 	}
 	// PA4-PA5: ours from here; undo the mkdir if the record cannot be made
 	try {
-		const now = new Date();
+		const now = new Date(Date.now());
 		yield ['utimes', lockfile, now, now];
 		const st = yield ['stat', lockfile];
 		const fence = yield* nextFence(lockfile);
@@ -430,7 +430,7 @@ function scheduleUpdate(lock) {
 				return failed(err);
 			if (!mtimeOurs(lock, st))
 				return compromise(lock, new Error('Unable to update lock within the stale threshold'));
-			const now = new Date();
+			const now = new Date(Date.now());
 			io.utimes(lock.lockfile, now, now, (err2) => {
 				if (lock.released)
 					return;
