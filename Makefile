@@ -28,7 +28,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-long check-flock-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-long check-flock-mixed check-plf-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -90,13 +90,22 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers check-flock-mixed
+check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed
 
 # A rolling migration from flock(1) under kills (bench/peers/flock_mixed.sh):
 # 8 workers alternating util-linux flock(1) and holdfast flock on one file, a
 # quarter of the sections killed (the section or its wrapper); 0 overlaps.
 check-flock-mixed: build
 	bash bench/peers/flock_mixed.sh $(BUILD)/holdfast 8 40
+
+# A rolling migration under kills (bindings/node/test/mixed-stress.js): npm
+# proper-lockfile 4.1.2 and holdfast/proper-lockfile processes, two of each,
+# contend for one file for 30 s while one is SIGKILLed every 0.75-2.25 s;
+# fails on any overlap of their critical sections.
+check-plf-mixed: build
+	cd bindings/node && { [ -f node_modules/proper-lockfile/package.json ] || \
+	  npm install --no-audit --no-fund --loglevel=error >/dev/null; } && \
+	  HOLDFAST_BUILD=$(CURDIR)/$(BUILD) sh build.sh && node test/mixed-stress.js 30000
 
 # The callers' idioms stress (tests/dirlock/test_stress_callers.c) at 5x its
 # `make test` rounds: 120 acquisitions by make, python3, xargs and agent

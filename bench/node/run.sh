@@ -16,12 +16,13 @@
 #      contender are bench/peers' (plf_contend.js, run as is: for the front
 #      it finds holdfast/proper-lockfile under the name proper-lockfile).
 #      Rows: npm proper-lockfile (a lock directory 10 s old, stale 2 s), the
-#      front on the same leftover, and the front on a lock whose holder has
-#      exited.
+#      front on the same leftover, the front on a lock left by a SIGKILLed
+#      front (its record beside), and mixed: every other contender npm
+#      proper-lockfile, the others the front, on the same leftover.
 #
 # Environment: CYCLES (2000 per side and file system), ROUNDS (100 race
 # rounds per row), K (16), BENCH_FS ("/dev/shm /tmp"), SCENARIOS ("1 2"),
-# ROWS (scenario 2's rows: "plf front frontdead").
+# ROWS (scenario 2's rows: "plf front frontkilled mixed").
 # npm packages come from bindings/node/node_modules (test.sh installs them).
 set -u
 build=$(cd "${1:-build}" && pwd)
@@ -84,10 +85,13 @@ echo "module.exports = require('$node_dir/proper-lockfile.js');" >"$shim/index.j
 ago() { date -d "@$(($(date +%s) - $1))" +%Y%m%d%H%M.%S; }
 stale_plf() { rm -rf "$1.lock"; mkdir "$1.lock" && touch -t "$(ago 10)" "$1.lock"; }
 stale_front() { stale_plf "$1"; }
-stale_frontdead() { # acquired for a shell that then exits
-	rm -rf "$1.lock"
-	sh -c '"$1" lock acquire "$2" -n --pid $$ >/dev/null; exit $?' sh "$HF" "$1.lock"
+stale_frontkilled() { # left by a front SIGKILLed while holding it (record beside), 10 s old
+	rm -rf "$1.lock" "$1.lock.hf-record"
+	node -e 'require(process.argv[1]).lockSync(process.argv[2], { realpath: false });
+		process.kill(process.pid, "SIGKILL")' "$node_dir/proper-lockfile.js" "$1" 2>/dev/null
+	touch -t "$(ago 10)" "$1.lock"
 }
+stale_mixed() { stale_plf "$1"; }
 race_round() { # TOOL NODE_PATH: prints "max enters"
 	local tool=$1 np=$2 dir=$work/round path=$work/file i readyfd gofd triedfd leavefd pids=()
 	rm -rf "$dir"
@@ -98,6 +102,7 @@ race_round() { # TOOL NODE_PATH: prints "max enters"
 	mkfifo "$dir/ready" "$dir/go" "$dir/tried" "$dir/leave"
 	exec {readyfd}<>"$dir/ready" {gofd}<>"$dir/go" {triedfd}<>"$dir/tried" {leavefd}<>"$dir/leave"
 	for ((i = 1; i <= K; i++)); do
+		[ "$tool" = mixed ] && np=$([ $((i % 2)) = 0 ] && echo "$work/shim" || echo "$node_dir/node_modules")
 		NODE_PATH=$np node "$here/../peers/plf_contend.js" "$path" "$dir" 2000 \
 			>/dev/null 2>>"$work/errors" &
 		pids+=($!)
@@ -116,9 +121,10 @@ if [[ " $SCENARIOS " == *" 2 "* ]]; then
 	echo "## 2. stale-lock steal race: $K contenders, $ROUNDS rounds per row (holders: most at once, per round)"
 	for row in "plf:npm proper-lockfile $plf_version, a 10 s old lock directory" \
 		"front:holdfast/proper-lockfile, the same leftover" \
-		"frontdead:holdfast/proper-lockfile, a lock whose holder exited"; do
+		"frontkilled:holdfast/proper-lockfile, a 10 s old lock left by a SIGKILLed front" \
+		"mixed:half npm proper-lockfile, half the front, a 10 s old lock directory"; do
 		tool=${row%%:*} label=${row#*:}
-		[[ " ${ROWS:-plf front frontdead} " == *" $tool "* ]] || continue
+		[[ " ${ROWS:-plf front frontkilled mixed} " == *" $tool "* ]] || continue
 		np=$node_dir/node_modules
 		[ "$tool" = plf ] || np=$work/shim
 		hist=() zero=0
@@ -132,7 +138,7 @@ if [[ " $SCENARIOS " == *" 2 "* ]]; then
 		printf '%-10s max %s: %s  (%s)\n' "$tool" "$max" "$summary" "$label"
 		eval "max_$tool=$max"
 	done
-	echo "# holders at most: proper-lockfile ${max_plf:-?}, front ${max_front:-?} / ${max_frontdead:-?} (goal: 1)"
+	echo "# holders at most: proper-lockfile ${max_plf:-?}, front ${max_front:-?} / ${max_frontkilled:-?}, mixed ${max_mixed:-?} (goal: 1)"
 fi
 if [ -s "$work/errors" ]; then
 	echo "# errors (first 10):"

@@ -3,7 +3,7 @@
 # clone: installs what is missing from npm into bindings/node/node_modules
 # (git-ignored; the devDependencies of package.json, pinned by
 # package-lock.json: typescript and @types/node to check the declarations,
-# proper-lockfile for the bench), builds the addon against the meson build
+# proper-lockfile for the bench and the front's tests against it), builds the addon against the meson build
 # BUILD_DIR (default: the repository's build/), type-checks index.d.ts and
 # proper-lockfile.d.ts, and runs `node --test`.
 set -eu

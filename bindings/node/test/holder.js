@@ -9,6 +9,7 @@
 // scope (PATH the registry, "-": the default or the backend's; ARG the spec;
 // pod name "child-PID"),
 // plf (PATH a file, through holdfast/proper-lockfile; ARG realpath "0"/"1"),
+// npmplf (the same through npm proper-lockfile 4.1.2),
 // edit (PATH a JSON file, ARG a count: that many increments of .n, then exit).
 // HF_TEST_BACKEND (a test's variable, not the library's): the lock's,
 // session's or scope's backend ("etcd://..."); a lock then prints
@@ -45,6 +46,12 @@ async function hold() {
 	case 'plf': {
 		const plf = require('../proper-lockfile');
 		const r = await plf.lock(p, { realpath: arg !== '0' });
+		release = () => r();
+		return;
+	}
+	case 'npmplf': { // npm proper-lockfile 4.1.2 itself (the devDependency)
+		const plf = require('proper-lockfile');
+		const r = await plf.lock(p, { realpath: arg !== '0', onCompromised: () => {} });
 		release = () => r();
 		return;
 	}

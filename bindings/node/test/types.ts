@@ -29,6 +29,11 @@ async function main(): Promise<void> {
   await release();
   const held: boolean = plf.checkSync('/tmp/f', { realpath: false });
   const rel2: () => void = plf.lockSync('/tmp/f');
+  const who = plf.holderSync('/tmp/f');
+  if (who) console.log(who.pid, BigInt(who.fence));
+  const plfFence: bigint = plf.getLocks()['/tmp/f'].fence;
+  console.log(plfFence);
+  await plf.lock('/tmp/f', { fs: require('fs'), stale: false, update: false });
   rel2();
   console.log(fence, tok, w, broke, g, v, held);
   const e = new Lock('/tmp/e.lock', { backend: process.env.HOLDFAST_BACKEND, etcdUser: 'u', etcdPasswordFile: '/p', etcdCaFile: '/ca.pem', ttlMs: 5000, etcdTimeoutMs: 2000 });
