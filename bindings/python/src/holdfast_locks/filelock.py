@@ -134,6 +134,7 @@ class _Me:
     pid = 0
     head = ""
     host = ""
+    marker = b""  # SoftFileLock's content: py-filelock's "pid\nhost\nstart-token\n"
 
 
 def _me() -> _Me:
@@ -148,6 +149,8 @@ def _me() -> _Me:
         _Me.head = '{"pid":%d,"host":%s,"comm":%s,"tool":"%s",' % (
             pid, json.dumps(host), json.dumps(comm), _TOOL)
         _Me.host = host
+        tok = _start_token(pid)
+        _Me.marker = ("%d\n%s\n" % (pid, host) + ("%d\n" % tok if tok is not None else "")).encode()
         _Me.pid = pid
     return _Me
 
@@ -531,12 +534,20 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
     def _scope_key(self, canonical: str) -> Any:
         return canonical
 
+    def _canonical(self) -> str:
+        """lock_file with its directory resolved (the self-deadlock key),
+        made once per object: the hot path makes no realpath."""
+        k = self.__dict__.get("_canon")
+        if k is None:
+            k = self.__dict__["_canon"] = _canonical(self._context.lock_file)
+        return k
+
     def _acquire_ctx(self, c: _Context, timeout: float, blocking: bool, poll_interval: float,
                      cancel_check: Optional[Callable[[], bool]]) -> None:
         if c.lock_file_fd is not None:
             c.lock_counter += 1
             return
-        key = self._scope_key(_canonical(c.lock_file))
+        key = self._scope_key(self._canonical())
         other = _held.held.get(key)
         if other is not None and other != id(self) and timeout < 0 and blocking:
             raise RuntimeError("Deadlock: lock '%s' is already held by a different %s. Use "
@@ -795,18 +806,19 @@ class SoftFileLock(BaseFileLock):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             if not st.st_mode & stat.S_IWUSR:
                 raise PermissionError(errno.EACCES, "Permission denied", path)
-        _make_parent(path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, self._open_mode())
+            try:
+                fd = os.open(path, flags, self._open_mode())
+            except FileNotFoundError:
+                if not _make_parent(path):
+                    raise
+                fd = os.open(path, flags, self._open_mode())
         except FileExistsError:
             self._break_if_stale(c)
             return False
         try:
-            me = _me()
-            tok = _start_token(me.pid)
-            data = ("%d\n%s\n" % (me.pid, me.host) + ("%d\n" % tok if tok is not None else ""))
-            os.write(fd, data.encode())
+            os.write(fd, _me().marker)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -989,7 +1001,7 @@ class BaseAsyncFileLock(BaseFileLock):
         if c.lock_file_fd is not None:
             c.lock_counter += 1
             return AsyncAcquireReturnProxy(lock=self)
-        key = self._scope_key(_canonical(c.lock_file))
+        key = self._scope_key(self._canonical())
         other = _held.held.get(key)
         if other is not None and other != id(self) and timeout < 0 and blocking:
             raise RuntimeError("Deadlock: lock '%s' is already held by a different %s. Use "
