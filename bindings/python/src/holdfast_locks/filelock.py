@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import inspect
 import json
 import logging
 import math
@@ -164,6 +165,13 @@ def _previous_fence(old: bytes) -> int:
     while k < len(old) and 48 <= old[k] <= 57:
         k += 1
     return int(old[j:k]) if k > j else 0
+
+
+def _next_fence(old: bytes) -> int:
+    """FL2: the previous front holder's fence + 1, at least the wall clock in µs."""
+    now_us = int(time.time() * 1e6)
+    prev = _previous_fence(old) if old else 0
+    return prev + 1 if prev >= now_us else now_us
 
 
 def _write_record(fd: int) -> int:
@@ -312,13 +320,12 @@ class _Meta(type):
         if kw.get("run_in_executor", True) and thread_local and issubclass(cls, BaseAsyncFileLock):
             raise ValueError("run_in_executor is not supported when thread_local is True")
         if not is_singleton:
-            return super().__call__(lock_file, timeout, mode, thread_local, **kw)
+            return cls._construct(lock_file, timeout, mode, thread_local, False, kw)
         key = _canonical(os.fspath(lock_file))
         with cls._instances_mu:
             inst = cls._instances.get(key)
             if inst is None:
-                inst = super().__call__(lock_file, timeout, mode, thread_local,
-                                        is_singleton=True, **kw)
+                inst = cls._construct(lock_file, timeout, mode, thread_local, True, kw)
                 cls._instances[key] = inst
                 return inst
         want = dict(thread_local=thread_local, timeout=timeout, mode=mode, **kw)
@@ -331,6 +338,31 @@ class _Meta(type):
                                  "\n\t%s (existing lock has %s but %s was passed)" % (k, a, b)
                                  for k, (a, b) in diff.items()))
         return inst
+
+
+    def _construct(cls, lock_file, timeout, mode, thread_local, is_singleton, kw):
+        """A subclass's __init__ may take fewer parameters than ours (as
+        virtualenv's does): pass it those it takes; a non-default value for
+        one it does not take is a TypeError."""
+        args = dict(timeout=timeout, mode=mode, thread_local=thread_local,
+                    is_singleton=is_singleton, **kw)
+        sig = cls.__dict__.get("_sig_cache")
+        if sig is None:
+            ps = inspect.signature(cls.__init__).parameters.values()
+            sig = (any(p.kind is p.VAR_KEYWORD for p in ps),
+                   frozenset(p.name for p in ps if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)))
+            type.__setattr__(cls, "_sig_cache", sig)
+        if sig[0]:
+            return type.__call__(cls, lock_file, **args)
+        defaults = dict(timeout=-1, mode=_UNSET_MODE, thread_local=cls._thread_local_default,
+                        is_singleton=False)
+        extra = sorted(k for k, v in args.items() if k not in sig[1]
+                       and k in defaults and v != defaults[k] and not (k == "is_singleton"))
+        extra += sorted(k for k in kw if k not in sig[1])
+        if extra:
+            raise TypeError("%s does not support non-default lock options: %s"
+                            % (cls.__name__, ", ".join(extra)))
+        return type.__call__(cls, lock_file, **{k: v for k, v in args.items() if k in sig[1]})
 
 
 class AcquireReturnProxy:
@@ -721,7 +753,11 @@ class UnixFileLock(BaseFileLock):
             if os.fstat(fd).st_nlink == 0:  # unlinked after our open: a dead inode
                 os.close(fd)
                 return False
-            c.fence = _write_record(fd)
+            if self._on_acquired is None:
+                c.fence = _write_record(fd)
+            else:  # FL5: the hook owns the content: py-filelock's empty file, no record
+                c.fence = _next_fence(os.pread(fd, _RECORD_MAX, 0))
+                os.ftruncate(fd, 0)
             if self.has_explicit_mode:
                 with contextlib.suppress(PermissionError):
                     os.fchmod(fd, c.mode)
@@ -889,11 +925,10 @@ class SoftFileLock(BaseFileLock):
 def lock_descriptor(fd: int, *, blocking: bool = True, poll_interval: float = 0.05) -> bool:
     """flock LOCK_EX an open descriptor (the lock FileLock takes): True when
     held; blocking=False: one try, False when another holds it."""
-    if isinstance(blocking, bool) is False:
-        raise TypeError("blocking must be a bool")
-    if not (isinstance(poll_interval, (int, float)) and poll_interval > 0
-            and math.isfinite(poll_interval)):
-        raise ValueError("poll_interval must be a positive finite number")
+    if blocking and not (isinstance(poll_interval, (int, float)) and poll_interval > 0
+                         and math.isfinite(poll_interval)):
+        raise ValueError("poll_interval must be finite and greater than 0, not %r"
+                         % (poll_interval,))
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
