@@ -13,13 +13,14 @@ FUZZ_SECONDS ?= 60
 # groff-base, man-db: the manual pages are checked with groff -ww and man
 # --warnings; bash-completion, zsh, fish: the completions are loaded and run
 # by each shell (tests/term/help.sh, tests/install); python3-pytest: the
-# Python binding's tests. libcurl4-openssl-dev: the etcd backend's client;
+# Python binding's tests; python3-filelock: the real py-filelock (3.9.0) that
+# `make check-pyfl-mixed` runs against the front. libcurl4-openssl-dev: the etcd backend's client;
 # etcd-server, etcd-client, openssl: its tests start their own etcd (TLS too);
 # iproute2: the cluster suite's hosts are network namespaces joined by veths.
 # tmux, make, findutils: tests/run/test_callers.c runs holdfast from each
 # caller as users do (make recipes, tmux run-shell, xargs and find -exec).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
-	groff-base man-db bash-completion zsh fish python3-pytest \
+	groff-base man-db bash-completion zsh fish python3-pytest python3-filelock \
 	libcurl4-openssl-dev etcd-server etcd-client openssl iproute2 tmux make findutils
 # clang and its sanitizer/fuzzer runtimes, for `make fuzz` only
 FUZZ_PKGS := clang libclang-rt-14-dev
@@ -28,7 +29,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-long check-flock-mixed check-plf-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -90,7 +91,7 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed
+check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed
 
 # A rolling migration from flock(1) under kills (bench/peers/flock_mixed.sh):
 # 8 workers alternating util-linux flock(1) and holdfast flock on one file, a
@@ -106,6 +107,14 @@ check-plf-mixed: build
 	cd bindings/node && { [ -f node_modules/proper-lockfile/package.json ] || \
 	  npm install --no-audit --no-fund --loglevel=error >/dev/null; } && \
 	  HOLDFAST_BUILD=$(CURDIR)/$(BUILD) sh build.sh && node test/mixed-stress.js 30000
+
+# The py-filelock front's mixed-tool stress (bench/python/mixed.py): 3
+# processes of the real py-filelock (Debian's python3-filelock) and 3 of
+# holdfast_locks.filelock contend for one lock file, 30 of them SIGKILLed
+# along the way; an overlap detector counts, and any overlap fails it.
+check-pyfl-mixed: deps
+	PYTHONPATH=$(CURDIR)/bindings/python/src /usr/bin/python3 bench/python/mixed.py \
+	  --workers 6 --acquisitions 3000 --kills 30
 
 # The callers' idioms stress (tests/dirlock/test_stress_callers.c) at 5x its
 # `make test` rounds: 120 acquisitions by make, python3, xargs and agent

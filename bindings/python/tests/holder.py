@@ -1,6 +1,8 @@
 """A process holding a lock for a test: python holder.py KIND PATH [ARG].
 
-KIND lock: acquires the directory lock PATH; filelock: the front's FileLock;
+KIND lock: acquires the directory lock PATH; filelock: the front's FileLock
+(prints its fence as the token); flock: flock(2) LOCK_EX on PATH opened
+O_RDWR|O_CREAT, as py-filelock's FileLock takes it (token 0);
 session: takes lane ARG's session at PATH; scope: registers pod ARG with
 spec PATH in the registry named by $HOLDFAST_REGISTRY.
 Prints "PID TOKEN" once it holds, then waits for a line on stdin: it
@@ -28,7 +30,17 @@ def main() -> int:
     elif kind == "filelock":
         obj = FileLock(path, timeout=0)
         obj.acquire()
-        tok = obj.holdfast_lock.token
+        tok = str(obj.fence)
+    elif kind == "flock":
+        import fcntl
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+        class Raw:
+            def release(self):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        obj = Raw()
+        tok = "0"
     elif kind == "session":
         obj = hf.Session(arg, path, **be)
         obj.take()

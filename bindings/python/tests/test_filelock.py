@@ -1,16 +1,45 @@
-"""The py-filelock 3 front (holdfast_locks.filelock)."""
+"""The py-filelock front (holdfast_locks.filelock): py-filelock's lock on
+py-filelock's file, with holdfast's record, fence and holder's name.
 
+The peer here is a raw flock(2) on the same path (tests/holder.py "flock"),
+which is exactly the lock py-filelock's FileLock takes; the real
+py-filelock meets the front in `make check-long` (bench/python/mixed.py)."""
+
+import asyncio
+import fcntl
+import json
+import logging
 import os
+import socket
 import threading
 
 import pytest
 
-import holdfast_locks as hf
-from holdfast_locks.filelock import BaseFileLock, FileLock, SoftFileLock, Timeout
+import holdfast_locks.filelock as front
+from holdfast_locks.filelock import (AsyncFileLock, AsyncSoftFileLock, BaseAsyncFileLock,
+                                     BaseFileLock, FileLock, SoftFileLock, Timeout,
+                                     UnixFileLock)
+
+
+def flock_free(path):
+    """Whether a flock(2) LOCK_EX|LOCK_NB on path (another open, as
+    py-filelock makes it) succeeds now; it is let go at once."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def record(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read())
 
 
 def in_thread(fn):
-    """Run fn in another thread, return its result or raise its exception."""
     out = {}
 
     def run():
@@ -28,210 +57,241 @@ def in_thread(fn):
     return out.get("v")
 
 
-def test_context_manager_and_properties(tmp):
+def test_front_holds_the_flock_a_py_filelock_process_takes(tmp):
     p = os.path.join(tmp, "a.lock")
     lock = FileLock(p)
-    assert isinstance(lock, BaseFileLock)
-    assert lock.lock_file == p and lock.timeout == -1 and lock.is_thread_local()
-    assert not lock.is_locked and lock.lock_counter == 0
-    with lock as same:
-        assert same is lock and lock.is_locked and lock.lock_counter == 1
-        assert hf.Lock.status(p)["pid"] == os.getpid()
-    assert not lock.is_locked and hf.Lock.status(p)["state"] == "free"
+    assert FileLock is UnixFileLock and isinstance(lock, BaseFileLock)
+    with lock:
+        assert lock.is_locked and not flock_free(p)
+    assert not lock.is_locked and flock_free(p)
+    assert os.path.isfile(p)  # left in place, as py-filelock leaves it
 
 
-def test_timeout_property_settable(tmp, holder):
+def test_raw_flock_holder_excludes_the_front_and_is_named(tmp, holder):
     p = os.path.join(tmp, "a.lock")
-    holder("lock", p)
-    lock = FileLock(p, timeout=5)
-    lock.timeout = "0.1"
-    assert lock.timeout == 0.1
-    with pytest.raises(Timeout):
-        lock.acquire()
-
-
-def test_timeout_raised_names_holder(tmp, holder):
-    p = os.path.join(tmp, "a.lock")
-    h = holder("lock", p)
-    lock = FileLock(p, timeout=0.2)
+    h = holder("flock", p)
     with pytest.raises(Timeout) as ei:
-        lock.acquire()
+        FileLock(p, timeout=0).acquire()
     e = ei.value
-    assert isinstance(e, TimeoutError) and isinstance(e, hf.HoldfastError)
-    assert e.lock_file == p and e.code == "timed_out" and e.holder["pid"] == h.pid
-    assert str(e).startswith("The file lock '%s' could not be acquired: held by pid %d" % (p, h.pid))
-    assert not lock.is_locked and lock.lock_counter == 0
-
-
-def test_nonblocking_tries(tmp, holder):
-    p = os.path.join(tmp, "a.lock")
-    h = holder("lock", p)
-    lock = FileLock(p)  # timeout -1: would wait forever
-    with pytest.raises(Timeout) as ei:
-        lock.acquire(blocking=False)
-    assert ei.value.code == "held" and ei.value.holder["pid"] == h.pid
-    with pytest.raises(Timeout):
-        lock.acquire(timeout=0)
-    with pytest.raises(Timeout):
-        FileLock(p, blocking=False).acquire()
-    assert lock.lock_counter == 0
+    assert isinstance(e, TimeoutError) and e.lock_file == p
+    assert e.holder["pid"] == h.pid and e.holder["comm"].startswith("python")
+    assert str(e).startswith("The file lock '%s' could not be acquired: held by pid %d (" % (p, h.pid))
     h.release()
-    with lock.acquire(blocking=False):
+    with FileLock(p, timeout=0) as lock:
         assert lock.is_locked
 
 
-def test_reentrant_lock_counter(tmp):
+def test_leftover_lock_file_is_normal(tmp):
     p = os.path.join(tmp, "a.lock")
-    lock = FileLock(p)
-    with lock:
-        with lock.acquire() as same:
-            assert same is lock and lock.lock_counter == 2
-            lock.acquire()
-            assert lock.lock_counter == 3
-            lock.release()
-        assert lock.lock_counter == 1 and lock.is_locked
-        assert hf.Lock.status(p)["state"] == "held"
-    assert lock.lock_counter == 0 and hf.Lock.status(p)["state"] == "free"
+    with open(p, "wb") as f:
+        f.write(b"whatever an old py-filelock holder wrote\n" * 3)
+    with FileLock(p, timeout=0) as lock:
+        assert lock.is_locked and record(p)["pid"] == os.getpid()
 
 
-def test_force_release(tmp):
+def test_record_and_fence_in_the_file_while_held(tmp):
     p = os.path.join(tmp, "a.lock")
     lock = FileLock(p)
+    fences = []
     for _ in range(3):
-        lock.acquire()
-    assert lock.lock_counter == 3
-    lock.release(force=True)
-    assert lock.lock_counter == 0 and not lock.is_locked
-    assert hf.Lock.status(p)["state"] == "free"
-    lock.release()  # nothing held: a no-op, as in py-filelock
-    assert lock.lock_counter == 0
-
-
-def test_decorator(tmp):
-    p = os.path.join(tmp, "a.lock")
-    lock = FileLock(p)
-
-    @lock
-    def work():
-        return lock.lock_counter, hf.Lock.status(p)["state"]
-
-    assert work() == (1, "held")
-    assert hf.Lock.status(p)["state"] == "free"
-
-
-def test_thread_local_each_thread_own_counter(tmp):
-    p = os.path.join(tmp, "a.lock")
-    lock = FileLock(p)  # thread_local=True
-    lock.acquire()
-    lock.acquire()
-    # another thread sees its own context: not locked, counter 0, and the
-    # lock excludes it (the hold is this thread's)
-    assert in_thread(lambda: (lock.is_locked, lock.lock_counter)) == (False, 0)
-    with pytest.raises(Timeout):
-        in_thread(lambda: lock.acquire(timeout=0))
-    assert lock.lock_counter == 2
-    lock.release(force=True)
-
-    def other():
         with lock:
-            return lock.lock_counter, hf.Lock.status(p)["state"]
+            r = record(p)
+            assert r["pid"] == os.getpid() and r["host"] == socket.gethostname()
+            assert r["comm"] and r["acquired"].endswith("Z") and r["fence"] == lock.fence
+            fences.append(lock.fence)
+    assert fences[0] < fences[1] < fences[2]
+    assert lock.fence == 0  # not held
+    # a py-filelock holder truncates the file when it wins (it never reads it)
+    fd = os.open(p, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    os.close(fd)
+    with lock:
+        assert record(p)["fence"] == lock.fence > 0
 
-    assert in_thread(other) == (1, "held")
-    assert lock.lock_counter == 0
+
+def test_front_holder_in_another_process_named_with_its_record(tmp, holder):
+    p = os.path.join(tmp, "a.lock")
+    h = holder("filelock", p)
+    with pytest.raises(Timeout) as ei:
+        FileLock(p, timeout=0.05, poll_interval=0.01).acquire()
+    assert ei.value.holder["pid"] == h.pid and ei.value.holder["fence"] == int(h.token)
+    assert "held by pid %d (" % h.pid in str(ei.value)
+    assert front.holder_of(p)["pid"] == h.pid
+    h.kill()  # the kernel drops a dead holder's flock: taken at once
+    with FileLock(p, timeout=0) as lock:
+        assert lock.fence > int(h.token)
 
 
-def test_thread_local_waiter_gets_it_on_release(tmp):
+def test_nul_in_the_path_is_value_error_not_another_lock(tmp):
+    one = os.path.join(tmp, "x\0one")
+    with pytest.raises(ValueError):
+        FileLock(one).acquire()
+    with pytest.raises(ValueError):
+        SoftFileLock(one).acquire()
+    assert os.listdir(tmp) == []
+
+
+def test_python_exception_classes(tmp):
+    with pytest.raises(IsADirectoryError):
+        FileLock(tmp, timeout=0).acquire()
+    with pytest.raises(IsADirectoryError):
+        SoftFileLock(tmp, timeout=0).acquire()
+    with pytest.raises(FileNotFoundError):
+        FileLock("", timeout=0).acquire()
+    with pytest.raises(PermissionError):  # sysfs refuses a new file, even to root
+        FileLock("/sys/hf-front-test.lock", timeout=0).acquire()
+
+
+def test_parent_directories_made(tmp):
+    p = os.path.join(tmp, "new", "deeper", "c.lock")
+    with FileLock(p):
+        assert os.path.isfile(p)
+    q = os.path.join(tmp, "soft", "d.lock")
+    with SoftFileLock(q):
+        assert os.path.isfile(q)
+
+
+def test_poll_interval_from_the_constructor(tmp, holder, monkeypatch):
+    p = os.path.join(tmp, "a.lock")
+    holder("flock", p)
+    lock = FileLock(p, timeout=0.05, poll_interval=0.004)
+    assert lock.poll_interval == 0.004
+    sleeps = []
+    real = front.time
+
+    class Clock:
+        monotonic = staticmethod(front.time.monotonic)
+        time = staticmethod(front.time.time)
+        strftime = staticmethod(front.time.strftime)
+        gmtime = staticmethod(front.time.gmtime)
+
+        @staticmethod
+        def sleep(s):
+            sleeps.append(s)
+            real.sleep(s)
+
+    monkeypatch.setattr(front, "time", Clock)
+    try:
+        with pytest.raises(Timeout):
+            lock.acquire()
+        with pytest.raises(Timeout):
+            lock.acquire(poll_interval=0.002)
+    finally:
+        monkeypatch.setattr(front, "time", real)
+    assert 0.004 in sleeps and 0.002 in sleeps and set(sleeps) == {0.004, 0.002}
+
+
+def test_log_records_on_the_filelock_logger(tmp, caplog):
+    p = os.path.join(tmp, "a.lock")
+    caplog.set_level(logging.DEBUG, logger="filelock")
+    lock = FileLock(p)
+    with lock:
+        pass
+    assert [r.name for r in caplog.records] == ["filelock"] * 4
+    assert caplog.messages == [
+        "Attempting to acquire lock %d on %s" % (id(lock), p),
+        "Lock %d acquired on %s" % (id(lock), p),
+        "Attempting to release lock %d on %s" % (id(lock), p),
+        "Lock %d released on %s" % (id(lock), p),
+    ]
+
+
+def test_timeout_repr_str_and_pickle():
+    import pickle
+    t = Timeout("/x/y.lock")
+    assert repr(t) == "Timeout('/x/y.lock')"
+    assert str(t) == "The file lock '/x/y.lock' could not be acquired."
+    named = Timeout("/x/y.lock", {"pid": 7, "comm": "make"})
+    back = pickle.loads(pickle.dumps(named))
+    assert str(back) == str(named) == "The file lock '/x/y.lock' could not be acquired: held by pid 7 (make)."
+
+
+def test_is_singleton(tmp):
+    p = os.path.join(tmp, "a.lock")
+    a = FileLock(p, is_singleton=True)
+    assert a.is_singleton and FileLock(os.path.join(tmp, ".", "a.lock"), is_singleton=True) is a
+    assert FileLock(p) is not a and not FileLock(p).is_singleton
+    with pytest.raises(ValueError, match="timeout"):
+        FileLock(p, timeout=3, is_singleton=True)
+    with a:
+        with FileLock(p, is_singleton=True):  # the same object: reentrant
+            assert a.lock_counter == 2
+
+
+def test_second_object_in_one_thread_is_runtime_error_not_a_hang(tmp):
+    p = os.path.join(tmp, "a.lock")
+    a, b = FileLock(p), FileLock(p)
+    with a:
+        with pytest.raises(RuntimeError, match="Deadlock"):
+            b.acquire()
+        with pytest.raises(Timeout):
+            b.acquire(timeout=0)  # a bounded wait stays a Timeout
+        assert b.lock_counter == 0
+    with b.acquire():
+        assert b.is_locked
+
+
+def test_threads_exclude_each_other_thread_local(tmp):
     p = os.path.join(tmp, "a.lock")
     lock = FileLock(p)
-    lock.acquire()
-    got = threading.Event()
-    done = {}
-
-    def waiter():
-        with lock.acquire(timeout=30):
-            done["pid"] = hf.Lock.status(p)["pid"]
-            got.set()
-
-    t = threading.Thread(target=waiter)
-    t.start()
-    assert not got.is_set()  # the waiter cannot hold while we do
-    lock.release()
-    t.join(30)
-    assert got.is_set() and done["pid"] == os.getpid()
-
-
-def test_not_thread_local_shared_counter(tmp):
-    p = os.path.join(tmp, "a.lock")
-    lock = FileLock(p, thread_local=False)
-    assert not lock.is_thread_local()
-    lock.acquire()
-    assert in_thread(lambda: (lock.is_locked, lock.lock_counter)) == (True, 1)
-    in_thread(lambda: lock.acquire(timeout=0))  # reentrant across threads
-    assert lock.lock_counter == 2
-    in_thread(lock.release)
-    lock.release()
-    assert lock.lock_counter == 0 and hf.Lock.status(p)["state"] == "free"
-
-
-def test_other_process_refused_naming_it(tmp, holder):
-    p = os.path.join(tmp, "a.lock")
-    h = holder("filelock", p)
-    for cls in (FileLock, SoftFileLock):
-        with pytest.raises(Timeout) as ei:
-            cls(p, timeout=0).acquire()
-        assert "held by pid %d" % h.pid in str(ei.value)
-        assert ei.value.holder["comm"]
-
-
-def test_crashed_holder_recovered(tmp, holder):
-    p = os.path.join(tmp, "a.lock")
-    h = holder("filelock", p)
-    first = hf.Lock.status(p)["fence"]  # a counter starts at the wall clock (µs)
-    h.kill()
-    lock = SoftFileLock(p, timeout=0)
-    with lock:  # one try: the dead holder's lock is reaped, not waited out
-        assert lock.is_locked and lock.fence == first + 1
-
-
-def test_release_after_reap_raises_not_held(tmp):
-    p = os.path.join(tmp, "a.lock")
-    lock = FileLock(p, max_hold=0.001, stale=0.001)
-    lock.acquire()
-    hf.Lock(p, wait=30, stale=0.001).acquire().release()  # reaps ours as leaked
-    with pytest.raises(hf.NotHeld):
-        lock.release()
-    assert lock.lock_counter == 0 and not lock.is_locked
-
-
-def test_pathlike_and_mode(tmp):
-    import pathlib
-    p = pathlib.Path(tmp) / "b.lock"
-    lock = FileLock(p, mode=0o600)
-    assert lock.lock_file == str(p) and lock.mode == 0o600
     with lock:
-        assert os.path.isdir(p)
+        assert in_thread(lambda: (lock.is_locked, lock.lock_counter)) == (False, 0)
+        with pytest.raises(Timeout):
+            in_thread(lambda: lock.acquire(timeout=0))
+    shared = FileLock(p, thread_local=False)
+    with shared:
+        in_thread(lambda: shared.acquire(timeout=0))
+        assert shared.lock_counter == 2
+        shared.release()
 
 
-def test_live_holder_never_reaped_by_default(tmp):
-    """py-filelock never takes a live holder's lock: the front records no
-    practical max hold (the library's default would reap after 10 min)."""
+def test_async_file_lock(tmp):
     p = os.path.join(tmp, "a.lock")
-    with FileLock(p):
-        assert hf.Lock.status(p)["max_hold_ms"] >= 100 * 365 * 86400 * 1000
-    with FileLock(p, max_hold=60):
-        assert hf.Lock.status(p)["max_hold_ms"] == 60000
+
+    async def main():
+        lock = AsyncFileLock(p, timeout=0)
+        assert isinstance(lock, BaseAsyncFileLock) and not lock.is_thread_local()
+        async with lock:
+            assert lock.is_locked and not flock_free(p) and record(p)["fence"] == lock.fence
+            with pytest.raises(Timeout):
+                await AsyncFileLock(p, timeout=0.02, poll_interval=0.005).acquire()
+            async with await lock.acquire() as same:
+                assert same is lock and lock.lock_counter == 2
+        assert not lock.is_locked and flock_free(p)
+        with pytest.raises(NotImplementedError):
+            with lock:
+                pass
+        soft = AsyncSoftFileLock(p + ".soft", run_in_executor=False)
+        async with soft:
+            assert os.path.exists(p + ".soft")
+        assert not os.path.exists(p + ".soft")
+
+    asyncio.run(main())
 
 
-def test_second_object_in_the_same_thread_times_out_at_once_never_hangs(tmp):
-    # two FileLock objects for one file in one thread: the second one's wait
-    # could never end (HL5); Timeout at once, naming this process
-    p = os.path.join(tmp, "f.lock")
-    a, b = FileLock(p), FileLock(p)
-    a.acquire()
-    for timeout in (-1, 60):
+def test_soft_file_lock_marker(tmp):
+    p = os.path.join(tmp, "a.lock")
+    lock = SoftFileLock(p, timeout=0)
+    with lock:
+        with open(p) as f:
+            lines = f.read().splitlines()
+        assert lines[0] == str(os.getpid()) and lines[1] == socket.gethostname()
+        assert len(lines) == 3 and int(lines[2]) > 0  # the process's start token
+        assert lock.pid == os.getpid() and lock.is_lock_held_by_us
         with pytest.raises(Timeout) as ei:
-            b.acquire(timeout=timeout)
+            SoftFileLock(p, timeout=0).acquire()
         assert ei.value.holder["pid"] == os.getpid()
-    a.release()
-    with b.acquire(timeout=-1):
-        assert b.is_locked
+    assert not os.path.exists(p)
+
+
+def test_soft_marker_of_a_dead_owner_is_broken(tmp, holder):
+    p = os.path.join(tmp, "a.lock")
+    h = holder("flock", os.path.join(tmp, "other"))
+    dead = h.pid
+    h.kill()
+    with open(p, "w") as f:
+        f.write("%d\n%s\n" % (dead, socket.gethostname()))
+    lock = SoftFileLock(p, timeout=1, poll_interval=0.001)
+    with lock:
+        assert lock.pid == os.getpid()
