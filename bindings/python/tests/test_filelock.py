@@ -295,3 +295,47 @@ def test_soft_marker_of_a_dead_owner_is_broken(tmp, holder):
     lock = SoftFileLock(p, timeout=1, poll_interval=0.001)
     with lock:
         assert lock.pid == os.getpid()
+
+
+def test_soft_marker_that_names_nobody_is_never_broken_by_age(tmp):
+    # py-filelock < 3.10 leaves an empty marker while it holds; its age says
+    # nothing about its holder (FL6). Dated an hour back, it still holds.
+    p = os.path.join(tmp, "a.lock")
+    with open(p, "w"):
+        pass
+    os.utime(p, (1, 1))
+    with pytest.raises(Timeout):
+        SoftFileLock(p, timeout=0).acquire()
+    assert os.path.exists(p) and os.path.getsize(p) == 0
+    with pytest.warns(front.SoftFileLockLifetimeWarning), \
+            SoftFileLock(p, timeout=1, poll_interval=0.001, lifetime=60):  # lifetime= alone breaks it
+        assert os.path.getsize(p) > 0
+
+
+def test_soft_break_puts_back_a_marker_it_did_not_judge(tmp, holder, monkeypatch):
+    # Between the judgement (a dead owner's marker) and the rename, the dead
+    # marker is replaced by a live holder's. The breaker must leave that
+    # holder its lock (FL6): the new marker is back at the path afterwards.
+    p = os.path.join(tmp, "a.lock")
+    h = holder("flock", os.path.join(tmp, "other"))
+    dead = h.pid
+    h.kill()
+    with open(p, "w") as f:
+        f.write("%d\n%s\n" % (dead, socket.gethostname()))
+    live = "%d\n%s\n" % (os.getppid(), socket.gethostname())
+    real_rename = os.rename
+
+    def replaced_first(src, dst):
+        if src == p:
+            os.unlink(p)
+            with open(p, "w") as f:
+                f.write(live)
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(front.os, "rename", replaced_first)
+    with pytest.raises(Timeout):
+        SoftFileLock(p, timeout=0).acquire()
+    monkeypatch.setattr(front.os, "rename", real_rename)
+    with open(p) as f:
+        assert f.read() == live
+    assert [n for n in os.listdir(tmp) if ".break." in n] == []

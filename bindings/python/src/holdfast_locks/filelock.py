@@ -31,6 +31,14 @@ truncates the file when it wins and never reads it):
   FL4  the record is left in place on release (py-filelock leaves the file
        too): it is the next holder's fence source, and a record proves nothing
        by itself - only the flock says who holds.
+  FL5  an on_acquired hook owns the file's content: no record is written
+       (py-filelock's empty file).
+  FL6  SoftFileLock breaks a marker only when it names a dead owner on this
+       host (or is older than lifetime=): an unreadable or empty marker (a
+       py-filelock < 3.10 holder, or any writer between create and write) is
+       never judged dead, and a marker moved aside that is not the one judged
+       (a new holder's) is linked back at once.  Both are where py-filelock
+       3.32 admits two holders; here the cost is a wait, never an overlap.
 
 The hot path is pure Python syscalls (os.open, fcntl.flock, os.fstat,
 os.pread, os.pwrite, os.ftruncate): no call into libholdfast, so this module
@@ -872,14 +880,27 @@ class SoftFileLock(BaseFileLock):
                 data = f.read(1025)
             owner = _parse_marker(data)
             old = c.lifetime is not None and time.time() - st.st_mtime >= c.lifetime
-            if old or (owner is not None and _marker_owner_dead(*owner)) or (
-                    owner is None and time.time() - st.st_mtime >= 2.0):
+            # FL6: a marker that cannot be read as "pid\nhost[\nstart]" is
+            # never judged dead: py-filelock < 3.10 writes an empty marker
+            # and every writer has a create-then-write window. py-filelock
+            # 3.32 breaks one older than 2 s by the wall clock, which takes a
+            # live old-version holder's lock; only lifetime= breaks it here.
+            if old or (owner is not None and _marker_owner_dead(*owner)):
                 # rename first: of two breakers only one moves this inode
                 aside = "%s.break.%d.%s" % (path, os.getpid(), os.urandom(8).hex())
                 os.rename(path, aside)
                 st2 = os.lstat(aside)
                 if st2.st_ino == st.st_ino and st2.st_mtime <= st.st_mtime:
                     os.unlink(aside)
+                else:
+                    # FL6: moved a marker it did not judge (a new holder's,
+                    # made between the judgement and the rename): put it back
+                    # without replacing anything (link fails on EEXIST), so
+                    # its holder keeps the lock; py-filelock leaves it aside.
+                    try:
+                        os.link(aside, path)
+                    finally:
+                        os.unlink(aside)
 
     @property
     def pid(self) -> Optional[int]:
