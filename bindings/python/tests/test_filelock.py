@@ -34,6 +34,15 @@ def flock_free(path):
     return True
 
 
+def write_dead_owners_marker(p, tmp, holder):
+    """A SoftFileLock marker at p naming a process of this host that ended."""
+    h = holder("flock", os.path.join(tmp, "other"))
+    dead = h.pid
+    h.kill()
+    with open(p, "w") as f:
+        f.write("%d\n%s\n" % (dead, socket.gethostname()))
+
+
 def record(path):
     with open(path, "rb") as f:
         return json.loads(f.read())
@@ -287,11 +296,7 @@ def test_soft_file_lock_marker(tmp):
 
 def test_soft_marker_of_a_dead_owner_is_broken(tmp, holder):
     p = os.path.join(tmp, "a.lock")
-    h = holder("flock", os.path.join(tmp, "other"))
-    dead = h.pid
-    h.kill()
-    with open(p, "w") as f:
-        f.write("%d\n%s\n" % (dead, socket.gethostname()))
+    write_dead_owners_marker(p, tmp, holder)
     lock = SoftFileLock(p, timeout=1, poll_interval=0.001)
     with lock:
         assert lock.pid == os.getpid()
@@ -317,11 +322,7 @@ def test_soft_break_puts_back_a_marker_it_did_not_judge(tmp, holder, monkeypatch
     # marker is replaced by a live holder's. The breaker must leave that
     # holder its lock (FL6): the new marker is back at the path afterwards.
     p = os.path.join(tmp, "a.lock")
-    h = holder("flock", os.path.join(tmp, "other"))
-    dead = h.pid
-    h.kill()
-    with open(p, "w") as f:
-        f.write("%d\n%s\n" % (dead, socket.gethostname()))
+    write_dead_owners_marker(p, tmp, holder)
     live = "%d\n%s\n" % (os.getppid(), socket.gethostname())
     real_rename = os.rename
 
