@@ -1585,7 +1585,7 @@ static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *
 	 * the owner's own parent): kept, it would never end for a judge in
 	 * another pid namespace */
 	int64_t hold = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
-	me.kept = !me.lease_ms && me.pid != getpid() && hold != HF_MAX_HOLD_NONE;
+	me.kept = !me.lease_ms && o->pid > 0 && o->pid != getpid() && hold != HF_MAX_HOLD_NONE;
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
 		return rc < 0 ? held_over_write_error(l, rc, holder) : rc;
 	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* DA1 */
@@ -1817,7 +1817,11 @@ static int release_own(struct lk *l, int lfd, const char *token)
 		return rc; /* our claim stays: a barrier, swept when stale */
 	hf_sys_point(role->verified);
 	bool ours = at.st_dev == mine.st_dev && at.st_ino == mine.st_ino;
-	int sub = ours ? claim_has_subdir(l, claim) : 0;
+	/* DL19: a directory's link count is 2 + its subdirectories where the
+	 * file system counts them (ext4, xfs, tmpfs); 1 (btrfs, ext4 past
+	 * 65000) or more than 2 and the claim is listed. A release costs no
+	 * directory read. */
+	int sub = ours && at.st_nlink != 2 ? claim_has_subdir(l, claim) : 0;
 	if (sub < 0)
 		return sub;
 	if (ours && !sub)

@@ -65,7 +65,19 @@ static void holds_init(void)
 	pthread_atfork(NULL, NULL, holds_child);
 }
 
-static void holds_add(const char *token, pid_t tid)
+/* This thread's id, read once per thread and process: a thread's id never
+ * changes, and a fork's child (another pid) reads its own. */
+static pid_t self_tid(pid_t pid)
+{
+	static __thread pid_t for_pid, tid;
+	if (for_pid != pid) {
+		tid = gettid();
+		for_pid = pid;
+	}
+	return tid;
+}
+
+static void holds_add(const char *token, pid_t pid, pid_t tid)
 {
 	pthread_once(&holds_once, holds_init);
 	pthread_mutex_lock(&holds_mu);
@@ -81,7 +93,7 @@ static void holds_add(const char *token, pid_t tid)
 	}
 	struct self_hold *h = &holds[nholds++];
 	snprintf(h->token, sizeof h->token, "%s", token);
-	h->pid = getpid();
+	h->pid = pid;
 	h->tid = tid;
 	pthread_mutex_unlock(&holds_mu);
 }
@@ -117,7 +129,7 @@ bool hf_lock_held_by_caller(const char *token)
 	if (!token || !token[0])
 		return false;
 	pthread_once(&holds_once, holds_init);
-	pid_t pid = getpid(), tid = gettid();
+	pid_t pid = getpid(), tid = self_tid(pid);
 	bool found = false;
 	pthread_mutex_lock(&holds_mu);
 	for (size_t i = 0; i < nholds && !found; i++)
@@ -291,7 +303,8 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 		l->thread = (pid_t)v;
 		if (l->listed) {
 			holds_drop(l->held.owner.token);
-			holds_add(l->held.owner.token, l->thread ? l->thread : gettid());
+			pid_t me = getpid();
+			holds_add(l->held.owner.token, me, l->thread ? l->thread : self_tid(me));
 		}
 		return 0;
 	}
@@ -392,7 +405,8 @@ int hf_lock_acquire(hf_lock *l)
 	l->has_token = l->holds = true;
 	l->adopted = false;
 	l->acquired_by = getpid();
-	holds_add(l->held.owner.token, l->thread ? l->thread : gettid()); /* HL5 */
+	holds_add(l->held.owner.token, l->acquired_by,
+		  l->thread ? l->thread : self_tid(l->acquired_by)); /* HL5 */
 	l->listed = true;
 	holder_set(l, NULL);
 	l->holder_is_self = true;
