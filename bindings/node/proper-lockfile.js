@@ -506,6 +506,24 @@ function lockSync(file, options) {
 	return releaser(adopt(l), true);
 }
 
+// An API function in its two forms, from its steps (a generator yielding fs
+// calls) and its options' defaults: the async one runs the steps through
+// options.fs's callbacks, the sync one through its *Sync calls (refused when
+// options.fs lacks them).
+function api(steps, makeOptions) {
+	return [
+		async (file, options) => {
+			options = makeOptions(options);
+			return runAsync(steps(file, options), options.fs);
+		},
+		(file, options) => {
+			options = makeOptions(options);
+			syncFsMissing(options.fs);
+			return runSync(steps(file, options), options.fs);
+		},
+	];
+}
+
 function* unlockSteps(file, options) {
 	file = yield* resolve(file, options);
 	const l = locks.get(file);
@@ -518,17 +536,6 @@ function unlockOptions(options) {
 	options = { realpath: true, fs: nodeFs, ...options };
 	checkFs(options.fs);
 	return options;
-}
-
-async function unlock(file, options) {
-	options = unlockOptions(options);
-	await runAsync(unlockSteps(file, options), options.fs);
-}
-
-function unlockSync(file, options) {
-	options = unlockOptions(options);
-	syncFsMissing(options.fs);
-	runSync(unlockSteps(file, options), options.fs);
 }
 
 function* checkSteps(file, options) {
@@ -551,17 +558,6 @@ function checkOptions(options) {
 	return options;
 }
 
-async function check(file, options) {
-	options = checkOptions(options);
-	return runAsync(checkSteps(file, options), options.fs);
-}
-
-function checkSync(file, options) {
-	options = checkOptions(options);
-	syncFsMissing(options.fs);
-	return runSync(checkSteps(file, options), options.fs);
-}
-
 // holdfast's extra: who holds the lock of file, from its record when the
 // record describes the directory at L (PL3); null when free or unknown.
 function* holderSteps(file, options) {
@@ -578,16 +574,12 @@ function* holderSteps(file, options) {
 	return yield* holderOf(lockfile, st);
 }
 
-async function holder(file, options) {
-	options = checkOptions(options);
-	return runAsync(holderSteps(file, options), options.fs);
-}
+const [unlockWith, unlockSyncWith] = api(unlockSteps, unlockOptions);
+const unlock = async (file, options) => { await unlockWith(file, options); };
+const unlockSync = (file, options) => { unlockSyncWith(file, options); };
+const [check, checkSync] = api(checkSteps, checkOptions);
+const [holder, holderSync] = api(holderSteps, checkOptions);
 
-function holderSync(file, options) {
-	options = checkOptions(options);
-	syncFsMissing(options.fs);
-	return runSync(holderSteps(file, options), options.fs);
-}
 
 // Locks still held at exit are released (as proper-lockfile does through
 // signal-exit): at a normal exit, an uncaught exception, and SIGINT, SIGTERM
