@@ -387,6 +387,37 @@ class AcquireReturnProxy:
         self.lock._release_in_context(v)
 
 
+def _missed(ident: int, path: str, blocking: bool, cancel_check: Optional[Callable[[], bool]],
+            timeout: float, start: float, poll_interval: float) -> None:
+    """After a try that did not get the lock, as py-filelock logs it: raise
+    Timeout when the caller does not wait, cancelled, or out of time (by
+    the monotonic clock since start); else the wait of poll_interval is
+    logged and the caller sleeps it."""
+    if not blocking:
+        _LOGGER.debug("Failed to immediately acquire lock %s on %s", ident, path)
+        raise Timeout(path, holder_of(path))
+    if cancel_check is not None and cancel_check():
+        _LOGGER.debug("Cancellation requested for lock %s on %s", ident, path)
+        raise Timeout(path, holder_of(path))
+    if 0 <= timeout < time.monotonic() - start:
+        _LOGGER.debug("Timeout on acquiring lock %s on %s", ident, path)
+        raise Timeout(path, holder_of(path))
+    _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", ident, path,
+                  poll_interval)
+
+
+def _setting(name: str, convert: Callable[[Any], Any] = lambda v: v) -> property:
+    """A property reading and writing the context's field name (set through
+    convert)."""
+    return property(lambda self: getattr(self._context, name),
+                    lambda self, v: setattr(self._context, name, convert(v)))
+
+
+def _option(attr: str) -> property:
+    """A read-only property returning self.<attr>."""
+    return property(lambda self: getattr(self, attr))
+
+
 class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
     """A reentrant lock on lock_file with py-filelock 3.32's API.  Subclasses
     say how the file is locked: FileLock (flock) or SoftFileLock (marker)."""
@@ -452,57 +483,22 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
     def is_thread_local(self) -> bool:
         return self._is_thread_local
 
-    @property
-    def is_singleton(self) -> bool:
-        return self._is_singleton
-
-    @property
-    def context_error_policy(self) -> str:
-        return self._context_error_policy
-
-    @property
-    def close_error_policy(self) -> str:
-        return self._close_error_policy
-
-    @property
-    def fallback_to_soft(self) -> bool:
-        return self._fallback_to_soft
-
-    @property
-    def preserve_lock_file(self) -> bool:
-        return self._preserve_lock_file
-
-    @property
-    def on_acquired(self) -> Optional[Callable[[int], None]]:
-        return self._on_acquired
+    # the constructor's options, read-only as in py-filelock
+    is_singleton = _option("_is_singleton")
+    context_error_policy = _option("_context_error_policy")
+    close_error_policy = _option("_close_error_policy")
+    fallback_to_soft = _option("_fallback_to_soft")
+    preserve_lock_file = _option("_preserve_lock_file")
+    on_acquired = _option("_on_acquired")
 
     @property
     def lock_file(self) -> str:
         return self._context.lock_file
 
-    @property
-    def timeout(self) -> float:
-        return self._context.timeout
-
-    @timeout.setter
-    def timeout(self, value: Union[float, str]) -> None:
-        self._context.timeout = float(value)
-
-    @property
-    def blocking(self) -> bool:
-        return self._context.blocking
-
-    @blocking.setter
-    def blocking(self, value: bool) -> None:
-        self._context.blocking = value
-
-    @property
-    def poll_interval(self) -> float:
-        return self._context.poll_interval
-
-    @poll_interval.setter
-    def poll_interval(self, value: float) -> None:
-        self._context.poll_interval = value
+    # this thread's (or the instance's) settings, as py-filelock has them
+    timeout = _setting("timeout", float)
+    blocking = _setting("blocking")
+    poll_interval = _setting("poll_interval")
 
     @property
     def lifetime(self) -> Optional[float]:
@@ -582,34 +578,31 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             k = self.__dict__["_canon"] = _canonical(self._context.lock_file)
         return k
 
-    def _acquire_ctx(self, c: _Context, timeout: float, blocking: bool, poll_interval: float,
-                     cancel_check: Optional[Callable[[], bool]]) -> None:
-        if c.lock_file_fd is not None:
-            c.lock_counter += 1
-            return
+    def _refuse_self_deadlock(self, c: _Context, timeout: float, blocking: bool) -> Any:
+        """The lock's key in this thread (or task); RuntimeError when another
+        instance of this thread already holds it and this one would wait
+        forever for it (py-filelock's self-deadlock)."""
         key = self._scope_key(self._canonical())
         other = _held.held.get(key)
         if other is not None and other != id(self) and timeout < 0 and blocking:
             raise RuntimeError("Deadlock: lock '%s' is already held by a different %s. Use "
                                "is_singleton=True to enable reentrant locking across instances."
                                % (c.lock_file, self._deadlock_holder_desc))
+        return key
+
+    def _acquire_ctx(self, c: _Context, timeout: float, blocking: bool, poll_interval: float,
+                     cancel_check: Optional[Callable[[], bool]]) -> None:
+        if c.lock_file_fd is not None:
+            c.lock_counter += 1
+            return
+        key = self._refuse_self_deadlock(c, timeout, blocking)
         start = time.monotonic()
         ident, path = id(self), c.lock_file
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", ident, path)
             if self._try(c):
                 break
-            if not blocking:
-                _LOGGER.debug("Failed to immediately acquire lock %s on %s", ident, path)
-                raise Timeout(path, holder_of(path))
-            if cancel_check is not None and cancel_check():
-                _LOGGER.debug("Cancellation requested for lock %s on %s", ident, path)
-                raise Timeout(path, holder_of(path))
-            if 0 <= timeout < time.monotonic() - start:
-                _LOGGER.debug("Timeout on acquiring lock %s on %s", ident, path)
-                raise Timeout(path, holder_of(path))
-            _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", ident, path,
-                          poll_interval)
+            _missed(ident, path, blocking, cancel_check, timeout, start, poll_interval)
             time.sleep(poll_interval)
         _LOGGER.debug("Lock %s acquired on %s", ident, path)
         c.lock_counter = 1
@@ -1057,12 +1050,7 @@ class BaseAsyncFileLock(BaseFileLock):
         if c.lock_file_fd is not None:
             c.lock_counter += 1
             return AsyncAcquireReturnProxy(lock=self)
-        key = self._scope_key(self._canonical())
-        other = _held.held.get(key)
-        if other is not None and other != id(self) and timeout < 0 and blocking:
-            raise RuntimeError("Deadlock: lock '%s' is already held by a different %s. Use "
-                               "is_singleton=True to enable reentrant locking across instances."
-                               % (c.lock_file, self._deadlock_holder_desc))
+        key = self._refuse_self_deadlock(c, timeout, blocking)
         start = time.monotonic()
         ident, path = id(self), c.lock_file
         while True:
@@ -1075,17 +1063,7 @@ class BaseAsyncFileLock(BaseFileLock):
                 raise
             if got:
                 break
-            if not blocking:
-                _LOGGER.debug("Failed to immediately acquire lock %s on %s", ident, path)
-                raise Timeout(path, holder_of(path))
-            if cancel_check is not None and cancel_check():
-                _LOGGER.debug("Cancellation requested for lock %s on %s", ident, path)
-                raise Timeout(path, holder_of(path))
-            if 0 <= timeout < time.monotonic() - start:
-                _LOGGER.debug("Timeout on acquiring lock %s on %s", ident, path)
-                raise Timeout(path, holder_of(path))
-            _LOGGER.debug("Lock %s not acquired on %s, waiting %s seconds ...", ident, path,
-                          poll_interval)
+            _missed(ident, path, blocking, cancel_check, timeout, start, poll_interval)
             await asyncio.sleep(poll_interval)
         _LOGGER.debug("Lock %s acquired on %s", ident, path)
         c.lock_counter = 1
