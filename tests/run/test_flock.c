@@ -18,15 +18,10 @@ static const char *const shells[] = { "bash", "dash" };
 
 /* Run script with shell in dir, D=dir, H=holdfast, F=flock(1): exit code;
  * out/err. */
-static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
+static int vsh(const char *shell, char **out, char **err, const char *fmt, va_list ap)
 {
 	char body[4096], *script;
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(body, sizeof body, fmt, ap);
-	va_end(ap);
 	cr_assert_geq(asprintf(&script, "D='%s'; H=\"$HOLDFAST_BIN\"; F=/usr/bin/flock; "
 					"cd \"$D\" || exit 99\n%s",
 			       dir, body),
@@ -35,6 +30,40 @@ static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
 	free(script);
 	return st;
 }
+
+/* Run the script in D with shell; its status and stdout. */
+static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int sh(const char *shell, char **out, char **err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int st = vsh(shell, out, err, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* Run the script as sh() does, asserting exit 0 and stdout exactly want;
+ * its stderr, malloc'd. */
+static char *sh_expect(const char *shell, const char *want, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static char *sh_expect(const char *shell, const char *want, const char *fmt, ...)
+{
+	char *out, *err;
+	va_list ap;
+	va_start(ap, fmt);
+	int st = vsh(shell, &out, &err, fmt, ap);
+	va_end(ap);
+	cr_assert_eq(st, 0, "%s: %s\n%s", shell, out, err);
+	cr_assert_str_eq(out, want, "%s: %s\n%s", shell, out, err);
+	free(out);
+	return err;
+}
+
+/* The script's first lines: a holder of L (taken with flock OPTS) started
+ * in the background and in its section; `echo > g` lets it go. */
+#define HOLDING(tool, opts) \
+	"mkfifo h g\n" tool " " opts " sh -c 'echo > h; read x < g' & read x < h\n"
 
 static bool have_flock1(void)
 {
@@ -49,9 +78,8 @@ Test(flock, excludes_util_linux_flock_both_ways)
 	for (size_t i = 0; i < 2; i++) {
 		char *out, *err;
 		int st = sh(shells[i], &out, &err,
-			    "mkfifo h g\n"
 			    /* flock(1) holds: holdfast is refused, in every form */
-			    "$F L sh -c 'echo > h; read x < g' & read x < h\n"
+			    HOLDING("$F", "L")
 			    "\"$H\" flock -n L true; echo a=$?\n"
 			    "exec 9>L; \"$H\" flock -n 9; echo b=$?; exec 9>&-\n"
 			    "\"$H\" flock -n --fd 8 true 8>L; echo c=$?\n"
@@ -100,24 +128,18 @@ Test(flock, fd_form_lives_as_long_as_the_open_file)
 Test(flock, quiet_nonblock_conflict_E_and_verbose_names_holder)
 {
 	for (size_t i = 0; i < 2; i++) {
-		char *out, *err;
-		int st = sh(shells[i], &out, &err,
-			    "mkfifo h g\n"
-			    "\"$H\" flock L sh -c 'echo > h; read x < g' & read x < h\n"
-			    "\"$H\" flock -n L touch ran 2>e1; echo a=$? size=$(wc -c < e1)\n"
-			    "\"$H\" flock --nb -E 42 L touch ran 2>/dev/null; echo b=$?\n"
-			    "\"$H\" flock -n -E 0 L touch ran; echo c=$?\n"
-			    "test -e ran && echo RAN\n"
-			    "\"$H\" flock -n --verbose L true; echo d=$?\n"
-			    "echo > g; wait\n");
-		cr_assert_eq(st, 0, "%s: %s", shells[i], err);
-		cr_assert_str_eq(out, "a=1 size=0\nb=42\nc=0\nd=1\n", "%s: %s\n%s", shells[i],
-				 out, err);
+		char *err = sh_expect(shells[i], "a=1 size=0\nb=42\nc=0\nd=1\n",
+				      HOLDING("\"$H\" flock", "L")
+				      "\"$H\" flock -n L touch ran 2>e1; echo a=$? size=$(wc -c < e1)\n"
+				      "\"$H\" flock --nb -E 42 L touch ran 2>/dev/null; echo b=$?\n"
+				      "\"$H\" flock -n -E 0 L touch ran; echo c=$?\n"
+				      "test -e ran && echo RAN\n"
+				      "\"$H\" flock -n --verbose L true; echo d=$?\n"
+				      "echo > g; wait\n");
 		HAS(err, "flock: failed to get lock\n");
 		HAS(err, "flock: L is held by pid ");
 		HAS(err, "(sh -c echo > h; read x < g)");
 		HAS(err, ", fence ");
-		free(out);
 		free(err);
 	}
 }
@@ -126,20 +148,15 @@ Test(flock, quiet_nonblock_conflict_E_and_verbose_names_holder)
  * the kernel's timer: not asserted on the wall clock). */
 Test(flock, wait_ends_with_release_or_times_out)
 {
-	char *out, *err;
-	int st = sh("bash", &out, &err,
-		    "mkfifo h g\n"
-		    "\"$H\" flock L sh -c 'echo > h; read x < g' & read x < h\n"
-		    "\"$H\" flock -w 0.2 L true; echo a=$?\n"
-		    "\"$H\" flock --timeout 0.1 -E 5 --verbose L true; echo b=$?\n"
-		    /* a waiter, released by the holder's end */
-		    "\"$H\" flock -w 30 L echo got & w=$!\n"
-		    "echo > g; wait $w; echo c=$?\n"
-		    "wait\n");
-	cr_assert_eq(st, 0, "%s", err);
-	cr_assert_str_eq(out, "a=1\nb=5\ngot\nc=0\n", "%s\n%s", out, err);
+	char *err = sh_expect("bash", "a=1\nb=5\ngot\nc=0\n",
+			      HOLDING("\"$H\" flock", "L")
+			      "\"$H\" flock -w 0.2 L true; echo a=$?\n"
+			      "\"$H\" flock --timeout 0.1 -E 5 --verbose L true; echo b=$?\n"
+			      /* a waiter, released by the holder's end */
+			      "\"$H\" flock -w 30 L echo got & w=$!\n"
+			      "echo > g; wait $w; echo c=$?\n"
+			      "wait\n");
 	HAS(err, "flock: timeout while waiting to get lock\n");
-	free(out);
 	free(err);
 }
 
@@ -147,21 +164,15 @@ Test(flock, wait_ends_with_release_or_times_out)
  * one refused among them; flock(1)'s -s shares with holdfast's. */
 Test(flock, shared_and_exclusive)
 {
-	char *out, *err;
-	int st = sh("bash", &out, &err,
-		    "mkfifo h g\n"
-		    "\"$H\" flock -s L sh -c 'echo > h; read x < g' & read x < h\n"
-		    "\"$H\" flock -s -n L true; echo a=$?\n"
-		    "\"$H\" flock -x -n L true; echo b=$?\n"
-		    "\"$H\" flock -n L true; echo c=$?\n"
-		    "if [ -x \"$F\" ]; then $F -s -n L true; echo d=$?; $F -n L true; echo e=$?; "
-		    "else echo d=0; echo e=1; fi\n"
-		    "echo > g; wait\n"
-		    "\"$H\" flock -x -n L true; echo f=$?\n");
-	cr_assert_eq(st, 0, "%s", err);
-	cr_assert_str_eq(out, "a=0\nb=1\nc=1\nd=0\ne=1\nf=0\n", "%s\n%s", out, err);
-	free(out);
-	free(err);
+	free(sh_expect("bash", "a=0\nb=1\nc=1\nd=0\ne=1\nf=0\n",
+		       HOLDING("\"$H\" flock", "-s L")
+		       "\"$H\" flock -s -n L true; echo a=$?\n"
+		       "\"$H\" flock -x -n L true; echo b=$?\n"
+		       "\"$H\" flock -n L true; echo c=$?\n"
+		       "if [ -x \"$F\" ]; then $F -s -n L true; echo d=$?; $F -n L true; echo e=$?; "
+		       "else echo d=0; echo e=1; fi\n"
+		       "echo > g; wait\n"
+		       "\"$H\" flock -x -n L true; echo f=$?\n"));
 }
 
 /* --fcntl takes an open-file-description lock: independent of flock(2)
@@ -171,8 +182,7 @@ Test(flock, fcntl_ofd_locks_independent_of_flock)
 {
 	char *out, *err;
 	int st = sh("bash", &out, &err,
-		    "mkfifo h g\n"
-		    "\"$H\" flock --fcntl L sh -c 'echo > h; read x < g' & read x < h\n"
+		    HOLDING("\"$H\" flock", "--fcntl L")
 		    "\"$H\" flock -n L true; echo flock=$?\n"
 		    "\"$H\" flock --fcntl -n L true; echo fcntl=$?\n"
 		    "\"$H\" flock --fcntl -s -n L true; echo fcntl_s=$?\n"
@@ -193,18 +203,12 @@ Test(flock, fcntl_ofd_locks_independent_of_flock)
 Test(flock, unlock_ends_the_descriptors_lock)
 {
 	for (size_t i = 0; i < 2; i++) {
-		char *out, *err;
-		int st = sh(shells[i], &out, &err,
-			    "exec 9>L; \"$H\" flock -n 9 || exit 2\n"
-			    "\"$H\" flock -n L true; echo a=$?\n"
-			    "\"$H\" flock -u 9; echo u=$?\n"
-			    "\"$H\" flock -n L true; echo b=$?\n"
-			    "\"$H\" flock -u 9; echo again=$?\n");
-		cr_assert_eq(st, 0, "%s: %s", shells[i], err);
-		cr_assert_str_eq(out, "a=1\nu=0\nb=0\nagain=0\n", "%s: %s\n%s", shells[i], out,
-				 err);
-		free(out);
-		free(err);
+		free(sh_expect(shells[i], "a=1\nu=0\nb=0\nagain=0\n",
+			       "exec 9>L; \"$H\" flock -n 9 || exit 2\n"
+			       "\"$H\" flock -n L true; echo a=$?\n"
+			       "\"$H\" flock -u 9; echo u=$?\n"
+			       "\"$H\" flock -n L true; echo b=$?\n"
+			       "\"$H\" flock -u 9; echo again=$?\n"));
 	}
 }
 
@@ -300,32 +304,21 @@ Test(flock, flock1_words_and_exit_codes)
 /* -F: CMD replaces holdfast and holds the lock through the descriptor. */
 Test(flock, no_fork_execs_in_place_holding)
 {
-	char *out, *err;
-	int st = sh("bash", &out, &err,
-		    "mkfifo h g\n"
-		    "\"$H\" flock -F L sh -c 'echo $$ > h; read x < g' & k=$!; read p < h\n"
-		    "test \"$p\" = \"$k\" && echo same_pid\n"
-		    "\"$H\" flock -n L true; echo a=$?\n"
-		    "echo > g; wait\n"
-		    "\"$H\" flock -n L true; echo b=$?\n");
-	cr_assert_eq(st, 0, "%s", err);
-	cr_assert_str_eq(out, "same_pid\na=1\nb=0\n", "%s\n%s", out, err);
-	free(out);
-	free(err);
+	free(sh_expect("bash", "same_pid\na=1\nb=0\n",
+		       "mkfifo h g\n"
+		       "\"$H\" flock -F L sh -c 'echo $$ > h; read x < g' & k=$!; read p < h\n"
+		       "test \"$p\" = \"$k\" && echo same_pid\n"
+		       "\"$H\" flock -n L true; echo a=$?\n"
+		       "echo > g; wait\n"
+		       "\"$H\" flock -n L true; echo b=$?\n"));
 }
 
 /* A directory is locked by opening it read-only, as flock(1) does. */
 Test(flock, directory_is_locked_itself)
 {
-	char *out, *err;
-	int st = sh("dash", &out, &err,
-		    "mkdir data; mkfifo h g\n"
-		    "\"$H\" flock data sh -c 'echo > h; read x < g' & read x < h\n"
-		    "\"$H\" flock -n data/ true; echo a=$?\n"
-		    "echo > g; wait\n"
-		    "\"$H\" flock -n data true; echo b=$?\n");
-	cr_assert_eq(st, 0, "%s", err);
-	cr_assert_str_eq(out, "a=1\nb=0\n", "%s\n%s", out, err);
-	free(out);
-	free(err);
+	free(sh_expect("dash", "a=1\nb=0\n",
+		       "mkdir data\n" HOLDING("\"$H\" flock", "data")
+		       "\"$H\" flock -n data/ true; echo a=$?\n"
+		       "echo > g; wait\n"
+		       "\"$H\" flock -n data true; echo b=$?\n"));
 }
