@@ -23,6 +23,16 @@ static void need_unshare(void)
 		cr_skip_test("unshare --pid --fork --mount-proc is not allowed here");
 }
 
+/* Every test's start: skipped where pid namespaces cannot be made; the
+ * lock's path L, and *fifo made - the pipe a holder inside waits on. */
+static char *pidns_setup(char **fifo)
+{
+	need_unshare();
+	*fifo = rt_path(dir, "go");
+	cr_assert_eq(mkfifo(*fifo, 0600), 0);
+	return rt_path(dir, "L");
+}
+
 static void fifo_say(const char *fifo)
 {
 	int w = open(fifo, O_WRONLY | O_CLOEXEC);
@@ -88,9 +98,7 @@ static int try_n(const char *L)
  * pid it would look dead. */
 Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 {
-	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *fifo, *L = pidns_setup(&fifo);
 	struct hft_child c;
 	char *line = start_in_pidns(&c, "ready ",
 				   "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
@@ -116,9 +124,7 @@ Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
  * pid does not exist. */
 Test(pidns, host_holder_is_not_reaped_from_inside)
 {
-	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *inner;
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *fifo, *L = pidns_setup(&fifo), *inner;
 	struct hft_child c;
 	hft_spawn_cli(&c, NULL,
 		      RT_ARGV("run", "--lock", L, "--", "sh", "-c", "echo ready; read x < \"$0\"", fifo),
@@ -151,9 +157,7 @@ Test(pidns, host_holder_is_not_reaped_from_inside)
  * judge outside until CMD ends. */
 Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
 {
-	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go"), *end = rt_path(dir, "end");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *fifo, *L = pidns_setup(&fifo), *end = rt_path(dir, "end");
 	cr_assert_eq(mkfifo(end, 0600), 0);
 	/* the namespace's init must outlive the wrapper: when it ends, the
 	 * kernel kills everything in its namespace */
@@ -189,9 +193,7 @@ Test(pidns, killed_wrapper_inside_keeps_the_lock_for_its_cmd)
  * the script (the whole namespace) is gone. */
 Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
 {
-	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *fifo, *L = pidns_setup(&fifo);
 	struct hft_child c;
 	char *line = start_in_pidns(&c, "ready",
 				   "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
@@ -217,9 +219,7 @@ Test(pidns, lock_acquired_by_a_script_inside_is_kept_for_it)
  * reaps it and runs CMD. The bound only keeps a broken build from hanging. */
 Test(pidns, waiter_outside_recovers_from_a_holder_inside_without_pidfd)
 {
-	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *fifo, *L = pidns_setup(&fifo);
 	struct hft_child c, waiter;
 	char *line = start_in_pidns(&c, "ready",
 				   "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready; read x < \"$0\"' '%s'",
@@ -266,9 +266,7 @@ static bool pidns_has_process(unsigned long long ino)
  * ends, the lock is taken at once (no process of it is left). */
 Test(pidns, killed_keeper_inside_never_frees_a_live_scripts_lock)
 {
-	need_unshare();
-	char *L = rt_path(dir, "L"), *fifo = rt_path(dir, "go");
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	char *fifo, *L = pidns_setup(&fifo);
 	struct hft_child c;
 	char *line = start_in_pidns(&c, "ready",
 				   "x=$(\"$HOLDFAST_BIN\" lock acquire '%s' 2>&1) || exit 9\n"
