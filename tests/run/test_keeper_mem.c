@@ -50,10 +50,8 @@ static long private_dirty(pid_t pid, const char *name)
 /* Does pid map the dynamic loader (a binary not linked statically)? */
 static bool dynamic(pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	char *maps = hft_slurp(path);
-	cr_assert(maps, "%s", path);
+	char *maps = hft_proc_slurp(pid, "maps");
+	cr_assert(maps, "/proc/%d/maps", (int)pid);
 	bool ld = strstr(maps, "/ld-linux") != NULL;
 	free(maps);
 	return ld;

@@ -84,12 +84,7 @@ static pid_t orphan(int *go_wr, int mode, struct hf_owner *o)
 	close(p[0]);
 	int st;
 	cr_assert_eq(waitpid(a, &st, 0), a);
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)b);
-	char *s = hft_slurp(path);
-	cr_assert_not_null(s);
-	int ppid = atoi(strchr(strrchr(s, ')') + 2, ' ') + 1);
-	free(s);
+	pid_t ppid = hft_ppid(b);
 	if (ppid != 1) {
 		close(go[1]);
 		cr_skip_test("the orphan went to a subreaper (pid %d), not to init", ppid);
@@ -101,9 +96,7 @@ static pid_t orphan(int *go_wr, int mode, struct hf_owner *o)
 
 static char state_of(pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	char *s = hft_slurp(path);
+	char *s = hft_proc_slurp(pid, "stat");
 	if (!s)
 		return 0;
 	char st = strrchr(s, ')')[2];

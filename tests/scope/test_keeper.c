@@ -63,18 +63,6 @@ static bool lock_held(const char *path)
 	return held;
 }
 
-static long ppid_of(pid_t pid)
-{
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-	char *s = hft_slurp(p);
-	cr_assert_not_null(s);
-	long ppid = -1;
-	sscanf(strrchr(s, ')') + 2, "%*c %ld", &ppid);
-	free(s);
-	return ppid;
-}
-
 Test(keeper, holds_only_the_file_and_ends_with_its_owner)
 {
 	struct sc_sleeper s;
@@ -83,7 +71,7 @@ Test(keeper, holds_only_the_file_and_ends_with_its_owner)
 	char live[PATH_MAX];
 	live_path("A", live, sizeof live);
 	cr_assert(lock_held(live), "the keeper holds the live file's lock");
-	cr_assert_eq(ppid_of(k), getpid(), "detached: a child of the subreaper, not of holdfast");
+	cr_assert_eq(hft_ppid(k), getpid(), "detached: a child of the subreaper, not of holdfast");
 	cr_assert_neq(getsid(k), getsid(0), "a session of its own: no terminal");
 	char p[64], target[PATH_MAX];
 	snprintf(p, sizeof p, "/proc/%d/cwd", (int)k);

@@ -238,12 +238,30 @@ int hft_collect(pid_t pid, int out_rd, int err_rd, char **out, char **err)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+char *hft_proc_slurp(pid_t pid, const char *file)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+	return hft_slurp(path);
+}
+
+pid_t hft_ppid(pid_t pid)
+{
+	char *s = hft_proc_slurp(pid, "stat");
+	cr_assert_not_null(s, "/proc/%d/stat", (int)pid);
+	long ppid = -1; /* after "pid (comm) S " */
+	sscanf(strrchr(s, ')') + 2, "%*c %ld", &ppid);
+	free(s);
+	return (pid_t)ppid;
+}
+
 int hft_children(pid_t pid, pid_t *kids, int n)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	char *s = hft_slurp(path);
-	cr_assert_not_null(s, "%s (a kernel without CONFIG_PROC_CHILDREN?)", path);
+	char file[64];
+	snprintf(file, sizeof file, "task/%d/children", (int)pid);
+	char *s = hft_proc_slurp(pid, file);
+	cr_assert_not_null(s, "/proc/%d/%s (a kernel without CONFIG_PROC_CHILDREN?)", (int)pid,
+			   file);
 	int found = 0, off = 0, used;
 	long v;
 	while (sscanf(s + off, "%ld%n", &v, &used) == 1) {

@@ -120,6 +120,10 @@ void hft_rmtree(const char *path);
 void hft_write(const char *path, const char *content);
 /* Read a whole file, malloc'd; NULL when absent. */
 char *hft_slurp(const char *path);
+/* Read /proc/PID/FILE whole, malloc'd; NULL when pid (or the file) is gone. */
+char *hft_proc_slurp(pid_t pid, const char *file);
+/* pid's parent (/proc/PID/stat), asserting pid is there. */
+pid_t hft_ppid(pid_t pid);
 /* Does path exist (lstat)? */
 bool hft_exists(const char *path);
 /* Count entries in dir whose names start with prefix. */
