@@ -82,10 +82,12 @@ test-bindings: build
 # The etcd backend on a 3-member cluster with faults (tests/etcd/test_cluster.c):
 # members killed under a holder and a waiter, quorum lost and regained.
 check-cluster: build build-asan
-	meson test -C $(BUILD) --print-errorlogs --suite etcd-cluster
+	meson test -C $(BUILD) --print-errorlogs --suite etcd-cluster || \
+	  { bash tests/failures.sh $(BUILD); exit 1; }
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
-	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite etcd-cluster
+	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite etcd-cluster || \
+	  { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
 
 # The slow suites (.ci/run runs them after `make test`): the 3-member etcd
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
@@ -120,7 +122,8 @@ check-pyfl-mixed: deps
 # `make test` rounds: 120 acquisitions by make, python3, xargs and agent
 # `bash -c` callers, a quarter of them killed in their work.
 check-callers: build
-	HF_STRESS_SCALE=500 meson test -C $(BUILD) --print-errorlogs --timeout-multiplier 3 dirlock-callers
+	HF_STRESS_SCALE=500 meson test -C $(BUILD) --print-errorlogs --timeout-multiplier 3 dirlock-callers || \
+	  { bash tests/failures.sh $(BUILD); exit 1; }
 
 $(TSAN_BUILD)/build.ninja: | deps
 	meson setup $(TSAN_BUILD) --buildtype=debug -Dwerror=true -Db_sanitize=thread \
@@ -131,14 +134,17 @@ check-tsan: deps $(TSAN_BUILD)/build.ninja
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  meson test -C $(TSAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite threads
 
+# A failed run ends with the failing tests' own lines (tests/failures.sh):
+# CI keeps only the tail of the output.
 test-release: build
-	meson test -C $(BUILD) --print-errorlogs --no-suite etcd-cluster
+	meson test -C $(BUILD) --print-errorlogs --no-suite etcd-cluster || \
+	  { bash tests/failures.sh $(BUILD); exit 1; }
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite model \
-	  --no-suite etcd-cluster
+	  --no-suite etcd-cluster || { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
 
 # The SPIN model of the directory lock (model/dirlock.pml): mutual exclusion,
 # no leftover record and fence monotonicity at bound B1 (also with judges
