@@ -461,6 +461,68 @@ int cli_flock_status(const char *path, bool json)
 	return HF_EXIT_OK;
 }
 
+/* `holdfast list`'s item for the lock of path, whose record the walk found
+ * beside it (LS5): kind "flock", state held or free by the kernel's locks
+ * (/proc/locks), the holder from the record while FK3 holds (pid, command,
+ * host, age, fence), else the kernel's pid and its comm ("record": false).
+ * NULL when path is gone or is not a file or directory (never followed). */
+json_t *cli_flock_item(const char *path)
+{
+	struct stat st;
+	if (hf_sys_fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+		return NULL;
+	json_t *o = json_pack("{s:s,s:s}", "kind", "flock", "path", path);
+	if (!o)
+		return NULL;
+	struct kl k[16];
+	int nk = locks_on(st.st_dev, st.st_ino, k, 16);
+	if (nk <= 0) {
+		json_object_set_new(o, "state", json_string("free"));
+		return o;
+	}
+	char rp[PATH_MAX + 32];
+	json_t *r = (size_t)snprintf(rp, sizeof rp, "%s%s", path, REC_SUFFIX) < sizeof rp
+			    ? rec_read(rp)
+			    : NULL;
+	const struct kl *h = &k[0];
+	bool ours = r && !strcmp(h->kind, "FLOCK") && h->write && h->pid == jint(r, "locker") &&
+		    jint(r, "dev") == (int64_t)st.st_dev &&
+		    jint(r, "ino") == (int64_t)st.st_ino; /* FK3 */
+	json_object_set_new(o, "state", json_string("held"));
+	json_object_set_new(o, "lock", json_string(!strcmp(h->kind, "FLOCK")    ? "flock(2)"
+						   : !strcmp(h->kind, "OFDLCK") ? "fcntl OFD"
+										: "fcntl POSIX"));
+	json_object_set_new(o, "mode", json_string(h->write ? "exclusive" : "shared"));
+	json_object_set_new(o, "record", json_boolean(ours));
+	if (nk > 1)
+		json_object_set_new(o, "holders", json_integer(nk));
+	if (ours) {
+		json_object_set(o, "pid", json_object_get(r, "pid"));
+		json_object_set(o, "host", json_object_get(r, "host"));
+		json_object_set(o, "comm", json_object_get(r, "command"));
+		json_object_set(o, "fence", json_object_get(r, "fence"));
+		json_object_set_new(o, "age_ms",
+				    json_integer(hf_sys_now_ms() - jint(r, "taken_ms")));
+	} else if (h->pid > 0) {
+		char comm[HF_COMM_MAX + 1];
+		json_object_set_new(o, "pid", json_integer(h->pid));
+		if (hf_pid_comm((pid_t)h->pid, comm, sizeof comm) == 0)
+			json_object_set_new(o, "comm", json_string(comm));
+	}
+	if (r)
+		json_decref(r);
+	/* a NULL member (a hand-edited record) is no field */
+	const char *key;
+	json_t *v, *tmp;
+	json_object_foreach_safe(o, tmp, key, v)
+	{
+		if (json_is_null(v))
+			json_object_del(o, key);
+	}
+	return o;
+}
+
 /* ---- taking the lock ------------------------------------------------ */
 
 static volatile sig_atomic_t timed_out;

@@ -9,6 +9,9 @@
  *   session   a session lock: a regular file named .session.lock
  *             (hf_session_status; files of other names, given to --file,
  *             are not found)
+ *   flock     a file or directory X locked by `holdfast flock`: its record
+ *             X.holdfast-flock (a regular file) names X; held or free as the
+ *             kernel's locks say (LS5)
  *   scope     each allocation of the scope registry (hf_registry_read) with
  *             a spec whose path is DIR or below it; every one with
  *             --all-scopes
@@ -16,7 +19,8 @@
  * Invariants:
  *   (LS1) It reads, never writes: the library's status and registry reads
  *         only (no acquire, reap or sweep; no state directory is made), and
- *         the walk opens nothing but directories.
+ *         the walk opens nothing but directories, /proc/locks and the
+ *         regular files named *.holdfast-flock (O_NOFOLLOW | O_NONBLOCK).
  *   (LS2) The walk never follows a symbolic link and never opens what is
  *         not a directory (fstatat without following, then openat with
  *         O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK: a FIFO or a device is never
@@ -30,6 +34,12 @@
  *         rule): DIR is made absolute lexically and need not exist; an etcd
  *         that cannot be read ends the listing (exit 74, the endpoint
  *         named).
+ *   (LS5) A holdfast flock lock is listed by its record, and judged as
+ *         `lock status FILE` judges it (FK3): held only while the kernel holds
+ *         a lock on the file; the record's holder counts only while its
+ *         locker's exclusive flock(2) is that lock, else the kernel's pid is
+ *         named ("record": false). A flock(1) lock with no record is not
+ *         found (nothing on disk says it exists: lslocks lists those).
  */
 #include "cli.h"
 #include "file.h"
@@ -51,20 +61,23 @@
 #define LIST_DEPTH_DEFAULT 8
 #define LIST_DEPTH_MAX 64
 #define STATE_SUFFIX ".holdfast"
+#define FLOCK_SUFFIX ".holdfast-flock"
 #define OPEN_WALK (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 
 static const char usage[] =
 	"usage: holdfast list [DIR] [--depth N] [--all-scopes] [--json]\n"
 	"\n"
 	"Every lock under DIR (default: the current directory), one line each:\n"
-	"directory locks (PATH beside PATH.holdfast/), session locks (.session.lock)\n"
-	"and the allocations of DIR's scope registry (holdfast scope --help) with a\n"
-	"path under DIR (--all-scopes:\n"
-	"all of them). Columns: KIND STATE HOLDER PID COMMAND HOST AGE FENCE MAXHOLD\n"
-	"PATH; STATE is held, dead, leaked, expired, partial, abandoned, skew, stale,\n"
-	"unreadable or free, with ',claims=N' when claims (barriers) sit beside a\n"
-	"lock. It only reads: nothing is reaped, swept or rewritten. Symbolic links\n"
-	"are not followed, .git is not entered, at most --depth levels (default 8).\n"
+	"directory locks (PATH beside PATH.holdfast/), session locks (.session.lock),\n"
+	"holdfast flock locks (PATH beside its record PATH.holdfast-flock; held while\n"
+	"the kernel's lock is) and the allocations of DIR's scope registry (holdfast\n"
+	"scope --help) with a path under DIR (--all-scopes: all of them).\n"
+	"Columns: KIND STATE HOLDER PID COMMAND HOST AGE FENCE MAXHOLD PATH (HOLDER:\n"
+	"a lock's token, a session's lane, a scope's name, a flock's mode); STATE is\n"
+	"held, dead, leaked, expired, partial, abandoned, skew, stale, unreadable or\n"
+	"free, with ',claims=N' when claims (barriers) sit beside a lock. It only\n"
+	"reads: nothing is reaped, swept or rewritten. Symbolic links are not\n"
+	"followed, .git is not entered, at most --depth levels (default 8).\n"
 	"--json: one object {\"dir\",\"locks\":[...],\"errors\":[...]}, each item the\n"
 	"record's fields plus \"kind\".\n"
 	"--backend etcd://HOST:PORT[,HOST:PORT...] (or etcds://; default: HOLDFAST_BACKEND,\n"
@@ -207,6 +220,13 @@ static void walk(struct lister *ls, int dirfd, const char *path, int depth)
 			add_session(ls, child);
 			continue;
 		}
+		if (S_ISREG(m) && ends_with(name, FLOCK_SUFFIX)) {
+			child[strlen(child) - strlen(FLOCK_SUFFIX)] = '\0';
+			json_t *j = cli_flock_item(child); /* LS5 */
+			if (j)
+				json_array_append_new(ls->items, j);
+			continue;
+		}
 		if (!S_ISDIR(m))
 			continue; /* LS2: symbolic links, FIFOs, devices: never opened */
 		if (ends_with(name, STATE_SUFFIX)) {
@@ -314,6 +334,7 @@ static void row_of(const json_t *j, char cells[NCOL][256])
 		snprintf(cells[C_STATE], 256, "%s", st ? st : "-");
 	const char *holder = !strcmp(cells[C_KIND], "session") ? jstr(j, "lane")
 			     : !strcmp(cells[C_KIND], "scope") ? jstr(j, "name")
+			     : !strcmp(cells[C_KIND], "flock") ? jstr(j, "mode")
 								 : jstr(j, "token");
 	if (holder)
 		snprintf(cells[C_HOLDER], 256, "%.*s", !strcmp(cells[C_KIND], "lock") ? 8 : 64,

@@ -370,3 +370,60 @@ Test(list, usage_and_missing_dir)
 	free(err);
 	free(missing);
 }
+
+/* LS5: `holdfast flock` locks are listed by their records, judged by the
+ * kernel's locks as `lock status FILE` judges them: a holder in its section
+ * is held and named from its record (pid, command, fence); one that ended
+ * is free though its record stays; a file flock(1) holds beside an old
+ * record is held and named by the kernel's pid, not by that record; a
+ * flock(1) lock without a record is not found. Nothing is changed. */
+Test(list, flock_locks_by_their_records)
+{
+	if (access("/usr/bin/flock", X_OK) != 0)
+		cr_skip_test("no /usr/bin/flock (util-linux)");
+	char *script;
+	cr_assert_geq(asprintf(&script,
+			       "set -e; cd '%s'; mkfifo h g1 g2\n"
+			       "\"$HOLDFAST_BIN\" flock a sh -c 'echo > h; read x < g1' & pa=$!; read x < h\n"
+			       "\"$HOLDFAST_BIN\" flock b true\n"
+			       "\"$HOLDFAST_BIN\" flock c true\n"
+			       "/usr/bin/flock c sh -c 'echo > h; read x < g2' & pc=$!; read x < h\n"
+			       "/usr/bin/flock d true\n"
+			       "\"$HOLDFAST_BIN\" list . --json > list.json\n"
+			       "echo > g1; echo > g2; wait\n"
+			       "echo \"$pa $pc\"",
+			       dir),
+		      0);
+	char *out, *err;
+	int st = hft_sh(&out, &err, "bash", NULL, script);
+	cr_assert_eq(st, 0, "%s", err);
+	int pa = 0, pc = 0;
+	cr_assert_eq(sscanf(out, "%d %d", &pa, &pc), 2, "%s", out);
+	char *lj = at("list.json");
+	json_error_t je;
+	json_t *j = json_load_file(lj, 0, &je);
+	cr_assert_not_null(j, "%s: %s", lj, je.text);
+	const json_t *locks = json_object_get(j, "locks");
+	const json_t *a = item(locks, "flock", "a");
+	cr_assert_not_null(a, "the holder in its section is listed");
+	cr_assert_str_eq(json_string_value(json_object_get(a, "state")), "held");
+	cr_assert(json_is_true(json_object_get(a, "record")));
+	cr_assert_eq(json_integer_value(json_object_get(a, "pid")), pa, "the holder's pid");
+	cr_assert_str_eq(json_string_value(json_object_get(a, "comm")),
+			 "sh -c echo > h; read x < g1");
+	cr_assert_gt(json_integer_value(json_object_get(a, "fence")), 0);
+	cr_assert_str_eq(state_of(locks, "flock", "b"), "free");
+	cr_assert_null(json_object_get(item(locks, "flock", "b"), "pid"),
+		       "a free lock names nobody (FK3)");
+	const json_t *c = item(locks, "flock", "c");
+	cr_assert_str_eq(json_string_value(json_object_get(c, "state")), "held");
+	cr_assert(json_is_false(json_object_get(c, "record")), "the old record does not count");
+	cr_assert_eq(json_integer_value(json_object_get(c, "pid")), pc, "the kernel's pid");
+	cr_assert_null(json_object_get(c, "fence"));
+	cr_assert_null(item(locks, "flock", "d"), "no record: not found");
+	json_decref(j);
+	free(lj);
+	free(out);
+	free(err);
+	free(script);
+}
