@@ -48,7 +48,7 @@ static const struct {
 	{ "EROFS", EROFS }, { "EMLINK", EMLINK }, { "ENAMETOOLONG", ENAMETOOLONG },
 	{ "ENOSYS", ENOSYS }, { "ENOTEMPTY", ENOTEMPTY }, { "ELOOP", ELOOP },
 	{ "ESTALE", ESTALE }, { "EDQUOT", EDQUOT }, { "ESRCH", ESRCH }, { "ECHILD", ECHILD },
-	{ "EOPNOTSUPP", EOPNOTSUPP },
+	{ "EOPNOTSUPP", EOPNOTSUPP }, { "ENOLCK", ENOLCK }, { "EDEADLK", EDEADLK },
 };
 
 static int parse_errno(const char *s)

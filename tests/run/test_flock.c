@@ -322,3 +322,25 @@ Test(flock, directory_is_locked_itself)
 		       "echo > g; wait\n"
 		       "\"$H\" flock -n data true; echo b=$?\n"));
 }
+
+/* The seam's lock calls failing (HOLDFAST_FAULTS): a flock(2) that fails
+ * for another reason than a holder names the file, exits 71 (ENOLCK) or 65
+ * and never runs CMD, nor leaves a record; EIO on a file opened read-only
+ * is flock(2) emulated by fcntl (NFS): opened again read-write and taken,
+ * as flock(1) does; a timer that cannot be set is 71 before any wait; the
+ * OFD form's failure is said the same way. */
+Test(flock, failing_lock_calls_name_the_file_and_never_run_cmd)
+{
+	char *err = sh_expect("bash", "a=71\nb=0\nc=71\nd=65\n",
+			      "HOLDFAST_FAULTS=fail:flock:1:ENOLCK \"$H\" flock L touch ran; echo a=$?\n"
+			      "test -e ran && echo RAN; test -e L.holdfast-flock && echo RECORD\n"
+			      "HOLDFAST_FAULTS=fail:flock:1:EIO \"$H\" flock L touch ran; echo b=$?\n"
+			      "test -e ran && rm ran || echo NOT_RUN\n"
+			      "HOLDFAST_FAULTS=fail:timer:1:EINVAL \"$H\" flock -w 5 L touch ran; echo c=$?\n"
+			      "HOLDFAST_FAULTS=fail:flock:1:EDEADLK \"$H\" flock --fcntl L touch ran; echo d=$?\n"
+			      "if test -e ran; then echo RAN; fi\n");
+	HAS(err, "flock: L: No locks available\n");
+	HAS(err, "flock: cannot set up timer\n");
+	HAS(err, "flock: L: Resource deadlock avoided\n");
+	free(err);
+}
