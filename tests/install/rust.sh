@@ -10,6 +10,7 @@
 #      /usr/local and the cargo target dirs are hidden by empty tmpfs mounts,
 #      so no libholdfast is anywhere (ldconfig knows none, the binary needs
 #      none and has no rpath);
+#   with the libcurl headers hidden, the build fails naming the package;
 #   4. control (with BUILD_DIR): the same program built with
 #      `--features system` against BUILD_DIR's library, in the same
 #      namespace, must FAIL to start - the hiding hides.
@@ -82,6 +83,17 @@ new_app app_path
 step "cargo add --offline --path bindings/rust"
 (cd "$t/work/app_path" && cargo add --offline --quiet --path "$crate")
 build_app app_path
+# a missing header fails the build with the package to install
+curldir=$(dirname "$(echo '#include <curl/curl.h>' | ${CC:-cc} -E -H - 2>&1 >/dev/null | sed -n 's/^\. //p' | head -1)")
+[ -d "$curldir" ] || fail "cannot find the libcurl headers' directory"
+step "cargo build --offline with $curldir hidden (must fail naming libcurl4-openssl-dev)"
+if (cd "$t/work/app_path" && unshare --mount --propagation private bash -c \
+	"mount -t tmpfs -o size=1m hidden $curldir && CARGO_TARGET_DIR=$t/work/nocurl cargo build --offline --quiet" \
+	>"$t/work/nocurl.log" 2>&1); then
+	fail "the build succeeded without the libcurl headers"
+fi
+grep -q "install libcurl4-openssl-dev" "$t/work/nocurl.log" || { cat "$t/work/nocurl.log" >&2; fail "no hint naming libcurl4-openssl-dev"; }
+rm -rf "$t/work/nocurl"
 new_app app_pkg
 echo "holdfast = { path = \"$pkgdir\" }" >>"$t/work/app_pkg/Cargo.toml"
 build_app app_pkg
