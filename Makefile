@@ -93,7 +93,16 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed
+check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust
+
+# The Rust crate as a Rust developer installs it (tests/install/rust.sh):
+# `cargo package`, then new crates with `cargo add --path` and a path
+# dependency on the unpacked .crate, built offline; each binary takes and
+# releases a lock in a mount namespace hiding the repository and /usr/local
+# (no libholdfast anywhere), and a --features system control must fail there.
+.PHONY: check-install-rust
+check-install-rust: build
+	bash tests/install/rust.sh $(CURDIR) $(BUILD)
 
 # A rolling migration from flock(1) under kills (bench/peers/flock_mixed.sh):
 # 8 workers alternating util-linux flock(1) and holdfast flock on one file, a

@@ -21,7 +21,7 @@ cmd[c]="$build/bench/bindings/bench-bindings-cycle"
 # Rust: the release build of bindings/rust/examples/cycle.rs
 if command -v cargo >/dev/null; then
 	if PKG_CONFIG_PATH="$build/meson-uninstalled" CARGO_TARGET_DIR="$build/rust-target" \
-		cargo build --offline --release --quiet --example cycle \
+		cargo build --offline --release --quiet --features system --example cycle \
 		--manifest-path "$root/bindings/rust/Cargo.toml"; then
 		cmd[rust]="$build/rust-target/release/examples/cycle"
 	fi

@@ -31,6 +31,9 @@ pub const HF_OPT_LOCK_WAIT_MS: c_int = 6;
 pub const HF_OPT_GENERATION: c_int = 7;
 pub const HF_OPT_TTL_MS: c_int = 8;
 pub const HF_OPT_TIMEOUT_MS: c_int = 9;
+// The CLI's option (a detached acquisition's calling chain); the Rust API does
+// not offer it, the value is kept so that the numbering reads as holdfast.h's.
+#[allow(dead_code)]
 pub const HF_OPT_CHAIN_PID: c_int = 10;
 pub const HF_OPT_THREAD: c_int = 11;
 pub const HF_OPT_LEASE_MS: c_int = 12;

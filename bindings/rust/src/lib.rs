@@ -13,9 +13,72 @@
 //! names the path and the holder ("lock /p/build.lock: held by pid 4242
 //! (make) on box, fence 17").
 //!
-//! Handles are per thread (the library keeps one inotify descriptor per
-//! thread for waits), so the types here are neither `Send` nor `Sync`. A wait
-//! can be ended from another thread or a signal handler with a [`Canceller`].
+//! A handle is used by one thread at a time (holdfast.h: "a handle is not
+//! shared between threads without a lock of the caller's"), so the types here
+//! are not `Sync`; [`Lock`], [`Session`], [`Scope`] and their guards are
+//! `Send`: a guard may be moved to another thread, or held across an
+//! `.await` in a multi-threaded async runtime, and released there (the
+//! library's per-thread state - the inotify descriptor of waits, the random
+//! pool - is the thread's, not the handle's). A wait can be ended from
+//! another thread or a signal handler with a [`Canceller`].
+//!
+//! A lock's self-deadlock check (a thread waiting for a lock it holds itself
+//! is refused with `EDEADLK`) counts a hold as the acquiring thread's even
+//! after its guard moved ([`Lock::thread`] names another). In async code,
+//! wait without blocking the runtime by trying once ([`Wait::Try`], the
+//! default, which that check never refuses) and sleeping with the runtime's
+//! timer between tries; with tokio, pass `tokio::time::sleep`:
+//!
+//! ```
+//! use holdfast::{ErrorKind, Lock, LockGuard, Result};
+//! use std::future::Future;
+//! use std::path::Path;
+//! use std::time::Duration;
+//!
+//! /// Acquire `path`, yielding to the runtime while another holds it.
+//! async fn acquire<S, F>(path: &Path, mut sleep: S) -> Result<LockGuard>
+//! where
+//!     S: FnMut(Duration) -> F,
+//!     F: Future<Output = ()>,
+//! {
+//!     let mut pause = Duration::from_millis(1);
+//!     loop {
+//!         match Lock::new(path)?.acquire() {
+//!             Err(e) if e.kind() == ErrorKind::Held => {
+//!                 sleep(pause).await; // other tasks run meanwhile
+//!                 pause = (pause * 2).min(Duration::from_millis(50));
+//!             }
+//!             other => return other,
+//!         }
+//!     }
+//! }
+//! // with tokio: `let guard = acquire(path, tokio::time::sleep).await?;`
+//! # fn block_on<T>(f: impl Future<Output = T>) -> T {
+//! #     use std::task::{Context, Poll, Wake, Waker};
+//! #     struct W(std::thread::Thread);
+//! #     impl Wake for W { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+//! #     let waker = Waker::from(std::sync::Arc::new(W(std::thread::current())));
+//! #     let mut f = std::pin::pin!(f);
+//! #     loop {
+//! #         if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(&waker)) { return v; }
+//! #         std::thread::park();
+//! #     }
+//! # }
+//! # async fn ready(_: Duration) {}
+//! # let dir = std::env::temp_dir().join(format!("holdfast-doc-async-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! # let path = dir.join("a.lock");
+//! # let g = block_on(acquire(&path, ready)).unwrap();
+//! # let g = std::thread::spawn(move || { g.fence(); g }).join().unwrap(); // Send
+//! # g.release().unwrap();
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+//!
+//! Or run a blocking wait on the runtime's blocking pool
+//! (`tokio::task::spawn_blocking(move || lock.wait(Wait::For(d)).acquire())`),
+//! the guard coming back to the task; there, give a deadline: a pool thread
+//! that still counts an earlier hold as its own is refused a wait for that
+//! lock with `EDEADLK`.
 //!
 //! ```no_run
 //! use holdfast::{Lock, Wait};
@@ -596,6 +659,15 @@ impl Lock {
     }
 }
 
+// SAFETY: the handle is owned by this value and only reached through it
+// (`&mut self`, or `&self` of a type that is not `Sync`), so one thread uses it
+// at a time, which is all holdfast.h asks ("a handle is not shared between
+// threads without a lock of the caller's"); it keeps no thread's state (the
+// wait's inotify descriptor and the random pool are per thread, in the
+// library; an etcd lease's keep-alive thread belongs to the handle and is
+// joined by whichever thread releases or frees it).
+unsafe impl Send for Lock {}
+
 impl Drop for Lock {
     fn drop(&mut self) {
         unsafe { ffi::hf_lock_free(self.raw) } // releases what it still holds
@@ -859,6 +931,15 @@ impl Session {
     }
 }
 
+// SAFETY: the handle is owned by this value and only reached through it
+// (`&mut self`, or `&self` of a type that is not `Sync`), so one thread uses it
+// at a time, which is all holdfast.h asks ("a handle is not shared between
+// threads without a lock of the caller's"); it keeps no thread's state (the
+// wait's inotify descriptor and the random pool are per thread, in the
+// library; an etcd lease's keep-alive thread belongs to the handle and is
+// joined by whichever thread releases or frees it).
+unsafe impl Send for Session {}
+
 impl Drop for Session {
     fn drop(&mut self) {
         unsafe { ffi::hf_session_free(self.raw) }
@@ -1032,6 +1113,15 @@ impl Scope {
         Ok(ScopeGuard { scope: self })
     }
 }
+
+// SAFETY: the handle is owned by this value and only reached through it
+// (`&mut self`, or `&self` of a type that is not `Sync`), so one thread uses it
+// at a time, which is all holdfast.h asks ("a handle is not shared between
+// threads without a lock of the caller's"); it keeps no thread's state (the
+// wait's inotify descriptor and the random pool are per thread, in the
+// library; an etcd lease's keep-alive thread belongs to the handle and is
+// joined by whichever thread releases or frees it).
+unsafe impl Send for Scope {}
 
 impl Drop for Scope {
     fn drop(&mut self) {
