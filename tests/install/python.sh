@@ -19,7 +19,8 @@
 #  4. the negative control: with the carried library deleted from a venv,
 #     the same import fails with LibraryNotFound in that namespace (so
 #     nothing else there could have served it).
-# Prints each install's time (monotonic, /proc/uptime) and sizes. Needs
+# Also: with no compiler, or no jansson.h, the build stops with one message
+# naming the package to install. Prints each install's time (monotonic, /proc/uptime) and sizes. Needs
 # root (unshare --mount), a C compiler, libjansson-dev, libcurl4-openssl-dev,
 # python3-build, python3-venv (Makefile PKGS). Leaves nothing behind.
 set -eu
@@ -48,6 +49,17 @@ for cand in "$(command -v python3 || true)" /usr/bin/python3; do
 	pys+=("$real")
 done
 [ ${#pys[@]} -gt 0 ] || fail "no python3"
+
+# 0. No compiler: one message naming the package to install, before any work.
+if out=$(CC=hft-no-such-cc "${pys[0]}" "$pkg/build_backend/holdfast_pep517.py" "$t/tmp" 2>&1); then
+	fail "the backend built with no compiler"
+fi
+case $out in *"no C compiler (hft-no-such-cc)"*"apt install gcc"*) ;; *) fail "no-compiler message: $out" ;; esac
+# No jansson.h (a compiler told to search no system include directory).
+if out=$(CC="${CC:-cc} -nostdinc" "${pys[0]}" "$pkg/build_backend/holdfast_pep517.py" "$t/tmp" 2>&1); then
+	fail "the backend built with no jansson.h"
+fi
+case $out in *"<jansson.h> not found; install libjansson-dev"*) ;; *) fail "no-header message: $out" ;; esac
 
 # 1. pip install ./bindings/python in a fresh venv of each interpreter.
 before=$(git -C "$src" status --porcelain --ignored -- bindings/python)
