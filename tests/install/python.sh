@@ -5,7 +5,8 @@
 #  1. a fresh venv (no system site packages) of each interpreter found (the
 #     python3 on PATH, Debian's /usr/bin/python3): `pip install --no-index
 #     ./bindings/python`, offline (the in-tree backend needs nothing);
-#  2. `python3 -m build` (Debian's python3-build) makes an sdist and a wheel;
+#  2. `python3 -m build` (Debian's python3-build; isolated, no index) makes
+#     an sdist and a wheel from it;
 #     the wheel has a platform tag, carries holdfast_locks/libholdfast.so.0,
 #     and its RECORD matches its files;
 #  3. in a private mount namespace where the repository, /usr/local and any
@@ -84,9 +85,9 @@ done
 # 2. python3 -m build: sdist + wheel (the wheel built from the sdist).
 /usr/bin/python3 -c 'import build' 2>/dev/null || fail "/usr/bin/python3 has no 'build' (apt install python3-build)"
 s=$(mono)
-/usr/bin/python3 -m build --no-isolation --outdir "$t/dist" "$pkg" >"$t/build.log" 2>&1 ||
+/usr/bin/python3 -m build --outdir "$t/dist" "$pkg" >"$t/build.log" 2>&1 ||
 	{ cat "$t/build.log" >&2; fail "python3 -m build failed"; }
-say "python3 -m build --no-isolation: $(since "$s")"
+say "python3 -m build (isolated, offline): $(since "$s")"
 sdist=$(ls "$t"/dist/holdfast_locks-*.tar.gz)
 whl=$(ls "$t"/dist/holdfast_locks-*.whl)
 say "sdist $(basename "$sdist"): $(du -h "$sdist" | cut -f1); wheel $(basename "$whl"): $(du -h "$whl" | cut -f1)"
