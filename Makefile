@@ -19,9 +19,12 @@ FUZZ_SECONDS ?= 60
 # iproute2: the cluster suite's hosts are network namespaces joined by veths.
 # tmux, make, findutils: tests/run/test_callers.c runs holdfast from each
 # caller as users do (make recipes, tmux run-shell, xargs and find -exec).
+# python3-venv, python3-build: tests/install/python.sh makes fresh venvs and
+# runs `python3 -m build` (check-install-python).
 PKGS := meson ninja-build pkg-config gcc libc6-dev libjansson-dev libcriterion-dev spin git \
 	groff-base man-db bash-completion zsh fish python3-pytest python3-filelock \
-	libcurl4-openssl-dev etcd-server etcd-client openssl iproute2 tmux make findutils
+	libcurl4-openssl-dev etcd-server etcd-client openssl iproute2 tmux make findutils \
+	python3-venv python3-build
 # clang and its sanitizer/fuzzer runtimes, for `make fuzz` only
 FUZZ_PKGS := clang libclang-rt-14-dev
 BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-filelock
@@ -93,7 +96,7 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust
+check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python
 
 # The Rust crate as a Rust developer installs it (tests/install/rust.sh):
 # `cargo package`, then new crates with `cargo add --path` and a path
@@ -126,6 +129,13 @@ check-plf-mixed: build
 check-pyfl-mixed: deps
 	PYTHONPATH=$(CURDIR)/bindings/python/src /usr/bin/python3 bench/python/mixed.py \
 	  --workers 6 --acquisitions 3000 --kills 30
+
+# The Python binding installed as users install it (tests/install/python.sh):
+# `pip install --no-index ./bindings/python` in a fresh venv of each python3,
+# `python3 -m build`, then the sdist installed and each venv used in a mount
+# namespace hiding the repository, /usr/local and any libholdfast; ~4 min.
+check-install-python: deps
+	bash tests/install/python.sh $(CURDIR)
 
 # The callers' idioms stress (tests/dirlock/test_stress_callers.c) at 5x its
 # `make test` rounds: 120 acquisitions by make, python3, xargs and agent

@@ -4,10 +4,13 @@ Only functions of include/holdfast.h are declared, each with its argument
 and result types; every handle and record is an opaque pointer (c_void_p),
 so no struct layout of the library is copied here.
 
-Lookup order: $HOLDFAST_LIB (a path to the shared object), then
+Lookup order: $HOLDFAST_LIB (a path to the shared object; when set, the
+only one tried), then the library the wheel carries (CARRIED: compiled into
+the package by build_backend/holdfast_pep517.py), then
 ctypes.util.find_library("holdfast"), then pkg-config's libdir for
-"holdfast". The library's hf_version() must have the major version this
-binding was written for and at least its minor version.
+"holdfast", then the loader's own path. The library's hf_version() must have
+the major version this binding was written for and at least its minor
+version.
 """
 
 from __future__ import annotations
@@ -135,6 +138,11 @@ _SIGNATURES = {
 }
 
 
+#: The library an installed wheel carries, next to this file (absent in the
+#: source tree: PYTHONPATH=src uses HOLDFAST_LIB or an installed library).
+CARRIED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libholdfast.so.%d" % API_VERSION[0])
+
+
 class LibraryNotFound(ImportError):
     """libholdfast could not be found or is not a compatible version."""
 
@@ -144,6 +152,8 @@ def _candidates() -> list:
     if env:
         return [env]  # an explicit choice is the only one tried
     out = []
+    if os.path.isfile(CARRIED):
+        out.append(CARRIED)
     found = ctypes.util.find_library("holdfast")
     if found:
         out.append(found)
