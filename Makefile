@@ -32,7 +32,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-install-python check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
