@@ -39,6 +39,18 @@ truncates the file when it wins and never reads it):
        never judged dead, and a marker moved aside that is not the one judged
        (a new holder's) is linked back at once.  Both are where py-filelock
        3.32 admits two holders; here the cost is a wait, never an overlap.
+  FL7  flock failing ENOSYS (a filesystem without it) with fallback_to_soft:
+       the file the try opened is unlinked (that inode only) before the
+       SoftFileLock try, which would otherwise wait forever on it.
+  FL8  a release is committed once the unlock is done: a close failing
+       after it raises that exact error with is_locked False, the count 0
+       and the thread's entry dropped; a failing unlock keeps all three.
+  FL9  two failures at once (body or on_acquired hook, then release; the
+       SoftFileLock close, then the marker's removal) are raised as sibling
+       leaves of one (Base)ExceptionGroup "... both failed", raised from
+       None; every implicit __context__ under them that would show a leaf
+       (or a member of one, itself, or a group alike in shape) again is cut,
+       others kept.  The walk is iterative and visits each exception once.
 
 The hot path is pure Python syscalls (os.open, fcntl.flock, os.fstat,
 os.pread, os.pwrite, os.ftruncate): no call into libholdfast, so this module
@@ -65,7 +77,7 @@ import warnings
 import weakref
 from concurrent import futures
 from types import TracebackType
-from typing import Any, Callable, Dict, Literal, Optional, Type, Union
+from typing import Any, Callable, Dict, Literal, NoReturn, Optional, Type, Union
 
 __all__ = [
     "AcquireReturnProxy", "AsyncAcquireReturnProxy", "AsyncFileLock", "AsyncSoftFileLock",
@@ -611,8 +623,11 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         if self._on_acquired is not None:
             try:
                 self._on_acquired(c.lock_file_fd)
-            except BaseException:
-                self.release(force=True)
+            except BaseException as hook_err:
+                try:
+                    self.release(force=True)
+                except BaseException as err:
+                    _raise_group(_BODY_AND_RELEASE, hook_err, err)
                 raise
 
     def release(self, force: bool = False) -> None:
@@ -632,11 +647,17 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             return
         ident, path = id(self), c.lock_file
         _LOGGER.debug("Attempting to release lock %s on %s", ident, path)
-        self._unlock(c)  # raises with the lock still held when the unlock failed
-        c.lock_counter = 0
-        if c.key is not None and _held.held.get(c.key) == ident:
-            del _held.held[c.key]
-        c.key = None
+        try:
+            self._unlock(c)  # raises with the lock still held when the unlock failed
+        finally:
+            # FL8: once the unlock is done (lock_file_fd cleared) the release
+            # is committed, even when closing the descriptor then fails: the
+            # close error surfaces with the lock released and the count 0.
+            if c.lock_file_fd is None:
+                c.lock_counter = 0
+                if c.key is not None and _held.held.get(c.key) == ident:
+                    del _held.held[c.key]
+                c.key = None
         _LOGGER.debug("Lock %s released on %s", ident, path)
 
     def _close(self, fd: int, suppress_by_default: bool) -> None:
@@ -654,10 +675,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         except BaseException as err:
             if body is None or self._context_error_policy == "chain":
                 raise
-            failed = err
-        else:
-            return
-        raise _group(body, failed)
+            _raise_group(_BODY_AND_RELEASE, body, err)
 
     def __enter__(self) -> "BaseFileLock":
         self.acquire()
@@ -685,15 +703,75 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         raise NotImplementedError
 
 
-def _group(body: BaseException, failed: BaseException) -> BaseException:
-    """context_error_policy="group": the body's failure and the release's as
-    two leaves, neither one the other's context (no cycle to walk)."""
-    if failed.__context__ is body:
-        failed.__context__ = None
-    both = (body, failed)
-    if all(isinstance(e, Exception) for e in both):
-        return ExceptionGroup("lock release failed after the body failed", both)
-    return BaseExceptionGroup("lock release failed after the body failed", both)
+_BODY_AND_RELEASE = "lock body and release both failed"
+_CLOSE_AND_UNLINK = "lock descriptor close and marker cleanup both failed"
+
+
+def _inside(roots) -> set:
+    """The ids of roots and of every exception nested in their groups."""
+    ids: set = set()
+    todo = list(roots)
+    while todo:
+        e = todo.pop()
+        if id(e) not in ids:
+            ids.add(id(e))
+            if isinstance(e, BaseExceptionGroup):
+                todo.extend(e.exceptions)
+    return ids
+
+
+def _same_shape(a: BaseException, b: BaseException) -> bool:
+    """a and b render alike: the same object, or groups of one type and
+    message whose members are pairwise alike (each pair compared once, so a
+    graph that shares members costs its size, not its paths)."""
+    todo = [(a, b)]
+    compared: set = set()
+    while todo:
+        x, y = todo.pop()
+        if x is y or (id(x), id(y)) in compared:
+            continue
+        compared.add((id(x), id(y)))
+        if type(x) is not type(y) or not isinstance(x, BaseExceptionGroup) \
+                or x.message != y.message or len(x.exceptions) != len(y.exceptions):
+            return False
+        todo.extend(zip(x.exceptions, y.exceptions))
+    return True
+
+
+def _detach_repeated_contexts(leaves) -> None:
+    """FL9: cut every implicit __context__, anywhere under the leaves (through
+    __context__, __cause__ and group members), that would render again
+    what the group shows already: a leaf or a member of a leaf's group, the
+    exception itself, or a group alike in shape (_same_shape).  Any other
+    context is kept and walked.  Iterative, each exception visited once:
+    a chain thousands deep or a shared graph 2^25 paths wide is linear."""
+    shown = _inside(leaves)
+    seen: set = set()
+    todo = list(leaves)
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        ctx = e.__context__
+        if ctx is not None:
+            if ctx is e or id(ctx) in shown or _same_shape(e, ctx):
+                e.__context__ = None
+            else:
+                todo.append(ctx)
+        if e.__cause__ is not None:
+            todo.append(e.__cause__)
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+
+
+def _raise_group(message: str, *errors: BaseException) -> NoReturn:
+    """Two failures that both happened (body or hook, then release; close,
+    then unlink) as sibling leaves of one group, each rendered once: an
+    ExceptionGroup when all are Exceptions, else a BaseExceptionGroup
+    (a CancelledError or KeyboardInterrupt stays out of `except Exception`)."""
+    _detach_repeated_contexts(errors)
+    raise BaseExceptionGroup(message, errors) from None
 
 
 def _make_parent(path: str) -> bool:
@@ -739,6 +817,10 @@ class UnixFileLock(BaseFileLock):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
+            opened = None
+            with contextlib.suppress(OSError):
+                st = os.fstat(fd)
+                opened = (st.st_dev, st.st_ino)
             os.close(fd)
             if e.errno in _BUSY:
                 return False
@@ -746,6 +828,13 @@ class UnixFileLock(BaseFileLock):
                     and self._on_acquired is None:
                 warnings.warn("flock not supported on this filesystem, falling back to SoftFileLock",
                               stacklevel=4)
+                # FL7: the file this try opened is no marker: left there, it
+                # would be a marker nobody owns and the soft lock would wait
+                # on it forever. Only that inode is removed, not a successor.
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if opened == (st.st_dev, st.st_ino):
+                        os.unlink(path)
                 self.__class__ = AsyncSoftFileLock if isinstance(self, BaseAsyncFileLock) \
                     else SoftFileLock
                 return self._try(c)
@@ -927,11 +1016,25 @@ class SoftFileLock(BaseFileLock):
         c.lock_file_fd = None
         try:
             self._close(fd, False)
-        finally:
-            with contextlib.suppress(OSError):
-                st = os.lstat(c.lock_file)
-                if ident == (st.st_dev, st.st_ino):
-                    os.unlink(c.lock_file)
+        except BaseException as close_err:
+            try:
+                self._unlink_marker(c.lock_file, ident)
+            except BaseException as err:
+                _raise_group(_CLOSE_AND_UNLINK, close_err, err)
+            raise
+        self._unlink_marker(c.lock_file, ident)
+
+    @staticmethod
+    def _unlink_marker(path: str, ident: Any) -> None:
+        """Remove the marker this holder made, not a successor's (after a
+        lifetime= break); one already gone is fine, another failure (the
+        marker stays: the lock is not free) is raised."""
+        try:
+            st = os.lstat(path)
+            if ident == (st.st_dev, st.st_ino):
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 # -- descriptors -------------------------------------------------------------
@@ -1072,8 +1175,11 @@ class BaseAsyncFileLock(BaseFileLock):
         if self._on_acquired is not None:
             try:
                 await self._run(self._on_acquired, c.lock_file_fd)
-            except BaseException:
-                await self.release(force=True)
+            except BaseException as hook_err:
+                try:
+                    await self.release(force=True)
+                except BaseException as err:
+                    _raise_group(_BODY_AND_RELEASE, hook_err, err)
                 raise
         return AsyncAcquireReturnProxy(lock=self)
 
@@ -1092,10 +1198,7 @@ class BaseAsyncFileLock(BaseFileLock):
         except BaseException as err:
             if body is None or self._context_error_policy == "chain":
                 raise
-            failed = err
-        else:
-            return
-        raise _group(body, failed)
+            _raise_group(_BODY_AND_RELEASE, body, err)
 
     def __enter__(self):
         raise NotImplementedError("Use `async with`: acquire/release are coroutines and cannot be "
