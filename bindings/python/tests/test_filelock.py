@@ -544,3 +544,83 @@ def test_soft_close_and_marker_removal_failing_both_surface(tmp, monkeypatch):
     assert isinstance(info.value.exceptions[1], PermissionError)
     assert os.path.exists(p) and not lock.is_locked
     os.unlink(p)
+
+
+# -- asyncio: the registry, subclasses (FL10, FL11) ---------------------------
+
+@pytest.mark.parametrize("cls", [AsyncFileLock, AsyncSoftFileLock])
+def test_async_release_in_the_executor_frees_the_path_for_this_task(tmp, cls):
+    # FL11: the release runs in an executor thread; the task that acquired
+    # may then wait for the path through another object (no "Deadlock").
+    p = os.path.join(tmp, "reg.lock")
+
+    async def go():
+        first = cls(p)
+        await first.acquire()
+        await asyncio.create_task(first.release())
+        second = cls(p, timeout=-1)
+        async with second:
+            return second.is_locked
+    assert asyncio.run(go()) is True
+
+
+def test_async_subclass_by_coroutine_acquire_and_release(tmp):
+    # FL10: py-filelock's subclass protocol, with coroutine functions: the
+    # lock is held when _acquire set the descriptor; until it does, the
+    # wait goes on (and times out), and no hook or release runs.
+    calls = []
+
+    class Flag(BaseAsyncFileLock):
+        grant = True
+
+        async def _acquire(self):
+            calls.append("acquire")
+            if self.grant:
+                self._context.lock_file_fd = 99
+
+        async def _release(self):
+            calls.append("release")
+            self._context.lock_file_fd = None
+
+    async def go():
+        lock = Flag(os.path.join(tmp, "sub.lock"))
+        async with lock:
+            assert lock.is_locked
+        assert not lock.is_locked
+        never = Flag(os.path.join(tmp, "never.lock"), timeout=0.05, poll_interval=0.01)
+        never.grant = False
+        with pytest.raises(Timeout):
+            await never.acquire()
+        return never
+    never = asyncio.run(go())
+    assert calls[:2] == ["acquire", "release"]
+    assert calls[2:].count("acquire") >= 2 and "release" not in calls[2:]
+    assert not never.is_locked
+
+
+def test_sync_subclass_release_failure_group_keeps_a_release_group_whole(tmp):
+    # FL10 + FL9: a subclass's _release raising a group of its own: that
+    # group is one leaf beside the body's failure, not flattened.
+    inner = BaseExceptionGroup("release parts", (KeyboardInterrupt(), OSError("part")))
+
+    class Failing(BaseFileLock):
+        fail = True
+
+        def _acquire(self):
+            self._context.lock_file_fd = 98
+
+        def _release(self):
+            if self.fail:
+                self.fail = False
+                raise inner
+            self._context.lock_file_fd = None
+
+    lock = Failing(os.path.join(tmp, "sg.lock"), context_error_policy="group")
+    body = ValueError("body")
+    with pytest.raises(BaseExceptionGroup) as info:
+        with lock:
+            raise body
+    assert info.value.exceptions == (body, inner) and info.value.exceptions[1] is inner
+    assert lock.is_locked
+    lock.release()
+    assert not lock.is_locked

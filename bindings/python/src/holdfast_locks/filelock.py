@@ -51,6 +51,10 @@ truncates the file when it wins and never reads it):
        None; every implicit __context__ under them that would show a leaf
        (or a member of one, itself, or a group alike in shape) again is cut,
        others kept.  The walk is iterative and visits each exception once.
+  FL11 the self-deadlock registry entry (per thread, per task for asyncio)
+       is removed from the acquiring thread's registry by any release.
+  FL10 a subclass may implement the lock by py-filelock's _acquire/_release
+       (see "the mechanism" below); async ones may be coroutine functions.
 
 The hot path is pure Python syscalls (os.open, fcntl.flock, os.fstat,
 os.pread, os.pwrite, os.ftruncate): no call into libholdfast, so this module
@@ -284,6 +288,7 @@ class _Context:
         self.lock_counter = 0
         self.fence = 0
         self.key: Optional[str] = None
+        self.held: Optional[Dict[Any, int]] = None  # the registry the key is in
 
 
 class _LocalContext(_Context, threading.local):
@@ -619,7 +624,8 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         _LOGGER.debug("Lock %s acquired on %s", ident, path)
         c.lock_counter = 1
         c.key = key
-        _held.held[key] = id(self)
+        c.held = _held.held
+        c.held[key] = id(self)
         if self._on_acquired is not None:
             try:
                 self._on_acquired(c.lock_file_fd)
@@ -650,15 +656,22 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         try:
             self._unlock(c)  # raises with the lock still held when the unlock failed
         finally:
-            # FL8: once the unlock is done (lock_file_fd cleared) the release
-            # is committed, even when closing the descriptor then fails: the
-            # close error surfaces with the lock released and the count 0.
-            if c.lock_file_fd is None:
-                c.lock_counter = 0
-                if c.key is not None and _held.held.get(c.key) == ident:
-                    del _held.held[c.key]
-                c.key = None
+            self._commit_release(c)
         _LOGGER.debug("Lock %s released on %s", ident, path)
+
+    def _commit_release(self, c: _Context) -> None:
+        # FL8: once the unlock is done (lock_file_fd cleared) the release is
+        # committed, even when closing the descriptor then fails: the close
+        # error surfaces with the lock released and the count 0.
+        if c.lock_file_fd is None:
+            c.lock_counter = 0
+            # FL11: the entry is dropped from the registry of the thread that
+            # acquired, whichever thread (an executor's, for an async lock)
+            # or task releases.
+            if c.key is not None and c.held is not None and c.held.get(c.key) == id(self):
+                del c.held[c.key]
+            c.key = None
+            c.held = None
 
     def _close(self, fd: int, suppress_by_default: bool) -> None:
         try:
@@ -696,10 +709,23 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                                                  self.is_locked, self.lock_counter)
 
     # -- the mechanism -------------------------------------------------------
+    # A subclass of BaseFileLock (or BaseAsyncFileLock) may implement the
+    # lock as py-filelock's subclasses do (FL10): _acquire() sets
+    # self._context.lock_file_fd when it got the lock (else the wait goes
+    # on), _release() clears it; for an async lock either may be a
+    # coroutine function, awaited in the loop.  The front's own classes
+    # implement _try/_unlock instead.
     def _try(self, c: _Context) -> bool:
-        raise NotImplementedError
+        self._acquire()
+        return c.lock_file_fd is not None
 
     def _unlock(self, c: _Context) -> None:
+        self._release()
+
+    def _acquire(self) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
         raise NotImplementedError
 
 
@@ -1159,7 +1185,11 @@ class BaseAsyncFileLock(BaseFileLock):
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", ident, path)
             try:
-                got = await self._run(self._try, c)
+                if inspect.iscoroutinefunction(self._acquire):  # FL10
+                    await self._acquire()
+                    got = c.lock_file_fd is not None
+                else:
+                    got = await self._run(self._try, c)
             except asyncio.CancelledError:
                 if c.lock_file_fd is not None:  # the try won after we were cancelled
                     self._unlock(c)
@@ -1171,7 +1201,8 @@ class BaseAsyncFileLock(BaseFileLock):
         _LOGGER.debug("Lock %s acquired on %s", ident, path)
         c.lock_counter = 1
         c.key = key
-        _held.held[key] = id(self)
+        c.held = _held.held
+        c.held[key] = id(self)
         if self._on_acquired is not None:
             try:
                 await self._run(self._on_acquired, c.lock_file_fd)
@@ -1190,7 +1221,16 @@ class BaseAsyncFileLock(BaseFileLock):
         if c.lock_counter > 1 and not force:
             c.lock_counter -= 1
             return
-        await self._run(self._release_ctx, c, True)
+        if not inspect.iscoroutinefunction(self._release):
+            await self._run(self._release_ctx, c, True)
+            return
+        ident, path = id(self), c.lock_file  # FL10: a coroutine _release, in the loop
+        _LOGGER.debug("Attempting to release lock %s on %s", ident, path)
+        try:
+            await self._release()
+        finally:
+            self._commit_release(c)
+        _LOGGER.debug("Lock %s released on %s", ident, path)
 
     async def _release_in_context_async(self, body: Optional[BaseException]) -> None:
         try:
