@@ -51,10 +51,10 @@ truncates the file when it wins and never reads it):
        None; every implicit __context__ under them that would show a leaf
        (or a member of one, itself, or a group alike in shape) again is cut,
        others kept.  The walk is iterative and visits each exception once.
-  FL11 the self-deadlock registry entry (per thread, per task for asyncio)
-       is removed from the acquiring thread's registry by any release.
   FL10 a subclass may implement the lock by py-filelock's _acquire/_release
        (see "the mechanism" below); async ones may be coroutine functions.
+  FL11 the self-deadlock registry entry (per thread, per task for asyncio)
+       is removed from the acquiring thread's registry by any release.
 
 The hot path is pure Python syscalls (os.open, fcntl.flock, os.fstat,
 os.pread, os.pwrite, os.ftruncate): no call into libholdfast, so this module
