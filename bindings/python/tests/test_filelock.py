@@ -6,12 +6,14 @@ which is exactly the lock py-filelock's FileLock takes; the real
 py-filelock meets the front in `make check-long` (bench/python/mixed.py)."""
 
 import asyncio
+import errno
 import fcntl
 import json
 import logging
 import os
 import socket
 import threading
+import traceback
 
 import pytest
 
@@ -340,3 +342,285 @@ def test_soft_break_puts_back_a_marker_it_did_not_judge(tmp, holder, monkeypatch
     with open(p) as f:
         assert f.read() == live
     assert [n for n in os.listdir(tmp) if ".break." in n] == []
+
+
+# -- two failures at once (FL7-FL9) -----------------------------------------
+
+class CloseFails:
+    """os.close raising `error` for one descriptor (set by arm(fd)) and
+    closing every other; undo() closes that descriptor for real."""
+
+    def __init__(self, monkeypatch, error):
+        self.fd = None
+        self.error = error
+        self.tries = 0
+        self.real = os.close
+        monkeypatch.setattr(os, "close", self._close)
+
+    def _close(self, fd):
+        if fd == self.fd:
+            self.tries += 1
+            raise self.error
+        self.real(fd)
+
+    def arm(self, fd):
+        self.fd = fd
+
+    def undo(self):
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            self.real(fd)
+
+
+def test_flock_enosys_soft_fallback_removes_the_file_its_try_made(tmp, monkeypatch):
+    # FL7: a filesystem without flock: the soft lock is taken on the path the
+    # flock try created (and left empty), not waited on forever.
+    def no_flock(fd, op):
+        raise OSError(errno.ENOSYS, "flock not implemented here")
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    p = os.path.join(tmp, "nofl.lock")
+    lock = FileLock(p, timeout=0.5)
+    with pytest.warns(UserWarning, match="falling back to SoftFileLock"):
+        lock.acquire()
+    try:
+        assert isinstance(lock, SoftFileLock) and lock.is_locked
+        with open(p, "rb") as f:
+            assert f.read().split(b"\n")[0] == str(os.getpid()).encode()
+    finally:
+        lock.release()
+    assert not os.path.exists(p)
+
+
+def test_close_failing_after_the_unlock_still_commits_the_release(tmp, monkeypatch):
+    # FL8: the exact close error, raised once; the lock is free and the count
+    # is 0, so another object of this thread may wait for the path.
+    p = os.path.join(tmp, "close.lock")
+    lock = FileLock(p, close_error_policy="raise")
+    lock.acquire()
+    err = OSError(errno.EIO, "close says EIO")
+    cf = CloseFails(monkeypatch, err)
+    cf.arm(lock._context.lock_file_fd)
+    try:
+        with pytest.raises(OSError) as info:
+            lock.release()
+        assert info.value is err and cf.tries == 1
+        assert (lock.is_locked, lock.lock_counter) == (False, 0)
+        assert flock_free(p)
+        other = FileLock(p)
+        with other.acquire(timeout=-1):
+            assert other.is_locked
+    finally:
+        cf.undo()
+
+
+def _body_and_close_failure(tmp, monkeypatch, body):
+    """Raise body inside a group-policy lock whose release fails closing;
+    returns (the group raised, the close error)."""
+    err = OSError(errno.EIO, "close failed on release")
+    cf = CloseFails(monkeypatch, err)
+    lock = FileLock(os.path.join(tmp, "g.lock"), context_error_policy="group",
+                    close_error_policy="raise", on_acquired=cf.arm)
+    try:
+        with pytest.raises(BaseExceptionGroup) as info:
+            with lock:
+                raise body
+    finally:
+        cf.undo()
+    return info.value, err
+
+
+def test_group_policy_shows_the_body_failure_once(tmp, monkeypatch):
+    # FL9: body failure and release failure are siblings; neither carries
+    # the other as context, and the group carries neither.
+    body = ValueError("the body broke")
+    group, err = _body_and_close_failure(tmp, monkeypatch, body)
+    assert group.exceptions == (body, err)
+    assert err.__context__ is None
+    text = "".join(traceback.format_exception(group))
+    assert text.count("ValueError: the body broke") == 1
+    assert text.count("OSError: [Errno 5] close failed on release") == 1
+
+
+def _shared_tree(leaf, depth):
+    """A group depth levels deep whose two members are the same object at
+    every level (2**depth paths, depth + 1 objects)."""
+    g = leaf
+    for i in range(depth):
+        g = ExceptionGroup("level %d" % i, (g, g))
+    return g
+
+
+@pytest.mark.parametrize("same_leaf", [True, False])
+def test_group_policy_cuts_a_context_alike_in_shape_keeps_a_distinct_one(tmp, monkeypatch,
+                                                                      same_leaf):
+    # FL9: the body's context is cut when it would render the same tree again
+    # (same types, messages, leaves), kept when it differs; a 2**22-path
+    # shared graph and a 1500-deep chain are walked without recursion.
+    leaf = KeyError("shared leaf")
+    body = _shared_tree(leaf, 22)
+    context = _shared_tree(leaf if same_leaf else KeyError("another leaf"), 22)
+    deep = RuntimeError("chain end")
+    for i in range(1500):
+        link = RuntimeError("link %d" % i)
+        link.__context__ = deep
+        deep = link
+    context.__context__ = deep
+    try:
+        raise context
+    except ExceptionGroup:
+        group, err = _body_and_close_failure(tmp, monkeypatch, body)
+    assert group.exceptions == (body, err)
+    assert body.__context__ is (None if same_leaf else context)
+    assert err.__context__ is None
+
+
+def test_hook_failure_and_release_failure_both_surface(tmp, monkeypatch):
+    # FL9: on_acquired raised and the rollback's release failed too: one
+    # group of the two, each keeping its own explicit cause.
+    err = OSError(errno.EIO, "close failed in the rollback")
+    cf = CloseFails(monkeypatch, err)
+    cause = LookupError("why the hook failed")
+    hook_err = RuntimeError("the hook failed")
+
+    def hook(fd):
+        cf.arm(fd)
+        raise hook_err from cause
+    lock = FileLock(os.path.join(tmp, "h.lock"), close_error_policy="raise", on_acquired=hook)
+    try:
+        with pytest.raises(ExceptionGroup) as info:
+            lock.acquire()
+    finally:
+        cf.undo()
+    assert info.value.exceptions == (hook_err, err)
+    assert (hook_err.__cause__, err.__context__, hook_err.__context__) == (cause, None, None)
+    assert (lock.is_locked, lock.lock_counter) == (False, 0)
+
+
+def test_async_hook_failure_and_release_failure_both_surface(tmp, monkeypatch):
+    err = OSError(errno.EIO, "close failed in the rollback")
+    cf = CloseFails(monkeypatch, err)
+    hook_err = RuntimeError("the hook failed")
+
+    def hook(fd):
+        cf.arm(fd)
+        raise hook_err
+    lock = AsyncFileLock(os.path.join(tmp, "ah.lock"), close_error_policy="raise",
+                         on_acquired=hook)
+
+    async def go():
+        with pytest.raises(ExceptionGroup) as info:
+            await lock.acquire()
+        return info.value
+    try:
+        group = asyncio.run(go())
+    finally:
+        cf.undo()
+    assert group.exceptions == (hook_err, err) and err.__context__ is None
+
+
+def test_soft_close_and_marker_removal_failing_both_surface(tmp, monkeypatch):
+    # The marker that could not be removed is reported beside the close
+    # error, not dropped: the lock stays taken until it is gone.
+    p = os.path.join(tmp, "soft.lock")
+    lock = SoftFileLock(p)
+    lock.acquire()
+    err = OSError(errno.EIO, "close failed")
+    cf = CloseFails(monkeypatch, err)
+    cf.arm(lock._context.lock_file_fd)
+    real_unlink = os.unlink
+
+    def unlink(path, *a, **k):
+        if os.fspath(path) == p:
+            raise PermissionError(errno.EACCES, "unlink refused", p)
+        return real_unlink(path, *a, **k)
+    monkeypatch.setattr(os, "unlink", unlink)
+    try:
+        with pytest.raises(BaseExceptionGroup, match="both failed") as info:
+            lock.release()
+    finally:
+        cf.undo()
+        monkeypatch.setattr(os, "unlink", real_unlink)
+    assert info.value.exceptions[0] is err
+    assert isinstance(info.value.exceptions[1], PermissionError)
+    assert os.path.exists(p) and not lock.is_locked
+    os.unlink(p)
+
+
+# -- asyncio: the registry, subclasses (FL10, FL11) ---------------------------
+
+@pytest.mark.parametrize("cls", [AsyncFileLock, AsyncSoftFileLock])
+def test_async_release_in_the_executor_frees_the_path_for_this_task(tmp, cls):
+    # FL11: the release runs in an executor thread; the task that acquired
+    # may then wait for the path through another object (no "Deadlock").
+    p = os.path.join(tmp, "reg.lock")
+
+    async def go():
+        first = cls(p)
+        await first.acquire()
+        await asyncio.create_task(first.release())
+        second = cls(p, timeout=-1)
+        async with second:
+            return second.is_locked
+    assert asyncio.run(go()) is True
+
+
+def test_async_subclass_by_coroutine_acquire_and_release(tmp):
+    # FL10: py-filelock's subclass protocol, with coroutine functions: the
+    # lock is held when _acquire set the descriptor; until it does, the
+    # wait goes on (and times out), and no hook or release runs.
+    calls = []
+
+    class Flag(BaseAsyncFileLock):
+        grant = True
+
+        async def _acquire(self):
+            calls.append("acquire")
+            if self.grant:
+                self._context.lock_file_fd = 99
+
+        async def _release(self):
+            calls.append("release")
+            self._context.lock_file_fd = None
+
+    async def go():
+        lock = Flag(os.path.join(tmp, "sub.lock"))
+        async with lock:
+            assert lock.is_locked
+        assert not lock.is_locked
+        never = Flag(os.path.join(tmp, "never.lock"), timeout=0.05, poll_interval=0.01)
+        never.grant = False
+        with pytest.raises(Timeout):
+            await never.acquire()
+        return never
+    never = asyncio.run(go())
+    assert calls[:2] == ["acquire", "release"]
+    assert calls[2:].count("acquire") >= 2 and "release" not in calls[2:]
+    assert not never.is_locked
+
+
+def test_sync_subclass_release_failure_group_keeps_a_release_group_whole(tmp):
+    # FL10 + FL9: a subclass's _release raising a group of its own: that
+    # group is one leaf beside the body's failure, not flattened.
+    inner = BaseExceptionGroup("release parts", (KeyboardInterrupt(), OSError("part")))
+
+    class Failing(BaseFileLock):
+        fail = True
+
+        def _acquire(self):
+            self._context.lock_file_fd = 98
+
+        def _release(self):
+            if self.fail:
+                self.fail = False
+                raise inner
+            self._context.lock_file_fd = None
+
+    lock = Failing(os.path.join(tmp, "sg.lock"), context_error_policy="group")
+    body = ValueError("body")
+    with pytest.raises(BaseExceptionGroup) as info:
+        with lock:
+            raise body
+    assert info.value.exceptions == (body, inner) and info.value.exceptions[1] is inner
+    assert lock.is_locked
+    lock.release()
+    assert not lock.is_locked

@@ -39,6 +39,22 @@ truncates the file when it wins and never reads it):
        never judged dead, and a marker moved aside that is not the one judged
        (a new holder's) is linked back at once.  Both are where py-filelock
        3.32 admits two holders; here the cost is a wait, never an overlap.
+  FL7  flock failing ENOSYS (a filesystem without it) with fallback_to_soft:
+       the file the try opened is unlinked (that inode only) before the
+       SoftFileLock try, which would otherwise wait forever on it.
+  FL8  a release is committed once the unlock is done: a close failing
+       after it raises that exact error with is_locked False, the count 0
+       and the thread's entry dropped; a failing unlock keeps all three.
+  FL9  two failures at once (body or on_acquired hook, then release; the
+       SoftFileLock close, then the marker's removal) are raised as sibling
+       leaves of one (Base)ExceptionGroup "... both failed", raised from
+       None; every implicit __context__ under them that would show a leaf
+       (or a member of one, itself, or a group alike in shape) again is cut,
+       others kept.  The walk is iterative and visits each exception once.
+  FL10 a subclass may implement the lock by py-filelock's _acquire/_release
+       (see "the mechanism" below); async ones may be coroutine functions.
+  FL11 the self-deadlock registry entry (per thread, per task for asyncio)
+       is removed from the acquiring thread's registry by any release.
 
 The hot path is pure Python syscalls (os.open, fcntl.flock, os.fstat,
 os.pread, os.pwrite, os.ftruncate): no call into libholdfast, so this module
@@ -65,7 +81,7 @@ import warnings
 import weakref
 from concurrent import futures
 from types import TracebackType
-from typing import Any, Callable, Dict, Literal, Optional, Type, Union
+from typing import Any, Callable, Dict, Literal, NoReturn, Optional, Type, Union
 
 __all__ = [
     "AcquireReturnProxy", "AsyncAcquireReturnProxy", "AsyncFileLock", "AsyncSoftFileLock",
@@ -272,6 +288,7 @@ class _Context:
         self.lock_counter = 0
         self.fence = 0
         self.key: Optional[str] = None
+        self.held: Optional[Dict[Any, int]] = None  # the registry the key is in
 
 
 class _LocalContext(_Context, threading.local):
@@ -607,12 +624,16 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         _LOGGER.debug("Lock %s acquired on %s", ident, path)
         c.lock_counter = 1
         c.key = key
-        _held.held[key] = id(self)
+        c.held = _held.held
+        c.held[key] = id(self)
         if self._on_acquired is not None:
             try:
                 self._on_acquired(c.lock_file_fd)
-            except BaseException:
-                self.release(force=True)
+            except BaseException as hook_err:
+                try:
+                    self.release(force=True)
+                except BaseException as err:
+                    _raise_group(_BODY_AND_RELEASE, hook_err, err)
                 raise
 
     def release(self, force: bool = False) -> None:
@@ -632,12 +653,25 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
             return
         ident, path = id(self), c.lock_file
         _LOGGER.debug("Attempting to release lock %s on %s", ident, path)
-        self._unlock(c)  # raises with the lock still held when the unlock failed
-        c.lock_counter = 0
-        if c.key is not None and _held.held.get(c.key) == ident:
-            del _held.held[c.key]
-        c.key = None
+        try:
+            self._unlock(c)  # raises with the lock still held when the unlock failed
+        finally:
+            self._commit_release(c)
         _LOGGER.debug("Lock %s released on %s", ident, path)
+
+    def _commit_release(self, c: _Context) -> None:
+        # FL8: once the unlock is done (lock_file_fd cleared) the release is
+        # committed, even when closing the descriptor then fails: the close
+        # error surfaces with the lock released and the count 0.
+        if c.lock_file_fd is None:
+            c.lock_counter = 0
+            # FL11: the entry is dropped from the registry of the thread that
+            # acquired, whichever thread (an executor's, for an async lock)
+            # or task releases.
+            if c.key is not None and c.held is not None and c.held.get(c.key) == id(self):
+                del c.held[c.key]
+            c.key = None
+            c.held = None
 
     def _close(self, fd: int, suppress_by_default: bool) -> None:
         try:
@@ -654,10 +688,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
         except BaseException as err:
             if body is None or self._context_error_policy == "chain":
                 raise
-            failed = err
-        else:
-            return
-        raise _group(body, failed)
+            _raise_group(_BODY_AND_RELEASE, body, err)
 
     def __enter__(self) -> "BaseFileLock":
         self.acquire()
@@ -678,22 +709,95 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                                                  self.is_locked, self.lock_counter)
 
     # -- the mechanism -------------------------------------------------------
+    # A subclass of BaseFileLock (or BaseAsyncFileLock) may implement the
+    # lock as py-filelock's subclasses do (FL10): _acquire() sets
+    # self._context.lock_file_fd when it got the lock (else the wait goes
+    # on), _release() clears it; for an async lock either may be a
+    # coroutine function, awaited in the loop.  The front's own classes
+    # implement _try/_unlock instead.
     def _try(self, c: _Context) -> bool:
-        raise NotImplementedError
+        self._acquire()
+        return c.lock_file_fd is not None
 
     def _unlock(self, c: _Context) -> None:
+        self._release()
+
+    def _acquire(self) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
         raise NotImplementedError
 
 
-def _group(body: BaseException, failed: BaseException) -> BaseException:
-    """context_error_policy="group": the body's failure and the release's as
-    two leaves, neither one the other's context (no cycle to walk)."""
-    if failed.__context__ is body:
-        failed.__context__ = None
-    both = (body, failed)
-    if all(isinstance(e, Exception) for e in both):
-        return ExceptionGroup("lock release failed after the body failed", both)
-    return BaseExceptionGroup("lock release failed after the body failed", both)
+_BODY_AND_RELEASE = "lock body and release both failed"
+_CLOSE_AND_UNLINK = "lock descriptor close and marker cleanup both failed"
+
+
+def _inside(roots) -> set:
+    """The ids of roots and of every exception nested in their groups."""
+    ids: set = set()
+    todo = list(roots)
+    while todo:
+        e = todo.pop()
+        if id(e) not in ids:
+            ids.add(id(e))
+            if isinstance(e, BaseExceptionGroup):
+                todo.extend(e.exceptions)
+    return ids
+
+
+def _same_shape(a: BaseException, b: BaseException) -> bool:
+    """a and b render alike: the same object, or groups of one type and
+    message whose members are pairwise alike (each pair compared once, so a
+    graph that shares members costs its size, not its paths)."""
+    todo = [(a, b)]
+    compared: set = set()
+    while todo:
+        x, y = todo.pop()
+        if x is y or (id(x), id(y)) in compared:
+            continue
+        compared.add((id(x), id(y)))
+        if type(x) is not type(y) or not isinstance(x, BaseExceptionGroup) \
+                or x.message != y.message or len(x.exceptions) != len(y.exceptions):
+            return False
+        todo.extend(zip(x.exceptions, y.exceptions))
+    return True
+
+
+def _detach_repeated_contexts(leaves) -> None:
+    """FL9: cut every implicit __context__, anywhere under the leaves (through
+    __context__, __cause__ and group members), that would render again
+    what the group shows already: a leaf or a member of a leaf's group, the
+    exception itself, or a group alike in shape (_same_shape).  Any other
+    context is kept and walked.  Iterative, each exception visited once:
+    a chain thousands deep or a shared graph 2^25 paths wide is linear."""
+    shown = _inside(leaves)
+    seen: set = set()
+    todo = list(leaves)
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        ctx = e.__context__
+        if ctx is not None:
+            if ctx is e or id(ctx) in shown or _same_shape(e, ctx):
+                e.__context__ = None
+            else:
+                todo.append(ctx)
+        if e.__cause__ is not None:
+            todo.append(e.__cause__)
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+
+
+def _raise_group(message: str, *errors: BaseException) -> NoReturn:
+    """Two failures that both happened (body or hook, then release; close,
+    then unlink) as sibling leaves of one group, each rendered once: an
+    ExceptionGroup when all are Exceptions, else a BaseExceptionGroup
+    (a CancelledError or KeyboardInterrupt stays out of `except Exception`)."""
+    _detach_repeated_contexts(errors)
+    raise BaseExceptionGroup(message, errors) from None
 
 
 def _make_parent(path: str) -> bool:
@@ -739,6 +843,10 @@ class UnixFileLock(BaseFileLock):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
+            opened = None
+            with contextlib.suppress(OSError):
+                st = os.fstat(fd)
+                opened = (st.st_dev, st.st_ino)
             os.close(fd)
             if e.errno in _BUSY:
                 return False
@@ -746,6 +854,13 @@ class UnixFileLock(BaseFileLock):
                     and self._on_acquired is None:
                 warnings.warn("flock not supported on this filesystem, falling back to SoftFileLock",
                               stacklevel=4)
+                # FL7: the file this try opened is no marker: left there, it
+                # would be a marker nobody owns and the soft lock would wait
+                # on it forever. Only that inode is removed, not a successor.
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if opened == (st.st_dev, st.st_ino):
+                        os.unlink(path)
                 self.__class__ = AsyncSoftFileLock if isinstance(self, BaseAsyncFileLock) \
                     else SoftFileLock
                 return self._try(c)
@@ -927,11 +1042,25 @@ class SoftFileLock(BaseFileLock):
         c.lock_file_fd = None
         try:
             self._close(fd, False)
-        finally:
-            with contextlib.suppress(OSError):
-                st = os.lstat(c.lock_file)
-                if ident == (st.st_dev, st.st_ino):
-                    os.unlink(c.lock_file)
+        except BaseException as close_err:
+            try:
+                self._unlink_marker(c.lock_file, ident)
+            except BaseException as err:
+                _raise_group(_CLOSE_AND_UNLINK, close_err, err)
+            raise
+        self._unlink_marker(c.lock_file, ident)
+
+    @staticmethod
+    def _unlink_marker(path: str, ident: Any) -> None:
+        """Remove the marker this holder made, not a successor's (after a
+        lifetime= break); one already gone is fine, another failure (the
+        marker stays: the lock is not free) is raised."""
+        try:
+            st = os.lstat(path)
+            if ident == (st.st_dev, st.st_ino):
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 # -- descriptors -------------------------------------------------------------
@@ -1056,7 +1185,11 @@ class BaseAsyncFileLock(BaseFileLock):
         while True:
             _LOGGER.debug("Attempting to acquire lock %s on %s", ident, path)
             try:
-                got = await self._run(self._try, c)
+                if inspect.iscoroutinefunction(self._acquire):  # FL10
+                    await self._acquire()
+                    got = c.lock_file_fd is not None
+                else:
+                    got = await self._run(self._try, c)
             except asyncio.CancelledError:
                 if c.lock_file_fd is not None:  # the try won after we were cancelled
                     self._unlock(c)
@@ -1068,12 +1201,16 @@ class BaseAsyncFileLock(BaseFileLock):
         _LOGGER.debug("Lock %s acquired on %s", ident, path)
         c.lock_counter = 1
         c.key = key
-        _held.held[key] = id(self)
+        c.held = _held.held
+        c.held[key] = id(self)
         if self._on_acquired is not None:
             try:
                 await self._run(self._on_acquired, c.lock_file_fd)
-            except BaseException:
-                await self.release(force=True)
+            except BaseException as hook_err:
+                try:
+                    await self.release(force=True)
+                except BaseException as err:
+                    _raise_group(_BODY_AND_RELEASE, hook_err, err)
                 raise
         return AsyncAcquireReturnProxy(lock=self)
 
@@ -1084,7 +1221,16 @@ class BaseAsyncFileLock(BaseFileLock):
         if c.lock_counter > 1 and not force:
             c.lock_counter -= 1
             return
-        await self._run(self._release_ctx, c, True)
+        if not inspect.iscoroutinefunction(self._release):
+            await self._run(self._release_ctx, c, True)
+            return
+        ident, path = id(self), c.lock_file  # FL10: a coroutine _release, in the loop
+        _LOGGER.debug("Attempting to release lock %s on %s", ident, path)
+        try:
+            await self._release()
+        finally:
+            self._commit_release(c)
+        _LOGGER.debug("Lock %s released on %s", ident, path)
 
     async def _release_in_context_async(self, body: Optional[BaseException]) -> None:
         try:
@@ -1092,10 +1238,7 @@ class BaseAsyncFileLock(BaseFileLock):
         except BaseException as err:
             if body is None or self._context_error_policy == "chain":
                 raise
-            failed = err
-        else:
-            return
-        raise _group(body, failed)
+            _raise_group(_BODY_AND_RELEASE, body, err)
 
     def __enter__(self):
         raise NotImplementedError("Use `async with`: acquire/release are coroutines and cannot be "
