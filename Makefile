@@ -96,7 +96,7 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python
+check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python check-install-deb
 
 # The Rust crate as a Rust developer installs it (tests/install/rust.sh):
 # `cargo package`, then new crates with `cargo add --path` and a path
@@ -197,6 +197,61 @@ $(FUZZ_BUILD)/build.ninja: | fuzz-deps
 fuzz: fuzz-deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD)
 	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# `make install PREFIX=/some/prefix [DESTDIR=/staging]`: the CLIs, libholdfast
+# (.so.0, .so, .a), the headers, holdfast.pc, the manual pages and the
+# bash/zsh/fish completions, from a release build of its own ($(INSTALL_BUILD),
+# configured for PREFIX: holdfast runs PREFIX/bin/holdfast-etcd for etcd).
+# ldconfig runs after an install into the live system as root. `make
+# uninstall` removes what the last install put there.
+PREFIX ?= /usr/local
+INSTALL_BUILD ?= build-install
+.PHONY: install uninstall deb deb-deps check-install-deb
+install: deps
+	@if [ -f $(INSTALL_BUILD)/build.ninja ]; then meson configure $(INSTALL_BUILD) --prefix=$(abspath $(PREFIX)) >/dev/null; \
+	else meson setup $(INSTALL_BUILD) --buildtype=release --prefix=$(abspath $(PREFIX)) -Dtests=false -Dbench=false >/dev/null; fi
+	ninja -C $(INSTALL_BUILD)
+	DESTDIR="$(DESTDIR)" meson install -C $(INSTALL_BUILD) --no-rebuild
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+uninstall:
+	DESTDIR="$(DESTDIR)" ninja -C $(INSTALL_BUILD) uninstall
+
+# `make deb`: holdfast, libholdfast0 and libholdfast-dev (debian/) into
+# $(DEB_BUILD)/, built by dpkg-buildpackage -us -uc -b from a copy of the
+# tree's files (git ls-files) in $(DEB_BUILD)/src, so nothing lands outside the
+# repository; no test suite runs in it (debian/rules: -Dtests=false, an empty
+# dh_auto_test). lintian then checks the result and fails on any error or
+# warning (the tags overridden are explained in debian/*.lintian-overrides).
+DEB_BUILD ?= build-deb
+# debhelper, dpkg-dev, build-essential, fakeroot: dpkg-buildpackage and dh;
+# lintian: the packages' check.
+DEB_PKGS := debhelper dpkg-dev build-essential fakeroot lintian
+deb-deps: deps
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+deb: deb-deps
+	rm -rf $(DEB_BUILD) && mkdir -p $(DEB_BUILD)/src
+	git ls-files -z --cached --others --exclude-standard | \
+	  tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C $(DEB_BUILD)/src
+	cd $(DEB_BUILD)/src && DEB_BUILD_OPTIONS="nocheck $$DEB_BUILD_OPTIONS" \
+	  dpkg-buildpackage -us -uc -b >../dpkg-buildpackage.log 2>&1 || \
+	  { tail -40 ../dpkg-buildpackage.log; exit 1; }
+	rm -rf $(DEB_BUILD)/src
+	lintian --fail-on error,warning --info $(DEB_BUILD)/*.changes
+	@ls -l $(DEB_BUILD)/*.deb
+
+# The packages and make install, each tried where libholdfast was never
+# installed (tests/install/deb.sh: a private mount namespace, /usr/local and
+# the build trees hidden): the CLI, man -w, the completions, a C program
+# built with pkg-config against the install.
+check-install-deb: deb
+	bash tests/install/deb.sh $(DEB_BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
