@@ -47,7 +47,9 @@ make -s -C "$src" install PREFIX=/opt/holdfast DESTDIR="$t/dest" >"$t/install.lo
 
 mkdir -p "$t"/{usr,var,etc}/{u,w}
 cat >"$t/inner.sh" <<'INNER'
-set -euo pipefail
+# no pipefail: each `... | grep -q` is judged by grep (which may end its
+# writer with SIGPIPE)
+set -eu
 t=$1 src=$2 ver=$3
 fail() { echo "deb.sh (namespace): $*" >&2; exit 1; }
 for d in usr var etc; do
@@ -99,12 +101,13 @@ unset PKG_CONFIG_PATH
 if ./prog-prefix "$p/bin/holdfast" "$t/w/Q.lock" 2>"$t/ld.err"; then fail "prefix: prog ran with no LD_LIBRARY_PATH"; fi
 grep -q 'libholdfast.so.0' "$t/ld.err" || fail "prefix: unexpected failure: $(cat "$t/ld.err")"
 # ... and with it, runs against the installed CLI both ways
-LD_LIBRARY_PATH=$p/lib/$libdir ./prog-prefix "$p/bin/holdfast" "$t/w/Q.lock" | grep -qx ok || fail "prefix: prog"
+LD_LIBRARY_PATH=$p/lib/$libdir ./prog-prefix "$p/bin/holdfast" "$t/w/Q.lock" 2>"$t/prog.err" | grep -qx ok ||
+	fail "prefix: prog: $(cat "$t/prog.err")"
 
 # 2. apt-get install ./the .debs, for real (the overlays take the writes)
 s=$(date +%s%N)
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download \
-	./holdfast_*.deb ./libholdfast0_*.deb ./libholdfast-dev_*.deb >"$t/apt.log" 2>&1 ||
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	"$t"/holdfast_*.deb "$t"/libholdfast0_*.deb "$t"/libholdfast-dev_*.deb >"$t/apt.log" 2>&1 ||
 	{ cat "$t/apt.log"; fail "apt-get install ./*.deb failed"; }
 echo "deb.sh: apt-get install ./holdfast_*.deb ./libholdfast0_*.deb ./libholdfast-dev_*.deb: $(( ($(date +%s%N) - s) / 1000000 )) ms," \
 	"$(dpkg-query -W -f '${Installed-Size}\n' holdfast libholdfast0 libholdfast-dev | awk '{ s += $1 } END { print s }') KiB installed"
@@ -121,11 +124,16 @@ bash --norc -c '. /usr/share/bash-completion/bash_completion; __load_completion 
 	grep -q _holdfast || fail "bash-completion does not load holdfast's completion"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror -o prog-deb prog.c $(pkg-config --cflags --libs holdfast) || fail "deb: cc prog.c"
-ldd ./prog-deb | grep -q "/usr/lib/$libdir/libholdfast.so.0" || fail "deb: prog does not load /usr/lib/$libdir/libholdfast.so.0"
-./prog-deb /usr/bin/holdfast "$t/w/R.lock" | grep -qx ok || fail "deb: prog against the installed CLI"
+# (/lib is /usr/lib: ld.so.cache may name either)
+ldd ./prog-deb >"$t/ldd.out"
+grep -Eq "libholdfast.so.0 => (/usr)?/lib/$libdir/libholdfast.so.0 " "$t/ldd.out" ||
+	fail "deb: prog does not load /usr/lib/$libdir/libholdfast.so.0: $(ldd ./prog-deb)"
+./prog-deb /usr/bin/holdfast "$t/w/R.lock" 2>"$t/prog.err" | grep -qx ok ||
+	fail "deb: prog against the installed CLI: $(cat "$t/prog.err")"
 ./prog-deb - "$t/w/S.lock" | grep -qx ok || fail "deb: prog alone"
 apt-get purge -y -q holdfast libholdfast0 libholdfast-dev >"$t/apt.log" 2>&1 || { cat "$t/apt.log"; fail "apt-get purge failed"; }
-! command -v holdfast >/dev/null && [ ! -e "/usr/lib/$libdir/libholdfast.so.0" ] || fail "apt-get purge left holdfast behind"
+[ ! -e /usr/bin/holdfast ] && [ ! -e "/usr/lib/$libdir/libholdfast.so.0" ] && ! dpkg -s libholdfast0 >/dev/null 2>&1 ||
+	fail "apt-get purge left holdfast behind"
 echo "deb.sh: ok"
 INNER
 unshare --mount --propagation private bash "$t/inner.sh" "$t" "$src" "$ver"
