@@ -129,6 +129,7 @@ if [ "$mode" = bundled ]; then
 	$cc -shared -g -Wl,--version-script=build/gen/exports.map -Wl,--as-needed ${LDFLAGS:-} \
 		-o build/holdfast.node.tmp build/obj/*.o -ljansson -lcurl -pthread
 	mv build/holdfast.node.tmp build/holdfast.node
+	rm -rf build/obj # not part of what is installed
 	exit 0
 fi
 
