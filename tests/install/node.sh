@@ -22,6 +22,8 @@
 # Needs root (unshare --mount), node, npm, gcc, libjansson-dev,
 # libcurl4-openssl-dev (make deps). Leaves nothing behind.
 set -euo pipefail
+# The developer's overrides would make it another build (build.sh, index.js).
+unset HOLDFAST_BUILD HOLDFAST_SYSTEM HOLDFAST_ADDON NODE_INCLUDE CC CFLAGS LDFLAGS
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 me=tests/install/node.sh
 fail() { echo "$me: FAIL: $*" >&2; exit 1; }
