@@ -15,7 +15,8 @@
 #      the addon needs no libholdfast (ldd, /proc/self/maps);
 #   4. a strict TypeScript file importing holdfast and
 #      holdfast/proper-lockfile type-checks against the installed package;
-#   5. CC=/nonexistent and NODE_INCLUDE=/nonexistent: the install fails with
+#   5. installed with --ignore-scripts, require names the way out;
+#      CC=/nonexistent and NODE_INCLUDE=/nonexistent: the install fails with
 #      one message naming the Debian package to install.
 #
 # Prints, for the report: each install's time and the installed size.
@@ -68,7 +69,14 @@ addon=$tmp/tgz/node_modules/holdfast/build/holdfast.node
 [ -f "$addon" ] || fail "npm install <tarball>: no build/holdfast.node"
 [ ! -L "$tmp/tgz/node_modules/holdfast" ] || fail "npm install <tarball> made a link"
 ! grep -i 'warning:' "$tmp/dir.log" "$tmp/tgz.log" || fail "the install's compile warns"
-ldd "$addon" | grep -q libholdfast && fail "the addon links a libholdfast: $(ldd "$addon" | grep libholdfast)"
+ldd "$addon" >"$tmp/ldd" || fail "ldd $addon"
+if grep libholdfast "$tmp/ldd"; then fail "the addon links a libholdfast"; fi
+
+# Installed without its install step: require says what to do.
+new_project "$tmp/noscripts"
+(cd "$tmp/noscripts" && npm_install --ignore-scripts "$tgz" >/dev/null 2>&1) || fail "npm install --ignore-scripts"
+msg=$(cd "$tmp/noscripts" && node -e "require('holdfast')" 2>&1) && fail "require without the addon succeeded"
+grep -q 'npm rebuild holdfast' <<<"$msg" || fail "require without the addon said: $msg"
 
 # 3. Where nothing of holdfast is to be seen.
 cat >"$tmp/use.js" <<'EOF'
