@@ -121,11 +121,11 @@ if [ "$mode" = bundled ]; then
 		jobs=$((jobs + 1))
 		if [ "$jobs" -ge "${HOLDFAST_JOBS:-2}" ]; then
 			for p in $pids; do wait "$p"; done
-			pids= jobs=0
+			pids='' jobs=0
 		fi
 	done
 	for p in $pids; do wait "$p"; done
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2086 # LDFLAGS: words
 	$cc -shared -g -Wl,--version-script=build/gen/exports.map -Wl,--as-needed ${LDFLAGS:-} \
 		-o build/holdfast.node.tmp build/obj/*.o -ljansson -lcurl -pthread
 	mv build/holdfast.node.tmp build/holdfast.node

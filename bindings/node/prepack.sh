@@ -10,10 +10,10 @@ cd "$here"
 rm -rf libholdfast
 [ "${1:-}" = clean ] && exit 0
 top=../..
-[ -f "$top/src/lib/errors.c" ] && [ -f "$top/include/holdfast.h" ] && [ -f "$top/meson.build" ] || {
+if ! [ -f "$top/src/lib/errors.c" ] || ! [ -f "$top/include/holdfast.h" ] || ! [ -f "$top/meson.build" ]; then
 	echo "holdfast (bindings/node/prepack.sh): not inside the holdfast repository ($here/../..)" >&2
 	exit 1
-}
+fi
 mkdir -p libholdfast/src libholdfast/include
 cp -R "$top/src/base" "$top/src/lib" libholdfast/src/
 cp "$top/include/holdfast.h" "$top/include/holdfast-version.h.in" libholdfast/include/

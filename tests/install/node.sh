@@ -134,6 +134,7 @@ mkdir "$tmp/work"
 in_clean() {
 	local keep=$2
 	cp "$tmp/use.js" "$1/use.js"
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
 	unshare --mount --propagation private -- /bin/sh -eu -c '
 		proj=$1 keep=$2 work=$3 pkg=$4; shift 4
 		for d in $HIDE; do
