@@ -32,7 +32,7 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
-.PHONY: check-install-python check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-install-python check-install-node check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -96,7 +96,7 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python check-install-deb
+check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python check-install-deb check-install-node
 
 # The Rust crate as a Rust developer installs it (tests/install/rust.sh):
 # `cargo package`, then new crates with `cargo add --path` and a path
@@ -106,6 +106,13 @@ check-long: check-cluster check-tsan check-callers check-flock-mixed check-plf-m
 .PHONY: check-install-rust
 check-install-rust: build
 	bash tests/install/rust.sh $(CURDIR) $(BUILD)
+
+# The Node package as npm users install it (tests/install/node.sh): `npm
+# install` of bindings/node and of its `npm pack` tarball in fresh projects
+# compiles libholdfast's C sources into the addon; used from JS and strict
+# TypeScript where no build dir, /usr/local or installed libholdfast is seen.
+check-install-node: deps
+	bash tests/install/node.sh
 
 # A rolling migration from flock(1) under kills (bench/peers/flock_mixed.sh):
 # 8 workers alternating util-linux flock(1) and holdfast flock on one file, a

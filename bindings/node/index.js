@@ -6,8 +6,19 @@
 const fs = require('fs');
 const path = require('path');
 
-const native = require(process.env.HOLDFAST_ADDON ||
-	path.join(__dirname, 'build', 'holdfast.node'));
+// The addon npm's install step compiled (build.sh); if it is not there, say
+// why and what to do rather than just "Cannot find module".
+const addonPath = process.env.HOLDFAST_ADDON || path.join(__dirname, 'build', 'holdfast.node');
+let native;
+try {
+	native = require(addonPath);
+} catch (e) {
+	if (e.code !== 'MODULE_NOT_FOUND' || process.env.HOLDFAST_ADDON)
+		throw e;
+	throw new Error(`holdfast: no native addon ${addonPath}: the package's install step ` +
+		'(build.sh, which compiles it) did not run or failed (npm install --ignore-scripts?); ' +
+		'run `npm rebuild holdfast` and read its message', { cause: e });
+}
 const C = native.constants;
 
 // ---- errors -------------------------------------------------------------------

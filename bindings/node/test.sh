@@ -20,7 +20,7 @@ for m in typescript @types/node proper-lockfile; do
 done
 if [ -n "$missing" ]; then
 	echo "bindings/node: npm install (missing:$missing)"
-	npm install --no-audit --no-fund --loglevel=error >/dev/null
+	npm install --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
 HOLDFAST_BUILD=$build sh build.sh
 export HOLDFAST_BIN="$build/holdfast" # test/etcd.test.js: the CLI as the other holder
