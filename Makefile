@@ -32,26 +32,26 @@ BENCH_PKGS := jq hyperfine liblockfile-bin lockfile-progs util-linux python3-fil
 # a machine may have them from elsewhere, and Debian's npm conflicts with those.
 NODE_PKGS := nodejs npm
 
+# $(call apt_missing,PACKAGES): install those of PACKAGES that dpkg does not
+# have (apt-get update first, once; sudo when not root); nothing when all are.
+define apt_missing
+missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+  echo "installing:$$missing"; \
+  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+fi
+endef
+
 .PHONY: check-install-python check-install-node check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
 deps:
-	@missing=""; for p in $(PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_missing,$(PKGS))
 
 bench-deps: deps
-	@missing=""; for p in $(BENCH_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing="$$missing $(NODE_PKGS)"; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_missing,$(BENCH_PKGS) $$(command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || echo $(NODE_PKGS)))
 
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) --buildtype=release -Dwerror=true
@@ -189,12 +189,7 @@ bench-node: bench-deps build
 # coverage and ASan+UBSan, each target FUZZ_SECONDS (60) s; new inputs go
 # to $(FUZZ_BUILD)/fuzz-corpus, never into git. Fails on any crash.
 fuzz-deps: deps
-	@missing=""; for p in $(FUZZ_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_missing,$(FUZZ_PKGS))
 
 $(FUZZ_BUILD)/build.ninja: | fuzz-deps
 	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized -Dfuzz=true -Dtests=false \
@@ -235,12 +230,7 @@ DEB_BUILD ?= build-deb
 # lintian: the packages' check.
 DEB_PKGS := debhelper dpkg-dev build-essential fakeroot lintian
 deb-deps: deps
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_missing,$(DEB_PKGS))
 
 deb: deb-deps
 	rm -rf $(DEB_BUILD) && mkdir -p $(DEB_BUILD)/src
