@@ -225,10 +225,25 @@ Test(wait, a_quick_release_opens_no_pidfd)
 	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
 	cr_assert_eq(hf_wait_next(&w), 0); /* armed */
 	hf_wait_holder(&w, p1);
-	cr_assert_eq(rmdir(x), 0); /* released: queued before the poll */
-	cr_assert_eq(hf_wait_next(&w), 0);
-	cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
-	cr_assert_geq(w.pidfd, 0, "a first wait watched its holder before it slept");
+	/* "quickly" is the library's own monotonic measure of the wait the
+	 * release ended (< PIDFD_AFTER_MS). The release is queued before the
+	 * poll, but a loaded machine (ASan, other jobs) can deschedule the
+	 * waiter past 10 ms in between: then p1 is released and retaken until
+	 * one handoff was quick by that measure - the precondition, not the
+	 * verdict, is what is repeated */
+	int tries = 0;
+	for (;;) {
+		cr_assert_eq(rmdir(x), 0); /* released: queued before the poll */
+		cr_assert_eq(hf_wait_next(&w), 0);
+		cr_assert_eq(w.woke, HF_WOKE_EVENT, "(%d)", w.woke);
+		cr_assert_geq(w.pidfd, 0, "a first wait watched its holder before it slept");
+		if (w.quick || ++tries == 50)
+			break;
+		cr_assert_eq(mkdir(x, 0700), 0); /* p1 holds it again */
+		hf_wait_holder(&w, p1);
+	}
+	if (!w.quick)
+		cr_skip_test("no handoff in 50 was quicker than 10 ms here (a loaded machine)");
 	cr_assert_eq(mkdir(x, 0700), 0); /* the next holder, p2, takes it ... */
 	hf_wait_holder(&w, p2);
 	cr_assert_eq(w.pidfd, -1, "p1's pidfd went with p1");
