@@ -14,5 +14,9 @@ echo "==== failing tests (from $log) ===="
 awk '/^\[RUN \] / { name = $3; run[name] = 1 }
      /^\[(PASS|FAIL|SKIP)\] / { name = $2; sub(/:$/, "", name); delete run[name] }
      END { for (n in run) print "[NEVER ENDED] " n }' "$log" | sort | tail -n 20
-grep -a -E '^\[----\] .*[^ ]|^\[FAIL\]|CRASH|^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT) ' "$log" | tail -n 60
+# an assertion's place and its message lines (indented), a failed or crashed
+# test, Criterion's warning of a crash in setup/teardown, meson's verdicts;
+# not the [----] lines of cr_log_info or Criterion's banner
+grep -a -E '^\[----\] [^ ]+:[0-9]+: |^\[----\]   .*[^ ]|^\[(FAIL|CRASH)\]|^\[----\] Warning! |^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT) ' \
+	"$log" | tail -n 60
 exit 0

@@ -60,6 +60,11 @@ void et_note_pid(const char *dir, pid_t pid)
 	close(fd);
 }
 
+void et_own_dir(const char *dir)
+{
+	et_note_pid(dir, getpid());
+}
+
 /* fn(name, arg) for each entry of dir whose name starts with prefix (NULL:
  * with a digit, a pid's in /proc) until fn returns true: false when dir
  * could not be opened. */
@@ -79,7 +84,10 @@ static bool each_entry(const char *dir, const char *prefix, bool (*fn)(const cha
 	return true;
 }
 
-/* /tmp/name removed when none of the processes noted in it lives. */
+/* /tmp/name removed when none of the processes noted in it lives. The test
+ * that made it is noted first (et_own_dir): while that test runs, its dir is
+ * never swept, even between stopping its etcd and starting the next one (a
+ * rebuild, a restarted member), when every member noted is dead. */
 static bool sweep_one(const char *name, void *arg)
 {
 	(void)arg;
@@ -144,6 +152,7 @@ void et_start(bool tls)
 	char tmpl[] = "/tmp/hft-etcd.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
 	E.dir = strdup(tmpl);
+	et_own_dir(E.dir);
 	int cp = et_free_port(), pp = et_free_port();
 	while (pp == cp)
 		pp = et_free_port();
@@ -156,6 +165,11 @@ void et_rebuild(void)
 {
 	cr_assert_gt(E.pid, 0, "no member to rebuild");
 	et_stop_pid(&E.pid, SIGTERM);
+	et_rebuild_after_stop();
+}
+
+void et_rebuild_after_stop(void)
+{
 	char data[512];
 	snprintf(data, sizeof data, "%s/data", E.dir);
 	hft_rmtree(data);

@@ -35,6 +35,8 @@ void et_setup_tls(void);
 /* Rebuild E's cluster from nothing: stop its member (SIGTERM, reaped),
  * delete its data dir, start a new member on the same ports with an empty
  * data dir and wait (bounded) until it answers. */
+/* The second half of et_rebuild: E's member already stopped. */
+void et_rebuild_after_stop(void);
 void et_rebuild(void);
 /* Stop E (SIGTERM, then SIGKILL; reaped) and remove its directory. */
 void et_teardown(void);
@@ -69,6 +71,9 @@ pid_t et_find_proc(const char *const *words);
  * /tmp/PREFIX* directories whose noted processes are all gone. */
 void et_child_dies_with_parent(void);
 void et_note_pid(const char *dir, pid_t pid);
+/* Note this test process in dir first: a dir is never swept while the
+ * test that made it lives (between one etcd stopped and the next started). */
+void et_own_dir(const char *dir);
 void et_sweep(const char *prefix);
 /* SIGKILL every holdfast-etcd (a keeper) with needle (the test's etcd
  * URI) in an argument or its environment: a keeper of a lock for a pid

@@ -811,3 +811,18 @@ Test(etcd_cli, lease_is_kept_alive_only_by_renew)
 	cr_assert_geq(took, 3000, "taken before its TTL went unrenewed: %lld ms", (long long)took);
 	et_out_free(&r);
 }
+
+/* The suites' own housekeeping: et_sweep removes /tmp/hft-etcd.* dirs
+ * whose noted processes are all gone (tests killed before teardown). A
+ * test between stopping its member and starting the next (et_rebuild) has
+ * no live member: its dir must survive another test's sweep then, as the
+ * test itself is noted (et_own_dir) - a fresh-clone run lost
+ * fences_never_repeat_after_the_cluster_is_rebuilt's dir in that gap. */
+Test(etcd_cli, a_tests_dir_outlives_a_sweep_while_its_member_is_stopped)
+{
+	et_stop_pid(&E.pid, SIGTERM);
+	et_sweep("hft-etcd.");
+	struct stat st;
+	cr_assert_eq(stat(E.dir, &st), 0, "%s was swept while its test runs", E.dir);
+	et_rebuild_after_stop();
+}

@@ -76,6 +76,7 @@ static void setup(void)
 	char tmpl[] = "/tmp/hft-etcd-cluster.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl));
 	root = strdup(tmpl);
+	et_own_dir(root); /* never swept while this test runs */
 	dir = hft_tmpdir();
 	cluster[0] = '\0';
 	snprintf(uri, sizeof uri, "etcd://");

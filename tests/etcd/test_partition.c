@@ -688,6 +688,7 @@ static void setup(void)
 	char tmpl[] = "/tmp/hft-etcd-part.XXXXXX";
 	cr_assert_not_null(mkdtemp(tmpl));
 	root = strdup(tmpl);
+	et_own_dir(root); /* never swept while this test runs */
 	cr_assert_geq(asprintf(&res_main, "%s/resource", root), 0);
 	snprintf(tag, sizeof tag, "hft%d", (int)getpid());
 	snprintf(hub, sizeof hub, "%shub", tag);
