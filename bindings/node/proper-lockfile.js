@@ -287,6 +287,18 @@ function isStale(st, options) {
 	return st.mtime.getTime() < Date.now() - options.stale;
 }
 
+// The lock directory's stat, or null when it is gone (ENOENT); other
+// errors are thrown.
+function* statOrGone(lockfile) {
+	try {
+		return yield ['stat', lockfile];
+	} catch (e) {
+		if (e.code !== 'ENOENT')
+			throw e;
+		return null;
+	}
+}
+
 function* tryAcquire(file, options) {
 	const lockfile = lockfilePathOf(file, options);
 	let stale = options.stale;
@@ -300,12 +312,8 @@ function* tryAcquire(file, options) {
 		}
 		if (!(stale > 0))
 			throw lockedError(file, lockfile, null);
-		let st;
-		try {
-			st = yield ['stat', lockfile];
-		} catch (e) {
-			if (e.code !== 'ENOENT')
-				throw e;
+		const st = yield* statOrGone(lockfile);
+		if (!st) {
 			stale = 0; // gone meanwhile: one more mkdir
 			continue;
 		}
@@ -316,12 +324,8 @@ function* tryAcquire(file, options) {
 		let judge = null;
 		try {
 			judge = yield ['judge', lockfile];
-			let again;
-			try {
-				again = yield ['stat', lockfile];
-			} catch (e) {
-				if (e.code !== 'ENOENT')
-					throw e;
+			const again = yield* statOrGone(lockfile);
+			if (!again) {
 				stale = 0;
 				continue;
 			}

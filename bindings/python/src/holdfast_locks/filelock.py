@@ -607,6 +607,15 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                                % (c.lock_file, self._deadlock_holder_desc))
         return key
 
+    def _acquired(self, c: _Context, key: Any) -> None:
+        """The lock was just taken for context c: count it once and enter it in
+        this thread's self-deadlock registry (sync and async acquires alike)."""
+        _LOGGER.debug("Lock %s acquired on %s", id(self), c.lock_file)
+        c.lock_counter = 1
+        c.key = key
+        c.held = _held.held
+        c.held[key] = id(self)
+
     def _acquire_ctx(self, c: _Context, timeout: float, blocking: bool, poll_interval: float,
                      cancel_check: Optional[Callable[[], bool]]) -> None:
         if c.lock_file_fd is not None:
@@ -621,11 +630,7 @@ class BaseFileLock(contextlib.ContextDecorator, metaclass=_Meta):
                 break
             _missed(ident, path, blocking, cancel_check, timeout, start, poll_interval)
             time.sleep(poll_interval)
-        _LOGGER.debug("Lock %s acquired on %s", ident, path)
-        c.lock_counter = 1
-        c.key = key
-        c.held = _held.held
-        c.held[key] = id(self)
+        self._acquired(c, key)
         if self._on_acquired is not None:
             try:
                 self._on_acquired(c.lock_file_fd)
@@ -1198,11 +1203,7 @@ class BaseAsyncFileLock(BaseFileLock):
                 break
             _missed(ident, path, blocking, cancel_check, timeout, start, poll_interval)
             await asyncio.sleep(poll_interval)
-        _LOGGER.debug("Lock %s acquired on %s", ident, path)
-        c.lock_counter = 1
-        c.key = key
-        c.held = _held.held
-        c.held[key] = id(self)
+        self._acquired(c, key)
         if self._on_acquired is not None:
             try:
                 await self._run(self._on_acquired, c.lock_file_fd)
