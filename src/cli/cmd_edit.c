@@ -112,7 +112,7 @@ static const char edit_usage[] =
 	"70/71/73/74 internal, OS, cannot-create, I/O errors.\n"
 	"--json: once CMD has ended, one JSON object on stdout (FILE, the lock with its\n"
 	"token and fence, \"replaced\", CMD's exit or signal; CMD's output goes to FILE,\n"
-	"never to stdout); a refusal prints the error object (README: Machine output).\n";
+	"never to stdout); a refusal prints the error object (holdfast(1): JSON OUTPUT).\n";
 
 /* An edit is short: past this its lock may be reaped as leaked (ED1, EC3). */
 #define EDIT_MAX_HOLD_MS (10 * 60 * 1000)

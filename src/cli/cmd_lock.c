@@ -85,7 +85,7 @@ static const char usage[] =
 	"\n"
 	"--json prints one JSON object: the owner record's fields (acquire, status),\n"
 	"the answer (check, release), or on failure {\"error\",\"exit\",\"message\",\n"
-	"\"path\",\"holder\"} (README: Machine output).\n"
+	"\"path\",\"holder\"} (holdfast(1): JSON OUTPUT).\n"
 	"-v, --verbose: say what the wait waits for, how long it took, what was acquired.\n"
 	"-h, --help; -V, --version.\n"
 	"Durations: 500ms, 30s (or 30), 5m, 2h, 1d.\n"

@@ -65,7 +65,7 @@ static const char usage[] =
 	"registry (left untouched), 69 no such pod, 77 unsafe registry directory or file\n"
 	"(another user's, a symbolic link, not a regular file) or no registry for the paths.\n"
 	"--json: one JSON object on stdout (check: the answer with \"exit\"), or on\n"
-	"failure the error object (README: Machine output).\n"
+	"failure the error object (holdfast(1): JSON OUTPUT).\n"
 	"\n"
 	"Backend (every subcommand): --backend etcd://HOST:PORT[,HOST:PORT...] (or\n"
 	"etcds:// for https; default: HOLDFAST_BACKEND, else 'file', the registry file)\n"

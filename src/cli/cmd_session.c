@@ -72,7 +72,7 @@ static const char usage[] =
 	"deletes it only once verified; git users add the line '.session.lock.aside-*'\n"
 	"to .gitignore. DUR: 90m, 1.5h, 30s, 500ms, 2d (a bare number is seconds).\n"
 	"--json: one JSON object on stdout, the record or the answer (assert-held:\n"
-	"\"answer\" and \"exit\"), or on failure the error object (README: Machine output).\n"
+	"\"answer\" and \"exit\"), or on failure the error object (holdfast(1): JSON OUTPUT).\n"
 
 	"-h, --help; -V, --version.\n";
 

@@ -33,7 +33,7 @@ static const char usage[] =
 	"timed out, 64 usage, 65 unreadable record, 69 nothing to release, 77 refused for\n"
 	"safety, 70/71/73/74 internal/OS/cannot create/I-O; run and edit pass CMD's status.\n"
 	"--json on every command: exactly one JSON object on stdout, the answer or\n"
-	"{\"error\",\"exit\",\"message\",\"path\",\"holder\"} (README: Machine output).\n";
+	"{\"error\",\"exit\",\"message\",\"path\",\"holder\"} (holdfast(1): JSON OUTPUT).\n";
 
 int main(int argc, char **argv)
 {

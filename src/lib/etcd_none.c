@@ -2,7 +2,7 @@
  * etcd_none.c - the etcd backend's entry points in a build without the
  * etcd client (the static CLI: libcurl cannot be linked statically). A
  * backend URI is recognised and refused with -EPROTONOSUPPORT, so the CLI
- * hands the command to holdfast-etcd (README: Backends); nothing else here
+ * hands the command to holdfast-etcd (docs/etcd.md); nothing else here
  * is ever reached, because no etcd lock can be made.
  */
 #include "etcd.h"

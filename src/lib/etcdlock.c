@@ -479,7 +479,7 @@ int hf_etcd_epoch_parse(const json_t *range, struct hf_etcd_epoch *ep, char *why
 		snprintf(why, n,
 			 "etcd: the key " HF_ETCD_EPOCH_KEY " holds no fence epoch (decimal "
 			 "microseconds, 1 to 2^62): fences cannot be made; delete it only with "
-			 "every lock of this etcd free (README: On etcd, Fence)");
+			 "every lock of this etcd free (docs/etcd.md of the source tree)");
 		return -EPROTO;
 	}
 	ep->value = value;

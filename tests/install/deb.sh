@@ -8,7 +8,7 @@
 #    were), /usr/local and this repository (its build trees) are empty
 #    tmpfs. Before anything is installed there, no holdfast is seen (PATH,
 #    pkg-config, ld.so). Then the prefix install is used as users use it
-#    (LD_LIBRARY_PATH for a prefix ld.so does not search, as the README
+#    (LD_LIBRARY_PATH for a prefix ld.so does not search, as docs/install.md
 #    says), and `apt-get install ./holdfast_*.deb ./libholdfast0_*.deb
 #    ./libholdfast-dev_*.deb` installs the packages for real: the CLI from
 #    PATH, lock acquire/release, man -w, the completions (bash-completion
@@ -97,7 +97,7 @@ export PKG_CONFIG_PATH=$p/lib/$libdir/pkgconfig
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror -o prog-prefix prog.c $(pkg-config --cflags --libs holdfast) || fail "prefix: cc prog.c"
 unset PKG_CONFIG_PATH
-# a prefix ld.so does not search needs LD_LIBRARY_PATH (as the README says) ...
+# a prefix ld.so does not search needs LD_LIBRARY_PATH (as docs/install.md says) ...
 if ./prog-prefix "$p/bin/holdfast" "$t/w/Q.lock" 2>"$t/ld.err"; then fail "prefix: prog ran with no LD_LIBRARY_PATH"; fi
 grep -q 'libholdfast.so.0' "$t/ld.err" || fail "prefix: unexpected failure: $(cat "$t/ld.err")"
 # ... and with it, runs against the installed CLI both ways

@@ -86,10 +86,10 @@ if readelf -d "$t/prog-static" | grep -q 'libholdfast'; then
 	fail "prog-static still needs libholdfast.so"
 fi
 
-# The README's example, as printed there, wrapped in main().
+# docs/library.md's example, as printed there, wrapped in main().
 awk '/^## The C library/ { f = 1 } f && /^```c$/ { g = 1; next } g && /^```$/ { exit } g' \
-	"$src/README.md" >"$t/snippet"
-[ -s "$t/snippet" ] || fail "no C example found in the README"
+	"$src/docs/library.md" >"$t/snippet"
+[ -s "$t/snippet" ] || fail "no C example found in docs/library.md"
 {
 	echo '#include <stdio.h>'
 	grep '^#include' "$t/snippet"
@@ -99,9 +99,9 @@ awk '/^## The C library/ { f = 1 } f && /^```c$/ { g = 1; next } g && /^```$/ { 
 } >"$t/readme.c"
 # shellcheck disable=SC2086
 $cc -std=gnu11 -Wall -Werror $cflags -o "$t/readme" "$t/readme.c" $libs ||
-	fail "the README's C example does not build"
-(cd "$t" && LD_LIBRARY_PATH=$libdir ./readme) || fail "the README's C example failed"
-[ ! -e "$t/build.lock" ] || fail "the README's example left build.lock behind"
+	fail "docs/library.md's C example does not build"
+(cd "$t" && LD_LIBRARY_PATH=$libdir ./readme) || fail "docs/library.md's C example failed"
+[ ! -e "$t/build.lock" ] || fail "docs/library.md's example left build.lock behind"
 
 # 2b. The installed holdfast has no etcd client: it hands an etcd backend to
 # the installed holdfast-etcd (an endpoint nobody answers: exit 74 naming

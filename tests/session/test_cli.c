@@ -405,12 +405,12 @@ static int aside_names(const char *dir, char *name, size_t n)
 Test(cli, aside_names_follow_the_pattern_and_git_ignores_them)
 {
 	char *doc = NULL, path[700];
-	snprintf(path, sizeof path, "%s/README.md", getenv("HOLDFAST_SRC"));
+	snprintf(path, sizeof path, "%s/docs/holdfast-session.md", getenv("HOLDFAST_SRC"));
 	doc = hft_slurp(path);
-	cr_assert_not_null(doc, "README.md");
-	cr_assert(strstr(doc, "\n.session.lock.aside-*\n"), "the README gives the .gitignore line");
+	cr_assert_not_null(doc, "docs/holdfast-session.md");
+	cr_assert(strstr(doc, "\n.session.lock.aside-*\n"), "docs/holdfast-session.md gives the .gitignore line");
 	cr_assert(strstr(doc, "<name>.aside-<16 hex>") || strstr(doc, ".aside-<16 hex"),
-		  "the README gives the pattern");
+		  "docs/holdfast-session.md gives the pattern");
 	free(doc);
 
 	char repo[700];

@@ -217,6 +217,59 @@ missing=$(comm -23 "$t/help-main" <(render "$build/holdfast.1" | opts))
 [ -z "$missing" ] || fail "holdfast(1) lacks options of holdfast --help:" $missing
 ok
 
+# ---- 6. the manual in docs/ --------------------------------------------------
+# One markdown page per manual page, kept equal to it: its "## Synopsis"
+# block is the page's SYNOPSIS, its "## Options" table is the page's OPTIONS
+# and its "## Exit status" section opens with the page's EXIT STATUS (a table
+# row "| CODE | TEXT |" reads as the page's ".TP CODE TEXT"); it names every
+# option of the command's --help, and no option that no command has.
+man_section() { # page SECTION: its text, rendered
+	render "$build/$1" | awk -v s="$2" '/^[A-Z][A-Z ]*$/ { on = ($0 == s); next } on'
+}
+md_section() { # file HEADING: the section's lines, up to the next "## "
+	awk -v h="## $2" '$0 == h { on = 1; next } /^## / { on = 0 } on' "$1"
+}
+squeeze() { tr -s ' \t\n' '   ' | sed 's/^ //; s/ $//'; }
+# markdown to the words a rendered page shows: no code spans, emphasis or
+# table rules; cells separated by blanks
+md_words() {
+	sed -E '/^```/d; /^\| *(code|option) *\|/d; /^\|[- |]+\|$/d; s/`//g; s/\*\*//g; s/\\\|/\x01/g; s/\|/ /g; s/\x01/|/g' |
+		squeeze
+}
+cat "$t"/help-* | sort -u >"$t/help-all"
+# what every command shares is told once, in docs/holdfast.md (-h, -V) and
+# docs/etcd.md (the backend's options); the pages quote other programs' options
+printf '%s\n' -h --help -V --version --backend --ttl --etcd-ca --etcd-password-file --etcd-timeout \
+	--etcd-user >"$t/shared-opts"
+missing=$(comm -23 <(sort "$t/shared-opts") <(cat "$src/docs/holdfast.md" "$src/docs/etcd.md" | opts))
+[ -z "$missing" ] || fail "docs/holdfast.md and docs/etcd.md do not name:" $missing
+printf '%s\n' -A -m -fdx --git-common-dir -a -exec -r --mount --js >"$t/foreign-opts" # git's, rsync's, find's, read's, unshare's; an abbreviation
+for page in holdfast holdfast-session holdfast-lock holdfast-scope holdfast-run holdfast-edit \
+	holdfast-flock holdfast-list; do
+	d=$src/docs/$page.md
+	[ -f "$d" ] || { fail "docs/$page.md is missing (the manual of $page(1))"; continue; }
+	want=$(man_section "$page.1" SYNOPSIS | squeeze)
+	got=$(md_section "$d" Synopsis | awk '/^```/ { n++; next } n == 1' | squeeze)
+	[ -n "$want" ] && [ "$got" = "$want" ] ||
+		fail "docs/$page.md's Synopsis is not $page(1)'s: '$got' against '$want'"
+	want=$(man_section "$page.1" "EXIT STATUS" | squeeze)
+	got=$(md_section "$d" "Exit status" | md_words)
+	[ -n "$want" ] && [ "${got#"$want"}" != "$got" ] ||
+		fail "docs/$page.md's Exit status does not open with $page(1)'s: '${got:0:300}' against '$want'"
+	want=$(man_section "$page.1" OPTIONS | squeeze)
+	got=$(md_section "$d" Options | md_words)
+	[ -n "$want" ] && [ "$got" = "$want" ] ||
+		fail "docs/$page.md's Options are not $page(1)'s: '${got:0:300}' against '${want:0:300}'"
+	f=${page#holdfast-}
+	[ "$f" = holdfast ] && f=main
+	opts <"$d" >"$t/doc-$f"
+	missing=$(comm -23 "$t/help-$f" "$t/doc-$f" | grep -vxF -f "$t/shared-opts" || true)
+	[ -z "$missing" ] || fail "docs/$page.md does not name options of its --help:" $missing
+	unknown=$(comm -13 "$t/help-all" "$t/doc-$f" | grep -vxF -f "$t/foreign-opts" || true)
+	[ -z "$unknown" ] || fail "docs/$page.md names options no command has:" $unknown
+	ok
+done
+
 # ---- 5. completions --------------------------------------------------------
 comp_bash=$src/completions/holdfast.bash
 touch "$t/somefile"
