@@ -16,19 +16,26 @@ export interface Holder extends HoldfastRecord {
   lane?: string;
 }
 
-/** The HF_E* outcome codes of holdfast.h, by name. */
-export type HoldfastCode =
+/** The HF_E* constants of holdfast.h, by name (the keys of `codes`). */
+export type HoldfastConstant =
   | 'HF_EHELD' | 'HF_EUNREADABLE' | 'HF_ENOTHELD' | 'HF_ENOTYOURS' | 'HF_ETIMEDOUT'
   | 'HF_ECONFLICT' | 'HF_EUNSAFE' | 'HF_EBARRIER' | 'HF_ELOST' | 'HF_ECANCELED';
 
+/** The names of the HF_E* outcomes (hf_error_name; the CLI's JSON `error`,
+ * Python's `.code`): docs/outcomes.md. */
+export type HoldfastOutcome =
+  | 'held' | 'unreadable' | 'not_held' | 'not_yours' | 'timed_out'
+  | 'conflict' | 'unsafe' | 'barrier' | 'lost' | 'canceled';
+
+/** An outcome's name, or an errno symbol ("ENOENT", "EACCES", "EBUSY", ...). */
+export type HoldfastCode = HoldfastOutcome | `E${string}`;
+
 export class HoldfastError extends Error {
   name: 'HoldfastError';
-  /** An HF_E* name, or an errno symbol ("ENOENT", "EBUSY", ...). */
-  code: HoldfastCode | string;
-  /** The library's (negative) return code. */
+  /** hf_error_name: "held", "timed_out", ..., or an errno symbol ("ENOENT"). */
+  code: HoldfastCode;
+  /** The library's (negative) return code: codes.HF_EHELD, -2 for ENOENT. */
   errno: number;
-  /** hf_error_name: "held", "timed_out", ..., or the errno symbol. */
-  reason: string;
   /** The verb that failed: "acquire", "release", "take", "register", "edit", ... */
   op?: string;
   path?: string;
@@ -43,7 +50,6 @@ export class AbortError extends Error {
   name: 'AbortError';
   code: 'ABORT_ERR';
   errno: number;
-  reason: 'canceled';
 }
 
 export interface WaitOptions {
@@ -243,8 +249,8 @@ export class Registry {
   close(): void;
 }
 
-export const codes: Readonly<Record<HoldfastCode, number>>;
-export function codeOf(rc: number): string;
+export const codes: Readonly<Record<HoldfastConstant, number>>;
+export function codeOf(rc: number): HoldfastCode;
 export function strerror(rc: number): string;
 export function errorName(rc: number): string;
 export function version(): string;

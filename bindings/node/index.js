@@ -23,17 +23,13 @@ const C = native.constants;
 
 // ---- errors -------------------------------------------------------------------
 
-// The HF_E* outcomes of holdfast.h by value; errno codes are named by the
-// library (hf_error_name: "ENOENT").
-const HF_NAMES = {};
-for (const k of Object.keys(C))
-	if (k.startsWith('HF_E'))
-		HF_NAMES[C[k]] = k;
+// The code of a library return code is hf_error_name's name: "held",
+// "timed_out", ... for the HF_E* outcomes, the errno's symbol ("ENOENT") for
+// the rest - the JSON `error` of the CLI and Python's `.code`
+// (docs/outcomes.md, checked by test/outcomes.test.js).
 
-/** The stable code of a library return code: "HF_EHELD", "ENOENT", ... */
+/** The stable code of a library return code: "held", "timed_out", "ENOENT", ... */
 function codeOf(rc) {
-	if (HF_NAMES[rc])
-		return HF_NAMES[rc];
 	const name = native.errorName(rc);
 	return name === 'unknown' ? `E${-rc}` : name;
 }
@@ -62,12 +58,10 @@ class HoldfastError extends Error {
 		const what = native.strerror(rc);
 		super(message || `${op ? op + ' ' : ''}${p ? p + ': ' : ''}${what}${describeHolder(holder || record)}`);
 		this.name = 'HoldfastError';
-		/** "HF_EHELD", "HF_ETIMEDOUT", ..., or an errno symbol ("ENOENT"). */
+		/** hf_error_name: "held", "timed_out", ..., or an errno symbol ("ENOENT"). */
 		this.code = codeOf(rc);
-		/** The library's return code (negative). */
+		/** The library's return code (negative: codes.HF_EHELD, -2 for ENOENT). */
 		this.errno = rc;
-		/** hf_error_name: "held", "timed_out", ..., "ENOENT". */
-		this.reason = native.errorName(rc);
 		if (op)
 			this.op = op;
 		if (p !== undefined)
@@ -87,7 +81,6 @@ class AbortError extends Error {
 		this.name = 'AbortError';
 		this.code = 'ABORT_ERR';
 		this.errno = C.HF_ECANCELED;
-		this.reason = 'canceled';
 	}
 }
 

@@ -252,6 +252,7 @@ int cli_exit_for(int rc)
 	case HF_ENOTYOURS:
 	case HF_EBARRIER:
 	case HF_ELOST:
+	case HF_ECANCELED: /* README "Error codes": 1, like a wait that timed out */
 		return HF_EXIT_CONFLICT;
 	case HF_EUNREADABLE:
 		return HF_EXIT_DATAERR;

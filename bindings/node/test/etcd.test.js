@@ -27,7 +27,7 @@ test('etcd lock: held by another process, refused naming it; released, taken wit
 	for (const attempt of [() => l.acquireSync(), () => l.acquire()]) {
 		await assert.rejects(async () => attempt(), (err) => {
 			assert.ok(err instanceof hf.HoldfastError);
-			assert.strictEqual(err.code, 'HF_EHELD');
+			assert.strictEqual(err.code, 'held');
 			assert.strictEqual(err.holder.pid, child.pid);
 			assert.strictEqual(err.holder.backend, 'etcd');
 			assert.match(err.message, new RegExp(`held by pid ${child.pid}\\b`));
@@ -61,7 +61,7 @@ test('etcd session: one lane at a time, named in the refusal', async (t) => {
 	const child = await holder(t, 'session', f, 'alpha', { env: { HF_TEST_BACKEND: e.uri } }).held();
 	const s = new hf.Session(f, 'beta', { backend: e.uri });
 	await assert.rejects(s.take(), (err) => {
-		assert.strictEqual(err.code, 'HF_EHELD');
+		assert.strictEqual(err.code, 'held');
 		assert.strictEqual(err.holder.lane, 'alpha');
 		assert.strictEqual(err.holder.pid, child.pid);
 		return true;
@@ -82,7 +82,7 @@ test('etcd scope: an overlapping write scope conflicts, naming the pod', async (
 	const child = await holder(t, 'scope', '-', `${d}/src:write:recursive`, { env: { HF_TEST_BACKEND: e.uri } }).held();
 	const s = new hf.Scope('two', { backend: e.uri, ttlMs: 5000, specs: [`${d}/src/lib:write`] });
 	await assert.rejects(s.register(), (err) => {
-		assert.strictEqual(err.code, 'HF_ECONFLICT');
+		assert.strictEqual(err.code, 'conflict');
 		assert.strictEqual(err.holder.name, `child-${child.pid}`);
 		assert.match(err.message, new RegExp(`child-${child.pid}`));
 		return true;
@@ -104,7 +104,7 @@ test('etcd unreachable: EIO naming the endpoint, within the timeout', async (t) 
 	await assert.rejects(l.acquire(), (err) => {
 		assert.ok(err instanceof hf.HoldfastError);
 		assert.strictEqual(err.code, 'EIO');
-		assert.strictEqual(err.reason, 'EIO');
+		assert.strictEqual(err.errno, -5);
 		assert.ok(err.message.includes(`127.0.0.1:${port}`), err.message);
 		return true;
 	});

@@ -11,8 +11,13 @@ async function main(): Promise<void> {
   try {
     new Lock('/tmp/x.lock').acquireSync();
   } catch (e) {
-    if (e instanceof HoldfastError && e.code === 'HF_EHELD')
+    if (e instanceof HoldfastError && e.code === 'held')
       console.log(e.holder?.pid, e.errno === codes.HF_EHELD);
+    // @ts-expect-error: the code is hf_error_name's ("held"), not the C constant's name
+    if (e instanceof HoldfastError && e.code === 'HF_EHELD')
+      console.log(e.holder?.pid);
+    if (e instanceof HoldfastError && (e.code === 'ENOENT' || e.code === 'timed_out'))
+      console.log(e.path);
     if (e instanceof AbortError)
       console.log(e.code);
   }

@@ -95,10 +95,13 @@ def test_release_not_held_and_double_acquire(tmp):
 
 def test_os_error_names_path(tmp):
     p = os.path.join(tmp, "missing", "L")
-    with pytest.raises(hf.HoldfastOSError) as ei:
+    # the built-in class Python raises for ENOENT, still holdfast's error
+    with pytest.raises(FileNotFoundError) as ei:
         hf.Lock(p).acquire()
-    assert isinstance(ei.value, OSError) and ei.value.errno == errno.ENOENT
-    assert ei.value.code == "ENOENT" and p in str(ei.value)
+    assert type(ei.value) is hf.HoldfastFileNotFoundError
+    assert isinstance(ei.value, hf.HoldfastOSError) and ei.value.errno == errno.ENOENT
+    assert ei.value.code == "ENOENT" and ei.value.rc == -errno.ENOENT and p in str(ei.value)
+    assert ei.value.filename == p and ei.value.path == p
     with pytest.raises(hf.HoldfastOSError) as ei:
         hf.Lock(os.path.join(tmp, "x.holdfast"))
     assert ei.value.errno == errno.EINVAL
@@ -168,7 +171,7 @@ def test_error_vocabulary():
                     (_lib.HF_ETIMEDOUT, hf.TimedOut), (_lib.HF_ECONFLICT, hf.Conflict),
                     (_lib.HF_EUNSAFE, hf.Unsafe), (_lib.HF_EBARRIER, hf.Barrier),
                     (_lib.HF_ELOST, hf.Lost), (_lib.HF_ECANCELED, hf.Canceled),
-                    (-errno.EACCES, hf.HoldfastOSError)]:
+                    (-errno.EACCES, hf.HoldfastPermissionError), (-errno.EIO, hf.HoldfastOSError)]:
         e = hf.errors.make_error(rc, "p")
         assert type(e) is cls and e.rc == rc and e.code == hf.error_name(rc)
         assert isinstance(e, hf.HoldfastError)

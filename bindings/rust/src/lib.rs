@@ -316,6 +316,55 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind of a library return code (`HF_E*`, else `Os(-rc)`).
+    pub fn from_code(rc: i32) -> ErrorKind {
+        ErrorKind::from_rc(rc)
+    }
+    /// The library's return code of this kind: `HF_E*`, or `-n` for `Os(n)`.
+    pub fn code(&self) -> i32 {
+        match *self {
+            ErrorKind::Held => ffi::HF_EHELD,
+            ErrorKind::Unreadable => ffi::HF_EUNREADABLE,
+            ErrorKind::NotHeld => ffi::HF_ENOTHELD,
+            ErrorKind::NotYours => ffi::HF_ENOTYOURS,
+            ErrorKind::TimedOut => ffi::HF_ETIMEDOUT,
+            ErrorKind::Conflict => ffi::HF_ECONFLICT,
+            ErrorKind::Unsafe => ffi::HF_EUNSAFE,
+            ErrorKind::Barrier => ffi::HF_EBARRIER,
+            ErrorKind::Lost => ffi::HF_ELOST,
+            ErrorKind::Canceled => ffi::HF_ECANCELED,
+            ErrorKind::Os(n) => -n,
+        }
+    }
+    /// Its stable name (`hf_error_name`): "held", "timed_out", …, or the
+    /// errno's symbol ("ENOENT") - the CLI's JSON `error`, Node's
+    /// `err.code`, Python's `.code` (docs/outcomes.md).
+    pub fn name(&self) -> &'static str {
+        // hf_error_name returns static strings (its table's, strerrorname_np's)
+        let p = unsafe { ffi::hf_error_name(self.code()) };
+        if p.is_null() {
+            return "unknown";
+        }
+        unsafe { CStr::from_ptr::<'static>(p) }.to_str().unwrap_or("unknown")
+    }
+    /// The `std::io::ErrorKind` of the `io::Error` that `From<Error> for
+    /// io::Error` makes: an `Os(n)` is std's kind of errno n
+    /// (`io::Error::from_raw_os_error`: ENOENT `NotFound`, EACCES/EPERM
+    /// `PermissionDenied`, EEXIST `AlreadyExists`, …); `Held`, `Conflict`
+    /// and `Barrier` `WouldBlock`, `TimedOut` `TimedOut`, `Unsafe`
+    /// `PermissionDenied`, `NotHeld` `NotFound`, `Canceled` `Interrupted`,
+    /// the rest `Other`.
+    pub fn io_kind(&self) -> io::ErrorKind {
+        match *self {
+            ErrorKind::Held | ErrorKind::Conflict | ErrorKind::Barrier => io::ErrorKind::WouldBlock,
+            ErrorKind::TimedOut => io::ErrorKind::TimedOut,
+            ErrorKind::Unsafe => io::ErrorKind::PermissionDenied,
+            ErrorKind::NotHeld => io::ErrorKind::NotFound,
+            ErrorKind::Canceled => io::ErrorKind::Interrupted,
+            ErrorKind::Os(n) => io::Error::from_raw_os_error(n).kind(),
+            ErrorKind::Unreadable | ErrorKind::NotYours | ErrorKind::Lost => io::ErrorKind::Other,
+        }
+    }
     fn from_rc(rc: c_int) -> ErrorKind {
         match rc {
             ffi::HF_EHELD => ErrorKind::Held,
@@ -411,18 +460,17 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An `Os(n)` becomes `io::Error::from_raw_os_error(n)`, so `raw_os_error()`
+/// is `Some(n)` and its kind is std's for that errno (ENOENT `NotFound`, …);
+/// any other kind becomes `io::Error::new(kind.io_kind(), e)`, the
+/// `holdfast::Error` (path, holder) its inner error. The table of every
+/// outcome: docs/outcomes.md in the repository.
 impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
-        let kind = match e.kind() {
-            ErrorKind::Held | ErrorKind::Conflict | ErrorKind::Barrier => io::ErrorKind::WouldBlock,
-            ErrorKind::TimedOut => io::ErrorKind::TimedOut,
-            ErrorKind::Unsafe => io::ErrorKind::PermissionDenied,
-            ErrorKind::NotHeld => io::ErrorKind::NotFound,
-            ErrorKind::Canceled => io::ErrorKind::Interrupted,
-            ErrorKind::Os(n) => return io::Error::from_raw_os_error(n),
-            _ => io::ErrorKind::Other,
-        };
-        io::Error::new(kind, e)
+        match e.kind() {
+            ErrorKind::Os(n) => io::Error::from_raw_os_error(n),
+            k => io::Error::new(k.io_kind(), e),
+        }
     }
 }
 

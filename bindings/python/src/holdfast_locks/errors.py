@@ -9,6 +9,25 @@ Every exception carries
           or None,
   path    the lock, session file, pod or file concerned (or None).
 The message is hf_strerror(rc), the path, and who holds it.
+
+The classes (docs/outcomes.md is the table of every outcome in every
+language; tests/test_outcomes.py checks this module against it):
+  an HF_E* outcome   its own class: Held, TimedOut (also a TimeoutError),
+                     Unsafe (also a PermissionError), NotHeld, ...
+  a negated errno    the subclass of HoldfastOSError that is also the
+                     built-in class Python itself raises for that errno
+                     (PEP 3151; OSError(errno.ENOENT, ...) is a
+                     FileNotFoundError): ENOENT raises
+                     HoldfastFileNotFoundError, so `except
+                     FileNotFoundError` catches it; an errno Python has no
+                     class for (EIO, EINVAL, EDEADLK, ...) raises
+                     HoldfastOSError itself. .errno, .strerror, .filename
+                     are set as OSError's are.
+Held is deliberately not a BlockingIOError: BlockingIOError is the errno
+EAGAIN of a non-blocking I/O call (it carries characters_written, and code
+that catches it retries the I/O), while Held is a decision of the lock's
+protocol about another holder; nor is it an OSError at all (no errno, and
+`except OSError` handlers treat their catch as an I/O failure).
 """
 
 from __future__ import annotations
@@ -150,6 +169,80 @@ class HoldfastOSError(HoldfastError, OSError):
 
 
 
+# One class per built-in OSError subclass that Python maps an errno to
+# (PEP 3151): HoldfastOSError first, so .code/.rc/.holder/.path and the
+# message are holdfast's; the built-in second, for `except ItsBuiltin`.
+class HoldfastBlockingIOError(HoldfastOSError, BlockingIOError):
+    """EAGAIN (EWOULDBLOCK), EALREADY, EINPROGRESS."""
+
+
+class HoldfastChildProcessError(HoldfastOSError, ChildProcessError):
+    """ECHILD."""
+
+
+class HoldfastBrokenPipeError(HoldfastOSError, BrokenPipeError):
+    """EPIPE, ESHUTDOWN."""
+
+
+class HoldfastConnectionAbortedError(HoldfastOSError, ConnectionAbortedError):
+    """ECONNABORTED."""
+
+
+class HoldfastConnectionRefusedError(HoldfastOSError, ConnectionRefusedError):
+    """ECONNREFUSED."""
+
+
+class HoldfastConnectionResetError(HoldfastOSError, ConnectionResetError):
+    """ECONNRESET."""
+
+
+class HoldfastFileExistsError(HoldfastOSError, FileExistsError):
+    """EEXIST."""
+
+
+class HoldfastFileNotFoundError(HoldfastOSError, FileNotFoundError):
+    """ENOENT."""
+
+
+class HoldfastInterruptedError(HoldfastOSError, InterruptedError):
+    """EINTR."""
+
+
+class HoldfastIsADirectoryError(HoldfastOSError, IsADirectoryError):
+    """EISDIR."""
+
+
+class HoldfastNotADirectoryError(HoldfastOSError, NotADirectoryError):
+    """ENOTDIR."""
+
+
+class HoldfastPermissionError(HoldfastOSError, PermissionError):
+    """EACCES, EPERM."""
+
+
+class HoldfastProcessLookupError(HoldfastOSError, ProcessLookupError):
+    """ESRCH."""
+
+
+class HoldfastTimeoutError(HoldfastOSError, TimeoutError):
+    """ETIMEDOUT (an errno of the system, e.g. etcd's connection; a wait
+    reaching its deadline is TimedOut)."""
+
+
+_OS_CLASSES = (HoldfastBlockingIOError, HoldfastChildProcessError, HoldfastBrokenPipeError,
+               HoldfastConnectionAbortedError, HoldfastConnectionRefusedError,
+               HoldfastConnectionResetError, HoldfastFileExistsError, HoldfastFileNotFoundError,
+               HoldfastInterruptedError, HoldfastIsADirectoryError, HoldfastNotADirectoryError,
+               HoldfastPermissionError, HoldfastProcessLookupError, HoldfastTimeoutError)
+_BY_BUILTIN: Dict[type, Type[HoldfastError]] = {c.__bases__[1]: c for c in _OS_CLASSES}
+
+
+def _os_class(err: int) -> Type[HoldfastError]:
+    """The class for errno err: the one whose built-in base is what Python's
+    own OSError(err, ...) becomes (its errno table, PEP 3151)."""
+    return _BY_BUILTIN.get(type(OSError(err, "")), HoldfastOSError)
+
+
 _HELD_LIKE = {L.HF_EHELD, L.HF_ETIMEDOUT, L.HF_ENOTYOURS, L.HF_ECONFLICT, L.HF_ELOST,
               L.HF_ECANCELED, -_errno.EDEADLK}
 
@@ -171,7 +264,7 @@ def error_class(rc: int) -> Type[HoldfastError]:
     if rc in _BY_RC:
         return _BY_RC[rc]
     if -4096 <= rc < 0:
-        return HoldfastOSError
+        return _os_class(-rc)
     return HoldfastError
 
 
