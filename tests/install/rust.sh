@@ -37,7 +37,7 @@ step() { echo "install/rust.sh: \$ $*"; }
 
 # 1. the packaged crate
 step "cargo package --offline --no-verify (in bindings/rust)"
-(cd "$crate" && time CARGO_TARGET_DIR=$t/work/pkg cargo package --offline --no-verify --allow-dirty --quiet)
+(cd "$crate" && CARGO_TARGET_DIR=$t/work/pkg cargo package --offline --no-verify --allow-dirty --quiet)
 dotcrate=$t/work/pkg/package/holdfast-$version.crate
 [ -f "$dotcrate" ] || fail "no $dotcrate"
 echo "install/rust.sh: packaged crate: $(du -sh "$dotcrate" | cut -f1)"
@@ -72,9 +72,12 @@ build_app() { # NAME [cargo args]: build it, copy its binary to run/
 	local name=$1
 	shift
 	step "cargo build --offline $* (in a new crate $name)"
-	(cd "$t/work/$name" && time CARGO_TARGET_DIR=$t/work/$name/target cargo build --offline --quiet "$@")
+	local t0=$EPOCHREALTIME
+	(cd "$t/work/$name" && CARGO_TARGET_DIR=$t/work/$name/target cargo build --offline --quiet "$@")
+	local took
+	took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 	cp "$t/work/$name/target/debug/$name" "$t/run/$name"
-	echo "install/rust.sh: $name binary: $(du -sh "$t/run/$name" | cut -f1)"
+	echo "install/rust.sh: $name: built in $took s; binary $(du -sh "$t/run/$name" | cut -f1)"
 }
 
 # 2. `cargo add --path` of the repository's crate, and a path dependency on
