@@ -1058,7 +1058,11 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		}
 		/* the wait, woken when the registry changes (hf_scope_register),
 		 * ends on a forwarded signal: c's signal descriptor */
-		int64_t left = deadline_ns > 0 ? (deadline_ns - hf_sys_mono_ns()) / 1000000 + 1 : 0;
+		/* what is left of the deadline, never negative: a deadline that
+		 * passed during the last try (a short -w on a loaded machine)
+		 * leaves one more try, not HF_OPT_WAIT_MS < 0, "wait forever"
+		 * (AQ1, as cli_wait_left) */
+		int64_t left = deadline_ns > 0 ? cli_wait_left(deadline_ns) : 0;
 		int64_t wait_ms = deadline_ns < 0 ? -1 : deadline_ns == 0 || fresh ? 0 : left;
 		bool probing = wait_ms != 0 && wanted && !wl.begun;
 		if (probing)

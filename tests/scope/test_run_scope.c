@@ -266,3 +266,36 @@ Test(run_scope, sigterm_ends_the_wait_at_once)
 	json_decref(root);
 	sc_sleeper_end(&s, SIGKILL);
 }
+
+/* A deadline that passed during the first try (a short -w on a loaded
+ * machine) ends the wait with one more try: never "wait forever". The ASan
+ * scope suite hung in wait_is_bounded_by_w's `-w 0.05` that way: the time
+ * left, computed as a negative number of ms, became HF_OPT_WAIT_MS < 0. */
+Test(run_scope, a_deadline_passed_during_the_first_try_ends_the_wait)
+{
+	struct sc_sleeper s;
+	hold_p(&s);
+	const char *argv[] = { "holdfast", "run", "-w", "0.001", "-E", "9", "--scope",
+			       sc_path("p/x:write"), "--", "true", NULL };
+	struct hft_child w;
+	hft_spawn_cli(&w, "pause:scope.register.judged", argv, NULL);
+	hft_expect(&w, "scope.register.judged"); /* the first try, refused */
+	/* its 1 ms deadline passes by 20 ms (the monotonic clock) before it goes on */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct timespec tick = { 0, 1000000 };
+		nanosleep(&tick, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < 20000000LL);
+	hft_go(&w);
+	int rc = hft_exit_within(w.pid, 20000);
+	if (rc < 0) {
+		kill(w.pid, SIGKILL);
+		hft_wait(&w);
+	}
+	close(w.out_rd);
+	close(w.err_rd);
+	sc_sleeper_end(&s, SIGKILL);
+	cr_assert_eq(rc, 9, "run -w 0.001 past its deadline: %d (-1: still waiting after 20 s)", rc);
+}
