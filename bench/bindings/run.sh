@@ -10,12 +10,8 @@
 # to C's. Goals (issue 10): Rust and Node within 1.3x, Python within 2x.
 # BENCH_FS (default /dev/shm), CYCLES (2000), ROUNDS (5).
 set -u
-build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-fs=${BENCH_FS:-/dev/shm}
-cycles=${CYCLES:-2000}
-rounds=${ROUNDS:-5}
+. "$here/common.sh"
 declare -A cmd
 cmd[c]="$build/bench/bindings/bench-bindings-cycle"
 # Rust: the release build of bindings/rust/examples/cycle.rs
@@ -38,15 +34,12 @@ langs="c"
 for l in rust node python; do [ -n "${cmd[$l]:-}" ] && langs="$langs $l"; done
 d=$(mktemp -d "$fs/hf-bench-bindings.XXXXXX") || exit 1
 trap 'rm -rf "$d"' EXIT
-declare -A all
 for ((r = 0; r < rounds; r++)); do
 	for l in $langs; do
-		out=$(${cmd[$l]} "$d" "$cycles") || { echo "bench/bindings: $l failed" >&2; exit 1; }
-		ns=$(sed -n 's/.*"median_ns":\([0-9]*\).*/\1/p' <<<"$out")
-		all[$l]="${all[$l]:-} $ns"
+		# shellcheck disable=SC2086 # a command line: "node .../cycle.js"
+		cycle "$l" ${cmd[$l]}
 	done
 done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 c_med=$(median <<<"${all[c]}")
 printf '%-8s %12s %8s  (%s, %d rounds x %d cycles)\n' lang median_ns ratio "$fs" "$rounds" "$cycles"
 for l in $langs; do
