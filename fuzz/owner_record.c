@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 4096)
 		return 0; /* read_small refuses a longer record before parsing */
 	const char *buf = (const char *)data;
-	struct hf_dirlock_info i, j;
+	struct hf_lock_info i, j;
 	char tok[HF_TOKEN_LEN + 1];
 	bool peeked = hf_dirlock_record_token(buf, size, tok);
 	if (hf_dirlock_record_parse(buf, size, &i) < 0)

@@ -1,11 +1,11 @@
 /* Scope specs, canonical paths, kernel identities and pod names
- * (scope.c). Properties: a stored spec that parses is its own format and
+ * (spec.c). Properties: a stored spec that parses is its own format and
  * its path is normal; canonicalisation is idempotent and its result
  * normal; a parsed identity's path is normal; an accepted pod name obeys
  * its rule. */
 #include "fuzz.h"
 
-#include "scope.h"
+#include "spec.h"
 
 #include <stdbool.h>
 

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "holdfast.h"
-#include "scope.h"
+#include "spec.h"
 #include "text.h"
 
 #include <stdbool.h>

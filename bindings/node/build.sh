@@ -91,7 +91,7 @@ if [ "$mode" = bundled ]; then
 	# the fault engine (faults.c: no HOLDFAST_FAULTS in a program using the
 	# library) and the no-etcd stubs (*_none.c, for the static CLI).
 	srcs=
-	for f in "$top"/src/base/*.c "$top"/src/lib/*.c; do
+	for f in "$top"/src/base/*.c "$top"/src/lib/*.c "$top"/src/lib/*/*.c; do
 		case $f in */faults.c | *_none.c) continue ;; esac
 		srcs="$srcs $f"
 	done
@@ -115,7 +115,7 @@ if [ "$mode" = bundled ]; then
 		# shellcheck disable=SC2086
 		$cc -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Wno-unused-parameter \
 			-fvisibility=hidden $gnu -DNODE_GYP_MODULE_NAME=holdfast \
-			-I"$inc" -Ibuild/gen -I"$top/include" -I"$top/src/base" -I"$top/src/lib" \
+			-I"$inc" -Ibuild/gen -I"$top/include" -I"$top/src/base" -I"$top/src/lib" -I"$top/src/lib/fs" -I"$top/src/lib/etcd" \
 			${CFLAGS:-} -c -o "$o" "$f" &
 		pids="$pids $!"
 		jobs=$((jobs + 1))

@@ -43,16 +43,21 @@ fn is_library_source(dir: &str, name: &str) -> bool {
     name.ends_with(".c") && !(dir == "base" && name == "faults.c") && !name.ends_with("_none.c")
 }
 
+/// The directories of csrc/ that hold the library's C files and headers:
+/// src/base, src/lib (above the backends), src/lib/fs and src/lib/etcd.
+const C_DIRS: [&str; 4] = ["base", "lib", "lib/fs", "lib/etcd"];
+
 fn sources(csrc: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in ["base", "lib"] {
+    for dir in C_DIRS {
         let d = csrc.join(dir);
         let entries = fs::read_dir(&d).unwrap_or_else(|e| {
             panic!("holdfast: cannot read the bundled C sources in {}: {e}", d.display())
         });
         for e in entries {
-            let name = e.expect("a directory entry").file_name().to_string_lossy().into_owned();
-            if is_library_source(dir, &name) {
+            let e = e.expect("a directory entry");
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_file() && is_library_source(dir, &name) {
                 out.push(d.join(&name));
             }
         }
@@ -70,9 +75,9 @@ fn check_against_meson(manifest: &Path, srcs: &[PathBuf]) {
     println!("cargo:rerun-if-changed={}", meson.display());
     let mut want = BTreeSet::new();
     for piece in text.split('\'') {
-        for dir in ["base", "lib"] {
+        for dir in C_DIRS {
             if let Some(name) = piece.strip_prefix(&format!("src/{dir}/")) {
-                if is_library_source(dir, name) {
+                if !name.contains('/') && is_library_source(dir, name) {
                     want.insert(format!("{dir}/{name}"));
                 }
             }
@@ -80,10 +85,7 @@ fn check_against_meson(manifest: &Path, srcs: &[PathBuf]) {
     }
     let have: BTreeSet<String> = srcs
         .iter()
-        .map(|p| {
-            let dir = p.parent().unwrap().file_name().unwrap().to_string_lossy();
-            format!("{dir}/{}", p.file_name().unwrap().to_string_lossy())
-        })
+        .map(|p| p.strip_prefix(manifest.join("csrc")).unwrap().to_string_lossy().into_owned())
         .collect();
     if want != have {
         panic!(
@@ -144,7 +146,7 @@ fn bundled() {
     for v in ["CC", "AR", "CFLAGS"] {
         println!("cargo:rerun-if-env-changed={v}");
     }
-    for dir in ["include", "base", "lib"] {
+    for dir in ["include"].iter().chain(C_DIRS.iter()) {
         println!("cargo:rerun-if-changed={}", csrc.join(dir).display());
         for e in fs::read_dir(csrc.join(dir)).unwrap().flatten() {
             println!("cargo:rerun-if-changed={}", e.path().display());
@@ -172,7 +174,9 @@ fn bundled() {
     if let Ok(extra) = env::var("CFLAGS") {
         flags.extend(extra.split_whitespace().map(String::from));
     }
-    for dir in [gen.clone(), csrc.join("include"), csrc.join("base"), csrc.join("lib")] {
+    let mut inc = vec![gen.clone(), csrc.join("include")];
+    inc.extend(C_DIRS.iter().map(|d| csrc.join(d)));
+    for dir in inc {
         flags.push(format!("-I{}", dir.display()));
     }
 

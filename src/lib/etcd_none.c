@@ -70,29 +70,29 @@ int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
 	return 0;
 }
 
-int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
-			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
+			struct hf_lock_info *ret, struct hf_lock_info *reterr_holder)
 {
 	(void)el, (void)o, (void)ret, (void)reterr_holder;
 	return -EPROTONOSUPPORT;
 }
 
 int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
-			struct hf_dirlock_info *reterr_holder)
+			struct hf_lock_info *reterr_holder)
 {
 	(void)el, (void)token, (void)reterr_holder;
 	return -EPROTONOSUPPORT;
 }
 
 int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
-		      int64_t max_hold_ms, struct hf_dirlock_info *ret,
-		      struct hf_dirlock_info *reterr_holder)
+		      int64_t max_hold_ms, struct hf_lock_info *ret,
+		      struct hf_lock_info *reterr_holder)
 {
 	(void)el, (void)token, (void)fence, (void)max_hold_ms, (void)ret, (void)reterr_holder;
 	return -EPROTONOSUPPORT;
 }
 
-int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret)
+int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_lock_info *ret)
 {
 	(void)el, (void)ret;
 	return -EPROTONOSUPPORT;

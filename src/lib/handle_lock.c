@@ -110,7 +110,7 @@ static void holds_drop(const char *token)
 	pthread_mutex_unlock(&holds_mu);
 }
 
-bool hf_lock_self_wait(const struct hf_dirlock_info *h, int64_t wait_ms, int64_t stale_ms)
+bool hf_lock_self_wait(const struct hf_lock_info *h, int64_t wait_ms, int64_t stale_ms)
 {
 	if (wait_ms == 0 || h->partial)
 		return false;
@@ -140,8 +140,8 @@ bool hf_lock_held_by_caller(const char *token)
 
 struct hf_lock {
 	char *path;
-	struct hf_dirlock_opts o;
-	struct hf_dirlock_info held;  /* valid while has_token               */
+	struct hf_lock_opts o;
+	struct hf_lock_info held;  /* valid while has_token               */
 	bool has_token;               /* acquired, adopted or detached        */
 	bool holds;                   /* acquired or adopted, not released    */
 	bool adopted;
@@ -200,7 +200,7 @@ static int etcd_ready(hf_lock *l)
 
 /* An etcd lock's record: the directory lock's fields (rec.c) and the
  * backend's own: "backend", "key", "lease", "ttl_ms". */
-static hf_rec *etcd_rec(const hf_lock *l, const struct hf_dirlock_info *i, int64_t lease)
+static hf_rec *etcd_rec(const hf_lock *l, const struct hf_lock_info *i, int64_t lease)
 {
 	hf_rec *r = hf_rec_from_dirlock(i, l->path);
 	json_t *o = r ? hf_rec_object(r) : NULL;
@@ -354,7 +354,7 @@ int hf_lock_set_str(hf_lock *l, int opt, const char *value)
 	return 0;
 }
 
-static void holder_set(hf_lock *l, const struct hf_dirlock_info *h)
+static void holder_set(hf_lock *l, const struct hf_lock_info *h)
 {
 	l->holder_is_self = false;
 	if (h || l->holder)
@@ -374,7 +374,7 @@ int hf_lock_acquire(hf_lock *l)
 		return -EINVAL;
 	if (l->holds)
 		return -EALREADY; /* HL1 */
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
 	hf_dirlock_kept_close(&l->kept); /* none: nothing held (HL1) */
@@ -420,7 +420,7 @@ int hf_lock_release(hf_lock *l)
 	if (!l->holds)
 		return HF_ENOTHELD;
 	hf_lock_unhold(l);
-	struct hf_dirlock_info h;
+	struct hf_lock_info h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
 	int rc = etcd_ready(l);
@@ -467,7 +467,7 @@ int hf_lock_check(hf_lock *l)
 		return -EINVAL;
 	if (!l->has_token)
 		return HF_ENOTHELD;
-	struct hf_dirlock_info now;
+	struct hf_lock_info now;
 	int rc = etcd_ready(l);
 	if (rc < 0)
 		return etcd_fail(l, rc);
@@ -497,7 +497,7 @@ int hf_lock_renew(hf_lock *l)
 		return -EINVAL;
 	if (!l->holds)
 		return HF_ENOTHELD;
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	memset(&h, 0, sizeof h);
 	h.live_fd = -1;
 	int rc = etcd_ready(l);
@@ -574,7 +574,7 @@ const hf_rec *hf_lock_holder(const hf_lock *l)
 		return NULL;
 	if (l->holder_is_self && !l->holder && l->has_token) {
 		hf_lock *m = (hf_lock *)l; /* a cache: the record is made on first use */
-		struct hf_dirlock_info self = l->held;
+		struct hf_lock_info self = l->held;
 		self.state = HF_LOCK_HELD;
 		self.live_fd = -1;
 		m->holder = l->el ? etcd_rec(l, &self, hf_etcdlock_lease(l->el))
@@ -641,7 +641,7 @@ int hf_lock_query(hf_lock *l, hf_rec **ret)
 		return rc;
 	if (!l->el)
 		return hf_lock_status(l->path, ret);
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	if ((rc = hf_etcdlock_status(l->el, &i)) < 0)
 		return etcd_fail(l, rc);
 	hf_rec *r = etcd_rec(l, &i, 0);
@@ -694,7 +694,7 @@ int hf_lock_status(const char *path, hf_rec **ret)
 {
 	if (!path || !ret)
 		return -EINVAL;
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	int rc = hf_dirlock_status(path, &i);
 	if (rc < 0)
 		return rc;
@@ -705,7 +705,7 @@ int hf_lock_status(const char *path, hf_rec **ret)
 	return 0;
 }
 
-const struct hf_dirlock_info *hf_lock_held(const hf_lock *l)
+const struct hf_lock_info *hf_lock_held(const hf_lock *l)
 {
 	return l && l->holds && !l->adopted ? &l->held : NULL;
 }

@@ -130,7 +130,7 @@ static const char *const lock_states[] = {
 	[HF_LOCK_SKEW] = "skew",     [HF_LOCK_EXPIRED] = "expired",
 };
 
-hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path)
+hf_rec *hf_rec_from_dirlock(const struct hf_lock_info *i, const char *path)
 {
 	json_t *o;
 	if (i->owner.token[0] && !i->partial) {

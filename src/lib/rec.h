@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-struct hf_dirlock_info;
+struct hf_lock_info;
 struct hf_sessionlock_status;
 struct hf_sessionlock_record;
 struct hf_scopereg_holder;
@@ -27,7 +27,7 @@ void hf_rec_put(hf_rec **slot, hf_rec *r);
 /* A directory lock's state as a record: the owner's fields (file names),
  * "fence", "max_hold_ms", "state", "age_ms", "claims", "in_claim",
  * "partial", "reason" and "path" (path may be NULL). */
-hf_rec *hf_rec_from_dirlock(const struct hf_dirlock_info *i, const char *path);
+hf_rec *hf_rec_from_dirlock(const struct hf_lock_info *i, const char *path);
 /* A session record (the file's fields) and a session's state ("state",
  * "age_ms", "mtime_ms", "aside", "reason", "path"). */
 hf_rec *hf_rec_from_session(const struct hf_sessionlock_record *r, const char *path);

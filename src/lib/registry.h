@@ -11,7 +11,7 @@
 #define HF_REGISTRY_H
 
 #include "owner.h"
-#include "scope.h"
+#include "spec.h"
 
 #include <stdbool.h>
 #include <stddef.h>

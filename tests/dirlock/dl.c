@@ -173,10 +173,10 @@ int dl_acq(void *arg)
 	int n = a->repeat > 0 ? a->repeat : 1, code = 0;
 	for (int i = 0; i < n; i++) {
 		struct hf_dirlock_kept kept = HF_DIRLOCK_KEPT_NONE;
-		struct hf_dirlock_opts o = { .path = a->path, .wait_ms = a->wait_ms,
+		struct hf_lock_opts o = { .path = a->path, .wait_ms = a->wait_ms,
 					  .stale_ms = a->stale_ms, .max_hold_ms = a->max_hold_ms,
 					  .pid = a->life, .kept = a->own_release ? &kept : NULL };
-		struct hf_dirlock_info got, h;
+		struct hf_lock_info got, h;
 		memset(&got, 0, sizeof got);
 		int rc = hf_dirlock_acquire(&o, &got, &h);
 		if (a->result) {
@@ -279,8 +279,8 @@ void dl_wait_age(const char *path, int64_t ms)
 uint64_t dl_dead_holder(const char *lock)
 {
 	pid_t life = dl_life();
-	struct hf_dirlock_opts o = { .path = lock, .pid = life };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 	dl_kill(life);
 	return got.fence;

@@ -2,7 +2,7 @@
  * dl.h - support for the directory-lock suites.
  *
  * Lives: an acquisition holds the lock on behalf of a "life" process
- * (hf_dirlock_opts.pid), a child that only waits. Killing it (and reaping it)
+ * (hf_lock_opts.pid), a child that only waits. Killing it (and reaping it)
  * is what makes a verdict "dead" true, so the tests decide exactly when a
  * token becomes stale - the sound oracle of the model (model/dirlock.pml).
  *
@@ -40,7 +40,7 @@ struct dl_acq {
 	const char *path;      /* the lock                                   */
 	const char *ovl;       /* overlap detector directory (may be NULL)   */
 	const char *result;    /* result file "rc fence token" (may be NULL) */
-	pid_t life;            /* hf_dirlock_opts.pid (0: the child itself)     */
+	pid_t life;            /* hf_lock_opts.pid (0: the child itself)     */
 	int64_t wait_ms;       /* 0: try once                                */
 	int64_t stale_ms, max_hold_ms;
 	bool no_release;       /* leave the critical section without release */

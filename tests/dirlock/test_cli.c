@@ -377,7 +377,7 @@ Test(cli, token_nobody_reads_releases_the_lock)
 	char *err = hft_read_all(c.err_rd);
 	cr_assert_eq(st, 74, "exit %d (141 is SIGPIPE with the lock held): %s", st, err);
 	cr_assert(strstr(err, "released again, nothing is held"), "%s", err);
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	cr_assert_eq(i.state, HF_LOCK_FREE, "nothing is held");
 	free(err);

@@ -172,7 +172,7 @@ static void tree_make(struct tree *t)
 	free(p);
 	/* a symbolic link to a tree with a lock: never followed */
 	char *x = dl_path(other, "x.lock");
-	struct hf_dirlock_info info;
+	struct hf_lock_info info;
 	(void)info;
 	dl_write_record(x, t->life, hf_sys_now_ms(), 1, 0, NULL);
 	free(x);

@@ -26,7 +26,7 @@ HFT_SCRATCH_SUITE(record, 60);
 
 static int parse(const char *s, size_t n)
 {
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	return hf_dirlock_record_parse(s, n, &i);
 }
 
@@ -38,7 +38,7 @@ Test(record, the_writers_records_read_back)
 	static const uint64_t fences[] = { 1, 7, (uint64_t)INT64_MAX };
 	for (size_t k = 0; k < 3; k++) {
 		size_t n = hf_dirlock_record_format(buf, &me, fences[k], 600000);
-		struct hf_dirlock_info i;
+		struct hf_lock_info i;
 		cr_assert_eq(hf_dirlock_record_parse(buf, n, &i), 0, "%s", buf);
 		cr_assert_str_eq(i.owner.token, me.token);
 		cr_assert_eq(i.fence, fences[k]);

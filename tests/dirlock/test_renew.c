@@ -89,8 +89,8 @@ Test(renew, renew_keeps_token_and_fence_restarts_the_window)
 	cr_assert_eq(field(r, "max_hold_ms"), 3 * HOUR);
 	cr_assert_lt(field(r, "age_ms"), HOUR, "the window restarted");
 	hf_rec_free(r);
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), HF_EHELD, "no longer reapable as leaked");
 	dl_kill(life);
 }
@@ -204,8 +204,8 @@ Test(renew, renewal_after_the_reap_is_lost_and_leaves_nothing)
 	char token[40];
 	struct hft_child c;
 	pid_t life = spawn_judged_renewer(&c, 2 * HOUR, token);
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0, "the leaked lock is reaped");
 	char *p = dl_path(lock, "owner"), *mine = hft_slurp(p);
 	hft_go(&c);
@@ -277,8 +277,8 @@ Test(renew, max_hold_none_is_never_leaked_while_its_owner_lives)
 	hf_rec *r = status();
 	cr_assert_str_eq(hf_rec_str(r, "state"), "held", "400 days old, bound to a live owner");
 	hf_rec_free(r);
-	struct hf_dirlock_opts o = { .path = lock, .stale_ms = 1 };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .stale_ms = 1 };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), HF_EHELD);
 	char *out;
 	const char *ls[] = { "holdfast", "list", dir, NULL };
@@ -388,8 +388,8 @@ Test(epoch, each_new_counter_starts_above_the_last)
 	char *state = dl_path(dir, "L.holdfast");
 	uint64_t last = 0;
 	for (int i = 0; i < 20; i++) {
-		struct hf_dirlock_opts o = { .path = lock };
-		struct hf_dirlock_info got, h;
+		struct hf_lock_opts o = { .path = lock };
+		struct hf_lock_info got, h;
 		for (int k = 0; k < 3; k++) {
 			cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 			cr_assert_gt(got.fence, last, "round %d: %" PRIu64 " after %" PRIu64, i,

@@ -48,8 +48,8 @@ static char *res(const char *name)
 
 static void acquire_now(uint64_t *fence)
 {
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	int rc = hf_dirlock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "the lock must come back: %s", hf_strerror(rc));
 	if (fence)
@@ -60,7 +60,7 @@ static void acquire_now(uint64_t *fence)
 
 static void held_by(const char *token)
 {
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	cr_assert_eq(i.state, HF_LOCK_HELD, "state %d", i.state);
 	cr_assert_str_eq(i.owner.token, token);
@@ -276,8 +276,8 @@ Test(seed, partial_claim_denies_until_old)
 {
 	acquire_now(NULL);
 	plant_claim(hf_sys_now_ms(), -1, NULL); /* unreadable record, young */
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), HF_EBARRIER);
 	cr_assert(!hft_exists(lock), "the denied attempt withdrew");
 	hft_rmtree(state);
@@ -293,8 +293,8 @@ Test(seed, old_dated_live_claim_is_a_barrier)
 	acquire_now(NULL);
 	pid_t life = dl_life();
 	plant_claim(1, life, NULL);
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	memset(&h, 0, sizeof h);
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), HF_EBARRIER);
 	cr_assert_eq(h.owner.pid, life, "the barrier's owner is reported");
@@ -506,8 +506,8 @@ Test(seed, timeout_reports_the_holder)
 	struct hft_child A;
 	hft_spawn_fn(&A, "pause:test.cs", dl_acq, &a);
 	hft_expect(&A, "test.cs");
-	struct hf_dirlock_opts o = { .path = lock, .wait_ms = 150 };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .wait_ms = 150 };
+	struct hf_lock_info got, h;
 	int64_t t0 = hf_sys_mono_ns();
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), HF_ETIMEDOUT);
 	int64_t ms = (hf_sys_mono_ns() - t0) / 1000000;
@@ -532,7 +532,7 @@ Test(seed, dead_owner_recovery)
 	uint64_t fa, f;
 	dl_result(ra, &rc, &fa, NULL);
 	cr_assert(hft_exists(lock));
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	cr_assert_eq(i.state, HF_LOCK_DEAD);
 	acquire_now(&f);

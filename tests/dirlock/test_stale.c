@@ -43,9 +43,9 @@ TestSuite(fence, .init = setup, .fini = teardown, .timeout = 120);
 
 #define HOUR (3600LL * 1000)
 
-static int try_once(int64_t stale_ms, struct hf_dirlock_info *got, struct hf_dirlock_info *h)
+static int try_once(int64_t stale_ms, struct hf_lock_info *got, struct hf_lock_info *h)
 {
-	struct hf_dirlock_opts o = { .path = lock, .stale_ms = stale_ms };
+	struct hf_lock_opts o = { .path = lock, .stale_ms = stale_ms };
 	memset(h, 0, sizeof *h);
 	int rc = hf_dirlock_acquire(&o, got, h);
 	if (rc == 0) {
@@ -57,7 +57,7 @@ static int try_once(int64_t stale_ms, struct hf_dirlock_info *got, struct hf_dir
 
 static int state_of(void)
 {
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	return i.state;
 }
@@ -65,13 +65,13 @@ static int state_of(void)
 Test(stale, dead_owner_is_reaped_at_once)
 {
 	pid_t life = dl_life();
-	struct hf_dirlock_opts o = { .path = lock, .pid = life };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 	cr_assert_eq(state_of(), HF_LOCK_HELD);
 	dl_kill(life);
 	cr_assert_eq(state_of(), HF_LOCK_DEAD);
-	struct hf_dirlock_info g2;
+	struct hf_lock_info g2;
 	cr_assert_eq(try_once(0, &g2, &h), 0, "default windows: no waiting for a proven death");
 	cr_assert_gt(g2.fence, got.fence);
 }
@@ -79,8 +79,8 @@ Test(stale, dead_owner_is_reaped_at_once)
 Test(stale, live_owner_is_held_and_named)
 {
 	pid_t life = dl_life();
-	struct hf_dirlock_opts o = { .path = lock, .pid = life };
-	struct hf_dirlock_info got, h, g2;
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info got, h, g2;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 	cr_assert_eq(try_once(0, &g2, &h), HF_EHELD);
 	cr_assert_eq(h.owner.pid, life);
@@ -98,7 +98,7 @@ Test(stale, leaked_owner_is_reaped)
 	pid_t life = dl_life();
 	dl_write_record(lock, life, hf_sys_now_ms() - 2 * HOUR, 7, 0, NULL);
 	cr_assert_eq(state_of(), HF_LOCK_LEAKED);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(0, &got, &h), 0);
 	dl_kill(life);
 }
@@ -108,7 +108,7 @@ Test(stale, holders_recorded_max_hold_wins)
 	pid_t life = dl_life();
 	dl_write_record(lock, life, hf_sys_now_ms() - 2 * HOUR, 7, 3 * HOUR, NULL);
 	cr_assert_eq(state_of(), HF_LOCK_HELD);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(0, &got, &h), HF_EHELD);
 	cr_assert_eq(h.max_hold_ms, 3 * HOUR);
 	dl_kill(life);
@@ -120,7 +120,7 @@ Test(stale, stale_window_bounds_the_leak_from_below)
 {
 	pid_t life = dl_life();
 	dl_write_record(lock, life, hf_sys_now_ms() - 2 * 60000, 7, 60000, NULL);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(5 * 60000, &got, &h), HF_EHELD, "max(1 min, 5 min) > 2 min");
 	cr_assert_eq(try_once(30000, &got, &h), 0, "max(1 min, 30 s) < 2 min: leaked");
 	dl_kill(life);
@@ -131,7 +131,7 @@ Test(stale, future_dated_record_is_live_skew)
 	pid_t life = dl_life();
 	dl_write_record(lock, life, hf_sys_now_ms() + HOUR, 7, 1, NULL);
 	cr_assert_eq(state_of(), HF_LOCK_SKEW);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(1, &got, &h), HF_EHELD, "a record from the future is live");
 	dl_kill(life);
 }
@@ -155,7 +155,7 @@ Test(stale, other_hosts_owner_is_never_dead_by_pid)
 		      0);
 	hft_write(p, fixed);
 	cr_assert_eq(state_of(), HF_LOCK_HELD);
-	struct hf_dirlock_info got, hh;
+	struct hf_lock_info got, hh;
 	cr_assert_eq(try_once(0, &got, &hh), HF_EHELD);
 	cr_assert_str_eq(hh.owner.host, "elsewhere");
 	free(p);
@@ -180,7 +180,7 @@ Test(stale, record_less_lock_without_its_maker_is_reaped_at_once)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);
 	cr_assert_eq(state_of(), HF_LOCK_ABANDONED);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(HOUR, &got, &h), 0, "no waiting out a window for the dead");
 }
 
@@ -191,7 +191,7 @@ Test(stale, record_less_lock_of_a_live_maker_after_the_stale_window)
 {
 	cr_assert_eq(mkdir(lock, 0700), 0);
 	int maker = maker_lock(lock);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(60000, &got, &h), HF_EHELD);
 	cr_assert(h.partial);
 	cr_assert_eq(h.state, HF_LOCK_PARTIAL);
@@ -208,7 +208,7 @@ Test(stale, mtime_is_never_the_age)
 	int maker = maker_lock(lock);
 	struct timespec old[2] = { { 1, 0 }, { 1, 0 } };
 	cr_assert_eq(utimensat(AT_FDCWD, lock, old, 0), 0);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(60000, &got, &h), HF_EHELD);
 	cr_assert_lt(h.age_ms, 60000, "age %" PRId64 " ms", h.age_ms);
 	close(maker);
@@ -223,7 +223,7 @@ Test(stale, dead_owner_dated_in_the_future_is_reaped)
 	cr_assert_eq(state_of(), HF_LOCK_SKEW);
 	dl_kill(life);
 	cr_assert_eq(state_of(), HF_LOCK_DEAD);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(0, &got, &h), 0);
 }
 
@@ -240,11 +240,11 @@ Test(stale, record_without_time_is_dated_by_its_directory)
 	json_object_del(j, "boottime_ms");
 	char *t = json_dumps(j, JSON_COMPACT);
 	hft_write(p, t);
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	cr_assert_eq(i.state, HF_LOCK_HELD, "state %d, age %" PRId64, i.state, i.age_ms);
 	cr_assert_lt(i.age_ms, 60000);
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(0, &got, &h), HF_EHELD);
 	dl_kill(life);
 	json_decref(j);
@@ -259,8 +259,8 @@ Test(stale, record_without_time_is_dated_by_its_directory)
 Test(stale, wall_clock_step_does_not_age_a_record_of_this_kernel)
 {
 	pid_t life = dl_life();
-	struct hf_dirlock_opts o = { .path = lock, .pid = life };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 	close(got.live_fd);
 	cr_assert_eq(hf_fault_inject("skew:wall:+7200000", NULL, 0), 0); /* our clock: 2 h ahead */
@@ -276,7 +276,7 @@ Test(stale, unreadable_record_refused_then_reaped)
 	cr_assert_eq(mkdir(lock, 0700), 0);
 	char *p = dl_path(lock, "owner");
 	hft_write(p, "{\"token\": \"half-writ");
-	struct hf_dirlock_info got, h;
+	struct hf_lock_info got, h;
 	cr_assert_eq(try_once(60000, &got, &h), HF_EUNREADABLE);
 	cr_assert(h.partial);
 	cr_assert(hft_exists(p), "refused: nothing changed");
@@ -289,8 +289,8 @@ Test(stale, unreadable_record_refused_then_reaped)
 
 static uint64_t acquire_release(int64_t wait_ms, int64_t stale_ms)
 {
-	struct hf_dirlock_opts o = { .path = lock, .wait_ms = wait_ms, .stale_ms = stale_ms };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .wait_ms = wait_ms, .stale_ms = stale_ms };
+	struct hf_lock_info got, h;
 	int rc = hf_dirlock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "the lock must come back: %s", hf_strerror(rc));
 	cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
@@ -348,8 +348,8 @@ static int acquire_crash_release(void *arg)
 {
 	const char *rule = arg;
 	dl_orphan_guard();
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	if (hf_dirlock_acquire(&o, &got, &h) != 0)
 		return 3;
 	hf_fault_inject(rule, NULL, 0);
@@ -427,8 +427,8 @@ Test(fence, reboot_restarts_from_the_reservation)
 	cr_assert_gt(h, g);
 	cr_assert_eq(unlink(res), 0);
 	hft_write(cnt, "garbage");
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, hh;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, hh;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &hh), HF_EUNREADABLE,
 		     "no counter and no reservation: refuse rather than repeat a fence");
 	free(r);
@@ -442,8 +442,8 @@ Test(fence, reboot_restarts_from_the_reservation)
 Test(fence, hold_only_while_still_the_holder)
 {
 	pid_t life = dl_life();
-	struct hf_dirlock_opts o = { .path = lock, .pid = life };
-	struct hf_dirlock_info a, b, h;
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info a, b, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &a, &h), 0);
 	int guard = -1;
 	cr_assert_eq(hf_dirlock_hold(lock, &a, &guard), 0, "still ours");
@@ -452,7 +452,7 @@ Test(fence, hold_only_while_still_the_holder)
 
 	/* reaped (its owner died) but not acquired again: the record is gone */
 	dl_kill(life);
-	struct hf_dirlock_opts r = { .path = lock };
+	struct hf_lock_opts r = { .path = lock };
 	cr_assert_eq(hf_dirlock_acquire(&r, &b, &h), 0, "the dead owner is reaped");
 	cr_assert_eq(hf_dirlock_hold(lock, &a, &guard), HF_ELOST, "acquired since: lost");
 	cr_assert_eq(hf_dirlock_hold(lock, &b, &guard), 0);
@@ -468,8 +468,8 @@ Test(fence, hold_only_while_still_the_holder)
 Test(fence, hold_keeps_the_next_acquirer_before_its_fence)
 {
 	pid_t life = dl_life();
-	struct hf_dirlock_opts o = { .path = lock, .pid = life };
-	struct hf_dirlock_info a, h;
+	struct hf_lock_opts o = { .path = lock, .pid = life };
+	struct hf_lock_info a, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &a, &h), 0);
 	int guard = -1;
 	cr_assert_eq(hf_dirlock_hold(lock, &a, &guard), 0);

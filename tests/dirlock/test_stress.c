@@ -106,9 +106,9 @@ static void worker(int n, int64_t stale_ms, bool own)
 	hf_pid_start(getpid(), &start);
 	for (int i = 0; n < 0 || i < n; i++) {
 		struct hf_dirlock_kept kept = HF_DIRLOCK_KEPT_NONE;
-		struct hf_dirlock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms,
+		struct hf_lock_opts o = { .path = lock, .wait_ms = -1, .stale_ms = stale_ms,
 					  .kept = own ? &kept : NULL };
-		struct hf_dirlock_info got, h;
+		struct hf_lock_info got, h;
 		int rc = hf_dirlock_acquire(&o, &got, &h);
 		if (rc != 0) {
 			__atomic_fetch_add(&sh->errors, 1, __ATOMIC_SEQ_CST);
@@ -128,8 +128,8 @@ static void worker(int n, int64_t stale_ms, bool own)
 /* Acquire and release once: the fence the counter started from. */
 static uint64_t first_fence(void)
 {
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 	cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
 	close(got.live_fd);
@@ -213,8 +213,8 @@ Test(stress, kill_storm_no_overlap_and_recovery)
 	cr_assert_gt(during, kills / 2, "the lock kept changing hands during the storm");
 
 	/* the lock always comes back */
-	struct hf_dirlock_opts o = { .path = lock, .wait_ms = 10000, .stale_ms = stale };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock, .wait_ms = 10000, .stale_ms = stale };
+	struct hf_lock_info got, h;
 	int rc = hf_dirlock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "after the storm: %s", hf_strerror(rc));
 	cr_assert_gt(got.fence, sh->last_fence);

@@ -62,8 +62,8 @@ static char *res(const char *name)
 
 static void comes_back(void)
 {
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	int rc = hf_dirlock_acquire(&o, &got, &h);
 	cr_assert_eq(rc, 0, "the lock must come back: %s", hf_strerror(rc));
 	cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
@@ -84,7 +84,7 @@ static void held_by_result(const char *result)
 	char tok[HF_TOKEN_LEN + 1];
 	dl_result(result, &rc, &f, tok);
 	cr_assert_eq(rc, 0);
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	cr_assert_eq(i.state, HF_LOCK_HELD);
 	cr_assert_str_eq(i.owner.token, tok, "L must still carry the holder's record");
@@ -155,8 +155,8 @@ static void delayed_withdrawal(bool log_inodes)
 	pid_t lb = dl_life(), life2 = dl_life(), life5 = dl_life();
 	/* a barrier claim that denies A0 (the trail's releaser claim) */
 	{
-		struct hf_dirlock_opts o = { .path = lock };
-		struct hf_dirlock_info got, h;
+		struct hf_lock_opts o = { .path = lock };
+		struct hf_lock_info got, h;
 		cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 		cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
 		close(got.live_fd);
@@ -268,8 +268,8 @@ Test(trail, delayed_withdrawal_restores_the_successor)
 {
 	pid_t lb = dl_life(), life2 = dl_life(), life5 = dl_life();
 	{
-		struct hf_dirlock_opts o = { .path = lock };
-		struct hf_dirlock_info got, h;
+		struct hf_lock_opts o = { .path = lock };
+		struct hf_lock_info got, h;
 		cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0);
 		cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
 		close(got.live_fd);
@@ -320,7 +320,7 @@ Test(trail, misjudged_live_holder_is_fenced)
 	int rc;
 	uint64_t fa, fb;
 	dl_result(ra, &rc, &fa, NULL);
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	while (hf_sys_now_ms() - i.owner.time_ms <= 2)
 		; /* let A's record age past its 1 ms ceiling */
@@ -510,13 +510,13 @@ Test(trail, failed_attempt_leaves_no_record_of_its_own)
 	cr_assert_neq(hft_wait(&A), DL_ENTERED);
 	cr_assert_eq(dl_ovl_count(ovl), 0);
 	/* A's owner lives; nothing of A's may hold L */
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(lock, &i), 0);
 	cr_assert(i.state == HF_LOCK_FREE || i.state == HF_LOCK_ABANDONED,
 		  "state %d (owner pid %lld): a record of the failed attempt remains", i.state,
 		  (long long)i.owner.pid);
-	struct hf_dirlock_opts o = { .path = lock };
-	struct hf_dirlock_info got, h;
+	struct hf_lock_opts o = { .path = lock };
+	struct hf_lock_info got, h;
 	cr_assert_eq(hf_dirlock_acquire(&o, &got, &h), 0, "L at once");
 	cr_assert_eq(hf_dirlock_release(lock, got.owner.token, &h), 0);
 	close(got.live_fd);

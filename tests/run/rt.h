@@ -28,17 +28,17 @@ static inline char *rt_path(const char *dir, const char *name)
 }
 
 /* Hold the directory lock path for this test process. */
-static inline struct hf_dirlock_info rt_hold(const char *path)
+static inline struct hf_lock_info rt_hold(const char *path)
 {
-	struct hf_dirlock_opts o = { .path = path, .wait_ms = 0 };
-	struct hf_dirlock_info info, holder;
+	struct hf_lock_opts o = { .path = path, .wait_ms = 0 };
+	struct hf_lock_info info, holder;
 	memset(&info, 0, sizeof info);
 	int rc = hf_dirlock_acquire(&o, &info, &holder);
 	cr_assert_eq(rc, 0, "hold %s: %s", path, hf_strerror(rc));
 	return info;
 }
 
-static inline void rt_release(const char *path, const struct hf_dirlock_info *info)
+static inline void rt_release(const char *path, const struct hf_lock_info *info)
 {
 	int rc = hf_dirlock_release(path, info->owner.token, NULL);
 	cr_assert_eq(rc, 0, "release %s: %s", path, hf_strerror(rc));
@@ -50,8 +50,8 @@ static inline void rt_release(const char *path, const struct hf_dirlock_info *in
  * Acquires and releases it at once when it is. */
 static inline bool rt_lock_free(const char *path)
 {
-	struct hf_dirlock_opts o = { .path = path, .wait_ms = 0 };
-	struct hf_dirlock_info info, holder;
+	struct hf_lock_opts o = { .path = path, .wait_ms = 0 };
+	struct hf_lock_info info, holder;
 	memset(&info, 0, sizeof info);
 	int rc = hf_dirlock_acquire(&o, &info, &holder);
 	if (rc != 0)

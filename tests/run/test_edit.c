@@ -128,8 +128,8 @@ Test(edit, killed_anywhere_leaves_old_or_new)
 		 * leaves a lock no one can attribute: dirlock reaps it after the
 		 * stale window (60 s by default). The test shortens that window
 		 * through the library, from a live process of its own. */
-		struct hf_dirlock_opts o = { .path = lock, .wait_ms = 5000, .stale_ms = 1 };
-		struct hf_dirlock_info info, holder;
+		struct hf_lock_opts o = { .path = lock, .wait_ms = 5000, .stale_ms = 1 };
+		struct hf_lock_info info, holder;
 		int lrc = hf_dirlock_acquire(&o, &info, &holder);
 		cr_assert_eq(lrc, 0, "recover the lock after a kill at call %d: %s", n,
 			     hf_strerror(lrc));
@@ -221,7 +221,7 @@ Test(edit, conflict_names_holder_and_honours_E)
 {
 	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock");
 	hft_write(F, "1\n");
-	struct hf_dirlock_info held = rt_hold(lock);
+	struct hf_lock_info held = rt_hold(lock);
 	char *err;
 	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("edit", "-n", F, "--", "sh", "-c", incr)), 1);
 	char want[64];
@@ -305,7 +305,7 @@ Test(edit, conflict_with_E0_never_runs_cmd)
 {
 	char *F = rt_path(dir, "f"), *lock = rt_path(dir, "f.lock"), *marker = rt_path(dir, "ran");
 	hft_write(F, "1\n");
-	struct hf_dirlock_info held = rt_hold(lock);
+	struct hf_lock_info held = rt_hold(lock);
 	char script[512];
 	snprintf(script, sizeof script, "touch '%s'; read n; echo $((n+1))", marker);
 	char *err;

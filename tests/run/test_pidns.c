@@ -146,7 +146,7 @@ Test(pidns, holder_inside_is_not_reaped_from_outside_until_it_dies)
 				   "i=0; while [ $i -lt 80 ]; do /bin/true; i=$((i+1)); done\n"
 				   "exec \"$HOLDFAST_BIN\" run --lock '%s' -- sh -c 'echo ready $$; read x < \"$0\"' '%s'",
 				   L, fifo);
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	cr_assert_eq(hf_dirlock_status(L, &i), 0);
 	cr_assert_eq(i.owner.pid, atoi(line + 6), "the record names the pid inside");
 	cr_assert_neq(i.owner.pidns, hf_self_pidns(), "and the namespace it is a pid of");

@@ -46,7 +46,7 @@ Test(run, not_found_127_cannot_run_126)
 Test(run, conflict_names_holder_and_honours_E)
 {
 	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
-	struct hf_dirlock_info held = rt_hold(L);
+	struct hf_lock_info held = rt_hold(L);
 	char *err;
 	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "touch", marker)), 1);
 	cr_assert_not(hft_exists(marker), "CMD never runs without its locks");
@@ -77,8 +77,8 @@ static unsigned long long fence_of(const char *s)
 /* Acquire and release path once: the fence that acquisition got. */
 static uint64_t last_fence(const char *path)
 {
-	struct hf_dirlock_opts o = { .path = path, .wait_ms = 0 };
-	struct hf_dirlock_info info, holder;
+	struct hf_lock_opts o = { .path = path, .wait_ms = 0 };
+	struct hf_lock_info info, holder;
 	cr_assert_eq(hf_dirlock_acquire(&o, &info, &holder), 0);
 	rt_release(path, &info);
 	return info.fence;
@@ -134,7 +134,7 @@ Test(run, lock_is_owned_by_cmd_pid)
 	char *line = rt_line(c.out_rd);
 	cr_assert_not_null(line, "CMD started");
 	pid_t cmd = (pid_t)atoi(line);
-	struct hf_dirlock_info st;
+	struct hf_lock_info st;
 	cr_assert_eq(hf_dirlock_status(L, &st), 0);
 	cr_assert_eq(st.owner.pid, cmd, "RUN1: the owner is CMD (%d), not holdfast (%d)", (int)cmd,
 		     (int)c.pid);
@@ -239,7 +239,7 @@ Test(run, sigkill_of_wrapper_keeps_lock_until_cmd_ends)
 Test(run, several_locks_all_or_nothing)
 {
 	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B"), *marker = rt_path(dir, "ran");
-	struct hf_dirlock_info held = rt_hold(B);
+	struct hf_lock_info held = rt_hold(B);
 	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("run", "-n", "--lock", A, "--lock", B, "--", "touch",
 						 marker)),
 		     1);
@@ -283,7 +283,7 @@ Test(run, usage_errors_and_help)
 Test(run, E0_refusal_never_runs_cmd)
 {
 	char *L = rt_path(dir, "L"), *M = rt_path(dir, "marker"), *script;
-	struct hf_dirlock_info held = rt_hold(L);
+	struct hf_lock_info held = rt_hold(L);
 	cr_assert_geq(asprintf(&script,
 			       "cd '%s' || exit 99\n"
 			       "export HOLDFAST_REGISTRY='%s/reg/scope.lock'\n"

@@ -47,7 +47,7 @@ static void end_fifo_holder(struct hft_child *holder, const char *fifo)
 Test(wait, nonblock_fails_at_once)
 {
 	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
-	struct hf_dirlock_info held = rt_hold(L);
+	struct hf_lock_info held = rt_hold(L);
 	char *err;
 	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-n", "--lock", L, "--", "touch", marker)), 1);
 	cr_assert(strstr(err, "is held by"), "stderr: %s", err);
@@ -88,7 +88,7 @@ Test(wait, waiter_gets_lock_on_release)
 Test(wait, never_past_deadline)
 {
 	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
-	struct hf_dirlock_info held = rt_hold(L);
+	struct hf_lock_info held = rt_hold(L);
 	char *err;
 	double t0 = now_s();
 	cr_assert_eq(hft_cli(NULL, &err, RT_ARGV("run", "-w", "0.3", "--lock", L, "--", "touch",
@@ -112,7 +112,7 @@ Test(wait, never_past_deadline)
 Test(wait, signal_ends_wait_and_releases)
 {
 	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B"), *marker = rt_path(dir, "ran");
-	struct hf_dirlock_info held = rt_hold(B);
+	struct hf_lock_info held = rt_hold(B);
 	struct hft_child waiter;
 	hft_spawn_cli(&waiter, "pause:poll:1",
 		      RT_ARGV("run", "--lock", A, "--lock", B, "--", "touch", marker), NULL);
@@ -126,7 +126,7 @@ Test(wait, signal_ends_wait_and_releases)
 	free(err);
 	cr_assert_not(hft_exists(marker), "CMD never ran");
 	cr_assert(rt_lock_free(A), "A was released");
-	struct hf_dirlock_info st;
+	struct hf_lock_info st;
 	cr_assert_eq(hf_dirlock_status(B, &st), 0);
 	cr_assert_str_eq(st.owner.token, held.owner.token, "B is still ours");
 	rt_release(B, &held);
@@ -142,7 +142,7 @@ Test(wait, signal_ends_wait_and_releases)
 Test(wait, cmd_killed_while_waiting_ends_the_wait)
 {
 	char *L = rt_path(dir, "L"), *marker = rt_path(dir, "ran");
-	struct hf_dirlock_info held = rt_hold(L);
+	struct hf_lock_info held = rt_hold(L);
 	struct hft_child c;
 	hft_spawn_cli(&c, "pause:dirlock.acquire.waiting",
 		      RT_ARGV("run", "--lock", L, "--", "touch", marker), NULL);

@@ -1,4 +1,4 @@
-/* scope.c: specs, whole-component overlap, cover, canonical paths. */
+/* spec.c: specs, whole-component overlap, cover, canonical paths. */
 #include "hft.h"
 #include "registry.h"
 

@@ -46,7 +46,7 @@ DEB_BUILD = "gcc libc6-dev libjansson-dev libcurl4-openssl-dev"
 # meson.build lists): headers, the version template, the symbol script.
 C_EXTRA = ("meson.build", "libholdfast.sym", "include/holdfast.h",
            "include/holdfast-version.h.in")
-C_HEADER_DIRS = ("src/base", "src/lib")
+C_HEADER_DIRS = ("src/base", "src/lib", "src/lib/fs", "src/lib/etcd")
 
 
 class BuildError(Exception):
@@ -209,7 +209,7 @@ def compile_library(out_dir: str) -> str:
         # meson's own default large-file flag.
         cflags = (["-std=gnu11", "-O3", "-fPIC", "-fvisibility=hidden", "-D_GNU_SOURCE",
                    "-D_FILE_OFFSET_BITS=64", "-I" + tmp, "-I" + os.path.join(root, "include"),
-                   "-I" + root, "-I" + os.path.join(root, "src/base"), "-I" + os.path.join(root, "src/lib")]
+                   "-I" + root] + ["-I" + os.path.join(root, d) for d in C_HEADER_DIRS]
                   + dep_cflags + shlex.split(os.environ.get("CFLAGS", "")))
         _probe(cc, cflags, tmp)
 

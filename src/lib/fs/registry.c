@@ -20,7 +20,7 @@
  *      "scope_fs":[["259:1:r:/p/src","0:48:r:/"]],
  *      "delegated_from":null,"generation":12,"registered":"2026-…Z"}, …]}
  *     pidns … token and scope_fs are absent in entries of holdfast 0.1.
- *     scope_fs[i] lists spec i's kernel identities (scope.c: the mount's
+ *     scope_fs[i] lists spec i's kernel identities (spec.c: the mount's
  *     device, the path within its file system, the mounts below).
  *   <dir>/<base>.flock      the lock file (0600, empty). Never renamed, never
  *                           replaced, never deleted: flock(2) is taken on it.
@@ -80,7 +80,7 @@
  *         allocations judged: HF_EUNREADABLE, nothing changed, the path said.
  *   (RG4) Two live allocations of which neither descends from the other never
  *         hold write specs that overlap by path or by kernel identity (one
- *         directory through two mounts is one directory: scope.c, SC5, SC6).
+ *         directory through two mounts is one directory: spec.c, SC5, SC6).
  *   (RG5) A delegated allocation's write specs lie inside its parent's
  *         effective write scope, its read specs inside its parent's specs
  *         (by path or by identity); re-parenting to an ancestor keeps that

@@ -64,7 +64,7 @@
  *     DA6 read L/owner back at the canonical path: byte-identical   (DL2)
  *     DA7 under flock, counter == f: entered (recorded as the counter's
  *         "entered"). Last step.                                    (DL7)
- *     The descriptor of DA2 is handed to the caller (hf_dirlock_info.live_fd):
+ *     The descriptor of DA2 is handed to the caller (hf_lock_info.live_fd):
  *     the kernel lock lives as long as the owner holds it.
  *     A failed attempt after DA1 withdraws (DW) and retries or waits; the
  *     directory of DA0, if it never went to L, is removed by its unique name
@@ -341,7 +341,7 @@ enum { REC_NONE, REC_EMPTY, REC_BAD, REC_OK };
 /* What is at a place (L, or a claim): a directory, its record. */
 struct place {
 	int kind;                       /* REC_*                             */
-	struct hf_dirlock_info info;    /* REC_OK                            */
+	struct hf_lock_info info;    /* REC_OK                            */
 	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
 	int64_t ctime_ms;
@@ -387,7 +387,7 @@ size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t f
  * lowercase hex digits (what hf_owner_init draws; hf_lock_adopt takes no
  * other), a fence, owner.c's fields well-typed. Unknown members are
  * ignored (a later writer's additions). */
-int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info *ret)
+int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_lock_info *ret)
 {
 	json_error_t err;
 	if (memchr(buf, '\0', len))
@@ -395,7 +395,7 @@ int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info 
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
 	if (!j)
 		return HF_EUNREADABLE;
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	memset(&i, 0, sizeof i);
 	i.live_fd = -1;
 	int rc = hf_owner_from_json(j, "acquired", &i.owner);
@@ -431,7 +431,7 @@ static ssize_t read_small(int dirfd, const char *name, char *buf)
 
 /* Our own records start with the token: take it without a parse. Only for
  * identity checks (a token is 128 random bits); judging parses in full. */
-static bool token_peek(const char *buf, size_t len, struct hf_dirlock_info *i)
+static bool token_peek(const char *buf, size_t len, struct hf_lock_info *i)
 {
 	size_t pl = strlen(TOKEN_PREFIX);
 	if (len < pl + HF_TOKEN_LEN + 1 || strncmp(buf, TOKEN_PREFIX, pl) != 0)
@@ -453,7 +453,7 @@ static bool token_peek(const char *buf, size_t len, struct hf_dirlock_info *i)
 
 bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1])
 {
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	if (!token_peek(buf, len, &i))
 		return false;
 	memcpy(token, i.owner.token, HF_TOKEN_LEN + 1);
@@ -549,7 +549,7 @@ static int dir_identify(int dirfd, const char *name, char *token, size_t n, void
 
 /* --- verdicts (DL6) ---------------------------------------------------------- */
 
-static int64_t leak_ms(const struct lk *l, const struct hf_dirlock_info *i)
+static int64_t leak_ms(const struct lk *l, const struct hf_lock_info *i)
 {
 	int64_t hold = i->max_hold_ms > 0 ? i->max_hold_ms : l->max_hold_ms;
 	return hold > l->stale_ms ? hold : l->stale_ms;
@@ -561,7 +561,7 @@ static int64_t leak_ms(const struct lk *l, const struct hf_dirlock_info *i)
  * place_done, so a reap that follows cannot race a late maker. */
 static void judge(const struct lk *l, struct place *p, int64_t born_ms, int64_t now)
 {
-	struct hf_dirlock_info *i = &p->info;
+	struct hf_lock_info *i = &p->info;
 	if (p->kind == REC_NONE) {
 		i->state = HF_LOCK_FREE;
 		return;
@@ -977,7 +977,7 @@ static int claim_judge(struct lk *l, const char *name, struct place *p, int64_t 
 
 struct look {
 	struct lk *l;
-	struct hf_dirlock_info *barrier;
+	struct hf_lock_info *barrier;
 	int stale;
 	int64_t now;
 };
@@ -1014,7 +1014,7 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 /* DA5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
  * claim; *barrier filled), <0 error (denies, CL4). Every claim is judged
  * as the directory is read (no limit); *stale counts claims to sweep. */
-static int claims_check(struct lk *l, struct hf_dirlock_info *barrier, int *stale)
+static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
 {
 	*stale = 0;
 	struct stat st;
@@ -1160,7 +1160,7 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 		 * nobody else publishes into a directory only we made and hold
 		 * (model/dirlock.pml, W1ATOMIC=0). */
 		char buf[OWNER_MAX + 2];
-		struct hf_dirlock_info i;
+		struct hf_lock_info i;
 		ssize_t n = read_small(lfd, "owner", buf);
 		if (n >= 0 && token_peek(buf, (size_t)n, &i) &&
 		    !strcmp(i.owner.token, token))
@@ -1438,7 +1438,7 @@ static int fence_check(int fd, uint64_t f)
 
 /* --- acquire ------------------------------------------------------------------ */
 
-static void holder_from(struct hf_dirlock_info *h, const struct place *p)
+static void holder_from(struct hf_lock_info *h, const struct place *p)
 {
 	if (h) {
 		*h = p->info;
@@ -1448,7 +1448,7 @@ static void holder_from(struct hf_dirlock_info *h, const struct place *p)
 
 /* DJ1: L exists. RETRY after a reap (or when L vanished), else the conflict
  * with *holder filled. */
-static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
+static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 {
 	struct place p;
 	int rc = place_read(l->pfd, l->base, &p);
@@ -1500,7 +1500,7 @@ static int judge_and_reap(struct lk *l, struct hf_dirlock_info *holder)
  * when a live owner holds L, the answer is that it is held, naming it (as
  * anywhere else), not the write that could not happen; a reapable or absent
  * L keeps the write's error (nobody could reap or enter here). */
-static int held_over_write_error(struct lk *l, int werr, struct hf_dirlock_info *holder)
+static int held_over_write_error(struct lk *l, int werr, struct hf_lock_info *holder)
 {
 	if (werr != -EROFS && werr != -ENOSPC && werr != -EDQUOT && werr != -EACCES &&
 	    werr != -EPERM)
@@ -1569,8 +1569,8 @@ static void stage_drop(struct lk *l, struct stage *st)
 	st->fd = -1;
 }
 
-static int attempt(struct lk *l, const struct hf_dirlock_opts *o, struct stage *st,
-		   struct hf_dirlock_info *ret, struct hf_dirlock_info *holder)
+static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
+		   struct hf_lock_info *ret, struct hf_lock_info *holder)
 {
 	struct hf_owner me;
 	int rc = hf_owner_init(&me, o->pid);
@@ -1683,7 +1683,7 @@ out:
  * start time)? That process is not the waiter, so waiting would last as
  * long as it lives: a self-deadlock. A caller waiting for itself may be one
  * thread waiting for another's release, and waits. */
-static bool waits_for_itself(const struct hf_dirlock_opts *o, const struct hf_dirlock_info *h)
+static bool waits_for_itself(const struct hf_lock_opts *o, const struct hf_lock_info *h)
 {
 	pid_t pid = o->pid;
 	if (pid <= 0 || pid == getpid())
@@ -1696,8 +1696,8 @@ static bool waits_for_itself(const struct hf_dirlock_opts *o, const struct hf_di
 	return hf_pid_start(pid, &start) == 0 && start == h->owner.pid_start;
 }
 
-int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *ret,
-		    struct hf_dirlock_info *reterr_holder)
+int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
+		    struct hf_lock_info *reterr_holder)
 {
 	struct lk l;
 	int rc = lk_open(&l, o->path, o->stale_ms, o->max_hold_ms);
@@ -1707,7 +1707,7 @@ int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *
 	hf_wait_init(&w, l.parent, l.base, o->wait_ms);
 	if (o->has_cancel)
 		hf_wait_set_cancel(&w, o->cancel_fd);
-	struct hf_dirlock_info holder, got;
+	struct hf_lock_info holder, got;
 	memset(&holder, 0, sizeof holder);
 	holder.live_fd = -1;
 	struct stage st = { .fd = -1 };
@@ -1840,7 +1840,7 @@ static int release_own(struct lk *l, int lfd, const char *token)
 /* Release by token (DT) on an open lock, after release_own's first try
  * when lfd >= 0. */
 static int release_in(struct lk *l, const char *token, int lfd,
-		      struct hf_dirlock_info *reterr_holder)
+		      struct hf_lock_info *reterr_holder)
 {
 	int rc = lfd >= 0 ? release_own(l, lfd, token) : 0;
 	if (rc == 0)
@@ -1873,7 +1873,7 @@ static int release_in(struct lk *l, const char *token, int lfd,
 	return rc;
 }
 
-int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder)
+int hf_dirlock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder)
 {
 	if (!token || !*token)
 		return -EINVAL;
@@ -1899,8 +1899,8 @@ void hf_dirlock_kept_close(struct hf_dirlock_kept *k)
 	*k = HF_DIRLOCK_KEPT_NONE;
 }
 
-int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
-			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder)
+int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_lock_info *reterr_holder)
 {
 	if (!held || !held->owner.token[0]) {
 		hf_dirlock_kept_close(kept);
@@ -1941,7 +1941,7 @@ int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held
 /* --- renew (DR) ---------------------------------------------------------------- */
 
 int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
-		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+		     struct hf_lock_info *ret, struct hf_lock_info *reterr_holder)
 {
 	if (!token || !*token || max_hold_ms < 0)
 		return -EINVAL;
@@ -2055,7 +2055,7 @@ static int record_exists(struct lk *l, const char *token)
 	return rc < 0 ? rc : found;
 }
 
-int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *ret_guard)
+int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard)
 {
 	if (!held || !held->owner.token[0] || !held->fence)
 		return -EINVAL;
@@ -2102,7 +2102,7 @@ void hf_dirlock_unhold(int guard)
 		hf_sys_close(guard); /* drops the shared flock */
 }
 
-int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret)
+int hf_dirlock_status(const char *path, struct hf_lock_info *ret)
 {
 	struct lk l;
 	memset(&l, 0, sizeof l);

@@ -7,15 +7,13 @@
 #ifndef HF_DIRLOCK_H
 #define HF_DIRLOCK_H
 
+#include "lock.h"
 #include "owner.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-#define HF_LOCK_STALE_MS_DEFAULT (60LL * 1000)
-#define HF_LOCK_MAX_HOLD_MS_DEFAULT (10LL * 60 * 1000)
 
 /* A lock's directories (P, P/L.holdfast) and its fence counter, kept open
  * by a holder from its acquisition to its release (hf_lock handles): the
@@ -26,59 +24,6 @@ struct hf_dirlock_kept {
 	int nlink_counts;                 /* DL8, as lk_open found it             */
 };
 #define HF_DIRLOCK_KEPT_NONE ((struct hf_dirlock_kept){ -1, -1, -1, 0 })
-
-struct hf_dirlock_opts {
-	const char *path;                 /* the lock directory                     */
-	int64_t wait_ms;                  /* 0: try once; <0: forever; else deadline */
-	int64_t stale_ms;                 /* 0: HF_LOCK_STALE_MS_DEFAULT            */
-	int64_t max_hold_ms;              /* 0: HF_LOCK_MAX_HOLD_MS_DEFAULT         */
-	pid_t pid;                        /* whose life holds the lock; 0: caller   */
-	pid_t chain[HF_OWNER_CHAIN_MAX];  /* OW5: more processes whose life holds
-					     it (a detached acquisition's callers) */
-	size_t nchain;
-	int64_t lease_ms;                 /* OW6: > 0 held by a lease of this
-					     length, by no process; 0: by pid   */
-	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
-					     (HF_ECANCELED); 0: no cancel fd      */
-	int cancel_fd;
-	struct hf_dirlock_kept *kept;     /* non-NULL (all -1): on success the
-					     directories stay open there, for
-					     hf_dirlock_release_kept           */
-};
-
-enum hf_dirlock_state {
-	HF_LOCK_FREE = 0,       /* no lock directory (claims may still deny entry) */
-	HF_LOCK_HELD = 1,       /* a live owner                                    */
-	HF_LOCK_DEAD = 2,       /* owner proven dead: the next acquirer reaps it   */
-	HF_LOCK_LEAKED = 3,     /* live owner older than max(max-hold, stale)      */
-	HF_LOCK_PARTIAL = 4,    /* no complete owner record; its maker lives and is
-				   within the stale window                         */
-	HF_LOCK_ABANDONED = 5,  /* no complete owner record, and its maker is gone
-				   (its kernel lock is free) or past the window    */
-	HF_LOCK_SKEW = 6,       /* dated in the future: counts as live, clock skew */
-	HF_LOCK_EXPIRED = 7,    /* a lease (OW6) older than its length: reapable   */
-};
-
-struct hf_dirlock_info {
-	struct hf_owner owner;            /* owner.time_ms: when acquired           */
-	uint64_t fence;                   /* strictly increasing per lock           */
-	int64_t age_ms;                   /* from the record; partial: from ctime   */
-	int64_t max_hold_ms;              /* recorded by the holder; 0: none        */
-	int64_t ttl_ms;                   /* etcd: the lease's, as recorded; 0: none */
-	int partial;                      /* 1: no complete owner record            */
-	int state;                        /* enum hf_dirlock_state                  */
-	int in_claim;                     /* 1: the holder's directory sits in a
-					     claim (a barrier), not at PATH        */
-	int claims;                       /* claims beside the lock (status only)   */
-	int live_fd;                      /* hf_dirlock_acquire: the descriptor of the
-					     lock directory holding its kernel
-					     lock (close-on-exec). Keep it open as
-					     long as the owner lives - pass it to
-					     the owner when that is another process
-					     - and close it after hf_dirlock_release.
-					     -1 everywhere else.                   */
-	char reason[256];                 /* HF_EUNREADABLE: what cannot be read    */
-};
 
 /* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence, live_fd).
  * Failure:
@@ -95,13 +40,13 @@ struct hf_dirlock_info {
  * -EOPNOTSUPP (no flock on this file system), other -errno. Waiting wakes
  * on the lock's removal (inotify on PATH's parent) with a jittered backoff
  * fallback; never past the deadline. */
-int hf_dirlock_acquire(const struct hf_dirlock_opts *o, struct hf_dirlock_info *ret,
-		    struct hf_dirlock_info *reterr_holder);
+int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
+		    struct hf_lock_info *reterr_holder);
 /* Release the lock acquired with token: 0; HF_ENOTHELD when no record with
  * this token exists (nothing to release); HF_ENOTYOURS when another token
  * holds PATH (*reterr_holder). Finds the record at PATH or in a claim. Any
  * process may release with the token; the holder closes its live_fd after. */
-int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_info *reterr_holder);
+int hf_dirlock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder);
 /* Renew the lock acquired with token (DR, dirlock.c): the same owner, token
  * and fence, its window (acquired, boottime_ms) restarted now and its
  * max-hold max_hold_ms (0: the recorded one; HF_MAX_HOLD_NONE: never leaked
@@ -111,15 +56,15 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_dirlock_in
  * a release moved or removed the directory while it was renewed (the
  * renewed record is taken back: nothing of ours is left). */
 int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
-		     struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
+		     struct hf_lock_info *ret, struct hf_lock_info *reterr_holder);
 /* The same by the holder itself: held is what hf_dirlock_acquire returned
  * (its token and live_fd, still open), kept its directories (o->kept; may
  * hold -1: opened here). When PATH is held's own directory - the inode its
  * live_fd pins - it is moved away at once, without reading PATH's record
  * first (DL17); else as hf_dirlock_release. Closes kept's descriptors (all
  * -1 after), never live_fd. */
-int hf_dirlock_release_kept(const char *path, const struct hf_dirlock_info *held,
-			    struct hf_dirlock_kept *kept, struct hf_dirlock_info *reterr_holder);
+int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
+			    struct hf_dirlock_kept *kept, struct hf_lock_info *reterr_holder);
 /* Close what kept holds (a holder that detaches or is freed). */
 void hf_dirlock_kept_close(struct hf_dirlock_kept *kept);
 /* Commit under the lock: hold off every later acquisition of PATH while
@@ -131,12 +76,12 @@ void hf_dirlock_kept_close(struct hf_dirlock_kept *kept);
  * longer the caller's (reaped as dead or leaked, released, or entered by
  * another since); -ETIMEDOUT when the counter stayed locked for 5 s (a
  * stopped acquirer); other -errno. Hold it briefly. */
-int hf_dirlock_hold(const char *path, const struct hf_dirlock_info *held, int *ret_guard);
+int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_guard);
 void hf_dirlock_unhold(int guard);
 /* Read-only: 0 and *ret filled (state HF_LOCK_FREE when no lock directory;
  * claims counts claims beside it); -errno on errors. Uses the default stale
  * and max-hold windows unless the record carries its own max-hold. */
-int hf_dirlock_status(const char *path, struct hf_dirlock_info *ret);
+int hf_dirlock_status(const char *path, struct hf_lock_info *ret);
 
 /* --- the files' formats (pure: bytes in, bytes out; fuzz/ drives them) --- */
 
@@ -146,7 +91,7 @@ size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t f
 				int64_t max_hold_ms);
 /* A record file's len bytes (DL13): 0 and *ret (owner, fence, max_hold_ms;
  * the rest zero, live_fd -1), or HF_EUNREADABLE. buf[len] need not be NUL. */
-int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_dirlock_info *ret);
+int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_lock_info *ret);
 /* The token of a record as the writer starts it ({"token":"<32 hex>"),
  * without a parse (identity checks only): true and token, or false. */
 bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1]);

@@ -1,6 +1,6 @@
 /*
- * scope.c - scope algebra: specs, canonical paths, overlap, cover, kernel
- * identities, pod names.
+ * spec.c - path algebra under the scope registry: specs, canonical paths,
+ * overlap, cover, kernel identities, pod names. No registry here.
  *
  * A spec is "PATH:MODE[:recursive]" PATH is split from the right,
  * so a path may itself hold ':'. Everything here is pure arithmetic on
@@ -34,7 +34,7 @@
  *     created later inside the part that did not exist). The registry keeps
  *     what was true at registration; it is advisory.
  */
-#include "scope.h"
+#include "spec.h"
 
 #include <assert.h>
 #include <errno.h>

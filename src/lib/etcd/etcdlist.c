@@ -40,7 +40,7 @@ static void add(json_t *items, hf_rec *r, const char *kind, const char *key)
 
 static hf_rec *lock_rec(const json_t *kv, const struct hf_etcd_epoch *ep, const char *path)
 {
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	int64_t lease = 0;
 	hf_etcdlock_kv_info(kv, ep, &i, &lease); /* EI2: unreadable is held, a reason */
 	hf_rec *r = hf_rec_from_dirlock(&i, path);

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct hf_dirlock_opts;
-struct hf_dirlock_info;
+struct hf_lock_opts;
+struct hf_lock_info;
 
 #define HF_ETCD_ENDPOINTS_MAX 16
 #define HF_ETCD_WHY_MAX 256
@@ -153,15 +153,15 @@ int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el);
  * release, detach or free. Failures: HF_EHELD, HF_ETIMEDOUT, HF_ECANCELED
  * (the holder in *reterr_holder), -ESRCH, -EDEADLK, -EBADF, -EOVERFLOW (the
  * fence would pass INT64_MAX: nothing held), and the client's (-EIO, -EACCES, -EPROTO: hf_etcdlock_why). */
-int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
-			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder);
+int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
+			struct hf_lock_info *ret, struct hf_lock_info *reterr_holder);
 /* Release the acquisition of token (held by el: by its lease; adopted: the
  * record's). 0; HF_ENOTHELD; HF_ENOTYOURS (*reterr_holder); the client's. */
 int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
-			struct hf_dirlock_info *reterr_holder);
+			struct hf_lock_info *reterr_holder);
 /* The lock's state: 0 and *ret (state HF_LOCK_FREE when no key); the
  * client's failures. */
-int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret);
+int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_lock_info *ret);
 /* Has el's keep-alive seen its lease end (expired, revoked elsewhere)? */
 bool hf_etcdlock_lost(struct hf_etcdlock *el);
 /* Stop keeping the lease alive here (detach): the lease stays, with its
@@ -181,8 +181,8 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o);
  * its owner dead, or changed meanwhile: *reterr_holder the holder now, if
  * any); the client's. */
 int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
-		      int64_t max_hold_ms, struct hf_dirlock_info *ret,
-		      struct hf_dirlock_info *reterr_holder);
+		      int64_t max_hold_ms, struct hf_lock_info *ret,
+		      struct hf_lock_info *reterr_holder);
 /* Hold lease (granted elsewhere: a scope's, etcdscope.c) as el's own: kept
  * alive by el's thread from now on (EL5), by hf_etcdlock_keep after unkeep.
  * lease 0: stop and forget it (not revoked). sent_ns: CLOCK_MONOTONIC at
@@ -214,7 +214,7 @@ int hf_etcd_fence(const struct hf_etcd_epoch *ep, int64_t cr, uint64_t *ret);
  * is no owner record, or its fence would pass INT64_MAX: *i held, with a
  * reason). */
 int hf_etcdlock_kv_info(const json_t *kv, const struct hf_etcd_epoch *ep,
-			struct hf_dirlock_info *i, int64_t *lease);
+			struct hf_lock_info *i, int64_t *lease);
 
 /* ---- listing (etcdlist.c) ------------------------------------------------ */
 /* The locks and sessions on the etcd of cfg whose path is dir (absolute,

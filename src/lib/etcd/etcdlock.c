@@ -410,7 +410,7 @@ static int lease_renew(struct hf_etcdlock *el, struct hf_etcd *c, int stop_fd, c
 
 /* A kv of the gateway into *i (owner, fence, state, age) and *lease. */
 int hf_etcdlock_kv_info(const json_t *kv, const struct hf_etcd_epoch *ep,
-			struct hf_dirlock_info *i, int64_t *lease)
+			struct hf_lock_info *i, int64_t *lease)
 {
 	memset(i, 0, sizeof *i);
 	i->live_fd = -1;
@@ -572,7 +572,7 @@ static int look(struct hf_etcdlock *el, json_t **ans, json_t **kv, struct hf_etc
 
 /* Range the key: 0 and *i (HF_LOCK_FREE when absent), *lease, *rev (the
  * header's revision). */
-static int range(struct hf_etcdlock *el, struct hf_dirlock_info *i, int64_t *lease, int64_t *rev)
+static int range(struct hf_etcdlock *el, struct hf_lock_info *i, int64_t *lease, int64_t *rev)
 {
 	json_t *a = NULL, *kv = NULL;
 	struct hf_etcd_epoch ep;
@@ -683,7 +683,7 @@ void hf_etcdlock_free(struct hf_etcdlock *el)
  * (and *lease_h, *rev); 2 (and *rev) when there is no epoch key yet
  * (EL10: make it, then again); -errno. */
 static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint64_t *fence,
-		   struct hf_dirlock_info *h, int64_t *lease_h, int64_t *rev)
+		   struct hf_lock_info *h, int64_t *lease_h, int64_t *rev)
 {
 	char ls[24];
 	snprintf(ls, sizeof ls, "%lld", (long long)lease);
@@ -741,7 +741,7 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 }
 
 /* The acquisition is ours: *ret, the lease kept alive from now on. */
-static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struct hf_owner *me,
+static int held(struct hf_etcdlock *el, struct hf_lock_info *ret, const struct hf_owner *me,
 		uint64_t fence, int64_t max_hold, int64_t lease, int64_t granted)
 {
 	memset(ret, 0, sizeof *ret);
@@ -765,15 +765,15 @@ static int held(struct hf_etcdlock *el, struct hf_dirlock_info *ret, const struc
 
 /* EL9: go on after the broken-th failure in a row of a waiting
  * acquisition's request or watch (hf_etcd_again), or not. */
-static int again(const struct hf_dirlock_opts *o, int64_t deadline, int broken)
+static int again(const struct hf_lock_opts *o, int64_t deadline, int broken)
 {
 	if (o->wait_ms == 0)
 		return -EIO;
 	return hf_etcd_again(deadline, o->has_cancel ? o->cancel_fd : -1, broken);
 }
 
-int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
-			struct hf_dirlock_info *ret, struct hf_dirlock_info *reterr_holder)
+int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
+			struct hf_lock_info *ret, struct hf_lock_info *reterr_holder)
 {
 	el->why[0] = '\0';
 	struct hf_owner me;
@@ -808,7 +808,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 	int64_t lease = 0, granted = 0;
 	int broken = 0; /* requests or watches in a row that failed (EL9) */
 	int epochs = 0; /* epoch keys made (EL10)                         */
-	struct hf_dirlock_info h;
+	struct hf_lock_info h;
 	memset(&h, 0, sizeof h);
 	for (;;) {
 		int64_t now = hf_sys_mono_ns();
@@ -891,7 +891,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_dirlock_opts *o,
 }
 
 int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
-			struct hf_dirlock_info *reterr_holder)
+			struct hf_lock_info *reterr_holder)
 {
 	el->why[0] = '\0';
 	int rc;
@@ -912,7 +912,7 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 		}
 		el->lease = 0; /* expired or revoked elsewhere: whose is it now? */
 	}
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	int64_t lease_h;
 	rc = range(el, &i, &lease_h, NULL);
 	if (rc < 0)
@@ -927,7 +927,7 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 	return rc == -ENOENT ? HF_ENOTHELD : rc;
 }
 
-int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_dirlock_info *ret)
+int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_lock_info *ret)
 {
 	el->why[0] = '\0';
 	int64_t lease;
@@ -1031,8 +1031,8 @@ static char *renewed_value(const json_t *kv, const struct hf_owner *o, int64_t m
 }
 
 int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
-		      int64_t max_hold_ms, struct hf_dirlock_info *ret,
-		      struct hf_dirlock_info *reterr_holder)
+		      int64_t max_hold_ms, struct hf_lock_info *ret,
+		      struct hf_lock_info *reterr_holder)
 {
 	el->why[0] = '\0';
 	if (!token || !*token || max_hold_ms < 0)
@@ -1047,7 +1047,7 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		json_decref(a);
 		return HF_ENOTHELD;
 	}
-	struct hf_dirlock_info i;
+	struct hf_lock_info i;
 	int64_t lease = 0, cr = 0, mr = 0;
 	int urc = hf_etcdlock_kv_info(kv, &ep, &i, &lease);
 	hf_etcd_i64(kv, "create_revision", &cr);

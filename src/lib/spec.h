@@ -1,10 +1,10 @@
 /*
- * scope.h - scope algebra (scope.c): specs, canonical paths, kernel
+ * spec.h - path algebra (spec.c): scope specs, canonical paths, kernel
  * identities, pod names. Not part of the public API; the registry that
  * stores specs is in registry.h.
  */
-#ifndef HF_SCOPE_H
-#define HF_SCOPE_H
+#ifndef HF_SPEC_H
+#define HF_SPEC_H
 
 #include "internal.h"
 
@@ -13,7 +13,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-/* --- scope.c: specs "PATH:MODE[:recursive]" ----------------------------- */
+/* --- spec.c: specs "PATH:MODE[:recursive]" ----------------------------- */
 
 /* A parsed spec. path is absolute and normal (no "//", ".", "..", no
  * trailing '/', "/" alone for the root); depth counts its components ("/"
@@ -26,7 +26,7 @@ struct hf_spec {
 	unsigned depth;
 	bool write;
 	bool recursive;
-	/* The kernel's identity of what the path reaches (scope.c, "Kernel
+	/* The kernel's identity of what the path reaches (spec.c, "Kernel
 	 * identity"); filled by the registry, none for a bare parsed spec. */
 	const struct hf_fsid *ids;
 	const char *const *id_text;
@@ -73,7 +73,7 @@ bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner);
 /* Does s cover the single path p (normal, depth d)? Pure. */
 bool hf_spec_contains(const struct hf_spec *s, const char *p, size_t len, unsigned depth);
 
-/* --- scope.c: kernel identity (bind mounts) ------------------------------ */
+/* --- spec.c: kernel identity (bind mounts) ------------------------------ */
 
 /* A set of paths of one file system, named the way every mount namespace
  * names it: the device of the mount (major:minor in /proc/self/mountinfo)
