@@ -64,13 +64,6 @@ static inline int hf_opt_wait(int opt, int64_t v, int64_t *wait_ms, int *cancel_
 const struct hf_lock_info *hf_lock_held(const hf_lock *l);
 /* l's lock directory path. */
 const char *hf_lock_path(const hf_lock *l);
-/* HL5: does a handle of this process hold token for the calling thread? */
-bool hf_lock_held_by_caller(const char *token);
-/* HL5: would a wait of wait_ms (<0 forever) for holder h never end - h held
- * for the calling thread, and not leaked (max(max-hold, stale_ms) old)
- * before a bounded wait's end? */
-bool hf_lock_self_wait(const struct hf_lock_info *h, int64_t wait_ms, int64_t stale_ms);
-
 /* The registry s names (HF_OPT_REGISTRY's file, or HF_OPT_BACKEND's etcd,
  * HC5): read it (reap false) or reap it, as hf_scopereg_read/_reap. */
 struct hf_scopereg_table;

@@ -2,8 +2,9 @@
  * handle_scope.c - the scope's public handle (holdfast.h, hf_scope): the
  * pod's name, specs and options, a register that waits (woken when the
  * registry file changes), the release, and what a handle remembers between
- * them (its generation, liveness descriptor, the last refusal). The
- * registry's protocol is registry.c's; the read-only snapshot is
+ * them (its generation, liveness descriptor, the last refusal), over its
+ * backend's operations (backend.h). The registry's protocols are the
+ * backends' (fs/registry.c, etcd/etcdscope.c); the read-only snapshot is
  * handle_registry.c's.
  *
  * Invariants:
@@ -17,18 +18,17 @@
  *  (HC4) A wait never passes its deadline and ends at once when the cancel
  *        descriptor is readable (the waiter's W1, W4); every attempt is a
  *        whole hf_scopereg_register, so waiting adds no state of its own.
- *  (HC5) A handle with HF_OPT_BACKEND "etcd://..." registers, releases and
- *        reads on etcd (etcdscope.c) and nowhere else (a wait there is a
- *        watch, ES5); its registration has no descriptor (-1) but a lease,
- *        kept alive by the handle's thread until release, detach or free,
- *        or by hf_scope_keep.
+ *  (HC5) A handle registers, releases and reads on the backend its options
+ *        chose (HF_OPT_BACKEND: backend.h) and nowhere else (a wait on etcd
+ *        is a watch, a wait on a file an inotify wait, FB1); on etcd its
+ *        registration has no descriptor (-1) but a lease, kept alive by the
+ *        handle's thread until release, detach or free, or by hf_scope_keep.
  */
 #include "internal.h"
-#include "etcdscope.h"
+#include "backend.h"
 #include "handle.h"
 #include "rec.h"
 #include "registry.h"
-#include "wait.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -44,11 +44,10 @@ struct hf_scope {
 	char **specs;
 	size_t nspecs, cap;
 	char *registry, *socket, *from;   /* options; NULL: the default      */
-	/* HC5: the etcd backend, when set; es made from these at a verb */
-	char *backend, *etcd_user, *etcd_pwfile, *etcd_ca;
-	int64_t ttl_ms, timeout_ms;
-	struct hf_etcdscope *es;
-	bool es_dirty;
+	struct hf_backend_opts bo;        /* HC5: where it registers (BE1)   */
+	const struct hf_scope_ops *ops;   /* the state's backend             */
+	void *st;                         /* its state (BE2)                 */
+	unsigned st_changes;
 	pid_t pid;
 	int64_t wait_ms, lock_wait_ms;
 	int cancel_fd;                    /* -1: none                          */
@@ -56,7 +55,6 @@ struct hf_scope {
 	bool holds;                       /* registered, not released/detached */
 	pid_t registered_by;              /* getpid() of the registration (HC2) */
 	int fd;                           /* the liveness descriptor, -1       */
-	char held_registry[PATH_MAX];     /* where it was registered           */
 	hf_rec *holder;
 };
 
@@ -127,13 +125,8 @@ int hf_scope_set(hf_scope *s, int opt, int64_t v)
 		s->lock_wait_ms = v;
 		return 0;
 	case HF_OPT_TTL_MS:
-		s->ttl_ms = v;
-		s->es_dirty = true;
-		return 0;
 	case HF_OPT_TIMEOUT_MS:
-		s->timeout_ms = v;
-		s->es_dirty = true;
-		return 0;
+		return hf_backend_set(&s->bo, opt, v); /* BE1 */
 	case HF_OPT_GENERATION:
 		if (s->holds)
 			return -EBUSY; /* HC1: it has its own */
@@ -152,27 +145,8 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *v)
 		      : opt == HF_OPT_FROM   ? &s->from
 					     : NULL;
 	if (!slot) {
-		slot = opt == HF_OPT_BACKEND		? &s->backend
-		       : opt == HF_OPT_ETCD_USER	? &s->etcd_user
-		       : opt == HF_OPT_ETCD_PASSWORD_FILE ? &s->etcd_pwfile
-		       : opt == HF_OPT_ETCD_CA_FILE	? &s->etcd_ca
-							: NULL;
-		if (!slot)
-			return -EINVAL;
-		if (opt == HF_OPT_BACKEND && v && !strcmp(v, "file"))
-			v = NULL;
-		if (opt == HF_OPT_BACKEND && v) {
-			struct hf_etcd_cfg cfg;
-			int rc = hf_etcd_cfg_parse(v, &cfg);
-			hf_etcd_cfg_clear(&cfg);
-			if (rc < 0)
-				return rc;
-		}
-		if (v && (!*v || strlen(v) >= PATH_MAX))
-			return -EINVAL;
-		if (s->holds && opt == HF_OPT_BACKEND)
-			return -EBUSY; /* HC5: held where it was registered */
-		s->es_dirty = true;
+		int rc = hf_backend_set_str(&s->bo, opt, v, s->holds); /* BE1 */
+		return rc == 1 ? -EINVAL : rc;
 	}
 	char *copy = NULL;
 	if (v && !(copy = strdup(v)))
@@ -180,14 +154,6 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *v)
 	free(*slot);
 	*slot = copy;
 	return 0;
-}
-
-/* The registry's directory, for the waiter: "" when it cannot be named. */
-static void registry_dir(const char *path, char *dir, size_t n)
-{
-	char base[PATH_MAX];
-	if (hf_path_split(path, dir, n, base, sizeof base) < 0)
-		dir[0] = '\0';
 }
 
 static void holder_set(hf_scope *s, const struct hf_scopereg_holder *h, int rc)
@@ -198,109 +164,36 @@ static void holder_set(hf_scope *s, const struct hf_scopereg_holder *h, int rc)
 	hf_rec_put(&s->holder, hf_rec_from_scope_holder(h, rc, given));
 }
 
-/* RG12, RG13: the registry file s works on - HF_OPT_REGISTRY's; else the
- * one of its specs' paths, one for all of them; else the current
- * directory's - into path (PATH_MAX bytes). 0; HF_EUNSAFE (no default: h's
- * reason and request_index); -EINVAL (two specs in two registries: the
- * second's request_index); -errno. h zeroed first. */
-static int scope_registry(const hf_scope *s, char *path, struct hf_scopereg_holder *h)
+/* HC5, BE2: s's backend state, made anew from its options when they
+ * changed and nothing is held. 0, or -errno (the holder cleared). */
+static int ready(hf_scope *s)
 {
-	memset(h, 0, sizeof *h);
-	if (s->registry)
-		return snprintf(path, PATH_MAX, "%s", s->registry) < PATH_MAX ? 0 : -ENAMETOOLONG;
-	if (!s->nspecs)
-		return hf_scopereg_path_for(".", path, PATH_MAX, h->reason, sizeof h->reason);
-	char other[PATH_MAX], sp[PATH_MAX];
-	for (size_t i = 0; i < s->nspecs; i++) {
-		size_t pl;
-		bool w, r;
-		const char *spec = s->specs[i];
-		h->request_index = i;
-		if (hf_spec_split(spec, strlen(spec), &pl, &w, &r) < 0)
-			return -EINVAL; /* hf_scope_add let only specs in */
-		if (pl >= sizeof sp)
-			return -ENAMETOOLONG;
-		memcpy(sp, spec, pl);
-		sp[pl] = '\0';
-		int rc = hf_scopereg_path_for(sp, i ? other : path, PATH_MAX, h->reason,
-					      sizeof h->reason);
-		if (rc < 0)
-			return rc;
-		if (i && strcmp(other, path)) /* RG13 */
-			return hf_regfile_say(h, -EINVAL,
-					      "its registry is %s, the first spec's is %s: one "
-					      "registration lives in one registry (register them "
-					      "apart, or set HOLDFAST_REGISTRY)",
-					      other, path);
-	}
-	h->request_index = 0;
-	return 0;
-}
-
-/* HC5: the etcd registry of s, made anew from its options when they
- * changed and nothing is held. 0 (s->es NULL: the file), -errno. */
-static int etcd_ready(hf_scope *s)
-{
-	if (!s->backend) {
-		if (!s->holds && s->es) {
-			hf_etcdscope_free(s->es);
-			s->es = NULL;
-		}
+	if (s->st && (s->holds || s->st_changes == s->bo.changes))
 		return 0;
-	}
-	if (s->es && (!s->es_dirty || s->holds))
-		return 0;
-	struct hf_etcd_cfg cfg;
-	int rc = hf_etcd_cfg_make(s->backend, s->etcd_user, s->etcd_pwfile, s->etcd_ca,
-				  s->timeout_ms, &cfg);
-	struct hf_etcdscope *es = NULL;
-	if (rc == 0)
-		rc = hf_etcdscope_new(s->backend, &cfg, &es);
-	hf_etcd_cfg_clear(&cfg);
-	if (rc < 0)
-		return rc;
-	hf_etcdscope_set_ttl(es, s->ttl_ms);
-	hf_etcdscope_free(s->es);
-	s->es = es;
-	s->es_dirty = false;
-	return 0;
-}
-
-/* HC5: register on etcd; a wait (HF_OPT_WAIT_MS) is a watch there (ES5),
- * with the file's outcomes (HC4): the last holder kept on HF_ETIMEDOUT and
- * HF_ECANCELED. */
-static int etcd_register(hf_scope *s)
-{
-	struct hf_etcdscope_wait w = { .wait_ms = s->wait_ms, .cancel_fd = s->cancel_fd };
-	struct hf_scopereg_request req = {
-		.name = s->name, .specs = (const char *const *)s->specs, .nspecs = s->nspecs,
-		.pid = s->pid, .socket = s->socket, .from = s->from,
-	};
-	struct hf_scopereg_holder *h = malloc(sizeof *h);
-	if (!h)
-		return -ENOMEM;
-	uint64_t gen = 0;
-	int rc = hf_etcdscope_register(s->es, &req, &w, &gen, h);
-	if (rc == 0) {
-		assert(gen > 0 && "HC1");
-		s->holds = true;
-		s->fd = -1;
-		s->generation = gen;
-		s->registered_by = getpid();
+	const struct hf_scope_ops *ops = hf_backend_of(&s->bo)->scope;
+	void *st = NULL;
+	int rc = ops->open(&s->bo, &st);
+	if (rc < 0) {
 		holder_reason(s, NULL);
-	} else {
-		bool waited_out = (rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && w.refused;
-		holder_set(s, h, waited_out ? w.refused : rc); /* HC4: the last holder seen */
+		return rc;
 	}
-	free(h);
-	return rc;
+	if (s->st)
+		s->ops->close(s->st);
+	s->ops = ops;
+	s->st = st;
+	s->st_changes = s->bo.changes;
+	return 0;
 }
 
-/* A failure of the etcd client before a verb ran: its reason. */
-static int etcd_fail(hf_scope *s, int rc)
+/* What s asks of its registry. */
+static struct hf_scope_args args_of(const hf_scope *s)
 {
-	holder_reason(s, rc == -EPROTONOSUPPORT ? "this library has no etcd client" : NULL);
-	return rc;
+	return (struct hf_scope_args){
+		.name = s->name, .specs = (const char *const *)s->specs, .nspecs = s->nspecs,
+		.registry = s->registry, .socket = s->socket, .from = s->from, .pid = s->pid,
+		.wait_ms = s->wait_ms, .lock_wait_ms = s->lock_wait_ms, .cancel_fd = s->cancel_fd,
+		.generation = s->generation, .holds = s->holds,
+	};
 }
 
 int hf_scope_register(hf_scope *s)
@@ -309,70 +202,26 @@ int hf_scope_register(hf_scope *s)
 		return -EINVAL;
 	if (s->holds)
 		return -EALREADY; /* HC1 */
-	int erc = etcd_ready(s);
-	if (erc < 0)
-		return etcd_fail(s, erc);
-	if (s->es)
-		return etcd_register(s);
+	int rc = ready(s);
+	if (rc < 0)
+		return rc;
 	struct hf_scopereg_holder *h = malloc(sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	char path[PATH_MAX];
-	int rc = scope_registry(s, path, h); /* RG12, RG13 */
-	if (rc < 0) {
-		holder_set(s, h, rc);
-		free(h);
-		return rc;
-	}
-	struct hf_scopereg_request req = {
-		.registry = path, .name = s->name, .specs = (const char *const *)s->specs,
-		.nspecs = s->nspecs, .pid = s->pid, .socket = s->socket, .from = s->from,
-		.lock_wait_ms = s->lock_wait_ms, .has_cancel = s->cancel_fd >= 0,
-		.cancel_fd = s->cancel_fd,
-	};
-	/* The table is replaced by a rename of a temporary in its directory and
-	 * live files are removed there: any removal or move out of the directory
-	 * wakes the waiter (name ""). */
-	char dir[PATH_MAX];
-	registry_dir(path, dir, sizeof dir);
-	struct hf_waiter w;
-	hf_wait_init(&w, dir[0] ? dir : ".", "", s->wait_ms);
-	hf_wait_set_cancel(&w, s->cancel_fd);
+	memset(h, 0, sizeof *h);
+	struct hf_scope_args a = args_of(s);
 	uint64_t gen = 0;
-	int fd = -1;
-	bool waited_out = false;
-	for (;;) {
-		rc = hf_scopereg_register(&req, &gen, &fd, h); /* HC4 */
-		if (rc != HF_ECONFLICT && rc != HF_EHELD)
-			break;
-		holder_set(s, h, rc);
-		if (s->wait_ms == 0)
-			break;
-		/* the holder's release rewrites the table (an event); its end, in
-		 * our pid namespace on this host, is a pidfd event (WT5) - the next
-		 * attempt reaps it */
-		bool local = !h->foreign_pidns && !strcmp(h->host, hf_host_name());
-		hf_wait_holder(&w, local && h->pid > 0 && h->pid <= 0x7fffffff ? (pid_t)h->pid : 0);
-		hf_sys_point(HF_PT_SCOPE_REGISTER_WAITING);
-		int wrc = hf_wait_next(&w); /* HC4 */
-		if (wrc < 0) {
-			/* HF_ETIMEDOUT, HF_ECANCELED: the last holder seen stays */
-			rc = wrc;
-			waited_out = true;
-			break;
-		}
-	}
-	hf_wait_done(&w);
+	int fd = -1, h_rc = 0;
+	rc = s->ops->register_(s->st, &a, &gen, &fd, h, &h_rc); /* HC4 */
 	if (rc == 0) {
-		assert(fd >= 0 && gen > 0 && "HC1");
+		assert(gen > 0 && "HC1");
 		s->holds = true;
 		s->fd = fd;
 		s->generation = gen;
 		s->registered_by = getpid();
-		snprintf(s->held_registry, sizeof s->held_registry, "%s", path);
 		holder_reason(s, NULL);
-	} else if (!waited_out) {
-		holder_set(s, h, rc);
+	} else {
+		holder_set(s, h, h_rc); /* HC4: a wait keeps the last holder it saw */
 	}
 	free(h);
 	return rc;
@@ -382,32 +231,18 @@ int hf_scope_release(hf_scope *s)
 {
 	if (!s)
 		return -EINVAL;
-	char path[PATH_MAX];
-	int rc = etcd_ready(s);
+	int rc = ready(s);
 	if (rc < 0)
-		return etcd_fail(s, rc);
+		return rc;
 	struct hf_scopereg_holder *h = malloc(sizeof *h);
 	if (!h)
 		return -ENOMEM;
-	if (s->es) /* HC5 */
-		;
-	else if (s->holds)
-		strcpy(path, s->held_registry); /* RG13: where it was registered */
-	else
-		rc = scope_registry(s, path, h);
-	if (rc < 0) {
-		holder_set(s, h, rc);
-		free(h);
-		return rc;
-	}
-	if (s->es) {
-		rc = hf_etcdscope_release(s->es, s->name, s->generation, h);
-	} else {
-		rc = hf_scopereg_release(path, s->name, s->generation, h);
-		if (s->fd >= 0)
-			hf_sys_close(s->fd); /* HC3: after the release */
-		s->fd = -1;
-	}
+	memset(h, 0, sizeof *h);
+	struct hf_scope_args a = args_of(s);
+	rc = s->ops->release(s->st, &a, h);
+	if (s->fd >= 0)
+		hf_sys_close(s->fd); /* HC3: after the release */
+	s->fd = -1;
 	s->holds = false;
 	if (rc < 0)
 		holder_set(s, h, rc);
@@ -421,8 +256,8 @@ int hf_scope_detach(hf_scope *s)
 {
 	if (!s || !s->holds)
 		return -1;
-	if (s->es) /* HC5: the lease stays, its TTL running */
-		hf_etcdscope_unkeep(s->es);
+	if (s->st && s->ops->detach) /* HC5: an etcd lease stays, its TTL running */
+		s->ops->detach(s->st);
 	int fd = s->fd;
 	s->fd = -1;
 	s->holds = false; /* the generation stays readable */
@@ -458,11 +293,9 @@ void hf_scope_free(hf_scope *s)
 	free(s->registry);
 	free(s->socket);
 	free(s->from);
-	free(s->backend);
-	free(s->etcd_user);
-	free(s->etcd_pwfile);
-	free(s->etcd_ca);
-	hf_etcdscope_free(s->es); /* joins its keep-alive (EL5) */
+	if (s->st)
+		s->ops->close(s->st); /* an etcd state joins its keep-alive */
+	hf_backend_clear(&s->bo);
 	hf_rec_free(s->holder);
 	free(s);
 }
@@ -518,30 +351,25 @@ int hf_scope_keep(hf_scope *s)
 {
 	if (!s)
 		return -EINVAL;
-	if (!s->es)
+	const struct hf_scope_ops *ops = s->st ? s->ops : hf_backend_of(&s->bo)->scope;
+	if (!ops->keep)
 		return -EOPNOTSUPP; /* the file's registry: its descriptor (keeper.c) */
-	if (!s->generation || !hf_etcdscope_lease(s->es))
+	if (!s->generation || !s->st)
 		return HF_ENOTHELD;
-	pid_t pid = s->pid ? s->pid : getpid();
-	uint64_t start = 0;
-	if (hf_pid_start(pid, &start) < 0)
-		start = 0; /* gone already: the keep revokes at once */
-	int rc = hf_etcdscope_keep(s->es, pid, start);
-	s->holds = false; /* kept to its end: nothing is held any more */
+	struct hf_scope_args a = args_of(s);
+	bool kept = false;
+	int rc = ops->keep(s->st, &a, &kept);
+	if (kept)
+		s->holds = false; /* kept to its end: nothing is held any more */
 	return rc;
 }
 
 int hf_scope_table(hf_scope *s, bool reap, struct hf_scopereg_table **ret,
 		   struct hf_scopereg_holder *h)
 {
-	int rc = etcd_ready(s);
-	if (rc < 0)
-		return etcd_fail(s, rc);
-	if (s->es)
-		return reap ? hf_etcdscope_reap(s->es, ret, h) : hf_etcdscope_read(s->es, ret, h);
-	char path[PATH_MAX];
-	rc = scope_registry(s, path, h); /* RG12, RG13 */
+	int rc = ready(s);
 	if (rc < 0)
 		return rc;
-	return reap ? hf_scopereg_reap(path, ret, h) : hf_scopereg_read(path, ret, h);
+	struct hf_scope_args a = args_of(s);
+	return s->ops->table(s->st, &a, reap, ret, h);
 }

@@ -9,7 +9,10 @@
 #ifndef HF_LOCK_H
 #define HF_LOCK_H
 
+#include "holdfast.h"
 #include "owner.h"
+
+#include <errno.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,5 +76,13 @@ struct hf_lock_info {
 					     -1 everywhere else.                   */
 	char reason[256];                 /* HF_EUNREADABLE: what cannot be read    */
 };
+
+/* Does a failed acquisition's outcome rc come with a holder worth naming
+ * (someone holds it, or the reason why not)? */
+static inline bool hf_lock_names_holder(int rc)
+{
+	return rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == HF_EBARRIER ||
+	       rc == HF_EUNREADABLE || rc == HF_ENOTYOURS || rc == -EDEADLK;
+}
 
 #endif

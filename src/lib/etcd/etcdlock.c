@@ -171,7 +171,7 @@
  */
 #include "etcd.h"
 #include "internal.h"
-#include "handle.h"
+#include "holds.h"
 
 #include <assert.h>
 #include <errno.h>

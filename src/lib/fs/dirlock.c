@@ -286,7 +286,7 @@
  */
 #include "claim.h"
 #include "internal.h"
-#include "handle.h"
+#include "holds.h"
 #include "wait.h"
 
 #include <assert.h>
