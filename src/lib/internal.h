@@ -1,20 +1,15 @@
 /*
- * internal.h - what the protocols of src/lib share: the floor (src/base)
- * and owner records. Not part of the public API.
+ * internal.h - the floor (floor.h: src/base and owner records) and the file
+ * system's protocols' headers (fs/dirlock.h, fs/session_file.h): what the
+ * file system's protocols and the handles include. etcd's protocols
+ * include floor.h instead: no header of src/lib/fs (tests/term/layout.sh).
+ * Not part of the public API.
  */
 #ifndef HF_INTERNAL_H
 #define HF_INTERNAL_H
 
-#include "holdfast.h"
-#include "owner.h"
+#include "floor.h"
 #include "dirlock.h"
-#include "file.h"
-#include "proc.h"
-#include "sys.h"
-#include "text.h"
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "session_file.h"
 
 #endif

@@ -75,7 +75,7 @@
  *   - etcd without auth answers any local user who can reach the port.
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
 
 #include <assert.h>
 #include <curl/curl.h>

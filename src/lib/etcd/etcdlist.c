@@ -15,7 +15,8 @@
  *         epoch key is read in the same txn as the locks, never apart.
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
+#include "lock.h"
 #include "rec.h"
 #include "session.h"
 

@@ -170,7 +170,8 @@
  *     write /holdfast/epoch cannot acquire (-EACCES, etcd's reason).
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
+#include "lock.h"
 #include "handle.h"
 
 #include <assert.h>

@@ -108,7 +108,7 @@
  *     0 when its table file is deleted (registry.c's hazard).
  */
 #include "etcdscope.h"
-#include "internal.h"
+#include "floor.h"
 
 #include <assert.h>
 #include <errno.h>

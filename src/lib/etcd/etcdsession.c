@@ -68,7 +68,7 @@
  *     no lease to take it back.
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
 #include "session.h"
 
 #include <assert.h>
