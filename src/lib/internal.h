@@ -11,5 +11,6 @@
 #include "floor.h"
 #include "dirlock.h"
 #include "session_file.h"
+#include "registry_fs.h"
 
 #endif

@@ -384,8 +384,8 @@ static int load(struct hf_etcdscope *es, struct loaded *l, struct hf_scopereg_ho
 	if (rc == 0)
 		rc = hf_regtable_parse(text, strlen(text), &l->t, reason, sizeof reason);
 	free(text);
-	if (rc == 0) /* as the file's: by pid on this kernel; no live files here */
-		rc = hf_registry_judge(&l->t, -1, "", false);
+	if (rc == 0) /* as the file's: by pid on this kernel; no probe (no live files) */
+		rc = hf_registry_judge(&l->t, NULL, NULL, false);
 	if (rc < 0) {
 		loaded_clear(l);
 		return say(err, rc, es, reason);

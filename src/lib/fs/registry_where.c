@@ -9,7 +9,7 @@
  * HOME or XDG_RUNTIME_DIR: two mount namespaces that share a tree share its
  * registry whatever else each has of its own.
  */
-#include "registry.h"
+#include "registry_fs.h"
 #include "text.h"
 
 #include <assert.h>
