@@ -183,13 +183,6 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o);
 int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		      int64_t max_hold_ms, struct hf_lock_info *ret,
 		      struct hf_lock_info *reterr_holder);
-/* Hold lease (granted elsewhere: a scope's, etcdscope.c) as el's own: kept
- * alive by el's thread from now on (EL5), by hf_etcdlock_keep after unkeep.
- * lease 0: stop and forget it (not revoked). sent_ns: CLOCK_MONOTONIC at
- * the send of its grant or last keep-alive etcd answered (EL8). 0; -errno
- * (no thread). */
-int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease, int64_t sent_ns);
-
 /* ---- the fence epoch (etcdlock.c, EL10) ----------------------------------- */
 #define HF_ETCD_EPOCH_KEY "/holdfast/epoch"
 #define HF_ETCD_EPOCH_MAX (INT64_C(1) << 62) /* an epoch's largest value     */

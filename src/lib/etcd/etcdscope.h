@@ -53,7 +53,7 @@ int hf_etcdscope_reap(struct hf_etcdscope *es, struct hf_scopereg_table **ret,
 void hf_etcdscope_unkeep(struct hf_etcdscope *es);
 /* Keep the registration's lease alive for its owner (pid, start) until it
  * ends (then revoke it: 0), HF_ENOTHELD (released elsewhere or expired),
- * HF_ELOST (not renewed within its TTL): hf_etcdlock_keep. */
+ * HF_ELOST (not renewed within its TTL): hf_etcdlease_keep. */
 int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start);
 /* The lease of the registration es made (0: none). */
 int64_t hf_etcdscope_lease(const struct hf_etcdscope *es);
