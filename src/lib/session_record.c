@@ -8,7 +8,7 @@
  * the same; both judge it here. Its age follows SL2 (fs/session_file.c:
  * from the record, never a file's mtime or a key's revision; boot-relative
  * on the writer's kernel and time namespace, else by the wall clock, where
- * a record dated in the future is live) - etcd's ESS3 is the same rule.
+ * a record dated in the future is live) - etcd's EN3 (etcd/etcdsession.c) is the same rule.
  * Not a protocol: no file, no key, no I/O.
  */
 #include "session.h"

@@ -1,7 +1,10 @@
 /*
- * etcd.h - a small etcd v3 client over the JSON gateway (etcd.c) and the
- * directory lock kept in etcd (etcdlock.c). Not part of the public API;
- * the protocols, their invariants and hazards are in the two .c files.
+ * etcd.h - the etcd backend's declarations: the client over the JSON
+ * gateway (etcd.c), the lock kept in etcd and its fence epoch (etcdlock.c),
+ * the listing (etcdlist.c) and the session lock kept in etcd
+ * (etcdsession.c). The lease is in etcdlease.h, the scope registry in
+ * etcdscope.h. Not part of the public API; each protocol, its invariants
+ * and hazards are in its .c file's header.
  */
 #ifndef HF_ETCD_H
 #define HF_ETCD_H
@@ -129,7 +132,7 @@ int hf_b64_decode(const char *s, char **ret, size_t *ret_n);
  * absent means); -EINVAL malformed. */
 int hf_etcd_i64(const json_t *obj, const char *field, int64_t *ret);
 
-/* ---- the directory lock on etcd (etcdlock.c) ---------------------------- */
+/* ---- the lock on etcd (etcdlock.c) --------------------------------------- */
 struct hf_etcdlock;
 
 /* A lock for path (made absolute lexically: the key is
@@ -231,7 +234,7 @@ int hf_etcdsession_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcd
 void hf_etcdsession_free(struct hf_etcdsession *es);
 const char *hf_etcdsession_key(const struct hf_etcdsession *es);
 const char *hf_etcdsession_why(const struct hf_etcdsession *es);
-/* As hf_sessionlock_take/_release/_renew/_status, on etcd (ES1-ES3); take's
+/* As hf_sessionlock_take/_release/_renew/_status, on etcd (ENT1-ENT3); take's
  * *ret_rev (may be NULL) is the revision it judged a live holder at (for
  * hf_etcdsession_watch). Failures add the client's (-EIO, -EACCES,
  * -EPROTO: hf_etcdsession_why). */
@@ -246,7 +249,7 @@ int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_
 int hf_etcdsession_status(struct hf_etcdsession *es, int64_t stale_ms,
 			  struct hf_sessionlock_status *ret);
 /* A wait's first take is next (a new owner token), or the last take went
- * unanswered and the next one may find it applied (ES-4). */
+ * unanswered and the next one may find it applied (EN4). */
 void hf_etcdsession_wait_begin(struct hf_etcdsession *es);
 void hf_etcdsession_wait_unanswered(struct hf_etcdsession *es);
 /* Watch the key after revision rev (hf_etcd_watch's outcomes). */

@@ -1,10 +1,11 @@
 /*
  * etcdscope.c - the scope registry kept in etcd (hf_scope with
  * HF_OPT_BACKEND): the same registrations, refusals (the deepest live
- * holder named), effective scopes and verdicts as registry.c's file - the
- * table in memory and its rules (registry_table.c: hf_regtable_admit, RG4,
- * RG5) are the file's, only where the table lives and how a change is made
- * atomic differ.
+ * holder named), effective scopes and verdicts as the file system's
+ * registry (fs/registry.c) - the table in memory and its rules
+ * (registry_table.c: hf_regtable_admit, RG4, RG5), a request's checks and
+ * the judge (registry_judge.c) are shared, only where the table lives and
+ * how a change is made atomic differ. Its lease: etcdlease.c.
  *
  * Artifacts
  * ---------
@@ -105,7 +106,7 @@
  *   - A generation is a bare create_revision (no epoch, unlike a lock's
  *     fence, etcdlock.c EL10): a cluster rebuilt from an empty data dir
  *     hands out generations from 2 again, as the file registry restarts at
- *     0 when its table file is deleted (registry.c's hazard).
+ *     0 when its table file is deleted (fs/registry.c's hazard).
  */
 #include "etcdscope.h"
 #include "etcdlease.h"

@@ -1,9 +1,9 @@
 /*
  * etcdscope.h - the scope registry kept in etcd (etcdscope.c): the same
- * registrations, refusals, effective scopes and verdicts as registry.c's
- * file, with one key per pod attached to the pod's lease. Not part of the
- * public API; the protocol, its invariants (ES) and hazards are in
- * etcdscope.c.
+ * registrations, refusals, effective scopes and verdicts as the file
+ * system's registry (fs/registry.c), with one key per pod attached to the
+ * pod's lease (etcdlease.h). Not part of the public API; the protocol, its
+ * invariants (ES) and hazards are in etcdscope.c.
  */
 #ifndef HF_ETCDSCOPE_H
 #define HF_ETCDSCOPE_H
