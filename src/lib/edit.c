@@ -75,7 +75,7 @@
  *     entered, yet the commit is refused with FILE untouched
  *     (tests/run/test_edit_hold.c reproduces it).
  */
-#include "internal.h"
+#include "floor.h"
 #include "handle.h"
 #include "rec.h"
 

@@ -28,7 +28,7 @@
  *        one that will be leaked (reaped) before a bounded wait's end.
  *        The list is holds.c's.
  */
-#include "internal.h"
+#include "floor.h"
 #include "backend.h"
 #include "handle.h"
 #include "holds.h"

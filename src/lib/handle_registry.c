@@ -1,10 +1,10 @@
 /*
  * handle_registry.c - the registry's public snapshot (holdfast.h,
- * hf_registry): a judged table read by registry.c, its allocations as
+ * hf_registry): a judged table read on its scope's backend (hf_scope_table), its allocations as
  * records (made when first asked for), and the queries of
  * registry_table.c - effective scope and the write check - as records.
  */
-#include "internal.h"
+#include "floor.h"
 #include "handle.h"
 #include "rec.h"
 #include "registry.h"
@@ -65,6 +65,23 @@ static int outcome(int rc, struct hf_scopereg_table *t, bool reaped, struct hf_s
 	return rc;
 }
 
+/* Read (reap false) or reap the registry file path (NULL: the working
+ * directory's) through a temporary handle: as hf_scope_table. */
+static int by_path(const char *path, bool reap, struct hf_scopereg_table **ret,
+		   struct hf_scopereg_holder *h)
+{
+	hf_scope *s;
+	int rc = hf_scope_new("registry", &s);
+	if (rc < 0)
+		return rc;
+	if (path)
+		rc = hf_scope_set_str(s, HF_OPT_REGISTRY, path);
+	if (rc == 0)
+		rc = hf_scope_table(s, reap, ret, h);
+	hf_scope_free(s);
+	return rc;
+}
+
 int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr)
 {
 	if (!ret)
@@ -73,7 +90,7 @@ int hf_registry_read(const char *path, hf_registry **ret, hf_rec **reterr)
 	if (!h)
 		return -ENOMEM;
 	struct hf_scopereg_table *t = NULL;
-	int rc = hf_scopereg_read(path, &t, h); /* before t is passed on */
+	int rc = by_path(path, false, &t, h); /* before t is passed on */
 	return outcome(rc, t, false, h, ret, reterr);
 }
 
@@ -83,7 +100,7 @@ int hf_registry_reap(const char *path, hf_registry **ret, hf_rec **reterr)
 	if (!h)
 		return -ENOMEM;
 	struct hf_scopereg_table *t = NULL;
-	int rc = hf_scopereg_reap(path, ret ? &t : NULL, h);
+	int rc = by_path(path, true, ret ? &t : NULL, h);
 	return outcome(rc, t, true, h, ret, reterr);
 }
 

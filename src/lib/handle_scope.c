@@ -24,7 +24,7 @@
  *        registration has no descriptor (-1) but a lease, kept alive by the
  *        handle's thread until release, detach or free, or by hf_scope_keep.
  */
-#include "internal.h"
+#include "floor.h"
 #include "backend.h"
 #include "handle.h"
 #include "rec.h"
@@ -333,16 +333,6 @@ int hf_path_identity(const char *path, char *buf, size_t n)
 	}
 	hf_mounts_free(&m);
 	return rc;
-}
-
-int hf_registry_path(char *buf, size_t n)
-{
-	return buf ? hf_scopereg_path(buf, n) : -EINVAL;
-}
-
-int hf_registry_path_for(const char *path, char *buf, size_t n)
-{
-	return path && buf ? hf_scopereg_path_for(path, buf, n, NULL, 0) : -EINVAL;
 }
 
 /* --- on the handle's registry (HC5) ------------------------------------------- */

@@ -20,7 +20,7 @@
  *        its waits are inotify waits between whole takes (fs_backend.c,
  *        FB1), on etcd watches of the key (etcd_backend.c).
  */
-#include "internal.h"
+#include "floor.h"
 #include "backend.h"
 #include "handle.h"
 #include "rec.h"

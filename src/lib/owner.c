@@ -107,7 +107,7 @@
  * record's CLOCK_BOOTTIME, which a wall-clock step moves neither way; else
  * from its wall-clock time.
  */
-#include "internal.h"
+#include "floor.h"
 
 #include <assert.h>
 #include <errno.h>

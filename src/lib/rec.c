@@ -9,7 +9,7 @@
  */
 #include "rec.h"
 
-#include "dirlock.h"
+#include "lock.h"
 #include "registry.h"
 #include "session.h"
 #include "text.h"

@@ -1,10 +1,12 @@
 /*
- * registry.h - the scope registry's internals: the operations the public
- * handles (handle_scope.c) and the tests call (registry.c), the table in
- * memory (registry_table.c), its file format (registry_json.c), a
- * registration's specs (registry_request.c) and its files
- * (registry_file.c). Not part of the public API. The protocol, its
- * invariants (RG) and its hazards are in registry.c's header; the table's
+ * registry.h - the scope registry above its backends: a registration's
+ * request and the refusal's holder, the table in memory (registry_table.c),
+ * its JSON (registry_json.c), a registration's specs (registry_request.c),
+ * the checks of a request, the holder's fill and the judge of liveness
+ * (registry_judge.c). The file system's registry (fs/registry.c and its
+ * files, fs/registry_fs.h) and etcd's (etcd/etcdscope.c) both stand on
+ * these. Not part of the public API. The file's protocol, its invariants
+ * (RG) and its hazards are in fs/registry.c's header; the table's
  * invariants (RT) in registry_table.c's.
  */
 #ifndef HF_REGISTRY_H
@@ -23,7 +25,7 @@
 #define HF_REG_GEN_MAX ((uint64_t)INT64_MAX) /* the largest JSON integer jansson reads */
 #define HF_REG_TOKEN_HEX 32             /* a live file's token                   */
 
-/* --- registry.c: the operations, under the public handles ---------------- */
+/* --- the operations' shared parts (registry_judge.c) -------------------- */
 
 #define HF_SCOPE_SPEC_MAX 4200            /* PATH_MAX + ":write:recursive"   */
 #define HF_SCOPE_SOCKET_MAX 4095
@@ -31,7 +33,6 @@
 #define HF_SCOPE_LOCK_WAIT_MS 5000        /* default bound on the registry's
 					     flock(2): a stopped holder never
 					     hangs anyone for longer            */
-#define HF_SCOPE_LIVE_INFIX ".live-"      /* <registry>.live-<token>          */
 
 struct hf_scopereg_request {
 	const char *registry;             /* the registry file                  */
@@ -80,50 +81,19 @@ struct hf_scopereg_holder {
 	char request_fs[HF_SCOPE_FS_MAX]; /* and the request's                      */
 };
 
-/* registry_where.c: the registry of path (RG12): $HOLDFAST_REGISTRY; else
- * <common>/holdfast/scope.lock, common the git common directory of the work
- * tree enclosing path; else <mount>/.holdfast/scope.lock, mount the root of
- * the mount holding path when it shows its file system's root, is not / and
- * is not writable by everyone. 0; HF_EUNSAFE with why (whyn bytes; may be
- * NULL) when there is no default; -errno (path cannot be resolved). Never
- * reads XDG_RUNTIME_DIR, HOME or /tmp: two mount namespaces that share a
- * tree find one registry. */
-int hf_scopereg_path_for(const char *path, char *buf, size_t n, char *why, size_t whyn);
-/* The current directory's (hf_scopereg_path_for(".")). */
-int hf_scopereg_path(char *buf, size_t n);
 struct hf_scopereg_table;
 /* The age of entry i's registration (boot-relative on this kernel, as
  * hf_owner_age_ms), -1 when unknown. */
 int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms);
 
-/* Register req->name for req->pid with every spec, or nothing (all or
- * nothing); delegated from req->from when set. 0, the generation granted,
- * and in *ret_live_fd a descriptor (close-on-exec) of the allocation's
- * liveness file holding flock(LOCK_SH): THE CALLER MUST KEEP IT OPEN AS LONG
- * AS THE OWNER (req->pid) LIVES - in that process, a child it forks, or a
- * keeper - and close it after hf_scopereg_release; a judge in another pid
- * namespace takes the lock being free as the owner's death and reaps the
- * allocation. Clear FD_CLOEXEC to pass it to an exec'ed owner. `holdfast run
- * --scope` passes it into CMD and keeps its own copy until CMD has ended;
- * `holdfast scope register` leaves it to a keeper process.
- * ret_live_fd NULL: no liveness file - then no judge outside the owner's
- * pid namespace can ever prove it dead. */
-int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
-			 int *ret_live_fd, struct hf_scopereg_holder *reterr_holder);
-/* The checks of req's form hf_scopereg_register makes first: 0, or -EINVAL
- * with err's reason. */
+/* The checks of req's form a registration makes first (either backend's):
+ * 0, or -EINVAL with err's reason. */
 int hf_scopereg_request_check(const struct hf_scopereg_request *req,
 			      struct hf_scopereg_holder *err);
 struct hf_alloc;
 /* Name entry a (its spec scope) in h, as a refusal does. */
 void hf_scopereg_holder_fill(struct hf_scopereg_holder *h, const struct hf_alloc *a,
 			     const char *scope);
-/* Remove name's allocation (generation 0: whatever its generation; else
- * HF_ENOTYOURS when the name now belongs to another registration). Its scope
- * returns to its parent; its live children are re-parented to it. Its
- * liveness file is removed after the table no longer names it. */
-int hf_scopereg_release(const char *registry, const char *name, uint64_t generation,
-			struct hf_scopereg_holder *reterr);
 
 /* A snapshot of the registry, each allocation judged alive or dead. */
 struct hf_scopereg_table;
@@ -151,13 +121,6 @@ struct hf_scopereg_alloc {
 	const size_t *scope_fs_spec;      /* the index in scope_allow of each       */
 	size_t nscope_fs;
 };
-/* Read the registry without changing it (a missing registry is empty). */
-int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret,
-		     struct hf_scopereg_holder *reterr);
-/* Reap every pod proven dead; *ret (may be NULL) holds the reaped ones and
- * the new generation. The number reaped. */
-int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret,
-		     struct hf_scopereg_holder *reterr);
 size_t hf_scopereg_count(const struct hf_scopereg_table *t);
 uint64_t hf_scopereg_generation(const struct hf_scopereg_table *t);
 /* The i-th allocation; its strings live as long as the table. */
@@ -310,57 +273,6 @@ int hf_regtable_parse(const char *buf, size_t len, struct hf_scopereg_table *t, 
 /* The table as JSON text (one allocation a line), malloc'd. */
 int hf_regtable_format(const struct hf_scopereg_table *t, char **ret, size_t *ret_len);
 
-/* --- registry_file.c: the files ------------------------------------------ */
-
-/* Entries a change removed: their live files go once the table written no
- * longer names them (RG9); the judges' probes are closed then. */
-struct hf_reg_gone {
-	const char *token;
-	int fd;
-};
-
-/* An opened registry: its directory, and its lock when locked. */
-struct hf_regfile {
-	int dirfd;
-	int lockfd;                  /* holding LOCK_EX; -1: not locked          */
-	int64_t lock_wait_ms;        /* 0: the default bound                     */
-	int cancel_fd;               /* readable: stop waiting for the lock; -1  */
-	char base[NAME_MAX + 1];     /* the table's name                         */
-	char lockname[NAME_MAX + 1]; /* <base>.flock                             */
-	char dir[PATH_MAX];
-	struct hf_reg_gone *gone;
-	size_t ngone, capgone;
-};
-
-/* Write the reason into err (may be NULL); returns rc. */
-int hf_regfile_say(struct hf_scopereg_holder *err, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Steps 1 (and 2 when lock) of registry.c: 0, or -ENOENT when !create and
- * there is no directory yet. */
-int hf_regfile_open(const char *registry, bool create, bool lock, struct hf_regfile *r,
-		    struct hf_scopereg_holder *err);
-void hf_regfile_close(struct hf_regfile *r);
-/* Step 3: read and parse the table (an empty one when there is no file
- * yet); when locked, sweep what crashes left. */
-int hf_regfile_load(struct hf_regfile *r, bool locked, struct hf_scopereg_table *t,
-		    struct hf_scopereg_holder *err);
-/* Step 6: write t (RG2, RG10). */
-int hf_regfile_store(struct hf_regfile *r, const struct hf_scopereg_table *t,
-		     struct hf_scopereg_holder *err);
-/* After step 6: remove the live files of the entries the stored table no
- * longer names (when stored), then close the judges' probes (RG9). */
-void hf_regfile_finish(struct hf_regfile *r, const struct hf_scopereg_table *t, bool stored);
-/* Remember a removed entry's live file (token may be NULL) and probe (fd,
- * -1: none; owned by r from now on). */
-void hf_regfile_gone(struct hf_regfile *r, const char *token, int fd);
-/* "<base>.live-<token>" into buf (NAME_MAX + 1 bytes). */
-void hf_regfile_live_name(const char *base, const char *token, char *buf);
-/* Open an existing live file for a probe (RG11): the fd, or <0. */
-int hf_regfile_live_open(int dirfd, const char *name);
-/* Step 5 of a registration: a new live file holding LOCK_SH; the fd, and
- * its token in token. */
-int hf_regfile_live_create(struct hf_regfile *r, char token[HF_REG_TOKEN_HEX + 1]);
-
 /* --- registry_request.c: a registration's specs --------------------------- */
 
 /* The request's specs, canonical, with their identities. */
@@ -380,14 +292,21 @@ void hf_regreq_free(struct hf_regreq *q);
 /* Store q's specs, identities included, in a (arena-owned: RT1). */
 int hf_regreq_store(struct hf_scopereg_table *t, struct hf_alloc *a, const struct hf_regreq *q);
 
-/* --- registry.c: judging ------------------------------------------------- */
+/* --- registry_judge.c: judging ------------------------------------------ */
+
+/* A proof of the death of an owner in another pid namespace on this kernel
+ * (RG9): a descriptor of a file whose lock the owner holds while it lives
+ * (hf_owner_liveness_fd), or -1: none. The file system's registry opens
+ * the entry's live file (fs/registry.c); etcd has none (its leases end). */
+typedef int (*hf_registry_probe_fn)(const struct hf_alloc *a, void *ctx);
 
 /* Judge liveness and derive parent/depth: each entry's parent is its
  * nearest live ancestor. An owner in this process's pid namespace is judged
- * by pid (hf_owner_liveness, one proof per distinct owner); one elsewhere by
- * its live file <base>.live-<token> in dirfd (hf_owner_liveness_fd), when
- * dirfd >= 0; keep: a probe that proved death keeps its LOCK_EX descriptor
- * in probe_fd (closed by hf_regtable_clear). 0 or -ENOMEM. */
-int hf_registry_judge(struct hf_scopereg_table *t, int dirfd, const char *base, bool keep);
+ * by pid (hf_owner_liveness, one proof per distinct owner); one elsewhere,
+ * on this kernel, by probe(a, ctx) when probe is not NULL; keep: a probe
+ * that proved death keeps its LOCK_EX descriptor in probe_fd (closed by
+ * hf_regtable_clear). 0 or -ENOMEM. */
+int hf_registry_judge(struct hf_scopereg_table *t, hf_registry_probe_fn probe, void *ctx,
+		      bool keep);
 
 #endif

@@ -1,6 +1,11 @@
 /*
- * session.h - session lock internals shared with the CLI and the tests.
- * Not part of the public API; the protocol is in session.c's header.
+ * session.h - the session lock above its backends: the record (struct
+ * hf_sessionlock_record; its format, parse, age and judge in
+ * session_record.c), what a take asks for (struct hf_sessionlock_opts),
+ * what a lock's state looks like to any backend (struct
+ * hf_sessionlock_status, enum hf_session_state) and the defaults. The file
+ * system's protocol is fs/session_file.c (fs/session_file.h), etcd's
+ * etcd/etcdsession.c. Not part of the public API.
  */
 #ifndef HF_SESSION_H
 #define HF_SESSION_H
@@ -12,7 +17,6 @@
 #include <stdint.h>
 
 #define HF_SESSION_STALE_MS_DEFAULT (90LL * 60 * 1000)
-#define HF_SESSION_ASIDE_INFIX ".aside-"  /* <name>.aside-<16 hex>             */
 
 struct hf_sessionlock_record {
 	char lane[HF_LANE_MAX + 1];       /* "" only for a legacy record             */
@@ -62,37 +66,8 @@ struct hf_sessionlock_status {
 	char reason[160];                 /* UNREADABLE: what was wrong             */
 };
 
-/* Take the lock for o->lane (session.c, ST1-ST5). 0 and *ret_taken (may be
- * NULL); HF_EHELD (a live lock at the name or in an aside: *reterr_holder),
- * HF_EUNREADABLE (the lock or an aside cannot be read: *reterr_holder with
- * the reason), -EINVAL (lane or owner not text), -EAGAIN (the lock changed
- * hands ROUNDS_MAX times meanwhile), other -errno. */
-int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret_taken,
-		    struct hf_sessionlock_status *reterr_holder);
-/* Release o->lane's lock (SR1-SR3). 0; HF_ENOTHELD (no record at the name
- * or in an aside); HF_ENOTYOURS (another lane's or owner's: *reterr_holder);
- * HF_EUNREADABLE (the lock cannot be read); -EAGAIN (SH10); -EINVAL; other
- * -errno. */
-int hf_sessionlock_release(const struct hf_sessionlock_opts *o, struct hf_sessionlock_status *reterr_holder);
-/* Renew o->lane's lock (SN1-SN4): its record replaced by one of the same
- * lane and owner, "started" now. 0 and *ret (may be NULL); HF_ENOTHELD
- * (nothing at the name); HF_ENOTYOURS (another lane's or owner's:
- * *reterr_holder); HF_EUNREADABLE; HF_ELOST (broken or released while it
- * was renewed: *reterr_holder names who holds it now, if anyone); -EAGAIN;
- * -EINVAL; other -errno. */
-int hf_sessionlock_renew(const struct hf_sessionlock_opts *o, struct hf_sessionlock_record *ret,
-			 struct hf_sessionlock_status *reterr_holder);
-/* 0 and *ret filled (any state, UNREADABLE included); -errno when the
- * directory cannot be read. path NULL: the default path; stale_ms <= 0:
- * the default window. */
-int hf_sessionlock_status(const char *path, int64_t stale_ms, struct hf_sessionlock_status *ret);
-
-
-/* *path, or when it is NULL the default path (hf_session_default_path) into
- * def (n bytes) and *path = def. 0 or -errno. */
-int hf_session_resolve_path(const char **path, char *def, size_t n);
-
-/* A lock file larger than this is not a lock (a record is well under 1 KiB). */
+/* A record larger than this is not a record (one is well under 1 KiB): a
+ * lock file's or a key's value. */
 #define HF_SESSION_FILE_MAX 4096
 
 /* The record as one line of JSON plus "\n" (fields in contract order;
@@ -114,8 +89,5 @@ int64_t hf_session_age_ms(const struct hf_sessionlock_record *r, int64_t now_ms)
  * its age (hf_session_age_ms; _SKEW when negative). */
 int hf_session_judge(const struct hf_sessionlock_record *r, int64_t now_ms, int64_t stale_ms,
 		     int64_t *ret_age_ms);
-
-/* Is name an aside of the lock file lock_name ("<lock_name>.aside-<16 hex>")? */
-int hf_session_is_aside(const char *lock_name, const char *name);
 
 #endif

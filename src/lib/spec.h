@@ -6,7 +6,7 @@
 #ifndef HF_SPEC_H
 #define HF_SPEC_H
 
-#include "internal.h"
+#include "floor.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -201,7 +201,7 @@ static int breaker(void *arg)
 	return rc == 1 ? 0 : rc == HF_EHELD ? 1 : 2; /* 0 broke, 1 held */
 }
 
-/* ES-2: both breakers judge the same stale record; the first to go wins by
+/* EN2: both breakers judge the same stale record; the first to go wins by
  * its mod_revision compare, the second's compare fails and it finds the
  * winner's live record. Ordered by etcdsession.take.judged, no sleep. */
 Test(etcd_session, two_stale_breakers_exactly_one_wins)
@@ -317,7 +317,7 @@ Test(etcd_session, list_on_etcd)
 
 /* A waiting take whose txn etcd applied but whose answer was lost (the
  * fault "etcd.answered": -EIO after the answer came) tries again within
- * its deadline (HS6) and finds its own take (ES-4): it holds the session,
+ * its deadline (HS6) and finds its own take (EN4): it holds the session,
  * never waits for itself; its release removes it. */
 Test(etcd_session, waiting_take_whose_answer_was_lost_finds_its_own)
 {

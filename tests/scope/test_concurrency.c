@@ -3,6 +3,7 @@
  * lost, generations are distinct, and the table is empty at the end. */
 #include "hft.h"
 #include "scope_support.h"
+#include "registry_fs.h"
 
 #include "holdfast.h"
 #include "sys.h"

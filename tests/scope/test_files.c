@@ -4,6 +4,7 @@
  * lock file swapped under a locker, and the default location. */
 #include "hft.h"
 #include "scope_support.h"
+#include "registry_fs.h"
 
 #include "holdfast.h"
 

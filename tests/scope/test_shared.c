@@ -6,6 +6,7 @@
  * HOLDFAST_REGISTRY here: the default is what is tested. */
 #include "hft.h"
 #include "scope_support.h"
+#include "registry_fs.h"
 
 #include "holdfast.h"
 

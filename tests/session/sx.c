@@ -2,7 +2,7 @@
 #include "sx.h"
 
 #include "internal.h"
-#include "session.h"
+#include "session_file.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

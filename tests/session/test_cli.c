@@ -4,7 +4,7 @@
  * .gitignore line, the default --file (issue 2, items 8-13). */
 #include "hft.h"
 #include "internal.h"
-#include "session.h"
+#include "session_file.h"
 #include "sx.h"
 
 #include <criterion/criterion.h>

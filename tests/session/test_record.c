@@ -2,7 +2,7 @@
  * the default lock path (issue 2, items 7, 12, 13). */
 #include "hft.h"
 #include "internal.h"
-#include "session.h"
+#include "session_file.h"
 #include "sx.h"
 
 #include <criterion/criterion.h>

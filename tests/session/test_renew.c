@@ -5,7 +5,7 @@
  * over the renewal, which says so. */
 #include "hft.h"
 #include "internal.h"
-#include "session.h"
+#include "session_file.h"
 #include "sx.h"
 
 #include <criterion/criterion.h>

@@ -2,7 +2,7 @@
  * (issue 2, items 1, 2, 3, 6, 7). */
 #include "hft.h"
 #include "internal.h"
-#include "session.h"
+#include "session_file.h"
 #include "sx.h"
 
 #include <criterion/criterion.h>

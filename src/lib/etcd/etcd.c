@@ -1,6 +1,10 @@
 /*
  * etcd.c - a small etcd v3 client: libcurl and jansson over etcd's JSON
- * gateway (/v3/...), for the directory lock kept in etcd (etcdlock.c).
+ * gateway (/v3/...) - its configuration from a backend URI, requests with
+ * authentication and fail-over between members, watches, base64 and the
+ * gateway's int64 fields - for every protocol kept in etcd (the lease,
+ * etcdlease.c; the lock, etcdlock.c; the session, etcdsession.c; the scope
+ * registry, etcdscope.c; the listing, etcdlist.c).
  *
  * Artifacts
  * ---------
@@ -75,7 +79,7 @@
  *   - etcd without auth answers any local user who can reach the port.
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
 
 #include <assert.h>
 #include <curl/curl.h>

@@ -1,7 +1,10 @@
 /*
- * etcd.h - a small etcd v3 client over the JSON gateway (etcd.c) and the
- * directory lock kept in etcd (etcdlock.c). Not part of the public API;
- * the protocols, their invariants and hazards are in the two .c files.
+ * etcd.h - the etcd backend's declarations: the client over the JSON
+ * gateway (etcd.c), the lock kept in etcd and its fence epoch (etcdlock.c),
+ * the listing (etcdlist.c) and the session lock kept in etcd
+ * (etcdsession.c). The lease is in etcdlease.h, the scope registry in
+ * etcdscope.h. Not part of the public API; each protocol, its invariants
+ * and hazards are in its .c file's header.
  */
 #ifndef HF_ETCD_H
 #define HF_ETCD_H
@@ -129,7 +132,7 @@ int hf_b64_decode(const char *s, char **ret, size_t *ret_n);
  * absent means); -EINVAL malformed. */
 int hf_etcd_i64(const json_t *obj, const char *field, int64_t *ret);
 
-/* ---- the directory lock on etcd (etcdlock.c) ---------------------------- */
+/* ---- the lock on etcd (etcdlock.c) --------------------------------------- */
 struct hf_etcdlock;
 
 /* A lock for path (made absolute lexically: the key is
@@ -183,13 +186,6 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o);
 int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		      int64_t max_hold_ms, struct hf_lock_info *ret,
 		      struct hf_lock_info *reterr_holder);
-/* Hold lease (granted elsewhere: a scope's, etcdscope.c) as el's own: kept
- * alive by el's thread from now on (EL5), by hf_etcdlock_keep after unkeep.
- * lease 0: stop and forget it (not revoked). sent_ns: CLOCK_MONOTONIC at
- * the send of its grant or last keep-alive etcd answered (EL8). 0; -errno
- * (no thread). */
-int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease, int64_t sent_ns);
-
 /* ---- the fence epoch (etcdlock.c, EL10) ----------------------------------- */
 #define HF_ETCD_EPOCH_KEY "/holdfast/epoch"
 #define HF_ETCD_EPOCH_MAX (INT64_C(1) << 62) /* an epoch's largest value     */
@@ -238,7 +234,7 @@ int hf_etcdsession_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcd
 void hf_etcdsession_free(struct hf_etcdsession *es);
 const char *hf_etcdsession_key(const struct hf_etcdsession *es);
 const char *hf_etcdsession_why(const struct hf_etcdsession *es);
-/* As hf_sessionlock_take/_release/_renew/_status, on etcd (ES1-ES3); take's
+/* As hf_sessionlock_take/_release/_renew/_status, on etcd (ENT1-ENT3); take's
  * *ret_rev (may be NULL) is the revision it judged a live holder at (for
  * hf_etcdsession_watch). Failures add the client's (-EIO, -EACCES,
  * -EPROTO: hf_etcdsession_why). */
@@ -253,7 +249,7 @@ int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_
 int hf_etcdsession_status(struct hf_etcdsession *es, int64_t stale_ms,
 			  struct hf_sessionlock_status *ret);
 /* A wait's first take is next (a new owner token), or the last take went
- * unanswered and the next one may find it applied (ES-4). */
+ * unanswered and the next one may find it applied (EN4). */
 void hf_etcdsession_wait_begin(struct hf_etcdsession *es);
 void hf_etcdsession_wait_unanswered(struct hf_etcdsession *es);
 /* Watch the key after revision rev (hf_etcd_watch's outcomes). */

@@ -24,7 +24,7 @@
 #include "backend.h"
 #include "etcd.h"
 #include "etcdscope.h"
-#include "internal.h"
+#include "floor.h"
 #include "rec.h"
 #include "registry.h"
 #include "session.h"
@@ -306,7 +306,7 @@ static int session_take(void *p, const struct hf_sessionlock_opts *o, int64_t wa
 		if (rc == HF_EHELD)
 			session_holder(st, holder, &h);
 		if (rc == -EIO && deadline != 0) {
-			hf_etcdsession_wait_unanswered(st->es); /* it may be ours */
+			hf_etcdsession_wait_unanswered(st->es); /* EN4: it may be ours */
 			if ((rc = hf_etcd_again(deadline, cancel_fd, ++broken)) == 0)
 				continue;
 		}

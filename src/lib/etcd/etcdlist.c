@@ -3,8 +3,9 @@
  * and sessions (etcdsession.c) kept in etcd under a directory, read-only.
  *
  * Steps: one range read per kind, [PREFIX + dir, PREFIX + dir with its last
- * byte + 1) (the locks' with the epoch key, EI3), keeping the keys that are dir itself or below it (dir + "/"),
- * each judged as its kind's status judges it.
+ * byte + 1) (the locks' with the epoch key, EI3), keeping the keys that
+ * are dir itself or below it (dir + "/"), each judged as its kind's status
+ * judges it (a session's record by session_record.c).
  *
  * Invariants:
  *   (EI1) It reads, never writes: ranges only (the locks' in a txn of two
@@ -15,7 +16,8 @@
  *         epoch key is read in the same txn as the locks, never apart.
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
+#include "lock.h"
 #include "rec.h"
 #include "session.h"
 

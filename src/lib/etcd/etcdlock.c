@@ -1,7 +1,8 @@
 /*
- * etcdlock.c - the directory lock kept in etcd: the same verbs, records,
- * fences and outcomes as dirlock.c, with a key in place of the directory
- * and a lease in place of the kernel lock (hf_lock with HF_OPT_BACKEND).
+ * etcdlock.c - the lock kept in etcd: the same verbs, records, fences and
+ * outcomes as the file system's directory lock (fs/dirlock.c), with a key in
+ * place of the directory and a lease (etcdlease.c) in place of the kernel
+ * lock (hf_lock with HF_OPT_BACKEND); the fence epoch (EL10).
  *
  * Artifacts
  * ---------
@@ -100,8 +101,8 @@
  *   (EL4) A wait is a watch, never a poll: it wakes on an event of the key
  *         after the revision it was judged at, its deadline or its cancel
  *         descriptor.
- *   (EL5) The keep-alive renews only the lease of what the handle holds;
- *         it stops (joined) before the release, detach or free returns.
+ *   (EL5) The lease's keep-alive: etcdlease.c states it (the lease module,
+ *         which every lease on etcd a handle holds shares).
  *   (EL6) A renewal writes only the acquisition it judged: its put is
  *         guarded by create_revision == the fence and mod_revision == the
  *         revision it read, so it never writes over a newer acquisition's
@@ -111,14 +112,7 @@
  *         the existing key (create_revision unchanged) and names the key's
  *         own lease - a put without it would detach the key from its lease
  *         and leave it forever, whatever became of its owner.
- *   (EL8) A holder believes its lease live only until TTL after the send
- *         of the last grant or keep-alive etcd answered (etcd renews at a
- *         time after the send, so the lease lives at least that long):
- *         hf_etcdlock_lost turns true then, even while a keep-alive is in
- *         flight. A keep-alive is idempotent, so after a failure it goes
- *         to the next member at once; each attempt is bounded by TTL/6
- *         (renewals start every TTL/3), so one unreachable member costs at
- *         most a sixth of the TTL and leaves half of it for the others.
+ *   (EL8) A holder's belief in its lease: etcdlease.c states it.
  *   (EL9) A waiting acquisition outlives a failed request only within its
  *         deadline and HF_ETCD_RETRIES failures in a row: a txn that may have
  *         been applied is judged again, never assumed lost, and step 3
@@ -151,10 +145,8 @@
  *     that died is free only when its lease expires (its TTL); a host that
  *     is cut off keeps believing it holds the lock until its keep-alive
  *     fails - a resource must check the fence (Kleppmann; etcd#11457).
- *   - Killing the keeper (kill -9) stops the keep-alive: the lock is free
- *     after the TTL while its owner may live on.
- *   - Leases survive a member restart; a TTL is extended by etcd on a leader
- *     change. A paused holder (SIGSTOP) loses the lock after its TTL.
+ *   - The lease's (etcdlease.c): a killed keeper or a paused holder loses
+ *     the lock after the TTL while its owner may live on.
  *   - Age on another host is by the wall clock (skew counts).
  *   - A lease grant whose answer was lost and that EL9 grants again leaves
  *     the first lease, with no key, until its TTL: harmless, not reused.
@@ -170,8 +162,10 @@
  *     write /holdfast/epoch cannot acquire (-EACCES, etcd's reason).
  */
 #include "etcd.h"
-#include "internal.h"
+#include "etcdlease.h"
+#include "floor.h"
 #include "holds.h"
+#include "lock.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -193,16 +187,7 @@ struct hf_etcdlock {
 	size_t klen;
 	char *key64;
 	char *epoch64;          /* HF_ETCD_EPOCH_KEY in base64 (EL10)        */
-	int64_t ttl_ms;
-	int64_t lease;          /* what the handle holds (0: none)           */
-	/* the keep-alive (EL5) */
-	pthread_t ka;
-	bool ka_on;
-	int ka_pipe[2];
-	atomic_int lost;
-	_Atomic int64_t alive_until; /* EL8: CLOCK_MONOTONIC ns               */
-	size_t ka_ep;           /* the endpoint the keep-alive starts at     */
-	pid_t ka_pid;           /* the process whose thread it is           */
+	struct hf_etcdlease lease; /* what the handle holds, its keep-alive (EL5) */
 	char why[HF_ETCD_WHY_MAX];
 };
 
@@ -277,8 +262,7 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 	}
 	el->cfg = *cfg; /* taken */
 	memset(cfg, 0, sizeof *cfg);
-	el->ttl_ms = HF_ETCD_TTL_MS_DEFAULT;
-	el->ka_pipe[0] = el->ka_pipe[1] = -1;
+	hf_etcdlease_init(&el->lease, &el->cfg);
 	*ret = el;
 	return 0;
 }
@@ -301,7 +285,7 @@ int hf_etcdlock_reopen(struct hf_etcdlock *el)
 
 void hf_etcdlock_set_ttl(struct hf_etcdlock *el, int64_t ttl_ms)
 {
-	el->ttl_ms = ttl_ms > 0 ? ttl_ms : HF_ETCD_TTL_MS_DEFAULT;
+	hf_etcdlease_set_ttl(&el->lease, ttl_ms);
 }
 
 const char *hf_etcdlock_key(const struct hf_etcdlock *el)
@@ -316,19 +300,17 @@ const char *hf_etcdlock_why(const struct hf_etcdlock *el)
 
 int64_t hf_etcdlock_lease(const struct hf_etcdlock *el)
 {
-	return el->lease;
+	return el->lease.id;
 }
 
 int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
 {
-	return (el->ttl_ms + 999) / 1000 * 1000;
+	return hf_etcdlease_ttl_ms(&el->lease);
 }
 
 bool hf_etcdlock_lost(struct hf_etcdlock *el)
 {
-	/* EL8: past the lease's last proven life, whatever the thread does */
-	return atomic_load(&el->lost) != 0 ||
-	       (el->ka_on && hf_sys_mono_ns() >= atomic_load(&el->alive_until));
+	return hf_etcdlease_lost(&el->lease); /* EL8 */
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -337,75 +319,6 @@ static int call(struct hf_etcdlock *el, struct hf_etcd *c, const char *api, json
 		json_t **ret)
 {
 	return hf_etcd_request(c, api, req, ret, el->why, sizeof el->why);
-}
-
-static int lease_grant(struct hf_etcdlock *el, int64_t *ret)
-{
-	json_t *a = NULL;
-	int rc = call(el, el->conn, "/v3/lease/grant",
-		      json_pack("{s:I}", "TTL", (json_int_t)(hf_etcdlock_ttl_ms(el) / 1000)), &a);
-	if (rc < 0)
-		return rc;
-	rc = hf_etcd_i64(a, "ID", ret);
-	json_decref(a);
-	if (rc < 0 || *ret == 0) {
-		snprintf(el->why, sizeof el->why, "etcd: a lease grant answered without an ID");
-		return -EPROTO;
-	}
-	return 0;
-}
-
-/* Revoke lease id on c: 0, -ENOENT (no such lease: expired or revoked). */
-static int lease_revoke(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id)
-{
-	char s[24];
-	snprintf(s, sizeof s, "%lld", (long long)id);
-	return call(el, c, "/v3/lease/revoke", json_pack("{s:s}", "ID", s), NULL);
-}
-
-/* One keep-alive of lease id on c: 0 renewed; -ENOENT it is gone. */
-static int lease_keep(struct hf_etcdlock *el, struct hf_etcd *c, int64_t id, char *why, size_t n)
-{
-	char s[24];
-	snprintf(s, sizeof s, "%lld", (long long)id);
-	json_t *a = NULL;
-	int rc = hf_etcd_call(c, "/v3/lease/keepalive", json_pack("{s:s}", "ID", s), &a, why, n);
-	if (rc < 0)
-		return rc;
-	int64_t ttl = 0;
-	hf_etcd_i64(json_object_get(a, "result"), "TTL", &ttl); /* absent: 0, gone */
-	json_decref(a);
-	(void)el;
-	return ttl > 0 ? 0 : -ENOENT;
-}
-
-/* EL8: renew el->lease on c, failing over to the next member at once
- * after a failure (each attempt bounded by c's cap) until it is renewed
- * (0: alive_until is the TTL after the send of the answered attempt), it
- * is gone (-ENOENT), its last proven life is over (the last failure), or
- * stop_fd (>= 0) is readable (-EINTR). */
-static int lease_renew(struct hf_etcdlock *el, struct hf_etcd *c, int stop_fd, char *why, size_t n)
-{
-	int64_t ttl_ns = hf_etcdlock_ttl_ms(el) * 1000000LL;
-	for (;;) {
-		int64_t sent = hf_sys_mono_ns();
-		int rc = lease_keep(el, c, el->lease, why, n);
-		if (rc == 0) {
-			atomic_store(&el->alive_until, sent + ttl_ns);
-			return 0;
-		}
-		if (rc == -ENOENT || hf_sys_mono_ns() >= atomic_load(&el->alive_until))
-			return rc;
-		/* a keep-alive may go anywhere: a request that got no answer moved
-		 * the next one to the next member already (etcd.c step 3) */
-		if (stop_fd >= 0) {
-			struct pollfd p = { .fd = stop_fd, .events = POLLIN };
-			if (hf_sys_poll(&p, 1, 50) != 0)
-				return -EINTR;
-		} else {
-			hf_sys_sleep_ms(50); /* members that refuse at once: no hot loop */
-		}
-	}
 }
 
 /* A kv of the gateway into *i (owner, fence, state, age) and *lease. */
@@ -587,88 +500,16 @@ static int range(struct hf_etcdlock *el, struct hf_lock_info *i, int64_t *lease,
 	return rc == HF_EUNREADABLE ? 0 : rc; /* an unreadable holder is a holder */
 }
 
-/* ---- keep-alive thread (EL5) ------------------------------------------------------ */
-
-static void *ka_main(void *arg)
-{
-	struct hf_etcdlock *el = arg;
-	struct hf_etcd *c = NULL;
-	int64_t period = hf_etcdlock_ttl_ms(el) / 3;
-	char why[HF_ETCD_WHY_MAX];
-	for (;;) {
-		struct pollfd p = { .fd = el->ka_pipe[0], .events = POLLIN };
-		if (hf_sys_poll(&p, 1, (int)period) != 0)
-			break; /* told to stop (or the pipe broke) */
-		if (!c) {
-			if (hf_etcd_open(&el->cfg, &c) < 0) {
-				c = NULL;
-				if (hf_sys_mono_ns() < atomic_load(&el->alive_until))
-					continue;
-				atomic_store(&el->lost, 1);
-				break;
-			}
-			hf_etcd_cap_ms(c, period / 2); /* EL8 */
-			hf_etcd_prefer(c, el->ka_ep);
-		}
-		int rc = lease_renew(el, c, el->ka_pipe[0], why, sizeof why);
-		if (rc == -EINTR)
-			break;
-		if (rc < 0) {
-			atomic_store(&el->lost, 1);
-			break;
-		}
-	}
-	hf_etcd_close(c);
-	return NULL;
-}
-
-static int ka_start(struct hf_etcdlock *el)
-{
-	assert(!el->ka_on && el->lease && "EL5"); /* one keep-alive, of what is held */
-	atomic_store(&el->lost, 0);
-	el->ka_ep = hf_etcd_endpoint(el->conn); /* the member that answered us last */
-	int rc = hf_sys_pipe2(el->ka_pipe, O_CLOEXEC);
-	if (rc < 0)
-		return rc;
-	rc = -pthread_create(&el->ka, NULL, ka_main, el);
-	if (rc < 0) {
-		hf_sys_close(el->ka_pipe[0]);
-		hf_sys_close(el->ka_pipe[1]);
-		el->ka_pipe[0] = el->ka_pipe[1] = -1;
-		return rc;
-	}
-	el->ka_on = true;
-	el->ka_pid = getpid();
-	return 0;
-}
-
 void hf_etcdlock_unkeep(struct hf_etcdlock *el)
 {
-	if (!el->ka_on)
-		return;
-	if (el->ka_pid != getpid()) { /* a forked child: the thread and its pipe
-					 are the parent's (EL5) */
-		el->ka_on = false;
-		el->ka_pipe[0] = el->ka_pipe[1] = -1;
-		hf_etcd_forget(el->conn);
-		return;
-	}
-	char b = 1;
-	hf_sys_write(el->ka_pipe[1], &b, 1);
-	pthread_join(el->ka, NULL);
-	hf_sys_close(el->ka_pipe[0]);
-	hf_sys_close(el->ka_pipe[1]);
-	el->ka_pipe[0] = el->ka_pipe[1] = -1;
-	el->ka_on = false;
+	hf_etcdlease_unkeep(&el->lease, el->conn);
 }
 
 void hf_etcdlock_free(struct hf_etcdlock *el)
 {
 	if (!el)
 		return;
-	if (el->ka_on && el->ka_pid != getpid())
-		hf_etcd_forget(el->conn); /* a forked child: the parent's socket */
-	hf_etcdlock_unkeep(el);
+	hf_etcdlease_clear(&el->lease, el->conn); /* joins the keep-alive (EL5) */
 	hf_etcd_close(el->conn);
 	hf_etcd_cfg_clear(&el->cfg);
 	free(el->key);
@@ -750,15 +591,14 @@ static int held(struct hf_etcdlock *el, struct hf_lock_info *ret, const struct h
 	ret->max_hold_ms = max_hold;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = -1;
-	el->lease = lease;
-	atomic_store(&el->alive_until, granted + hf_etcdlock_ttl_ms(el) * 1000000LL); /* EL8 */
+	hf_etcdlease_set(&el->lease, lease, granted); /* EL8: its life from the grant */
 	if (me->lease_ms > 0)
 		return 0; /* OW6: a lease that only hf_lock_renew keeps alive */
-	int rc = ka_start(el);
+	int rc = hf_etcdlease_start(&el->lease, el->conn); /* EL5 */
 	if (rc < 0) {
 		snprintf(el->why, sizeof el->why, "no keep-alive thread: %s", strerror(-rc));
-		lease_revoke(el, el->conn, lease);
-		el->lease = 0;
+		hf_etcdlease_revoke(el->conn, lease, el->why, sizeof el->why);
+		el->lease.id = 0;
 	}
 	return rc;
 }
@@ -801,8 +641,8 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 	free(text);
 	if (!v64)
 		return -ENOMEM;
-	assert(!el->ka_on && "EL5"); /* the handle holds nothing (HL1) */
-	el->lease = 0; /* a detached acquisition's: its keeper's or its TTL's now */
+	assert(!el->lease.ka_on && "EL5"); /* the handle holds nothing (HL1) */
+	el->lease.id = 0; /* a detached acquisition's: its keeper's or its TTL's now */
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
 	int64_t lease = 0, granted = 0;
@@ -813,11 +653,13 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 	for (;;) {
 		int64_t now = hf_sys_mono_ns();
 		if (lease && now - granted > hf_etcdlock_ttl_ms(el) * 500000LL) {
-			lease_revoke(el, el->conn, lease); /* half its TTL gone waiting */
+			/* half its TTL gone waiting */
+			hf_etcdlease_revoke(el->conn, lease, el->why, sizeof el->why);
 			lease = 0;
 		}
 		if (!lease) { /* step 2 */
-			if ((rc = lease_grant(el, &lease)) < 0) {
+			if ((rc = hf_etcdlease_grant(&el->lease, el->conn, &lease, el->why,
+					      sizeof el->why)) < 0) {
 				lease = 0;
 				if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
 					continue; /* EL9 */
@@ -856,7 +698,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 		if (h.state == HF_LOCK_FREE)
 			continue;
 		if ((h.state == HF_LOCK_DEAD || h.state == HF_LOCK_LEAKED) && lease_h) {
-			lease_revoke(el, el->conn, lease_h); /* step 4, EL3 */
+			hf_etcdlease_revoke(el->conn, lease_h, el->why, sizeof el->why); /* step 4, EL3 */
 			continue;
 		}
 		if (o->wait_ms < 0 && o->pid && o->pid != getpid() && h.owner.pid == me.pid &&
@@ -884,7 +726,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 	}
 	free(v64);
 	if (lease)
-		lease_revoke(el, el->conn, lease);
+		hf_etcdlease_revoke(el->conn, lease, el->why, sizeof el->why);
 	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == -EDEADLK)
 		*reterr_holder = h;
 	return rc;
@@ -895,22 +737,22 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 {
 	el->why[0] = '\0';
 	int rc;
-	if (el->lease) {
-		hf_etcdlock_unkeep(el);
-		rc = lease_revoke(el, el->conn, el->lease); /* EL3 */
+	if (el->lease.id) {
+		hf_etcdlock_unkeep(el); /* EL5: stopped before the revoke */
+		rc = hf_etcdlease_revoke(el->conn, el->lease.id, el->why, sizeof el->why); /* EL3 */
 		if (rc == -EIO) {
 			/* a revoke is idempotent: once more, at the next member
 			 * (etcd.c step 3); gone now is gone by us or by its TTL */
-			rc = lease_revoke(el, el->conn, el->lease);
+			rc = hf_etcdlease_revoke(el->conn, el->lease.id, el->why, sizeof el->why);
 			if (rc == -ENOENT)
 				rc = 0;
 		}
 		if (rc != -ENOENT) {
 			if (rc == 0)
-				el->lease = 0;
+				el->lease.id = 0;
 			return rc;
 		}
-		el->lease = 0; /* expired or revoked elsewhere: whose is it now? */
+		el->lease.id = 0; /* expired or revoked elsewhere: whose is it now? */
 	}
 	struct hf_lock_info i;
 	int64_t lease_h;
@@ -923,7 +765,7 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 		*reterr_holder = i;
 		return HF_ENOTYOURS;
 	}
-	rc = lease_revoke(el, el->conn, lease_h);
+	rc = hf_etcdlease_revoke(el->conn, lease_h, el->why, sizeof el->why);
 	return rc == -ENOENT ? HF_ENOTHELD : rc;
 }
 
@@ -941,67 +783,7 @@ int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o)
 	int rc = hf_etcdlock_reopen(el);
 	if (rc < 0)
 		return rc;
-	if (!el->lease)
-		return HF_ENOTHELD;
-	struct hf_procset owners; /* the owner and its chain (OW5) */
-	hf_procset_init(&owners);
-	hf_procset_add(&owners, (pid_t)o->pid, o->pid_start);
-	for (unsigned i = 0; i < o->nchain && i < HF_OWNER_CHAIN_MAX; i++)
-		hf_procset_add(&owners, (pid_t)o->chain[i].pid, o->chain[i].start);
-	if (owners.n == 0) {
-		rc = lease_revoke(el, el->conn, el->lease); /* its owners are gone already */
-		el->lease = 0;
-		return rc == -ENOENT ? HF_ENOTHELD : rc;
-	}
-	int64_t period = hf_etcdlock_ttl_ms(el) / 3, last_ok = hf_sys_mono_ns();
-	if (atomic_load(&el->alive_until) == 0)
-		atomic_store(&el->alive_until, last_ok + hf_etcdlock_ttl_ms(el) * 1000000LL);
-	hf_etcd_cap_ms(el->conn, period / 2); /* EL8 */
-	for (;;) {
-		int fds[HF_PROCSET_MAX];
-		unsigned nfd = hf_procset_fds(&owners, fds);
-		int64_t left = period - (hf_sys_mono_ns() - last_ok) / 1000000;
-		if (left < 0)
-			left = 0;
-		if (nfd) {
-			struct pollfd p[HF_PROCSET_MAX];
-			for (unsigned i = 0; i < nfd; i++)
-				p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-			hf_sys_poll(p, nfd, (int)left);
-		} else {
-			hf_sys_sleep_ms((int)(left < 1000 ? left : 1000));
-		}
-		if (hf_procset_reap(&owners) == 0) {
-			rc = lease_revoke(el, el->conn, el->lease);
-			el->lease = 0;
-			break;
-		}
-		if (hf_sys_mono_ns() - last_ok < period * 1000000LL)
-			continue; /* an owner ended, the others live: not time to renew */
-		rc = lease_renew(el, el->conn, -1, el->why, sizeof el->why);
-		if (rc == 0) {
-			last_ok = hf_sys_mono_ns();
-			continue;
-		}
-		if (rc == -ENOENT) {
-			rc = HF_ENOTHELD; /* released (revoked) elsewhere, or expired */
-			el->lease = 0;
-			break;
-		}
-		rc = HF_ELOST; /* not renewed within its TTL (EL8) */
-		break;
-	}
-	hf_procset_close(&owners);
-	return rc == -ENOENT ? 0 : rc;
-}
-
-int hf_etcdlock_hold(struct hf_etcdlock *el, int64_t lease, int64_t sent_ns)
-{
-	hf_etcdlock_unkeep(el);
-	el->lease = lease;
-	/* EL8: from the send of its grant or keep-alive (the scope's) */
-	atomic_store(&el->alive_until, sent_ns + hf_etcdlock_ttl_ms(el) * 1000000LL);
-	return lease ? ka_start(el) : 0; /* EL5: the lease of what is held */
+	return hf_etcdlease_keep(&el->lease, el->conn, o, el->why, sizeof el->why);
 }
 
 /* ---- renew (R1-R3) ---------------------------------------------------------- */
@@ -1119,13 +901,13 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 		return HF_ELOST; /* changed since R1: reaped, released, or renewed elsewhere */
 	if (o.lease_ms > 0) { /* OW6: a renewal is the lease's one keep-alive */
 		int64_t sent = hf_sys_mono_ns();
-		rc = lease_keep(el, el->conn, lease, el->why, sizeof el->why);
+		rc = hf_etcdlease_keepalive(el->conn, lease, el->why, sizeof el->why);
 		if (rc == -ENOENT)
 			return HF_ELOST; /* expired meanwhile: the key went with it (EL3) */
 		if (rc < 0)
 			return rc;
-		if (el->lease == lease)
-			atomic_store(&el->alive_until, sent + o.lease_ms * 1000000LL);
+		if (el->lease.id == lease)
+			atomic_store(&el->lease.alive_until, sent + o.lease_ms * 1000000LL);
 	}
 	memset(ret, 0, sizeof *ret);
 	ret->owner = o;

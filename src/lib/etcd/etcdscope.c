@@ -1,10 +1,11 @@
 /*
  * etcdscope.c - the scope registry kept in etcd (hf_scope with
  * HF_OPT_BACKEND): the same registrations, refusals (the deepest live
- * holder named), effective scopes and verdicts as registry.c's file - the
- * table in memory and its rules (registry_table.c: hf_regtable_admit, RG4,
- * RG5) are the file's, only where the table lives and how a change is made
- * atomic differ.
+ * holder named), effective scopes and verdicts as the file system's
+ * registry (fs/registry.c) - the table in memory and its rules
+ * (registry_table.c: hf_regtable_admit, RG4, RG5), a request's checks and
+ * the judge (registry_judge.c) are shared, only where the table lives and
+ * how a change is made atomic differ. Its lease: etcdlease.c.
  *
  * Artifacts
  * ---------
@@ -20,9 +21,9 @@
  *            parents at registration, nearest first.
  *   lease    one per registration, TTL (default 10 s), attached to the pod
  *            key: the pod lives while it is kept alive - by a thread of the
- *            handle (etcdlock.c's keep-alive, EL5) or by `holdfast scope
- *            register`'s keeper (hf_etcdlock_keep), which revokes it the
- *            moment the owner ends.
+ *            handle (the lease module's keep-alive, etcdlease.c, EL5) or by
+ *            `holdfast scope register`'s keeper (hf_etcdlease_keep), which
+ *            revokes it the moment the owner ends.
  *   generation  the pod key's create_revision (a fencing token, strictly
  *            greater for every later registration in that etcd); the
  *            registry's generation is the revision it was read at.
@@ -105,10 +106,11 @@
  *   - A generation is a bare create_revision (no epoch, unlike a lock's
  *     fence, etcdlock.c EL10): a cluster rebuilt from an empty data dir
  *     hands out generations from 2 again, as the file registry restarts at
- *     0 when its table file is deleted (registry.c's hazard).
+ *     0 when its table file is deleted (fs/registry.c's hazard).
  */
 #include "etcdscope.h"
-#include "internal.h"
+#include "etcdlease.h"
+#include "floor.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -118,8 +120,9 @@
 #include <unistd.h>
 
 struct hf_etcdscope {
-	struct hf_etcdlock *el; /* the registration's lease and its keep-alive */
+	struct hf_etcd_cfg cfg;
 	struct hf_etcd *conn;
+	struct hf_etcdlease lease; /* the registration's, and its keep-alive (EL5) */
 	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
 	char held[HF_POD_NAME_MAX + 1]; /* the name es registered last, its generation */
 	uint64_t held_gen;
@@ -132,13 +135,14 @@ int hf_etcdscope_new(const char *uri, struct hf_etcd_cfg *cfg, struct hf_etcdsco
 	struct hf_etcdscope *es = calloc(1, sizeof *es);
 	if (!es)
 		return -ENOMEM;
-	int rc = hf_etcdlock_new("/holdfast-scope-lease", cfg, &es->el); /* its key unused */
-	if (rc == 0 && (rc = hf_etcd_open(hf_etcdlock_cfg(es->el), &es->conn)) < 0)
-		hf_etcdlock_free(es->el);
+	int rc = hf_etcd_open(cfg, &es->conn);
 	if (rc < 0) {
 		free(es);
 		return rc;
 	}
+	es->cfg = *cfg; /* taken */
+	memset(cfg, 0, sizeof *cfg);
+	hf_etcdlease_init(&es->lease, &es->cfg);
 	snprintf(es->uri, sizeof es->uri, "%s", uri);
 	es->made_by = getpid();
 	*ret = es;
@@ -149,38 +153,47 @@ void hf_etcdscope_free(struct hf_etcdscope *es)
 {
 	if (!es)
 		return;
-	hf_etcdlock_free(es->el); /* joins the keep-alive (EL5) */
+	hf_etcdlease_clear(&es->lease, es->conn); /* joins the keep-alive (EL5) */
 	if (es->made_by != getpid())
 		hf_etcd_forget(es->conn); /* a forked child: the parent's socket */
 	hf_etcd_close(es->conn);
+	hf_etcd_cfg_clear(&es->cfg);
 	free(es);
 }
 
 void hf_etcdscope_set_ttl(struct hf_etcdscope *es, int64_t ttl_ms)
 {
-	hf_etcdlock_set_ttl(es->el, ttl_ms);
+	hf_etcdlease_set_ttl(&es->lease, ttl_ms);
 }
 
 int64_t hf_etcdscope_ttl_ms(const struct hf_etcdscope *es)
 {
-	return hf_etcdlock_ttl_ms(es->el);
+	return hf_etcdlease_ttl_ms(&es->lease);
 }
 
 int64_t hf_etcdscope_lease(const struct hf_etcdscope *es)
 {
-	return hf_etcdlock_lease(es->el);
+	return es->lease.id;
 }
 
 void hf_etcdscope_unkeep(struct hf_etcdscope *es)
 {
-	hf_etcdlock_unkeep(es->el);
+	hf_etcdlease_unkeep(&es->lease, es->conn);
 }
 
 int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start)
 {
+	es->why[0] = '\0';
 	hf_etcd_forget(es->conn); /* a forked keeper's: the parent's socket */
+	struct hf_etcd *c; /* a connection of its own, as the lock's keeper's */
+	int rc = hf_etcd_open(&es->cfg, &c);
+	if (rc < 0)
+		return rc;
+	hf_etcd_close(es->conn);
+	es->conn = c;
+	es->made_by = getpid();
 	struct hf_owner o = { .pid = pid, .pid_start = start };
-	return hf_etcdlock_keep(es->el, &o);
+	return hf_etcdlease_keep(&es->lease, es->conn, &o, es->why, sizeof es->why);
 }
 
 /* ---- requests ------------------------------------------------------------------ */
@@ -203,38 +216,12 @@ static int call(struct hf_etcdscope *es, const char *api, json_t *req, json_t **
 
 static int lease_revoke(struct hf_etcdscope *es, int64_t id)
 {
-	char s[24];
-	snprintf(s, sizeof s, "%lld", (long long)id);
-	return call(es, "/v3/lease/revoke", json_pack("{s:s}", "ID", s), NULL);
-}
-
-/* One keep-alive of lease id: 0 renewed; -ENOENT it is gone. */
-static int lease_keep(struct hf_etcdscope *es, int64_t id)
-{
-	char s[24];
-	snprintf(s, sizeof s, "%lld", (long long)id);
-	json_t *a = NULL;
-	int rc = call(es, "/v3/lease/keepalive", json_pack("{s:s}", "ID", s), &a);
-	if (rc < 0)
-		return rc;
-	int64_t ttl = 0;
-	hf_etcd_i64(json_object_get(a, "result"), "TTL", &ttl); /* absent: 0, gone */
-	json_decref(a);
-	return ttl > 0 ? 0 : -ENOENT;
+	return hf_etcdlease_revoke(es->conn, id, es->why, sizeof es->why); /* ES3 */
 }
 
 static int lease_grant(struct hf_etcdscope *es, int64_t *ret)
 {
-	json_t *ga = NULL;
-	*ret = 0;
-	int rc = call(es, "/v3/lease/grant",
-		      json_pack("{s:I}", "TTL", (json_int_t)(hf_etcdscope_ttl_ms(es) / 1000)), &ga);
-	if (rc == 0 && (hf_etcd_i64(ga, "ID", ret) < 0 || !*ret)) {
-		snprintf(es->why, sizeof es->why, "etcd: a lease grant answered without an ID");
-		rc = -EPROTO;
-	}
-	json_decref(ga);
-	return rc;
+	return hf_etcdlease_grant(&es->lease, es->conn, ret, es->why, sizeof es->why);
 }
 
 /* Step 6 (ES5): watch the prefix after revision rev until an event (0), a
@@ -254,7 +241,7 @@ static int wait_change(struct hf_etcdscope *es, int64_t rev, int64_t deadline, i
 			return rc;
 		/* half its TTL gone waiting: the waiter's lease must not end */
 		int64_t sent = hf_sys_mono_ns(); /* EL8: its life counts from the send */
-		rc = lease_keep(es, *lease);
+		rc = hf_etcdlease_keepalive(es->conn, *lease, es->why, sizeof es->why);
 		if (rc == -ENOENT) {
 			sent = hf_sys_mono_ns();
 			rc = lease_grant(es, lease); /* gone (revoked elsewhere): anew */
@@ -384,8 +371,8 @@ static int load(struct hf_etcdscope *es, struct loaded *l, struct hf_scopereg_ho
 	if (rc == 0)
 		rc = hf_regtable_parse(text, strlen(text), &l->t, reason, sizeof reason);
 	free(text);
-	if (rc == 0) /* as the file's: by pid on this kernel; no live files here */
-		rc = hf_registry_judge(&l->t, -1, "", false);
+	if (rc == 0) /* as the file's: by pid on this kernel; no probe (no live files) */
+		rc = hf_registry_judge(&l->t, NULL, NULL, false);
 	if (rc < 0) {
 		loaded_clear(l);
 		return say(err, rc, es, reason);
@@ -498,7 +485,7 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	int rc = hf_scopereg_request_check(req, err); /* step 1 */
 	if (rc < 0)
 		return say(err, rc, es, NULL);
-	assert(!hf_etcdlock_lease(es->el) && "EL5"); /* the handle holds nothing */
+	assert(!es->lease.id && !es->lease.ka_on && "EL5"); /* the handle holds nothing */
 	struct hf_regreq *q;
 	struct hf_scopereg_request byp = *req;
 	byp.by_path = true; /* specs meet by path only on etcd */
@@ -659,8 +646,13 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	if (have)
 		loaded_clear(&l);
 	hf_regreq_free(q);
-	if (rc == 0 && (rc = hf_etcdlock_hold(es->el, lease, granted)) < 0)
-		say(err, rc, es, "no keep-alive thread");
+	if (rc == 0) { /* ours from now on, alive since its last answered send (EL8) */
+		hf_etcdlease_set(&es->lease, lease, granted);
+		if ((rc = hf_etcdlease_start(&es->lease, es->conn)) < 0) { /* EL5 */
+			say(err, rc, es, "no keep-alive thread");
+			hf_etcdlease_set(&es->lease, 0, 0);
+		}
+	}
 	if (rc < 0) {
 		lease_revoke(es, lease);
 		return rc;
@@ -681,11 +673,12 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 	es->why[0] = '\0';
 	if (!name || !hf_pod_name_ok(name))
 		return say(err, -EINVAL, es, "not a valid pod name");
-	int64_t mine = hf_etcdlock_lease(es->el);
+	int64_t mine = es->lease.id;
 	if (mine && !strcmp(name, es->held) && (!generation || generation == es->held_gen)) {
 		/* what es registered: its lease names that key alone (ES3) - one
 		 * request; gone already (expired, revoked elsewhere): read below */
-		hf_etcdlock_hold(es->el, 0, 0); /* EL5: stopped before the revoke */
+		hf_etcdlease_unkeep(&es->lease, es->conn); /* EL5: stopped before the revoke */
+		hf_etcdlease_set(&es->lease, 0, 0);
 		int rc = lease_revoke(es, mine);
 		if (rc == -EIO) { /* idempotent: once more at the next member */
 			rc = lease_revoke(es, mine);
@@ -707,8 +700,10 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
 		rc = say(err, HF_ENOTYOURS, es, NULL);
 	} else {
-		if (l.lease[i] == hf_etcdlock_lease(es->el))
-			hf_etcdlock_hold(es->el, 0, 0); /* EL5: stopped before the revoke */
+		if (l.lease[i] == es->lease.id) { /* EL5: stopped before the revoke */
+			hf_etcdlease_unkeep(&es->lease, es->conn);
+			hf_etcdlease_set(&es->lease, 0, 0);
+		}
 		rc = lease_revoke(es, l.lease[i]); /* ES3, ES4: its children re-parent */
 		rc = rc == -ENOENT ? say(err, HF_ENOTHELD, es, NULL)
 		     : rc < 0	   ? say(err, rc, es, es->why)

@@ -1,9 +1,9 @@
 /*
  * etcdscope.h - the scope registry kept in etcd (etcdscope.c): the same
- * registrations, refusals, effective scopes and verdicts as registry.c's
- * file, with one key per pod attached to the pod's lease. Not part of the
- * public API; the protocol, its invariants (ES) and hazards are in
- * etcdscope.c.
+ * registrations, refusals, effective scopes and verdicts as the file
+ * system's registry (fs/registry.c), with one key per pod attached to the
+ * pod's lease (etcdlease.h). Not part of the public API; the protocol, its
+ * invariants (ES) and hazards are in etcdscope.c.
  */
 #ifndef HF_ETCDSCOPE_H
 #define HF_ETCDSCOPE_H
@@ -53,7 +53,7 @@ int hf_etcdscope_reap(struct hf_etcdscope *es, struct hf_scopereg_table **ret,
 void hf_etcdscope_unkeep(struct hf_etcdscope *es);
 /* Keep the registration's lease alive for its owner (pid, start) until it
  * ends (then revoke it: 0), HF_ENOTHELD (released elsewhere or expired),
- * HF_ELOST (not renewed within its TTL): hf_etcdlock_keep. */
+ * HF_ELOST (not renewed within its TTL): hf_etcdlease_keep. */
 int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start);
 /* The lease of the registration es made (0: none). */
 int64_t hf_etcdscope_lease(const struct hf_etcdscope *es);

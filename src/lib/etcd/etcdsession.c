@@ -1,8 +1,9 @@
 /*
- * etcdsession.c - the session lock kept in etcd: the same verbs, records,
- * outcomes and stale window as session.c, with a key in place of the lock
- * file and txns comparing revisions in place of renames aside (hf_session
- * with HF_OPT_BACKEND).
+ * etcdsession.c - the session lock kept in etcd: the same verbs, records
+ * (session_record.c), outcomes and stale window as the file system's
+ * (fs/session_file.c), with a key in place of the lock file and txns
+ * comparing revisions in place of renames aside (hf_session with
+ * HF_OPT_BACKEND).
  *
  * Artifacts
  * ---------
@@ -10,9 +11,9 @@
  *           lexically ("/holdfast/session/srv/tree/.session.lock"; the
  *           lock kind's rule, etcdlock.c). Nothing is made on the file
  *           system.
- *   value   the session record, byte for byte what session.c writes in its
- *           file (hf_session_format: lane, owner, pid, host, started,
- *           boot_id, timens, boottime_ms, broke).
+ *   value   the session record, byte for byte what the file system's lock
+ *           file holds (session_record.c, hf_session_format: lane, owner,
+ *           pid, host, started, boot_id, timens, boottime_ms, broke).
  *   lease   none. A session is not bound to a process (every `holdfast
  *           session` is a fresh one): it ends by a release or by growing
  *           older than the stale window (by its record, SL2's rule), never
@@ -21,14 +22,14 @@
  * Steps
  * -----
  *   take (hf_etcdsession_take):
- *     ES1 one txn: if create_revision(key) == 0 put key = our record, else
- *         range key. Succeeded: taken.
- *     ES2 failed: judge the record read in the same txn: unreadable ->
- *         HF_EUNREADABLE; live or skew -> HF_EHELD (the holder); stale ->
- *         ES3.                                   [etcdsession.take.judged]
- *     ES3 one txn: if mod_revision(key) == the judged record's put our
- *         record (its "broke" naming the judged one). Succeeded: taken;
- *         failed (another breaker, a release, a renew came first): ES1.
+ *     ENT1 one txn: if create_revision(key) == 0 put key = our record, else
+ *          range key. Succeeded: taken.
+ *     ENT2 failed: judge the record read in the same txn: unreadable ->
+ *          HF_EUNREADABLE; live or skew -> HF_EHELD (the holder); stale ->
+ *          ENT3.                                   [etcdsession.take.judged]
+ *     ENT3 one txn: if mod_revision(key) == the judged record's put our
+ *          record (its "broke" naming the judged one). Succeeded: taken;
+ *          failed (another breaker, a release, a renew came first): ENT1.
  *   release: range key; ours (lane, and owner when given)? one txn: if
  *     mod_revision(key) == the read one delete key; failed: again.
  *     Absent: HF_ENOTHELD; another's: HF_ENOTYOURS.
@@ -37,25 +38,25 @@
  *     record ("started" now, same lane and owner), else range key: absent
  *     or another's now -> HF_ELOST (the holder, if any); still ours (our
  *     own txn repeated, ET1) -> again.
- *   status: range key, judged as ES2.
+ *   status: range key, judged as ENT2.
  *   wait (the handle's take with HF_OPT_WAIT_MS): a watch of the key from
  *     the revision after the judged one (EL4's rule).
  *
  * Invariants
  * ----------
- *   (ES-1) A key is created only by a txn whose compare is
- *          create_revision == 0: two takers of a free session never both
- *          succeed.
- *   (ES-2) A record is replaced or deleted only by a txn comparing
- *          mod_revision to the revision of the very record judged (stale,
- *          ours): of two breakers of one stale session exactly one wins,
- *          and a release or renew never removes a record it did not judge.
- *   (ES-3) Staleness is the record's age (hf_session_judge, SL2), never an
- *          etcd revision's or a lease's.
- *   (ES-4) Every take of one wait carries one owner token: after a take
- *          that went unanswered (it may have been applied), a record of
- *          this lane, token, pid and boot is that take, ours - the wait
- *          never waits for itself.
+ *   (EN1) A key is created only by a txn whose compare is
+ *         create_revision == 0: two takers of a free session never both
+ *         succeed.
+ *   (EN2) A record is replaced or deleted only by a txn comparing
+ *         mod_revision to the revision of the very record judged (stale,
+ *         ours): of two breakers of one stale session exactly one wins,
+ *         and a release or renew never removes a record it did not judge.
+ *   (EN3) Staleness is the record's age (hf_session_judge, SL2), never an
+ *         etcd revision's or a lease's.
+ *   (EN4) Every take of one wait carries one owner token: after a take
+ *         that went unanswered (it may have been applied), a record of
+ *         this lane, token, pid and boot is that take, ours - the wait
+ *         never waits for itself.
  *
  * Hazards
  * -------
@@ -68,7 +69,7 @@
  *     no lease to take it back.
  */
 #include "etcd.h"
-#include "internal.h"
+#include "floor.h"
 #include "session.h"
 
 #include <assert.h>
@@ -85,7 +86,7 @@ struct hf_etcdsession {
 	char *key, *key64;
 	size_t klen;
 	char why[HF_ETCD_WHY_MAX];
-	/* ES-4: the token of the takes of one wait, and whether an earlier one
+	/* EN4: the token of the takes of one wait, and whether an earlier one
 	 * went unanswered */
 	char tok[HF_OWNER_MAX + 1];
 	bool retry;
@@ -187,7 +188,7 @@ static void kv_found(const json_t *kv, int64_t stale_ms, struct found *f)
 	} else {
 		f->st.state = hf_session_judge(&f->st.rec, hf_sys_now_ms(),
 					       stale_ms > 0 ? stale_ms : HF_SESSION_STALE_MS_DEFAULT,
-					       &f->st.age_ms); /* ES-3 */
+					       &f->st.age_ms); /* EN3 */
 	}
 	free(v);
 }
@@ -260,7 +261,7 @@ static bool same_take(const struct hf_sessionlock_record *a, const struct hf_ses
 	       a->started_ms == b->started_ms && a->pid == b->pid;
 }
 
-/* ES-4: a take of this wait that went unanswered (another started_ms) */
+/* EN4: a take of this wait that went unanswered (another started_ms) */
 static bool earlier_take(const struct hf_sessionlock_record *a,
 			 const struct hf_sessionlock_record *b)
 {
@@ -298,7 +299,7 @@ int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_o
 	if (!o->lane || !*o->lane)
 		return -EINVAL;
 	int rc = 0;
-	if (!es->tok[0]) /* ES-4: one token for every take of a wait */
+	if (!es->tok[0]) /* EN4: one token for every take of a wait */
 		rc = o->owner ? (snprintf(es->tok, sizeof es->tok, "%s", o->owner), 0)
 			      : hf_random_hex(es->tok, 16);
 	if (rc < 0) {
@@ -313,13 +314,13 @@ int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_o
 	struct found f;
 	for (int round = 0; round < ROUNDS_MAX; round++) {
 		int64_t rev = 0;
-		rc = txn(es, "CREATE", 0, v64, o->stale_ms, &f, &rev); /* ES1, ES-1 */
+		rc = txn(es, "CREATE", 0, v64, o->stale_ms, &f, &rev); /* ENT1, EN1 */
 		if (rc != 0)
 			goto out;
 		if (f.st.state == HF_SESSION_FREE)
 			continue; /* gone between the compare and the read */
 		if (same_take(&f.st.rec, &r) || (es->retry && earlier_take(&f.st.rec, &r))) {
-			rc = 1; /* our own put: a repeated txn's (ET1), or ES-4's */
+			rc = 1; /* our own put: a repeated txn's (ET1), or EN4's */
 			r = f.st.rec;
 			goto out;
 		}
@@ -330,7 +331,7 @@ int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_o
 			rc = f.st.state == HF_SESSION_UNREADABLE ? HF_EUNREADABLE : HF_EHELD;
 			goto out;
 		}
-		hf_sys_point(HF_PT_ETCDSESSION_TAKE_JUDGED); /* ES2 */
+		hf_sys_point(HF_PT_ETCDSESSION_TAKE_JUDGED); /* ENT2 */
 		struct hf_sessionlock_record b = r;
 		b.has_broke = 1;
 		snprintf(b.broke.lane, sizeof b.broke.lane, "%s", f.st.rec.lane);
@@ -344,13 +345,13 @@ int hf_etcdsession_take(struct hf_etcdsession *es, const struct hf_sessionlock_o
 			goto out;
 		}
 		struct found g;
-		rc = txn(es, "MOD", f.mod, b64, o->stale_ms, &g, NULL); /* ES3, ES-2 */
+		rc = txn(es, "MOD", f.mod, b64, o->stale_ms, &g, NULL); /* ENT3, EN2 */
 		free(b64);
 		if (rc == 1)
 			r = b;
 		if (rc != 0)
 			goto out;
-		/* another breaker, a release or a renew was first: ES1 again */
+		/* another breaker, a release or a renew was first: ENT1 again */
 	}
 	rc = -EAGAIN;
 out:
@@ -395,7 +396,7 @@ int hf_etcdsession_release(struct hf_etcdsession *es, const struct hf_sessionloc
 	for (int round = 0; rc == 0 && round < ROUNDS_MAX; round++) {
 		if ((rc = not_ours(&f, o, reterr_holder)) < 0)
 			return rc;
-		rc = txn(es, "MOD", f.mod, NULL, o->stale_ms, &f, NULL); /* ES-2 */
+		rc = txn(es, "MOD", f.mod, NULL, o->stale_ms, &f, NULL); /* EN2 */
 		if (rc == 1)
 			return 0;
 	}
@@ -421,7 +422,7 @@ int hf_etcdsession_renew(struct hf_etcdsession *es, const struct hf_sessionlock_
 			return -ENOMEM;
 		struct hf_sessionlock_opts mine = *o;
 		mine.owner = r.owner;
-		rc = txn(es, "MOD", f.mod, v64, o->stale_ms, &f, NULL); /* ES-2 */
+		rc = txn(es, "MOD", f.mod, v64, o->stale_ms, &f, NULL); /* EN2 */
 		free(v64);
 		if (rc == 1) {
 			if (ret)

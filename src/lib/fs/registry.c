@@ -161,7 +161,7 @@
  *     registry: run from outside the tree they look at another one (the
  *     message names the registry read).
  */
-#include "registry.h"
+#include "registry_fs.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -175,93 +175,32 @@
 #define bad_input(err, ...) hf_regfile_say(err, -EINVAL, __VA_ARGS__)
 
 /* ------------------------------------------------------------------------
- * Judging: liveness (one proof per distinct owner), then the tree.
+ * Judging (registry_judge.c) with the file's probe: the live file.
  * --------------------------------------------------------------------- */
 
-struct live_slot {
-	int64_t pid;
-	uint64_t start, pidns;
-	const char *boot, *host;
-	int live;
-	bool used;
+struct live_dir {
+	int dirfd;
+	const char *base;
 };
 
-static void owner_of(const struct hf_alloc *a, struct hf_owner *o)
+/* RG9: an owner of another pid namespace is proven dead by its live file
+ * <base>.live-<token>'s lock alone (hf_registry_probe_fn). */
+static int live_probe(const struct hf_alloc *a, void *ctx)
 {
-	memset(o, 0, sizeof *o);
-	o->pid = a->pid;
-	o->pid_start = a->pid_start;
-	snprintf(o->boot_id, sizeof o->boot_id, "%s", a->boot_id);
-	snprintf(o->host, sizeof o->host, "%s", a->host);
-	o->pidns = a->pidns;
-	o->timens = a->timens;
-	o->boot_ms = a->boot_ms;
-	o->time_ms = a->registered_ms;
-	snprintf(o->comm, sizeof o->comm, "%s", a->comm ? a->comm : "");
+	const struct live_dir *d = ctx;
+	if (!a->token)
+		return -1;
+	char live[NAME_MAX + 1];
+	hf_regfile_live_name(d->base, a->token, live);
+	return hf_regfile_live_open(d->dirfd, live);
 }
 
-/* Is a's pid a pid of this process's namespace, on this kernel? Else only
- * its kernel lock can prove its death (RG9). An entry without pidns (written
- * before it was recorded) is taken for one of this namespace: its pid
- * decides (owner.c). */
-static bool pid_is_ours(const struct hf_alloc *a)
+/* hf_registry_judge with the live files of the registry in dirfd (-1:
+ * none) named after base. */
+static int judge(struct hf_scopereg_table *t, int dirfd, const char *base, bool keep)
 {
-	if (!a->pidns)
-		return true;
-	uint64_t mine = hf_self_pidns();
-	return mine != HF_PIDNS_UNKNOWN && a->pidns == mine;
-}
-
-int hf_registry_judge(struct hf_scopereg_table *t, int dirfd, const char *base, bool keep)
-{
-	size_t size = 16;
-	while (size < 2 * t->n + 1)
-		size <<= 1;
-	struct live_slot *cache = calloc(size, sizeof *cache);
-	const char *boot = hf_boot_id();
-	for (size_t i = 0; i < t->n; i++) {
-		struct hf_alloc *a = &t->a[i];
-		struct hf_owner o;
-		owner_of(a, &o);
-		if (!pid_is_ours(a)) {
-			/* RG9: a pid of another namespace proves nothing; the live
-			 * file's lock does, on this kernel only */
-			int fd = -1;
-			if (dirfd >= 0 && a->token && boot[0] && !strcmp(a->boot_id, boot)) {
-				char live[NAME_MAX + 1];
-				hf_regfile_live_name(base, a->token, live);
-				fd = hf_regfile_live_open(dirfd, live);
-			}
-			a->live = hf_owner_liveness_fd(&o, fd >= 0 ? fd : -1); /* RG7 */
-			if (fd >= 0 && a->live == HF_DEAD && keep)
-				a->probe_fd = fd; /* LOCK_EX until the change is written */
-			else if (fd >= 0)
-				hf_sys_close(fd);
-			continue;
-		}
-		struct live_slot *s = NULL;
-		if (cache) {
-			size_t h = ((uint64_t)a->pid * 0x9e3779b97f4a7c15ull ^ a->pid_start ^ a->pidns) &
-				   (size - 1);
-			while (cache[h].used &&
-			       !(cache[h].pid == a->pid && cache[h].start == a->pid_start &&
-				 cache[h].pidns == a->pidns && !strcmp(cache[h].boot, a->boot_id) &&
-				 !strcmp(cache[h].host, a->host)))
-				h = (h + 1) & (size - 1);
-			s = &cache[h];
-			if (s->used) {
-				a->live = s->live;
-				continue;
-			}
-		}
-		a->live = hf_owner_liveness(&o); /* RG7 */
-		if (s)
-			*s = (struct live_slot){ .pid = a->pid, .start = a->pid_start,
-						 .pidns = a->pidns, .boot = a->boot_id,
-						 .host = a->host, .live = a->live, .used = true };
-	}
-	free(cache);
-	return hf_regtable_link(t);
+	struct live_dir d = { dirfd, base };
+	return hf_registry_judge(t, dirfd >= 0 ? live_probe : NULL, &d, keep);
 }
 
 /* Remove the dead (RG7): live children go to their nearest live ancestor.
@@ -321,7 +260,7 @@ static int reg_begin(const char *registry, int64_t lock_wait_ms, int cancel_fd,
 		hf_regfile_close(r);
 		return rc;
 	}
-	rc = hf_registry_judge(t, r->dirfd, r->base, true);
+	rc = judge(t, r->dirfd, r->base, true);
 	if (rc == 0)
 		rc = sweep(t, reaped, r);
 	if (rc < 0) {
@@ -336,60 +275,6 @@ static int reg_begin(const char *registry, int64_t lock_wait_ms, int cancel_fd,
 /* ------------------------------------------------------------------------
  * Operations.
  * --------------------------------------------------------------------- */
-
-static void fill_holder(struct hf_scopereg_holder *h, const struct hf_alloc *a, const char *scope)
-{
-	if (!h)
-		return;
-	snprintf(h->name, sizeof h->name, "%s", a->name);
-	h->pid = a->pid;
-	snprintf(h->host, sizeof h->host, "%s", a->host);
-	h->registered_ms = a->registered_ms;
-	h->generation = a->generation;
-	snprintf(h->scope, sizeof h->scope, "%s", scope ? scope : "");
-	snprintf(h->comm, sizeof h->comm, "%s", a->comm ? a->comm : "");
-	h->foreign_pidns = a->pidns && !pid_is_ours(a);
-	struct hf_owner o;
-	owner_of(a, &o);
-	h->age_ms = a->registered_ms ? hf_owner_age_ms(&o, hf_sys_now_ms()) : -1;
-	h->fs[0] = h->request_fs[0] = '\0';
-}
-
-int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms)
-{
-	struct hf_owner o;
-	owner_of(&t->a[i], &o);
-	return t->a[i].registered_ms ? hf_owner_age_ms(&o, now_ms) : -1;
-}
-
-void hf_scopereg_holder_fill(struct hf_scopereg_holder *h, const struct hf_alloc *a,
-			     const char *scope)
-{
-	fill_holder(h, a, scope);
-}
-
-int hf_scopereg_request_check(const struct hf_scopereg_request *req,
-			      struct hf_scopereg_holder *err)
-{
-	if (!req->name || !hf_pod_name_ok(req->name))
-		return bad_input(err,
-				 "a pod name is 1 to 128 bytes of UTF-8 text without control "
-				 "characters, white space, quotes, '\\' or '/', not starting with "
-				 "'-'");
-	if (req->from && !hf_pod_name_ok(req->from))
-		return bad_input(err, "the parent's name is not a valid pod name");
-	if (req->from && !strcmp(req->from, req->name))
-		return bad_input(err, "a pod cannot delegate to itself");
-	if (req->socket && (req->socket[0] != '/' || !hf_text_ok(req->socket, HF_SCOPE_SOCKET_MAX)))
-		return bad_input(err,
-				 "the socket must be an absolute path of UTF-8 text without control "
-				 "characters");
-	if (req->nspecs == 0 || req->nspecs > HF_REG_MAX_SPECS)
-		return bad_input(err, "give 1 to 1024 specs PATH:MODE[:recursive]");
-	if (req->lock_wait_ms < 0)
-		return bad_input(err, "lock_wait_ms is 0 (the default) or a bound");
-	return 0;
-}
 
 int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_generation,
 			 int *ret_live_fd, struct hf_scopereg_holder *err)
@@ -434,7 +319,7 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 	long parent = -1;
 	long same = hf_regtable_find(&t, req->name);
 	if (same >= 0) {
-		fill_holder(err, &t.a[same], t.a[same].spec_text[0]);
+		hf_scopereg_holder_fill(err, &t.a[same], t.a[same].spec_text[0]);
 		rc = HF_EHELD;
 		goto out;
 	}
@@ -451,7 +336,7 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 	rc = hf_regtable_admit(&t, specs, req->nspecs, parent, &no); /* RG4, RG5 */
 	if (rc < 0) {
 		const struct hf_alloc *who = &t.a[no.who];
-		fill_holder(err, who, who->spec_text[rc == HF_ECONFLICT ? no.who_spec : 0]);
+		hf_scopereg_holder_fill(err, who, who->spec_text[rc == HF_ECONFLICT ? no.who_spec : 0]);
 		if (err) {
 			err->request_index = no.index;
 			snprintf(err->request, sizeof err->request, "%s", q->canon[no.index]);
@@ -555,7 +440,7 @@ int hf_scopereg_release(const char *registry, const char *name, uint64_t generat
 	if (i < 0) {
 		rc = HF_ENOTHELD;
 	} else if (generation && t.a[i].generation != generation) {
-		fill_holder(err, &t.a[i], t.a[i].spec_text[0]);
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
 		rc = HF_ENOTYOURS;
 	} else {
 		/* as if it died: its children go to its parent (RG5 keeps) */
@@ -631,11 +516,11 @@ int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret,
 	if (rc == 0) {
 		rc = hf_regfile_load(&r, false, t, err);
 		if (rc == 0) /* probes let go at once */
-			rc = hf_registry_judge(t, r.dirfd, r.base, false);
+			rc = judge(t, r.dirfd, r.base, false);
 		hf_regfile_close(&r);
 	} else if (rc == -ENOENT) {
 		/* no directory yet: an empty registry */
-		rc = hf_registry_judge(t, -1, "", false);
+		rc = judge(t, -1, "", false);
 	}
 	if (rc < 0) {
 		hf_scopereg_free(t);

@@ -7,7 +7,7 @@
  * change and the invariants kept here (RG1, RG2, RG3, RG8, RG9, RG10, RG11)
  * are in registry.c's header, which uses these functions in that order.
  */
-#include "registry.h"
+#include "registry_fs.h"
 
 #include <assert.h>
 #include <errno.h>

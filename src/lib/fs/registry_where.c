@@ -9,7 +9,7 @@
  * HOME or XDG_RUNTIME_DIR: two mount namespaces that share a tree share its
  * registry whatever else each has of its own.
  */
-#include "registry.h"
+#include "registry_fs.h"
 #include "text.h"
 
 #include <assert.h>
@@ -208,4 +208,15 @@ int hf_scopereg_path_for(const char *path, char *buf, size_t n, char *why, size_
 int hf_scopereg_path(char *buf, size_t n)
 {
 	return hf_scopereg_path_for(".", buf, n, NULL, 0);
+}
+
+/* The public names of the two (holdfast.h). */
+int hf_registry_path(char *buf, size_t n)
+{
+	return buf ? hf_scopereg_path(buf, n) : -EINVAL;
+}
+
+int hf_registry_path_for(const char *path, char *buf, size_t n)
+{
+	return path && buf ? hf_scopereg_path_for(path, buf, n, NULL, 0) : -EINVAL;
 }
