@@ -1,7 +1,8 @@
 /*
  * dirlock.c - the short directory lock: mkdir-style exclusion, an owner
  * record published by link, claims for every destructive step, a sweep of
- * what crashes leave, and a fence per entry. Model-checked as built
+ * what crashes leave, and a fence per entry (the counter is fence.c's).
+ * Model-checked as built
  * (model/dirlock.pml: its A3-A7 and W1-W3 are DA3-DA7 and DW1-DW3 here;
  * its A1 (mkdir L) and A2 (open, flock) are DA0-DA2, a directory made and
  * locked aside, then renamed to L).
