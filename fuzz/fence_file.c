@@ -1,10 +1,10 @@
 /* The fence counter (L.holdfast/fence) and its reservation
- * (fence.reserve), dirlock.c. Properties: an accepted line is ordered
+ * (fence.reserve), fence.c. Properties: an accepted line is ordered
  * (entered <= fence <= reserve <= 2^63-1) and formats to a line that parses
  * back to the same; an accepted reservation is printed back as digits. */
 #include "fuzz.h"
 
-#include "dirlock.h"
+#include "fence.h"
 #include "holdfast.h"
 
 #include <errno.h>

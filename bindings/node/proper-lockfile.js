@@ -254,7 +254,7 @@ function* nextFence(lockfile) { // PL4: called only while holding L
 			throw e;
 	}
 	// missing or unreadable: start above every fence a lost counter gave
-	// out, as long as it gave fewer than one a microsecond (DL15's rule)
+	// out, as long as it gave fewer than one a microsecond (FC2's rule)
 	const fence = counter === null ? BigInt(Date.now()) * 1000n : counter + 1n;
 	yield* replaceFile(lockfile, fencePath(lockfile), `${fence}\n`);
 	return fence;

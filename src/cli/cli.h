@@ -1,5 +1,10 @@
 /*
- * cli.h - what every command family shares: exit codes, messages, parsing.
+ * cli.h - what the command families share: exit codes, messages, parsing,
+ * --json output (common.c); the owner of a lock taken from the shell
+ * (owner_find.c); flock records (cmd_flock.c); run --scope's registration
+ * (run_scope.c); the keeper (keeper.c); the backend options (backend.c);
+ * the naive guard (naive.c); the words for a refused lock path
+ * (lockpath.c).
  */
 #ifndef HF_CLI_H
 #define HF_CLI_H

@@ -1,6 +1,8 @@
 /*
- * cmd_lock.c - `holdfast lock acquire|release|status PATH`: the short
- * directory lock (hf_lock, holdfast.h) from the shell.
+ * cmd_lock.c - `holdfast lock acquire|release|renew|check|status PATH`: the
+ * short directory lock (hf_lock, holdfast.h) from the shell - taken for a
+ * process (a keeper holds its kernel lock), released or renewed by token,
+ * checked by token or fence, judged.
  */
 #include "cli.h"
 #include "proc.h"

@@ -71,7 +71,7 @@
  * On etcd (--backend, HOLDFAST_BACKEND) the session, the locks and the
  * scope are all etcd's, as `holdfast session`, `lock` and `scope` keep
  * them: the locks' and the scope's leases are kept alive by their handles'
- * threads while CMD runs (EL5), and released after it ended (RUN4).
+ * threads while CMD runs (LE1), and released after it ended (RUN4).
  *
  * Hazards
  * -------

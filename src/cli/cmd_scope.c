@@ -1,15 +1,15 @@
 /*
  * cmd_scope.c - `holdfast scope register|release|list|effective|check|reap`
- * and the scope side of `holdfast run --scope`, over the public API alone
- * (hf_scope, hf_registry): parse, call, word the outcome.
+ * over the public API alone (hf_scope, hf_registry): parse, call, word the
+ * outcome. The words it shares with `run --scope` (run_scope.c) are
+ * declared in scope_words.h.
  */
 #include "cli.h"
+#include "scope_words.h"
 
 #include "holdfast.h"
 #include "sys.h"
 #include "text.h"
-
-#include "run.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -84,7 +84,10 @@ static const char usage[] =
  * etcd's): set by both before anything reads the registry. */
 static bool scope_cmd;
 
-static int refusal_of(int rc, const hf_rec *h);
+void cli_scope_use_backend(void)
+{
+	scope_cmd = true;
+}
 
 /* The path whose registry the command works on (RG12: register's first
  * spec's, check's PATH; "." - the working directory's - for the verbs
@@ -92,7 +95,7 @@ static int refusal_of(int rc, const hf_rec *h);
 static char reg_at[PATH_MAX] = ".";
 
 /* SPEC's path (PATH:MODE[:recursive] without its suffixes) into buf. */
-static void spec_path(const char *spec, char *buf, size_t n)
+void cli_scope_spec_path(const char *spec, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s", spec);
 	for (int k = 0; k < 2; k++) {
@@ -125,7 +128,7 @@ static int64_t I(const hf_rec *r, const char *field, int64_t dflt)
 	return hf_rec_int(r, field, &v) == 0 ? v : dflt;
 }
 
-static void holder_words(const hf_rec *h, char *buf, size_t n)
+void cli_scope_holder_words(const hf_rec *h, char *buf, size_t n)
 {
 	char age[32] = "";
 	int64_t age_ms = I(h, "age_ms", -1); /* present when registered is known */
@@ -152,7 +155,7 @@ static const char *subject(const char *verb, const char *name)
 
 /* The message for a failed register/release; the exit code. given: the
  * caller's spec the refusal is about (NULL: none). */
-static int report_words(const char *verb, const char *name, const char *spec, int rc,
+int cli_scope_report_words(const char *verb, const char *name, const char *spec, int rc,
 			const hf_rec *h)
 {
 	char who[512], given[4096 + 32] = "";
@@ -161,7 +164,7 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 	const char *reg = F(h, "registry"), *reason = F(h, "reason");
 	switch (rc) {
 	case HF_ECONFLICT:
-		holder_words(h, who, sizeof who);
+		cli_scope_holder_words(h, who, sizeof who);
 		if (F(h, "fs")[0])
 			cli_err("scope %s: %s (canonical %s) reaches the same files as the write "
 				"scope %s of %s%s, through another path (a bind mount): kernel "
@@ -184,7 +187,7 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 			reason);
 		return HF_EXIT_DATAERR;
 	case HF_ENOTYOURS:
-		holder_words(h, who, sizeof who);
+		cli_scope_holder_words(h, who, sizeof who);
 		if (spec)
 			cli_err("scope %s: %s (canonical %s) is not inside the effective scope of "
 				"its parent %s, which holds %s",
@@ -194,7 +197,7 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 				subject(verb, name), who);
 		break;
 	case HF_EHELD:
-		holder_words(h, who, sizeof who);
+		cli_scope_holder_words(h, who, sizeof who);
 		cli_err("scope %s: the name is taken by %s holding %s", subject(verb, name), who,
 			F(h, "scope"));
 		break;
@@ -246,9 +249,9 @@ static int report_words(const char *verb, const char *name, const char *spec, in
 
 /* report_words, and the failure recorded for --json: the registry's path,
  * the holder when the refusal names one. */
-static int report(const char *verb, const char *name, const char *spec, int rc, const hf_rec *h)
+int cli_scope_report(const char *verb, const char *name, const char *spec, int rc, const hf_rec *h)
 {
-	int code = report_words(verb, name, spec, rc, h);
+	int code = cli_scope_report_words(verb, name, spec, rc, h);
 	char reg[PATH_MAX] = "";
 	if (F(h, "registry")[0])
 		snprintf(reg, sizeof reg, "%s", F(h, "registry"));
@@ -261,10 +264,21 @@ static int report(const char *verb, const char *name, const char *spec, int rc, 
 }
 
 /* The spec of specs (n) that holder record h is about, or NULL. */
-static const char *spec_of(const char *const *specs, size_t n, const hf_rec *h)
+const char *cli_scope_spec_of(const char *const *specs, size_t n, const hf_rec *h)
 {
 	int64_t i = I(h, "request_index", -1);
 	return specs && i >= 0 && (size_t)i < n ? specs[i] : NULL;
+}
+
+/* What a refusal of the last attempt was, when the wait ended on it. */
+int cli_scope_refusal_of(int rc, const hf_rec *h)
+{
+	const char *was = F(h, "refused");
+	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_ECONFLICT)))
+		return HF_ECONFLICT;
+	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_EHELD)))
+		return HF_EHELD;
+	return rc;
 }
 
 /* A refusal of the arguments before any I/O: usage. */
@@ -443,7 +457,7 @@ static int collect(int argc, char **argv, const char *allowed, struct args *a, c
 
 /* A handle for name with specs (n) and the options common to register: 0,
  * or the exit code with the message printed. */
-static int scope_make(const char *verb, const char *name, const char *const *specs, size_t n,
+int cli_scope_make(const char *verb, const char *name, const char *const *specs, size_t n,
 		      hf_scope **ret)
 {
 	hf_scope *s;
@@ -451,7 +465,7 @@ static int scope_make(const char *verb, const char *name, const char *const *spe
 	if (rc == -EINVAL)
 		return refuse(verb, name, n ? specs[0] : NULL, NAME_RULE);
 	if (rc < 0)
-		return report(verb, name, NULL, rc, NULL);
+		return cli_scope_report(verb, name, NULL, rc, NULL);
 	if (scope_cmd && (rc = cli_backend_apply_scope(s, name)) != 0) {
 		hf_scope_free(s);
 		return rc;
@@ -461,7 +475,7 @@ static int scope_make(const char *verb, const char *name, const char *const *spe
 		if (rc < 0) {
 			int code = rc == -EINVAL ? refuse(verb, name, specs[i],
 							   F(hf_scope_holder(s), "reason"))
-						 : report(verb, name, NULL, rc, NULL);
+						 : cli_scope_report(verb, name, NULL, rc, NULL);
 			hf_scope_free(s);
 			return code;
 		}
@@ -496,7 +510,7 @@ static int do_register(int argc, char **argv)
 	const char *name = pos[0];
 	const char *const *specs = (const char *const *)pos + 1;
 	size_t nspecs = (size_t)a.npos - 1;
-	spec_path(specs[0], reg_at, sizeof reg_at); /* RG13: all specs' registry */
+	cli_scope_spec_path(specs[0], reg_at, sizeof reg_at); /* RG13: all specs' registry */
 	uint64_t pid = 0;
 	if (a.pid && (parse_u64(a.pid, &pid) < 0 || pid == 0 || pid > 0x7fffffff)) {
 		free(pos);
@@ -528,16 +542,16 @@ static int do_register(int argc, char **argv)
 	if (from && !*from)
 		from = NULL;
 	hf_scope *s = NULL;
-	rc = scope_make("register", name, specs, nspecs, &s);
+	rc = cli_scope_make("register", name, specs, nspecs, &s);
 	if (rc == 0 && ((rc = hf_scope_set(s, HF_OPT_PID, (int64_t)pid)) < 0 ||
 			(rc = hf_scope_set_str(s, HF_OPT_FROM, from)) < 0 ||
 			(rc = hf_scope_set_str(s, HF_OPT_SOCKET, a.socket)) < 0 ||
 			(rc = hf_scope_set(s, HF_OPT_WAIT_MS, wait_ms)) < 0 ||
 			(rc = hf_scope_register(s)) < 0)) {
 		const hf_rec *h = hf_scope_holder(s);
-		int was = refusal_of(rc, h); /* a wait that ended: its last refusal */
-		int code = report(was != rc ? "register (timed out waiting)" : "register", name,
-				  spec_of(specs, nspecs, h), was, h);
+		int was = cli_scope_refusal_of(rc, h); /* a wait that ended: its last refusal */
+		int code = cli_scope_report(was != rc ? "register (timed out waiting)" : "register", name,
+				  cli_scope_spec_of(specs, nspecs, h), was, h);
 		hf_scope_free(s);
 		free(pos);
 		return code;
@@ -608,7 +622,7 @@ static int do_release(int argc, char **argv)
 	if (rc == -EINVAL)
 		code = refuse("release", pos[0], NULL, "not a valid pod name");
 	else if (rc < 0)
-		code = report("release", pos[0], NULL, rc, NULL);
+		code = cli_scope_report("release", pos[0], NULL, rc, NULL);
 	else if ((rc = cli_backend_apply_scope(s, pos[0])) != 0)
 		code = rc;
 	else if (gen > INT64_MAX) {
@@ -620,7 +634,7 @@ static int do_release(int argc, char **argv)
 		char reg[PATH_MAX] = "";
 		reg_name(reg, sizeof reg);
 		if (i >= 0) {
-			code = report("release", pos[0], NULL, HF_ENOTYOURS,
+			code = cli_scope_report("release", pos[0], NULL, HF_ENOTYOURS,
 				      hf_registry_get(r, (size_t)i));
 		} else {
 			cli_err("scope release %s: no such pod in %s", SHOW(pos[0]), reg);
@@ -630,7 +644,7 @@ static int do_release(int argc, char **argv)
 	} else {
 		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
 		rc = hf_scope_release(s);
-		code = rc < 0 ? report("release", pos[0], NULL, rc, hf_scope_holder(s)) : HF_EXIT_OK;
+		code = rc < 0 ? cli_scope_report("release", pos[0], NULL, rc, hf_scope_holder(s)) : HF_EXIT_OK;
 		if (rc == 0 && a.json) {
 			char reg[PATH_MAX] = "";
 			reg_name(reg, sizeof reg);
@@ -649,7 +663,7 @@ static int read_registry(hf_registry **r, const char *verb, const char *name)
 {
 	hf_rec *h = NULL;
 	int rc = registry_op(false, r, &h);
-	int code = rc < 0 ? report(verb, name, NULL, rc, h) : 0;
+	int code = rc < 0 ? cli_scope_report(verb, name, NULL, rc, h) : 0;
 	hf_rec_free(h);
 	return code;
 }
@@ -909,7 +923,7 @@ static int do_reap(int argc, char **argv)
 	hf_rec *h = NULL;
 	rc = registry_op(true, &r, &h);
 	if (rc < 0) {
-		int code = report("reap", "", NULL, rc, h);
+		int code = cli_scope_report("reap", "", NULL, rc, h);
 		hf_rec_free(h);
 		return code;
 	}
@@ -969,202 +983,4 @@ int cmd_scope(int argc, char **argv)
 			return verbs[i].fn(argc - 1, argv + 1);
 	cli_err("scope: unknown command '%s' (see 'holdfast scope --help')", SHOW(v));
 	return HF_EXIT_USAGE;
-}
-
-/* ------------------------------------------------------------------------
- * `run --scope`: one registration per process, released with the same
- * generation so a name reaped and taken by another is left alone.
- * --------------------------------------------------------------------- */
-
-static char run_name[HF_POD_NAME_MAX + 1];
-static char run_registry[PATH_MAX]; /* the file's registry it was registered in */
-static uint64_t run_generation;
-static hf_scope *run_handle; /* etcd: its thread keeps the lease while CMD runs */
-
-/* What a refusal of the last attempt was, when the wait ended on it. */
-static int refusal_of(int rc, const hf_rec *h)
-{
-	const char *was = F(h, "refused");
-	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_ECONFLICT)))
-		return HF_ECONFLICT;
-	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_EHELD)))
-		return HF_EHELD;
-	return rc;
-}
-
-struct specs {
-	const char *const *specs;
-	size_t n;
-};
-
-/* Who holds one of the specs' paths now, for the waitline (ctx: struct
- * specs): the first live pod whose write scope holds one. */
-static void scope_holder_now(const void *ctx, char *buf, size_t n)
-{
-	const struct specs *sp = ctx;
-	buf[0] = '\0';
-	hf_registry *r;
-	char path[PATH_MAX], canon[PATH_MAX], reg[PATH_MAX];
-	spec_path(sp->specs[0], path, sizeof path);
-	if (hf_registry_path_for(path, reg, sizeof reg) < 0 || hf_registry_read(reg, &r, NULL) < 0)
-		return; /* RG13: the specs' registry */
-	for (size_t i = 0; i < sp->n && !buf[0]; i++) {
-		spec_path(sp->specs[i], path, sizeof path);
-		hf_rec *v = NULL;
-		if (hf_path_canonical(path, canon, sizeof canon) == 0 &&
-		    hf_registry_check(r, canon, NULL, 0, &v) == HF_SCOPE_HELD) {
-			long hi = hf_registry_find(r, F(v, "holder"));
-			if (hi >= 0)
-				holder_words(hf_registry_get(r, (size_t)hi), buf, n);
-		}
-		hf_rec_free(v);
-	}
-	hf_registry_free(r);
-}
-
-int cli_scope_run_register(const char *name, const char *const *specs, size_t nspecs, int pid,
-			   int64_t deadline_ns, struct cli_child *c, int *ret_live_fd,
-			   char *ret_name, size_t n)
-{
-	/* on a terminal or with -v, a try (wait 0) before the wait says whether
-	 * this is one (waitline.c) */
-	struct specs sp = { specs, nspecs };
-	struct cli_waitline wl;
-	bool wanted = cli_waitline_wanted();
-	scope_cmd = true; /* run's --backend holds for its scope too */
-	const char *env = getenv("HOLDFAST_POD");
-	char gen_name[32];
-	hf_scope *s = NULL;
-	int rc = 0;
-	const char *pname = name;
-	char what[256];
-	snprintf(what, sizeof what, "scope %s%s", SHOW(specs[0]), nspecs > 1 ? " ..." : "");
-	cli_waitline_init(&wl, what, scope_holder_now, &sp);
-	bool fresh = !name; /* a generated name: tried once first (drawn again if taken) */
-	for (int attempt = 0;; attempt++) {
-		if (fresh) {
-			char hex[9];
-			rc = hf_random_hex(hex, 4);
-			if (rc < 0)
-				return report("register", "(run)", NULL, rc, NULL);
-			snprintf(gen_name, sizeof gen_name, "run-%s", hex);
-			pname = gen_name;
-		}
-		hf_scope_free(s);
-		rc = scope_make("register", pname, specs, nspecs, &s);
-		if (rc) {
-			cli_waitline_end(&wl);
-			return rc;
-		}
-		/* the wait, woken when the registry changes (hf_scope_register),
-		 * ends on a forwarded signal: c's signal descriptor */
-		/* what is left of the deadline, never negative: a deadline that
-		 * passed during the last try (a short -w on a loaded machine)
-		 * leaves one more try, not HF_OPT_WAIT_MS < 0, "wait forever"
-		 * (AQ1, as cli_wait_left) */
-		int64_t left = deadline_ns > 0 ? cli_wait_left(deadline_ns) : 0;
-		int64_t wait_ms = deadline_ns < 0 ? -1 : deadline_ns == 0 || fresh ? 0 : left;
-		bool probing = wait_ms != 0 && wanted && !wl.begun;
-		if (probing)
-			wait_ms = 0;
-		hf_scope_set(s, HF_OPT_PID, pid);
-		hf_scope_set_str(s, HF_OPT_FROM, env && *env ? env : NULL);
-		hf_scope_set(s, HF_OPT_WAIT_MS, wait_ms);
-		/* -n: the scope is tried once, but the registry's lock (a short
-		 * critical section, not the thing held) gets its usual bound */
-		hf_scope_set(s, HF_OPT_LOCK_WAIT_MS, left > 0 ? left : 0);
-		hf_scope_set(s, HF_OPT_CANCEL_FD, c ? c->sigfd : -1);
-		rc = hf_scope_register(s);
-		const hf_rec *h = hf_scope_holder(s);
-		if (probing && (rc == HF_ECONFLICT || rc == HF_EHELD)) {
-			char who[512];
-			holder_words(h, who, sizeof who);
-			cli_waitline_begin(&wl, who);
-			continue; /* now the wait, for the time left */
-		}
-		if (rc == HF_ECANCELED && c && !cli_child_stop_pending(c) &&
-		    (deadline_ns < 0 || hf_sys_mono_ns() < deadline_ns))
-			continue; /* not a stop (CMD's SIGCHLD): wait on */
-		int sig = c && rc < 0 ? cli_child_stop_pending(c) : 0;
-		cli_waitline_end(&wl); /* WL2: this attempt ends the wait, if any */
-		if (sig) {
-			cli_err("scope register %s: stopped by %s while waiting", SHOW(pname),
-				strsignal(sig));
-			hf_scope_free(s);
-			return 128 + sig;
-		}
-		if (fresh && rc == HF_EHELD && attempt < 4)
-			continue; /* a generated name taken: draw another */
-		if (fresh && (rc == HF_ECONFLICT || rc == HF_EHELD) && deadline_ns != 0) {
-			fresh = false; /* now wait, under this name */
-			continue;
-		}
-		if (rc < 0) {
-			bool waited = deadline_ns > 0 && hf_sys_mono_ns() >= deadline_ns;
-			int was = refusal_of(rc, h);
-			int code = report(waited ? "register (timed out waiting)" : "register", pname,
-					  spec_of(specs, nspecs, h), was, h);
-			hf_scope_free(s);
-			return code;
-		}
-		break;
-	}
-	uint64_t gen = hf_scope_generation(s);
-	int live_fd = -1;
-	if (strlen(pname) + 1 > n) {
-		hf_scope_free(s);
-		return HF_EXIT_SOFTWARE;
-	}
-	if (cli_backend()) {
-		run_handle = s; /* etcd: held, its lease kept alive, until CMD has ended */
-	} else {
-		live_fd = hf_scope_detach(s); /* run keeps it until CMD has ended */
-		hf_scope_free(s);
-	}
-	snprintf(run_name, sizeof run_name, "%s", pname);
-	char first[PATH_MAX];
-	spec_path(specs[0], first, sizeof first);
-	if (cli_backend() || hf_registry_path_for(first, run_registry, sizeof run_registry) < 0)
-		run_registry[0] = '\0'; /* RG13: released where it was registered */
-	run_generation = gen;
-	strcpy(ret_name, pname);
-	*ret_live_fd = live_fd;
-	return HF_EXIT_OK;
-}
-
-int cli_scope_run_release(const char *name, int live_fd)
-{
-	uint64_t gen = !strcmp(name, run_name) ? run_generation : 0;
-	hf_scope *s = NULL;
-	int rc;
-	bool on_etcd = run_handle && !strcmp(name, run_name);
-	if (on_etcd) { /* etcd: the handle that holds it */
-		s = run_handle;
-		run_handle = NULL;
-		rc = hf_scope_release(s);
-	} else if ((rc = hf_scope_new(name, &s)) == 0) {
-		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
-		if (!strcmp(name, run_name) && run_registry[0])
-			hf_scope_set_str(s, HF_OPT_REGISTRY, run_registry);
-		rc = hf_scope_release(s);
-	}
-	if (live_fd >= 0)
-		hf_sys_close(live_fd); /* after the release: the owner was alive until now */
-	int code = HF_EXIT_OK;
-	if (rc == HF_ENOTYOURS) {
-		cli_err("run: the scope '%s' was reaped and registered again by another (pid %lld) "
-			"while CMD ran; left alone",
-			SHOW(name), (long long)I(hf_scope_holder(s), "pid", 0));
-		code = HF_EXIT_CONFLICT;
-	} else if (rc == HF_ENOTHELD && on_etcd) { /* its lease expired while CMD ran */
-		cli_err("run: the scope '%s' was lost while CMD ran (its lease expired)", SHOW(name));
-		code = HF_EXIT_CONFLICT;
-	} else if (rc < 0 && rc != HF_ENOTHELD) {
-		/* not held in the file's registry: reaped already, CMD having ended
-		 * (a run that is pid 1 of its pid namespace sees CMD's end before
-		 * its release) */
-		code = report_words("release", name, NULL, rc, s ? hf_scope_holder(s) : NULL);
-	}
-	hf_scope_free(s);
-	return code;
 }

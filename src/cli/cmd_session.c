@@ -1,5 +1,5 @@
 /*
- * cmd_session.c - `holdfast session take|release|status|assert-held|race`.
+ * cmd_session.c - `holdfast session take|release|renew|status|assert-held|race`.
  *
  * The words on the screen are the library's: take, release, stale, broke,
  * aside. Every refusal names the path and the holder (lane, pid, host, age);

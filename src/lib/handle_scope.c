@@ -16,7 +16,7 @@
  *        handed over by detach), never before: while the table names the
  *        pod, its owner's liveness file stays locked.
  *  (HC4) A wait never passes its deadline and ends at once when the cancel
- *        descriptor is readable (the waiter's W1, W4); every attempt is a
+ *        descriptor is readable (the waiter's WT1, WT4); every attempt is a
  *        whole hf_scopereg_register, so waiting adds no state of its own.
  *  (HC5) A handle registers, releases and reads on the backend its options
  *        chose (HF_OPT_BACKEND: backend.h) and nowhere else (a wait on etcd

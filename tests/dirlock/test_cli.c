@@ -65,7 +65,7 @@ Test(cli, acquire_prints_token_and_fence_release_frees)
 	char t1[64], t2[64];
 	uint64_t f1, f2;
 	acquire(t1, &f1, NULL);
-	/* DL15: a new counter starts at the wall clock's microseconds */
+	/* FC2: a new counter starts at the wall clock's microseconds */
 	cr_assert_gt(f1, (uint64_t)(hf_sys_now_us() - 60 * 1000000LL), "%" PRIu64, f1);
 	cr_assert_leq(f1, (uint64_t)hf_sys_now_us() + 1);
 	char *p = dl_path(lock, "owner"), *rec = hft_slurp(p);

@@ -1,5 +1,5 @@
 /* The directory lock's files as bytes: what a valid owner record (DL13)
- * and fence counter (DL18) are, that every record the current writer
+ * and fence counter (FC3) are, that every record the current writer
  * makes is one, and that the rest is refused as unreadable - by the
  * library and by `holdfast lock status` (65). */
 #include "hft.h"

@@ -1,5 +1,5 @@
 /* Renewal (dirlock.c DR1-DR5, DL14), max-hold none, fences across a deleted
- * state directory (DL15), and the state directory's .gitignore (DL16): at
+ * state directory (FC2), and the state directory's .gitignore (DL16): at
  * the API, in pause-point races with a reaper, and from real shells. */
 #include "dl.h"
 #include "hft.h"
@@ -337,7 +337,7 @@ Test(renew, from_dash)
 	renew_from("dash");
 }
 
-/* DL15: the state directory deleted (git clean -fdx) restarts the counter,
+/* FC2: the state directory deleted (git clean -fdx) restarts the counter,
  * above every fence the old one handed out: a resource that remembers the
  * greatest fence it saw accepts the new holder and still refuses the old
  * one. (With a counter restarting at 1, the new holder's fence would equal

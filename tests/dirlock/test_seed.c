@@ -308,7 +308,7 @@ Test(seed, old_dated_live_claim_is_a_barrier)
 Test(seed, repeated_contention)
 {
 	uint64_t f0;
-	acquire_now(&f0); /* the counter's first fence (DL15: from the wall clock) */
+	acquire_now(&f0); /* the counter's first fence (FC2: from the wall clock) */
 	struct hft_child c[4];
 	struct dl_acq a = { .path = lock, .ovl = ovl, .wait_ms = -1, .repeat = 150 };
 	for (int i = 0; i < 4; i++)

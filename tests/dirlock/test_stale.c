@@ -1,4 +1,4 @@
-/* Staleness verdicts (dirlock.c DL6) and fences (DL7): a dead owner is reaped
+/* Staleness verdicts (dirlock.c DL6) and fences (fence.c FC1): a dead owner is reaped
  * at once, a record-less or unreadable lock after the stale window, a live
  * owner older than max(max-hold, stale) as leaked; every acquisition's
  * fence is greater than every earlier one across reaps, crashes at every

@@ -151,7 +151,7 @@ Test(stress, eight_processes_no_overlap)
 {
 	int n = dl_scaled(1500);
 	pid_t w[WORKERS];
-	uint64_t f0 = first_fence(); /* DL15: the counter starts at the wall clock */
+	uint64_t f0 = first_fence(); /* FC2: the counter starts at the wall clock */
 	sh->last_fence = f0;
 	int64_t t0 = hf_sys_mono_ns();
 	for (int i = 0; i < WORKERS; i++)

@@ -488,7 +488,7 @@ Test(etcd_api, waiting_acquire_whose_answer_was_lost_finds_its_own)
 
 /* A holder whose keep-alive gave up (every answer lost for a TTL: etcd
  * renewed the lease, the holder could not know it) is told its renew is
- * lost (EL8), though etcd still keeps its key: nothing would keep that
+ * lost (LE2), though etcd still keeps its key: nothing would keep that
  * lease alive after the renew. */
 Test(etcd_api, renew_after_the_keepalive_gave_up_is_lost)
 {
@@ -498,7 +498,7 @@ Test(etcd_api, renew_after_the_keepalive_gave_up_is_lost)
 	int64_t t = et_mono_ms();
 	faults("fail:etcd_answer:1:EIO:persist");
 	while (et_mono_ms() < t + 3000 + 300)
-		usleep(50000); /* the holder's proof of its lease runs out (EL8) */
+		usleep(50000); /* the holder's proof of its lease runs out (LE2) */
 	faults("");
 	int rc = hf_lock_renew(l);
 	cr_assert_eq(rc, HF_ELOST, "renewed: %s", hf_error_name(rc));

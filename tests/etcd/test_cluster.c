@@ -314,7 +314,7 @@ static hf_lock *lk_at(const char *path, const char *at)
 /* The member a holder's keep-alive talks to hangs (SIGSTOP: connections
  * are accepted, nothing answers) - a cut-off member as its clients see it.
  * Each keep-alive is bounded by TTL/6 and goes to the next member after a
- * failure (EL8), so the lease outlives three TTLs of the hang although one
+ * failure (LE2), so the lease outlives three TTLs of the hang although one
  * request's timeout (11 s) is longer than the TTL (10 s). */
 Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 {
@@ -338,14 +338,14 @@ Test(etcd_cluster, keepalive_fails_over_from_a_hung_member)
 	cr_assert(tok && !strcmp(tok, hf_lock_token(a)), "held by %s", tok ? tok : "nobody");
 	/* the release: 0; or not held when an election the loaded machine
 	 * forced on the two members left outlasted what the holder could prove
-	 * of its lease (EL8: it stops believing, etcd extended the lease, which
+	 * of its lease (LE2: it stops believing, etcd extended the lease, which
 	 * then ends a TTL later) - reported, not this test's question */
 	rc = hf_lock_release(a);
 	cr_assert(rc == 0 || rc == HF_ENOTHELD, "release: %s: %s", hf_error_name(rc),
 		  hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
 	if (rc)
 		fprintf(stderr, "keepalive_fails_over_from_a_hung_member: the lease ended after the "
-				"hang (an election outlasted the holder's proof, EL8)\n");
+				"hang (an election outlasted the holder's proof, LE2)\n");
 	hf_lock_free(a);
 	hf_lock_free(b);
 }

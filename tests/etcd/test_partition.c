@@ -503,7 +503,7 @@ static void cut_holder(int h, int report, int ord, void *arg)
  * its fence and writes once; ordered "check", says whether the key is
  * still its own and releases. (Not hf_lock_check: with a 2 s TTL the
  * election the healed member forces may outlast what the holder can
- * prove of its lease (EL8), and it may rightly believe it lost.) */
+ * prove of its lease (LE2), and it may rightly believe it lost.) */
 static void cut_taker(int h, int report, int ord, void *arg)
 {
 	(void)h;

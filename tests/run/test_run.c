@@ -99,7 +99,7 @@ Test(run, fence_exported_and_increasing)
 	free(o2);
 
 	/* Several locks: the fences in command-line order, space-separated.
-	 * Each lock's counter starts at its own value (DL15: the wall clock at
+	 * Each lock's counter starts at its own value (FC2: the wall clock at
 	 * its creation), so each run's fence is told apart by being the next
 	 * one of its lock: fa and fb are the last fences handed out. */
 	char *A = rt_path(dir, "A"), *B = rt_path(dir, "B");

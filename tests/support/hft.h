@@ -1,5 +1,10 @@
 /*
- * hft.h - test support: scripted schedules of real processes.
+ * hft.h - test support: scripted schedules of real processes, the holdfast
+ * binary run as a child (hft_cli, hft_cli_env, hft_sh, hft_spawn_cli,
+ * hft_spawn_cmd) with its output collected, private mount namespaces and
+ * bind mounts (hft_private_mounts, hft_bind, hft_bind_ro, hft_unmount),
+ * scratch directories and small files (hft_tmpdir, hft_rmtree, hft_write,
+ * hft_slurp), and /proc reads.
  *
  * A child process arms sys.c rules ("pause:POINT[:N]", "crash:...",
  * "fail:...") and runs a function or the holdfast binary. When it reaches a

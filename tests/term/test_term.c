@@ -422,7 +422,7 @@ static void run_c_from(const char *shell)
 			  "\"$HOLDFAST_BIN\" run -c 'exit 0' -- true; echo \"both=$?\"\n"
 			  "\"$HOLDFAST_BIN\" run --command 'kill -TERM $$'; echo \"sig=$?\"\n");
 	cr_assert_eq(code, 0, "%s: %s", shell, err);
-	/* the fence: digits (a new counter starts at the wall clock, DL15) */
+	/* the fence: digits (a new counter starts at the wall clock, FC2) */
 	const char *f = strncmp(out, "a  b|it's|", 10) ? NULL : out + 10;
 	size_t nd = f ? strspn(f, "0123456789") : 0;
 	cr_assert(f && nd > 0 && !strcmp(f + nd, "|/bin/sh|rc=7\nboth=64\nsig=143\n"), "%s: %s\n%s",

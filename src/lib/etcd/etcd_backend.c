@@ -160,7 +160,7 @@ static int lock_renew(void *p, const struct hf_lock_info *held, bool adopted, in
 {
 	struct etcd_lock *st = p;
 	if (!adopted && hf_etcdlock_lost(st->el)) {
-		hf_rec_put(holder, NULL); /* EL8: its keep-alive gave up: not renewed */
+		hf_rec_put(holder, NULL); /* LE2: its keep-alive gave up: not renewed */
 		return HF_ELOST;
 	}
 	/* etcdlock.c R1-R3: the lease stays */

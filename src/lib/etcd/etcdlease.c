@@ -26,9 +26,9 @@
  * Invariants (their numbers are the lock's, etcdlock.c, where they were
  * stated first; they hold for every lease a handle holds)
  * ----------
- *   (EL5) The keep-alive renews only the lease of what the handle holds;
+ *   (LE1) The keep-alive renews only the lease of what the handle holds;
  *         it stops (joined) before the release, detach or free returns.
- *   (EL8) A holder believes its lease live only until TTL after the send
+ *   (LE2) A holder believes its lease live only until TTL after the send
  *         of the last grant or keep-alive etcd answered (etcd renews at a
  *         time after the send, so the lease lives at least that long):
  *         hf_etcdlease_lost turns true then, even while a keep-alive is in
@@ -78,7 +78,7 @@ int64_t hf_etcdlease_ttl_ms(const struct hf_etcdlease *l)
 
 bool hf_etcdlease_lost(struct hf_etcdlease *l)
 {
-	/* EL8: past the lease's last proven life, whatever the thread does */
+	/* LE2: past the lease's last proven life, whatever the thread does */
 	return atomic_load(&l->lost) != 0 ||
 	       (l->ka_on && hf_sys_mono_ns() >= atomic_load(&l->alive_until));
 }
@@ -152,7 +152,7 @@ int hf_etcdlease_renew(struct hf_etcdlease *l, struct hf_etcd *c, int stop_fd, c
 	}
 }
 
-/* ---- the keep-alive thread (EL5) ----------------------------------------------- */
+/* ---- the keep-alive thread (LE1) ----------------------------------------------- */
 
 static void *ka_main(void *arg)
 {
@@ -172,7 +172,7 @@ static void *ka_main(void *arg)
 				atomic_store(&l->lost, 1);
 				break;
 			}
-			hf_etcd_cap_ms(c, period / 2); /* EL8 */
+			hf_etcd_cap_ms(c, period / 2); /* LE2 */
 			hf_etcd_prefer(c, l->ka_ep);
 		}
 		int rc = hf_etcdlease_renew(l, c, l->ka_pipe[0], why, sizeof why);
@@ -190,13 +190,13 @@ static void *ka_main(void *arg)
 void hf_etcdlease_set(struct hf_etcdlease *l, int64_t id, int64_t sent_ns)
 {
 	l->id = id;
-	/* EL8: from the send of its grant or last answered keep-alive */
+	/* LE2: from the send of its grant or last answered keep-alive */
 	atomic_store(&l->alive_until, sent_ns + hf_etcdlease_ttl_ms(l) * 1000000LL);
 }
 
 int hf_etcdlease_start(struct hf_etcdlease *l, struct hf_etcd *c)
 {
-	assert(!l->ka_on && l->id && "EL5"); /* one keep-alive, of what is held */
+	assert(!l->ka_on && l->id && "LE1"); /* one keep-alive, of what is held */
 	atomic_store(&l->lost, 0);
 	l->ka_ep = hf_etcd_endpoint(c); /* the member that answered us last */
 	int rc = hf_sys_pipe2(l->ka_pipe, O_CLOEXEC);
@@ -219,7 +219,7 @@ void hf_etcdlease_unkeep(struct hf_etcdlease *l, struct hf_etcd *c)
 	if (!l->ka_on)
 		return;
 	if (l->ka_pid != getpid()) { /* a forked child: the thread and its pipe
-					are the parent's (EL5) */
+					are the parent's (LE1) */
 		l->ka_on = false;
 		l->ka_pipe[0] = l->ka_pipe[1] = -1;
 		hf_etcd_forget(c);
@@ -262,7 +262,7 @@ int hf_etcdlease_keep(struct hf_etcdlease *l, struct hf_etcd *c, const struct hf
 	int64_t period = hf_etcdlease_ttl_ms(l) / 3, last_ok = hf_sys_mono_ns();
 	if (atomic_load(&l->alive_until) == 0)
 		atomic_store(&l->alive_until, last_ok + hf_etcdlease_ttl_ms(l) * 1000000LL);
-	hf_etcd_cap_ms(c, period / 2); /* EL8 */
+	hf_etcd_cap_ms(c, period / 2); /* LE2 */
 	for (;;) {
 		int fds[HF_PROCSET_MAX];
 		unsigned nfd = hf_procset_fds(&owners, fds);
@@ -294,7 +294,7 @@ int hf_etcdlease_keep(struct hf_etcdlease *l, struct hf_etcd *c, const struct hf
 			l->id = 0;
 			break;
 		}
-		rc = HF_ELOST; /* not renewed within its TTL (EL8) */
+		rc = HF_ELOST; /* not renewed within its TTL (LE2) */
 		break;
 	}
 	hf_procset_close(&owners);

@@ -1,10 +1,10 @@
 /*
  * etcdlease.h - a lease of etcd and its keep-alive (etcdlease.c): grant,
  * revoke, one keep-alive, a thread renewing it every TTL/3 for a handle,
- * "lost" once its last proven life is over (EL8), and keeping it alive for
+ * "lost" once its last proven life is over (LE2), and keeping it alive for
  * an owner process. The lock on etcd (etcdlock.c) and the scope registry
  * on etcd (etcdscope.c) hold one each. Not part of the public API; the
- * invariants (EL5, EL8) and hazards are in etcdlease.c.
+ * invariants (LE1, LE2) and hazards are in etcdlease.c.
  */
 #ifndef HF_ETCDLEASE_H
 #define HF_ETCDLEASE_H
@@ -25,12 +25,12 @@ struct hf_etcdlease {
 	const struct hf_etcd_cfg *cfg;
 	int64_t ttl_ms;              /* asked; granted rounded up to a second     */
 	int64_t id;                  /* the lease held (0: none)                  */
-	/* the keep-alive (EL5) */
+	/* the keep-alive (LE1) */
 	pthread_t ka;
 	bool ka_on;
 	int ka_pipe[2];
 	atomic_int lost;
-	_Atomic int64_t alive_until; /* EL8: CLOCK_MONOTONIC ns                   */
+	_Atomic int64_t alive_until; /* LE2: CLOCK_MONOTONIC ns                   */
 	size_t ka_ep;                /* the endpoint the keep-alive starts at     */
 	pid_t ka_pid;                /* the process whose thread it is            */
 };
@@ -57,19 +57,19 @@ int hf_etcdlease_keepalive(struct hf_etcd *c, int64_t id, char *why, size_t n);
 
 /* l holds lease id from now on (0: none; not revoked), its life proven
  * until TTL after sent_ns (CLOCK_MONOTONIC at the send of its grant or of
- * the last keep-alive etcd answered, EL8). No thread. */
+ * the last keep-alive etcd answered, LE2). No thread. */
 void hf_etcdlease_set(struct hf_etcdlease *l, int64_t id, int64_t sent_ns);
-/* Start the keep-alive thread of the lease l holds (EL5), at the endpoint
+/* Start the keep-alive thread of the lease l holds (LE1), at the endpoint
  * that answered c last. 0; -errno (no thread). */
 int hf_etcdlease_start(struct hf_etcdlease *l, struct hf_etcd *c);
 /* Stop keeping the lease alive here (detach): the lease stays, with its
- * TTL running; the thread is joined before this returns (EL5). c: the
+ * TTL running; the thread is joined before this returns (LE1). c: the
  * handle's connection (forgotten in a forked child: the parent's). */
 void hf_etcdlease_unkeep(struct hf_etcdlease *l, struct hf_etcd *c);
-/* Is the lease held past its last proven life (EL8), or did its keep-alive
+/* Is the lease held past its last proven life (LE2), or did its keep-alive
  * see it end (expired, revoked elsewhere)? */
 bool hf_etcdlease_lost(struct hf_etcdlease *l);
-/* EL8: renew l's lease on c once, failing over to the next member at once
+/* LE2: renew l's lease on c once, failing over to the next member at once
  * after a failure (each attempt bounded by c's cap) until it is renewed (0:
  * its life proven until TTL after the send of the answered attempt), it is
  * gone (-ENOENT), its last proven life is over (the last failure), or
@@ -79,7 +79,7 @@ int hf_etcdlease_renew(struct hf_etcdlease *l, struct hf_etcd *c, int stop_fd, c
 /* Keep l's lease alive on c for its owner (o's pid and start time, and its
  * chain, OW5): until the owner and its chain have all ended (then the lease
  * is revoked: 0), the lease ends elsewhere (HF_ENOTHELD), or it could not be
- * renewed within its TTL (HF_ELOST, EL8). No lease held: HF_ENOTHELD. */
+ * renewed within its TTL (HF_ELOST, LE2). No lease held: HF_ENOTHELD. */
 int hf_etcdlease_keep(struct hf_etcdlease *l, struct hf_etcd *c, const struct hf_owner *o,
 		      char *why, size_t n);
 

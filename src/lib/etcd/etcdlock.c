@@ -101,8 +101,9 @@
  *   (EL4) A wait is a watch, never a poll: it wakes on an event of the key
  *         after the revision it was judged at, its deadline or its cancel
  *         descriptor.
- *   (EL5) The lease's keep-alive: etcdlease.c states it (the lease module,
- *         which every lease on etcd a handle holds shares).
+ *   The lease's keep-alive (LE1) and a holder's belief in its lease (LE2)
+ *         are the lease module's (etcdlease.c), which every lease on etcd a
+ *         handle holds shares.
  *   (EL6) A renewal writes only the acquisition it judged: its put is
  *         guarded by create_revision == the fence and mod_revision == the
  *         revision it read, so it never writes over a newer acquisition's
@@ -112,7 +113,6 @@
  *         the existing key (create_revision unchanged) and names the key's
  *         own lease - a put without it would detach the key from its lease
  *         and leave it forever, whatever became of its owner.
- *   (EL8) A holder's belief in its lease: etcdlease.c states it.
  *   (EL9) A waiting acquisition outlives a failed request only within its
  *         deadline and HF_ETCD_RETRIES failures in a row: a txn that may have
  *         been applied is judged again, never assumed lost, and step 3
@@ -129,7 +129,7 @@
  *          fence of the old one as long as the old store made fewer
  *          revisions than microseconds passed between its epoch and the new
  *          one's (etcd commits far fewer than 10^6 writes a second) and the
- *          wall clock did not step back between the two (DL15's argument),
+ *          wall clock did not step back between the two (fence.c FC2's argument),
  *          and at least the store's revision + 1: above every fence an
  *          older holdfast handed out (a create_revision), so fences grow
  *          across the upgrade too. A key made before the epoch key keeps
@@ -137,7 +137,7 @@
  *          still checks); every other is epoch + create_revision. A fence
  *          past INT64_MAX is -EOVERFLOW (the put's lease revoked: nothing
  *          held), never a wrap; an epoch key of another form is -EPROTO,
- *          never a number taken from junk (DL18).
+ *          never a number taken from junk (fence.c, FC3).
  *
  * Hazards
  * -------
@@ -187,7 +187,7 @@ struct hf_etcdlock {
 	size_t klen;
 	char *key64;
 	char *epoch64;          /* HF_ETCD_EPOCH_KEY in base64 (EL10)        */
-	struct hf_etcdlease lease; /* what the handle holds, its keep-alive (EL5) */
+	struct hf_etcdlease lease; /* what the handle holds, its keep-alive (LE1) */
 	char why[HF_ETCD_WHY_MAX];
 };
 
@@ -310,7 +310,7 @@ int64_t hf_etcdlock_ttl_ms(const struct hf_etcdlock *el)
 
 bool hf_etcdlock_lost(struct hf_etcdlock *el)
 {
-	return hf_etcdlease_lost(&el->lease); /* EL8 */
+	return hf_etcdlease_lost(&el->lease); /* LE2 */
 }
 
 /* ---- requests ---------------------------------------------------------------- */
@@ -388,7 +388,7 @@ int hf_etcd_epoch_parse(const json_t *range, struct hf_etcd_epoch *ep, char *why
 	free(v);
 	ok = ok && value >= 1 && value <= HF_ETCD_EPOCH_MAX &&
 	     hf_etcd_i64(kv, "create_revision", &cr) == 0 && cr > 0;
-	if (!ok) { /* DL18's rule: a number only in the form its writer writes */
+	if (!ok) { /* FC3's rule (fence.c): a number only in the form its writer writes */
 		snprintf(why, n,
 			 "etcd: the key " HF_ETCD_EPOCH_KEY " holds no fence epoch (decimal "
 			 "microseconds, 1 to 2^62): fences cannot be made; delete it only with "
@@ -509,7 +509,7 @@ void hf_etcdlock_free(struct hf_etcdlock *el)
 {
 	if (!el)
 		return;
-	hf_etcdlease_clear(&el->lease, el->conn); /* joins the keep-alive (EL5) */
+	hf_etcdlease_clear(&el->lease, el->conn); /* joins the keep-alive (LE1) */
 	hf_etcd_close(el->conn);
 	hf_etcd_cfg_clear(&el->cfg);
 	free(el->key);
@@ -591,10 +591,10 @@ static int held(struct hf_etcdlock *el, struct hf_lock_info *ret, const struct h
 	ret->max_hold_ms = max_hold;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = -1;
-	hf_etcdlease_set(&el->lease, lease, granted); /* EL8: its life from the grant */
+	hf_etcdlease_set(&el->lease, lease, granted); /* LE2: its life from the grant */
 	if (me->lease_ms > 0)
 		return 0; /* OW6: a lease that only hf_lock_renew keeps alive */
-	int rc = hf_etcdlease_start(&el->lease, el->conn); /* EL5 */
+	int rc = hf_etcdlease_start(&el->lease, el->conn); /* LE1 */
 	if (rc < 0) {
 		snprintf(el->why, sizeof el->why, "no keep-alive thread: %s", strerror(-rc));
 		hf_etcdlease_revoke(el->conn, lease, el->why, sizeof el->why);
@@ -641,7 +641,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 	free(text);
 	if (!v64)
 		return -ENOMEM;
-	assert(!el->lease.ka_on && "EL5"); /* the handle holds nothing (HL1) */
+	assert(!el->lease.ka_on && "LE1"); /* the handle holds nothing (HL1) */
 	el->lease.id = 0; /* a detached acquisition's: its keeper's or its TTL's now */
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
 			   hf_sys_mono_ns() + o->wait_ms * 1000000LL;
@@ -738,7 +738,7 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 	el->why[0] = '\0';
 	int rc;
 	if (el->lease.id) {
-		hf_etcdlock_unkeep(el); /* EL5: stopped before the revoke */
+		hf_etcdlock_unkeep(el); /* LE1: stopped before the revoke */
 		rc = hf_etcdlease_revoke(el->conn, el->lease.id, el->why, sizeof el->why); /* EL3 */
 		if (rc == -EIO) {
 			/* a revoke is idempotent: once more, at the next member

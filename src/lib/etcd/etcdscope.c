@@ -21,7 +21,7 @@
  *            parents at registration, nearest first.
  *   lease    one per registration, TTL (default 10 s), attached to the pod
  *            key: the pod lives while it is kept alive - by a thread of the
- *            handle (the lease module's keep-alive, etcdlease.c, EL5) or by
+ *            handle (the lease module's keep-alive, etcdlease.c, LE1) or by
  *            `holdfast scope register`'s keeper (hf_etcdlease_keep), which
  *            revokes it the moment the owner ends.
  *   generation  the pod key's create_revision (a fencing token, strictly
@@ -122,7 +122,7 @@
 struct hf_etcdscope {
 	struct hf_etcd_cfg cfg;
 	struct hf_etcd *conn;
-	struct hf_etcdlease lease; /* the registration's, and its keep-alive (EL5) */
+	struct hf_etcdlease lease; /* the registration's, and its keep-alive (LE1) */
 	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
 	char held[HF_POD_NAME_MAX + 1]; /* the name es registered last, its generation */
 	uint64_t held_gen;
@@ -153,7 +153,7 @@ void hf_etcdscope_free(struct hf_etcdscope *es)
 {
 	if (!es)
 		return;
-	hf_etcdlease_clear(&es->lease, es->conn); /* joins the keep-alive (EL5) */
+	hf_etcdlease_clear(&es->lease, es->conn); /* joins the keep-alive (LE1) */
 	if (es->made_by != getpid())
 		hf_etcd_forget(es->conn); /* a forked child: the parent's socket */
 	hf_etcd_close(es->conn);
@@ -240,7 +240,7 @@ static int wait_change(struct hf_etcdscope *es, int64_t rev, int64_t deadline, i
 		if (rc != HF_ETIMEDOUT || (deadline >= 0 && hf_sys_mono_ns() >= deadline))
 			return rc;
 		/* half its TTL gone waiting: the waiter's lease must not end */
-		int64_t sent = hf_sys_mono_ns(); /* EL8: its life counts from the send */
+		int64_t sent = hf_sys_mono_ns(); /* LE2: its life counts from the send */
 		rc = hf_etcdlease_keepalive(es->conn, *lease, es->why, sizeof es->why);
 		if (rc == -ENOENT) {
 			sent = hf_sys_mono_ns();
@@ -485,7 +485,7 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	int rc = hf_scopereg_request_check(req, err); /* step 1 */
 	if (rc < 0)
 		return say(err, rc, es, NULL);
-	assert(!es->lease.id && !es->lease.ka_on && "EL5"); /* the handle holds nothing */
+	assert(!es->lease.id && !es->lease.ka_on && "LE1"); /* the handle holds nothing */
 	struct hf_regreq *q;
 	struct hf_scopereg_request byp = *req;
 	byp.by_path = true; /* specs meet by path only on etcd */
@@ -646,9 +646,9 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	if (have)
 		loaded_clear(&l);
 	hf_regreq_free(q);
-	if (rc == 0) { /* ours from now on, alive since its last answered send (EL8) */
+	if (rc == 0) { /* ours from now on, alive since its last answered send (LE2) */
 		hf_etcdlease_set(&es->lease, lease, granted);
-		if ((rc = hf_etcdlease_start(&es->lease, es->conn)) < 0) { /* EL5 */
+		if ((rc = hf_etcdlease_start(&es->lease, es->conn)) < 0) { /* LE1 */
 			say(err, rc, es, "no keep-alive thread");
 			hf_etcdlease_set(&es->lease, 0, 0);
 		}
@@ -677,7 +677,7 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 	if (mine && !strcmp(name, es->held) && (!generation || generation == es->held_gen)) {
 		/* what es registered: its lease names that key alone (ES3) - one
 		 * request; gone already (expired, revoked elsewhere): read below */
-		hf_etcdlease_unkeep(&es->lease, es->conn); /* EL5: stopped before the revoke */
+		hf_etcdlease_unkeep(&es->lease, es->conn); /* LE1: stopped before the revoke */
 		hf_etcdlease_set(&es->lease, 0, 0);
 		int rc = lease_revoke(es, mine);
 		if (rc == -EIO) { /* idempotent: once more at the next member */
@@ -700,7 +700,7 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
 		rc = say(err, HF_ENOTYOURS, es, NULL);
 	} else {
-		if (l.lease[i] == es->lease.id) { /* EL5: stopped before the revoke */
+		if (l.lease[i] == es->lease.id) { /* LE1: stopped before the revoke */
 			hf_etcdlease_unkeep(&es->lease, es->conn);
 			hf_etcdlease_set(&es->lease, 0, 0);
 		}

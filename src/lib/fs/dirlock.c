@@ -1,7 +1,8 @@
 /*
  * dirlock.c - the short directory lock: mkdir-style exclusion, an owner
  * record published by link, claims for every destructive step, a sweep of
- * what crashes leave, and a fence per entry. Model-checked as built
+ * what crashes leave, and a fence per entry (the counter is fence.c's).
+ * Model-checked as built
  * (model/dirlock.pml: its A3-A7 and W1-W3 are DA3-DA7 and DW1-DW3 here;
  * its A1 (mkdir L) and A2 (open, flock) are DA0-DA2, a directory made and
  * locked aside, then renamed to L).
@@ -22,12 +23,8 @@
  *                           made complete under .L.holdfast.new-<16 hex> and
  *                           renamed into place (DL16)
  *   P/L.holdfast/.gitignore "*": git shows and stages nothing of it (DL16)
- *   P/L.holdfast/fence      the fence counter "<fence> <reserve> <boot id>
- *                           <entered>" (entered: the fence of the last
- *                           entry), read and written in place under flock(2)
- *   P/L.holdfast/fence.reserve   durable bound on every fence handed out;
- *                           a new counter starts at the wall clock in
- *                           microseconds (DL15)
+ *   P/L.holdfast/fence, fence.reserve   the fence counter and its durable
+ *                           reservation: fence.c (FC1-FC4)
  *   P/L.holdfast/n-<ms>-<hex>/   a new lock directory being prepared: made
  *                           and locked (shared flock) here, then renamed to
  *                           L; a waiter keeps its own between attempts. One
@@ -51,7 +48,7 @@
  *     DA1 rename it to L, RENAME_NOREPLACE: the directory appears at L with
  *         its kernel lock already held           (EEXIST: DJ1, keep it)
  *     DA2 (the descriptor of DA0 is the lock's directory now)
- *     DA3 fence f = counter + 1, under flock                        (DL7)
+ *     DA3 fence f = counter + 1, under flock (fence.c FT1-FT3)      (FC1)
  *     DA4 publish the owner record with f into our directory, through its
  *         descriptor: O_TMPFILE + linkat, never replacing           (DL1)
  *     DA5 look at the claims: fstat(L.holdfast) link count, readdir unless
@@ -63,31 +60,33 @@
  *         critical section (its record stays in its directory all through).
  *     DA6 read L/owner back at the canonical path: byte-identical   (DL2)
  *     DA7 under flock, counter == f: entered (recorded as the counter's
- *         "entered"). Last step.                                    (DL7)
+ *         "entered", fence.c's Enter). Last step.                   (FC1)
  *     The descriptor of DA2 is handed to the caller (hf_lock_info.live_fd):
  *     the kernel lock lives as long as the owner holds it.
  *     A failed attempt after DA1 withdraws (DW) and retries or waits; the
  *     directory of DA0, if it never went to L, is removed by its unique name
  *     when the acquisition ends.
- *   Judge (DJ1, L exists): open L, read L/owner. Dead owner (DL6), leaked
- *     owner, no complete record while the directory's kernel lock is free
- *     (its maker is gone: it renamed the directory into L already locked;
- *     the judge keeps the lock exclusively while it reaps) or past the
- *     stale window: reap (DJ2); else held.
- *   Reap (DJ2): take L into one's own claim (hf_claim_take, NOREPLACE),
- *     verify what was judged (token; or no record + the same directory,
- *     pinned by the open descriptor), remove it; on a mismatch restore it
- *     (hf_claim_restore: NOREPLACE + re-checks) or leave it as a barrier.
- *                                                              (DL3, DL4)
+ *   Judge and reap (DJ, L exists):
+ *     DJ1 open L, read L/owner. Dead owner (DL6), leaked owner, no complete
+ *         record while the directory's kernel lock is free (its maker is
+ *         gone: it renamed the directory into L already locked; the judge
+ *         keeps the lock exclusively while it reaps) or past the stale
+ *         window: reap (DJ2); else held.
+ *     DJ2 reap: take L into one's own claim (hf_claim_take, NOREPLACE),
+ *         verify what was judged (token; or no record + the same directory,
+ *         pinned by the open descriptor), remove it; on a mismatch restore
+ *         it (hf_claim_restore: NOREPLACE + re-checks) or leave it as a
+ *         barrier.                                             (DL3, DL4)
  *   Withdraw by the acquirer itself (DW; a denied or failed attempt): it
  *     holds the descriptor of its directory, wherever that is now (at L, or
- *     in anyone's claim). DW1 if the record in it is its own, unlink it
- *     through the descriptor - from then on no record of the attempt exists
- *     anywhere (DL10). DW2 if the directory is at L, take L into one's own
- *     self-claim, verify it is that directory and record-less, remove it;
- *     elsewhere leave it (record-less: its claim's owner removes it, or it
- *     is reapable once DW3 is done). DW3 close the descriptor: the kernel
- *     lock goes.
+ *     in anyone's claim).
+ *     DW1 if the record in it is its own, unlink it through the descriptor
+ *         - from then on no record of the attempt exists anywhere (DL10).
+ *     DW2 if the directory is at L, take L into one's own self-claim,
+ *         verify it is that directory and record-less, remove it; elsewhere
+ *         leave it (record-less: its claim's owner removes it, or it is
+ *         reapable once DW3 is done).
+ *     DW3 close the descriptor: the kernel lock goes.
  *   Release by token (DT; any process, e.g. `holdfast lock release`): if
  *     L/owner is the token's, take L into one's own self-claim, verify the
  *     token there, remove. Else (or on a mismatch, after restoring) find
@@ -112,16 +111,15 @@
  *     A reaper that judged the old record finds other bytes in its claim
  *     and puts the renewed one back (DL14); one that judged it before DR4
  *     and removed it after leaves DR4 nothing (-ENOENT: HF_ELOST).
- *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *   Release by the holder (hf_dirlock_release_kept; hf_lock handles): the
-     directories the acquisition opened stay open until the release
-     (hf_dirlock_kept), so the release opens nothing first. If the
-     directory its live_fd pins is at L (fstat against fstatat), take L
-     into its self-claim at once and verify there the same inode; remove.
-     Not at L (moved into a claim: a barrier), or gone from the claim: the
-     release by token above. A claim holding another inode (L changed
-     hands between the look and the take) goes back (DL4).      (DL17)
-   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
+ *     directories the acquisition opened stay open until the release
+ *     (hf_dirlock_kept), so the release opens nothing first. If the
+ *     directory its live_fd pins is at L (fstat against fstatat), take L
+ *     into its self-claim at once and verify there the same inode; remove.
+ *     Not at L (moved into a claim: a barrier), or gone from the claim: the
+ *     release by token above. A claim holding another inode (L changed
+ *     hands between the look and the take) goes back (DL4).      (DL17)
+ *   Hold (hf_dirlock_hold): a shared flock of the counter, under which no
  *     acquirer passes DA3 or DA7, taken only while the counter's last entry
  *     is the holder's and its record exists.                      (DL12)
  *   Sweep: a claim whose record's owner is proven dead or leaked (at any
@@ -156,7 +154,7 @@
  *   (DL2) A holder enters only after (a) its record was published, (b) a
  *         look after publication found no claim that may hide a live holder
  *         (an error denies), (c) the record read back at the canonical path
- *         is the one it published, (d) the fence check (DL7) passed.
+ *         is the one it published, (d) the fence check (FC1) passed.
  *   (DL3) Nothing is removed from a lock directory except in one's own
  *         claim, after verifying there the identity that was judged: the
  *         token, or for a record-less directory its inode while a descriptor
@@ -181,13 +179,8 @@
  *         can only understate the age; mtime can be set backwards by anyone
  *         and is never used) or, for a claim, by the time in its name. A
  *         record without a time is dated by the ctime too.
- *   (DL7) Fences: allocated under flock after DA1, and checked equal to the
- *         counter as the last step before entering. Entries happen in check
- *         order and the counter only grows, so successive holders' fences
- *         strictly increase. A new boot (boot id changed: unsynced writes
- *         may be lost) restarts the counter from the durable reserve, which
- *         is >= every fence ever handed out (fsync'ed before use). A fence
- *         never passes INT64_MAX (a JSON integer): -EOVERFLOW.
+ *   The fence counter's invariants (FC1, FC2, FC3 before) are fence.c's
+ *   FC1-FC3.
  *   (DL8) Claims are found without scanning the parent: they live in
  *         L.holdfast/, whose link count (2 + subdirectories, on tmpfs, ext4
  *         and xfs: checked by fstatfs) shows in one fstat that there is none.
@@ -224,14 +217,6 @@
  *          of all its bytes: a record renewed (DR4) after it was judged is
  *          not the record judged, and goes back (DL4). Records are never
  *          rewritten otherwise, so for every other record this is the token.
- *   (DL15) A new counter (no fence line, no reservation: a state directory
- *          made now, or deleted and made again) starts at the wall clock in
- *          microseconds, so its first fence is above every fence an earlier
- *          counter of this path handed out - as long as that counter gave
- *          fewer fences than microseconds passed between its creation and
- *          this one (each fence costs several system calls) and the wall
- *          clock did not step back between the two. "TOKEN FENCE" keeps its
- *          form; the numbers are large (about 1.8e15, far below INT64_MAX).
  *   (DL16) The state directory appears complete, with its .gitignore: made
  *          under a temporary name beside L and renamed to L.holdfast with
  *          RENAME_NOREPLACE (EEXIST: another made it first; ours goes).
@@ -244,10 +229,6 @@
  *          the verification DL3 asks for. It is DT's take-verify-remove
  *          with the first look made by inode: the model's release
  *          (model/dirlock.pml) is unchanged.
- *   (DL18) A fence counter is read only in the form its writer writes
- *          (hf_fence_parse / hf_fence_format): decimal fields, fence <=
- *          reserve <= FENCE_MAX, entered <= fence; anything else is
- *          unreadable, never a number taken from junk.
  *   (DL19) holdfast never makes a subdirectory in a lock directory, and
  *          never removes one: a directory at L holding one (a user's or a
  *          tool's) is not reaped nor released. Verified in a claim, it goes
@@ -262,7 +243,7 @@
  *   - A holder suspended past max(max-hold, stale) is reaped while it still
  *     believes it holds the lock: the resource must check the fence.
  *   - Removing L.holdfast while the lock is in use loses claims (barriers);
- *     the fences go on above the old ones (DL15) unless the wall clock was
+ *     the fences go on above the old ones (FC2) unless the wall clock was
  *     set back meanwhile: never do that.
  *   - A renewal racing a reaper can lose (HF_ELOST: the lock is gone) or
  *     leave its directory in the reaper's claim when the reaper's put-back
@@ -306,16 +287,11 @@
 #define STATE_SUFFIX ".holdfast"
 #define CLAIM_PREFIX "c-"
 #define NEW_PREFIX "n-"
-#define FENCE_FILE "fence"
-#define RESERVE_FILE "fence.reserve"
 #define GITIGNORE_FILE ".gitignore"
-#define RESERVE_STEP 1024
-#define FENCE_MAX ((uint64_t)INT64_MAX)
 #define OWNER_MAX 4096
 _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (hf_dirlock_record_format)");
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
-#define FLOCK_BOUND_MS 5000 /* DL11: the counter is held for a few syscalls */
 #define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
 #define OPEN_REC (O_NONBLOCK | O_NOCTTY) /* with hf_read_small_at's O_NOFOLLOW */
 
@@ -328,7 +304,7 @@ struct lk {
 	int pfd;                        /* P                                 */
 	int sfd;                        /* P/L.holdfast                      */
 	int ffd;                        /* its fence counter, opened once per
-					   acquisition (fence_open), or -1    */
+					   acquisition (hf_fence_open), or -1 */
 	char base[NAME_MAX + 1];        /* L                                 */
 	char sname[NAME_MAX + 16];      /* L.holdfast                        */
 	char parent[PATH_MAX];          /* P, for the waiter's inotify watch */
@@ -356,7 +332,6 @@ struct place {
 
 #define RETRY 1 /* internal: try again at once */
 #define HF_EFOREIGN_DIR 2 /* internal: a lock directory with a subdirectory (DL19) */
-#define FENCE_LOST (-4095) /* internal: HF_EUNREADABLE of the fence reservation */
 #define DIR_FOREIGN (-4094) /* internal: HF_EUNREADABLE of DL19, never waited out */
 
 /* --- owner records ---------------------------------------------------------- */
@@ -1179,263 +1154,6 @@ static void withdraw_own(struct lk *l, int lfd, const char *token)
 				.fd = lfd };
 	take_verify_remove(l, l->pfd, l->base, &judged, token, ROLE(WITHDRAW));
 }
-/* --- fences (DL7) -------------------------------------------------------------- */
-
-/* "<fence> <reserve> <boot id> <entered>\n", fixed width: rewritten in
- * place under the flock, never torn into a shorter line. */
-size_t hf_fence_format(char *line, const struct hf_fence_line *fl)
-{
-	char *p = line;
-	p = hf_put_u64w(p, fl->fence, 20);
-	*p++ = ' ';
-	p = hf_put_u64w(p, fl->reserve, 20);
-	*p++ = ' ';
-	p = hf_put_str(p, fl->boot);
-	*p++ = ' ';
-	p = hf_put_u64w(p, fl->entered, 20);
-	*p++ = '\n';
-	return (size_t)(p - line);
-}
-
-static int fence_write(int fd, const struct hf_fence_line *fl)
-{
-	char line[HF_FENCE_LINE_MAX];
-	ssize_t w = hf_sys_pwrite(fd, line, hf_fence_format(line, fl), 0);
-	return w < 0 ? (int)w : 0;
-}
-
-/* A decimal field at *pp ending at stop: 0 and *ret, or -1. No strtoull:
- * the counter is read twice in every acquisition. */
-static int fence_u64(const char **pp, char stop, uint64_t *ret)
-{
-	const char *p = *pp;
-	uint64_t v = 0;
-	if (*p < '0' || *p > '9')
-		return -1;
-	while (*p == '0' && p[1] >= '0' && p[1] <= '9')
-		p++; /* the padding */
-	for (; *p >= '0' && *p <= '9'; p++)
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
-			return -1;
-	if (*p != stop && !(stop == '\n' && *p == '\0'))
-		return -1;
-	*pp = p;
-	*ret = v;
-	return 0;
-}
-
-/* DL18: what a counter is - its first line "<fence> <reserve> <boot id>
- * [<entered>]" (decimal fields, zero-padded or not; the boot id 1 to 36
- * printable bytes without white space), fence <= reserve <= FENCE_MAX and
- * entered <= fence, ending in '\n' or the end of the file; no NUL byte in
- * it. What follows the first newline is ignored: the line is rewritten in
- * place, never truncated, so a longer line written before leaves its tail
- * there. */
-int hf_fence_parse(const char *buf, size_t n, struct hf_fence_line *fl)
-{
-	const char *nl = memchr(buf, '\n', n);
-	size_t line = nl ? (size_t)(nl - buf) : n;
-	char tmp[HF_FENCE_LINE_MAX + 2];
-	if (n == 0)
-		return -ENODATA; /* a new counter */
-	if (line > HF_FENCE_LINE_MAX || memchr(buf, '\0', line))
-		return HF_EUNREADABLE;
-	memcpy(tmp, buf, line);
-	tmp[line] = '\n';
-	tmp[line + 1] = '\0';
-	const char *p = tmp;
-	uint64_t f, r;
-	if (fence_u64(&p, ' ', &f) < 0)
-		return HF_EUNREADABLE;
-	p++;
-	if (fence_u64(&p, ' ', &r) < 0 || f > r || r > FENCE_MAX)
-		return HF_EUNREADABLE;
-	p++;
-	size_t bl = 0;
-	while (p[bl] > ' ' && p[bl] < 0x7f)
-		bl++;
-	if (bl == 0 || bl > HF_BOOTID_LEN || (p[bl] != '\n' && p[bl] != ' '))
-		return HF_EUNREADABLE;
-	uint64_t e = f; /* an older three-field line: its last fence */
-	if (p[bl] == ' ') {
-		const char *q = p + bl + 1;
-		if (fence_u64(&q, '\n', &e) < 0 || e > f)
-			return HF_EUNREADABLE;
-	}
-	fl->fence = f;
-	fl->reserve = r;
-	memcpy(fl->boot, p, bl);
-	fl->boot[bl] = '\0';
-	fl->entered = e;
-	return 0;
-}
-
-static int fence_read(int fd, struct hf_fence_line *fl)
-{
-	char buf[HF_FENCE_LINE_MAX + 1];
-	ssize_t n = hf_sys_pread(fd, buf, sizeof buf, 0);
-	if (n < 0)
-		return (int)n;
-	return hf_fence_parse(buf, (size_t)n, fl);
-}
-
-int hf_fence_reserve_parse(const char *buf, size_t n, uint64_t *ret)
-{
-	/* "<reserve>\n" as fence_alloc writes it: digits only */
-	char tmp[24];
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	if (n == 0 || n >= sizeof tmp || memchr(buf, '\0', n))
-		return HF_EUNREADABLE;
-	memcpy(tmp, buf, n);
-	tmp[n] = '\0';
-	return hf_parse_u64(tmp, FENCE_MAX, ret) == 0 ? 0 : HF_EUNREADABLE;
-}
-
-/* The durable reservation; 0 when there is none and the counter is new
- * (missing_ok), else a missing one refuses: a guess could repeat a fence. */
-static int reserve_read(struct lk *l, bool missing_ok, uint64_t *ret, char *why, size_t n)
-{
-	char buf[66];
-	ssize_t got = hf_read_small_at(l->sfd, RESERVE_FILE, OPEN_REC, buf, sizeof buf, NULL);
-	int rc = got < 0 ? (int)got : 0;
-	if (rc == -ENOENT && missing_ok) {
-		*ret = 0;
-		return 0;
-	}
-	bool ok = false;
-	uint64_t v = 0;
-	if (rc == 0) {
-		ok = hf_fence_reserve_parse(buf, (size_t)got, &v) == 0;
-	} else if (rc != -ENOENT && rc != -EFBIG) {
-		return rc;
-	}
-	if (!ok) {
-		/* refuse: a lower guess could repeat a fence */
-		snprintf(why, n,
-			 "the fence counter was lost and its reservation %.60s/" RESERVE_FILE
-			 " is %s (it bounds every fence handed out: a guess could repeat one)",
-			 l->sname, rc == -ENOENT ? "missing" : "not a number");
-		return FENCE_LOST;
-	}
-	*ret = v;
-	return 0;
-}
-
-/* DL11: take a flock of the counter without blocking, within FLOCK_BOUND_MS:
- * an acquirer holds it for the few system calls of DA3 (or an edit's commit,
- * hf_dirlock_hold), so a longer wait means a stopped process: -EBUSY. */
-static int flock_bounded(int fd, int op)
-{
-	int64_t deadline = hf_sys_mono_ns() + FLOCK_BOUND_MS * 1000000LL;
-	int64_t nap = 1;
-	for (;;) {
-		int rc = hf_sys_flock(fd, op | LOCK_NB);
-		if (rc != -EWOULDBLOCK)
-			return rc;
-		if (hf_sys_mono_ns() >= deadline)
-			return -EBUSY;
-		hf_sys_sleep_ms(nap);
-		if (nap < 32)
-			nap *= 2;
-	}
-}
-
-/* The counter's descriptor (l->ffd), opened once per acquisition and kept
- * across its attempts - by a waiter before it sleeps, so that the attempt
- * after a release does not open it (and by a holder until its release,
- * hf_dirlock_kept). Never locked between the steps that lock it. */
-static int fence_open(struct lk *l)
-{
-	if (l->ffd >= 0)
-		return l->ffd;
-	int fd = hf_sys_openat(l->sfd, FENCE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-			       0600);
-	if (fd >= 0)
-		l->ffd = fd;
-	return fd;
-}
-
-/* DA3: f = counter + 1 under LOCK_EX. 0, *ret_f; HF_EUNREADABLE with why
- * (n bytes) when the reservation is lost. */
-static int fence_alloc(struct lk *l, uint64_t *ret_f, char *why, size_t why_n)
-{
-	int fd = fence_open(l);
-	if (fd < 0)
-		return fd;
-	int rc = flock_bounded(fd, LOCK_EX);
-	if (rc < 0)
-		return rc;
-	struct hf_fence_line fl;
-	const char *boot = hf_boot_id();
-	rc = fence_read(fd, &fl);
-	if (rc < 0 && rc != HF_EUNREADABLE && rc != -ENODATA)
-		goto unlock;
-	if (rc < 0 || strcmp(fl.boot, boot) != 0) {
-		/* new, unreadable, or from another boot (unsynced counts may be
-		 * lost): restart from the durable reservation (DL7) */
-		bool fresh = rc == -ENODATA;
-		rc = reserve_read(l, fresh, &fl.reserve, why, why_n);
-		if (rc < 0)
-			goto unlock;
-		if (fresh && fl.reserve == 0) {
-			/* DL15: a counter made now starts above every fence a
-			 * counter made earlier at this path can have handed out
-			 * (its state directory deleted: git clean -fdx) */
-			int64_t us = hf_sys_now_us();
-			fl.reserve = us > 0 && (uint64_t)us < FENCE_MAX / 2 ? (uint64_t)us : 0;
-		}
-		fl.fence = fl.reserve;
-		fl.entered = 0;
-		snprintf(fl.boot, sizeof fl.boot, "%s", boot);
-	}
-	if (fl.fence >= FENCE_MAX) {
-		rc = -EOVERFLOW; /* DL7: never wrap to a fence handed out before */
-		goto unlock;
-	}
-	uint64_t f = fl.fence + 1;
-	if (f > fl.reserve) {
-		uint64_t reserve = FENCE_MAX - f < RESERVE_STEP ? FENCE_MAX : f + RESERVE_STEP;
-		char buf[32];
-		int n = snprintf(buf, sizeof buf, "%" PRIu64 "\n", reserve);
-		rc = hf_replace_file_at(l->sfd, RESERVE_FILE, buf, (size_t)n, 0600, false);
-		if (rc < 0)
-			goto unlock;
-		fl.reserve = reserve;
-	}
-	assert(f > fl.fence && f <= fl.reserve && fl.reserve <= FENCE_MAX && "DL7");
-	fl.fence = f;
-	rc = fence_write(fd, &fl);
-unlock:
-	hf_sys_flock(fd, LOCK_UN);
-	if (rc < 0)
-		return rc;
-	*ret_f = f;
-	return 0;
-}
-
-/* DA7: does the counter still equal f? Then record the entry (the line's
- * "entered"). 1 yes, 0 no, <0 error. Exclusive, so that no acquirer passes
- * its DA7 while a holder commits under its shared flock (hf_dirlock_hold, DL12). */
-static int fence_check(int fd, uint64_t f)
-{
-	int rc = flock_bounded(fd, LOCK_EX);
-	if (rc < 0)
-		return rc;
-	struct hf_fence_line fl;
-	rc = fence_read(fd, &fl);
-	if (rc == 0 && fl.fence == f && !strcmp(fl.boot, hf_boot_id())) {
-		fl.entered = f;
-		rc = fence_write(fd, &fl);
-		rc = rc < 0 ? rc : 1;
-	} else if (rc == 0) {
-		rc = 0;
-	}
-	hf_sys_flock(fd, LOCK_UN);
-	return rc;
-}
-
 /* --- acquire ------------------------------------------------------------------ */
 
 static void holder_from(struct hf_lock_info *h, const struct place *p)
@@ -1607,7 +1325,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	size_t reclen = 0;
 	const char *mine = NULL; /* our token once a record of ours may exist */
 	char why[sizeof holder->reason] = "";
-	rc = fence_alloc(l, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
+	rc = hf_fence_take(l->sfd, &l->ffd, l->sname, &f, holder ? holder->reason : why, sizeof why); /* DA3 */
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
@@ -1645,7 +1363,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
-	rc = fence_check(l->ffd, f); /* DA7, DL2d, DL7: the last step */
+	rc = hf_fence_enter(l->ffd, f); /* DA7, DL2d, FC1: the last step */
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = RETRY;
@@ -1747,7 +1465,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		if (rc == HF_EHELD)
 			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
 		if (o->wait_ms != 0)
-			fence_open(&l); /* before the sleep, not after the release
+			hf_fence_open(l.sfd, &l.ffd); /* before the sleep, not after the release
 					 * (an error is met again by the attempt) */
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
@@ -1772,7 +1490,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		l.pfd = l.sfd = -1;
 	}
 	lk_close(&l);
-	if (rc == FENCE_LOST || rc == DIR_FOREIGN)
+	if (rc == HF_FENCE_LOST || rc == DIR_FOREIGN)
 		rc = HF_EUNREADABLE;
 	if (rc == 0)
 		*ret = got;
@@ -2063,12 +1781,12 @@ int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	int fd = hf_sys_openat(l.sfd, FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	int fd = hf_sys_openat(l.sfd, HF_FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0) {
 		lk_close(&l);
 		return fd == -ENOENT ? HF_ELOST : fd;
 	}
-	rc = flock_bounded(fd, LOCK_SH);
+	rc = hf_fence_flock(fd, LOCK_SH);
 	if (rc == -EBUSY)
 		rc = -ETIMEDOUT;
 	if (rc == 0) {
@@ -2078,7 +1796,7 @@ int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_
 		 * count), and our record still exists, at L or aside in a claim
 		 * (a barrier): neither reaped nor released. */
 		struct hf_fence_line fl;
-		rc = fence_read(fd, &fl);
+		rc = hf_fence_read(fd, &fl);
 		if (rc == -ENODATA || rc == HF_EUNREADABLE ||
 		    (rc == 0 && (strcmp(fl.boot, hf_boot_id()) || fl.entered != held->fence)))
 			rc = HF_ELOST;

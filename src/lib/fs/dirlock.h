@@ -2,11 +2,12 @@
  * dirlock.h - the directory lock's protocol functions (dirlock.c), which
  * the public handle (handle_lock.c), the records (rec.c) and the tests
  * call. Not part of the public API; the protocol, its invariants and its
- * hazards are in dirlock.c.
+ * hazards are in dirlock.c. The fence counter is fence.h's (included).
  */
 #ifndef HF_DIRLOCK_H
 #define HF_DIRLOCK_H
 
+#include "fence.h"
 #include "lock.h"
 #include "owner.h"
 
@@ -95,22 +96,5 @@ int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_lock_info *re
 /* The token of a record as the writer starts it ({"token":"<32 hex>"),
  * without a parse (identity checks only): true and token, or false. */
 bool hf_dirlock_record_token(const char *buf, size_t len, char token[HF_TOKEN_LEN + 1]);
-
-/* The fence counter's line (L.holdfast/fence, DL18). */
-#define HF_FENCE_LINE_MAX 120 /* bytes of a line, its newline excluded */
-struct hf_fence_line {
-	uint64_t fence, reserve;
-	char boot[HF_BOOTID_LEN + 1];
-	uint64_t entered;                 /* the fence of the last entry (DA7)      */
-};
-/* "<fence> <reserve> <boot id> <entered>\n", fixed width, into line
- * (HF_FENCE_LINE_MAX bytes; not NUL-terminated): its length. */
-size_t hf_fence_format(char *line, const struct hf_fence_line *fl);
-/* A counter file's first n bytes: 0 and *fl, -ENODATA when empty (a new
- * counter), HF_EUNREADABLE otherwise. */
-int hf_fence_parse(const char *buf, size_t n, struct hf_fence_line *fl);
-/* The reservation file's n bytes ("<decimal>\n"): 0 and *ret (at most
- * 2^63-1), or HF_EUNREADABLE. */
-int hf_fence_reserve_parse(const char *buf, size_t n, uint64_t *ret);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * session.c - the session lock: one holder per work tree, by lane.
+ * session_file.c - the session lock on the file system: one holder per work
+ * tree, by lane.
  *
  * A "session" is an operator working through a protocol, not a process:
  * every `holdfast session ...` is a fresh process, so ownership is the lane
