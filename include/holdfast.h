@@ -96,6 +96,15 @@
  *    options only (the CLI reads HOLDFAST_BACKEND and passes it), ignores
  *    proxy variables, and without HF_OPT_ETCD_CA_FILE leaves the system's
  *    CA to OpenSSL (which honours SSL_CERT_FILE and SSL_CERT_DIR).
+ *  - Backends: every handle kind (lock, session, scope) lives on the file
+ *    system unless HF_OPT_BACKEND names another store ("etcd://...").
+ *    The choice is made once per set of options, through one table of
+ *    backends, each with one table of operations per kind: the same verbs,
+ *    outcomes and records on each (a backend adds its own fields, e.g.
+ *    "backend" and "key"). A library built without the etcd client has no
+ *    etcd entry: an etcd URI is refused with -EPROTONOSUPPORT. The
+ *    path-named reads (hf_lock_status, hf_session_status,
+ *    hf_registry_read) are the file system's, through a temporary handle.
  *  - Threads: the library keeps no global locks; handles are per thread.
  *    Waits use one inotify descriptor per thread, kept between waits
  *    (closing one costs the kernel a grace period of ~10 ms).
@@ -399,7 +408,8 @@ void hf_lock_free(hf_lock *l);
  * there is a record, "age_ms", "claims" (how many claims beside it), "in_claim" (1: the holder's directory sits in
  * a claim); "reason" when unreadable. -errno on errors. */
 int hf_lock_status(const char *path, hf_rec **ret);
-/* The same through a handle, on its backend (HF_OPT_BACKEND): 0 and *ret
+/* The same through a handle (hf_lock_status is a temporary file-system
+ * handle's), on its backend (HF_OPT_BACKEND): 0 and *ret
  * (the caller's); on etcd the record also has "backend" ("etcd"), "key"
  * and "ttl_ms". Failures: -errno; on etcd -EIO, -EACCES, -EPROTO with
  * hf_lock_holder's "reason" saying what happened. */

@@ -89,10 +89,10 @@ if [ "$mode" = bundled ]; then
 	# The installed library's objects (meson.build: base_sources +
 	# lib_sources + the etcd client): every .c of src/base and src/lib but
 	# the fault engine (faults.c: no HOLDFAST_FAULTS in a program using the
-	# library) and the no-etcd stubs (*_none.c, for the static CLI).
+	# library).
 	srcs=
 	for f in "$top"/src/base/*.c "$top"/src/lib/*.c "$top"/src/lib/*/*.c; do
-		case $f in */faults.c | *_none.c) continue ;; esac
+		case $f in */faults.c) continue ;; esac
 		srcs="$srcs $f"
 	done
 	# Only the addon's module entry is exported: the library's hf_* stay

@@ -8,8 +8,7 @@
 //! dynamically (they are the system's: Debian's libjansson-dev and
 //! libcurl4-openssl-dev to build, libjansson4 and libcurl4 to run). The
 //! binary needs no libholdfast at run time. The fault engine
-//! (src/base/faults.c) is left out, as from the installed library, and so
-//! are the CLI's etcd stubs (*_none.c).
+//! (src/base/faults.c) is left out, as from the installed library.
 //!
 //! No `cc` crate: crates.io is not reachable where this is built, and a
 //! compiler call per file is all that is needed.
@@ -36,11 +35,11 @@ fn main() {
 // Bundled: compile csrc/
 // ---------------------------------------------------------------------------
 
-/// The library's C files: src/base and src/lib, minus the fault engine and
-/// the etcd stubs of the CLI (meson.build's base_sources, lib_sources and
+/// The library's C files: src/base and src/lib (its rooms included), minus
+/// the fault engine (meson.build's base_sources, lib_sources and
 /// libholdfast_etcdc).
 fn is_library_source(dir: &str, name: &str) -> bool {
-    name.ends_with(".c") && !(dir == "base" && name == "faults.c") && !name.ends_with("_none.c")
+    name.ends_with(".c") && !(dir == "base" && name == "faults.c")
 }
 
 /// The directories of csrc/ that hold the library's C files and headers:

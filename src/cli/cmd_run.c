@@ -241,23 +241,19 @@ static void session_words(const hf_rec *h, char *buf, size_t n)
 		 state && !strcmp(state, "skew") ? ", dated in the future: clock skew" : "");
 }
 
-/* The session's holder now, for the waitline (ctx: the lock's path): on
- * etcd through a handle of its own (the waiting one is busy). */
+/* The session's holder now, for the waitline (ctx: the lock's path), through
+ * a handle of its own on the session's backend (the waiting one is busy). */
 static void session_holder_now(const void *path, char *buf, size_t n)
 {
 	hf_rec *r = NULL;
 	buf[0] = '\0';
-	if (cli_backend()) {
-		hf_session *q = NULL;
-		int rc = hf_session_new(path, "status", &q);
-		if (rc == 0)
-			rc = cli_backend_session(q, path) ? -EINVAL : hf_session_query(q, &r);
-		hf_session_free(q);
-		if (rc < 0)
-			return;
-	} else if (hf_session_status(path, 0, &r) < 0) {
+	hf_session *q = NULL;
+	int rc = hf_session_new(path, "status", &q);
+	if (rc == 0)
+		rc = cli_backend_session(q, path) ? -EINVAL : hf_session_query(q, &r);
+	hf_session_free(q);
+	if (rc < 0)
 		return;
-	}
 	const char *st = hf_rec_str(r, "state");
 	if (st && strcmp(st, "free"))
 		session_words(r, buf, n);

@@ -574,28 +574,20 @@ static int do_release(struct opts *o)
 static int do_status(struct opts *o, const char *assert_lane)
 {
 	hf_rec *r = NULL;
-	int rc;
-	if (cli_backend()) { /* on etcd: through a handle (its lane unused) */
-		hf_session *s;
-		o->lane = assert_lane ? assert_lane : "status";
-		if ((rc = open_session(o, &s)))
-			return rc;
-		rc = hf_session_query(s, &r);
-		if (rc < 0) {
-			cli_err("%s: status failed: %s%s", SHOWN(o->path), hf_strerror(rc),
-				WHY(hf_session_holder(s)));
-			rc = cli_fail_rc(rc, o->path, hf_session_holder(s));
-			hf_session_free(s);
-			return rc;
-		}
-		hf_session_free(s);
-	} else {
-		rc = hf_session_status(o->path, o->stale_ms, &r);
-	}
+	hf_session *s;
+	o->lane = "status"; /* a handle's lane, unused by a read */
+	int rc = open_session(o, &s);
+	if (rc)
+		return rc;
+	rc = hf_session_query(s, &r); /* on its backend */
 	if (rc < 0) {
-		cli_err("%s: status failed: %s", SHOWN(o->path), hf_strerror(rc));
-		return cli_fail_rc(rc, o->path, NULL);
+		cli_err("%s: status failed: %s%s", SHOWN(o->path), hf_strerror(rc),
+			WHY(hf_session_holder(s)));
+		rc = cli_fail_rc(rc, o->path, hf_session_holder(s));
+		hf_session_free(s);
+		return rc;
 	}
+	hf_session_free(s);
 	char line[512];
 	status_line(r, line, sizeof line);
 	int code;

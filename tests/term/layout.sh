@@ -20,7 +20,7 @@
 #
 # Usage: layout.sh SOURCE_ROOT BUILD_ROOT
 set -euo pipefail
-src=${1:?source root}
+src=$(cd "${1:?source root}" && pwd)
 build=${2:?build root}
 failures=0
 fail() {
@@ -55,20 +55,27 @@ allowed() {
 	[ "$2" = other ] || [ "$2" = lib ] || [ "$1" = "$2" ]
 }
 
-# 1: headers, transitively
+# 1: headers, transitively: one cc -MM per room (a rule per source)
 checked=0
 all_c=("$src"/src/lib/*.c "$src"/src/lib/fs/*.c "$src"/src/lib/etcd/*.c)
 ((${#all_c[@]})) || fail "no source in $src/src/lib"
-for f in "${all_c[@]}"; do
-	mine=$(room_of_dir "$(cd "$(dirname "$f")" && pwd -P)")
-	deps=$("${CC:-cc}" -MM -std=gnu11 -D_GNU_SOURCE "${inc[@]}" "$f") ||
-		{ fail "cc -MM $f failed"; continue; }
-	checked=$((checked + 1))
-	for d in $(tr -d '\\' <<<"$deps" | cut -d: -f2-); do
-		[ -e "$d" ] || continue
-		theirs=$(room_of_dir "$(cd "$(dirname "$d")" && pwd -P)")
+for dir in "$src/src/lib" "$src/src/lib/fs" "$src/src/lib/etcd"; do
+	mine=$(room_of_dir "$(cd "$dir" && pwd -P)")
+	files=("$dir"/*.c)
+	deps=$("${CC:-cc}" -MM -std=gnu11 -D_GNU_SOURCE "${inc[@]}" "${files[@]}" | tr -d '\\') ||
+		{ fail "cc -MM in $dir failed"; continue; }
+	obj=
+	for w in $deps; do
+		case $w in
+		*.o:) obj=${w%.o:}; checked=$((checked + 1)); continue ;;
+		esac
+		case $w in
+		"$src"/src/lib/fs/*) theirs=fs ;;
+		"$src"/src/lib/etcd/*) theirs=etcd ;;
+		*) theirs=other ;;
+		esac
 		allowed "$mine" "$theirs" ||
-			fail "${f#"$src"/} includes ${d#"$src"/} (a header of src/lib/$theirs)"
+			fail "${dir#"$src"/}/$obj.c includes ${w#"$src"/} (a header of src/lib/$theirs)"
 	done
 done
 [ "$checked" -eq "${#all_c[@]}" ] || fail "only $checked of ${#all_c[@]} sources checked"
@@ -79,28 +86,41 @@ for a in "${archives[@]}"; do
 	[ -f "$a" ] || fail "no $a (build first)"
 done
 if [ "$failures" -eq 0 ]; then
-	# "room symbol" for every symbol a member of a room defines
-	defs=$(for a in "${archives[@]}"; do nm -A --defined-only "$a" 2>/dev/null; done |
-		awk '$2 ~ /^[TDBRCVWG]$/ { m = $1; sub(/:[^:]*$/, "", m); sub(/.*[:\/]/, "", m); print m, $3 }' |
-		while read -r member name; do echo "$(room_of_member "$member") $name"; done | sort -u)
-	[ -n "$(grep '^fs ' <<<"$defs")" ] || fail "no symbol defined by an src/lib/fs object"
-	[ -n "$(grep '^etcd ' <<<"$defs")" ] || fail "no symbol defined by an src/lib/etcd object"
-	n_und=0
-	while read -r member name; do
-		n_und=$((n_und + 1))
-		mine=$(room_of_member "$member")
-		[ "$mine" = other ] && continue
-		while read -r theirs; do
-			allowed "$mine" "$theirs" && continue
-			if [ "$member" = src_lib_backend.c.o ] &&
-				{ [ "$name" = hf_fs_backend ] || [ "$name" = hf_etcd_backend ]; }; then
-				continue # the list's entries
-			fi
-			fail "$member uses $name, defined in src/lib/$theirs"
-		done < <(awk -v n="$name" '$2 == n { print $1 }' <<<"$defs")
-	done < <(for a in "${archives[@]}"; do nm -A -u "$a" 2>/dev/null; done |
-		awk '$2 == "U" { m = $1; sub(/:$/, "", m); sub(/.*[:\/]/, "", m); print m, $3 }' | sort -u)
-	[ "$n_und" -gt 0 ] || fail "nm -u lists no undefined symbol"
+	# One pass: nm -A of every archive, defined ("D") and undefined ("U")
+	# symbols with their member, judged by the rooms' rule in awk.
+	findings=$(for a in "${archives[@]}"; do
+		nm -A --defined-only "$a" 2>/dev/null | awk '$2 ~ /^[TDBRCVWG]$/ { print "D", $1, $3 }'
+		nm -A -u "$a" 2>/dev/null | awk '$2 == "U" { print "U", $1, $3 }'
+	done | awk '
+		function member(s) { sub(/:[^:]*$/, "", s); sub(/.*[:\/]/, "", s); return s }
+		function room(m) {
+			if (m ~ /^src_lib_fs_/) return "fs"
+			if (m ~ /^src_lib_etcd_/) return "etcd"
+			if (m ~ /^src_lib_/) return "lib"
+			return "other"
+		}
+		$1 == "D" { r = room(member($2)); def[$3] = def[$3] " " r; nd[r]++ }
+		$1 == "U" { m = member($2); u[m " " $3] = 1; nu++ }
+		END {
+			if (!nd["fs"]) print "no symbol defined by an src/lib/fs object"
+			if (!nd["etcd"]) print "no symbol defined by an src/lib/etcd object"
+			if (!nu) print "nm -u lists no undefined symbol"
+			for (k in u) {
+				split(k, p, " "); m = p[1]; name = p[2]; mine = room(m)
+				if (mine == "other" || !(name in def)) continue
+				n = split(def[name], rs, " ")
+				for (i = 1; i <= n; i++) {
+					t = rs[i]
+					if (t == "other" || t == "lib" || t == mine) continue
+					if (m == "src_lib_backend.c.o" && (name == "hf_fs_backend" || name == "hf_etcd_backend"))
+						continue # the list entries
+					print m " uses " name ", defined in src/lib/" t
+				}
+			}
+		}' | sort -u)
+	while IFS= read -r line; do
+		[ -n "$line" ] && fail "$line"
+	done <<<"$findings"
 fi
 
 # 3: the static CLI without etcd, holdfast-etcd with it
