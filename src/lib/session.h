@@ -13,6 +13,7 @@
 #include "holdfast.h"
 #include "owner.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,5 +90,20 @@ int64_t hf_session_age_ms(const struct hf_sessionlock_record *r, int64_t now_ms)
  * its age (hf_session_age_ms; _SKEW when negative). */
 int hf_session_judge(const struct hf_sessionlock_record *r, int64_t now_ms, int64_t stale_ms,
 		     int64_t *ret_age_ms);
+
+/* Does a session verb's outcome rc come with the holder it met (every
+ * backend names it in the handle's record, BE3)? A release or renewal that
+ * met another's record or an unreadable one, or a renewal that lost it. */
+static inline bool hf_session_names_holder(int rc)
+{
+	return rc == HF_ENOTYOURS || rc == HF_EUNREADABLE || rc == HF_ELOST;
+}
+
+/* Is rc an outcome of the protocol (done, or refused by what it met), not
+ * a failure of the store under it (an etcd endpoint that did not answer)? */
+static inline bool hf_session_outcome(int rc)
+{
+	return rc >= 0 || rc == HF_ENOTHELD || hf_session_names_holder(rc);
+}
 
 #endif

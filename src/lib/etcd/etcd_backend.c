@@ -332,9 +332,9 @@ static int session_release(void *p, const struct hf_sessionlock_opts *o, hf_rec 
 	struct hf_sessionlock_status h;
 	memset(&h, 0, sizeof h);
 	int rc = hf_etcdsession_release(st->es, o, &h);
-	if (rc < 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS && rc != HF_EUNREADABLE)
+	if (!hf_session_outcome(rc))
 		return session_fail(st, holder, rc);
-	session_holder(st, holder, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
+	session_holder(st, holder, hf_session_names_holder(rc) ? &h : NULL);
 	return rc;
 }
 
@@ -345,14 +345,10 @@ static int session_renew(void *p, const struct hf_sessionlock_opts *o,
 	struct hf_sessionlock_status h;
 	memset(&h, 0, sizeof h);
 	int rc = hf_etcdsession_renew(st->es, o, ret, &h);
-	if (rc < 0 && rc != HF_ENOTHELD && rc != HF_ENOTYOURS && rc != HF_EUNREADABLE &&
-	    rc != HF_ELOST)
+	if (!hf_session_outcome(rc))
 		return session_fail(st, holder, rc);
 	if (rc < 0)
-		session_holder(st, holder,
-			       (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE || rc == HF_ELOST) && h.state
-				       ? &h
-				       : NULL);
+		session_holder(st, holder, hf_session_names_holder(rc) && h.state ? &h : NULL);
 	return rc;
 }
 

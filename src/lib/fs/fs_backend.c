@@ -216,7 +216,7 @@ static int session_release(void *p, const struct hf_sessionlock_opts *o, hf_rec 
 	struct hf_sessionlock_status h;
 	memset(&h, 0, sizeof h);
 	int rc = hf_sessionlock_release(o, &h);
-	session_holder(p, holder, rc == HF_ENOTYOURS || rc == HF_EUNREADABLE ? &h : NULL);
+	session_holder(p, holder, hf_session_names_holder(rc) ? &h : NULL);
 	return rc;
 }
 
@@ -227,10 +227,7 @@ static int session_renew(void *p, const struct hf_sessionlock_opts *o,
 	memset(&h, 0, sizeof h);
 	int rc = hf_sessionlock_renew(o, ret, &h);
 	if (rc < 0)
-		session_holder(p, holder,
-			       (rc == HF_ENOTYOURS || rc == HF_EUNREADABLE || rc == HF_ELOST) && h.state
-				       ? &h
-				       : NULL);
+		session_holder(p, holder, hf_session_names_holder(rc) && h.state ? &h : NULL);
 	return rc;
 }
 
