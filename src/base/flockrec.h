@@ -2,7 +2,7 @@
  * flockrec.h - the kernel's locks on a file as /proc/locks lists them, and
  * the record `holdfast flock` writes beside the file it locks
  * (FILE.holdfast-flock, src/cli/cmd_flock.c FK2-FK4), read and judged by
- * FK3 (flockrec.c). Shared by `holdfast flock` / `lock status FILE` (the
+ * its rule FK3 (flockrec.c). Shared by `holdfast flock` / `lock status FILE` (the
  * CLI) and the file system's listing (src/lib/fs/fslist.c).
  */
 #ifndef HF_FLOCKREC_H
@@ -36,7 +36,7 @@ const char *hf_kernel_lock_api(const struct hf_kernel_lock *k);
 json_t *hf_flockrec_read(const char *path);
 /* The record's integer k, or -1. */
 int64_t hf_flockrec_int(const json_t *r, const char *k);
-/* FK3: does record r describe k, a lock on the file st? Only an exclusive
+/* Does record r describe k, a lock on the file st (cmd_flock.c FK3)? Only an exclusive
  * flock(2) lock of the record's locker pid on the record's dev:ino. */
 bool hf_flockrec_counts(const json_t *r, const struct hf_kernel_lock *k, const struct stat *st);
 
