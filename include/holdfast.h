@@ -267,6 +267,10 @@ enum hf_opt {
 	                          release by it. On etcd: the key's lease of
 	                          that TTL (whole seconds), never kept alive but
 	                          by hf_lock_renew                              */
+	HF_OPT_DEPTH,          /* lock on the file system: how many directory
+	                          levels below the lock's path hf_lock_list
+	                          searches (0 to HF_LIST_DEPTH_MAX; default
+	                          HF_LIST_DEPTH_DEFAULT); etcd lists every level */
 	HF_OPT_OWNER = 100,    /* session (string): the owner token to record
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
@@ -300,6 +304,10 @@ enum hf_opt {
  * on another kernel (NFS) is never proven dead: only its release frees it. */
 #define HF_MAX_HOLD_NONE INT64_MAX
 
+/* HF_OPT_DEPTH's default and bound. */
+#define HF_LIST_DEPTH_DEFAULT 8
+#define HF_LIST_DEPTH_MAX 64
+
 /* How many HF_OPT_CHAIN_PID processes one lock may name. */
 #define HF_CHAIN_MAX 8
 
@@ -328,7 +336,7 @@ typedef struct hf_lock hf_lock;
  * "/", "") or one ending in ".holdfast"; -ENAMETOOLONG; -ENOMEM. */
 int hf_lock_new(const char *path, hf_lock **ret);
 /* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CHAIN_PID, _CANCEL_FD,
- * _TTL_MS, _TIMEOUT_MS, _THREAD. */
+ * _TTL_MS, _TIMEOUT_MS, _THREAD, _LEASE_MS, _DEPTH. */
 int hf_lock_set(hf_lock *l, int opt, int64_t value);
 /* HF_OPT_BACKEND, _ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE (NULL:
  * back to the default). -EINVAL: not a backend URI, an empty string;
@@ -414,12 +422,21 @@ int hf_lock_status(const char *path, hf_rec **ret);
  * and "ttl_ms". Failures: -errno; on etcd -EIO, -EACCES, -EPROTO with
  * hf_lock_holder's "reason" saying what happened. */
 int hf_lock_query(hf_lock *l, hf_rec **ret);
-/* The locks and sessions kept on l's backend (etcd) whose path is l's path
- * (made absolute lexically) or below it, read-only (one range read per
- * kind): 0 and *ret, {"dir", "locks": [...]}, each item a record's fields
- * plus "kind" ("lock" or "session"), "backend" and "key". -EOPNOTSUPP on
- * the file system (`holdfast list` walks the tree there); the client's
- * failures with hf_lock_holder's "reason". */
+/* The locks under l's path, read-only: 0 and *ret, {"dir", "locks": [...]},
+ * each item a record's fields plus "kind". Nothing is reaped, swept or made.
+ * On the file system l's path is a directory, walked HF_OPT_DEPTH levels
+ * down (symbolic links not followed, .git not entered): kind "lock" and
+ * "session" items are hf_lock_status / hf_session_status records, kind
+ * "flock" a `holdfast flock` lock found by its record (state, lock, mode,
+ * record, pid, comm, host, age_ms, fence); "dir" is l's path as given and
+ * items' paths begin with it; "errors": [{"path", "error", "message"}],
+ * one per file below it that could not be read (the listing goes on);
+ * "truncated": true when a directory deeper than HF_OPT_DEPTH was not
+ * searched. Failures: l's path itself unreadable (-ENOENT, -EACCES,
+ * -ENOTDIR, ...), -ENOMEM. On etcd: the locks and sessions kept whose path
+ * is l's path (made absolute lexically) or below it (one range read per
+ * kind), each item with "backend" and "key" besides; the client's failures
+ * with hf_lock_holder's "reason". */
 int hf_lock_list(hf_lock *l, hf_rec **ret);
 /* Keep the lock l acquired on etcd (held or detached) alive for its owner
  * (HF_OPT_PID at the acquisition): renew its lease every TTL/3 until the

@@ -137,9 +137,6 @@ int cli_owner_find_holding(int fd, pid_t *ret_pid, char *comm, size_t n);
  * flock(2)/fcntl locks from /proc/locks, the holdfast flock record if it
  * counts. Prints; the exit code. */
 int cli_flock_status(const char *path, bool json);
-/* `holdfast list`'s item (JSON) for the lock of path, beside which a
- * holdfast flock record lies (cmd_flock.c, LS5); NULL: not listed. */
-struct json_t *cli_flock_item(const char *path);
 
 /* `run --scope` support, implemented with the scope commands (cmd_scope.c):
  * register specs for pid under name (NULL: a generated name), delegating

@@ -86,9 +86,12 @@
  *   - The lock is the inode's, as flock(1)'s: FILE removed (or replaced)
  *     while held lets a new open lock a new inode - two holders, as with
  *     flock(1). Lock files are never removed by holdfast flock.
- *   - `holdfast list` does not show flock locks (it walks directory locks).
+ *   - `holdfast list` shows a flock lock only by its record: flock(1)'s
+ *     locks without one are not found (the file system's listing,
+ *     src/lib/fs/fslist.c FL4).
  */
 #include "cli.h"
+#include "flockrec.h"
 #include "proc.h"
 #include "sys.h"
 
@@ -107,7 +110,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,7 +120,7 @@
 #define F_OFD_SETLKW 38
 #endif
 
-#define REC_SUFFIX ".holdfast-flock"
+#define REC_SUFFIX HF_FLOCKREC_SUFFIX
 #define EX_NOINPUT_ 66
 #define EX_UNAVAILABLE_ 69
 
@@ -193,68 +195,6 @@ static int usage_fail(const char *what, const char *arg)
 	return HF_EXIT_USAGE;
 }
 
-/* ---- /proc/locks ---------------------------------------------------- */
-
-struct kl {
-	char kind[12]; /* FLOCK, OFDLCK, POSIX */
-	bool write;
-	long pid;
-	unsigned long long start;
-	char end[24];
-};
-
-/* The granted locks on dev:ino (waiters skipped): count, at most n kept. */
-static int locks_on(dev_t dev, ino_t ino, struct kl *out, int n)
-{
-	int fd = hf_sys_openat(AT_FDCWD, "/proc/locks", O_RDONLY, 0);
-	if (fd < 0)
-		return fd;
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap + 1);
-	if (!buf) {
-		hf_sys_close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (len == cap) {
-			char *b = realloc(buf, cap * 2 + 1);
-			if (!b)
-				break;
-			buf = b;
-			cap *= 2;
-		}
-		ssize_t r = hf_sys_read(fd, buf + len, cap - len);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	hf_sys_close(fd);
-	buf[len] = '\0';
-	int count = 0;
-	for (char *line = buf, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (strstr(line, "->"))
-			continue; /* a waiter */
-		struct kl k = { 0 };
-		char adv[16], mode[16];
-		unsigned maj, mnr;
-		unsigned long long in;
-		if (sscanf(line, "%*d: %11s %15s %15s %ld %x:%x:%llu %llu %23s", k.kind, adv, mode,
-			   &k.pid, &maj, &mnr, &in, &k.start, k.end) != 9)
-			continue;
-		if (makedev(maj, mnr) != dev || in != (unsigned long long)ino)
-			continue;
-		k.write = !strcmp(mode, "WRITE");
-		if (count < n)
-			out[count] = k;
-		count++;
-	}
-	free(buf);
-	return count;
-}
-
 /* ---- the record ----------------------------------------------------- */
 
 /* The record's path for the file fd has open (FK6: 0 or -errno). */
@@ -271,31 +211,6 @@ static int rec_path(int fd, char *out, size_t n)
 	if ((size_t)snprintf(out, n, "%s%s", path, REC_SUFFIX) >= n)
 		return -ENAMETOOLONG;
 	return 0;
-}
-
-static json_t *rec_read(const char *path)
-{
-	int fd = hf_sys_openat(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	if (fd < 0)
-		return NULL;
-	char buf[16384];
-	ssize_t r = hf_sys_read(fd, buf, sizeof buf - 1);
-	hf_sys_close(fd);
-	if (r <= 0)
-		return NULL;
-	buf[r] = '\0';
-	json_t *o = json_loads(buf, 0, NULL);
-	if (o && !json_is_object(o)) {
-		json_decref(o);
-		o = NULL;
-	}
-	return o;
-}
-
-static int64_t jint(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
 /* The command words of the holder, for the record. */
@@ -317,9 +232,9 @@ static uint64_t rec_write(int fd, const struct fl_args *a)
 		return 0;
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	uint64_t prev = 0;
-	json_t *old = rec_read(path);
+	json_t *old = hf_flockrec_read(path);
 	if (old) {
-		int64_t f = jint(old, "fence");
+		int64_t f = hf_flockrec_int(old, "fence");
 		prev = f > 0 ? (uint64_t)f : 0;
 		json_decref(old);
 	}
@@ -381,8 +296,8 @@ static int holder_words(int fd, const char *path, char *out, size_t n)
 		snprintf(out, n, "unknown (%s)", hf_strerror(rc));
 		return 1;
 	}
-	struct kl k[16];
-	int nk = locks_on(st.st_dev, st.st_ino, k, 16);
+	struct hf_kernel_lock k[16];
+	int nk = hf_kernel_locks_on(st.st_dev, st.st_ino, k, 16);
 	if (nk <= 0) {
 		snprintf(out, n, "free");
 		return 0;
@@ -391,39 +306,34 @@ static int holder_words(int fd, const char *path, char *out, size_t n)
 	json_t *r = NULL;
 	if (fd >= 0) {
 		if (rec_path(fd, rp, sizeof rp) == 0)
-			r = rec_read(rp);
+			r = hf_flockrec_read(rp);
 	} else {
 		char real[PATH_MAX];
 		if (hf_sys_realpath(path, real) == 0 && strcmp(real, "/") &&
 		    (size_t)snprintf(rp, sizeof rp, "%s%s", real, REC_SUFFIX) < sizeof rp)
-			r = rec_read(rp);
+			r = hf_flockrec_read(rp);
 	}
 	size_t len = 0;
 	out[0] = '\0';
 	for (int i = 0; i < nk && i < 16 && len + 1 < n; i++) {
-		bool ours = r && !strcmp(k[i].kind, "FLOCK") && k[i].write &&
-			    k[i].pid == jint(r, "locker") &&
-			    jint(r, "dev") == (int64_t)st.st_dev &&
-			    jint(r, "ino") == (int64_t)st.st_ino; /* FK3 */
+		bool ours = hf_flockrec_counts(r, &k[i], &st); /* FK3 */
 		const char *mode = k[i].write ? "exclusive" : "shared";
-		const char *api = !strcmp(k[i].kind, "FLOCK")    ? "flock(2)"
-				  : !strcmp(k[i].kind, "OFDLCK") ? "fcntl OFD"
-								 : "fcntl POSIX";
+		const char *api = hf_kernel_lock_api(&k[i]);
 		char range[64] = "";
 		if (strcmp(k[i].kind, "FLOCK"))
 			snprintf(range, sizeof range, " bytes %llu-%s", k[i].start, k[i].end);
 		if (ours) {
 			const json_t *cm = json_object_get(r, "command");
 			const json_t *h = json_object_get(r, "host");
-			int64_t age = hf_sys_now_ms() - jint(r, "taken_ms");
+			int64_t age = hf_sys_now_ms() - hf_flockrec_int(r, "taken_ms");
 			len += (size_t)snprintf(out + len, n - len,
 						"%spid %" PRId64 " (%s) on %s, %" PRId64
 						".%01" PRId64 " s old, fence %" PRId64
 						", %s %s",
-						i ? "; " : "", jint(r, "pid"),
+						i ? "; " : "", hf_flockrec_int(r, "pid"),
 						json_is_string(cm) ? json_string_value(cm) : "?",
 						json_is_string(h) ? json_string_value(h) : "?",
-						age / 1000, age / 100 % 10, jint(r, "fence"), api, mode);
+						age / 1000, age / 100 % 10, hf_flockrec_int(r, "fence"), api, mode);
 		} else if (k[i].pid > 0) {
 			char comm[HF_COMM_MAX + 1];
 			if (hf_pid_comm((pid_t)k[i].pid, comm, sizeof comm) < 0)
@@ -459,68 +369,6 @@ int cli_flock_status(const char *path, bool json)
 		printf(held ? "held (kernel lock): %s\n" : "%s\n", words);
 	}
 	return HF_EXIT_OK;
-}
-
-/* `holdfast list`'s item for the lock of path, whose record the walk found
- * beside it (LS5): kind "flock", state held or free by the kernel's locks
- * (/proc/locks), the holder from the record while FK3 holds (pid, command,
- * host, age, fence), else the kernel's pid and its comm ("record": false).
- * NULL when path is gone or is not a file or directory (never followed). */
-json_t *cli_flock_item(const char *path)
-{
-	struct stat st;
-	if (hf_sys_fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-		return NULL;
-	json_t *o = json_pack("{s:s,s:s}", "kind", "flock", "path", path);
-	if (!o)
-		return NULL;
-	struct kl k[16];
-	int nk = locks_on(st.st_dev, st.st_ino, k, 16);
-	if (nk <= 0) {
-		json_object_set_new(o, "state", json_string("free"));
-		return o;
-	}
-	char rp[PATH_MAX + 32];
-	json_t *r = (size_t)snprintf(rp, sizeof rp, "%s%s", path, REC_SUFFIX) < sizeof rp
-			    ? rec_read(rp)
-			    : NULL;
-	const struct kl *h = &k[0];
-	bool ours = r && !strcmp(h->kind, "FLOCK") && h->write && h->pid == jint(r, "locker") &&
-		    jint(r, "dev") == (int64_t)st.st_dev &&
-		    jint(r, "ino") == (int64_t)st.st_ino; /* FK3 */
-	json_object_set_new(o, "state", json_string("held"));
-	json_object_set_new(o, "lock", json_string(!strcmp(h->kind, "FLOCK")    ? "flock(2)"
-						   : !strcmp(h->kind, "OFDLCK") ? "fcntl OFD"
-										: "fcntl POSIX"));
-	json_object_set_new(o, "mode", json_string(h->write ? "exclusive" : "shared"));
-	json_object_set_new(o, "record", json_boolean(ours));
-	if (nk > 1)
-		json_object_set_new(o, "holders", json_integer(nk));
-	if (ours) {
-		json_object_set(o, "pid", json_object_get(r, "pid"));
-		json_object_set(o, "host", json_object_get(r, "host"));
-		json_object_set(o, "comm", json_object_get(r, "command"));
-		json_object_set(o, "fence", json_object_get(r, "fence"));
-		json_object_set_new(o, "age_ms",
-				    json_integer(hf_sys_now_ms() - jint(r, "taken_ms")));
-	} else if (h->pid > 0) {
-		char comm[HF_COMM_MAX + 1];
-		json_object_set_new(o, "pid", json_integer(h->pid));
-		if (hf_pid_comm((pid_t)h->pid, comm, sizeof comm) == 0)
-			json_object_set_new(o, "comm", json_string(comm));
-	}
-	if (r)
-		json_decref(r);
-	/* a NULL member (a hand-edited record) is no field */
-	const char *key;
-	json_t *v, *tmp;
-	json_object_foreach_safe(o, tmp, key, v)
-	{
-		if (json_is_null(v))
-			json_object_del(o, key);
-	}
-	return o;
 }
 
 /* ---- taking the lock ------------------------------------------------ */

@@ -2,53 +2,37 @@
  * cmd_list.c - `holdfast list [DIR]`: every lock under DIR, like lslocks.
  *
  * What it lists:
- *   lock      a directory lock: a directory X.holdfast/ (X's state
- *             directory) names the lock X; a directory holding an owner
- *             record without its state directory (deleted by a cleanup) is
- *             listed too - hf_lock_status says what either is
- *   session   a session lock: a regular file named .session.lock
- *             (hf_session_status; files of other names, given to --file,
- *             are not found)
- *   flock     a file or directory X locked by `holdfast flock`: its record
- *             X.holdfast-flock (a regular file) names X; held or free as the
- *             kernel's locks say (LS5)
+ *   lock, session, flock
+ *             what hf_lock_list finds on a lock handle for DIR, on its
+ *             backend: on the file system the library's walk
+ *             (src/lib/fs/fslist.c: directory locks, session locks,
+ *             holdfast flock locks by their records, FL1-FL4), on etcd the
+ *             keys under DIR (etcdlist.c)
  *   scope     each allocation of the scope registry (hf_registry_read) with
  *             a spec whose path is DIR or below it; every one with
- *             --all-scopes
+ *             --all-scopes (the file system's registry only)
  *
  * Invariants:
- *   (LS1) It reads, never writes: the library's status and registry reads
- *         only (no acquire, reap or sweep; no state directory is made), and
- *         the walk opens nothing but directories, /proc/locks and the
- *         regular files named *.holdfast-flock (O_NOFOLLOW | O_NONBLOCK).
- *   (LS2) The walk never follows a symbolic link and never opens what is
- *         not a directory (fstatat without following, then openat with
- *         O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK: a FIFO or a device is never
- *         opened, so nothing can make it wait), and goes at most --depth
- *         levels below DIR (default 8). .git is not entered.
- *   (LS3) An error names its file and does not stop the listing: a line on
- *         stderr, an entry of "errors" with --json; the exit code is 0
- *         unless DIR itself cannot be read.
- *   (LS4) With --backend etcd://... (or HOLDFAST_BACKEND) it lists what
- *         etcd keeps under DIR instead (hf_lock_list: range reads, LS1's
- *         rule): DIR is made absolute lexically and need not exist; an etcd
- *         that cannot be read ends the listing (exit 74, the endpoint
- *         named).
- *   (LS5) A holdfast flock lock is listed by its record, and judged as
- *         `lock status FILE` judges it (FK3): held only while the kernel holds
- *         a lock on the file; the record's holder counts only while its
- *         locker's exclusive flock(2) is that lock, else the kernel's pid is
- *         named ("record": false). A flock(1) lock with no record is not
- *         found (nothing on disk says it exists: lslocks lists those).
+ *   (LS1) It reads, never writes: hf_lock_list (FL1: status reads only,
+ *         nothing reaped, swept or made; on etcd range reads) and the
+ *         registry's read.
+ *   (LS3) An error names its file and does not stop the listing: each of
+ *         the listing's "errors" (FL3) is a line on stderr, and an entry of
+ *         "errors" with --json; the exit code is 0 unless DIR itself cannot
+ *         be read (or etcd cannot: exit 74, the endpoint named).
+ *   (LS4) On the file system DIR is made canonical (hf_path_canonical) and
+ *         must exist; with --backend etcd://... (or HOLDFAST_BACKEND) it is
+ *         given as is (the library makes it absolute lexically) and need
+ *         not exist. --depth is HF_OPT_DEPTH (FL2's bound; etcd has none).
+ * The walk's rules - no symbolic link followed, nothing but directories and
+ * flock records opened, .git not entered, flock records judged by FK3 - are
+ * the library's (FL2, FL4).
  */
 #include "cli.h"
-#include "file.h"
-#include "sys.h"
 
 #include "holdfast.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -56,13 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#define LIST_DEPTH_DEFAULT 8
-#define LIST_DEPTH_MAX 64
-#define STATE_SUFFIX ".holdfast"
-#define FLOCK_SUFFIX ".holdfast-flock"
-#define OPEN_WALK (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 
 static const char usage[] =
 	"usage: holdfast list [DIR] [--depth N] [--all-scopes] [--json]\n"
@@ -90,174 +68,14 @@ static const char usage[] =
 
 struct lister {
 	json_t *items, *errors;
-	int depth_max;
-	bool truncated;
 };
 
+/* LS3: an error of the listing or of the registry, said and kept. */
 static void list_error(struct lister *ls, const char *path, int rc)
 {
 	cli_err("list: %s: %s", CLI_SHOW(path), hf_strerror(rc));
 	json_array_append_new(ls->errors, json_pack("{s:s,s:s,s:s}", "path", path, "error",
 						    hf_error_name(rc), "message", hf_strerror(rc)));
-}
-
-/* An item: a library record (its JSON) with "kind". */
-static void add_rec(struct lister *ls, const char *kind, const hf_rec *r)
-{
-	json_t *j = json_loads(hf_rec_json(r), 0, NULL);
-	if (!j)
-		return;
-	json_object_set_new(j, "kind", json_string(kind));
-	json_array_append_new(ls->items, j);
-}
-
-static void add_lock(struct lister *ls, const char *path)
-{
-	hf_rec *r;
-	int rc = hf_lock_status(path, &r);
-	if (rc < 0) {
-		list_error(ls, path, rc);
-		return;
-	}
-	add_rec(ls, "lock", r);
-	hf_rec_free(r);
-}
-
-static void add_session(struct lister *ls, const char *path)
-{
-	hf_rec *r;
-	int rc = hf_session_status(path, 0, &r);
-	if (rc < 0) {
-		list_error(ls, path, rc);
-		return;
-	}
-	add_rec(ls, "session", r);
-	hf_rec_free(r);
-}
-
-struct entry {
-	char name[NAME_MAX + 1];
-	mode_t mode;
-};
-
-struct scan {
-	struct entry *v;
-	size_t n, cap;
-	int err;
-};
-
-static int collect_cb(int dirfd, const char *name, void *ctx)
-{
-	struct scan *sc = ctx;
-	struct stat st;
-	if (hf_sys_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0; /* gone meanwhile */
-	if (sc->n == sc->cap) {
-		size_t cap = sc->cap ? sc->cap * 2 : 64;
-		struct entry *v = realloc(sc->v, cap * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		sc->v = v;
-		sc->cap = cap;
-	}
-	snprintf(sc->v[sc->n].name, sizeof sc->v[sc->n].name, "%s", name);
-	sc->v[sc->n++].mode = st.st_mode;
-	return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n > k && !strcmp(s + n - k, suffix);
-}
-
-static bool has(const struct scan *sc, const char *name)
-{
-	struct entry key;
-	if (strlen(name) >= sizeof key.name)
-		return false;
-	strcpy(key.name, name);
-	return bsearch(&key, sc->v, sc->n, sizeof *sc->v, entry_cmp) != NULL;
-}
-
-/* Does dirfd/name hold a regular file "owner" (a lock whose state directory
- * is gone)? Looked at without following or opening it. */
-static bool holds_owner(int dirfd, const char *name)
-{
-	char p[NAME_MAX + 8];
-	snprintf(p, sizeof p, "%s/owner", name);
-	struct stat st;
-	return hf_sys_fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-}
-
-/* LS1, LS2: the directory at path (open as dirfd), depth levels below DIR. */
-static void walk(struct lister *ls, int dirfd, const char *path, int depth)
-{
-	struct scan sc = { 0 };
-	int rc = hf_dir_each(dirfd, "", collect_cb, &sc);
-	if (rc < 0) {
-		list_error(ls, path, rc);
-		free(sc.v);
-		return;
-	}
-	if (sc.n)
-		qsort(sc.v, sc.n, sizeof *sc.v, entry_cmp);
-	for (size_t i = 0; i < sc.n; i++) {
-		const char *name = sc.v[i].name;
-		mode_t m = sc.v[i].mode;
-		char child[PATH_MAX];
-		if (snprintf(child, sizeof child, "%s%s%s", path, strcmp(path, "/") ? "/" : "",
-			     name) >= (int)sizeof child) {
-			list_error(ls, path, -ENAMETOOLONG);
-			continue;
-		}
-		if (S_ISREG(m) && !strcmp(name, HF_SESSION_FILE)) {
-			add_session(ls, child);
-			continue;
-		}
-		if (S_ISREG(m) && ends_with(name, FLOCK_SUFFIX)) {
-			child[strlen(child) - strlen(FLOCK_SUFFIX)] = '\0';
-			json_t *j = cli_flock_item(child); /* LS5 */
-			if (j)
-				json_array_append_new(ls->items, j);
-			continue;
-		}
-		if (!S_ISDIR(m))
-			continue; /* LS2: symbolic links, FIFOs, devices: never opened */
-		if (ends_with(name, STATE_SUFFIX)) {
-			child[strlen(child) - strlen(STATE_SUFFIX)] = '\0';
-			add_lock(ls, child); /* the lock X of X.holdfast/ */
-			continue;
-		}
-		char sname[NAME_MAX + 16];
-		snprintf(sname, sizeof sname, "%s" STATE_SUFFIX, name);
-		if (has(&sc, sname))
-			continue; /* a lock directory: listed by its state directory */
-		if (holds_owner(dirfd, name)) {
-			add_lock(ls, child); /* a lock whose state directory was deleted */
-			continue;
-		}
-		if (!strcmp(name, ".git"))
-			continue;
-		if (depth >= ls->depth_max) {
-			ls->truncated = true;
-			continue;
-		}
-		int fd = hf_sys_openat(dirfd, name, OPEN_WALK, 0);
-		if (fd < 0) {
-			if (fd != -ENOENT && fd != -ELOOP && fd != -ENOTDIR)
-				list_error(ls, child, fd); /* replaced meanwhile: skipped */
-			continue;
-		}
-		walk(ls, fd, child, depth + 1);
-		hf_sys_close(fd);
-	}
-	free(sc.v);
 }
 
 /* Is spec's path dir or below it (by whole components)? */
@@ -432,44 +250,33 @@ static json_t *sorted(json_t *items)
 	return out;
 }
 
-/* LS4: what etcd keeps under dir. */
-static int list_etcd(const char *dir, bool json)
+/* The listing of hf_lock_list on a handle for dir (LS1, LS4): 0 and *ret,
+ * or the exit code (said, recorded). */
+static int list_locks(const char *dir, const char *arg, int depth, json_t **ret)
 {
 	hf_lock *l;
 	hf_rec *r = NULL;
 	int rc = hf_lock_new(dir, &l);
 	if (rc < 0) {
-		cli_err("list: %s: %s", CLI_SHOW(dir), hf_strerror(rc));
-		return cli_fail_rc(rc, dir, NULL);
+		cli_err("list: %s: %s", CLI_SHOW(arg), hf_strerror(rc));
+		return cli_fail_rc(rc, arg, NULL);
 	}
 	if ((rc = cli_backend_apply(l, dir)) != 0) {
 		hf_lock_free(l);
 		return rc; /* said, recorded */
 	}
-	rc = hf_lock_list(l, &r);
+	rc = hf_lock_set(l, HF_OPT_DEPTH, depth);
+	if (rc == 0)
+		rc = hf_lock_list(l, &r);
 	if (rc < 0) {
-		rc = cli_backend_failed("list: ", dir, l, rc);
+		rc = cli_backend_failed("list: ", arg, l, rc); /* DIR itself (LS3) */
 		hf_lock_free(l);
 		return rc;
 	}
 	hf_lock_free(l);
-	json_t *o = json_loads(hf_rec_json(r), 0, NULL);
+	*ret = json_loads(hf_rec_json(r), 0, NULL);
 	hf_rec_free(r);
-	json_t *items = o ? sorted(json_incref(json_object_get(o, "locks"))) : NULL;
-	if (!items) {
-		json_decref(o);
-		return HF_EXIT_SOFTWARE;
-	}
-	if (json) {
-		json_t *j = json_pack("{s:O,s:s,s:o,s:[],s:b}", "dir", json_object_get(o, "dir"),
-				      "backend", "etcd", "locks", items, "errors", "truncated", 0);
-		json_decref(o);
-		return cli_json_print(j) < 0 ? HF_EXIT_IOERR : HF_EXIT_OK;
-	}
-	print_table(items);
-	json_decref(items);
-	json_decref(o);
-	return HF_EXIT_OK;
+	return *ret ? HF_EXIT_OK : HF_EXIT_SOFTWARE;
 }
 
 int cmd_list(int argc, char **argv)
@@ -489,7 +296,7 @@ int cmd_list(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false, all = false;
-	int depth = LIST_DEPTH_DEFAULT;
+	int depth = HF_LIST_DEPTH_DEFAULT;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -510,9 +317,9 @@ int cmd_list(int argc, char **argv)
 		case OPT_DEPTH: {
 			char *end;
 			long v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || v < 0 || v > LIST_DEPTH_MAX) {
+			if (!*optarg || *end || v < 0 || v > HF_LIST_DEPTH_MAX) {
 				cli_err("list: --depth %s: give 0 to %d", CLI_SHOW(optarg),
-					LIST_DEPTH_MAX);
+					HF_LIST_DEPTH_MAX);
 				return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 			}
 			depth = (int)v;
@@ -535,35 +342,52 @@ int cmd_list(int argc, char **argv)
 		return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
 	}
 	const char *arg = optind < argc ? argv[optind] : ".";
-	if (cli_backend())
-		return list_etcd(arg, json);
+	const char *etcd = cli_backend();
 	char dir[PATH_MAX];
-	int rc = hf_path_canonical(arg, dir, sizeof dir);
-	int fd = rc < 0 ? rc : hf_sys_openat(AT_FDCWD, dir, OPEN_WALK & ~O_NOFOLLOW, 0);
-	if (fd < 0) {
+	int rc = etcd ? 0 : hf_path_canonical(arg, dir, sizeof dir); /* LS4 */
+	if (rc < 0) {
 		/* the one error that ends the listing */
-		cli_err("list: %s: %s", CLI_SHOW(arg), hf_strerror(fd));
-		return cli_fail_rc(fd, arg, NULL);
+		cli_err("list: %s: %s", CLI_SHOW(arg), hf_strerror(rc));
+		return cli_fail_rc(rc, arg, NULL);
 	}
-	struct lister ls = { .items = json_array(), .errors = json_array(), .depth_max = depth };
-	if (!ls.items || !ls.errors) {
-		hf_sys_close(fd);
-		return HF_EXIT_OSERR;
+	json_t *o = NULL;
+	rc = list_locks(etcd ? arg : dir, arg, depth, &o);
+	if (rc != HF_EXIT_OK)
+		return rc;
+	json_t *errs = json_object_get(o, "errors");
+	struct lister ls = { .items = json_incref(json_object_get(o, "locks")),
+			     .errors = json_is_array(errs) ? json_incref(errs) : json_array() };
+	bool truncated = json_is_true(json_object_get(o, "truncated"));
+	const char *listed = json_string_value(json_object_get(o, "dir"));
+	if (!json_is_array(ls.items) || !ls.errors || !listed) {
+		json_decref(ls.items);
+		json_decref(ls.errors);
+		json_decref(o);
+		return HF_EXIT_SOFTWARE;
 	}
-	walk(&ls, fd, dir, 0);
-	hf_sys_close(fd);
-	add_scopes(&ls, dir, all);
+	size_t i;
+	json_t *e;
+	json_array_foreach(ls.errors, i, e) /* LS3 */
+		cli_err("list: %s: %s", CLI_SHOW(json_string_value(json_object_get(e, "path"))),
+			json_string_value(json_object_get(e, "message")));
+	if (!etcd)
+		add_scopes(&ls, listed, all); /* the file system's registry */
 	ls.items = sorted(ls.items);
 	if (json) {
-		json_t *o = json_pack("{s:s,s:o,s:o,s:b}", "dir", dir, "locks", ls.items, "errors",
-				      ls.errors, "truncated", ls.truncated);
-		return cli_json_print(o) < 0 ? HF_EXIT_IOERR : HF_EXIT_OK;
+		json_t *j = etcd ? json_pack("{s:s,s:s,s:o,s:o,s:b}", "dir", listed, "backend", "etcd",
+					     "locks", ls.items, "errors", ls.errors, "truncated",
+					     truncated)
+				 : json_pack("{s:s,s:o,s:o,s:b}", "dir", listed, "locks", ls.items,
+					     "errors", ls.errors, "truncated", truncated);
+		json_decref(o);
+		return cli_json_print(j) < 0 ? HF_EXIT_IOERR : HF_EXIT_OK;
 	}
 	print_table(ls.items);
-	if (ls.truncated)
+	if (truncated)
 		cli_err("list: directories deeper than --depth %d below %s were not searched", depth,
-			CLI_SHOW(dir));
+			CLI_SHOW(listed));
 	json_decref(ls.items);
 	json_decref(ls.errors);
+	json_decref(o);
 	return HF_EXIT_OK;
 }

@@ -106,8 +106,10 @@ struct hf_lock_ops {
 	/* Keep what st holds or detached for owner o until it ends (NULL: the
 	 * backend has no keeper of its own: -EOPNOTSUPP). */
 	int (*keep)(void *st, const struct hf_lock_info *held, hf_rec **holder, bool *kept);
-	/* Every lock and session at path or below: 0 and *ret ({"dir", "locks"}). */
-	int (*list)(void *st, hf_rec **ret, hf_rec **holder);
+	/* Every lock and session at path or below (o->list_depth levels, where
+	 * the store has levels): 0 and *ret ({"dir", "locks"}; the file
+	 * system's adds "errors" and "truncated"). */
+	int (*list)(void *st, const struct hf_lock_opts *o, hf_rec **ret, hf_rec **holder);
 	/* The record of i: a holder met, or self (the handle's own acquisition). */
 	hf_rec *(*rec)(void *st, const struct hf_lock_info *i, bool self);
 };

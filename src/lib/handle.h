@@ -42,6 +42,8 @@ static inline int hf_opt_check(const void *h, int opt, int64_t v)
 		return v != 0 && (v < 1000 || v > 365LL * 86400 * 1000) ? -EINVAL : 0;
 	case HF_OPT_CANCEL_FD:
 		return v < -1 || v > INT_MAX ? -EINVAL : 0;
+	case HF_OPT_DEPTH:
+		return v < 0 || v > HF_LIST_DEPTH_MAX ? -EINVAL : 0;
 	}
 	return -EINVAL;
 }

@@ -117,6 +117,7 @@ static int lock_make(const char *path, bool check_name, hf_lock **ret)
 	l->o.path = l->path;
 	l->o.wait_ms = 0;
 	l->o.cancel_fd = -1; /* none (has_cancel false) */
+	l->o.list_depth = HF_LIST_DEPTH_DEFAULT;
 	l->held.live_fd = -1;
 	l->guard = -1;
 	*ret = l;
@@ -149,6 +150,9 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 		return 0;
 	case HF_OPT_PID:
 		l->o.pid = (pid_t)v;
+		return 0;
+	case HF_OPT_DEPTH:
+		l->o.list_depth = (int)v;
 		return 0;
 	case HF_OPT_CHAIN_PID: /* OW5 */
 		if (v == 0) {
@@ -415,7 +419,7 @@ int hf_lock_list(hf_lock *l, hf_rec **ret)
 	if (rc < 0)
 		return rc;
 	l->holder_is_self = false;
-	return l->ops->list(l->st, ret, &l->holder);
+	return l->ops->list(l->st, &l->o, ret, &l->holder);
 }
 
 int hf_lock_keep(hf_lock *l)

@@ -38,6 +38,7 @@ struct hf_lock_opts {
 	int has_cancel;                   /* 1: cancel_fd ends a wait when readable
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;
+	int list_depth;                   /* hf_lock_list's HF_OPT_DEPTH            */
 	struct hf_dirlock_kept *kept;     /* non-NULL (all -1): on success the
 					     directories stay open there, for
 					     hf_dirlock_release_kept           */

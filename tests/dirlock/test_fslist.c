@@ -1,7 +1,9 @@
 /* The file system's listing in the library (fs/fslist.c FL1-FL3,
  * hf_fs_list): locks held, dead and without their state directory,
  * sessions held and stale, each item the record hf_lock_status /
- * hf_session_status gives plus "kind" and "backend"; a symbolic link loop
+ * hf_session_status gives plus "kind" (no "backend": `holdfast list`'s
+ * items, which it prints); flock locks by their records (FL4); hf_lock_list
+ * on the file system through the public API; a symbolic link loop
  * and a link out of the tree not followed, FIFOs never opened, --depth and
  * .git, and an unreadable directory reported as an error that does not stop
  * the listing. */
@@ -14,10 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,8 +96,8 @@ static const char *str(const json_t *it, const char *k)
 	return v ? v : "";
 }
 
-/* Every field of the status record of rel is in the item, "kind" and
- * "backend" ("file") besides, and nothing else. */
+/* Every field of the status record of rel is in the item, "kind"
+ * besides, and nothing else. */
 static void same_fields(const json_t *it, const char *rel, const char *kind)
 {
 	char *p = at(rel);
@@ -106,10 +110,10 @@ static void same_fields(const json_t *it, const char *rel, const char *kind)
 	json_t *v;
 	json_object_foreach(o, k, v)
 		cr_assert_not_null(json_object_get(it, k), "%s: %s missing", rel, k);
-	cr_assert_eq(json_object_size(it), json_object_size(o) + 2, "%s: %zu fields, %zu", rel,
+	cr_assert_eq(json_object_size(it), json_object_size(o) + 1, "%s: %zu fields, %zu", rel,
 		     json_object_size(it), json_object_size(o));
 	cr_assert_str_eq(str(it, "kind"), kind);
-	cr_assert_str_eq(str(it, "backend"), "file");
+	cr_assert_null(json_object_get(it, "backend"), "%s: `holdfast list` has no backend", rel);
 	cr_assert_str_eq(str(it, "state"), hf_rec_str(r, "state"));
 	json_decref(o);
 	hf_rec_free(r);
@@ -342,4 +346,157 @@ Test(fslist, unreadable_directory_is_an_error)
 	json_decref(both);
 	free(c);
 	free(l);
+}
+
+/* The items of a listing keyed by path, their ages dropped (each listing
+ * reads the clock itself), in path order. */
+static json_t *by_path(const json_t *items)
+{
+	json_t *o = json_object();
+	size_t i;
+	json_t *it;
+	json_array_foreach(items, i, it) {
+		const char *k = json_string_value(json_object_get(it, "kind"));
+		if (k && !strcmp(k, "scope"))
+			continue;
+		json_t *c = json_deep_copy(it);
+		json_object_del(c, "age_ms");
+		cr_assert_eq(json_object_set_new(o, str(it, "path"), c), 0);
+	}
+	return o;
+}
+
+/* A `holdfast flock` record for rel, as cmd_flock.c writes it (FK2), for
+ * the file fd has open (locker: this process). */
+static void flock_record(const char *rel, int fd, int64_t fence)
+{
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	char *p = at(rel), *rec;
+	cr_assert_geq(asprintf(&rec,
+			       "{\"holder\":\"holdfast flock\",\"pid\":%d,\"pid_start\":1,"
+			       "\"host\":\"h\",\"command\":\"the test\",\"locker\":%d,\"dev\":%ju,"
+			       "\"ino\":%ju,\"fence\":%" PRId64 ",\"taken_ms\":%" PRId64 "}\n",
+			       (int)getpid(), (int)getpid(), (uintmax_t)st.st_dev,
+			       (uintmax_t)st.st_ino, fence, hf_sys_now_ms()),
+		      0);
+	char *rp;
+	cr_assert_geq(asprintf(&rp, "%s.holdfast-flock", p), 0);
+	hft_write(rp, rec);
+	free(rp);
+	free(rec);
+	free(p);
+}
+
+/* hf_lock_list on the file system, through the public API: {"dir",
+ * "locks", "errors", "truncated"}, the locks, sessions and flock locks
+ * (FL4) under the handle's path, HF_OPT_DEPTH's bound and range - and its
+ * items are exactly `holdfast list --json`'s (ages aside). */
+Test(fslist, hf_lock_list_on_the_file_system)
+{
+	char *p = at("held.lock");
+	hf_lock *held;
+	cr_assert_eq(hf_lock_new(p, &held), 0);
+	cr_assert_eq(hf_lock_acquire(held), 0);
+	free(p);
+	p = at(".session.lock");
+	hf_session *s;
+	cr_assert_eq(hf_session_new(p, "data", &s), 0);
+	cr_assert_geq(hf_session_take(s), 0);
+	free(p);
+	/* f: held by this process with its record (FK3: it counts); g: a
+	 * record whose lock nobody holds */
+	char *f = at("f"), *g = at("g");
+	hft_write(f, "");
+	hft_write(g, "");
+	int ffd = open(f, O_RDONLY | O_CLOEXEC), gfd = open(g, O_RDONLY | O_CLOEXEC);
+	cr_assert(ffd >= 0 && gfd >= 0);
+	cr_assert_eq(flock(ffd, LOCK_EX | LOCK_NB), 0);
+	flock_record("f", ffd, 7);
+	flock_record("g", gfd, 3);
+	mkdirs("x/y");
+	p = at("x/y/deep.lock");
+	hf_lock *deep;
+	cr_assert_eq(hf_lock_new(p, &deep), 0);
+	cr_assert_eq(hf_lock_acquire(deep), 0);
+	free(p);
+
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(dir, &l), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_DEPTH, -1), -EINVAL);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_DEPTH, HF_LIST_DEPTH_MAX + 1), -EINVAL);
+	hf_rec *r = NULL;
+	cr_assert_eq(hf_lock_list(l, &r), 0, "hf_lock_list on the file system");
+	json_t *o = json_loads(hf_rec_json(r), 0, NULL);
+	cr_assert_not_null(o);
+	cr_assert_str_eq(str(o, "dir"), dir);
+	cr_assert_eq(json_array_size(json_object_get(o, "errors")), 0);
+	cr_assert(json_is_false(json_object_get(o, "truncated")));
+	json_t *locks = json_object_get(o, "locks");
+	struct listing ls = { .items = locks };
+	json_t *h = item(&ls, "held.lock"), *se = item(&ls, ".session.lock"),
+	       *fi = item(&ls, "f"), *gi = item(&ls, "g"), *di = item(&ls, "x/y/deep.lock");
+	cr_assert(h && se && fi && gi && di, "%s", json_dumps(locks, 0));
+	cr_assert_eq(json_array_size(locks), 5, "%s", json_dumps(locks, 0));
+	same_fields(h, "held.lock", "lock");
+	same_fields(se, ".session.lock", "session");
+	cr_assert_str_eq(str(fi, "kind"), "flock");
+	cr_assert_str_eq(str(fi, "state"), "held");
+	cr_assert(json_is_true(json_object_get(fi, "record")), "FK3: the record counts");
+	cr_assert_eq(json_integer_value(json_object_get(fi, "fence")), 7);
+	cr_assert_eq(json_integer_value(json_object_get(fi, "pid")), getpid());
+	cr_assert_str_eq(str(fi, "comm"), "the test");
+	cr_assert_str_eq(str(gi, "state"), "free");
+	cr_assert_null(json_object_get(gi, "pid"), "a free lock names nobody (FK3)");
+
+	/* the CLI prints the library's items, exactly */
+	const char *argv[] = { "holdfast", "list", dir, "--json", NULL };
+	char *out, *err;
+	cr_assert_eq(hft_cli(&out, &err, argv), 0, "%s", err);
+	json_t *cli = json_loads(out, 0, NULL);
+	cr_assert_not_null(cli, "%s", out);
+	json_t *mine = by_path(locks), *theirs = by_path(json_object_get(cli, "locks"));
+	char *a = json_dumps(mine, JSON_SORT_KEYS), *b = json_dumps(theirs, JSON_SORT_KEYS);
+	cr_assert_str_eq(b, a, "holdfast list --json and hf_lock_list differ");
+	free(a);
+	free(b);
+	json_decref(mine);
+	json_decref(theirs);
+	json_decref(cli);
+	free(out);
+	free(err);
+	json_decref(o);
+	hf_rec_free(r);
+
+	/* HF_OPT_DEPTH: x/y is two levels down */
+	cr_assert_eq(hf_lock_set(l, HF_OPT_DEPTH, 1), 0);
+	cr_assert_eq(hf_lock_list(l, &r), 0);
+	o = json_loads(hf_rec_json(r), 0, NULL);
+	cr_assert(json_is_true(json_object_get(o, "truncated")), "depth 1 stops above x/y");
+	ls.items = json_object_get(o, "locks");
+	cr_assert_null(item(&ls, "x/y/deep.lock"));
+	cr_assert_not_null(item(&ls, "held.lock"));
+	json_decref(o);
+	hf_rec_free(r);
+	hf_lock_free(l);
+
+	/* the directory itself unreadable: the one failure */
+	char *gone = at("gone");
+	cr_assert_eq(hf_lock_new(gone, &l), 0);
+	r = NULL;
+	cr_assert_eq(hf_lock_list(l, &r), -ENOENT);
+	cr_assert_null(r);
+	hf_lock_free(l);
+	free(gone);
+
+	close(ffd);
+	close(gfd);
+	free(f);
+	free(g);
+	cr_assert_eq(hf_lock_release(deep), 0);
+	hf_lock_free(deep);
+	cr_assert_eq(hf_session_release(s), 0);
+	hf_session_free(s);
+	cr_assert_eq(hf_lock_release(held), 0);
+	hf_lock_free(held);
 }

@@ -204,7 +204,7 @@ static int lock_keep(void *p, const struct hf_lock_info *held, hf_rec **holder, 
 	return rc < 0 ? lock_fail(st, holder, rc) : rc;
 }
 
-static int lock_list(void *p, hf_rec **ret, hf_rec **holder)
+static int lock_list(void *p, const struct hf_lock_opts *o, hf_rec **ret, hf_rec **holder)
 {
 	struct etcd_lock *st = p;
 	const char *dir = hf_etcdlock_key(st->el) + strlen(HF_ETCD_KEY_PREFIX);

@@ -17,6 +17,7 @@
  */
 #include "backend.h"
 #include "dirlock.h"
+#include "fslist.h"
 #include "internal.h"
 #include "rec.h"
 #include "registry.h"
@@ -133,9 +134,21 @@ static void lock_detach(void *p)
 	hf_dirlock_kept_close(&st->kept);
 }
 
-static int lock_list(void *p, hf_rec **ret, hf_rec **holder)
+/* The locks under the handle's path (fslist.c, FL1-FL4). */
+static int lock_list(void *p, const struct hf_lock_opts *o, hf_rec **ret, hf_rec **holder)
 {
-	return -EOPNOTSUPP; /* the CLI walks the tree */
+	struct fs_lock *st = p;
+	json_t *items = NULL, *errors = NULL;
+	bool truncated = false;
+	int rc = hf_fs_list(st->path, o->list_depth, &items, &errors, &truncated);
+	if (rc < 0)
+		return rc; /* the directory itself (FL3): nobody to name */
+	hf_rec *r = hf_rec_take(json_pack("{s:s, s:o, s:o, s:b}", "dir", st->path, "locks", items,
+					  "errors", errors, "truncated", truncated));
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
 }
 
 static const struct hf_lock_ops fs_lock_ops = {

@@ -1,44 +1,58 @@
 /*
- * fslist.c - the file system's listing: every directory lock and session
- * lock under a directory, each judged as its status judges it (dirlock.c's
- * hf_dirlock_status, session_file.c's hf_sessionlock_status), as items of
- * the shape etcdlist.c gives for etcd's (a record's fields, "kind",
- * "backend"). `holdfast list` walks the tree itself today (cmd_list.c,
- * LS1-LS5; flock records stay the CLI's, LS5).
+ * fslist.c - the file system's listing: every directory lock, session lock
+ * and holdfast flock lock under a directory, each judged as its status
+ * judges it (dirlock.c's hf_dirlock_status, session_file.c's
+ * hf_sessionlock_status, `lock status FILE` for a flock record: FK3), as
+ * items of the shape etcdlist.c gives for etcd's (a record's fields and
+ * "kind"; etcd's add "backend" and "key"). hf_lock_list serves it for the
+ * file system (fs_backend.c), and `holdfast list` prints it (cmd_list.c).
  *
  * What it finds:
  *   lock      a directory X.holdfast/ (X's state directory) names the lock
  *             X; a directory X holding a regular file "owner" without
  *             X.holdfast beside it (a cleanup deleted it) is the lock X too
  *   session   a regular file named .session.lock (HF_SESSION_FILE)
+ *   flock     a regular file X.holdfast-flock (`holdfast flock`'s record)
+ *             names the file or directory X it locks (FL4)
  *
  * Steps (per directory, from dir down):
  *   1. read its entries (hf_dir_each), each stat'ed without following
  *      (fstatat, AT_SYMLINK_NOFOLLOW); sort them by name
- *   2. a session file: its status; a state directory X.holdfast: X's
- *      status; a directory X with X.holdfast beside it: skipped (listed by
- *      its state directory); a directory holding "owner": its status
+ *   2. a session file: its status; a flock record: X's kernel locks and
+ *      the record (FL4); a state directory X.holdfast: X's status; a
+ *      directory X with X.holdfast beside it: skipped (listed by its state
+ *      directory); a directory holding "owner": its status
  *   3. every other directory, unless it is .git or depth is reached: open
  *      it (O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK) and go to 1
  *
  * Invariants:
  *   (FL1) It reads, never writes: status reads only (no acquire, reap or
  *         sweep; no state directory made), and the walk opens nothing but
- *         directories.
- *   (FL2) No symbolic link below dir is followed and nothing that is not a
- *         directory is opened by the walk (a FIFO or a device is never
- *         opened, so nothing can make it wait): entries are judged by an
- *         fstatat that does not follow, and opened with O_DIRECTORY |
- *         O_NOFOLLOW | O_NONBLOCK. At most depth levels below dir; .git is
- *         not entered.
+ *         directories, /proc/locks and the regular files named
+ *         *.holdfast-flock (O_NOFOLLOW | O_NONBLOCK).
+ *   (FL2) No symbolic link below dir is followed and nothing the walk did
+ *         not find a directory or a flock record is opened (a FIFO or a
+ *         device is never opened, and whatever replaces an entry meanwhile
+ *         is opened O_NONBLOCK, so nothing can make it wait): entries are
+ *         judged by an fstatat that does not follow, and opened with
+ *         O_NOFOLLOW | O_NONBLOCK (directories O_DIRECTORY). At most depth
+ *         levels below dir; .git is not entered.
  *   (FL3) An error names its file and does not stop the listing: an entry
  *         of the errors array (path, error, message). Only dir itself
  *         unreadable fails the call. A directory replaced meanwhile (gone,
  *         now a link or a file) is skipped, not an error.
+ *   (FL4) A holdfast flock lock is listed by its record, and judged as
+ *         `lock status FILE` judges it (cmd_flock.c FK3): held only while
+ *         the kernel holds a lock on X; the record's holder counts only
+ *         while its locker's exclusive flock(2) is that lock, else the
+ *         kernel's pid is named ("record": false). A flock(1) lock with no
+ *         record is not found (nothing on disk says it exists: lslocks
+ *         lists those); X gone or neither a file nor a directory: nothing.
  */
 #include "fslist.h"
 
 #include "dirlock.h"
+#include "flockrec.h"
 #include "internal.h"
 #include "rec.h"
 #include "session.h"
@@ -70,7 +84,7 @@ static void list_error(struct walker *w, const char *path, int rc)
 		w->fatal = -ENOMEM;
 }
 
-/* An item: r's object with kind and backend (r freed). */
+/* An item: r's object with kind (r freed). */
 static void add(struct walker *w, hf_rec *r, const char *kind)
 {
 	json_t *o = r ? hf_rec_object(r) : NULL;
@@ -82,7 +96,6 @@ static void add(struct walker *w, hf_rec *r, const char *kind)
 	json_incref(o);
 	hf_rec_free(r);
 	if (json_object_set_new(o, "kind", json_string(kind)) < 0 ||
-	    json_object_set_new(o, "backend", json_string("file")) < 0 ||
 	    json_array_append_new(w->items, o) < 0)
 		w->fatal = -ENOMEM;
 }
@@ -105,6 +118,67 @@ static void add_session(struct walker *w, const char *path)
 		list_error(w, path, rc);
 	else
 		add(w, hf_rec_from_session_status(&st, path), "session");
+}
+
+/* FL4: the item of the flock lock on path, whose record path.holdfast-flock
+ * the walk found: kind "flock", state held or free by the kernel's locks
+ * (/proc/locks), the holder from the record while FK3 holds (pid, command
+ * as "comm", host, age, fence), else the kernel's pid and its comm. */
+static void add_flock(struct walker *w, const char *path)
+{
+	struct stat st;
+	if (hf_sys_fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+		return; /* FL2: never followed */
+	json_t *o = json_pack("{s:s,s:s}", "kind", "flock", "path", path);
+	if (!o) {
+		w->fatal = -ENOMEM;
+		return;
+	}
+	struct hf_kernel_lock k[16];
+	int nk = hf_kernel_locks_on(st.st_dev, st.st_ino, k, 16);
+	if (nk <= 0) {
+		json_object_set_new(o, "state", json_string("free"));
+		if (json_array_append_new(w->items, o) < 0)
+			w->fatal = -ENOMEM;
+		return;
+	}
+	char rp[PATH_MAX + 32];
+	json_t *r = (size_t)snprintf(rp, sizeof rp, "%s" HF_FLOCKREC_SUFFIX, path) < sizeof rp
+			    ? hf_flockrec_read(rp)
+			    : NULL;
+	const struct hf_kernel_lock *h = &k[0];
+	bool ours = hf_flockrec_counts(r, h, &st); /* FK3 */
+	json_object_set_new(o, "state", json_string("held"));
+	json_object_set_new(o, "lock", json_string(hf_kernel_lock_api(h)));
+	json_object_set_new(o, "mode", json_string(h->write ? "exclusive" : "shared"));
+	json_object_set_new(o, "record", json_boolean(ours));
+	if (nk > 1)
+		json_object_set_new(o, "holders", json_integer(nk));
+	if (ours) {
+		json_object_set(o, "pid", json_object_get(r, "pid"));
+		json_object_set(o, "host", json_object_get(r, "host"));
+		json_object_set(o, "comm", json_object_get(r, "command"));
+		json_object_set(o, "fence", json_object_get(r, "fence"));
+		json_object_set_new(o, "age_ms", json_integer(hf_sys_now_ms() -
+							      hf_flockrec_int(r, "taken_ms")));
+	} else if (h->pid > 0) {
+		char comm[HF_COMM_MAX + 1];
+		json_object_set_new(o, "pid", json_integer(h->pid));
+		if (hf_pid_comm((pid_t)h->pid, comm, sizeof comm) == 0)
+			json_object_set_new(o, "comm", json_string(comm));
+	}
+	json_decref(r);
+	/* a NULL member (a hand-edited record) is no field */
+	const char *key;
+	json_t *v, *tmp;
+	json_object_foreach_safe(o, tmp, key, v)
+	{
+		if (json_is_null(v))
+			json_object_del(o, key);
+	}
+	if (json_array_append_new(w->items, o) < 0)
+		w->fatal = -ENOMEM;
 }
 
 struct entry {
@@ -192,6 +266,11 @@ static void walk(struct walker *w, int dirfd, const char *path, int depth)
 		}
 		if (S_ISREG(m) && !strcmp(name, HF_SESSION_FILE)) {
 			add_session(w, child);
+			continue;
+		}
+		if (S_ISREG(m) && ends_with(name, HF_FLOCKREC_SUFFIX)) {
+			child[strlen(child) - strlen(HF_FLOCKREC_SUFFIX)] = '\0';
+			add_flock(w, child); /* FL4 */
 			continue;
 		}
 		if (!S_ISDIR(m))

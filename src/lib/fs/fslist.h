@@ -1,8 +1,8 @@
 /*
- * fslist.h - the file system's listing (fslist.c): every directory lock
- * and session lock under a directory, as hf_etcd_list lists etcd's. Not
- * part of the public API (hf_lock_list will serve it for the file
- * backend); the walk's rules (FL1-FL3) are in fslist.c.
+ * fslist.h - the file system's listing (fslist.c): every directory lock,
+ * session lock and holdfast flock lock under a directory, as hf_etcd_list
+ * lists etcd's. Not part of the public API (hf_lock_list serves it for the
+ * file backend: fs_backend.c); the walk's rules (FL1-FL4) are in fslist.c.
  */
 #ifndef HF_FSLIST_H
 #define HF_FSLIST_H
@@ -10,15 +10,18 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define HF_FS_LIST_DEPTH_DEFAULT 8
-#define HF_FS_LIST_DEPTH_MAX 64
+#include "holdfast.h"
+
+#define HF_FS_LIST_DEPTH_DEFAULT HF_LIST_DEPTH_DEFAULT
+#define HF_FS_LIST_DEPTH_MAX HF_LIST_DEPTH_MAX
 
 /* The locks and sessions under dir (opened following its own symbolic
  * link, if it is one; nothing below it is followed), at most depth levels
  * below it (0..HF_FS_LIST_DEPTH_MAX). 0 and *ret: a JSON array, each item
  * the record hf_lock_status / hf_session_status gives plus "kind" ("lock"
- * or "session") and "backend" ("file"), in walk order (names sorted within
- * each directory), paths dir + "/" + ...; *ret_errors: a JSON array of
+ * or "session"), or a flock lock's item (kind "flock", FL4: `holdfast
+ * list`'s), in walk order (names sorted within each directory), paths dir
+ * + "/" + ...; *ret_errors: a JSON array of
  * {"path", "error" (hf_error_name), "message" (hf_strerror)}, one per file
  * that could not be read (FL3); *ret_truncated (may be NULL): true when a
  * directory deeper than depth was not entered. The caller decrefs both.
