@@ -333,7 +333,9 @@ enum hf_opt {
 typedef struct hf_lock hf_lock;
 
 /* A handle for the lock directory path (copied). -EINVAL: no name (".",
- * "/", "") or one ending in ".holdfast"; -ENAMETOOLONG; -ENOMEM. */
+ * "") or one ending in ".holdfast"; -ENAMETOOLONG; -ENOMEM. "/" makes a
+ * handle to read the root (hf_lock_list, hf_lock_query): acquiring it is
+ * refused (-EINVAL), as no lock can be the root. */
 int hf_lock_new(const char *path, hf_lock **ret);
 /* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CHAIN_PID, _CANCEL_FD,
  * _TTL_MS, _TIMEOUT_MS, _THREAD, _LEASE_MS, _DEPTH. */

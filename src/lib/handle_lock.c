@@ -126,7 +126,9 @@ static int lock_make(const char *path, bool check_name, hf_lock **ret)
 
 int hf_lock_new(const char *path, hf_lock **ret)
 {
-	return lock_make(path, true, ret);
+	/* "/" has no name: a handle to read (list) the root, no lock to take
+	 * (every backend refuses to acquire it, -EINVAL) */
+	return lock_make(path, !path || strcmp(path, "/"), ret);
 }
 
 int hf_lock_set(hf_lock *l, int opt, int64_t v)

@@ -371,6 +371,25 @@ Test(list, usage_and_missing_dir)
 	free(missing);
 }
 
+/* The root is a directory like any other: `holdfast list /` lists it (the
+ * handle for "/" is one no lock can be taken on), here at depth 0. */
+Test(list, the_root_is_listed)
+{
+	char *out, *err;
+	const char *root[] = { "holdfast", "list", "/", "--depth", "0", "--json", NULL };
+	cr_assert_eq(hft_cli(&out, &err, root), 0, "%s", err);
+	json_t *j = json_loads(out, 0, NULL);
+	cr_assert_not_null(j, "%s", out);
+	cr_assert(json_is_array(json_object_get(j, "locks")) || json_is_array(j), "%s", out);
+	json_decref(j);
+	free(out);
+	free(err);
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new("/", &l), 0);
+	cr_assert_eq(hf_lock_acquire(l), -EINVAL, "no lock is taken on the root");
+	hf_lock_free(l);
+}
+
 /* LS5: `holdfast flock` locks are listed by their records, judged by the
  * kernel's locks as `lock status FILE` judges them: a holder in its section
  * is held and named from its record (pid, command, fence); one that ended
