@@ -377,16 +377,13 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_WAIT: a->wait = optarg; break;
 		}
 	}
-	if (cli_backend()) { /* a backend that cannot be used: said once, here */
-		hf_scope *p;
-		int rc = hf_scope_new("holdfast", &p);
-		if (rc == 0)
-			rc = cli_backend_apply_scope(p, argv[0]);
-		hf_scope_free(p);
-		if (rc)
-			return rc < 0 ? HF_EXIT_SOFTWARE : rc;
-	}
-	return 0;
+	/* a backend that cannot be used: said once, here */
+	hf_scope *p;
+	int rc = hf_scope_new("holdfast", &p);
+	if (rc == 0)
+		rc = cli_backend_apply_scope(p, argv[0]);
+	hf_scope_free(p);
+	return rc < 0 ? HF_EXIT_SOFTWARE : rc;
 }
 
 /* Read (or reap) the registry in force: the backend's, or the file of
@@ -395,7 +392,7 @@ static int registry_op(bool reap, hf_registry **r, hf_rec **h)
 {
 	hf_scope *p;
 	int rc = hf_scope_new("holdfast", &p);
-	if (rc == 0 && scope_cmd && cli_backend() && cli_backend_apply_scope(p, "") != 0)
+	if (rc == 0 && scope_cmd && cli_backend_apply_scope(p, "") != 0)
 		rc = -EINVAL; /* parse_args tried it already */
 	char spec[PATH_MAX + 8];
 	if (rc == 0 && strcmp(reg_at, ".")) { /* a handle's registry is its specs' */
@@ -565,7 +562,8 @@ static int do_register(int argc, char **argv)
 	 * now: a keeper holds it (keeper.c); on etcd the keeper keeps the
 	 * lease alive and revokes it when PID ends. */
 	int keeper;
-	if (cli_backend()) {
+	bool leased = hf_scope_fd(s) < 0; /* on etcd: a lease, no descriptor */
+	if (leased) {
 		keeper = cli_keep_scope((int)pid, s);
 		hf_scope_detach(s);
 	} else {
@@ -574,7 +572,7 @@ static int do_register(int argc, char **argv)
 		hf_sys_close(live_fd);
 	}
 	hf_scope_free(s);
-	if (keeper < 0 && cli_backend())
+	if (keeper < 0 && leased)
 		cli_err("warning: scope register %s: no keeper for its lease (%s): it ends "
 			"after its TTL",
 			SHOW(name), hf_strerror(keeper));

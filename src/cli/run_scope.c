@@ -168,7 +168,8 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		hf_scope_free(s);
 		return HF_EXIT_SOFTWARE;
 	}
-	if (cli_backend()) {
+	bool leased = hf_scope_fd(s) < 0; /* on etcd: a lease, no descriptor */
+	if (leased) {
 		run_handle = s; /* etcd: held, its lease kept alive, until CMD has ended */
 	} else {
 		live_fd = hf_scope_detach(s); /* run keeps it until CMD has ended */
@@ -177,7 +178,7 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 	snprintf(run_name, sizeof run_name, "%s", pname);
 	char first[PATH_MAX];
 	cli_scope_spec_path(specs[0], first, sizeof first);
-	if (cli_backend() || hf_registry_path_for(first, run_registry, sizeof run_registry) < 0)
+	if (leased || hf_registry_path_for(first, run_registry, sizeof run_registry) < 0)
 		run_registry[0] = '\0'; /* RG13: released where it was registered */
 	run_generation = gen;
 	strcpy(ret_name, pname);

@@ -1,7 +1,8 @@
 /*
  * handle.h - what the library's own files need from the public handles
- * (handle_lock.c) and what the handles share (the options' ranges). Not
- * part of the public API.
+ * (a lock handle's acquisition and path for edit.c, a scope handle's
+ * registry table for handle_registry.c) and what the handles share (the
+ * options' ranges). Not part of the public API.
  */
 #ifndef HF_HANDLE_H
 #define HF_HANDLE_H

@@ -1,6 +1,6 @@
 /*
  * handle_lock.c - the directory lock's public handle (holdfast.h, hf_lock):
- * options, the verbs over the protocol functions of dirlock.c, and what a
+ * options, the verbs over its backend's operations (backend.h), and what a
  * handle remembers between them (its token, fence, kernel-lock descriptor,
  * the last holder seen).
  *
