@@ -1012,6 +1012,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "OPT_FROM", HF_OPT_FROM }, { "OPT_TTL_MS", HF_OPT_TTL_MS },
 		{ "OPT_TIMEOUT_MS", HF_OPT_TIMEOUT_MS }, { "OPT_CHAIN_PID", HF_OPT_CHAIN_PID },
 		{ "OPT_LEASE_MS", HF_OPT_LEASE_MS },
+		{ "OPT_DEPTH", HF_OPT_DEPTH },
 		{ "OPT_THREAD", HF_OPT_THREAD },
 		{ "OPT_BACKEND", HF_OPT_BACKEND },
 		{ "OPT_ETCD_USER", HF_OPT_ETCD_USER },

@@ -37,6 +37,8 @@ pub const HF_OPT_TIMEOUT_MS: c_int = 9;
 pub const HF_OPT_CHAIN_PID: c_int = 10;
 pub const HF_OPT_THREAD: c_int = 11;
 pub const HF_OPT_LEASE_MS: c_int = 12;
+#[allow(dead_code)]
+pub const HF_OPT_DEPTH: c_int = 13;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;
