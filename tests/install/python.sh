@@ -109,7 +109,9 @@ for path, digest, size in rows:
 wheel = z.read(rec.replace("RECORD", "WHEEL")).decode()
 assert "Root-Is-Purelib: false" in wheel and "Tag: py3-none-linux_" in wheel, wheel
 EOF
-tar -tzf "$sdist" | grep -q '/csrc/src/lib/dirlock.c$' || fail "$sdist carries no C sources"
+for f in src/lib/backend.c src/lib/fs/dirlock.c src/lib/etcd/etcdlock.c src/lib/fs/fs_backend.c; do
+	tar -tzf "$sdist" | grep -q "/csrc/$f$" || fail "$sdist carries no $f"
+done
 cp "$sdist" "$t/elsewhere/"
 
 # 3 and 4: inside a private mount namespace.

@@ -44,7 +44,8 @@ echo "install/rust.sh: packaged crate: $(du -sh "$dotcrate" | cut -f1)"
 mkdir -p "$t/work/unpacked"
 tar -xzf "$dotcrate" -C "$t/work/unpacked"
 pkgdir=$t/work/unpacked/holdfast-$version
-for f in csrc/include/holdfast.h csrc/include/holdfast-version.h.in csrc/base/sys.c csrc/lib/dirlock.c; do
+for f in csrc/include/holdfast.h csrc/include/holdfast-version.h.in csrc/base/sys.c csrc/lib/backend.c \
+	csrc/lib/fs/dirlock.c csrc/lib/etcd/etcdlock.c; do
 	[ -f "$pkgdir/$f" ] && [ ! -L "$pkgdir/$f" ] || fail "the .crate does not carry $f as a file"
 done
 
