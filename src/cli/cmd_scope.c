@@ -115,29 +115,16 @@ static const char *reg_name(char *buf, size_t n)
 	return buf;
 }
 
-/* A field of a record for a message: "" when absent. */
-static const char *F(const hf_rec *r, const char *field)
-{
-	const char *v = hf_rec_str(r, field);
-	return v ? v : "";
-}
-
-static int64_t I(const hf_rec *r, const char *field, int64_t dflt)
-{
-	int64_t v;
-	return hf_rec_int(r, field, &v) == 0 ? v : dflt;
-}
-
 void cli_scope_holder_words(const hf_rec *h, char *buf, size_t n)
 {
 	char age[32] = "";
-	int64_t age_ms = I(h, "age_ms", -1); /* present when registered is known */
+	int64_t age_ms = cli_scope_field_int(h, "age_ms", -1); /* present when registered is known */
 	if (age_ms >= 0)
 		cli_format_age(age_ms, age, sizeof age);
-	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(F(h, "name")),
-		 (long long)I(h, "pid", 0), I(h, "foreign_pidns", 0) ? " in another pid namespace" : "",
-		 F(h, "comm")[0] ? ", command " : "", SHOW(F(h, "comm")),
-		 F(h, "host")[0] ? SHOW(F(h, "host")) : "?", (unsigned long long)I(h, "generation", 0),
+	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(cli_scope_field(h, "name")),
+		 (long long)cli_scope_field_int(h, "pid", 0), cli_scope_field_int(h, "foreign_pidns", 0) ? " in another pid namespace" : "",
+		 cli_scope_field(h, "comm")[0] ? ", command " : "", SHOW(cli_scope_field(h, "comm")),
+		 cli_scope_field(h, "host")[0] ? SHOW(cli_scope_field(h, "host")) : "?", (unsigned long long)cli_scope_field_int(h, "generation", 0),
 		 age[0] ? ", registered " : "", age, age[0] ? " ago" : "");
 }
 
@@ -161,22 +148,22 @@ int cli_scope_report_words(const char *verb, const char *name, const char *spec,
 	char who[512], given[4096 + 32] = "";
 	if (spec && (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL))
 		snprintf(given, sizeof given, "'%s'", SHOW(spec));
-	const char *reg = F(h, "registry"), *reason = F(h, "reason");
+	const char *reg = cli_scope_field(h, "registry"), *reason = cli_scope_field(h, "reason");
 	switch (rc) {
 	case HF_ECONFLICT:
 		cli_scope_holder_words(h, who, sizeof who);
-		if (F(h, "fs")[0])
+		if (cli_scope_field(h, "fs")[0])
 			cli_err("scope %s: %s (canonical %s) reaches the same files as the write "
 				"scope %s of %s%s, through another path (a bind mount): kernel "
 				"identity %s meets %s (registry %s)",
-				subject(verb, name), given, F(h, "request"), F(h, "scope"), who,
-				I(h, "others", 0) ? ", and of more live pods" : "", F(h, "request_fs"),
-				F(h, "fs"), reg);
+				subject(verb, name), given, cli_scope_field(h, "request"), cli_scope_field(h, "scope"), who,
+				cli_scope_field_int(h, "others", 0) ? ", and of more live pods" : "", cli_scope_field(h, "request_fs"),
+				cli_scope_field(h, "fs"), reg);
 		else
 			cli_err("scope %s: %s (canonical %s) overlaps the write scope %s of %s%s "
 				"(registry %s)",
-				subject(verb, name), given, F(h, "request"), F(h, "scope"), who,
-				I(h, "others", 0) ? ", and of more live pods" : "", reg);
+				subject(verb, name), given, cli_scope_field(h, "request"), cli_scope_field(h, "scope"), who,
+				cli_scope_field_int(h, "others", 0) ? ", and of more live pods" : "", reg);
 		break;
 	case HF_ETIMEDOUT:
 		cli_err("scope %s: the registry %s is busy: %s", subject(verb, name), reg, reason);
@@ -191,7 +178,7 @@ int cli_scope_report_words(const char *verb, const char *name, const char *spec,
 		if (spec)
 			cli_err("scope %s: %s (canonical %s) is not inside the effective scope of "
 				"its parent %s, which holds %s",
-				subject(verb, name), given, F(h, "request"), who, F(h, "scope"));
+				subject(verb, name), given, cli_scope_field(h, "request"), who, cli_scope_field(h, "scope"));
 		else
 			cli_err("scope %s: the name now belongs to another registration: %s",
 				subject(verb, name), who);
@@ -199,12 +186,12 @@ int cli_scope_report_words(const char *verb, const char *name, const char *spec,
 	case HF_EHELD:
 		cli_scope_holder_words(h, who, sizeof who);
 		cli_err("scope %s: the name is taken by %s holding %s", subject(verb, name), who,
-			F(h, "scope"));
+			cli_scope_field(h, "scope"));
 		break;
 	case HF_ELOST:
 		cli_err("scope %s: its parent '%s' is not registered (released, or reaped "
 			"after its process ended) in %s",
-			subject(verb, name), SHOW(F(h, "name")), reg);
+			subject(verb, name), SHOW(cli_scope_field(h, "name")), reg);
 		break;
 	case HF_ENOTHELD:
 		cli_err("scope %s: no such pod in %s", subject(verb, name), reg);
@@ -253,8 +240,8 @@ int cli_scope_report(const char *verb, const char *name, const char *spec, int r
 {
 	int code = cli_scope_report_words(verb, name, spec, rc, h);
 	char reg[PATH_MAX] = "";
-	if (F(h, "registry")[0])
-		snprintf(reg, sizeof reg, "%s", F(h, "registry"));
+	if (cli_scope_field(h, "registry")[0])
+		snprintf(reg, sizeof reg, "%s", cli_scope_field(h, "registry"));
 	else
 		reg_name(reg, sizeof reg);
 	bool who = rc == HF_ECONFLICT || rc == HF_EHELD || rc == HF_ENOTYOURS;
@@ -266,14 +253,14 @@ int cli_scope_report(const char *verb, const char *name, const char *spec, int r
 /* The spec of specs (n) that holder record h is about, or NULL. */
 const char *cli_scope_spec_of(const char *const *specs, size_t n, const hf_rec *h)
 {
-	int64_t i = I(h, "request_index", -1);
+	int64_t i = cli_scope_field_int(h, "request_index", -1);
 	return specs && i >= 0 && (size_t)i < n ? specs[i] : NULL;
 }
 
 /* What a refusal of the last attempt was, when the wait ended on it. */
 int cli_scope_refusal_of(int rc, const hf_rec *h)
 {
-	const char *was = F(h, "refused");
+	const char *was = cli_scope_field(h, "refused");
 	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_ECONFLICT)))
 		return HF_ECONFLICT;
 	if ((rc == HF_ETIMEDOUT || rc == HF_ECANCELED) && !strcmp(was, hf_error_name(HF_EHELD)))
@@ -298,7 +285,7 @@ static json_t *alloc_json(const hf_rec *a, bool with_live)
 	json_t *o = json_loads(hf_rec_json(a), 0, NULL);
 	if (!o)
 		return json_object();
-	bool alive = !strcmp(F(a, "live"), "alive");
+	bool alive = !strcmp(cli_scope_field(a, "live"), "alive");
 	json_object_del(o, "live");
 	json_object_del(o, "depth");
 	json_object_del(o, "age_ms");
@@ -471,7 +458,7 @@ int cli_scope_make(const char *verb, const char *name, const char *const *specs,
 		rc = hf_scope_add(s, specs[i]);
 		if (rc < 0) {
 			int code = rc == -EINVAL ? refuse(verb, name, specs[i],
-							   F(hf_scope_holder(s), "reason"))
+							   cli_scope_field(hf_scope_holder(s), "reason"))
 						 : cli_scope_report(verb, name, NULL, rc, NULL);
 			hf_scope_free(s);
 			return code;
@@ -711,9 +698,9 @@ static int do_list(int argc, char **argv)
 			if (when)
 				cli_format_age(hf_sys_now_ms() - when, age, sizeof age);
 			const char *from = hf_rec_str(al, "delegated_from");
-			printf("  %-16s pid %-7lld gen %-5llu %-6s %-9s from %-12s", F(al, "name"),
-			       (long long)I(al, "pid", 0), (unsigned long long)I(al, "generation", 0),
-			       !strcmp(F(al, "live"), "alive") ? "live" : "DEAD", age,
+			printf("  %-16s pid %-7lld gen %-5llu %-6s %-9s from %-12s", cli_scope_field(al, "name"),
+			       (long long)cli_scope_field_int(al, "pid", 0), (unsigned long long)cli_scope_field_int(al, "generation", 0),
+			       !strcmp(cli_scope_field(al, "live"), "alive") ? "live" : "DEAD", age,
 			       from ? from : "-");
 			for (size_t k = 0; k < hf_rec_len(al, "scope_allow"); k++)
 				printf(" %s", hf_rec_str_at(al, "scope_allow", k));
@@ -760,13 +747,13 @@ static int do_effective(int argc, char **argv)
 	json_t *o = json_loads(hf_rec_json(e), 0, NULL);
 	json_t *allow = json_object_get(o, "scope"), *deny = json_object_get(o, "denied");
 	if (a.json) {
-		cli_json_print(json_pack("{s:s, s:I, s:I, s:O, s:O}", "name", F(e, "name"), "pid",
-					 (json_int_t)I(e, "pid", 0), "generation",
-					 (json_int_t)I(e, "generation", 0), "scope_allow", allow,
+		cli_json_print(json_pack("{s:s, s:I, s:I, s:O, s:O}", "name", cli_scope_field(e, "name"), "pid",
+					 (json_int_t)cli_scope_field_int(e, "pid", 0), "generation",
+					 (json_int_t)cli_scope_field_int(e, "generation", 0), "scope_allow", allow,
 					 "scope_deny", deny));
 	} else {
-		printf("%s (pid %lld, generation %llu): effective scope\n", F(e, "name"),
-		       (long long)I(e, "pid", 0), (unsigned long long)I(e, "generation", 0));
+		printf("%s (pid %lld, generation %llu): effective scope\n", cli_scope_field(e, "name"),
+		       (long long)cli_scope_field_int(e, "pid", 0), (unsigned long long)cli_scope_field_int(e, "generation", 0));
 		for (size_t k = 0; k < json_array_size(allow); k++)
 			printf("  %s\n", json_string_value(json_array_get(allow, k)));
 		for (size_t k = 0; k < json_array_size(deny); k++) {
@@ -825,28 +812,28 @@ static int do_check(int argc, char **argv)
 		return cli_fail_rc(state, reg, NULL);
 	}
 	const hf_rec *holder = NULL, *pod = NULL;
-	long hi = hf_rec_str(v, "holder") ? hf_registry_find(r, F(v, "holder")) : -1;
+	long hi = hf_rec_str(v, "holder") ? hf_registry_find(r, cli_scope_field(v, "holder")) : -1;
 	long pi = a.pod ? hf_registry_find(r, a.pod) : -1;
 	if (hi >= 0)
 		holder = hf_registry_get(r, (size_t)hi);
 	if (pi >= 0)
 		pod = hf_registry_get(r, (size_t)pi);
-	const char *holder_scope = F(v, "holder_scope"), *holder_fs = hf_rec_str(v, "holder_fs");
+	const char *holder_scope = cli_scope_field(v, "holder_scope"), *holder_fs = hf_rec_str(v, "holder_fs");
 	int code = state == HF_SCOPE_FREE || state == HF_SCOPE_YOURS ? HF_EXIT_OK
 								     : HF_EXIT_CONFLICT;
 	if (a.json) {
 		json_t *h = json_null();
 		if (holder)
-			h = json_pack("{s:s, s:I, s:s, s:I, s:s}", "name", F(holder, "name"), "pid",
-				      (json_int_t)I(holder, "pid", 0), "scope", holder_scope,
-				      "generation", (json_int_t)I(holder, "generation", 0), "host",
-				      F(holder, "host"));
+			h = json_pack("{s:s, s:I, s:s, s:I, s:s}", "name", cli_scope_field(holder, "name"), "pid",
+				      (json_int_t)cli_scope_field_int(holder, "pid", 0), "scope", holder_scope,
+				      "generation", (json_int_t)cli_scope_field_int(holder, "generation", 0), "host",
+				      cli_scope_field(holder, "host"));
 		if (holder && holder_fs)
 			json_object_set_new(h, "fs", json_string(holder_fs));
 		char fs[PATH_MAX + 32], abs[PATH_MAX];
 		json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:o, s:I}", "path",
 				      cli_abs_path(given, abs, sizeof abs), "canonical", canon,
-				      "state", F(v, "state"), "exit", code, "holder", h, "generation",
+				      "state", cli_scope_field(v, "state"), "exit", code, "holder", h, "generation",
 				      (json_int_t)hf_registry_generation(r));
 		json_object_set_new(o, "fs", hf_path_identity(canon, fs, sizeof fs) == 0
 						    ? json_string(fs)
@@ -854,7 +841,7 @@ static int do_check(int argc, char **argv)
 		if (a.pod) {
 			json_object_set_new(o, "pod", json_string(a.pod));
 			json_object_set_new(o, "pod_generation",
-					    pod ? json_integer((json_int_t)I(pod, "generation", 0))
+					    pod ? json_integer((json_int_t)cli_scope_field_int(pod, "generation", 0))
 						: json_null());
 		}
 		cli_json_print(o);
@@ -867,8 +854,8 @@ static int do_check(int argc, char **argv)
 		char who[600 + PATH_MAX + 32] = "";
 		if (holder)
 			snprintf(who, sizeof who, "%s (pid %lld, generation %llu) with %s%s%s%s",
-				 F(holder, "name"), (long long)I(holder, "pid", 0),
-				 (unsigned long long)I(holder, "generation", 0), holder_scope,
+				 cli_scope_field(holder, "name"), (long long)cli_scope_field_int(holder, "pid", 0),
+				 (unsigned long long)cli_scope_field_int(holder, "generation", 0), holder_scope,
 				 holder_fs ? " (the same files through another path: " : "",
 				 holder_fs ? holder_fs : "", holder_fs ? ")" : "");
 		switch (state) {
@@ -877,8 +864,8 @@ static int do_check(int argc, char **argv)
 			       (unsigned long long)hf_registry_generation(r));
 			break;
 		case HF_SCOPE_YOURS:
-			printf("%s: yours (%s, generation %llu)\n", where, F(pod, "name"),
-			       (unsigned long long)I(pod, "generation", 0));
+			printf("%s: yours (%s, generation %llu)\n", where, cli_scope_field(pod, "name"),
+			       (unsigned long long)cli_scope_field_int(pod, "generation", 0));
 			break;
 		case HF_SCOPE_HELD:
 			printf("%s: held by %s\n", where, who);
@@ -887,11 +874,11 @@ static int do_check(int argc, char **argv)
 			printf("%s: outside %s's write scope (nobody holds it)\n", where, SHOW(a.pod));
 			break;
 		case HF_SCOPE_LOST:
-			if (pod && !strcmp(F(pod, "live"), "alive"))
+			if (pod && !strcmp(cli_scope_field(pod, "live"), "alive"))
 				printf("%s: %s lost its scope: generation %s is gone, the name now "
 				       "has generation %llu%s%s\n",
 				       where, SHOW(a.pod), SHOW(a.gen),
-				       (unsigned long long)I(pod, "generation", 0),
+				       (unsigned long long)cli_scope_field_int(pod, "generation", 0),
 				       who[0] ? "; the path is held by " : "", who);
 			else
 				printf("%s: %s lost its scope (released or reaped)%s%s\n", where,
@@ -940,8 +927,8 @@ static int do_reap(int argc, char **argv)
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			const hf_rec *al = hf_registry_get(r, i);
-			printf("reaped %s (pid %lld gone, generation %llu):", F(al, "name"),
-			       (long long)I(al, "pid", 0), (unsigned long long)I(al, "generation", 0));
+			printf("reaped %s (pid %lld gone, generation %llu):", cli_scope_field(al, "name"),
+			       (long long)cli_scope_field_int(al, "pid", 0), (unsigned long long)cli_scope_field_int(al, "generation", 0));
 			for (size_t k = 0; k < hf_rec_len(al, "scope_allow"); k++)
 				printf(" %s", hf_rec_str_at(al, "scope_allow", k));
 			const char *to = hf_rec_str(al, "returned_to");

@@ -25,19 +25,6 @@
 
 #define SHOW(s) CLI_SHOW(s)
 
-/* A field of a record for a message: "" when absent. */
-static const char *F(const hf_rec *r, const char *field)
-{
-	const char *v = hf_rec_str(r, field);
-	return v ? v : "";
-}
-
-static int64_t I(const hf_rec *r, const char *field, int64_t dflt)
-{
-	int64_t v;
-	return hf_rec_int(r, field, &v) == 0 ? v : dflt;
-}
-
 /* One registration per process: released with the same generation. */
 static char run_name[HF_POD_NAME_MAX + 1];
 static char run_registry[PATH_MAX]; /* the file's registry it was registered in */
@@ -66,7 +53,7 @@ static void scope_holder_now(const void *ctx, char *buf, size_t n)
 		hf_rec *v = NULL;
 		if (hf_path_canonical(path, canon, sizeof canon) == 0 &&
 		    hf_registry_check(r, canon, NULL, 0, &v) == HF_SCOPE_HELD) {
-			long hi = hf_registry_find(r, F(v, "holder"));
+			long hi = hf_registry_find(r, cli_scope_field(v, "holder"));
 			if (hi >= 0)
 				cli_scope_holder_words(hf_registry_get(r, (size_t)hi), buf, n);
 		}
@@ -208,7 +195,7 @@ int cli_scope_run_release(const char *name, int live_fd)
 	if (rc == HF_ENOTYOURS) {
 		cli_err("run: the scope '%s' was reaped and registered again by another (pid %lld) "
 			"while CMD ran; left alone",
-			SHOW(name), (long long)I(hf_scope_holder(s), "pid", 0));
+			SHOW(name), (long long)cli_scope_field_int(hf_scope_holder(s), "pid", 0));
 		code = HF_EXIT_CONFLICT;
 	} else if (rc == HF_ENOTHELD && on_etcd) { /* its lease expired while CMD ran */
 		cli_err("run: the scope '%s' was lost while CMD ran (its lease expired)", SHOW(name));

@@ -9,6 +9,21 @@
 #include "holdfast.h"
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* A field of a record for a message: "" when absent. */
+static inline const char *cli_scope_field(const hf_rec *r, const char *field)
+{
+	const char *v = hf_rec_str(r, field);
+	return v ? v : "";
+}
+
+/* An integer field of a record, dflt when absent. */
+static inline int64_t cli_scope_field_int(const hf_rec *r, const char *field, int64_t dflt)
+{
+	int64_t v;
+	return hf_rec_int(r, field, &v) == 0 ? v : dflt;
+}
 
 /* --backend (or HOLDFAST_BACKEND) names the registry from now on. */
 void cli_scope_use_backend(void);
