@@ -406,11 +406,7 @@ int hf_lock_query(hf_lock *l, hf_rec **ret)
 		l->holder_is_self = false;
 		return rc;
 	}
-	hf_rec *r = l->ops->rec(l->st, &i, false);
-	if (!r)
-		return -ENOMEM;
-	*ret = r;
-	return 0;
+	return hf_rec_out(l->ops->rec(l->st, &i, false), ret);
 }
 
 int hf_lock_list(hf_lock *l, hf_rec **ret)

@@ -348,3 +348,11 @@ hf_rec *hf_rec_from_scope_alloc(const struct hf_scopereg_alloc *a, int64_t age_m
 		set_str_or_null(o, "returned_to", a->returned_to);
 	return hf_rec_take(o);
 }
+
+int hf_rec_out(hf_rec *r, hf_rec **ret)
+{
+	if (!r)
+		return -ENOMEM;
+	*ret = r;
+	return 0;
+}

@@ -19,6 +19,8 @@ struct hf_scopereg_alloc;
 /* A record owning obj (stolen; NULL: -ENOMEM is the caller's to report,
  * and NULL is returned). */
 hf_rec *hf_rec_take(json_t *obj);
+/* r into *ret: 0, or -ENOMEM when r is NULL (a builder that ran out). */
+int hf_rec_out(hf_rec *r, hf_rec **ret);
 /* The object inside (borrowed). */
 json_t *hf_rec_object(const hf_rec *r);
 /* Replace *slot with r (freeing the old one). */

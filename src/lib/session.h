@@ -86,6 +86,11 @@ int hf_session_parse(const char *buf, size_t len, struct hf_sessionlock_record *
  * (negative when dated in the future). */
 int64_t hf_session_age_ms(const struct hf_sessionlock_record *r, int64_t now_ms);
 
+/* Stamp r as written now by this process: its pid, host, and "started"
+ * with the boot-relative time it is on this kernel (boot id, time
+ * namespace, CLOCK_BOOTTIME: SL2). */
+void hf_session_stamp(struct hf_sessionlock_record *r);
+
 /* HF_SESSION_HELD, _STALE or _SKEW for a parsed record at time now_ms, and
  * its age (hf_session_age_ms; _SKEW when negative). */
 int hf_session_judge(const struct hf_sessionlock_record *r, int64_t now_ms, int64_t stale_ms,

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -310,4 +311,14 @@ int hf_session_default_path(char *buf, size_t n)
 			     HF_SESSION_FILE) >= n)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+void hf_session_stamp(struct hf_sessionlock_record *r)
+{
+	r->pid = getpid();
+	snprintf(r->host, sizeof r->host, "%s", hf_host_name());
+	snprintf(r->boot_id, sizeof r->boot_id, "%s", hf_boot_id());
+	r->timens = hf_self_timens();
+	r->boot_ms = hf_sys_boot_ms();
+	r->started_ms = hf_sys_now_ms();
 }

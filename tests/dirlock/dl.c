@@ -28,6 +28,15 @@ char *dl_path(const char *dir, const char *name)
 	return p;
 }
 
+void dl_mkdirs(const char *dir, const char *rel)
+{
+	char *p = dl_path(dir, rel), *cmd;
+	cr_assert_geq(asprintf(&cmd, "mkdir -p '%s'", p), 0);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	free(p);
+}
+
 void dl_orphan_guard(void)
 {
 	pid_t parent = getppid();

@@ -73,6 +73,8 @@ void dl_result(const char *file, int *rc, uint64_t *fence, char *token);
 
 /* Path helpers: malloc'd "<dir>/<name>". */
 char *dl_path(const char *dir, const char *name);
+/* mkdir -p dir/rel (asserted). */
+void dl_mkdirs(const char *dir, const char *rel);
 /* Claims in the lock's state directory (<lock>.holdfast/c-*). */
 int dl_claims(const char *lock);
 /* Write an owner record into <lock>/owner (lock made if missing), with

@@ -103,12 +103,7 @@ static char *at(const char *rel)
 
 static void mkdirs(const char *rel)
 {
-	char *p = at(rel);
-	char *cmd;
-	cr_assert_geq(asprintf(&cmd, "mkdir -p '%s'", p), 0);
-	cr_assert_eq(system(cmd), 0);
-	free(cmd);
-	free(p);
+	dl_mkdirs(dir, rel);
 }
 
 static void session_record(const char *rel, int64_t started_ms)

@@ -213,11 +213,7 @@ static int lock_list(void *p, const struct hf_lock_opts *o, hf_rec **ret, hf_rec
 	int rc = hf_etcd_list(hf_etcdlock_cfg(st->el), dir, &items, why, sizeof why);
 	if (rc < 0)
 		return fail(holder, why, st->path, rc);
-	hf_rec *r = hf_rec_take(json_pack("{s:s, s:o}", "dir", dir, "locks", items));
-	if (!r)
-		return -ENOMEM;
-	*ret = r;
-	return 0;
+	return hf_rec_out(hf_rec_take(json_pack("{s:s, s:o}", "dir", dir, "locks", items)), ret);
 }
 
 static const struct hf_lock_ops etcd_lock_ops = {
@@ -360,11 +356,7 @@ static int session_status(void *p, int64_t stale_ms, hf_rec **ret, hf_rec **hold
 	int rc = hf_etcdsession_status(st->es, stale_ms, &s);
 	if (rc < 0)
 		return session_fail(st, holder, rc);
-	hf_rec *r = session_mark(st, hf_rec_from_session_status(&s, st->path));
-	if (!r)
-		return -ENOMEM;
-	*ret = r;
-	return 0;
+	return hf_rec_out(session_mark(st, hf_rec_from_session_status(&s, st->path)), ret);
 }
 
 static hf_rec *session_rec(void *p, const struct hf_sessionlock_record *r)

@@ -281,12 +281,7 @@ static void fresh_record(struct hf_sessionlock_record *r, const char *lane, cons
 	memset(r, 0, sizeof *r);
 	snprintf(r->lane, sizeof r->lane, "%s", lane);
 	snprintf(r->owner, sizeof r->owner, "%s", owner);
-	r->pid = getpid();
-	snprintf(r->host, sizeof r->host, "%s", hf_host_name());
-	snprintf(r->boot_id, sizeof r->boot_id, "%s", hf_boot_id());
-	r->timens = hf_self_timens();
-	r->boot_ms = hf_sys_boot_ms();
-	r->started_ms = hf_sys_now_ms();
+	hf_session_stamp(r);
 }
 
 /* ---- verbs ---------------------------------------------------------------- */

@@ -143,12 +143,8 @@ static int lock_list(void *p, const struct hf_lock_opts *o, hf_rec **ret, hf_rec
 	int rc = hf_fs_list(st->path, o->list_depth, &items, &errors, &truncated);
 	if (rc < 0)
 		return rc; /* the directory itself (FL3): nobody to name */
-	hf_rec *r = hf_rec_take(json_pack("{s:s, s:o, s:o, s:b}", "dir", st->path, "locks", items,
-					  "errors", errors, "truncated", truncated));
-	if (!r)
-		return -ENOMEM;
-	*ret = r;
-	return 0;
+	return hf_rec_out(hf_rec_take(json_pack("{s:s, s:o, s:o, s:b}", "dir", st->path, "locks", items,
+					  "errors", errors, "truncated", truncated)), ret);
 }
 
 static const struct hf_lock_ops fs_lock_ops = {
@@ -251,11 +247,7 @@ static int session_status(void *p, int64_t stale_ms, hf_rec **ret, hf_rec **hold
 	int rc = hf_sessionlock_status(path, stale_ms, &st);
 	if (rc < 0)
 		return rc;
-	hf_rec *r = hf_rec_from_session_status(&st, path);
-	if (!r)
-		return -ENOMEM;
-	*ret = r;
-	return 0;
+	return hf_rec_out(hf_rec_from_session_status(&st, path), ret);
 }
 
 static hf_rec *session_rec(void *p, const struct hf_sessionlock_record *r)

@@ -798,13 +798,7 @@ int hf_sessionlock_take(const struct hf_sessionlock_opts *o, struct hf_sessionlo
 	rc = lk_open(&l, o->path, o->stale_ms);
 	if (rc < 0)
 		return rc;
-	r.pid = getpid();
-	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
-	/* SL2: "started" with the boot-relative time it was, on this kernel */
-	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
-	r.timens = hf_self_timens();
-	r.boot_ms = hf_sys_boot_ms();
-	r.started_ms = hf_sys_now_ms();
+	hf_session_stamp(&r); /* SL2: "started" boot-relative, on this kernel */
 	struct seen mine;
 	int mine_fd = -1; /* pins our published record (SL10) */
 	union { /* never live together: 4 KiB less stack to fault in */
@@ -1041,12 +1035,7 @@ int hf_sessionlock_renew(const struct hf_sessionlock_opts *o, struct hf_sessionl
 	/* SN2: the same lane and owner, written now by us */
 	struct hf_sessionlock_record r = s.rec;
 	r.has_broke = 0;
-	r.pid = getpid();
-	snprintf(r.host, sizeof r.host, "%s", hf_host_name());
-	snprintf(r.boot_id, sizeof r.boot_id, "%s", hf_boot_id());
-	r.timens = hf_self_timens();
-	r.boot_ms = hf_sys_boot_ms();
-	r.started_ms = hf_sys_now_ms();
+	hf_session_stamp(&r);
 	if ((rc = set_mine(&mine, &r)) < 0)
 		goto out;
 	/* SN3: the old record to an aside of our own, verified by the pinned
