@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (peeked)
 		FUZZ_CHECK(!strcmp(tok, i.owner.token)); /* peek and parse agree */
 	char a[BUF], b[BUF];
-	size_t na = hf_dirlock_record_format(a, &i.owner, i.fence, i.max_hold_ms);
+	size_t na = hf_dirlock_record_format(a, &i.owner, i.fence, i.max_hold_ms, i.mode, i.slots);
 	FUZZ_CHECK(na < sizeof a);
 	FUZZ_CHECK(hf_dirlock_record_parse(a, na, &j) == 0);
 	FUZZ_CHECK(hf_dirlock_record_token(a, na, tok) && !strcmp(tok, i.owner.token));
@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   j.owner.timens == i.owner.timens && j.owner.boot_ms == i.owner.boot_ms &&
 		   !strcmp(j.owner.boot_id, i.owner.boot_id) && !strcmp(j.owner.host, i.owner.host) &&
 		   !strcmp(j.owner.comm, i.owner.comm));
-	size_t nb = hf_dirlock_record_format(b, &j.owner, j.fence, j.max_hold_ms);
+	size_t nb = hf_dirlock_record_format(b, &j.owner, j.fence, j.max_hold_ms, j.mode, j.slots);
 	FUZZ_CHECK(nb == na && !memcmp(a, b, na));
 	return 0;
 }

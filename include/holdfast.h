@@ -179,8 +179,9 @@ const char *hf_error_name(int rc);
  * ------------------------------------------------------------------------- */
 typedef struct hf_rec hf_rec;
 
-/* The string at field (a dotted path reaches into objects: "broke.lane"),
- * or NULL when it is absent or not a string. Lives as long as r. */
+/* The string at field (a dotted path reaches into objects: "broke.lane",
+ * and arrays by a decimal index: "holders.0.pid"), or NULL when it is
+ * absent or not a string. Lives as long as r. */
 const char *hf_rec_str(const hf_rec *r, const char *field);
 /* The integer at field (a true/false flag reads as 1/0): 0 and *ret;
  * -ENOENT absent; -EINVAL not an integer. */
@@ -271,6 +272,15 @@ enum hf_opt {
 	                          levels below the lock's path hf_lock_list
 	                          searches (0 to HF_LIST_DEPTH_MAX; default
 	                          HF_LIST_DEPTH_DEFAULT); etcd lists every level */
+	HF_OPT_MODE,           /* lock: how the lock is shared (enum
+	                          hf_lock_mode): HF_MODE_EXCLUSIVE (the default:
+	                          one holder), HF_MODE_SHARED (any number of
+	                          shared holders, no exclusive one), HF_MODE_SLOTS
+	                          (at most HF_OPT_SLOTS holders). Not while held
+	                          (-EBUSY). See "Modes" below                    */
+	HF_OPT_SLOTS,          /* lock: HF_MODE_SLOTS's bound, 1 to
+	                          HF_SLOTS_MAX (default 1); setting it selects
+	                          HF_MODE_SLOTS. Not while held (-EBUSY)        */
 	HF_OPT_OWNER = 100,    /* session (string): the owner token to record
 	                          (take) or to require (release); default: take
 	                          generates one, release checks none             */
@@ -308,6 +318,18 @@ enum hf_opt {
 #define HF_LIST_DEPTH_DEFAULT 8
 #define HF_LIST_DEPTH_MAX 64
 
+/* HF_OPT_MODE's values. A lock has no mode of its own: each acquisition
+ * says how it shares, and is admitted only beside holders it is compatible
+ * with - shared beside shared, slots beside fewer than its own N other
+ * slot holders, exclusive beside nobody. */
+enum hf_lock_mode {
+	HF_MODE_EXCLUSIVE = 0,
+	HF_MODE_SHARED = 1,
+	HF_MODE_SLOTS = 2,
+};
+/* HF_OPT_SLOTS's bound. */
+#define HF_SLOTS_MAX 1024
+
 /* How many HF_OPT_CHAIN_PID processes one lock may name. */
 #define HF_CHAIN_MAX 8
 
@@ -329,6 +351,21 @@ enum hf_opt {
  * INT64_MAX (then -EOVERFLOW); a counter made anew (its state directory
  * deleted) starts at the wall clock's microseconds, above the old one's.
  * A renewal (hf_lock_renew) keeps the fence.
+ *
+ * Modes (HF_OPT_MODE, HF_OPT_SLOTS): shared and slot holders each have
+ * their own owner record, token and fence, judged live or dead like an
+ * exclusive holder. On the file system every acquisition passes through
+ * PATH as an exclusive one does; a shared or slot holder then moves its
+ * directory aside into PATH.holdfast/ (r-<fence>-<token>, s-<fence>-<token>)
+ * and holds from there. An acquisition that finds holders it cannot share
+ * with waits for them while it stays at PATH, so every later acquisition
+ * queues behind it: a waiting exclusive holder is never starved by a stream
+ * of shared ones. Fences: a holder's fence is greater than every fence of
+ * the holders it waited for, and no shared or slot holder enters with a
+ * fence below the last exclusive holder's, so a resource can refuse anyone
+ * from before the last exclusive holder. hf_lock_query and hf_lock_status
+ * add "mode", "slots" (slots only) and "holders", an array of every holder's
+ * record. The protocols are in src/lib/fs/dirlock.c and src/lib/etcd/etcdlock.c.
  * ------------------------------------------------------------------------- */
 typedef struct hf_lock hf_lock;
 
@@ -338,7 +375,7 @@ typedef struct hf_lock hf_lock;
  * refused (-EINVAL), as no lock can be the root. */
 int hf_lock_new(const char *path, hf_lock **ret);
 /* HF_OPT_WAIT_MS, _STALE_MS, _MAX_HOLD_MS, _PID, _CHAIN_PID, _CANCEL_FD,
- * _TTL_MS, _TIMEOUT_MS, _THREAD, _LEASE_MS, _DEPTH. */
+ * _TTL_MS, _TIMEOUT_MS, _THREAD, _LEASE_MS, _DEPTH, _MODE, _SLOTS. */
 int hf_lock_set(hf_lock *l, int opt, int64_t value);
 /* HF_OPT_BACKEND, _ETCD_USER, _ETCD_PASSWORD_FILE, _ETCD_CA_FILE (NULL:
  * back to the default). -EINVAL: not a backend URI, an empty string;

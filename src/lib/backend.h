@@ -93,8 +93,12 @@ struct hf_lock_ops {
 		       bool *still_held);
 	int (*renew)(void *st, const struct hf_lock_info *held, bool adopted, int64_t max_hold_ms,
 		     struct hf_lock_info *got, hf_rec **holder);
-	/* The lock now: 0 and *now; a failure leaves *holder as BE3 says. */
-	int (*status)(void *st, struct hf_lock_info *now, hf_rec **holder);
+	/* The lock now: 0 and *now - an exclusive holder, else the first of
+	 * the shared or slot holders - and *all (NULL: none to add) the
+	 * fields the lock's record adds: {"mode", "slots", "holders": [every
+	 * holder's record, with its "mode"]}. A failure leaves *holder as BE3
+	 * says. */
+	int (*status)(void *st, struct hf_lock_info *now, hf_rec **all, hf_rec **holder);
 	/* Has the store taken back what the handle holds (a lease lost)? */
 	bool (*lost)(void *st);
 	/* Commit under the lock (hf_lock_hold): 0 and *guard (>= 0), or -1

@@ -45,6 +45,11 @@ static inline int hf_opt_check(const void *h, int opt, int64_t v)
 		return v < -1 || v > INT_MAX ? -EINVAL : 0;
 	case HF_OPT_DEPTH:
 		return v < 0 || v > HF_LIST_DEPTH_MAX ? -EINVAL : 0;
+	case HF_OPT_MODE:
+		return v != HF_MODE_EXCLUSIVE && v != HF_MODE_SHARED && v != HF_MODE_SLOTS ? -EINVAL
+											  : 0;
+	case HF_OPT_SLOTS:
+		return v < 1 || v > HF_SLOTS_MAX ? -EINVAL : 0;
 	}
 	return -EINVAL;
 }

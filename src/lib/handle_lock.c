@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,6 +119,8 @@ static int lock_make(const char *path, bool check_name, hf_lock **ret)
 	l->o.wait_ms = 0;
 	l->o.cancel_fd = -1; /* none (has_cancel false) */
 	l->o.list_depth = HF_LIST_DEPTH_DEFAULT;
+	l->o.mode = HF_MODE_EXCLUSIVE;
+	l->o.slots = 1;
 	l->held.live_fd = -1;
 	l->guard = -1;
 	*ret = l;
@@ -155,6 +158,17 @@ int hf_lock_set(hf_lock *l, int opt, int64_t v)
 		return 0;
 	case HF_OPT_DEPTH:
 		l->o.list_depth = (int)v;
+		return 0;
+	case HF_OPT_MODE: /* a held acquisition keeps the mode it was taken in */
+		if (l->holds)
+			return -EBUSY;
+		l->o.mode = (int)v;
+		return 0;
+	case HF_OPT_SLOTS:
+		if (l->holds)
+			return -EBUSY;
+		l->o.mode = HF_MODE_SLOTS;
+		l->o.slots = (int)v;
 		return 0;
 	case HF_OPT_CHAIN_PID: /* OW5 */
 		if (v == 0) {
@@ -269,16 +283,30 @@ int hf_lock_check(hf_lock *l)
 	int rc = ready(l);
 	if (rc < 0)
 		return rc;
-	if ((rc = l->ops->status(l->st, &now, &l->holder)) < 0) {
+	hf_rec *all = NULL;
+	if ((rc = l->ops->status(l->st, &now, &all, &l->holder)) < 0) {
 		l->holder_is_self = false;
 		return rc;
 	}
+	bool live = !(l->holds && !l->adopted && l->ops->lost && l->ops->lost(l->st));
 	bool ours = now.owner.token[0] && !now.partial && !now.in_claim &&
 		    !strcmp(now.owner.token, l->held.owner.token) &&
-		    (now.state == HF_LOCK_HELD || now.state == HF_LOCK_SKEW) &&
-		    !(l->holds && !l->adopted && l->ops->lost && l->ops->lost(l->st));
+		    (now.state == HF_LOCK_HELD || now.state == HF_LOCK_SKEW);
+	/* a shared or slot holder is one of "holders" (its own record, live) */
+	size_t n = hf_rec_len(all, "holders");
+	for (size_t i = 0; !ours && i < n; i++) {
+		char f[48];
+		snprintf(f, sizeof f, "holders.%zu.token", i);
+		const char *t = hf_rec_str(all, f);
+		snprintf(f, sizeof f, "holders.%zu.state", i);
+		const char *st = hf_rec_str(all, f);
+		ours = t && st && !strcmp(t, l->held.owner.token) &&
+		       (!strcmp(st, "held") || !strcmp(st, "skew"));
+	}
+	ours = ours && live;
 	l->holder_is_self = false;
-	hf_rec_put(&l->holder, now.state != HF_LOCK_FREE ? l->ops->rec(l->st, &now, false) : NULL);
+	hf_rec *r = now.state != HF_LOCK_FREE ? l->ops->rec(l->st, &now, false) : NULL;
+	hf_rec_put(&l->holder, hf_rec_merge(r, all));
 	return ours ? 0 : HF_ELOST;
 }
 
@@ -402,11 +430,12 @@ int hf_lock_query(hf_lock *l, hf_rec **ret)
 	if (rc < 0)
 		return rc;
 	struct hf_lock_info i;
-	if ((rc = l->ops->status(l->st, &i, &l->holder)) < 0) {
+	hf_rec *all = NULL;
+	if ((rc = l->ops->status(l->st, &i, &all, &l->holder)) < 0) {
 		l->holder_is_self = false;
 		return rc;
 	}
-	return hf_rec_out(l->ops->rec(l->st, &i, false), ret);
+	return hf_rec_out(hf_rec_merge(l->ops->rec(l->st, &i, false), all), ret);
 }
 
 int hf_lock_list(hf_lock *l, hf_rec **ret)

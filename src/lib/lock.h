@@ -39,6 +39,8 @@ struct hf_lock_opts {
 					     (HF_ECANCELED); 0: no cancel fd      */
 	int cancel_fd;
 	int list_depth;                   /* hf_lock_list's HF_OPT_DEPTH            */
+	int mode;                         /* enum hf_lock_mode (HF_OPT_MODE)        */
+	int slots;                        /* HF_MODE_SLOTS's bound (HF_OPT_SLOTS)   */
 	struct hf_dirlock_kept *kept;     /* non-NULL (all -1): on success the
 					     directories stay open there, for
 					     hf_dirlock_release_kept           */
@@ -60,6 +62,8 @@ enum hf_lock_state {
 struct hf_lock_info {
 	struct hf_owner owner;            /* owner.time_ms: when acquired           */
 	uint64_t fence;                   /* strictly increasing per lock           */
+	int mode;                         /* enum hf_lock_mode, as recorded         */
+	int slots;                        /* HF_MODE_SLOTS: the holder's bound      */
 	int64_t age_ms;                   /* from the record; partial: from ctime   */
 	int64_t max_hold_ms;              /* recorded by the holder; 0: none        */
 	int64_t ttl_ms;                   /* etcd: the lease's, as recorded; 0: none */
@@ -84,6 +88,16 @@ static inline bool hf_lock_names_holder(int rc)
 {
 	return rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == HF_EBARRIER ||
 	       rc == HF_EUNREADABLE || rc == HF_ENOTYOURS || rc == -EDEADLK;
+}
+
+/* The words for enum hf_lock_mode in records, JSON and the CLI:
+ * "exclusive", "shared", "slots"; NULL for another value. */
+static inline const char *hf_lock_mode_name(int mode)
+{
+	return mode == HF_MODE_EXCLUSIVE ? "exclusive"
+	       : mode == HF_MODE_SHARED  ? "shared"
+	       : mode == HF_MODE_SLOTS   ? "slots"
+					 : NULL;
 }
 
 #endif

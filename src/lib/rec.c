@@ -65,13 +65,34 @@ static json_t *lookup(const hf_rec *r, const char *field)
 	const char *p = field;
 	for (;;) {
 		const char *dot = strchr(p, '.');
-		if (!dot)
-			return json_object_get(o, p);
-		o = json_object_getn(o, p, (size_t)(dot - p));
-		if (!json_is_object(o))
-			return NULL;
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		if (json_is_array(o)) { /* "holders.0.pid": an index, decimal */
+			size_t i = 0, k = 0;
+			for (; k < n && p[k] >= '0' && p[k] <= '9' && i < 100000; k++)
+				i = i * 10 + (size_t)(p[k] - '0');
+			o = k == n && n > 0 && (n == 1 || p[0] != '0') ? json_array_get(o, i) : NULL;
+		} else {
+			o = json_object_getn(o, p, n);
+		}
+		if (!dot || !o)
+			return o;
 		p = dot + 1;
 	}
+}
+
+hf_rec *hf_rec_merge(hf_rec *into, hf_rec *from)
+{
+	if (!from)
+		return into;
+	if (!into) {
+		into = from;
+	} else {
+		json_object_update(into->obj, from->obj);
+		free(into->json);
+		into->json = NULL;
+		hf_rec_free(from);
+	}
+	return into;
 }
 
 const char *hf_rec_str(const hf_rec *r, const char *field)
@@ -139,6 +160,9 @@ hf_rec *hf_rec_from_dirlock(const struct hf_lock_info *i, const char *path)
 			return NULL;
 		json_object_set_new(o, "fence", json_integer((json_int_t)i->fence));
 		json_object_set_new(o, "max_hold_ms", json_integer(i->max_hold_ms));
+		set_str(o, "mode", hf_lock_mode_name(i->mode));
+		if (i->mode == HF_MODE_SLOTS)
+			json_object_set_new(o, "slots", json_integer(i->slots));
 	} else {
 		o = json_object();
 		if (!o)

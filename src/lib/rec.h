@@ -23,6 +23,9 @@ hf_rec *hf_rec_take(json_t *obj);
 int hf_rec_out(hf_rec *r, hf_rec **ret);
 /* The object inside (borrowed). */
 json_t *hf_rec_object(const hf_rec *r);
+/* into with from's fields added (from freed; either may be NULL: the
+ * other is returned). */
+hf_rec *hf_rec_merge(hf_rec *into, hf_rec *from);
 /* Replace *slot with r (freeing the old one). */
 void hf_rec_put(hf_rec **slot, hf_rec *r);
 

@@ -37,7 +37,7 @@ Test(record, the_writers_records_read_back)
 	char buf[HF_OWNER_JSON_MAX + 256];
 	static const uint64_t fences[] = { 1, 7, (uint64_t)INT64_MAX };
 	for (size_t k = 0; k < 3; k++) {
-		size_t n = hf_dirlock_record_format(buf, &me, fences[k], 600000);
+		size_t n = hf_dirlock_record_format(buf, &me, fences[k], 600000, HF_MODE_EXCLUSIVE, 1);
 		struct hf_lock_info i;
 		cr_assert_eq(hf_dirlock_record_parse(buf, n, &i), 0, "%s", buf);
 		cr_assert_str_eq(i.owner.token, me.token);
@@ -115,7 +115,7 @@ Test(record, lock_acquire_says_unreadable_for_a_record_with_junk)
 	struct hf_owner me;
 	cr_assert_eq(hf_owner_init(&me, 0), 0);
 	char buf[HF_OWNER_JSON_MAX + 256];
-	size_t n = hf_dirlock_record_format(buf, &me, 3, 600000);
+	size_t n = hf_dirlock_record_format(buf, &me, 3, 600000, HF_MODE_EXCLUSIVE, 1);
 	int fd = open(owner, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(write(fd, buf, n), (ssize_t)n);

@@ -131,6 +131,8 @@ static int lock_acquire(void *p, const struct hf_lock_opts *o, struct hf_lock_in
 			hf_rec **holder)
 {
 	struct etcd_lock *st = p;
+	if (o->mode != HF_MODE_EXCLUSIVE)
+		return -EOPNOTSUPP; /* shared and slots: not on etcd yet */
 	struct hf_lock_info h;
 	info_init(&h);
 	int rc = hf_etcdlock_acquire(st->el, o, got, &h);
@@ -175,9 +177,10 @@ static int lock_renew(void *p, const struct hf_lock_info *held, bool adopted, in
 	return rc < 0 ? lock_fail(st, holder, rc) : rc;
 }
 
-static int lock_status(void *p, struct hf_lock_info *now, hf_rec **holder)
+static int lock_status(void *p, struct hf_lock_info *now, hf_rec **all, hf_rec **holder)
 {
 	struct etcd_lock *st = p;
+	*all = NULL;
 	int rc = hf_etcdlock_status(st->el, now);
 	return rc < 0 ? lock_fail(st, holder, rc) : rc;
 }

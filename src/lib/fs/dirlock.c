@@ -131,12 +131,93 @@
  *     finds its claim gone. A new directory n-… older than the stale window
  *     by its name whose kernel lock is free goes too.          (DL5, DL6)
  *
+ * Modes (HF_OPT_MODE: exclusive, shared, slots N)
+ * --------------------------------------------------
+ * Every acquisition, in any mode, passes through L by the steps above: its
+ * directory goes to L (DA1), takes a fence (DA3), publishes its record -
+ * with "mode" and, for slots, "slots" - (DA4), looks at the claims (DA5)
+ * and reads its record back (DA6). L is a turnstile: one acquisition at a
+ * time stands in it. Shared and slot holders then leave L and hold from
+ * the state directory:
+ *   P/L.holdfast/r-<fence>-<token>/  a shared holder's directory: the one
+ *                           its acquisition made (DA0), its record in it,
+ *                           its kernel lock held by live_fd; <fence> 20
+ *                           digits. Made by a rename, never in place.
+ *   P/L.holdfast/s-<fence>-<token>/  a slot holder's, the same.
+ * Steps after DA6:
+ *   DS1 (drain) the holders this acquisition cannot share with: every
+ *       entry for an exclusive one; s- entries for a shared one; r- entries
+ *       for a slot one, and s- entries while N or more of them are live (N:
+ *       its own HF_OPT_SLOTS). Read the state directory (none when DA5's
+ *       fstat showed no subdirectory and the mode is not slots); judge each
+ *       entry it cannot share with as a claim's record is judged (DL6):
+ *       dead, leaked, expired or abandoned ones are reaped (DS5); a claim
+ *       that may hide a live holder denies (as DA5). While a live one
+ *       remains, wait where we stand - at L, record published, not entered
+ *       - for a change in the state directory (inotify) or the holder's
+ *       end (pidfd), within the acquisition's deadline, then read again.
+ *       Every acquisition that comes meanwhile finds L held and queues
+ *       behind: a waiting exclusive acquirer is not starved by shared
+ *       ones (SM4). Try once (wait 0): HF_EHELD naming the holder.
+ *   DS2 (shared and slots) leave L for the entry: take L into our own
+ *       self-claim, verify there by inode that it is our directory (the
+ *       release's take, DL17; a mismatch goes back, DL4), rename the
+ *       self-claim to r-/s-<fence>-<token> (RENAME_NOREPLACE; the name is
+ *       ours alone), verify the entry by inode.
+ *   DA7 is then the last step, in every mode: the counter still at our
+ *       fence (SM2). A shared or slot acquirer that fails it withdraws its
+ *       entry: its record through its descriptor (DL10), then the entry
+ *       through its self-claim.
+ *   DS3 release (the holder's, through live_fd): its entry, named by its
+ *       mode, fence and token, goes into its self-claim, verified by inode,
+ *       removed. By token (another process): the entry whose name ends in
+ *       the token, verified by the record's token. Not found: as DT.
+ *   DS4 renew: the record replaced in the entry as DR4 replaces it at L;
+ *       renewed when the entry is still at its name with the new bytes.
+ *   DS5 reap an entry: only by an acquirer standing at L in DS1: take it
+ *       into our own claim, verify what was judged (DL14), remove it; a
+ *       mismatch goes back to its name (RENAME_NOREPLACE).
+ * Invariants:
+ *   (SM1) A shared or slot holder is entered only after its entry is at its
+ *         r-/s- name with its complete record (DS2) and then DA7 passed; it
+ *         stays at that name until its own release (DS3) or a reap of a
+ *         dead, leaked or expired holder (DS5). The entry's kernel lock is
+ *         its maker's from DA0 (DL9), so a judge in another pid namespace
+ *         has the same proof as for L.
+ *   (SM2) Every acquirer reads the state directory (DA5, DS1) after taking
+ *         its fence (DA3) and is entered only when the counter is still at
+ *         its fence (DA7). So of two acquisitions X and Y with X's DA7
+ *         before Y's DA3, Y sees X's entry (or X at L, or X's record in a
+ *         claim) - and one that took its fence between X's DA3 and X's DA7
+ *         makes X's DA7 fail. Two holders that cannot share are never both
+ *         entered: exclusive ones exclude each other as before (DL2); an
+ *         entry is seen by every later acquirer, which drains it (DS1).
+ *   (SM3) Fences: a holder's fence is above the fence of every holder it
+ *         drained, and no shared or slot holder enters with a fence below
+ *         an exclusive holder entered before it (its DA7 fails), so a
+ *         resource that keeps the highest exclusive fence it saw can refuse
+ *         every holder from before it.
+ *   (SM4) A waiting acquirer stands at L (DS1): no acquisition passes DA1
+ *         until it enters or gives up (deadline, cancel, death - its L then
+ *         reaped as any holder's). Shared acquirers queue behind a waiting
+ *         exclusive one; among waiters, L's own order (no FIFO).
+ *   (SM5) An entry is removed only in its owner's self-claim (DS3, a
+ *         withdrawal) or in a reaper's claim after verifying what was judged
+ *         (DS5, DL3, DL14); a live holder's entry is never reaped (DL6's
+ *         verdicts). A record-less entry (a withdrawal in flight) is
+ *         reapable once its kernel lock is free (DL9).
+ *   (SM6) Slots: when a slot acquirer enters, the live s- entries it saw in
+ *         its last DS1 read were fewer than its N, and none appeared since
+ *         (SM2): at most N slot holders that each asked for N.
+ *
  * Named points (hf_sys_point; tests pause or crash processes there):
  *   dirlock.acquire.staged after DA0; dirlock.acquire.{made,opened,fenced,
  *     published,scanned,readback,entered} after DA1 (L exists), DA2 (the
  *     same instant: the descriptor is ours already), DA3, DA4, DA5, DA6,
  *     DA7; dirlock.acquire.judged (DJ1 verdict made), .denied (before
  *     withdrawing), .waiting (before a wait);
+ *   dirlock.share.draining (DS1, before a wait), dirlock.share.moved (after
+ *     DS2's rename to the entry, before DA7);
  *   dirlock.withdraw.unlinked (after DW1);
  *   dirlock.renew.judged (after DR2), dirlock.renew.replaced (after DR4);
  *   dirlock.<role>.{judged,taken,verified,unlinked} for role reap, sweep,
@@ -289,7 +370,7 @@
 #define NEW_PREFIX "n-"
 #define GITIGNORE_FILE ".gitignore"
 #define OWNER_MAX 4096
-_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 64 + 3, "a record fits (hf_dirlock_record_format)");
+_Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 112 + 3, "a record fits (hf_dirlock_record_format)");
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
 #define MAX_CLAIMS 64     /* claims handled per pass (more: the next pass)   */
 #define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
@@ -341,13 +422,20 @@ struct place {
  * only need it find it without a parse (token_peek). Into buf (OWNER_MAX
  * bytes); the length. */
 size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t fence,
-				int64_t max_hold_ms)
+				int64_t max_hold_ms, int mode, int slots)
 {
-	char mid[64], *m = mid;
+	char mid[112], *m = mid;
 	m = HF_PUT_LIT(m, ",\"fence\":");
 	m = hf_put_u64w(m, fence, 1);
 	m = HF_PUT_LIT(m, ",\"max_hold_ms\":");
 	m = hf_put_u64w(m, (uint64_t)(max_hold_ms > 0 ? max_hold_ms : 0), 1);
+	/* an exclusive holder's record is 0.2's, byte for byte */
+	if (mode == HF_MODE_SHARED) {
+		m = HF_PUT_LIT(m, ",\"mode\":\"shared\"");
+	} else if (mode == HF_MODE_SLOTS) {
+		m = HF_PUT_LIT(m, ",\"mode\":\"slots\",\"slots\":");
+		m = hf_put_u64w(m, (uint64_t)(slots > 0 ? slots : 1), 1);
+	}
 	*m = '\0';
 	char *p = buf;
 	*p++ = '{';
@@ -376,8 +464,23 @@ int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_lock_info *re
 	int rc = hf_owner_from_json(j, "acquired", &i.owner);
 	const json_t *f = json_object_get(j, "fence");
 	const json_t *m = json_object_get(j, "max_hold_ms");
+	const json_t *md = json_object_get(j, "mode"), *sl = json_object_get(j, "slots");
 	if (rc == 0 && (!json_is_integer(f) || json_integer_value(f) < 0))
 		rc = -EINVAL;
+	/* a mode this version does not know is no record of a holder it
+	 * could share with: unreadable, never taken for an exclusive one */
+	if (rc == 0 && md) {
+		const char *v = json_string_value(md);
+		if (v && !strcmp(v, "shared")) {
+			i.mode = HF_MODE_SHARED;
+		} else if (v && !strcmp(v, "slots") && json_is_integer(sl) &&
+			   json_integer_value(sl) >= 1 && json_integer_value(sl) <= HF_SLOTS_MAX) {
+			i.mode = HF_MODE_SLOTS;
+			i.slots = (int)json_integer_value(sl);
+		} else if (!v || strcmp(v, "exclusive")) {
+			rc = -EINVAL;
+		}
+	}
 	if (rc == 0) {
 		i.fence = (uint64_t)json_integer_value(f);
 		if (json_is_integer(m) && json_integer_value(m) > 0)
@@ -1329,7 +1432,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	if (rc < 0)
 		goto withdraw;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_FENCED);
-	reclen = hf_dirlock_record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms);
+	reclen = hf_dirlock_record_format(rec, &me, f, o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms,
+					  o->mode, o->slots);
 	/* DA4, DL1: into the directory we opened and locked, through its
 	 * descriptor. The unnamed temporary is made in the state directory and
 	 * linked from there: a crowded parent's full inode groups would make an
@@ -1693,7 +1797,7 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 	hf_owner_restart(&o);
 	int64_t hold = max_hold_ms > 0 ? max_hold_ms : p.info.max_hold_ms;
 	char rec[OWNER_MAX];
-	size_t reclen = hf_dirlock_record_format(rec, &o, p.info.fence, hold);
+	size_t reclen = hf_dirlock_record_format(rec, &o, p.info.fence, hold, p.info.mode, p.info.slots);
 	/* DR4, DL14: replaced whole through the descriptor of the directory that
 	 * held our record (a rename over our own record, in our own directory,
 	 * wherever it has moved since: never into a directory at L that is

@@ -86,11 +86,14 @@ int hf_dirlock_status(const char *path, struct hf_lock_info *ret);
 
 /* --- the files' formats (pure: bytes in, bytes out; fuzz/ drives them) --- */
 
-/* The owner record of me with fence and max_hold_ms into buf (at least
- * HF_OWNER_JSON_MAX + 128 bytes), NUL-terminated; its length. */
+/* The owner record of me with fence, max_hold_ms and its mode (enum
+ * hf_lock_mode; slots: HF_MODE_SLOTS's bound) into buf (at least
+ * HF_OWNER_JSON_MAX + 128 bytes), NUL-terminated; its length. An exclusive
+ * holder's record has no "mode" (0.2's form). */
 size_t hf_dirlock_record_format(char *buf, const struct hf_owner *me, uint64_t fence,
-				int64_t max_hold_ms);
-/* A record file's len bytes (DL13): 0 and *ret (owner, fence, max_hold_ms;
+				int64_t max_hold_ms, int mode, int slots);
+/* A record file's len bytes (DL13): 0 and *ret (owner, fence, max_hold_ms,
+ * mode and slots;
  * the rest zero, live_fd -1), or HF_EUNREADABLE. buf[len] need not be NUL. */
 int hf_dirlock_record_parse(const char *buf, size_t len, struct hf_lock_info *ret);
 /* The token of a record as the writer starts it ({"token":"<32 hex>"),

@@ -111,9 +111,10 @@ static int lock_renew(void *p, const struct hf_lock_info *held, bool adopted, in
 	return rc;
 }
 
-static int lock_status(void *p, struct hf_lock_info *now, hf_rec **holder)
+static int lock_status(void *p, struct hf_lock_info *now, hf_rec **all, hf_rec **holder)
 {
 	struct fs_lock *st = p;
+	*all = NULL;
 	return hf_dirlock_status(st->path, now);
 }
 
