@@ -435,7 +435,21 @@ int hf_lock_query(hf_lock *l, hf_rec **ret)
 		l->holder_is_self = false;
 		return rc;
 	}
-	return hf_rec_out(hf_rec_merge(l->ops->rec(l->st, &i, false), all), ret);
+	hf_rec *r = l->ops->rec(l->st, &i, false);
+	if (!all && r) { /* one holder, or none: the same words as for many */
+		json_t *o = json_incref(hf_rec_object(r)), *h = json_array();
+		if (i.state != HF_LOCK_FREE && !i.partial) {
+			json_t *c = json_deep_copy(o);
+			json_object_del(c, "path");
+			json_array_append_new(h, c);
+		}
+		all = hf_rec_take(json_pack("{s:s?, s:o}", "mode",
+					    i.state != HF_LOCK_FREE && !i.partial ? hf_lock_mode_name(i.mode)
+									   : NULL,
+					    "holders", h));
+		json_decref(o);
+	}
+	return hf_rec_out(hf_rec_merge(r, all), ret);
 }
 
 int hf_lock_list(hf_lock *l, hf_rec **ret)

@@ -368,6 +368,9 @@
 #define STATE_SUFFIX ".holdfast"
 #define CLAIM_PREFIX "c-"
 #define NEW_PREFIX "n-"
+#define SHARED_PREFIX "r-" /* a shared holder's entry (DS2)       */
+#define SLOTS_PREFIX "s-"  /* a slot holder's entry (DS2)         */
+#define ENTRY_NAME_MAX (2 + 20 + 1 + HF_TOKEN_LEN + 1)
 #define GITIGNORE_FILE ".gitignore"
 #define OWNER_MAX 4096
 _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 112 + 3, "a record fits (hf_dirlock_record_format)");
@@ -810,6 +813,19 @@ fail:
 
 /* --- claims ------------------------------------------------------------------ */
 
+/* The mode of an entry's name (r-/s-<20 digits>-<token>), or -1. */
+static int entry_mode(const char *name)
+{
+	int mode = !strncmp(name, SHARED_PREFIX, 2) ? HF_MODE_SHARED
+		   : !strncmp(name, SLOTS_PREFIX, 2) ? HF_MODE_SLOTS
+						     : -1;
+	if (mode < 0 || strlen(name) != ENTRY_NAME_MAX - 1 || name[22] != '-' ||
+	    strspn(name + 2, "0123456789") != 20)
+		return -1;
+	return mode;
+}
+
+
 /* "c-<ms>-" or, for a claim its owner makes of its own record (release,
  * withdrawal), "c-<ms>-<token>-": the owner declares it has left (or never
  * entered) its critical section. */
@@ -987,6 +1003,12 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 		return 0; /* stolen from us meanwhile (DL5) */
 	if (dirfd == l->pfd)
 		return claim_putback(l, mine, &now); /* DL4 */
+	if (dirfd == l->sfd && entry_mode(name) >= 0) {
+		/* DS5: an entry renewed since it was judged goes back to its
+		 * name, which is its holder's alone (nothing else can be there) */
+		rc = hf_sys_renameat2(l->sfd, mine, l->sfd, name, RENAME_NOREPLACE);
+		return rc == -ENOENT || rc == -EEXIST ? 0 : rc;
+	}
 	return 0;
 }
 
@@ -1057,8 +1079,10 @@ struct look {
 	struct lk *l;
 	struct hf_lock_info *barrier;
 	int stale;
+	int entries;                    /* r- and s- entries seen (DS1)       */
 	int64_t now;
 };
+
 
 static int look_cb(int dirfd, const char *name, void *ctx)
 {
@@ -1072,8 +1096,11 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 			k->stale++;
 		return 0;
 	}
-	if (claim_time(name) < 0)
+	if (claim_time(name) < 0) {
+		if (entry_mode(name) >= 0)
+			k->entries++; /* judged by the drain (DS1) */
 		return 0; /* not a claim */
+	}
 	struct place p;
 	int v = claim_judge(k->l, name, &p, k->now);
 	if (v < 0)
@@ -1092,9 +1119,9 @@ static int look_cb(int dirfd, const char *name, void *ctx)
 /* DA5: may we enter as far as claims go? 0 yes, HF_EBARRIER (a live owner's
  * claim; *barrier filled), <0 error (denies, CL4). Every claim is judged
  * as the directory is read (no limit); *stale counts claims to sweep. */
-static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
+static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale, int *entries)
 {
-	*stale = 0;
+	*stale = *entries = 0;
 	struct stat st;
 	int rc = hf_sys_fstat(l->sfd, &st);
 	if (rc < 0)
@@ -1104,6 +1131,7 @@ static int claims_check(struct lk *l, struct hf_lock_info *barrier, int *stale)
 	struct look k = { .l = l, .barrier = barrier, .now = hf_sys_now_ms() };
 	rc = hf_dir_each(l->sfd, "", look_cb, &k); /* claims and new directories */
 	*stale = k.stale;
+	*entries = k.entries;
 	return rc;
 }
 
@@ -1390,8 +1418,256 @@ static void stage_drop(struct lk *l, struct stage *st)
 	st->fd = -1;
 }
 
-static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
-		   struct hf_lock_info *ret, struct hf_lock_info *holder)
+/* DL13: is the live holder the very process the lock is wanted for on
+ * behalf of (the same pid of this pid namespace on this boot, with the same
+ * start time)? That process is not the waiter, so waiting would last as
+ * long as it lives: a self-deadlock. A caller waiting for itself may be one
+ * thread waiting for another's release, and waits. */
+static bool waits_for_itself(const struct hf_lock_opts *o, const struct hf_lock_info *h)
+{
+	pid_t pid = o->pid;
+	if (pid <= 0 || pid == getpid())
+		return false;
+	if (h->partial || !h->owner.token[0] || h->owner.pid != pid || !h->owner.pid_start)
+		return false;
+	if (strcmp(h->owner.boot_id, hf_boot_id()) || h->owner.pidns != hf_self_pidns())
+		return false;
+	uint64_t start;
+	return hf_pid_start(pid, &start) == 0 && start == h->owner.pid_start;
+}
+
+/* --- modes: the drain (DS1), the entry (DS2), its withdrawal ------------------ */
+
+/* An entry's name: r-/s-<fence, 20 digits>-<token>. */
+static void entry_name(char *buf, int mode, uint64_t fence, const char *token)
+{
+	char *p = hf_put_str(buf, mode == HF_MODE_SLOTS ? SLOTS_PREFIX : SHARED_PREFIX);
+	p = hf_put_u64w(p, fence, 20);
+	*p++ = '-';
+	*hf_put_str(p, token) = '\0';
+}
+
+#define DRAIN_REAP_MAX 8 /* dead entries reaped per read (more: the next read) */
+
+/* One read of the state directory for DS1. */
+struct drain {
+	struct lk *l;
+	const struct hf_lock_opts *o;
+	int64_t now;
+	int live;                       /* live holders we cannot share with  */
+	int slots;                      /* live slot holders (slots mode)     */
+	bool named;                     /* holder filled                      */
+	struct hf_lock_info *holder;    /* one of them, to name               */
+	int ndead;
+	char dead[DRAIN_REAP_MAX][ENTRY_NAME_MAX];
+};
+
+static int drain_cb(int dirfd, const char *name, void *ctx)
+{
+	struct drain *d = ctx;
+	int mode = entry_mode(name);
+	if (mode < 0) {
+		if (claim_time(name) < 0)
+			return 0; /* n-, .gitignore, the counter */
+		/* a claim that may hide a live holder denies, as at DA5 */
+		struct place p;
+		int v = claim_judge(d->l, name, &p, d->now);
+		if (v < 0)
+			return -EIO; /* CL4 */
+		place_done(&p);
+		if (v == CLAIM_BARRIER) {
+			if (d->holder)
+				*d->holder = p.info;
+			return HF_EBARRIER;
+		}
+		return 0;
+	}
+	bool counted = d->o->mode == HF_MODE_SLOTS && mode == HF_MODE_SLOTS;
+	if (d->o->mode == HF_MODE_SHARED && mode == HF_MODE_SHARED)
+		return 0; /* shared beside shared: not even read */
+	struct place p;
+	if (place_read(dirfd, name, &p) < 0)
+		return -EIO; /* an entry we cannot read denies (CL4's rule) */
+	if (p.kind == REC_NONE)
+		return 0; /* released meanwhile */
+	judge(d->l, &p, p.ctime_ms, d->now);
+	place_done(&p);
+	/* SM1: an entry holds its maker's record, in the mode its name says;
+	 * anything else there is no holder to share with */
+	if (p.kind == REC_OK && p.info.mode != mode)
+		counted = false;
+	if (reapable(p.info.state)) {
+		if (d->ndead < DRAIN_REAP_MAX)
+			snprintf(d->dead[d->ndead++], ENTRY_NAME_MAX, "%s", name);
+		return 0;
+	}
+	if (counted)
+		d->slots++;
+	else
+		d->live++;
+	if (d->holder && (!d->named || !counted)) {
+		holder_from(d->holder, &p);
+		d->named = true;
+	}
+	return 0;
+}
+
+/* DS5: reap an entry judged dead, leaked, expired or abandoned - judged
+ * again here, its descriptor open across the take (CL1, DL9). */
+static void drain_reap(struct lk *l, const char *name)
+{
+	struct place p;
+	if (place_read(l->sfd, name, &p) < 0)
+		return;
+	if (p.kind == REC_NONE)
+		return;
+	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
+	if (reapable(p.info.state))
+		take_verify_remove(l, l->sfd, name, &p, NULL, ROLE(REAP)); /* SM5 */
+	place_done(&p);
+}
+
+/* Is our directory (lfd) still at L? */
+static bool at_l(struct lk *l, int lfd)
+{
+	struct stat mine, at;
+	return hf_sys_fstat(lfd, &mine) == 0 &&
+	       hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       mine.st_dev == at.st_dev && mine.st_ino == at.st_ino;
+}
+
+/* DS1: wait, standing at L, until no holder we cannot share with is left.
+ * 0: none; HF_EHELD (try once), HF_ETIMEDOUT, HF_ECANCELED, -EDEADLK with
+ * *holder named; HF_EBARRIER; RETRY (our directory left L meanwhile); <0. */
+static int share_drain(struct lk *l, const struct hf_lock_opts *o, const struct hf_waiter *outer,
+		       int lfd, struct hf_lock_info *holder)
+{
+	struct hf_waiter w;
+	bool waiting = false;
+	int rc;
+	for (;;) {
+		struct drain d = { .l = l, .o = o, .now = hf_sys_now_ms(), .holder = holder };
+		rc = hf_dir_each(l->sfd, "", drain_cb, &d);
+		if (rc < 0)
+			break;
+		if (d.ndead > 0) {
+			for (int i = 0; i < d.ndead; i++)
+				drain_reap(l, d.dead[i]);
+			continue; /* and read again: a decision is made on a read
+				   * during which none of ours was in our claim */
+		}
+		if (d.live == 0 && (o->mode != HF_MODE_SLOTS || d.slots < o->slots)) {
+			rc = 0;
+			break;
+		}
+		if (o->wait_ms == 0) {
+			rc = HF_EHELD;
+			break;
+		}
+		if ((o->wait_ms < 0 && waits_for_itself(o, holder)) ||
+		    hf_lock_self_wait(holder, o->wait_ms, l->stale_ms)) {
+			rc = -EDEADLK; /* DL13, HL5: it would wait for itself */
+			break;
+		}
+		if (!at_l(l, lfd)) {
+			rc = RETRY; /* moved into a claim meanwhile: start again */
+			break;
+		}
+		if (!waiting) {
+			char dir[PATH_MAX];
+			if (snprintf(dir, sizeof dir, "%s/%s", l->parent, l->sname) >= (int)sizeof dir) {
+				rc = -ENAMETOOLONG;
+				break;
+			}
+			hf_wait_init(&w, dir, "", o->wait_ms);
+			w.deadline_ns = outer->deadline_ns; /* the acquisition's deadline */
+			if (o->has_cancel)
+				hf_wait_set_cancel(&w, o->cancel_fd);
+			waiting = true;
+		}
+		hf_wait_holder(&w, hf_owner_local_pid(&holder->owner));
+		hf_sys_point(HF_PT_DIRLOCK_SHARE_DRAINING);
+		rc = hf_wait_next(&w);
+		if (rc < 0)
+			break; /* HF_ETIMEDOUT, HF_ECANCELED, -errno */
+		holder->reason[0] = '\0';
+	}
+	if (waiting)
+		hf_wait_done(&w);
+	return rc;
+}
+
+/* DS2: our directory leaves L for its entry, through our self-claim. 0 and
+ * entry named; RETRY (it is no longer at L, or no longer ours); <0. */
+static int share_move(struct lk *l, int lfd, const char *token, int mode, uint64_t f,
+		      char *entry)
+{
+	struct stat mine, at;
+	if (hf_sys_fstat(lfd, &mine) < 0 || !at_l(l, lfd))
+		return RETRY;
+	char claim[HF_CLAIM_NAME_MAX];
+	int rc = claim_take(l, l->pfd, l->base, token, claim, sizeof claim);
+	if (rc == -ENOENT)
+		return RETRY;
+	if (rc < 0)
+		return rc;
+	rc = hf_sys_fstatat(l->sfd, claim, &at, AT_SYMLINK_NOFOLLOW);
+	if (rc == -ENOENT)
+		return RETRY; /* stolen meanwhile (DL5): it is a claim's now */
+	if (rc < 0)
+		return rc;
+	if (at.st_dev != mine.st_dev || at.st_ino != mine.st_ino) {
+		/* L changed hands between the look and the take: not ours, back
+		 * it goes (DL4) */
+		struct place now;
+		if (place_peek(l->sfd, claim, &now) == 0) {
+			place_done(&now);
+			if (now.kind != REC_NONE)
+				claim_putback(l, claim, &now);
+		}
+		return RETRY;
+	}
+	entry_name(entry, mode, f, token);
+	rc = hf_sys_renameat2(l->sfd, claim, l->sfd, entry, RENAME_NOREPLACE);
+	if (rc < 0)
+		return rc == -ENOENT ? RETRY : rc; /* a self-claim of ours stays: swept when stale */
+	if (hf_sys_fstatat(l->sfd, entry, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    at.st_dev != mine.st_dev || at.st_ino != mine.st_ino)
+		return RETRY;
+	assert(entry_mode(entry) == mode && "SM1");
+	hf_sys_point(HF_PT_DIRLOCK_SHARE_MOVED);
+	return 0;
+}
+
+/* A shared or slot holder's entry leaves, through our self-claim, verified
+ * by the inode lfd pins (DS3, SM5). 1 removed, 0 not there, <0. */
+static int entry_remove_own(struct lk *l, int lfd, const char *entry, const char *token)
+{
+	struct stat mine, at;
+	if (hf_sys_fstat(lfd, &mine) < 0)
+		return 0;
+	if (hf_sys_fstatat(l->sfd, entry, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    at.st_dev != mine.st_dev || at.st_ino != mine.st_ino)
+		return 0;
+	char claim[HF_CLAIM_NAME_MAX];
+	int rc = claim_take(l, l->sfd, entry, token, claim, sizeof claim);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	rc = hf_sys_fstatat(l->sfd, claim, &at, AT_SYMLINK_NOFOLLOW);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	if (at.st_dev != mine.st_dev || at.st_ino != mine.st_ino) {
+		/* not ours (cannot be: the name is ours alone): back it goes */
+		rc = hf_sys_renameat2(l->sfd, claim, l->sfd, entry, RENAME_NOREPLACE);
+		return rc == -ENOENT || rc == -EEXIST ? 0 : rc;
+	}
+	return claim_remove(l, claim, ROLE(RELEASE));
+}
+
+static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_waiter *w,
+		   struct stage *st, struct hf_lock_info *ret, struct hf_lock_info *holder)
 {
 	struct hf_owner me;
 	int rc = hf_owner_init(&me, o->pid);
@@ -1448,8 +1724,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	mine = me.token;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_PUBLISHED);
 
-	int stale = 0;
-	rc = claims_check(l, holder, &stale); /* DA5, DL2b, DL8 */
+	int stale = 0, entries = 0;
+	rc = claims_check(l, holder, &stale, &entries); /* DA5, DL2b, DL8 */
 	if (rc != 0)
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_SCANNED);
@@ -1467,10 +1743,23 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
-	rc = hf_fence_enter(l->ffd, f); /* DA7, DL2d, FC1: the last step */
+	/* DS1: no entry at DA5 (read after DA3), none to drain (SM2) */
+	if (entries > 0 && (rc = share_drain(l, o, w, lfd, holder)) != 0)
+		goto denied;
+	char entry[ENTRY_NAME_MAX] = "";
+	if (o->mode != HF_MODE_EXCLUSIVE && (rc = share_move(l, lfd, mine, o->mode, f, entry)) != 0)
+		goto denied; /* DS2 */
+
+	rc = hf_fence_enter(l->ffd, f); /* DA7, DL2d, FC1, SM2: the last step */
 	if (rc <= 0) {
 		if (rc == 0)
 			rc = RETRY;
+		if (entry[0]) { /* our entry goes: record first (DL10), then it */
+			withdraw_own(l, lfd, mine);
+			entry_remove_own(l, lfd, entry, mine);
+			hf_sys_close(lfd);
+			return rc;
+		}
 		goto denied;
 	}
 	/* DL2: published (a), looked (b), read back (c), fence checked (d) */
@@ -1480,6 +1769,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, struct stage *st,
 	ret->owner = me;
 	ret->fence = f;
 	ret->max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
+	ret->mode = o->mode;
+	ret->slots = o->mode == HF_MODE_SLOTS ? o->slots : 0;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = lfd; /* DL9: the caller's now */
 	if (o->kept) {
@@ -1500,24 +1791,6 @@ out:
 	return rc;
 }
 
-/* DL13: is the live holder the very process the lock is wanted for on
- * behalf of (the same pid of this pid namespace on this boot, with the same
- * start time)? That process is not the waiter, so waiting would last as
- * long as it lives: a self-deadlock. A caller waiting for itself may be one
- * thread waiting for another's release, and waits. */
-static bool waits_for_itself(const struct hf_lock_opts *o, const struct hf_lock_info *h)
-{
-	pid_t pid = o->pid;
-	if (pid <= 0 || pid == getpid())
-		return false;
-	if (h->partial || !h->owner.token[0] || h->owner.pid != pid || !h->owner.pid_start)
-		return false;
-	if (strcmp(h->owner.boot_id, hf_boot_id()) || h->owner.pidns != hf_self_pidns())
-		return false;
-	uint64_t start;
-	return hf_pid_start(pid, &start) == 0 && start == h->owner.pid_start;
-}
-
 int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		    struct hf_lock_info *reterr_holder)
 {
@@ -1535,7 +1808,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	struct stage st = { .fd = -1 };
 	int retries = 0;
 	for (;;) {
-		rc = attempt(&l, o, &st, &got, &holder);
+		rc = attempt(&l, o, &w, &st, &got, &holder);
 		if (rc == 0)
 			break;
 		if (rc == RETRY) {
@@ -1695,6 +1968,47 @@ static int release_in(struct lk *l, const char *token, int lfd,
 	return rc;
 }
 
+/* The entry (DS2) whose name ends in -<token>: 1 and name, 0 none, <0. */
+struct entry_find {
+	const char *token;
+	char *name;
+};
+
+static int entry_find_cb(int dirfd, const char *name, void *ctx)
+{
+	(void)dirfd;
+	struct entry_find *f = ctx;
+	if (entry_mode(name) < 0 || strcmp(name + 23, f->token))
+		return 0;
+	snprintf(f->name, ENTRY_NAME_MAX, "%s", name);
+	return 1;
+}
+
+static int entry_find(struct lk *l, const char *token, char *name)
+{
+	if (strlen(token) != HF_TOKEN_LEN)
+		return 0;
+	struct entry_find f = { .token = token, .name = name };
+	return hf_dir_each(l->sfd, "", entry_find_cb, &f);
+}
+
+/* DS3 by token: the entry, verified by its record's token, through our
+ * self-claim. 1 removed, 0 not found, <0. */
+static int entry_release(struct lk *l, const char *token)
+{
+	char name[ENTRY_NAME_MAX];
+	int rc = entry_find(l, token, name);
+	if (rc <= 0)
+		return rc;
+	struct place p;
+	if ((rc = place_peek(l->sfd, name, &p)) < 0)
+		return rc;
+	place_done(&p);
+	if (p.kind != REC_OK || strcmp(p.info.owner.token, token))
+		return 0; /* a withdrawal in flight: its own */
+	return take_verify_remove(l, l->sfd, name, &p, token, ROLE(RELEASE));
+}
+
 int hf_dirlock_release(const char *path, const char *token, struct hf_lock_info *reterr_holder)
 {
 	if (!token || !*token)
@@ -1704,6 +2018,10 @@ int hf_dirlock_release(const char *path, const char *token, struct hf_lock_info 
 	if (rc < 0)
 		return rc;
 	rc = release_in(&l, token, -1, reterr_holder);
+	if (rc == HF_ENOTHELD || rc == HF_ENOTYOURS) {
+		int e = entry_release(&l, token); /* a shared or slot holder's (DS3) */
+		rc = e > 0 ? 0 : e < 0 ? e : rc;
+	}
 	lk_close(&l);
 	return rc;
 }
@@ -1754,7 +2072,16 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 			return rc;
 		}
 	}
-	rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
+	rc = 0;
+	if (held->mode != HF_MODE_EXCLUSIVE && held->fence && held->live_fd >= 0) {
+		char entry[ENTRY_NAME_MAX]; /* DS3: named by its mode, fence, token */
+		entry_name(entry, held->mode, held->fence, held->owner.token);
+		rc = entry_remove_own(&l, held->live_fd, entry, held->owner.token);
+	}
+	if (rc == 0)
+		rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
+	else if (rc > 0)
+		rc = 0;
 	lk_close(&l);
 	hf_dirlock_kept_close(kept); /* the counter, after L moved */
 	return rc;
@@ -1771,9 +2098,24 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	/* DR1: the directory at L, pinned by its descriptor, and its record */
+	/* DR1: the directory at L, pinned by its descriptor, and its record;
+	 * DS4: a shared or slot holder's is its entry */
 	struct place p;
-	rc = place_read(l.pfd, l.base, &p);
+	int wfd = l.pfd;
+	const char *wname = l.base;
+	char entry[ENTRY_NAME_MAX];
+	rc = place_peek(l.pfd, l.base, &p);
+	if (rc < 0)
+		goto out;
+	place_done(&p);
+	if (!(p.kind == REC_OK && !strcmp(p.info.owner.token, token)) &&
+	    (rc = entry_find(&l, token, entry)) != 0) {
+		if (rc < 0)
+			goto out;
+		wfd = l.sfd;
+		wname = entry;
+	}
+	rc = place_read(wfd, wname, &p);
 	if (rc < 0)
 		goto out;
 	if (p.kind == REC_NONE) {
@@ -1818,12 +2160,12 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 	struct stat mine, at;
 	char back[OWNER_MAX + 2];
 	char opath[NAME_MAX + 8];
-	*hf_put_str(hf_put_str(opath, l.base), "/owner") = '\0';
+	*hf_put_str(hf_put_str(opath, wname), "/owner") = '\0';
 	ssize_t bl = -1;
 	bool kept = hf_sys_fstat(p.fd, &mine) == 0 &&
-		    hf_sys_fstatat(l.pfd, l.base, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    hf_sys_fstatat(wfd, wname, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    mine.st_dev == at.st_dev && mine.st_ino == at.st_ino &&
-		    (bl = read_small(l.pfd, opath, back)) >= 0 && (size_t)bl == reclen &&
+		    (bl = read_small(wfd, opath, back)) >= 0 && (size_t)bl == reclen &&
 		    !memcmp(back, rec, reclen);
 	if (!kept) {
 		if (read_small(p.fd, "owner", back) == (ssize_t)reclen && !memcmp(back, rec, reclen))
@@ -1836,6 +2178,8 @@ int hf_dirlock_renew(const char *path, const char *token, int64_t max_hold_ms,
 		ret->owner = o;
 		ret->fence = p.info.fence;
 		ret->max_hold_ms = hold;
+		ret->mode = p.info.mode;
+		ret->slots = p.info.slots;
 		ret->state = HF_LOCK_HELD;
 		ret->live_fd = -1;
 	}
@@ -1885,6 +2229,24 @@ int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
+	if (held->mode != HF_MODE_EXCLUSIVE) {
+		/* DS: a shared or slot holder's entry keeps every acquirer it
+		 * cannot share with out (they drain it, SM2): the entry, with its
+		 * record, is the guard. Checked, nothing taken. */
+		char entry[ENTRY_NAME_MAX];
+		struct place p;
+		entry_name(entry, held->mode, held->fence, held->owner.token);
+		rc = place_peek(l.sfd, entry, &p);
+		if (rc == 0) {
+			place_done(&p);
+			rc = p.kind == REC_OK && !strcmp(p.info.owner.token, held->owner.token)
+				     ? 0
+				     : HF_ELOST;
+		}
+		lk_close(&l);
+		*ret_guard = -1;
+		return rc;
+	}
 	int fd = hf_sys_openat(l.sfd, HF_FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0) {
 		lk_close(&l);
@@ -1924,8 +2286,61 @@ void hf_dirlock_unhold(int guard)
 		hf_sys_close(guard); /* drops the shared flock */
 }
 
+struct entries {
+	struct lk *l;
+	int64_t now;
+	struct hf_lock_info *v;
+	size_t n, cap;
+	int rc;
+};
+
+static int entries_cb(int dirfd, const char *name, void *ctx)
+{
+	struct entries *e = ctx;
+	if (entry_mode(name) < 0)
+		return 0;
+	struct place p;
+	if (place_read(dirfd, name, &p) < 0 || p.kind == REC_NONE)
+		return 0; /* gone meanwhile, or unreadable: the next look */
+	judge(e->l, &p, p.ctime_ms, e->now);
+	place_done(&p);
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 8;
+		if (cap > HF_SLOTS_MAX * 4)
+			return 1; /* enough to show */
+		struct hf_lock_info *v = realloc(e->v, cap * sizeof *v);
+		if (!v) {
+			e->rc = -ENOMEM;
+			return 1;
+		}
+		e->v = v;
+		e->cap = cap;
+	}
+	holder_from(&e->v[e->n], &p);
+	if (p.kind != REC_OK) /* a withdrawal in flight: its mode by its name */
+		e->v[e->n].mode = entry_mode(name);
+	e->n++;
+	return 0;
+}
+
+static int by_fence(const void *a, const void *b)
+{
+	const struct hf_lock_info *x = a, *y = b;
+	return x->fence < y->fence ? -1 : x->fence > y->fence;
+}
+
 int hf_dirlock_status(const char *path, struct hf_lock_info *ret)
 {
+	return hf_dirlock_status_all(path, ret, NULL, NULL);
+}
+
+int hf_dirlock_status_all(const char *path, struct hf_lock_info *ret,
+			  struct hf_lock_info **entries, size_t *nentries)
+{
+	if (entries) {
+		*entries = NULL;
+		*nentries = 0;
+	}
 	struct lk l;
 	memset(&l, 0, sizeof l);
 	l.pfd = l.sfd = l.ffd = -1;
@@ -1949,6 +2364,19 @@ int hf_dirlock_status(const char *path, struct hf_lock_info *ret)
 	int sfd = hf_sys_openat(l.pfd, l.sname, OPEN_DIR, 0);
 	if (sfd >= 0) {
 		rc = hf_claim_scan(sfd, CLAIM_PREFIX, count_cb, &p.info.claims);
+		if (rc >= 0 && entries) {
+			struct entries e = { .l = &l, .now = hf_sys_now_ms() };
+			rc = hf_dir_each(sfd, "", entries_cb, &e);
+			if (rc >= 0 && e.rc < 0)
+				rc = e.rc;
+			if (rc < 0) {
+				free(e.v);
+			} else {
+				qsort(e.v, e.n, sizeof *e.v, by_fence);
+				*entries = e.v;
+				*nentries = e.n;
+			}
+		}
 		hf_sys_close(sfd);
 		if (rc < 0)
 			goto out;

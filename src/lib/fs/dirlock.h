@@ -83,6 +83,10 @@ void hf_dirlock_unhold(int guard);
  * claims counts claims beside it); -errno on errors. Uses the default stale
  * and max-hold windows unless the record carries its own max-hold. */
 int hf_dirlock_status(const char *path, struct hf_lock_info *ret);
+/* The same, and every shared and slot holder's entry (DS2), judged, by
+ * fence (*entries malloc'ed, NULL when none; the caller frees it). */
+int hf_dirlock_status_all(const char *path, struct hf_lock_info *ret,
+			  struct hf_lock_info **entries, size_t *nentries);
 
 /* --- the files' formats (pure: bytes in, bytes out; fuzz/ drives them) --- */
 

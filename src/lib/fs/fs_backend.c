@@ -14,6 +14,11 @@
  *        release in the state's kept (DL17); nothing held, nothing kept.
  *  (FB3) A registration is released in the registry it was registered in
  *        (RG13), whatever HF_OPT_REGISTRY or the specs say by then.
+ *  (FB4) A lock's status names every holder: L's directory and the shared
+ *        and slot holders' entries (dirlock.c DS2). L's directory beside a
+ *        live entry, or in a mode other than exclusive, is an acquisition
+ *        standing at L (DS1), "waiting": true; the lock's own fields are
+ *        then its first live entry's (by fence).
  */
 #include "backend.h"
 #include "dirlock.h"
@@ -111,11 +116,63 @@ static int lock_renew(void *p, const struct hf_lock_info *held, bool adopted, in
 	return rc;
 }
 
+/* FB4: the lock at path now, and its holders. */
+int hf_fs_lock_status(const char *path, struct hf_lock_info *now, hf_rec **all)
+{
+	*all = NULL;
+	struct hf_lock_info *e = NULL;
+	size_t n = 0;
+	int rc = hf_dirlock_status_all(path, now, &e, &n);
+	if (rc < 0)
+		return rc;
+	/* L's directory beside live entries, or in a mode other than
+	 * exclusive, is an acquisition standing at L (DS1): it waits. The
+	 * lock's own fields are then its first live entry's. */
+	bool live = false;
+	for (size_t i = 0; i < n; i++)
+		live = live || e[i].state == HF_LOCK_HELD || e[i].state == HF_LOCK_SKEW;
+	bool at_l = now->state != HF_LOCK_FREE && !now->partial;
+	json_t *holders = json_array();
+	if (at_l) {
+		hf_rec *r = hf_rec_from_dirlock(now, NULL);
+		if (r) {
+			json_t *o = json_incref(hf_rec_object(r));
+			if (n > 0 || now->mode != HF_MODE_EXCLUSIVE)
+				json_object_set_new(o, "waiting",
+						    json_boolean(live || now->mode != HF_MODE_EXCLUSIVE));
+			json_array_append_new(holders, o);
+			hf_rec_free(r);
+		}
+	}
+	const struct hf_lock_info *top = NULL;
+	for (size_t i = 0; i < n; i++) {
+		hf_rec *r = hf_rec_from_dirlock(&e[i], NULL);
+		if (r)
+			json_array_append(holders, hf_rec_object(r));
+		hf_rec_free(r);
+		if (!top && (e[i].state == HF_LOCK_HELD || e[i].state == HF_LOCK_SKEW))
+			top = &e[i];
+	}
+	int claims = now->claims;
+	if (top && (now->state == HF_LOCK_FREE || live))
+		*now = *top;
+	else if (n > 0 && now->state == HF_LOCK_FREE)
+		*now = e[0];
+	now->claims = claims;
+	free(e);
+	bool named = now->state != HF_LOCK_FREE && !now->partial;
+	json_t *o = json_pack("{s:s?, s:o}", "mode", named ? hf_lock_mode_name(now->mode) : NULL,
+			      "holders", holders);
+	if (o && named && now->mode == HF_MODE_SLOTS)
+		json_object_set_new(o, "slots", json_integer(now->slots));
+	*all = hf_rec_take(o);
+	return *all ? 0 : -ENOMEM;
+}
+
 static int lock_status(void *p, struct hf_lock_info *now, hf_rec **all, hf_rec **holder)
 {
 	struct fs_lock *st = p;
-	*all = NULL;
-	return hf_dirlock_status(st->path, now);
+	return hf_fs_lock_status(st->path, now, all);
 }
 
 static int lock_hold(void *p, const struct hf_lock_info *held, int *guard)

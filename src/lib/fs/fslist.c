@@ -103,11 +103,12 @@ static void add(struct walker *w, hf_rec *r, const char *kind)
 static void add_lock(struct walker *w, const char *path)
 {
 	struct hf_lock_info i;
-	int rc = hf_dirlock_status(path, &i);
+	hf_rec *all = NULL;
+	int rc = hf_fs_lock_status(path, &i, &all);
 	if (rc < 0)
 		list_error(w, path, rc);
 	else
-		add(w, hf_rec_from_dirlock(&i, path), "lock");
+		add(w, hf_rec_merge(hf_rec_from_dirlock(&i, path), all), "lock");
 }
 
 static void add_session(struct walker *w, const char *path)

@@ -30,4 +30,12 @@
 int hf_fs_list(const char *dir, int depth, json_t **ret, json_t **ret_errors,
 	       bool *ret_truncated);
 
+struct hf_lock_info;
+typedef struct hf_rec hf_rec;
+/* The directory lock at path now (*now: an exclusive holder, else its
+ * first live shared or slot holder) and *all, the fields its record adds:
+ * {"mode", "slots", "holders": [every holder's record]} (fs_backend.c
+ * FB4). 0, or hf_dirlock_status's -errno. */
+int hf_fs_lock_status(const char *path, struct hf_lock_info *now, hf_rec **all);
+
 #endif

@@ -1,0 +1,267 @@
+/* Shared and slot holders of a directory lock on the file system, as a C
+ * program calls them (HF_OPT_MODE, HF_OPT_SLOTS): who shares with whom,
+ * what a refusal names, every holder in the status, a waiting exclusive
+ * acquirer that new shared ones queue behind, a killed holder's place
+ * coming back at once, fences in order (dirlock.c DS1-DS5, SM1-SM6). */
+#include "rt.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+HFT_SCRATCH_SUITE(modes, 60);
+
+/* A handle on p in mode (slots: its bound, for HF_MODE_SLOTS), acquired
+ * with wait_ms: the acquisition's outcome in *rc. */
+static hf_lock *take(const char *p, int mode, int slots, int64_t wait_ms, int *rc)
+{
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(p, &l), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_MODE, mode), 0);
+	if (mode == HF_MODE_SLOTS)
+		cr_assert_eq(hf_lock_set(l, HF_OPT_SLOTS, slots), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_WAIT_MS, wait_ms), 0);
+	*rc = hf_lock_acquire(l);
+	return l;
+}
+
+static hf_lock *held(const char *p, int mode, int slots)
+{
+	int rc;
+	hf_lock *l = take(p, mode, slots, 0, &rc);
+	cr_assert_eq(rc, 0, "acquire %s in mode %d: %s", p, mode, hf_strerror(rc));
+	return l;
+}
+
+static hf_rec *status(const char *p)
+{
+	hf_rec *r;
+	cr_assert_eq(hf_lock_status(p, &r), 0);
+	return r;
+}
+
+/* holders.<i>.<name> of r */
+static const char *field(const hf_rec *r, size_t i, const char *name)
+{
+	char f[64];
+	snprintf(f, sizeof f, "holders.%zu.%s", i, name);
+	return hf_rec_str(r, f);
+}
+
+Test(modes, options_are_checked_and_fixed_while_held)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *l;
+	cr_assert_eq(hf_lock_new(p, &l), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_MODE, 3), -EINVAL, "no such mode");
+	cr_assert_eq(hf_lock_set(l, HF_OPT_SLOTS, 0), -EINVAL);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_SLOTS, HF_SLOTS_MAX + 1), -EINVAL);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_MODE, HF_MODE_SHARED), 0);
+	cr_assert_eq(hf_lock_acquire(l), 0);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_MODE, HF_MODE_EXCLUSIVE), -EBUSY);
+	cr_assert_eq(hf_lock_set(l, HF_OPT_SLOTS, 2), -EBUSY);
+	cr_assert_eq(hf_lock_check(l), 0, "a shared holder checks as held");
+	cr_assert_eq(hf_lock_hold(l), 0, "and holds off what it cannot share with");
+	hf_lock_unhold(l);
+	cr_assert_eq(hf_lock_release(l), 0);
+	cr_assert_eq(hf_lock_check(l), HF_ELOST);
+	hf_lock_free(l);
+	free(p);
+}
+
+Test(modes, shared_holders_share_and_keep_an_exclusive_one_out)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a = held(p, HF_MODE_SHARED, 0), *b = held(p, HF_MODE_SHARED, 0);
+	cr_assert_str_neq(hf_lock_token(a), hf_lock_token(b), "each has its own token");
+	cr_assert_neq(hf_lock_fence(a), hf_lock_fence(b), "and its own fence");
+	int rc;
+	hf_lock *x = take(p, HF_MODE_EXCLUSIVE, 0, 0, &rc);
+	cr_assert_eq(rc, HF_EHELD, "%s", hf_strerror(rc));
+	cr_assert_str_eq(hf_rec_str(hf_lock_holder(x), "mode"), "shared", "names a shared holder");
+	int64_t pid = 0;
+	cr_assert_eq(hf_rec_int(hf_lock_holder(x), "pid", &pid), 0);
+	cr_assert_eq(pid, getpid());
+	hf_rec *s = status(p);
+	cr_assert_str_eq(hf_rec_str(s, "state"), "held");
+	cr_assert_str_eq(hf_rec_str(s, "mode"), "shared");
+	cr_assert_eq(hf_rec_len(s, "holders"), 2, "%s", hf_rec_json(s));
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_str_eq(field(s, i, "mode"), "shared");
+		cr_assert_str_eq(field(s, i, "state"), "held");
+	}
+	hf_rec_free(s);
+	cr_assert_eq(hf_lock_release(a), 0);
+	rc = hf_lock_acquire(x);
+	cr_assert_eq(rc, HF_EHELD, "one shared holder is enough to keep it out");
+	cr_assert_eq(hf_lock_release(b), 0);
+	cr_assert_eq(hf_lock_acquire(x), 0, "the last one gone, it enters");
+	cr_assert_gt(hf_lock_fence(x), hf_lock_fence(b), "above every shared fence before it");
+	hf_lock *c = take(p, HF_MODE_SHARED, 0, 0, &rc);
+	cr_assert_eq(rc, HF_EHELD, "an exclusive holder keeps a shared one out");
+	cr_assert_str_eq(hf_rec_str(hf_lock_holder(c), "mode"), "exclusive");
+	cr_assert_eq(hf_lock_release(x), 0);
+	cr_assert_eq(hf_lock_acquire(c), 0);
+	cr_assert_gt(hf_lock_fence(c), hf_lock_fence(x), "a shared holder after it: above it");
+	hf_lock_free(c);
+	hf_lock_free(x);
+	hf_lock_free(a);
+	hf_lock_free(b);
+	s = status(p);
+	cr_assert_str_eq(hf_rec_str(s, "state"), "free", "%s", hf_rec_json(s));
+	cr_assert_eq(hf_rec_len(s, "holders"), 0);
+	hf_rec_free(s);
+	free(p);
+}
+
+Test(modes, slots_admit_n_and_no_more)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a = held(p, HF_MODE_SLOTS, 2), *b = held(p, HF_MODE_SLOTS, 2);
+	int rc;
+	hf_lock *c = take(p, HF_MODE_SLOTS, 2, 0, &rc);
+	cr_assert_eq(rc, HF_EHELD, "a third of two slots: %s", hf_strerror(rc));
+	cr_assert_str_eq(hf_rec_str(hf_lock_holder(c), "mode"), "slots");
+	hf_lock *r = take(p, HF_MODE_SHARED, 0, 0, &rc);
+	cr_assert_eq(rc, HF_EHELD, "shared and slots are different modes");
+	hf_rec *s = status(p);
+	cr_assert_str_eq(hf_rec_str(s, "mode"), "slots", "%s", hf_rec_json(s));
+	int64_t n = 0;
+	cr_assert_eq(hf_rec_int(s, "slots", &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(hf_rec_len(s, "holders"), 2);
+	hf_rec_free(s);
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(hf_lock_acquire(c), 0, "a slot came back");
+	cr_assert_eq(hf_lock_acquire(a), HF_EHELD, "and is taken again");
+	hf_lock_free(a);
+	hf_lock_free(b);
+	hf_lock_free(c);
+	cr_assert_eq(hf_lock_acquire(r), 0);
+	hf_lock_free(r);
+	free(p);
+}
+
+static const char *child_path;
+
+/* An exclusive acquirer that waits as long as it takes, then holds and
+ * releases: 0 when it entered with a fence above the shared one's that
+ * was held when it came (passed as arg). */
+static int exclusive_waits(void *arg)
+{
+	uint64_t above = *(uint64_t *)arg;
+	int rc;
+	hf_lock *l;
+	if (hf_lock_new(child_path, &l) < 0 || hf_lock_set(l, HF_OPT_WAIT_MS, -1) < 0)
+		return 2;
+	rc = hf_lock_acquire(l);
+	uint64_t f = hf_lock_fence(l);
+	hf_lock_free(l);
+	return rc == 0 && f > above ? 0 : 1;
+}
+
+Test(modes, a_waiting_exclusive_acquirer_is_not_starved_by_new_shared_ones)
+{
+	char *p = rt_path(dir, "L");
+	child_path = p;
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	uint64_t fa = hf_lock_fence(a);
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:dirlock.share.draining:1", exclusive_waits, &fa);
+	hft_expect(&w, "dirlock.share.draining"); /* standing at L, waiting for a */
+	int rc;
+	hf_lock *b = take(p, HF_MODE_SHARED, 0, 0, &rc);
+	cr_assert_eq(rc, HF_EHELD, "a shared acquirer after the waiting one queues behind it");
+	int64_t pid = 0;
+	cr_assert_eq(hf_rec_int(hf_lock_holder(b), "pid", &pid), 0);
+	cr_assert_eq(pid, w.pid, "naming the waiting exclusive acquirer");
+	hf_rec *s = status(p);
+	cr_assert_eq(hf_rec_len(s, "holders"), 2, "%s", hf_rec_json(s));
+	int64_t waiting = 0;
+	cr_assert_eq(hf_rec_int(s, "holders.0.waiting", &waiting), 0, "%s", hf_rec_json(s));
+	cr_assert_eq(waiting, 1, "the exclusive one at L waits");
+	cr_assert_str_eq(hf_rec_str(s, "mode"), "shared", "the lock is still shared");
+	hf_rec_free(s);
+	cr_assert_eq(hf_lock_release(a), 0);
+	hft_go(&w);
+	cr_assert_eq(hft_wait(&w), 0, "it entered after a left, above a's fence");
+	cr_assert_eq(hf_lock_acquire(b), 0, "and the shared one after it");
+	hf_lock_free(b);
+	hf_lock_free(a);
+	free(p);
+}
+
+/* A shared holder that says so on the pipe, then waits to be killed. */
+static int shared_then_block(void *arg)
+{
+	int fd = *(int *)arg;
+	hf_lock *l;
+	if (hf_lock_new(child_path, &l) < 0 || hf_lock_set(l, HF_OPT_MODE, HF_MODE_SHARED) < 0 ||
+	    hf_lock_acquire(l) < 0)
+		return 2;
+	if (write(fd, "h", 1) != 1)
+		return 3;
+	for (;;)
+		pause();
+}
+
+Test(modes, a_killed_shared_holder_gives_its_place_back_at_once)
+{
+	char *p = rt_path(dir, "L");
+	child_path = p;
+	int pp[2];
+	cr_assert_eq(pipe(pp), 0);
+	struct hft_child c;
+	hft_spawn_fn(&c, "", shared_then_block, &pp[1]);
+	char b;
+	cr_assert_eq(read(pp[0], &b, 1), 1);
+	int rc;
+	hf_lock *x = take(p, HF_MODE_EXCLUSIVE, 0, 0, &rc);
+	cr_assert_eq(rc, HF_EHELD, "held by the live shared holder");
+	cr_assert_eq(kill(c.pid, SIGKILL), 0);
+	cr_assert_eq(hft_wait(&c), 128 + SIGKILL);
+	cr_assert_eq(hf_lock_acquire(x), 0, "its entry is reaped as dead: %s",
+		     hf_rec_json(hf_lock_holder(x)));
+	hf_lock_free(x);
+	hf_rec *s = status(p);
+	cr_assert_eq(hf_rec_len(s, "holders"), 0, "nothing left of it: %s", hf_rec_json(s));
+	hf_rec_free(s);
+	close(pp[0]);
+	close(pp[1]);
+	free(p);
+}
+
+Test(modes, a_shared_holder_renews_and_is_released_by_its_token)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	uint64_t f = hf_lock_fence(a);
+	cr_assert_eq(hf_lock_renew(a), 0);
+	cr_assert_eq(hf_lock_fence(a), f, "a renewal keeps the fence");
+	char token[64];
+	snprintf(token, sizeof token, "%s", hf_lock_token(a));
+	cr_assert_geq(hf_lock_detach(a), 0);
+	hf_lock *r;
+	cr_assert_eq(hf_lock_new(p, &r), 0);
+	cr_assert_eq(hf_lock_adopt(r, token), 0);
+	cr_assert_eq(hf_lock_release(r), 0, "found by its token in its entry");
+	cr_assert_eq(hf_lock_release(r), HF_ENOTHELD);
+	hf_lock_free(r);
+	hf_lock_free(a);
+	hf_rec *s = status(p);
+	cr_assert_str_eq(hf_rec_str(s, "state"), "free", "%s", hf_rec_json(s));
+	hf_rec_free(s);
+	free(p);
+}
+
+Test(modes, an_exclusive_lock_says_its_one_holder_in_the_same_words)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a = held(p, HF_MODE_EXCLUSIVE, 0);
+	hf_rec *s = status(p);
+	cr_assert_str_eq(hf_rec_str(s, "mode"), "exclusive", "%s", hf_rec_json(s));
+	cr_assert_eq(hf_rec_len(s, "holders"), 1);
+	cr_assert_str_eq(field(s, 0, "token"), hf_lock_token(a));
+	hf_rec_free(s);
+	hf_lock_free(a);
+	free(p);
+}
