@@ -342,6 +342,20 @@
  *     claims (model/check.sh: rel-leftover): it answers "not held" and the
  *     record stays until its owner is proven dead. The holder's own
  *     withdrawal (through its descriptor) never misses.
+ *   - Modes: holdfast 0.2 and earlier know nothing of entries (DS2): an
+ *     exclusive acquirer of theirs enters beside shared holders. Every
+ *     process that uses a lock in a mode other than exclusive must run 0.3
+ *     or later.
+ *   - An acquisition standing at L while it drains (DS1) holds up every
+ *     acquirer behind it for as long as its wait lasts (its deadline), and
+ *     waiters pass L in no fixed order: no FIFO among waiters.
+ *   - A drain longer than max(max-hold, stale) makes the acquisition
+ *     standing at L look leaked: it may be reaped while it waits (never
+ *     while entered by it: it has not entered); it notices (its directory
+ *     left L) and starts again.
+ *   - A shared acquirer does not read r- entries (they share with it): a
+ *     dead shared holder's entry stays until an exclusive or slot acquirer
+ *     drains it (status shows it dead meanwhile).
  *   - A wall clock set back makes records of another kernel look younger
  *     (liveness only); set forward, such a live owner may look leaked:
  *     fencing again. On one kernel ages are boot-relative.
@@ -2372,7 +2386,8 @@ int hf_dirlock_status_all(const char *path, struct hf_lock_info *ret,
 			if (rc < 0) {
 				free(e.v);
 			} else {
-				qsort(e.v, e.n, sizeof *e.v, by_fence);
+				if (e.n > 1)
+					qsort(e.v, e.n, sizeof *e.v, by_fence);
 				*entries = e.v;
 				*nentries = e.n;
 			}
