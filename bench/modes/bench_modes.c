@@ -25,7 +25,7 @@
  *       seen together are overlaps (exit 1). One JSON line:
  *         acq_per_s           the N processes' acquisitions per second
  *         conc_mean, conc_max holders at once: held time / window, most seen
- *         wait_p50_us, _p99   a contender's acquire call
+ *         wait_p50_us, _p99, _max   a contender's acquire call
  *         hold_mean_us        the hold as measured (the sleep's overshoot)
  *         w_n, w_p50_us, w_p99_us, w_max_us   the writer's acquire calls
  *         w_in_before         contenders' acquisitions that returned during
@@ -388,11 +388,11 @@ static int crowd(const char *dir, const char *m, int n, double secs, long hold_u
 	}
 	double win = (double)(end - start);
 	printf("{\"mode\":\"%s\",\"n\":%d,\"secs\":%.2f,\"hold_us\":%ld,\"hold\":\"%s\",\"acq_per_s\":%.0f,"
-	       "\"conc_mean\":%.2f,\"conc_max\":%d,\"wait_p50_us\":%.1f,\"wait_p99_us\":%.1f,"
+	       "\"conc_mean\":%.2f,\"conc_max\":%d,\"wait_p50_us\":%.1f,\"wait_p99_us\":%.1f,\"wait_max_us\":%.1f,"
 	       "\"hold_mean_us\":%.1f,\"overlaps\":%ld,\"bad_exit\":%d",
 	       m, n, secs, hold_us, busy ? "busy" : "sleep", (double)k / secs, held / win,
 	       atomic_load(&sh->conc_max), k ? pct_us(waits, k, 50) : -1, k ? pct_us(waits, k, 99) : -1,
-	       k ? holdsum / (double)k / 1e3 : -1, atomic_load(&sh->overlaps), bad);
+	       k ? pct_us(waits, k, 100) : -1, k ? holdsum / (double)k / 1e3 : -1, atomic_load(&sh->overlaps), bad);
 	if (gap_us >= 0)
 		printf(",\"gap_us\":%ld,\"w_n\":%zu,\"w_p50_us\":%.1f,\"w_p99_us\":%.1f,\"w_max_us\":%.1f,"
 		       "\"w_in_before\":%zu,\"w_in_after\":%zu",
