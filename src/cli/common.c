@@ -436,16 +436,6 @@ int cli_mode_arg(const char *cmd, const char *sub, const char *slots_arg, int *m
 	return 0;
 }
 
-int cli_mode_refused(const char *what, const char *path, int mode, const hf_rec *h)
-{
-	const char *why = hf_rec_str(h, "reason");
-	cli_err("%s %s: the backend%s%s refuses %s holders: %s%s%s", what, path,
-		cli_backend() ? " " : "", cli_backend() ? cli_backend() : "",
-		cli_mode_name(mode), hf_strerror(-EOPNOTSUPP), why ? ": " : "",
-		why ? CLI_SHOW(why) : "");
-	return cli_fail_rc(-EOPNOTSUPP, path, NULL);
-}
-
 const char *cli_mode_name(int mode)
 {
 	return mode == HF_MODE_SHARED ? "shared" : mode == HF_MODE_SLOTS ? "slots" : "exclusive";
