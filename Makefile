@@ -96,7 +96,7 @@ check-cluster: build build-asan
 # cluster, and ThreadSanitizer over tests/threads (the per-process caches
 # read by many threads, threads of one process waiting for one lock; not a
 # Criterion suite: Criterion's forking arena cannot start under TSan).
-check-long: check-cluster check-model-long check-asan-slow check-tsan check-callers check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python check-install-deb check-install-node
+check-long: check-cluster check-model-long check-asan-slow check-tsan check-callers check-modes-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-install-rust check-install-python check-install-deb check-install-node
 
 # The Rust crate as a Rust developer installs it (tests/install/rust.sh):
 # `cargo package`, then new crates with `cargo add --path` and a path
@@ -143,6 +143,15 @@ check-pyfl-mixed: deps
 # namespace hiding the repository, /usr/local and any libholdfast; ~4 min.
 check-install-python: deps
 	bash tests/install/python.sh $(CURDIR)
+
+# The modes under kills (bench/modes/stress.sh): 6 workers loop `holdfast
+# run --lock L --shared | --slots 2 | (exclusive)`, CMD logging enter/leave
+# with its mode to one O_APPEND log, every 5th section SIGKILLed with its
+# run; the replay counts an exclusive holder beside anyone and more than 2
+# slot holders (or slots beside shared): any is a failure. Under 3 minutes.
+.PHONY: check-modes-long
+check-modes-long: build
+	bash bench/modes/stress.sh $(BUILD)/holdfast 6 60 5
 
 # The callers' idioms stress (tests/dirlock/test_stress_callers.c) at 5x its
 # `make test` rounds: 120 acquisitions by make, python3, xargs and agent

@@ -73,30 +73,44 @@ int64_t cli_wait_left(int64_t deadline_ns)
 	return left <= 0 ? 0 : (left + 999999) / 1000000; /* AQ1 */
 }
 
+/* field of the record at pre ("" the record itself, "holders.1." one of
+ * its holders), into f */
+static const char *at(const char *pre, const char *field, char f[96])
+{
+	snprintf(f, 96, "%s%s", pre, field);
+	return f;
+}
+
 void cli_holder_words(const hf_rec *h, char *buf, size_t n)
 {
+	cli_holder_words_at(h, "", buf, n);
+}
+
+void cli_holder_words_at(const hf_rec *h, const char *pre, char *buf, size_t n)
+{
+	char f[96];
 	int64_t v, pid = 0, age = 0, fence = 0;
-	if (hf_rec_int(h, "age_ms", &v) == 0)
+	if (hf_rec_int(h, at(pre, "age_ms", f), &v) == 0)
 		age = v;
 	char ages[32];
 	cli_format_age(age < 0 ? -age : age, ages, sizeof ages);
-	bool in_claim = hf_rec_int(h, "in_claim", &v) == 0 && v;
+	bool in_claim = hf_rec_int(h, at(pre, "in_claim", f), &v) == 0 && v;
 	const char *claim = in_claim ? ", in a claim beside it" : "";
-	if (hf_rec_int(h, "pid", &v) == 0)
+	if (hf_rec_int(h, at(pre, "pid", f), &v) == 0)
 		pid = v;
-	if ((hf_rec_int(h, "partial", &v) == 0 && v) || (!hf_rec_str(h, "token") && pid <= 0)) {
-		if (hf_rec_int(h, "age_ms", &v) == 0)
+	if ((hf_rec_int(h, at(pre, "partial", f), &v) == 0 && v) || (!hf_rec_str(h, at(pre, "token", f)) && pid <= 0)) {
+		if (hf_rec_int(h, at(pre, "age_ms", f), &v) == 0)
 			snprintf(buf, n, "a holder whose owner record is not complete yet (%s old%s)",
 				 ages, claim);
 		else
 			snprintf(buf, n, "an unknown holder");
 		return;
 	}
-	if (hf_rec_int(h, "fence", &v) == 0)
+	if (hf_rec_int(h, at(pre, "fence", f), &v) == 0)
 		fence = v;
-	const char *host = hf_rec_str(h, "host");
-	const char *comm = hf_rec_str(h, "comm");
-	const char *state = hf_rec_str(h, "state");
+	const char *host = hf_rec_str(h, at(pre, "host", f));
+	const char *comm = hf_rec_str(h, at(pre, "comm", f));
+	const char *state = hf_rec_str(h, at(pre, "state", f));
 	char live[HF_COMM_MAX + 1] = "";
 	if ((!comm || !*comm) && host && !strcmp(host, hf_host_name()) &&
 	    hf_pid_comm((pid_t)pid, live, sizeof live) == 0)
@@ -106,7 +120,7 @@ void cli_holder_words(const hf_rec *h, char *buf, size_t n)
 		snprintf(shown, sizeof shown, " (%s)", CLI_SHOW(comm));
 	bool skew = state && !strcmp(state, "skew");
 	int64_t lease = 0;
-	if (hf_rec_int(h, "lease_ms", &v) == 0 && v > 0)
+	if (hf_rec_int(h, at(pre, "lease_ms", f), &v) == 0 && v > 0)
 		lease = v; /* OW6: held by no process; its pid took it */
 	char lease_words[96] = "";
 	if (lease) {
@@ -116,9 +130,50 @@ void cli_holder_words(const hf_rec *h, char *buf, size_t n)
 		snprintf(lease_words, sizeof lease_words, "a lease of %s (%s%s%s), taken by ", len,
 			 age >= lease ? "expired" : "ends in ", age >= lease ? "" : left, "");
 	}
-	snprintf(buf, n, "%spid %" PRId64 "%s on %s, %s%s%s, fence %" PRId64 "%s", lease_words, pid, shown,
-		 host && *host ? CLI_SHOW(host) : "an unknown host", skew ? "dated " : "", ages,
-		 skew ? " in the future (clock skew)" : " old", fence, claim);
+	/* its mode, when it shares (an exclusive record says nothing, as
+	 * before modes); an acquisition standing at L waits (FB4) */
+	const char *mode = hf_rec_str(h, at(pre, "mode", f));
+	bool waiting = hf_rec_int(h, at(pre, "waiting", f), &v) == 0 && v;
+	char how[64] = "";
+	int64_t slots = 0;
+	if (mode && !strcmp(mode, "slots") && hf_rec_int(h, at(pre, "slots", f), &v) == 0)
+		slots = v;
+	if (mode && !strcmp(mode, "slots"))
+		snprintf(how, sizeof how, " (%sslots %" PRId64 ")", waiting ? "waiting, " : "", slots);
+	else if (mode && (waiting || strcmp(mode, "exclusive")))
+		snprintf(how, sizeof how, " (%s%s)", waiting ? "waiting, " : "", CLI_SHOW(mode));
+	else if (waiting)
+		snprintf(how, sizeof how, " (waiting)");
+	snprintf(buf, n, "%spid %" PRId64 "%s on %s, %s%s%s, fence %" PRId64 "%s%s", lease_words, pid,
+		 shown, host && *host ? CLI_SHOW(host) : "an unknown host", skew ? "dated " : "", ages,
+		 skew ? " in the future (clock skew)" : " old", fence, claim, how);
+}
+
+void cli_refusal_words(const char *path, const hf_rec *h, char *buf, size_t n)
+{
+	cli_holder_words(h, buf, n);
+	int64_t v;
+	const char *token = hf_rec_str(h, "token");
+	if (!token || hf_rec_int(h, "waiting", &v) == 0 || cli_backend())
+		return;
+	/* the record met at L does not say it waits there (FB4): the status
+	 * does, by its token */
+	hf_rec *r;
+	if (hf_lock_status(path, &r) < 0)
+		return;
+	for (size_t k = 0; k < hf_rec_len(r, "holders"); k++) {
+		char f[48];
+		snprintf(f, sizeof f, "holders.%zu.token", k);
+		const char *t = hf_rec_str(r, f);
+		snprintf(f, sizeof f, "holders.%zu.waiting", k);
+		if (t && !strcmp(t, token) && hf_rec_int(r, f, &v) == 0 && v) {
+			char pre[32];
+			snprintf(pre, sizeof pre, "holders.%zu.", k);
+			cli_holder_words_at(r, pre, buf, n);
+			break;
+		}
+	}
+	hf_rec_free(r);
 }
 
 bool cli_lock_waitable(int rc)
@@ -214,7 +269,7 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 		return cli_fail(code, hf_error_name(rc), path, why ? hf_lock_holder(l) : NULL);
 	}
 	char who[400];
-	cli_holder_words(hf_lock_holder(l), who, sizeof who);
+	cli_refusal_words(path, hf_lock_holder(l), who, sizeof who);
 	if (rc == HF_EBARRIER)
 		cli_err("lock %s: a claim beside it denies entry (being reaped or released); "
 			"last holder: %s",

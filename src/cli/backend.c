@@ -265,3 +265,14 @@ int cli_backend_failed(const char *what, const char *path, const hf_lock *l, int
 		why ? CLI_SHOW(why) : "");
 	return cli_fail_rc(rc, path, hf_lock_holder(l));
 }
+
+/* A mode the backend refused (cli.h). */
+int cli_mode_refused(const char *what, const char *path, int mode, const hf_rec *h)
+{
+	const char *why = hf_rec_str(h, "reason");
+	cli_err("%s %s: the backend%s%s refuses %s holders: %s%s%s", what, path,
+		cli_backend() ? " " : "", cli_backend() ? cli_backend() : "",
+		cli_mode_name(mode), hf_strerror(-EOPNOTSUPP), why ? ": " : "",
+		why ? CLI_SHOW(why) : "");
+	return cli_fail_rc(-EOPNOTSUPP, path, NULL);
+}

@@ -66,6 +66,18 @@ int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms);
  * the token alone into buf (n bytes) and buf, the fence into *fence (0:
  * none given); else arg itself, for hf_lock_adopt to refuse. */
 const char *cli_token_form(const char *arg, char *buf, size_t n, uint64_t *fence);
+/* --shared (slots_arg NULL) or --slots N (slots_arg: N, 1 to HF_SLOTS_MAX)
+ * of `cmd [sub]`: into *mode (HF_MODE_SHARED, HF_MODE_SLOTS; the caller
+ * starts it at HF_MODE_EXCLUSIVE) and *slots. 0, or HF_EXIT_USAGE with a
+ * message naming the option: the two exclude each other, and of lock's
+ * subcommands only acquire takes them. */
+int cli_mode_arg(const char *cmd, const char *sub, const char *slots_arg, int *mode, int *slots);
+/* The backend refused a mode (-EOPNOTSUPP): said naming the path, the
+ * mode and the backend's reason (h's "reason", may be NULL); returns
+ * cli_exit_for(-EOPNOTSUPP), the failure recorded. */
+int cli_mode_refused(const char *what, const char *path, int mode, const struct hf_rec *h);
+/* A mode's name as records spell it: "exclusive", "shared", "slots". */
+const char *cli_mode_name(int mode);
 /* "4.1 min", "12 s", "2.0 h", "3.0 d". */
 void cli_format_age(int64_t ms, char *buf, size_t n);
 

@@ -24,6 +24,9 @@
  *         must exist; with --backend etcd://... (or HOLDFAST_BACKEND) it is
  *         given as is (the library makes it absolute lexically) and need
  *         not exist. --depth is HF_OPT_DEPTH (FL2's bound; etcd has none).
+ *   (LS5) A lock's holders are its own rows (print_table): every holder
+ *         of a shared or slot lock, and an acquisition waiting at it, with
+ *         its mode in STATE; --json carries the library's "holders" as is.
  * The walk's rules - no symbolic link followed, nothing but directories and
  * flock records opened, .git not entered, flock records judged by FK3 - are
  * the library's (FL2, FL4).
@@ -53,11 +56,13 @@ static const char usage[] =
 	"Columns: KIND STATE HOLDER PID COMMAND HOST AGE FENCE MAXHOLD PATH (HOLDER:\n"
 	"a lock's token, a session's lane, a scope's name, a flock's mode); STATE is\n"
 	"held, dead, leaked, expired, partial, abandoned, skew, stale, unreadable or\n"
-	"free, with ',claims=N' when claims (barriers) sit beside a lock. It only\n"
+	"free, with ',claims=N' when claims (barriers) sit beside a lock. A shared or\n"
+	"slot lock has one line per holder, STATE 'held,shared' or 'held,slots=N', and\n"
+	"an acquisition waiting for its holders to leave 'waiting,MODE'. It only\n"
 	"reads: nothing is reaped, swept or rewritten. Symbolic links are not\n"
 	"followed, .git is not entered, at most --depth levels (default 8).\n"
 	"--json: one object {\"dir\",\"locks\":[...],\"errors\":[...]}, each item the\n"
-	"record's fields plus \"kind\".\n"
+	"record's fields plus \"kind\" (a lock's \"holders\": every holder's record).\n"
 	"--backend etcd://HOST:PORT[,HOST:PORT...] (or etcds://; default: HOLDFAST_BACKEND,\n"
 	"else 'file'): the locks and sessions kept in etcd under DIR (made absolute,\n"
 	"lexically; range reads only) instead of the walk; --etcd-user USER with\n"
@@ -192,12 +197,64 @@ static void row_of(const json_t *j, char cells[NCOL][256])
 	}
 }
 
-static void print_table(const json_t *items)
+/* LS5: a lock with several holders, a mode other than exclusive or an
+ * acquisition waiting at it, as rows: one per holder of its "holders"
+ * (FB4), each its own pid, command, host, age, fence and token, STATE
+ * "held,shared", "held,slots=N" or "waiting,MODE"; the lock's claims on the
+ * first. Anything else is its one row. A new array (NULL: out of memory). */
+static json_t *holder_rows(const json_t *items)
 {
+	json_t *rows = json_array();
+	for (size_t i = 0; rows && i < json_array_size(items); i++) {
+		json_t *j = json_array_get(items, i);
+		json_t *hs = json_object_get(j, "holders");
+		const char *kind = jstr(j, "kind"), *mode = jstr(j, "mode");
+		size_t nh = json_array_size(hs);
+		json_t *h0 = json_array_get(hs, 0);
+		bool each = kind && !strcmp(kind, "lock") &&
+			    (nh > 1 || (nh == 1 && ((mode && strcmp(mode, "exclusive")) ||
+						    json_is_true(json_object_get(h0, "waiting")))));
+		if (!each) {
+			json_array_append(rows, j);
+			continue;
+		}
+		for (size_t k = 0; k < nh; k++) {
+			json_t *r = json_copy(json_array_get(hs, k));
+			if (!r)
+				continue;
+			const char *hm = jstr(r, "mode"), *st = jstr(r, "state");
+			bool waiting = json_is_true(json_object_get(r, "waiting"));
+			char state[96];
+			json_t *slots = json_object_get(r, "slots");
+			if (hm && !strcmp(hm, "slots"))
+				snprintf(state, sizeof state, "%s,slots=%lld",
+					 waiting ? "waiting" : st ? st : "-",
+					 (long long)json_integer_value(slots));
+			else
+				snprintf(state, sizeof state, "%s,%s", waiting ? "waiting" : st ? st : "-",
+					 hm ? hm : "exclusive");
+			json_object_set_new(r, "state", json_string(state));
+			json_object_set_new(r, "kind", json_string("lock"));
+			json_object_set(r, "path", json_object_get(j, "path"));
+			json_object_set_new(r, "claims",
+					    json_integer(k ? 0 : json_integer_value(json_object_get(j, "claims"))));
+			json_array_append_new(rows, r);
+		}
+	}
+	return rows;
+}
+
+static void print_table(const json_t *all)
+{
+	json_t *items = holder_rows(all);
+	if (!items)
+		return;
 	size_t n = json_array_size(items);
 	char (*cells)[NCOL][256] = calloc(n + 1, sizeof *cells);
-	if (!cells)
+	if (!cells) {
+		json_decref(items);
 		return;
+	}
 	for (int c = 0; c < NCOL; c++)
 		snprintf(cells[0][c], 256, "%s", heads[c]);
 	for (size_t i = 0; i < n; i++)
@@ -217,6 +274,7 @@ static void print_table(const json_t *items)
 				printf("%-*s ", w[c], cells[i][c]);
 	}
 	free(cells);
+	json_decref(items);
 }
 
 /* Items sorted by path (scopes by name, after the files). */

@@ -26,11 +26,12 @@
 
 static const char usage[] =
 	"usage: holdfast lock acquire PATH [-n | -w SECS] [-E CODE] [--stale DUR] [--max-hold DUR]\n"
-	"                                  [--pid PID | --lease DUR] [-v] [--json]\n"
+	"                                  [--pid PID | --lease DUR] [--shared | --slots N]\n"
+	"                                  [-v] [--json]\n"
 	"       holdfast lock release PATH --token TOKEN [--json]\n"
 	"       holdfast lock renew PATH --token TOKEN [--max-hold DUR|none] [--json]\n"
 	"       holdfast lock check PATH [--token TOKEN | --fence N] [--json]\n"
-	"       holdfast lock status PATH [--json]\n"
+	"       holdfast lock status PATH [-v] [--json]\n"
 	"\n"
 	"A short lock: the directory PATH, made by mkdir, with its owner record\n"
 	"PATH/owner; PATH.holdfast/ beside it keeps the fence counter and the claims\n"
@@ -59,6 +60,11 @@ static const char usage[] =
 	"          processes, such as an agent's tool calls - until `lock release`, or\n"
 	"          until DUR (1s to 365d) after the acquisition or the last `lock renew`:\n"
 	"          then it is expired and the next acquirer takes it.\n"
+	"          --shared: one of any number of shared holders (readers), never\n"
+	"          beside an exclusive one; --slots N (1-1024): one of at most N slot\n"
+	"          holders that each asked for N. Each holder has its own token and\n"
+	"          fence. A waiting acquirer stands at PATH: later ones, shared too,\n"
+	"          queue behind it, so a waiting writer is never starved by readers.\n"
 	"release   release the lock acquired with TOKEN.\n"
 	"renew     restart the window (a lease: its DUR) of the lock acquired with\n"
 	"          TOKEN (same fence); an expired lease nobody took yet renews;\n"
@@ -71,7 +77,10 @@ static const char usage[] =
 	"          object); changes nothing.\n"
 	"          With --fence N: 0 only while the acquisition whose fence is N holds\n"
 	"          it (a resource's check before it writes), 1 another's, 69 free.\n"
-	"status    one line: 'free', or 'held: pid P (CMD) on HOST, AGE old, fence F', ...\n"
+	"status    one line: 'free', or 'held: pid P (CMD) on HOST, AGE old, fence F', ...;\n"
+	"          a shared or slot lock one line per holder, its mode at the end\n"
+	"          ('(shared)', '(slots N)'), and 'waiting: ...' for an acquirer\n"
+	"          standing at PATH until they leave; -v adds each holder's token.\n"
 	"\n"
 	"Backend (every subcommand): --backend etcd://HOST:PORT[,HOST:PORT...] (or\n"
 	"etcds:// for https; default: HOLDFAST_BACKEND, else 'file', the file system)\n"
@@ -96,7 +105,7 @@ static const char usage[] =
 	"71 no keeper could start (nothing held); 77 unsafe.\n";
 
 enum { OPT_STALE = 1000, OPT_MAXHOLD, OPT_PID, OPT_JSON, OPT_TOKEN, OPT_HELP, OPT_VERSION,
-       OPT_FENCE, OPT_LEASE };
+       OPT_FENCE, OPT_LEASE, OPT_SHARED, OPT_SLOTS };
 
 static const struct option longopts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
@@ -109,6 +118,8 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ "fence", required_argument, NULL, OPT_FENCE },
 	{ "lease", required_argument, NULL, OPT_LEASE },
+	{ "shared", no_argument, NULL, OPT_SHARED },
+	{ "slots", required_argument, NULL, OPT_SLOTS },
 	CLI_BACKEND_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -120,6 +131,8 @@ struct args {
 	int64_t wait_ms, stale_ms, max_hold_ms, lease_ms;
 	long pid;
 	int conflict_exit;
+	int mode;   /* HF_MODE_EXCLUSIVE, _SHARED, _SLOTS */
+	int slots;  /* HF_MODE_SLOTS's N                  */
 	int64_t fence;
 	bool json, nowait, waitset, pidset, verbose, fenceset;
 };
@@ -200,6 +213,12 @@ static int parse(int argc, char **argv, const char *sub, struct args *a)
 				return HF_EXIT_USAGE;
 			}
 			if (lease_arg("--lease", optarg, &a->lease_ms))
+				return HF_EXIT_USAGE;
+			break;
+		case OPT_SHARED:
+		case OPT_SLOTS:
+			if (cli_mode_arg("lock", sub, c == OPT_SHARED ? NULL : optarg, &a->mode,
+					 &a->slots))
 				return HF_EXIT_USAGE;
 			break;
 		case OPT_JSON:
@@ -300,7 +319,7 @@ static void describe(const hf_rec *r, char *buf, size_t n)
 static int conflict(const char *path, int rc, const hf_rec *h)
 {
 	char d[400];
-	describe(h, d, sizeof d);
+	cli_refusal_words(path, h, d, sizeof d);
 	const char *why = hf_rec_str(h, "reason");
 	if (rc == HF_ETIMEDOUT)
 		cli_err("lock %s: timed out; held by %s", path, d);
@@ -467,6 +486,16 @@ static int do_acquire(int argc, char **argv)
 		hf_lock_set(l, HF_OPT_CHAIN_PID, who.chain[i]); /* O5, OW5 */
 	if (a.lease_ms)
 		hf_lock_set(l, HF_OPT_LEASE_MS, a.lease_ms); /* OW6 */
+	/* the mode goes to the library whatever the backend: one that has no
+	 * modes refuses it, and that refusal is what is said */
+	if (a.mode != HF_MODE_EXCLUSIVE &&
+	    (rc = hf_lock_set(l, HF_OPT_MODE, a.mode)) == 0 && a.mode == HF_MODE_SLOTS)
+		rc = hf_lock_set(l, HF_OPT_SLOTS, a.slots);
+	if (rc < 0) {
+		hf_lock_free(l);
+		return rc == -EOPNOTSUPP ? cli_mode_refused("lock acquire", a.path, a.mode, NULL)
+					 : acquire_error(a.path, rc, owner, NULL);
+	}
 	cli_verbose = a.verbose;
 	int64_t start = hf_sys_mono_ns();
 	if (a.wait_ms != 0 && cli_waitline_wanted()) {
@@ -499,6 +528,8 @@ static int do_acquire(int argc, char **argv)
 			if (code == HF_EXIT_CONFLICT)
 				code = a.conflict_exit; /* -E: the code of held or timed out */
 		}
+		else if (rc == -EOPNOTSUPP && a.mode != HF_MODE_EXCLUSIVE && cli_backend())
+			code = cli_mode_refused("lock acquire", a.path, a.mode, h);
 		else
 			code = acquire_error(a.path, rc, owner, h);
 		hf_lock_free(l);
@@ -823,6 +854,28 @@ static void check_answer(const char *path, int code, bool token, const hf_rec *r
 	cli_json_print(o);
 }
 
+/* Is one of a status's holders (FB4: a shared lock has several) entered,
+ * live, with fence N? An acquisition waiting at L has its fence but does
+ * not hold yet. */
+static bool holder_has_fence(const hf_rec *r, int64_t n)
+{
+	for (size_t k = 0; k < hf_rec_len(r, "holders"); k++) {
+		char f[48];
+		int64_t v = 0;
+		snprintf(f, sizeof f, "holders.%zu.waiting", k);
+		if (hf_rec_int(r, f, &v) == 0 && v)
+			continue;
+		snprintf(f, sizeof f, "holders.%zu.state", k);
+		const char *st = hf_rec_str(r, f);
+		if (!st || (strcmp(st, "held") && strcmp(st, "skew")))
+			continue;
+		snprintf(f, sizeof f, "holders.%zu.fence", k);
+		if (hf_rec_int(r, f, &v) == 0 && v == n)
+			return true;
+	}
+	return false;
+}
+
 /* `lock check`: the answer is the exit code (see the usage). */
 static int do_check(int argc, char **argv)
 {
@@ -894,12 +947,24 @@ static int do_check(int argc, char **argv)
 	/* --fence: "yours" only for a held lock whose record has fence N; one
 	 * being acquired (partial) is another acquisition's, coming in */
 	if (a.fenceset && code == HF_EXIT_OK &&
-	    (!strcmp(st, "partial") || hf_rec_int(i, "fence", &fence) < 0 || fence != a.fence))
+	    (!strcmp(st, "partial") || hf_rec_int(i, "fence", &fence) < 0 || fence != a.fence) &&
+	    !holder_has_fence(i, a.fence))
 		code = HF_EXIT_CONFLICT; /* held, or being entered, by another acquisition */
 	if (a.json)
 		check_answer(a.path, code, a.fenceset, i);
 	hf_rec_free(i);
 	return code;
+}
+
+/* A lock's (or a holder's) state in status's words. */
+static const char *state_words(const char *st)
+{
+	return !strcmp(st, "dead")        ? "stale (owner dead)"
+	       : !strcmp(st, "leaked")    ? "stale (leaked)"
+	       : !strcmp(st, "expired")   ? "stale (lease expired)"
+	       : !strcmp(st, "abandoned") ? "stale (abandoned)"
+	       : !strcmp(st, "partial")   ? "being acquired or partial"
+					  : "held";
 }
 
 static int do_status(int argc, char **argv)
@@ -935,19 +1000,44 @@ static int do_status(int argc, char **argv)
 	const char *st = hf_rec_str(i, "state");
 	if (!st)
 		st = "unknown";
+	/* FB4: one line per holder when it is shared, slotted or has an
+	 * acquisition waiting at L; an exclusive holder alone: one line, as
+	 * before modes */
+	size_t nh = hf_rec_len(i, "holders");
+	const char *mode = hf_rec_str(i, "mode");
+	int64_t waiting0 = 0;
+	hf_rec_int(i, "holders.0.waiting", &waiting0);
+	if (nh > 1 || (nh == 1 && (waiting0 || (mode && strcmp(mode, "exclusive"))))) {
+		for (size_t k = 0; k < nh; k++) {
+			char pre[32];
+			snprintf(pre, sizeof pre, "holders.%zu.", k);
+			char f[48];
+			int64_t w = 0;
+			snprintf(f, sizeof f, "%swaiting", pre);
+			hf_rec_int(i, f, &w);
+			snprintf(f, sizeof f, "%sstate", pre);
+			const char *hst = hf_rec_str(i, f);
+			cli_holder_words_at(i, pre, d, sizeof d);
+			printf("%s: %s%s", w ? "waiting" : state_words(hst ? hst : "unknown"), d,
+			       k ? "" : extra);
+			snprintf(f, sizeof f, "%stoken", pre);
+			if (a.verbose && hf_rec_str(i, f))
+				printf(", token %s", hf_rec_str(i, f));
+			putchar('\n');
+		}
+		hf_rec_free(i);
+		return HF_EXIT_OK;
+	}
 	if (!strcmp(st, "free")) {
 		printf("free%s\n", extra);
 		hf_rec_free(i);
 		return HF_EXIT_OK;
 	}
 	describe(i, d, sizeof d);
-	const char *what = !strcmp(st, "dead")        ? "stale (owner dead)"
-			   : !strcmp(st, "leaked")    ? "stale (leaked)"
-			   : !strcmp(st, "expired")   ? "stale (lease expired)"
-			   : !strcmp(st, "abandoned") ? "stale (abandoned)"
-			   : !strcmp(st, "partial")   ? "being acquired or partial"
-						      : "held";
-	printf("%s: %s%s\n", what, d, extra);
+	printf("%s: %s%s", state_words(st), d, extra);
+	if (a.verbose && hf_rec_str(i, "token"))
+		printf(", token %s", hf_rec_str(i, "token"));
+	putchar('\n');
 	hf_rec_free(i);
 	return HF_EXIT_OK;
 }

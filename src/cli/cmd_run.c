@@ -104,8 +104,8 @@
 #define RUN_MAX_HOLD_MS HF_MAX_HOLD_NONE /* bound to CMD's life */
 
 static const char run_usage[] =
-	"usage: holdfast run [--session LANE] [--lock PATH]... [--scope SPEC]... [--name NAME]\n"
-	"                    [-n | -w SECS] [-E CODE] -- CMD [ARG...]\n"
+	"usage: holdfast run [--session LANE] [--lock PATH]... [--shared | --slots N]\n"
+	"                    [--scope SPEC]... [--name NAME] [-n | -w SECS] [-E CODE] -- CMD [ARG...]\n"
 	"       holdfast run [OPTIONS] -c STRING\n"
 	"\n"
 	"Hold every lock given while CMD runs, on behalf of CMD: each lock names CMD's\n"
@@ -115,6 +115,10 @@ static const char run_usage[] =
 	"\n"
 	"  --session LANE   take the session lock (.session.lock of the work tree) for LANE\n"
 	"  --lock PATH      a directory lock (repeatable; taken in order of canonical path)\n"
+	"  --shared         every --lock as one of any number of shared holders (readers),\n"
+	"                   never beside an exclusive one; a waiting exclusive acquirer\n"
+	"                   is not starved: shared ones that come after it wait behind it\n"
+	"  --slots N        every --lock as one of at most N (1-1024) slot holders\n"
 	"  --scope SPEC     PATH:MODE[:recursive] (repeatable): one scope allocation,\n"
 	"                   delegated from $HOLDFAST_POD when set\n"
 	"  --name NAME      the scope allocation's name (default: generated)\n"
@@ -211,6 +215,7 @@ struct run_state {
 	size_t nscopes;
 	const char *lane;
 	const char *name;
+	int mode, slots;          /* every --lock's: --shared, --slots N */
 	struct cli_wait_opts w;
 	struct cli_child child;
 	char session_path[PATH_MAX];
@@ -397,10 +402,13 @@ static json_t *run_held_json(struct run_state *s, const char **order)
 		for (size_t i = 0; i < s->nlocks; i++)
 			if (s->locks[i].given == order[k])
 				json_array_append_new(
-					locks, json_pack("{s:s, s:s, s:I}", "path",
+					locks, json_pack("{s:s, s:s, s:I, s:s, s:o}", "path",
 							 cli_abs_path(s->locks[i].canon, abs, sizeof abs),
 							 "token", hf_lock_token(s->locks[i].h), "fence",
-							 (json_int_t)hf_lock_fence(s->locks[i].h)));
+							 (json_int_t)hf_lock_fence(s->locks[i].h), "mode",
+							 cli_mode_name(s->mode), "slots",
+							 s->mode == HF_MODE_SLOTS ? json_integer(s->slots)
+										  : json_null()));
 	if (s->pod_held) {
 		json_t *specs = json_array();
 		for (size_t i = 0; i < s->nscopes; i++)
@@ -432,6 +440,18 @@ static int run_acquire(struct run_state *s)
 		/* The lock's life is CMD's (RUN1): a long CMD is not a leak. */
 		hf_lock_set(h, HF_OPT_PID, s->child.pid);
 		hf_lock_set(h, HF_OPT_MAX_HOLD_MS, RUN_MAX_HOLD_MS);
+		/* the mode goes to the library whatever the backend; its
+		 * refusal is what is said */
+		rc = s->mode == HF_MODE_EXCLUSIVE ? 0 : hf_lock_set(h, HF_OPT_MODE, s->mode);
+		if (rc == 0 && s->mode == HF_MODE_SLOTS)
+			rc = hf_lock_set(h, HF_OPT_SLOTS, s->slots);
+		if (rc < 0) {
+			hf_lock_free(h);
+			if (rc == -EOPNOTSUPP)
+				return cli_mode_refused("run: lock", l->given, s->mode, NULL);
+			cli_err("lock %s: %s", l->given, hf_strerror(rc));
+			return cli_fail_rc(rc, l->given, NULL);
+		}
 		if ((rc = cli_lock_take(h, l->canon, deadline, &s->child)) != 0) {
 			hf_lock_free(h);
 			return rc;
@@ -453,6 +473,8 @@ int cmd_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "session", required_argument, NULL, 'S' },
 		{ "lock", required_argument, NULL, 'L' },
+		{ "shared", no_argument, NULL, 's' },
+		{ "slots", required_argument, NULL, 'M' },
 		{ "scope", required_argument, NULL, 'P' },
 		{ "name", required_argument, NULL, 'N' },
 		CLI_WAIT_LONGOPTS,
@@ -506,6 +528,10 @@ int cmd_run(int argc, char **argv)
 			}
 			s.locks[s.nlocks++].given = optarg;
 			break;
+		case 's':
+		case 'M':
+			code = cli_mode_arg("run", NULL, opt == 's' ? NULL : optarg, &s.mode, &s.slots);
+			break;
 		case 'P':
 			s.scopes[s.nscopes++] = optarg;
 			break;
@@ -545,6 +571,11 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!code && optind >= argc && !shell_cmd) {
 		cli_err("run: no command given (holdfast run [OPTIONS] -- CMD [ARG...])");
+		code = HF_EXIT_USAGE;
+	}
+	if (!code && s.mode != HF_MODE_EXCLUSIVE && !s.nlocks) {
+		cli_err("run: %s applies to --lock: give --lock too",
+			s.mode == HF_MODE_SHARED ? "--shared" : "--slots");
 		code = HF_EXIT_USAGE;
 	}
 	if (!code && s.name && !s.nscopes) {

@@ -403,6 +403,44 @@ int cli_duration_arg(const char *what, const char *arg, int64_t *ret_ms)
 	return rc < 0 ? HF_EXIT_USAGE : 0;
 }
 
+int cli_mode_arg(const char *cmd, const char *sub, const char *slots_arg, int *mode, int *slots)
+{
+	const char *opt = slots_arg ? "--slots" : "--shared";
+	char who[64];
+	snprintf(who, sizeof who, "%s%s%s", cmd, sub ? " " : "", sub ? sub : "");
+	if (sub && strcmp(sub, "acquire")) {
+		cli_err("%s: only acquire takes %s (release, renew and check find a holder by its "
+			"token, whatever its mode)", who, opt);
+		return HF_EXIT_USAGE;
+	}
+	int want = slots_arg ? HF_MODE_SLOTS : HF_MODE_SHARED;
+	if (*mode != HF_MODE_EXCLUSIVE && *mode != want) {
+		cli_err("%s: --shared and --slots exclude each other (one mode per acquisition)",
+			who);
+		return HF_EXIT_USAGE;
+	}
+	if (slots_arg) {
+		uint64_t v;
+		if (hf_parse_u64(slots_arg, HF_SLOTS_MAX, &v) < 0 || v < 1) {
+			cli_err("%s: --slots %s: not a number of slots (1 to %d)", who,
+				CLI_SHOW(slots_arg), HF_SLOTS_MAX);
+			return HF_EXIT_USAGE;
+		}
+		if (*mode == HF_MODE_SLOTS && *slots != (int)v) {
+			cli_err("%s: --slots given twice (%d and %d)", who, *slots, (int)v);
+			return HF_EXIT_USAGE;
+		}
+		*slots = (int)v;
+	}
+	*mode = want;
+	return 0;
+}
+
+const char *cli_mode_name(int mode)
+{
+	return mode == HF_MODE_SHARED ? "shared" : mode == HF_MODE_SLOTS ? "slots" : "exclusive";
+}
+
 void cli_format_age(int64_t ms, char *buf, size_t n)
 {
 	if (ms < 0)

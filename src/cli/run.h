@@ -114,6 +114,13 @@ int cli_lock_take(hf_lock *l, const char *path, int64_t deadline_ns, struct cli_
 /* A holder's record (hf_lock_holder, hf_lock_status) in the words every
  * command uses: "pid 4242 (make) on box, 12 s old, fence 17". */
 void cli_holder_words(const hf_rec *h, char *buf, size_t n);
+/* The same for the record at field prefix pre of h: "holders.1." is the
+ * second of a status's holders (a shared lock's, FB4). */
+void cli_holder_words_at(const hf_rec *h, const char *pre, char *buf, size_t n);
+/* The words of h, a holder an acquisition of path met: when it is an
+ * acquisition waiting at path for holders to leave (its status says so,
+ * FB4), it says "(waiting, MODE)". */
+void cli_refusal_words(const char *path, const hf_rec *h, char *buf, size_t n);
 
 /* What a wait says while it waits (waitline.c): on a terminal (stderr) one
  * status line, refreshed every second, after the first second of waiting;
