@@ -163,14 +163,15 @@
  *       self-claim, verify there by inode that it is our directory (the
  *       release's take, DL17; a mismatch goes back, DL4), rename the
  *       self-claim to r-/s-<fence>-<token> (RENAME_NOREPLACE; the name is
- *       ours alone), verify the entry by inode.
+ *       ours alone, and so is the self-claim's: the rename moves what was
+ *       verified).
  *   DA7 is then the last step, in every mode: the counter still at our
  *       fence (SM2). A shared or slot acquirer that fails it withdraws its
  *       entry: its record through its descriptor (DL10), then the entry
  *       through its self-claim.
  *   DS3 release (the holder's, through live_fd): its entry, named by its
- *       mode, fence and token, goes into its self-claim, verified by inode,
- *       removed. By token (another process): the entry whose name ends in
+ *       mode, fence and token, goes into its self-claim at once (no look
+ *       first: the name is its own), verified there by inode, removed. By token (another process): the entry whose name ends in
  *       the token, verified by the record's token. Not found: as DT.
  *   DS4 renew: the record replaced in the entry as DR4 replaces it at L;
  *       renewed when the entry is still at its name with the new bytes.
@@ -1616,8 +1617,10 @@ static int share_drain(struct lk *l, const struct hf_lock_opts *o, const struct 
 static int share_move(struct lk *l, int lfd, const char *token, int mode, uint64_t f,
 		      char *entry)
 {
+	/* No look at L first: DA6 read our record back there (DL1: only in our
+	 * directory), and after a wait the verify below is the proof */
 	struct stat mine, at;
-	if (hf_sys_fstat(lfd, &mine) < 0 || !at_l(l, lfd))
+	if (hf_sys_fstat(lfd, &mine) < 0)
 		return RETRY;
 	char claim[HF_CLAIM_NAME_MAX];
 	int rc = claim_take(l, l->pfd, l->base, token, claim, sizeof claim);
@@ -1641,13 +1644,12 @@ static int share_move(struct lk *l, int lfd, const char *token, int mode, uint64
 		}
 		return RETRY;
 	}
+	/* Verified ours in our self-claim, whose unique name nobody else
+	 * makes (CL5): the rename moves our directory, no other */
 	entry_name(entry, mode, f, token);
 	rc = hf_sys_renameat2(l->sfd, claim, l->sfd, entry, RENAME_NOREPLACE);
 	if (rc < 0)
 		return rc == -ENOENT ? RETRY : rc; /* a self-claim of ours stays: swept when stale */
-	if (hf_sys_fstatat(l->sfd, entry, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    at.st_dev != mine.st_dev || at.st_ino != mine.st_ino)
-		return RETRY;
 	assert(entry_mode(entry) == mode && "SM1");
 	hf_sys_point(HF_PT_DIRLOCK_SHARE_MOVED);
 	return 0;
@@ -1657,11 +1659,9 @@ static int share_move(struct lk *l, int lfd, const char *token, int mode, uint64
  * by the inode lfd pins (DS3, SM5). 1 removed, 0 not there, <0. */
 static int entry_remove_own(struct lk *l, int lfd, const char *entry, const char *token)
 {
+	/* the name is ours alone (SM1): taken at once, verified in the claim */
 	struct stat mine, at;
 	if (hf_sys_fstat(lfd, &mine) < 0)
-		return 0;
-	if (hf_sys_fstatat(l->sfd, entry, &at, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    at.st_dev != mine.st_dev || at.st_ino != mine.st_ino)
 		return 0;
 	char claim[HF_CLAIM_NAME_MAX];
 	int rc = claim_take(l, l->sfd, entry, token, claim, sizeof claim);
