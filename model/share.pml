@@ -141,6 +141,20 @@
 #ifndef NOVERIFY2
 #define NOVERIFY2 0   /* 1: DS2 renames its self-claim without the inode check */
 #endif
+#ifndef LEAK
+#define LEAK 0        /* 1: the protocol as written: a waiter standing at L in
+                         DS1 may be judged leaked (it waited past its max-hold)
+                         and reaped; the acquirer that reaped may end without a
+                         fence (deadline, crash): must FAIL */
+#endif
+#ifndef RENEW
+#define RENEW 0       /* 1: the fix: when its drain is over the acquirer renews
+                         its record at L (DR3-DR5: new bytes, a new time, through
+                         its fd; not at L with them: withdraw) before DS2/DA7 */
+#endif
+#ifndef GIVEUP
+#define GIVEUP LEAK   /* 1: an attempt may end after judging L (its deadline) */
+#endif
 #ifndef SLOTCOUNTALL
 #define SLOTCOUNTALL 0 /* 1: slots wait only while NS or more s- entries, live or dead,
                           and reap none while fewer (-> never below N: liveness only) */
@@ -169,14 +183,24 @@ byte md[NT+1];          /* attempt t's mode (in its record, and its entry's
 bool sh[NT+1];          /* LOCK_SH held by its maker                         */
 bool ex[NT+1];          /* LOCK_EX held by a judge                           */
 bool dead[NT+1];        /* oracle: attempt t never again in the critical section */
+#if LEAK
+bool lk[NT+1];          /* attempt t waited in DS1: its record may be past its
+                           max-hold (until renewed)                          */
+bit ver[NT+1];          /* the record's bytes: renewed once (RENEW)          */
+#define VER(e) ver[e]
+#define STALE(x) (dead[x] || lk[x])
+#else
+#define STALE(x) dead[x]
+#define VER(e) 0
+#endif
 byte counter;           /* the fence counter                                 */
 /* ghosts */
 bool in[NT+1];          /* attempt t in its critical section                 */
 byte inx, insh, insl;   /* exclusive, shared, slot holders in it             */
 byte maxf, lastexf;     /* highest fence entered; the last exclusive one's   */
 
-#define LIVEREC(e) (own[e] != 0 && !dead[own[e]])
-#define DENIES(c) (cl[c] != 0 && own[cl[c]] != 0 && own[cl[c]] != DECL(c) && !dead[own[cl[c]]])
+#define LIVEREC(e) (own[e] != 0 && !STALE(own[e]))
+#define DENIES(c) (cl[c] != 0 && own[cl[c]] != 0 && own[cl[c]] != DECL(c) && !STALE(own[cl[c]]))
 
 #if CRASH
 #define CRW :: d_step { dead[t] = 1; sh[d] = 0; fl = 0; \
@@ -296,10 +320,10 @@ inline entryout(norec) {
    (m == SLT && ((md[x] == SHR && SHSKIPR != 1) || (md[x] == SLT && nsl >= NS)))))
 #if SLOTCOUNTALL
 #define REAPABLE(x) (INCOMPAT(x) && !(m == SLT && md[x] == SLT) && \
-  ((own[ent[x]] != 0 && dead[own[ent[x]]]) || (own[ent[x]] == 0 && !sh[ent[x]] && !ex[ent[x]])))
+  ((own[ent[x]] != 0 && STALE(own[ent[x]])) || (own[ent[x]] == 0 && !sh[ent[x]] && !ex[ent[x]])))
 #else
 #define REAPABLE(x) (INCOMPAT(x) && \
-  ((own[ent[x]] != 0 && dead[own[ent[x]]]) || (own[ent[x]] == 0 && !sh[ent[x]] && !ex[ent[x]])))
+  ((own[ent[x]] != 0 && STALE(own[ent[x]])) || (own[ent[x]] == 0 && !sh[ent[x]] && !ex[ent[x]])))
 #endif
 #if RLWAIT
 #define BLOCKS(x) (INCOMPAT(x) && !REAPABLE(x))
@@ -307,10 +331,16 @@ inline entryout(norec) {
 #define BLOCKS(x) (INCOMPAT(x) && LIVEREC(ent[x]))
 #endif
 
+#if GIVEUP
+#define GIVEUPP if :: d_step { dead[t] = 1; printf("MSC: P%d(tok %d): gives up (its deadline)\n", _pid, t) }; goto drop :: skip fi;
+#else
+#define GIVEUPP
+#endif
 #define MODEOK(b) ((i == 0 && (MODE0 & (b))) || (i == 1 && (MODE1 & (b))) || (i == 2 && (MODE2 & (b))))
 
 proctype Acq(byte i) {
   byte k = 0, t, d, m, f, o, x, jt, pd, c, nj = 0, nr = 0, nsl;
+  bit jv;
   bool ok, fl, sub, live;
 
   do
@@ -325,16 +355,17 @@ a1:  skip;   /* A1 (DA0+DA1), or judge L while it exists (DJ) */
      if
      :: d_step { L == 0 -> L = d; sh[d] = 1; fl = 1;
                  printf("MSC: P%d(tok %d): mode %d, dir %d renamed to L\n", _pid, t, m, d) }
-     :: d_step { nj < NJ && L != 0 && own[L] != 0 && dead[own[L]] -> jt = own[L]; c = CJ(i, nj); nj++;
-                 printf("MSC: P%d: judges L (dir %d, owner %d) dead\n", _pid, L, jt) };
+     :: d_step { nj < NJ && L != 0 && own[L] != 0 && STALE(own[L]) -> jt = own[L]; jv = VER(L); c = CJ(i, nj); nj++;
+                 printf("MSC: P%d: judges L (dir %d, owner %d) dead or leaked\n", _pid, L, jt) };
         d_step { if :: L != 0 -> cl[c] = L; L = 0 :: else -> skip fi;
                  printf("MSC: P%d: takes L into claim%d (dir %d)\n", _pid, c, cl[c]) };
         if
-        :: cl[c] != 0 && own[cl[c]] == jt -> remove(c)
-        :: cl[c] != 0 && own[cl[c]] != jt -> o = own[cl[c]]; restoreL(c)
+        :: cl[c] != 0 && own[cl[c]] == jt && VER(cl[c]) == jv -> remove(c)
+        :: cl[c] != 0 && !(own[cl[c]] == jt && VER(cl[c]) == jv) -> o = own[cl[c]]; restoreL(c)
         :: cl[c] == 0 -> skip
         fi;
-        d_step { jt = 0; c = 0 };
+        d_step { jt = 0; jv = 0; c = 0 };
+        GIVEUPP
         goto a1
      :: d_step { nj < NJ && L != 0 && own[L] == 0 && !sh[L] && !ex[L] -> pd = L; ex[pd] = 1;
                  c = CJ(i, nj); nj++;
@@ -347,6 +378,7 @@ a1:  skip;   /* A1 (DA0+DA1), or judge L while it exists (DJ) */
         :: cl[c] == 0 -> skip
         fi;
         d_step { ex[pd] = 0; pd = 0; c = 0 };
+        GIVEUPP
         goto a1
      fi;
      if CRW :: skip fi;
@@ -402,7 +434,7 @@ ds1:    skip;
            :: x > NT -> x = 0; break
            od;
            if
-           :: x != 0 && own[ent[x]] != 0 -> jt = own[ent[x]]
+           :: x != 0 && own[ent[x]] != 0 -> jt = own[ent[x]]; jv = VER(ent[x])
            :: x != 0 && own[ent[x]] == 0 -> pd = ent[x]
            :: else -> skip
            fi;
@@ -433,22 +465,37 @@ ds1:    skip;
            d_step { nr++; if :: ent[x] != 0 -> cl[CR(i)] = ent[x]; ent[x] = 0 :: else -> skip fi;
                     printf("MSC: P%d: takes entry %d into claim%d (dir %d)\n", _pid, x, CR(i), cl[CR(i)]) };
            if
-           :: cl[CR(i)] != 0 && ((jt != 0 && own[cl[CR(i)]] == jt) || (jt == 0 && cl[CR(i)] == pd && own[pd] == 0)) ->
+           :: cl[CR(i)] != 0 && ((jt != 0 && own[cl[CR(i)]] == jt && VER(cl[CR(i)]) == jv) || (jt == 0 && cl[CR(i)] == pd && own[pd] == 0)) ->
               remove(CR(i))
-           :: cl[CR(i)] != 0 && !((jt != 0 && own[cl[CR(i)]] == jt) || (jt == 0 && cl[CR(i)] == pd && own[pd] == 0)) ->
+           :: cl[CR(i)] != 0 && !((jt != 0 && own[cl[CR(i)]] == jt && VER(cl[CR(i)]) == jv) || (jt == 0 && cl[CR(i)] == pd && own[pd] == 0)) ->
               restoreE(CR(i), x)
            :: cl[CR(i)] == 0 -> skip
            fi;
-           d_step { if :: pd != 0 -> ex[pd] = 0 :: else -> skip fi; jt = 0; pd = 0; nsl = 0 };
+           d_step { if :: pd != 0 -> ex[pd] = 0 :: else -> skip fi; jt = 0; jv = 0; pd = 0; nsl = 0 };
            if
            :: SCANREAP && !live -> d_step { x = 0; live = 0 }       /* weakened: decides from that scan */
            :: else -> d_step { x = 0; live = 0 }; goto ds1
            fi
         :: ok && x != 0 && nr >= NREAP -> d_step { x = 0; jt = 0; pd = 0; live = 0; nsl = 0 }; goto ds1
-        :: ok && x == 0 && live -> d_step { live = 0; nsl = 0 }; goto ds1     /* wait, read again */
+        :: ok && x == 0 && live -> d_step { live = 0; nsl = 0;
+#if LEAK
+                                            lk[t] = 1;
+#endif
+                                            printf("MSC: P%d(tok %d): waits\n", _pid, t) }; goto ds1     /* wait, read again */
         :: ok && x == 0 && !live -> nsl = 0
         fi
      fi;
+#if RENEW && LEAK
+     /* the fix: renew the record at L (DR4 through the fd: new bytes, its
+        time now), then DR5: still at L with them, else unlink it (DL10) and
+        withdraw */
+     d_step { if :: own[d] == t -> ver[d] = 1; lk[t] = 0 :: else -> skip fi;
+              printf("MSC: P%d(tok %d): renews its record in dir %d\n", _pid, t, d) };
+     if CRW :: skip fi;
+     d_step { ok = (L == d && own[d] == t);
+              printf("MSC: P%d(tok %d): renewed record at L (dir %d): %d\n", _pid, t, L, ok) };
+     if :: !ok -> goto withdrawal :: else -> skip fi;
+#endif
      if
      :: m == EXC -> skip
      :: else ->
@@ -514,13 +561,13 @@ withdrawal: skip;
      d_step { dead[t] = 1; printf("MSC: P%d(tok %d): withdraws\n", _pid, t) };
      w12();
 drop: skip;
-     d_step { sh[d] = 0; fl = 0; ok = 0; o = 0; x = 0; jt = 0; pd = 0; c = 0; f = 0; m = 0; sub = 0; t = 0; d = 0;
+     d_step { sh[d] = 0; fl = 0; ok = 0; o = 0; x = 0; jt = 0; jv = 0; pd = 0; c = 0; f = 0; m = 0; sub = 0; t = 0; d = 0;
               printf("MSC: P%d: W3 drops its kernel lock: over\n", _pid) }
   :: else -> break
   od;
   goto end_crashed;
 crashed: skip;
-  d_step { ok = 0; o = 0; x = 0; jt = 0; pd = 0; c = 0; f = 0; m = 0; sub = 0; t = 0; d = 0; k = 0; nj = 0; nr = 0; live = 0; nsl = 0 };
+  d_step { ok = 0; o = 0; x = 0; jt = 0; jv = 0; pd = 0; c = 0; f = 0; m = 0; sub = 0; t = 0; d = 0; k = 0; nj = 0; nr = 0; live = 0; nsl = 0 };
 end_crashed:
   skip
 }
