@@ -136,7 +136,8 @@
 #define SCANREAP 0    /* 1: a drainer that reaped decides from that scan (no read again) */
 #endif
 #ifndef SHSKIPR
-#define SHSKIPR 0     /* 1: slot acquirers skip r- entries (2: shared skip s-) */
+#define SHSKIPR 0     /* 1: slot acquirers skip r- entries; 2: shared ones skip
+                         s- entries; 3: slot ones skip s- entries (no count) */
 #endif
 #ifndef NOVERIFY2
 #define NOVERIFY2 0   /* 1: DS2 renames its self-claim without the inode check */
@@ -317,7 +318,7 @@ inline entryout(norec) {
 #define INCOMPAT(x) (ent[x] != 0 && \
   (m == EXC || \
    (m == SHR && md[x] == SLT && SHSKIPR != 2) || \
-   (m == SLT && ((md[x] == SHR && SHSKIPR != 1) || (md[x] == SLT && nsl >= NS)))))
+   (m == SLT && ((md[x] == SHR && SHSKIPR != 1) || (md[x] == SLT && nsl >= NS && SHSKIPR != 3)))))
 #if SLOTCOUNTALL
 #define REAPABLE(x) (INCOMPAT(x) && !(m == SLT && md[x] == SLT) && \
   ((own[ent[x]] != 0 && STALE(own[ent[x]])) || (own[ent[x]] == 0 && !sh[ent[x]] && !ex[ent[x]])))
