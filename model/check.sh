@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# model/check.sh - check configurations of model/dirlock.pml and
-# model/session.pml (configurations named session*) with SPIN.
+# model/check.sh - check configurations of model/dirlock.pml,
+# model/session.pml (configurations named session*) and model/share.pml
+# (the directory lock's modes: configurations named share*) with SPIN.
 #
 # usage: model/check.sh [-o OUTDIR] [-k] [-b] CONFIG...
 #   CONFIG   a name below, or "test" (= b1 b1-fence anytime weak-noscan
-#            weak-nofence weak-noreadback weak-oldwithdraw weak-bypath,
-#            what `make model` and `make test` run), or "session-test"
-#            (= session session-weak, also run by `make test`)
+#            weak-nofence weak-noreadback weak-oldwithdraw weak-bypath and
+#            share-test, what `make model` and `make check-long` run), or
+#            "share-test" (= share share-renew share-leak share-weak-*), or
+#            "session-test" (= session session-weak, run by `make test`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
 #   -b       breadth-first search: a violation found is a shortest one
@@ -33,7 +35,7 @@ while getopts "o:kb" opt; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+[ $# -gt 0 ] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 
 # name | expected | spin -D flags | what it checks
 # (every "holds" configuration asserts mutual exclusion, and no leftover
@@ -67,6 +69,23 @@ b2|holds|-DNRACT=2 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|B2 (2 actions per reape
 b2-fence|holds|-DNRACT=2 -DIOFAIL=0 -DCRASH=0 -DRELEASER=0|B2 fences
 h3|holds|-DNA=3 -DFENCE=0 -DFENCECHECK=0 -DRELEASER=0|3 holders x 2 attempts, 2 reapers x 1 action, mutual exclusion + no leftover
 h3-fence|holds|-DNA=3 -DIOFAIL=0 -DCRASH=0 -DRELEASER=0|3 holders, fences
+share|holds||modes: 2 processes x 2 attempts, each attempt exclusive, shared or slots (N=1); crashes (before entering, in the critical section, in the withdrawal and release)
+share-leak|fails|-DLEAK=1 -DCRASH=0|modes as written: a waiter standing at L in DS1 past its max-hold is leaked; entered, its directory is reaped (a holder directory removed)
+share-renew|holds|-DLEAK=1 -DRENEW=1 -DCRASH=0|modes with the fix: the drain over, the acquirer renews its record at L (DR3-DR5) before DS2/DA7; waiters may be judged leaked, no crashes
+share-renew-full|holds|-DLEAK=1 -DRENEW=1|the fix with crashes everywhere
+share-h3|holds|-DNA=3 -DNATT=1|modes: 3 processes x 1 attempt, any mode, N=1, crashes
+share-slots2|holds|-DNA=3 -DNATT=1 -DNS=2 -DMODE0=5 -DMODE1=4 -DMODE2=4|slots N=2: 3 processes, two slot acquirers and one exclusive or slot one, crashes
+share-scanreap|holds|-DSCANREAP=1|a drainer that reaped decides from that scan: holds (a verified reap never puts a live entry back)
+share-rlwait|holds|-DRLWAIT=1|DS1 also waits for record-less entries under a kernel lock (withdrawals in flight)
+share-noskip|holds|-DSKIPEMPTY=0|DS1 always reads the state directory (no DL8 skip)
+share-weak-noa7|fails|-DNOA7=1 -DFENCE=0|weakened: shared and slot acquirers skip DA7 (an exclusive holder beside a shared one)
+share-weak-early|fails|-DEARLYA7=1 -DFENCE=0|weakened: DA7 before the move DS2 instead of after
+share-weak-nodrain|fails|-DNODRAIN=1|weakened: exclusive acquirers do not drain
+share-weak-skipr|fails|-DSHSKIPR=1|weakened: slot acquirers skip r- entries
+share-weak-skips|fails|-DSHSKIPR=2|weakened: shared acquirers skip s- entries
+share-weak-nocount|fails|-DSHSKIPR=3|weakened: slot acquirers do not count s- entries (more than N)
+share-weak-fence|fails|-DNOA7=1|weakened: shared and slot acquirers skip DA7, fences asserted (SM3)
+share-weak-noverify|fails|-DNA=3 -DNATT=1 -DNOVERIFY2=1|weakened: DS2 renames its self-claim to its entry without the inode check (an entry holding another acquirer directory, SM1)
 session|holds||session lock: 2 takers, a stale lock, a live barrier and its lane; one holder, no leftover
 session-weak|fails|-DOLDWD=1 -DRESTORE=2 -DINITSTALE=0 -DYOUNG=1|weakened: 0.1.0 withdrawal and barrier restore, plain contention (item 5)
 session-weak-any|fails|-DOLDWD=1 -DRESTORE=2|weakened: 0.1.0 withdrawal and barrier restore, with the stale lock
@@ -94,7 +113,12 @@ fi
 expand=()
 for c in "$@"; do
 	if [ "$c" = test ]; then
-		expand+=(b1 b1-fence anytime weak-noscan weak-nofence weak-noreadback weak-oldwithdraw weak-bypath)
+		expand+=(b1 b1-fence anytime weak-noscan weak-nofence weak-noreadback weak-oldwithdraw weak-bypath
+			share share-renew share-leak share-weak-noa7 share-weak-early share-weak-nodrain share-weak-skipr
+			share-weak-skips share-weak-nocount share-weak-fence share-weak-noverify)
+	elif [ "$c" = share-test ]; then
+		expand+=(share share-renew share-leak share-weak-noa7 share-weak-early share-weak-nodrain share-weak-skipr
+			share-weak-skips share-weak-nocount share-weak-fence share-weak-noverify)
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
 	else
@@ -122,6 +146,7 @@ for name in "${expand[@]}"; do
 	mkdir -p "$d"
 	case $name in
 	session*) pml=session.pml ;;
+	share*) pml=share.pml ;;
 	*) pml=dirlock.pml ;;
 	esac
 	cp "$here/$pml" "$d/"
@@ -133,7 +158,7 @@ for name in "${expand[@]}"; do
 		# shellcheck disable=SC2086
 		cc_flags=$CC_FLAGS
 		# the weakened variants fail within a second: compile them fast
-		case $name in weak-*) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
+		case $name in weak-* | share-weak-* | share-leak) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
 		gcc $cc_flags -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
 		start=$(date +%s.%N)
 		# shellcheck disable=SC2086
