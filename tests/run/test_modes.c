@@ -265,3 +265,53 @@ Test(modes, an_exclusive_lock_says_its_one_holder_in_the_same_words)
 	hf_lock_free(a);
 	free(p);
 }
+
+static int64_t boottime_ms(void)
+{
+	struct timespec t;
+	cr_assert_eq(clock_gettime(CLOCK_BOOTTIME, &t), 0);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* An exclusive acquirer that waits, then stays entered until killed. */
+static int exclusive_waits_then_blocks(void *arg)
+{
+	(void)arg;
+	hf_lock *l;
+	if (hf_lock_new(child_path, &l) < 0 || hf_lock_set(l, HF_OPT_WAIT_MS, -1) < 0 ||
+	    hf_lock_acquire(l) < 0)
+		return 2;
+	for (;;)
+		pause();
+}
+
+/* SM7 (DS6): one that waited enters with its record written after its
+ * wait, so its max-hold counts from its entry, not from its arrival (the
+ * model's share-leak: a reaper beside a writer that waited past it). */
+Test(modes, a_wait_is_not_counted_against_the_max_hold)
+{
+	char *p = rt_path(dir, "L");
+	child_path = p;
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:dirlock.share.draining:1;pause:dirlock.acquire.entered:1",
+		     exclusive_waits_then_blocks, NULL);
+	hft_expect(&w, "dirlock.share.draining");
+	int64_t before = boottime_ms();
+	cr_assert_eq(hf_lock_release(a), 0);
+	hft_go(&w);
+	hft_expect(&w, "dirlock.acquire.entered");
+	hf_rec *s = status(p);
+	int64_t written = 0, pid = 0;
+	cr_assert_eq(hf_rec_int(s, "pid", &pid), 0, "%s", hf_rec_json(s));
+	cr_assert_eq(pid, w.pid);
+	cr_assert_eq(hf_rec_int(s, "boottime_ms", &written), 0, "%s", hf_rec_json(s));
+	cr_assert_geq(written, before, "its record was written after its wait ended: %s",
+		      hf_rec_json(s));
+	hf_rec_free(s);
+	cr_assert_eq(kill(w.pid, SIGKILL), 0);
+	hft_go(&w);
+	hft_wait(&w);
+	hf_lock_free(a);
+	free(p);
+}

@@ -165,6 +165,12 @@
  *       self-claim to r-/s-<fence>-<token> (RENAME_NOREPLACE; the name is
  *       ours alone, and so is the self-claim's: the rename moves what was
  *       verified).
+ *   DS6 (renew standing) an acquisition that waited in DS1 writes its
+ *       record at L again, with its time now, through its descriptor, and
+ *       reads it back at L (DR3-DR5's way): before each read of the state
+ *       directory once half of max(max-hold, stale) has passed since its
+ *       last write, and once more when the drain is over. Not at L with it
+ *       any more (reaped meanwhile): withdraw and start again.
  *   DA7 is then the last step, in every mode: the counter still at our
  *       fence (SM2). A shared or slot acquirer that fails it withdraws its
  *       entry: its record through its descriptor (DL10), then the entry
@@ -207,6 +213,11 @@
  *         (DS5, DL3, DL14); a live holder's entry is never reaped (DL6's
  *         verdicts). A record-less entry (a withdrawal in flight) is
  *         reapable once its kernel lock is free (DL9).
+ *   (SM7) No acquisition enters with a record older than the wait it made:
+ *         one that waited in DS1 enters with a record written after its
+ *         drain (DS6), so a judge never finds a holder leaked that has just
+ *         entered. (model/share.pml: share-leak, without DS6, admits a
+ *         reaper beside a writer that waited past its max-hold.)
  *   (SM6) Slots: when a slot acquirer enters, the live s- entries it saw in
  *         its last DS1 read were fewer than its N, and none appeared since
  *         (SM2): at most N slot holders that each asked for N.
@@ -350,10 +361,10 @@
  *   - An acquisition standing at L while it drains (DS1) holds up every
  *     acquirer behind it for as long as its wait lasts (its deadline), and
  *     waiters pass L in no fixed order: no FIFO among waiters.
- *   - A drain longer than max(max-hold, stale) makes the acquisition
- *     standing at L look leaked: it may be reaped while it waits (never
- *     while entered by it: it has not entered); it notices (its directory
- *     left L) and starts again.
+ *   - A process stopped (SIGSTOP, a debugger) while it stands at L for
+ *     longer than max(max-hold, stale) cannot rewrite its record (DS6):
+ *     it is reaped as leaked, notices (its directory left L, or DS6's read
+ *     back fails) and starts again - never entered meanwhile.
  *   - A shared acquirer does not read r- entries (they share with it): a
  *     dead shared holder's entry stays until an exclusive or slot acquirer
  *     drains it (status shows it dead meanwhile).
@@ -1551,16 +1562,59 @@ static bool at_l(struct lk *l, int lfd)
 	       mine.st_dev == at.st_dev && mine.st_ino == at.st_ino;
 }
 
+/* An acquisition standing at L (DS1): its record there, and when it was
+ * last written. */
+struct stand {
+	struct hf_owner *me;
+	uint64_t fence;
+	int64_t hold;                   /* its max-hold, as recorded          */
+	int mode, slots;
+	char *rec;                      /* the record at L (OWNER_MAX bytes)  */
+	size_t *reclen;
+	int64_t written_ms;             /* hf_sys_now_ms() at its last write  */
+};
+
+/* DS6: rewrite our record at L with its time now, as DR3-DR5 renew it:
+ * through our descriptor, then read back at L. 0; RETRY when our directory
+ * is no longer at L with it (a reaper took it meanwhile: the caller
+ * withdraws, DL10); <0. */
+static int stand_renew(struct lk *l, int lfd, struct stand *sd)
+{
+	hf_owner_restart(sd->me);
+	char rec[OWNER_MAX];
+	size_t n = hf_dirlock_record_format(rec, sd->me, sd->fence, sd->hold, sd->mode, sd->slots);
+	int rc = hf_replace_file_at(lfd, "owner", rec, n, 0600, false);
+	if (rc < 0)
+		return rc == -ENOENT ? RETRY : rc;
+	memcpy(sd->rec, rec, n);
+	*sd->reclen = n;
+	sd->written_ms = hf_sys_now_ms();
+	char opath[NAME_MAX + 8], back[OWNER_MAX + 2];
+	*hf_put_str(hf_put_str(opath, l->base), "/owner") = '\0';
+	ssize_t bl = read_small(l->pfd, opath, back);
+	if (bl < 0)
+		return bl == -ENOENT || bl == -ENOTDIR || bl == -EFBIG ? RETRY : (int)bl;
+	return (size_t)bl == n && !memcmp(back, rec, n) ? 0 : RETRY; /* DL14 */
+}
+
 /* DS1: wait, standing at L, until no holder we cannot share with is left.
  * 0: none; HF_EHELD (try once), HF_ETIMEDOUT, HF_ECANCELED, -EDEADLK with
  * *holder named; HF_EBARRIER; RETRY (our directory left L meanwhile); <0. */
 static int share_drain(struct lk *l, const struct hf_lock_opts *o, const struct hf_waiter *outer,
-		       int lfd, struct hf_lock_info *holder)
+		       int lfd, struct stand *sd, struct hf_lock_info *holder)
 {
 	struct hf_waiter w;
 	bool waiting = false;
 	int rc;
 	for (;;) {
+		/* DS6: a record that waited is written again before every read,
+		 * every half of the window in which it cannot be leaked, so it is
+		 * never leaked while we stand here (SM4) - and, the drain over, it
+		 * is fresh when we enter (SM7) */
+		if (waiting && hf_sys_now_ms() - sd->written_ms > leak_ms(l, &(struct hf_lock_info){
+									    .max_hold_ms = sd->hold }) / 2 &&
+		    (rc = stand_renew(l, lfd, sd)) != 0)
+			break;
 		struct drain d = { .l = l, .o = o, .now = hf_sys_now_ms(), .holder = holder };
 		rc = hf_dir_each(l->sfd, "", drain_cb, &d);
 		if (rc < 0)
@@ -1572,7 +1626,8 @@ static int share_drain(struct lk *l, const struct hf_lock_opts *o, const struct 
 				   * during which none of ours was in our claim */
 		}
 		if (d.live == 0 && (o->mode != HF_MODE_SLOTS || d.slots < o->slots)) {
-			rc = 0;
+			/* SM7: one that waited enters with its record written now */
+			rc = waiting ? stand_renew(l, lfd, sd) : 0;
 			break;
 		}
 		if (o->wait_ms == 0) {
@@ -1758,7 +1813,10 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_w
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_READBACK);
 
 	/* DS1: no entry at DA5 (read after DA3), none to drain (SM2) */
-	if (entries > 0 && (rc = share_drain(l, o, w, lfd, holder)) != 0)
+	struct stand sd = { .me = &me, .fence = f, .hold = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms,
+			    .mode = o->mode, .slots = o->slots, .rec = rec, .reclen = &reclen,
+			    .written_ms = hf_sys_now_ms() };
+	if (entries > 0 && (rc = share_drain(l, o, w, lfd, &sd, holder)) != 0)
 		goto denied;
 	char entry[ENTRY_NAME_MAX] = "";
 	if (o->mode != HF_MODE_EXCLUSIVE && (rc = share_move(l, lfd, mine, o->mode, f, entry)) != 0)
