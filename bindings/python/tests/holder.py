@@ -1,6 +1,9 @@
 """A process holding a lock for a test: python holder.py KIND PATH [ARG].
 
-KIND lock: acquires the directory lock PATH; filelock: the front's FileLock
+KIND lock: acquires the directory lock PATH (shared: in the shared mode;
+slots: in the slots mode, ARG slots; writer: exclusive, waiting as long as
+it takes, reporting once it holds; $HF_TEST_WAIT: the shared or slots
+acquisition's wait in seconds, -1 forever); filelock: the front's FileLock
 (prints its fence as the token); flock: flock(2) LOCK_EX on PATH opened
 O_RDWR|O_CREAT, as py-filelock's FileLock takes it (token 0);
 session: takes lane ARG's session at PATH; scope: registers pod ARG with
@@ -27,6 +30,12 @@ def main() -> int:
         obj = hf.Lock(path, **be)
         obj.acquire()
         tok = obj.token if not be else "%s:%d" % (obj.token, obj.fence)
+    elif kind in ("shared", "slots", "writer"):
+        obj = hf.Lock(path, shared=kind == "shared",
+                      slots=int(arg) if kind == "slots" else None,
+                      wait=None if kind == "writer" else float(os.environ.get("HF_TEST_WAIT", 0)))
+        obj.acquire()
+        tok = obj.token
     elif kind == "filelock":
         obj = FileLock(path, timeout=0)
         obj.acquire()
