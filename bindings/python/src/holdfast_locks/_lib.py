@@ -75,6 +75,8 @@ HF_MODE_EXCLUSIVE = 0
 HF_MODE_SHARED = 1
 HF_MODE_SLOTS = 2
 HF_SLOTS_MAX = 1024
+#: HF_OPT_MAX_HOLD_MS: never leaked while its owner lives.
+HF_MAX_HOLD_NONE = (1 << 63) - 1
 #: A mode's name in records ("mode") by its value.
 HF_MODE_NAMES = ("exclusive", "shared", "slots")
 
