@@ -14,7 +14,6 @@ import threading
 
 import pytest
 
-import holdfast_locks as hf
 from holdfast_locks.filelock import AsyncReadWriteLock, ReadWriteLock, Timeout
 
 from conftest import BOUND, wait_until, waiting_on_inotify
