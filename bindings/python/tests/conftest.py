@@ -37,7 +37,7 @@ def registry(tmp, monkeypatch):
 class Holder:
     """Another process holding a lock (tests/holder.py)."""
 
-    def __init__(self, kind, path, arg=None, env=None):
+    def __init__(self, kind, path, arg=None, env=None, report=True):
         env = dict(os.environ, **(env or {}))
         env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
         args = [sys.executable, os.path.join(HERE, "holder.py"), kind, path]
@@ -45,6 +45,13 @@ class Holder:
             args.append(arg)
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
+        self.pid = self.proc.pid
+        self.token = None
+        if report:
+            self.reported()
+
+    def reported(self):
+        """Wait (bounded) for its "PID TOKEN" line: it holds."""
         r, _, _ = select.select([self.proc.stdout], [], [], BOUND)
         if not r:
             self.kill()
@@ -82,8 +89,8 @@ class Holder:
 def holder():
     started = []
 
-    def start(kind, path, arg=None, env=None):
-        h = Holder(kind, path, arg, env)
+    def start(kind, path, arg=None, env=None, report=True):
+        h = Holder(kind, path, arg, env, report)
         started.append(h)
         return h
 

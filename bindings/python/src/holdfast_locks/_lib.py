@@ -59,6 +59,8 @@ HF_OPT_CHAIN_PID = 10
 HF_OPT_THREAD = 11
 HF_OPT_LEASE_MS = 12
 HF_OPT_DEPTH = 13
+HF_OPT_MODE = 14
+HF_OPT_SLOTS = 15
 HF_OPT_OWNER = 100
 HF_OPT_REGISTRY = 101
 HF_OPT_SOCKET = 102
@@ -67,6 +69,16 @@ HF_OPT_BACKEND = 104
 HF_OPT_ETCD_USER = 105
 HF_OPT_ETCD_PASSWORD_FILE = 106
 HF_OPT_ETCD_CA_FILE = 107
+
+#: HF_OPT_MODE's values (enum hf_lock_mode) and HF_OPT_SLOTS's bound.
+HF_MODE_EXCLUSIVE = 0
+HF_MODE_SHARED = 1
+HF_MODE_SLOTS = 2
+HF_SLOTS_MAX = 1024
+#: HF_OPT_MAX_HOLD_MS: never leaked while its owner lives.
+HF_MAX_HOLD_NONE = (1 << 63) - 1
+#: A mode's name in records ("mode") by its value.
+HF_MODE_NAMES = ("exclusive", "shared", "slots")
 
 HF_SCOPE_STATES = ("free", "held", "yours", "outside", "lost")
 

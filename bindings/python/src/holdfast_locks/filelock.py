@@ -88,6 +88,7 @@ __all__ = [
     "AsyncUnixFileLock", "BaseAsyncFileLock", "BaseFileLock", "CloseErrorPolicy",
     "ContextErrorPolicy", "FileLock", "SoftFileLock", "SoftFileLockLifetimeWarning", "Timeout",
     "UnixFileLock", "has_fcntl", "holder_of", "lock_descriptor", "unlock_descriptor",
+    "ReadWriteLock", "AsyncReadWriteLock", "AsyncAcquireReadWriteReturnProxy",
 ]
 
 #: py-filelock logs on this logger; so does the front, with the same messages.
@@ -1274,3 +1275,9 @@ class AsyncSoftFileLock(SoftFileLock, BaseAsyncFileLock):
 
 
 AsyncFileLock = AsyncUnixFileLock
+
+# py-filelock's ReadWriteLock: its SQLite lock, holdfast's shared and
+# exclusive holders beside it (RW1-RW6 in _read_write.py).  This needs
+# libholdfast (loaded at the first construction); the locks above do not.
+from ._read_write import (  # noqa: E402
+    AsyncAcquireReadWriteReturnProxy, AsyncReadWriteLock, ReadWriteLock)

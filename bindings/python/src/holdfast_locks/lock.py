@@ -6,7 +6,7 @@ import ctypes
 import os
 import threading
 from types import TracebackType
-from typing import Any, Dict, Optional, Type, Union
+from typing import Any, Dict, List, Optional, Type, Union
 
 from . import _backend
 from . import _lib as L
@@ -37,11 +37,20 @@ class Lock:
     library reads no $HOLDFAST_BACKEND). The handle is guarded by a lock of
     its own, so an object may be used from several threads (one call at a
     time); a lock it holds is released when it is closed or collected.
+
+    How this acquisition shares the lock (HF_OPT_MODE; holdfast.h "Modes"):
+    by default exclusive (one holder). shared=True: beside any number of
+    other shared holders, never beside an exclusive one; slots=N (1 to
+    HF_SLOTS_MAX): beside fewer than N other slot holders. Each holder has
+    its own record, token and fence; a waiting exclusive acquirer is not
+    starved by later shared ones (they queue behind it). Lock.status() and
+    query() list every holder ("holders"); Lock.holders(path) is that list.
     """
 
     def __init__(self, path: PathLike, *, wait: Optional[Seconds] = 0,
                  stale: Optional[Seconds] = None, max_hold: Optional[Seconds] = None,
                  pid: Optional[int] = None, lease: Optional[Seconds] = None,
+                 shared: bool = False, slots: Optional[int] = None,
                  backend: Optional[str] = None,
                  etcd_user: Optional[str] = None,
                  etcd_password_file: Optional[_backend.StrPath] = None,
@@ -52,6 +61,7 @@ class Lock:
         self._h = ctypes.c_void_p()
         self._held = False
         self._wait = wait
+        mode = _mode_of(shared, slots)
         lib = L.lib()
         check(lib.hf_lock_new(L.enc(self._path), ctypes.byref(self._h)), self._path)
         if stale is not None:
@@ -62,6 +72,12 @@ class Lock:
             self._set(L.HF_OPT_PID, int(pid))
         if lease is not None:
             self._set(L.HF_OPT_LEASE_MS, dur_ms(lease, "lease"))
+        if mode == L.HF_MODE_SLOTS:
+            self._set(L.HF_OPT_SLOTS, int(slots))  # type: ignore[arg-type]
+        elif mode != L.HF_MODE_EXCLUSIVE:
+            self._set(L.HF_OPT_MODE, mode)
+        self._mode = mode
+        self._slots = int(slots) if mode == L.HF_MODE_SLOTS else None  # type: ignore[arg-type]
         _backend.apply(self._set_str, self._set, backend=backend, etcd_user=etcd_user,
                        etcd_password_file=etcd_password_file, etcd_ca_file=etcd_ca_file,
                        ttl=ttl, etcd_timeout=etcd_timeout)
@@ -88,6 +104,17 @@ class Lock:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def mode(self) -> str:
+        """How this handle's acquisitions share the lock: "exclusive",
+        "shared" or "slots" (the records' "mode")."""
+        return L.HF_MODE_NAMES[self._mode]
+
+    @property
+    def slots(self) -> Optional[int]:
+        """The slots bound (slots=N), else None."""
+        return self._slots
 
     @property
     def held(self) -> bool:
@@ -295,7 +322,10 @@ class Lock:
     def status(path: PathLike) -> Dict[str, Any]:
         """The lock's state, read-only: "state" ("free", "held", "dead",
         "leaked", "partial", "abandoned", "skew", "expired"), the owner's fields,
-        "age_ms", "claims", "in_claim"."""
+        "age_ms", "claims", "in_claim", and "mode", "slots" (slots only) and
+        "holders": every holder's record (each with its "mode", "state",
+        "pid", "token", "fence", ...; "waiting": 1 for an acquirer standing at
+        the lock until the holders it cannot share with leave)."""
         p = os.fsdecode(os.fspath(path))
         rec = ctypes.c_void_p()
         lib = L.lib()
@@ -304,6 +334,27 @@ class Lock:
             return rec_dict(rec) or {}
         finally:
             lib.hf_rec_free(rec)
+
+
+    @staticmethod
+    def holders(path: PathLike) -> List[Dict[str, Any]]:
+        """Every holder of the lock at path (status()'s "holders"): one
+        record for an exclusive holder, one per shared or slot holder, and
+        an acquirer waiting at the lock for them ("waiting": 1)."""
+        return list(Lock.status(path).get("holders") or [])
+
+
+def _mode_of(shared: bool, slots: Optional[int]) -> int:
+    """HF_OPT_MODE's value for the constructor's shared= and slots=."""
+    if not isinstance(shared, bool):
+        raise TypeError("shared must be True or False, not %s" % type(shared).__name__)
+    if slots is None:
+        return L.HF_MODE_SHARED if shared else L.HF_MODE_EXCLUSIVE
+    if isinstance(slots, bool) or not isinstance(slots, int):
+        raise TypeError("slots must be an int, not %s" % type(slots).__name__)
+    if shared:
+        raise ValueError("shared=True and slots=%d: a lock is taken in one mode" % slots)
+    return L.HF_MODE_SLOTS
 
 
 class _Hold:
