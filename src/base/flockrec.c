@@ -185,7 +185,7 @@ static json_t *holder_from_record(const json_t *r, const struct hf_kernel_lock *
 	if (!h)
 		return NULL;
 	json_object_set_new(h, "mode", json_string(k->write ? "exclusive" : "shared"));
-	json_object_set_new(h, "lock", json_string(hf_kernel_lock_api(k)));
+	json_object_set_new(h, "api", json_string(hf_kernel_lock_api(k)));
 	json_object_set_new(h, "record", json_true());
 	static const char *const keys[] = { "pid", "command", "host", "taken_ms", "fence" };
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
@@ -203,7 +203,7 @@ static json_t *holder_from_kernel(const struct hf_kernel_lock *k)
 	if (!h)
 		return NULL;
 	json_object_set_new(h, "mode", json_string(k->write ? "exclusive" : "shared"));
-	json_object_set_new(h, "lock", json_string(hf_kernel_lock_api(k)));
+	json_object_set_new(h, "api", json_string(hf_kernel_lock_api(k)));
 	json_object_set_new(h, "record", json_false());
 	if (k->pid > 0) {
 		char comm[HF_COMM_MAX + 1];

@@ -56,7 +56,7 @@ json_t *hf_flockrec_shared_read(const char *dirpath);
  * each named by the record that counts for it (FK3: the exclusive record
  * at recpath, a shared one in recpath.d, each record for one lock at
  * most), else by /proc/locks alone. A JSON array, one object per lock:
- * "mode" (exclusive/shared), "lock" (hf_kernel_lock_api), "record" (true
+ * "mode" (exclusive/shared), "api" (hf_kernel_lock_api), "record" (true
  * when named by a record), "pid" (unless the kernel names none), "command"
  * (the record's, else the pid's comm), and from a record "host",
  * "taken_ms" (and "fence" from the exclusive one); "range" ("START-END")

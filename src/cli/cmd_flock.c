@@ -436,7 +436,7 @@ static int holder_words(int fd, const char *path, char *out, size_t n, json_t **
 			break;
 		const json_t *cm = json_object_get(h, "command");
 		const char *cmd = json_is_string(cm) ? json_string_value(cm) : NULL;
-		const char *api = json_string_value(json_object_get(h, "lock"));
+		const char *api = json_string_value(json_object_get(h, "api"));
 		const char *mode = json_string_value(json_object_get(h, "mode"));
 		int64_t pid = hf_flockrec_int(h, "pid");
 		if (json_is_true(json_object_get(h, "record"))) {

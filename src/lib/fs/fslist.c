@@ -170,7 +170,7 @@ static void add_flock(struct walker *w, const char *path)
 	json_array_foreach(hs, i, x)
 		ex |= !strcmp(json_string_value(json_object_get(x, "mode")), "exclusive");
 	json_object_set_new(o, "state", json_string("held"));
-	json_object_set(o, "lock", json_object_get(h, "lock"));
+	json_object_set(o, "lock", json_object_get(h, "api"));
 	json_object_set_new(o, "mode", json_string(ex ? "exclusive" : "shared"));
 	json_object_set(o, "record", json_object_get(h, "record"));
 	json_object_set(o, "pid", json_object_get(h, "pid"));
