@@ -22,6 +22,12 @@
  *                           directory: realpath(DIR).holdfast-flock. It is
  *                           never removed (like FILE): it keeps the fence.
  *   FILE.holdfast-flock.tmp the next record being written (FK2)
+ *   FILE.holdfast-flock.d/  the shared holders' records (FK8), one file
+ *                           each: <locker>-<16 hex>.json, the exclusive
+ *                           record's fields without fence, with "mode":
+ *                           "shared"; <locker>-<16 hex>.tmp while it is
+ *                           written. Made by the first shared holder, never
+ *                           removed (a record is, when its CMD ends).
  *
  * Steps
  * -----
@@ -31,13 +37,19 @@
  *      (or --start/--length) fcntl(F_OFD_SETLK[W]) on [start, start+length).
  *      -w: a real-time interval timer whose SIGALRM (no SA_RESTART) ends the
  *      wait with EINTR (FK5).
- *   3. Exclusive flock(2) only: write the record (FK2-FK4) and export
- *      HOLDFAST_FENCE.
+ *   3. Exclusive flock(2): write the record (FK2-FK4) and export
+ *      HOLDFAST_FENCE. Shared flock(2) (-s): make FILE.holdfast-flock.d if
+ *      missing, sweep it (FK9), write this holder's own record there (FK8),
+ *      HOLDFAST_FENCE unset. --fcntl: no record.
  *   4. CMD: fork, the child (fd closed first with -o) execs CMD, the parent
- *      waits and exits with CMD's status; -F: exec CMD in place. The FD
- *      form: exit; the lock stays with the open file description.
- *   Status (`holdfast lock status FILE`, FILE a regular file): /proc/locks
- *   lines on FILE's inode, and the record if FK3 holds.
+ *      waits, removes its shared record (FK8) and exits with CMD's status;
+ *      -F: exec CMD in place (its shared record stays, swept once void).
+ *      The FD form: exit; the lock stays with the open file description,
+ *      and its record counts as long as the lock.
+ *   Status (`holdfast lock status FILE`, FILE a regular file): the records
+ *   read first, then the /proc/locks lines on FILE's inode; each line is
+ *   one holder, named by the record that counts for it (FK3), else by its
+ *   pid (src/base/flockrec.c hf_flock_holders).
  *
  * Invariants
  * ----------
@@ -53,8 +65,10 @@
  *         never written.
  *   (FK3) A record counts only while the lock it describes is held:
  *         /proc/locks lists a FLOCK WRITE lock on the record's dev:ino by the
- *         record's locker pid. Otherwise it names nobody; a holder without a
- *         record (flock(1), -s, --fcntl) is named from /proc/locks alone.
+ *         record's locker pid (a shared record, FK8: a FLOCK READ lock).
+ *         Otherwise it names nobody; a holder without a record (flock(1),
+ *         --fcntl, one whose directory is not writable) is named from
+ *         /proc/locks alone; each record names one lock at most.
  *   (FK4) Fences never repeat for one record file: each record's fence is
  *         max(the previous record's fence + 1, the wall clock in us), the
  *         previous one read under the same exclusive lock (FK2). A record
@@ -70,15 +84,38 @@
  *         69 cannot run CMD, 71 OS error, 73 read-only or full file system;
  *         "flock: getting lock took S seconds", "flock: executing CMD" on
  *         standard output.
+ *   (FK8) Each shared holder writes its own record, never another's: after
+ *         taking the shared flock(2) lock, FILE.holdfast-flock.d/
+ *         <locker>-<random>.json by rename(2) of a complete temporary file
+ *         of the same unique name (holders never write one file, so they
+ *         never race), and removes it when CMD ends (best effort: FK3
+ *         judges what stays). A shared holder has no fence: FK4's counter
+ *         is the exclusive record's, which only an exclusive holder may
+ *         write, so -s exports no HOLDFAST_FENCE. FK1 and FK6 hold as for
+ *         the exclusive record.
+ *   (FK9) A sweep removes only records that count for nobody: the sweeping
+ *         holder (under its shared lock) reads the records first and
+ *         /proc/locks after: a record read was written after its holder
+ *         took its lock (FK8), so that /proc/locks lists the lock unless it
+ *         has ended; a record's name is written once, so the name removed
+ *         is the record judged. A temporary file is removed only when its locker
+ *         pid is gone.
  *
  * Hazards
  * -------
  *   - FK3 judges by pid: a record whose locker pid was reused by a new
  *     process that flock(2)s the same inode would be taken as valid (both
  *     reuses at once). The fence still differs.
- *   - Shared and OFD (--fcntl) locks write no record: several holders at
- *     once would race on one file, and OFD locks show no pid (-1) in
+ *   - OFD (--fcntl) locks write no record: they show no pid (-1) in
  *     /proc/locks; status lists them from /proc/locks.
+ *   - A shared record left by a holder killed with SIGKILL (or by -F, or
+ *     by the FD form) stays on disk until a later shared holder sweeps it
+ *     (FK9); meanwhile FK3 judges it void. Exclusive holders do not sweep
+ *     the directory. Each look reads at most HF_FLOCKREC_SHARED_MAX records.
+ *   - A shared holder's record is judged by pid like the exclusive one
+ *     (FK3's pid-reuse hazard), and a record names one lock: two shared
+ *     locks of one process on one inode (two open files) are told apart
+ *     by their records only by count.
  *   - A holdfast flock run in the background on an inherited descriptor
  *     whose lock the shell drops before holdfast has written its record
  *     writes it unlocked (FK2 broken by the caller); FK3 still judges it
@@ -86,7 +123,8 @@
  *   - The lock is the inode's, as flock(1)'s: FILE removed (or replaced)
  *     while held lets a new open lock a new inode - two holders, as with
  *     flock(1). Lock files are never removed by holdfast flock.
- *   - `holdfast list` shows a flock lock only by its record: flock(1)'s
+ *   - `holdfast list` shows a flock lock only by its records (the exclusive
+ *     record, or FILE.holdfast-flock.d for shared holders): flock(1)'s
  *     locks without one are not found (the file system's listing,
  *     src/lib/fs/fslist.c FL4).
  */
@@ -135,7 +173,8 @@ static const char usage[] =
 	"--fcntl, open-file-description) lock flock(1) takes, so flock(1) and holdfast\n"
 	"flock exclude each other on the same file. Beside it holdfast writes who holds\n"
 	"an exclusive flock(2) lock (FILE.holdfast-flock: pid, command, host, time, a\n"
-	"fence that never repeats); `holdfast lock status FILE` shows the holder.\n"
+	"fence that never repeats) and each shared one (FILE.holdfast-flock.d/, no\n"
+	"fence); `holdfast lock status FILE` shows every holder.\n"
 	"\n"
 	"  -s, --shared             get a shared lock\n"
 	"  -x, -e, --exclusive      get an exclusive lock (default)\n"
