@@ -510,3 +510,18 @@ Test(flock, killed_shared_holders_record_counts_for_nothing_and_is_swept)
 	free(out);
 	free(err);
 }
+
+/* FK6, FK8: a shared record that cannot be written (its directory cannot
+ * be made, the rename fails) changes neither the lock nor the exit status:
+ * CMD runs under the shared lock (an exclusive taker is refused meanwhile)
+ * and its status is holdfast's; no record and no temporary file stay. */
+Test(flock, shared_record_failures_change_nothing)
+{
+	free(sh_expect("bash", "a=7\nb=1\nmade, 0 files\nc=0\n",
+		       "HOLDFAST_FAULTS=fail:mkdir:1:EROFS \"$H\" flock -s L sh -c 'exit 7'; echo a=$?\n"
+		       "test -e L.holdfast-flock.d && echo DIR\n"
+		       "HOLDFAST_FAULTS=fail:rename:1:EIO \"$H\" flock -s L "
+		       "sh -c '\"$0\" flock -x -n L true; echo b=$?' \"$H\"\n"
+		       "test -d L.holdfast-flock.d && echo \"made, $(ls -A L.holdfast-flock.d | wc -l) files\"\n"
+		       "echo c=$?\n"));
+}
