@@ -43,7 +43,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: check-install-python check-install-node check-long check-flock-mixed check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
+.PHONY: check-install-python check-install-node check-long check-flock-mixed check-ul-flock check-plf-mixed check-pyfl-mixed check-tsan check-cluster check-callers all deps bench-deps build build-asan run test test-release test-asan test-bindings model bench bench-node fuzz fuzz-deps clean
 
 all: build
 
@@ -119,6 +119,12 @@ check-install-node: deps
 # quarter of the sections killed (the section or its wrapper); 0 overlaps.
 check-flock-mixed: build
 	bash bench/peers/flock_mixed.sh $(BUILD)/holdfast 8 40
+
+# util-linux's own tests/ts/flock (their -s cases: flock, range-lock) run
+# unmodified against holdfast flock, from a util-linux git directory
+# (UL_GIT; the mirror by default). Not in check-long: it needs that mirror.
+check-ul-flock: build
+	bash tests/term/ul_flock.sh $(BUILD)/holdfast $(UL_GIT)
 
 # A rolling migration under kills (bindings/node/test/mixed-stress.js): npm
 # proper-lockfile 4.1.2 and holdfast/proper-lockfile processes, two of each,

@@ -14,7 +14,9 @@
 #      holder in (holdfast run vs dotlockfile);
 #   5. a command waiting for a held lock: how often the waiting process
 #      wakes per second (voluntary context switches), holdfast run beside
-#      flock(1) - and beside an older holdfast binary given as HF_BEFORE.
+#      flock(1) - and beside an older holdfast binary given as HF_BEFORE;
+#   6. `holdfast flock -s/-x L /bin/true` beside util-linux `flock -s/-x`
+#      (flock.sh: hyperfine, ratios per round).
 # Environment: ROUNDS (3), SECS (2, contention window), RUNS (300, hyperfine
 # runs per command), NODE_RUNS (30), HFBENCH (/tmp/hfbench), WAKE_SECS (3),
 # HF_BEFORE (an older holdfast binary for section 5; none by default).
@@ -162,4 +164,9 @@ exec 9>"$work/wait.fl"
 flock 9
 wake_rate "flock(1)" flock "$work/wait.fl" /bin/true
 exec 9>&-
+
+# --- 6. holdfast flock against flock(1) ---------------------------------------------
+echo
+echo "## 6. holdfast flock -s / -x L /bin/true beside flock(1)'s (hyperfine -N, ${RUNS} runs, ${ROUNDS} rounds)"
+ROUNDS=$ROUNDS RUNS=$RUNS "$here/flock.sh" "$build"
 exit 0

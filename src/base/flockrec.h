@@ -1,8 +1,9 @@
 /*
  * flockrec.h - the kernel's locks on a file as /proc/locks lists them, and
- * the record `holdfast flock` writes beside the file it locks
- * (FILE.holdfast-flock, src/cli/cmd_flock.c FK2-FK4), read and judged by
- * its rule FK3 (flockrec.c). Shared by `holdfast flock` / `lock status FILE` (the
+ * the records `holdfast flock` writes beside the file it locks (the
+ * exclusive holder's FILE.holdfast-flock, each shared holder's own
+ * FILE.holdfast-flock.d/<locker>-<hex>.json: src/cli/cmd_flock.c FK2-FK4,
+ * FK8-FK9), read and judged by its rule FK3 (flockrec.c). Shared by `holdfast flock` / `lock status FILE` (the
  * CLI) and the file system's listing (src/lib/fs/fslist.c).
  */
 #ifndef HF_FLOCKREC_H
@@ -15,6 +16,10 @@
 #include <sys/types.h>
 
 #define HF_FLOCKREC_SUFFIX ".holdfast-flock"
+/* The directory of the shared holders' records: FILE.holdfast-flock.d. */
+#define HF_FLOCKREC_SHARED_SUFFIX ".holdfast-flock.d"
+/* At most this many shared records are read (or swept) per look. */
+#define HF_FLOCKREC_SHARED_MAX 256
 
 /* One granted lock of /proc/locks. */
 struct hf_kernel_lock {
@@ -36,8 +41,27 @@ const char *hf_kernel_lock_api(const struct hf_kernel_lock *k);
 json_t *hf_flockrec_read(const char *path);
 /* The record's integer k, or -1. */
 int64_t hf_flockrec_int(const json_t *r, const char *k);
-/* Does record r describe k, a lock on the file st (cmd_flock.c FK3)? Only an exclusive
- * flock(2) lock of the record's locker pid on the record's dev:ino. */
+/* Does record r describe k, a lock on the file st (cmd_flock.c FK3)? Only a
+ * flock(2) lock of the record's locker pid on the record's dev:ino, of the
+ * record's "mode": an exclusive record (no mode, or "exclusive") a WRITE
+ * lock, a "shared" one a READ lock. */
 bool hf_flockrec_counts(const json_t *r, const struct hf_kernel_lock *k, const struct stat *st);
+/* The shared holders' records in the directory dirpath (FILE.holdfast-flock.d,
+ * opened O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK; only regular files named
+ * *.json, at most HF_FLOCKREC_SHARED_MAX): a JSON array of the records,
+ * each with "file" (its name in the directory) added; an empty array when
+ * the directory is missing or unreadable; NULL on ENOMEM. */
+json_t *hf_flockrec_shared_read(const char *dirpath);
+/* Every holder of the file st: the kernel's granted locks on its inode,
+ * each named by the record that counts for it (FK3: the exclusive record
+ * at recpath, a shared one in recpath.d, each record for one lock at
+ * most), else by /proc/locks alone. A JSON array, one object per lock:
+ * "mode" (exclusive/shared), "api" (hf_kernel_lock_api), "record" (true
+ * when named by a record), "pid" (unless the kernel names none), "command"
+ * (the record's, else the pid's comm), and from a record "host",
+ * "taken_ms" (and "fence" from the exclusive one); "range" ("START-END")
+ * for a byte-range lock. Records are read before /proc/locks (FK9).
+ * recpath NULL: no records. Empty when free; NULL on ENOMEM. */
+json_t *hf_flock_holders(const char *recpath, const struct stat *st);
 
 #endif

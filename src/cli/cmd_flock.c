@@ -22,6 +22,12 @@
  *                           directory: realpath(DIR).holdfast-flock. It is
  *                           never removed (like FILE): it keeps the fence.
  *   FILE.holdfast-flock.tmp the next record being written (FK2)
+ *   FILE.holdfast-flock.d/  the shared holders' records (FK8), one file
+ *                           each: <locker>-<16 hex>.json, the exclusive
+ *                           record's fields without fence, with "mode":
+ *                           "shared"; <locker>-<16 hex>.tmp while it is
+ *                           written. Made by the first shared holder, never
+ *                           removed (a record is, when its CMD ends).
  *
  * Steps
  * -----
@@ -31,13 +37,19 @@
  *      (or --start/--length) fcntl(F_OFD_SETLK[W]) on [start, start+length).
  *      -w: a real-time interval timer whose SIGALRM (no SA_RESTART) ends the
  *      wait with EINTR (FK5).
- *   3. Exclusive flock(2) only: write the record (FK2-FK4) and export
- *      HOLDFAST_FENCE.
+ *   3. Exclusive flock(2): write the record (FK2-FK4) and export
+ *      HOLDFAST_FENCE. Shared flock(2) (-s): make FILE.holdfast-flock.d if
+ *      missing, sweep it (FK9), write this holder's own record there (FK8),
+ *      HOLDFAST_FENCE unset. --fcntl: no record.
  *   4. CMD: fork, the child (fd closed first with -o) execs CMD, the parent
- *      waits and exits with CMD's status; -F: exec CMD in place. The FD
- *      form: exit; the lock stays with the open file description.
- *   Status (`holdfast lock status FILE`, FILE a regular file): /proc/locks
- *   lines on FILE's inode, and the record if FK3 holds.
+ *      waits, removes its shared record (FK8) and exits with CMD's status;
+ *      -F: exec CMD in place (its shared record stays, swept once void).
+ *      The FD form: exit; the lock stays with the open file description,
+ *      and its record counts as long as the lock.
+ *   Status (`holdfast lock status FILE`, FILE a regular file): the records
+ *   read first, then the /proc/locks lines on FILE's inode; each line is
+ *   one holder, named by the record that counts for it (FK3), else by its
+ *   pid (src/base/flockrec.c hf_flock_holders).
  *
  * Invariants
  * ----------
@@ -53,8 +65,10 @@
  *         never written.
  *   (FK3) A record counts only while the lock it describes is held:
  *         /proc/locks lists a FLOCK WRITE lock on the record's dev:ino by the
- *         record's locker pid. Otherwise it names nobody; a holder without a
- *         record (flock(1), -s, --fcntl) is named from /proc/locks alone.
+ *         record's locker pid (a shared record, FK8: a FLOCK READ lock).
+ *         Otherwise it names nobody; a holder without a record (flock(1),
+ *         --fcntl, one whose directory is not writable) is named from
+ *         /proc/locks alone; each record names one lock at most.
  *   (FK4) Fences never repeat for one record file: each record's fence is
  *         max(the previous record's fence + 1, the wall clock in us), the
  *         previous one read under the same exclusive lock (FK2). A record
@@ -70,15 +84,38 @@
  *         69 cannot run CMD, 71 OS error, 73 read-only or full file system;
  *         "flock: getting lock took S seconds", "flock: executing CMD" on
  *         standard output.
+ *   (FK8) Each shared holder writes its own record, never another's: after
+ *         taking the shared flock(2) lock, FILE.holdfast-flock.d/
+ *         <locker>-<random>.json by rename(2) of a complete temporary file
+ *         of the same unique name (holders never write one file, so they
+ *         never race), and removes it when CMD ends (best effort: FK3
+ *         judges what stays). A shared holder has no fence: FK4's counter
+ *         is the exclusive record's, which only an exclusive holder may
+ *         write, so -s exports no HOLDFAST_FENCE. FK1 and FK6 hold as for
+ *         the exclusive record.
+ *   (FK9) A sweep removes only records that count for nobody: the sweeping
+ *         holder (under its shared lock) reads the records first and
+ *         /proc/locks after: a record read was written after its holder
+ *         took its lock (FK8), so that /proc/locks lists the lock unless it
+ *         has ended; a record's name is written once, so the name removed
+ *         is the record judged. A temporary file is removed only when its locker
+ *         pid is gone.
  *
  * Hazards
  * -------
  *   - FK3 judges by pid: a record whose locker pid was reused by a new
  *     process that flock(2)s the same inode would be taken as valid (both
  *     reuses at once). The fence still differs.
- *   - Shared and OFD (--fcntl) locks write no record: several holders at
- *     once would race on one file, and OFD locks show no pid (-1) in
+ *   - OFD (--fcntl) locks write no record: they show no pid (-1) in
  *     /proc/locks; status lists them from /proc/locks.
+ *   - A shared record left by a holder killed with SIGKILL (or by -F, or
+ *     by the FD form) stays on disk until a later shared holder sweeps it
+ *     (FK9); meanwhile FK3 judges it void. Exclusive holders do not sweep
+ *     the directory. Each look reads at most HF_FLOCKREC_SHARED_MAX records.
+ *   - A shared holder's record is judged by pid like the exclusive one
+ *     (FK3's pid-reuse hazard), and a record names one lock: two shared
+ *     locks of one process on one inode (two open files) are told apart
+ *     by their records only by count.
  *   - A holdfast flock run in the background on an inherited descriptor
  *     whose lock the shell drops before holdfast has written its record
  *     writes it unlocked (FK2 broken by the caller); FK3 still judges it
@@ -86,11 +123,13 @@
  *   - The lock is the inode's, as flock(1)'s: FILE removed (or replaced)
  *     while held lets a new open lock a new inode - two holders, as with
  *     flock(1). Lock files are never removed by holdfast flock.
- *   - `holdfast list` shows a flock lock only by its record: flock(1)'s
+ *   - `holdfast list` shows a flock lock only by its records (the exclusive
+ *     record, or FILE.holdfast-flock.d for shared holders): flock(1)'s
  *     locks without one are not found (the file system's listing,
  *     src/lib/fs/fslist.c FL4).
  */
 #include "cli.h"
+#include "file.h"
 #include "flockrec.h"
 #include "proc.h"
 #include "sys.h"
@@ -134,7 +173,8 @@ static const char usage[] =
 	"--fcntl, open-file-description) lock flock(1) takes, so flock(1) and holdfast\n"
 	"flock exclude each other on the same file. Beside it holdfast writes who holds\n"
 	"an exclusive flock(2) lock (FILE.holdfast-flock: pid, command, host, time, a\n"
-	"fence that never repeats); `holdfast lock status FILE` shows the holder.\n"
+	"fence that never repeats) and each shared one (FILE.holdfast-flock.d/, no\n"
+	"fence); `holdfast lock status FILE` shows every holder.\n"
 	"\n"
 	"  -s, --shared             get a shared lock\n"
 	"  -x, -e, --exclusive      get an exclusive lock (default)\n"
@@ -222,24 +262,13 @@ static void cmd_words(char **cmd, char *out, size_t n)
 		k += (size_t)snprintf(out + k, n - k, "%s%s", i ? " " : "", cmd[i]);
 }
 
-/* Step 3 (FK2, FK4, FK6): under the exclusive flock(2) lock on fd, write
- * the record; the fence, or 0 when no record was written. */
-static uint64_t rec_write(int fd, const struct fl_args *a)
+/* The record of the lock on fd (FK2, FK8): the holder's fields, and the
+ * fence (exclusive) or "mode":"shared"; NULL when it cannot be made. */
+static char *rec_text(int fd, const struct fl_args *a, uint64_t fence)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
 	struct stat st;
-	if (rec_path(fd, path, sizeof path) < 0 || hf_sys_fstat(fd, &st) < 0)
-		return 0;
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	uint64_t prev = 0;
-	json_t *old = hf_flockrec_read(path);
-	if (old) {
-		int64_t f = hf_flockrec_int(old, "fence");
-		prev = f > 0 ? (uint64_t)f : 0;
-		json_decref(old);
-	}
-	uint64_t now = (uint64_t)hf_sys_now_us();
-	uint64_t fence = prev + 1 > now ? prev + 1 : now; /* FK4 */
+	if (hf_sys_fstat(fd, &st) < 0)
+		return NULL;
 	pid_t owner = getpid();
 	char comm[HF_COMM_MAX + 1] = "", what[512];
 	if (a->cmd) {
@@ -264,12 +293,19 @@ static uint64_t rec_write(int fd, const struct fl_args *a)
 	json_object_set_new(o, "locker", json_integer(getpid()));
 	json_object_set_new(o, "dev", json_integer((json_int_t)st.st_dev));
 	json_object_set_new(o, "ino", json_integer((json_int_t)st.st_ino));
-	json_object_set_new(o, "fence", json_integer((json_int_t)fence));
+	if (a->type == LOCK_SH)
+		json_object_set_new(o, "mode", json_string("shared")); /* FK8: no fence */
+	else
+		json_object_set_new(o, "fence", json_integer((json_int_t)fence));
 	json_object_set_new(o, "taken_ms", json_integer(hf_sys_now_ms()));
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	if (!text)
-		return 0;
+	return text;
+}
+
+/* Write text (a record) to tmp, then rename it to path (FK2): 0 or -1. */
+static int rec_publish(char *text, const char *tmp, const char *path)
+{
 	int ok = -1;
 	int t = hf_sys_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
 	if (t >= 0) {
@@ -282,88 +318,233 @@ static uint64_t rec_write(int fd, const struct fl_args *a)
 		if (ok < 0)
 			hf_sys_unlinkat(AT_FDCWD, tmp, 0);
 	}
+	return ok;
+}
+
+/* Step 3 (FK2, FK4, FK6): under the exclusive flock(2) lock on fd, write
+ * the record; the fence, or 0 when no record was written. */
+static uint64_t rec_write(int fd, const struct fl_args *a)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	if (rec_path(fd, path, sizeof path) < 0)
+		return 0;
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	uint64_t prev = 0;
+	json_t *old = hf_flockrec_read(path);
+	if (old) {
+		int64_t f = hf_flockrec_int(old, "fence");
+		prev = f > 0 ? (uint64_t)f : 0;
+		json_decref(old);
+	}
+	uint64_t now = (uint64_t)hf_sys_now_us();
+	uint64_t fence = prev + 1 > now ? prev + 1 : now; /* FK4 */
+	char *text = rec_text(fd, a, fence);
+	if (!text)
+		return 0;
+	int ok = rec_publish(text, tmp, path);
 	free(text);
 	return ok == 0 ? fence : 0;
 }
 
-/* The holder of the file at path (or fd >= 0) in words, for --verbose and
- * status: 0 free, 1 held (words in out). */
-static int holder_words(int fd, const char *path, char *out, size_t n)
+/* A temporary file "<locker>-<hex>.tmp" whose locker is gone: removed. */
+static int tmp_sweep_cb(int dirfd, const char *name, void *ctx)
+{
+	int *seen = ctx;
+	if (++*seen > HF_FLOCKREC_SHARED_MAX)
+		return 1;
+	size_t len = strlen(name);
+	char *end;
+	long pid = strtol(name, &end, 10);
+	if (len > 4 && !strcmp(name + len - 4, ".tmp") && *end == '-' && pid > 0 &&
+	    hf_sys_kill((pid_t)pid, 0) == -ESRCH)
+		hf_sys_unlinkat(dirfd, name, 0);
+	return 0;
+}
+
+/* FK9: remove the records in dir (FILE.holdfast-flock.d) that count for
+ * nobody - read first, judged by /proc/locks read after them - and the
+ * temporary files of lockers that are gone. st: the locked file. */
+static void rec_sweep(const char *dir, const struct stat *st)
+{
+	json_t *recs = hf_flockrec_shared_read(dir);
+	if (!recs)
+		return;
+	struct hf_kernel_lock k[64];
+	int nk = hf_kernel_locks_on(st->st_dev, st->st_ino, k, 64);
+	if (nk < 0 || nk > 64) {
+		json_decref(recs); /* unknown, or more than we kept: judge nothing */
+		return;
+	}
+	int dfd = hf_sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (dfd < 0) {
+		json_decref(recs);
+		return;
+	}
+	size_t i;
+	json_t *r;
+	json_array_foreach(recs, i, r)
+	{
+		bool counts = false;
+		for (int j = 0; j < nk && !counts; j++)
+			counts = hf_flockrec_counts(r, &k[j], st); /* FK3 */
+		const json_t *f = json_object_get(r, "file");
+		if (!counts && json_is_string(f))
+			hf_sys_unlinkat(dfd, json_string_value(f), 0); /* a name is written once */
+	}
+	json_decref(recs);
+	int seen = 0;
+	hf_dir_each(dfd, "", tmp_sweep_cb, &seen); /* the temporary files of lockers gone */
+	hf_sys_close(dfd);
+}
+
+/* Step 3 for -s (FK8, FK6, FK9): under the shared flock(2) lock on fd,
+ * sweep FILE.holdfast-flock.d and write this holder's own record there
+ * (made if missing); its path in out (n bytes), or "" when none was
+ * written. */
+static void rec_write_shared(int fd, const struct fl_args *a, char *out, size_t n)
+{
+	char dir[PATH_MAX + 32], path[PATH_MAX + 80], tmp[PATH_MAX + 80];
+	struct stat st;
+	out[0] = '\0';
+	if (rec_path(fd, dir, sizeof dir - 2) < 0 || hf_sys_fstat(fd, &st) < 0)
+		return;
+	strcat(dir, ".d");
+	int rc = hf_sys_mkdirat(AT_FDCWD, dir, 0755);
+	if (rc < 0 && rc != -EEXIST)
+		return; /* FK6 */
+	rec_sweep(dir, &st);
+	unsigned char rnd[8];
+	if (hf_sys_getrandom(rnd, sizeof rnd) < 0)
+		return;
+	char hex[17];
+	for (size_t i = 0; i < sizeof rnd; i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	if ((size_t)snprintf(path, sizeof path, "%s/%ld-%s.json", dir, (long)getpid(), hex) >=
+		    sizeof path ||
+	    (size_t)snprintf(tmp, sizeof tmp, "%s/%ld-%s.tmp", dir, (long)getpid(), hex) >= sizeof tmp)
+		return;
+	char *text = rec_text(fd, a, 0);
+	if (!text)
+		return;
+	if (rec_publish(text, tmp, path) == 0)
+		snprintf(out, n, "%s", path);
+	free(text);
+}
+
+/* The holders of the file at path (or fd >= 0) in words, for --verbose and
+ * status: 0 free, 1 held (words in out); *holders (when given) the array
+ * of hf_flock_holders, or NULL when it could not be made. */
+static int holder_words(int fd, const char *path, char *out, size_t n, json_t **holders)
 {
 	struct stat st;
+	if (holders)
+		*holders = NULL;
 	int rc = fd >= 0 ? hf_sys_fstat(fd, &st) : hf_sys_fstatat(AT_FDCWD, path, &st, 0);
 	if (rc < 0) {
 		snprintf(out, n, "unknown (%s)", hf_strerror(rc));
 		return 1;
 	}
-	struct hf_kernel_lock k[16];
-	int nk = hf_kernel_locks_on(st.st_dev, st.st_ino, k, 16);
-	if (nk <= 0) {
-		snprintf(out, n, "free");
-		return 0;
-	}
 	char rp[PATH_MAX + 32];
-	json_t *r = NULL;
+	bool have_rp = false;
 	if (fd >= 0) {
-		if (rec_path(fd, rp, sizeof rp) == 0)
-			r = hf_flockrec_read(rp);
+		have_rp = rec_path(fd, rp, sizeof rp - 2) == 0;
 	} else {
 		char real[PATH_MAX];
-		if (hf_sys_realpath(path, real) == 0 && strcmp(real, "/") &&
-		    (size_t)snprintf(rp, sizeof rp, "%s%s", real, REC_SUFFIX) < sizeof rp)
-			r = hf_flockrec_read(rp);
+		have_rp = hf_sys_realpath(path, real) == 0 && strcmp(real, "/") &&
+			  (size_t)snprintf(rp, sizeof rp - 2, "%s%s", real, REC_SUFFIX) < sizeof rp - 2;
 	}
-	size_t len = 0;
+	json_t *hs = hf_flock_holders(have_rp ? rp : NULL, &st); /* FK3, FK8 */
+	if (!hs) {
+		snprintf(out, n, "unknown (%s)", hf_strerror(-ENOMEM));
+		return 1;
+	}
+	if (json_array_size(hs) == 0) {
+		snprintf(out, n, "free");
+		if (holders)
+			*holders = hs;
+		else
+			json_decref(hs);
+		return 0;
+	}
+	size_t len = 0, i;
+	json_t *h;
 	out[0] = '\0';
-	for (int i = 0; i < nk && i < 16 && len + 1 < n; i++) {
-		bool ours = hf_flockrec_counts(r, &k[i], &st); /* FK3 */
-		const char *mode = k[i].write ? "exclusive" : "shared";
-		const char *api = hf_kernel_lock_api(&k[i]);
-		char range[64] = "";
-		if (strcmp(k[i].kind, "FLOCK"))
-			snprintf(range, sizeof range, " bytes %llu-%s", k[i].start, k[i].end);
-		if (ours) {
-			const json_t *cm = json_object_get(r, "command");
-			const json_t *h = json_object_get(r, "host");
-			int64_t age = hf_sys_now_ms() - hf_flockrec_int(r, "taken_ms");
+	json_array_foreach(hs, i, h)
+	{
+		if (len + 1 >= n)
+			break;
+		const json_t *cm = json_object_get(h, "command");
+		const char *cmd = json_is_string(cm) ? json_string_value(cm) : NULL;
+		const char *api = json_string_value(json_object_get(h, "api"));
+		const char *mode = json_string_value(json_object_get(h, "mode"));
+		int64_t pid = hf_flockrec_int(h, "pid");
+		if (json_is_true(json_object_get(h, "record"))) {
+			const json_t *hst = json_object_get(h, "host");
+			int64_t age = hf_sys_now_ms() - hf_flockrec_int(h, "taken_ms");
+			char fence[48] = "";
+			if (json_object_get(h, "fence"))
+				snprintf(fence, sizeof fence, ", fence %" PRId64,
+					 hf_flockrec_int(h, "fence"));
 			len += (size_t)snprintf(out + len, n - len,
 						"%spid %" PRId64 " (%s) on %s, %" PRId64
-						".%01" PRId64 " s old, fence %" PRId64
-						", %s %s",
-						i ? "; " : "", hf_flockrec_int(r, "pid"),
-						json_is_string(cm) ? json_string_value(cm) : "?",
-						json_is_string(h) ? json_string_value(h) : "?",
-						age / 1000, age / 100 % 10, hf_flockrec_int(r, "fence"), api, mode);
-		} else if (k[i].pid > 0) {
-			char comm[HF_COMM_MAX + 1];
-			if (hf_pid_comm((pid_t)k[i].pid, comm, sizeof comm) < 0)
-				snprintf(comm, sizeof comm, "ended");
-			len += (size_t)snprintf(out + len, n - len,
-						"%spid %ld (%s), %s %s%s, no holdfast record",
-						i ? "; " : "", k[i].pid, comm, api, mode, range);
+						".%01" PRId64 " s old%s, %s %s",
+						i ? "; " : "", pid, cmd ? cmd : "?",
+						json_is_string(hst) ? json_string_value(hst) : "?",
+						age / 1000, age / 100 % 10, fence, api, mode);
 		} else {
-			len += (size_t)snprintf(out + len, n - len,
-						"%san open file (%s %s%s; the kernel names no pid)",
-						i ? "; " : "", api, mode, range);
+			const json_t *rg = json_object_get(h, "range");
+			char range[64] = "";
+			if (json_is_string(rg))
+				snprintf(range, sizeof range, " bytes %s", json_string_value(rg));
+			if (pid > 0)
+				len += (size_t)snprintf(out + len, n - len,
+							"%spid %" PRId64 " (%s), %s %s%s, no holdfast record",
+							i ? "; " : "", pid, cmd ? cmd : "ended", api,
+							mode, range);
+			else
+				len += (size_t)snprintf(out + len, n - len,
+							"%san open file (%s %s%s; the kernel names no pid)",
+							i ? "; " : "", api, mode, range);
 		}
+		if (len >= n)
+			len = n - 1;
 	}
-	if (r)
-		json_decref(r);
+	if (holders)
+		*holders = hs;
+	else
+		json_decref(hs);
 	return 1;
 }
 
-/* `holdfast lock status FILE` for a regular file: its kernel locks. */
+/* `holdfast lock status FILE` for a regular file: its kernel locks, every
+ * holder named (FK3, FK8). */
 int cli_flock_status(const char *path, bool json)
 {
-	char words[2048];
-	int held = holder_words(-1, path, words, sizeof words);
+	char words[4096];
+	json_t *hs = NULL;
+	int held = holder_words(-1, path, words, sizeof words, json ? &hs : NULL);
 	if (json) {
 		json_t *o = json_object();
 		char abs[PATH_MAX];
 		json_object_set_new(o, "path", json_string(cli_abs_path(path, abs, sizeof abs)));
 		json_object_set_new(o, "state", json_string(held ? "held" : "free"));
-		if (held)
+		if (held) {
+			bool ex = false;
+			size_t i;
+			json_t *h;
+			json_array_foreach(hs, i, h)
+			{
+				const json_t *m = json_object_get(h, "mode");
+				ex |= json_is_string(m) && !strcmp(json_string_value(m), "exclusive");
+			}
+			if (hs && json_array_size(hs))
+				json_object_set_new(o, "mode",
+						    json_string(ex ? "exclusive" : "shared"));
 			json_object_set_new(o, "holder", json_string(words));
+			if (hs)
+				json_object_set(o, "holders", hs);
+		}
+		json_decref(hs);
 		cli_json_print(o);
 	} else {
 		printf(held ? "held (kernel lock): %s\n" : "%s\n", words);
@@ -450,7 +631,7 @@ static int take_code(struct fl_args *a, int *fd, int *open_flags)
 			if (a->verbose) {
 				char who[2048];
 				fl_warn("failed to get lock");
-				if (holder_words(*fd, NULL, who, sizeof who))
+				if (holder_words(*fd, NULL, who, sizeof who, NULL))
 					fl_warn("%s is held by %s",
 						a->filename ? CLI_SHOW(a->filename) : "the file",
 						who);
@@ -463,7 +644,7 @@ static int take_code(struct fl_args *a, int *fd, int *open_flags)
 			if (a->verbose) {
 				char who[2048];
 				fl_warn("timeout while waiting to get lock");
-				if (holder_words(*fd, NULL, who, sizeof who))
+				if (holder_words(*fd, NULL, who, sizeof who, NULL))
 					fl_warn("%s is held by %s",
 						a->filename ? CLI_SHOW(a->filename) : "the file",
 						who);
@@ -694,12 +875,16 @@ int cmd_flock(int argc, char **argv)
 	int code;
 	if (take(&a, &a.fd, &open_flags, &code) < 0)
 		return code; /* FK5: never CMD, never a record */
+	char shared_rec[PATH_MAX + 80] = "";
 	if (a.type == LOCK_EX && !a.fcntl_api) {
 		uint64_t fence = rec_write(a.fd, &a); /* FK2, FK6 */
 		char f[32];
 		snprintf(f, sizeof f, "%" PRIu64, fence);
 		if (fence)
 			setenv("HOLDFAST_FENCE", f, 1);
+	} else if (a.type == LOCK_SH && !a.fcntl_api) {
+		rec_write_shared(a.fd, &a, shared_rec, sizeof shared_rec); /* FK8, FK6 */
+		unsetenv("HOLDFAST_FENCE"); /* FK8: a shared holder has none */
 	}
 	if (a.verbose) {
 		int64_t ns = hf_sys_mono_ns() - t0;
@@ -730,6 +915,8 @@ int cmd_flock(int argc, char **argv)
 	do
 		w = hf_sys_waitpid(pid, &st, 0);
 	while (w == -EINTR);
+	if (shared_rec[0])
+		hf_sys_unlinkat(AT_FDCWD, shared_rec, 0); /* FK8: CMD ended, still locked */
 	if (w < 0) {
 		fl_warn("waitpid failed: %s", strerror(-w));
 		return 1;

@@ -740,6 +740,15 @@ Test(json, flock_status_of_a_file)
 	o = jrun("bash", 0, "exec 9>F; \"$H\" flock -n 9 || exit 3; \"$H\" lock status F --json");
 	cr_assert_str_eq(str(o, "state"), "held");
 	cr_assert(strstr(str(o, "holder"), ", fence "), "%s", str(o, "holder"));
+	cr_assert_str_eq(str(o, "mode"), "exclusive");
+	cr_assert_eq(json_array_size(json_object_get(o, "holders")), 1);
+	json_decref(o);
+	/* two shared holders (FK8): mode shared, each in holders */
+	o = jrun("bash", 0,
+		 "exec 8<F 9<F; \"$H\" flock -s -n 8 && \"$H\" flock -s -n 9 || exit 3; "
+		 "\"$H\" lock status F --json");
+	cr_assert_str_eq(str(o, "mode"), "shared");
+	cr_assert_eq(json_array_size(json_object_get(o, "holders")), 2);
 	json_decref(o);
 	free(F);
 }

@@ -7,6 +7,7 @@
  * the lock itself, never sleeps. */
 #include "rt.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -343,4 +344,184 @@ Test(flock, failing_lock_calls_name_the_file_and_never_run_cmd)
 	HAS(err, "flock: cannot set up timer\n");
 	HAS(err, "flock: L: Resource deadlock avoided\n");
 	free(err);
+}
+
+/* ---- shared holders' records (FK8, FK9; FL4) ------------------------ */
+
+/* The JSON file D/name, loaded (asserted). */
+static json_t *load_json(const char *name)
+{
+	char *p;
+	cr_assert_geq(asprintf(&p, "%s/%s", dir, name), 0);
+	json_error_t je;
+	json_t *j = json_load_file(p, 0, &je);
+	cr_assert_not_null(j, "%s: %s", p, je.text);
+	free(p);
+	return j;
+}
+
+/* The holder of pid in the array hs, or NULL. */
+static const json_t *holder_of(const json_t *hs, long pid)
+{
+	size_t i;
+	const json_t *h;
+	json_array_foreach(hs, i, h)
+	{
+		if (json_integer_value(json_object_get(h, "pid")) == pid)
+			return h;
+	}
+	return NULL;
+}
+
+/* Two `holdfast flock -s` holders at once and util-linux `flock -s` beside
+ * them (their own FIFOs g1-g3) share the lock; util-linux `flock -x` waits
+ * (its waiter line in /proc/locks) and `holdfast flock -x -n` is refused
+ * with 1, --verbose naming the shared holders; `lock status --json` lists
+ * every holder with its pid and mode, the two holdfast ones from their
+ * records (FK8), the flock(1) one from /proc/locks; `holdfast list` lists
+ * the lock with the same holders (FL4). When CMD ends, its record is
+ * removed; the waiter then gets the lock. */
+Test(flock, shared_holders_each_have_a_record)
+{
+	if (!have_flock1())
+		cr_skip_test("no /usr/bin/flock (util-linux)");
+	char *out, *err;
+	int st = sh("bash", &out, &err,
+		    "mkfifo h1 h2 h3 g1 g2 g3\n"
+		    "\"$H\" flock -s L sh -c 'echo > h1; read x < g1' & p1=$!; read x < h1\n"
+		    "\"$H\" flock -s L sh -c 'echo > h2; read x < g2' & p2=$!; read x < h2\n"
+		    "$F -s L sh -c 'echo > h3; read x < g3' & p3=$!; read x < h3\n"
+		    "echo \"pids $p1 $p2 $p3\"\n"
+		    "ls L.holdfast-flock.d | grep -c '\\.json$'\n"
+		    "$F -x L touch got_x & w=$!\n"
+		    /* the waiter is queued when /proc/locks shows it (a bounded look) */
+		    "i=$(stat -c %%i L); n=0\n"
+		    "until grep -q -- \"-> FLOCK .*:$i 0 EOF\" /proc/locks; do n=$((n+1)); "
+		    "[ $n -gt 20000 ] && echo NO_WAITER && break; done\n"
+		    "test -e got_x && echo X_DID_NOT_WAIT\n"
+		    "\"$H\" flock -x -n --verbose L touch ran 2>refused.err; echo x=$?\n"
+		    "\"$H\" lock status L --json > status.json\n"
+		    "\"$H\" list . --json > list.json\n"
+		    "echo > g1; wait $p1\n"
+		    "ls L.holdfast-flock.d | grep -c '\\.json$'\n"
+		    "echo > g2; wait $p2; echo > g3; wait $p3; wait $w; echo w=$?\n"
+		    "test -e got_x && echo got_x; test -e ran && echo RAN; true\n");
+	cr_assert_eq(st, 0, "%s\n%s", out, err);
+	long p1 = 0, p2 = 0, p3 = 0;
+	cr_assert_eq(sscanf(out, "pids %ld %ld %ld", &p1, &p2, &p3), 3, "%s", out);
+	HAS(out, "\n2\nx=1\n1\nw=0\ngot_x\n");
+	cr_assert(!strstr(out, "X_DID_NOT_WAIT") && !strstr(out, "RAN") && !strstr(out, "NO_WAITER"),
+		  "%s", out);
+	/* --verbose names the shared holders */
+	char *ref;
+	cr_assert_geq(asprintf(&ref, "%s/refused.err", dir), 0);
+	char *e = hft_slurp(ref);
+	HAS(e, "flock: failed to get lock\n");
+	HAS(e, "flock(2) shared");
+	char pid1[96];
+	snprintf(pid1, sizeof pid1, "pid %ld (sh -c echo > h1; read x < g1)", p1);
+	HAS(e, pid1);
+	free(e);
+	free(ref);
+	/* status --json: three holders, each by its pid */
+	json_t *s = load_json("status.json");
+	cr_assert_str_eq(json_string_value(json_object_get(s, "state")), "held");
+	cr_assert_str_eq(json_string_value(json_object_get(s, "mode")), "shared");
+	const json_t *hs = json_object_get(s, "holders");
+	cr_assert_eq(json_array_size(hs), 3, "%s", json_dumps(s, 0));
+	for (int i = 0; i < 3; i++) {
+		long p = i == 0 ? p1 : i == 1 ? p2 : p3;
+		const json_t *h = holder_of(hs, p);
+		cr_assert_not_null(h, "holder %ld listed", p);
+		cr_assert_str_eq(json_string_value(json_object_get(h, "mode")), "shared");
+		cr_assert_eq(json_is_true(json_object_get(h, "record")), i < 2,
+			     "holdfast's by their records, flock(1)'s by /proc/locks");
+		cr_assert_not_null(json_object_get(h, "command"));
+		if (i < 2) {
+			cr_assert_gt(json_integer_value(json_object_get(h, "taken_ms")), 0);
+			cr_assert_not_null(json_object_get(h, "host"));
+			cr_assert_null(json_object_get(h, "fence"), "no fence for -s (FK8)");
+		}
+	}
+	json_decref(s);
+	/* holdfast list: the lock by its shared records, every holder */
+	json_t *l = load_json("list.json");
+	const json_t *locks = json_object_get(l, "locks");
+	const json_t *it = NULL;
+	size_t i;
+	const json_t *x;
+	json_array_foreach(locks, i, x)
+	{
+		const char *p = json_string_value(json_object_get(x, "path"));
+		if (!strcmp(json_string_value(json_object_get(x, "kind")), "flock") && p &&
+		    strlen(p) >= 2 && !strcmp(p + strlen(p) - 2, "/L"))
+			it = x;
+	}
+	cr_assert_not_null(it, "listed: %s", json_dumps(l, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(it, "state")), "held");
+	cr_assert_str_eq(json_string_value(json_object_get(it, "mode")), "shared");
+	cr_assert_eq(json_array_size(json_object_get(it, "holders")), 3);
+	cr_assert_not_null(holder_of(json_object_get(it, "holders"), p1));
+	cr_assert_not_null(holder_of(json_object_get(it, "holders"), p2));
+	json_decref(l);
+	free(out);
+	free(err);
+}
+
+/* FK3, FK9: a SIGKILLed shared holder (holdfast and its CMD) leaves its
+ * record, which counts for nothing: while a flock(1) -s holder keeps the
+ * lock, status names only that one; the next `holdfast flock -s` sweeps the
+ * dead record and writes its own; status then names the two living ones. */
+Test(flock, killed_shared_holders_record_counts_for_nothing_and_is_swept)
+{
+	if (!have_flock1())
+		cr_skip_test("no /usr/bin/flock (util-linux)");
+	char *out, *err;
+	int st = sh("bash", &out, &err,
+		    "mkfifo h1 h2 h3 g1 g2 g3\n"
+		    "$F -s L sh -c 'echo > h1; read x < g1' & pf=$!; read x < h1\n"
+		    "\"$H\" flock -s L sh -c 'echo $$ > h3; exec cat g3' & k=$!; read c < h3\n"
+		    "ls L.holdfast-flock.d | grep -c \"^$k-.*\\.json$\"\n"
+		    "kill -9 $k $c; wait $k 2>/dev/null\n"
+		    "ls L.holdfast-flock.d | grep -c \"^$k-.*\\.json$\"\n" /* left behind */
+		    "\"$H\" lock status L --json > dead.json\n"
+		    "\"$H\" flock -s L sh -c 'echo > h2; read x < g2' & pb=$!; read x < h2\n"
+		    "ls L.holdfast-flock.d | grep -c \"^$k-\"\n" /* swept */
+		    "\"$H\" lock status L --json > swept.json\n"
+		    "echo > g2; wait $pb; echo > g1; wait $pf\n"
+		    "echo \"pids $k $pf $pb\"\n");
+	cr_assert_eq(st, 0, "%s\n%s", out, err);
+	HAS(out, "1\n1\n0\npids ");
+	long k = 0, pf = 0, pb = 0;
+	cr_assert_eq(sscanf(strstr(out, "pids "), "pids %ld %ld %ld", &k, &pf, &pb), 3, "%s", out);
+	json_t *d = load_json("dead.json");
+	const json_t *hs = json_object_get(d, "holders");
+	cr_assert_eq(json_array_size(hs), 1, "%s", json_dumps(d, 0));
+	cr_assert_not_null(holder_of(hs, pf), "the living flock(1) holder");
+	cr_assert_null(holder_of(hs, k), "the killed holder's record counts for nothing");
+	json_decref(d);
+	json_t *s = load_json("swept.json");
+	hs = json_object_get(s, "holders");
+	cr_assert_eq(json_array_size(hs), 2, "%s", json_dumps(s, 0));
+	cr_assert_not_null(holder_of(hs, pf));
+	cr_assert(json_is_true(json_object_get(holder_of(hs, pb), "record")));
+	cr_assert_null(holder_of(hs, k));
+	json_decref(s);
+	free(out);
+	free(err);
+}
+
+/* FK6, FK8: a shared record that cannot be written (its directory cannot
+ * be made, the rename fails) changes neither the lock nor the exit status:
+ * CMD runs under the shared lock (an exclusive taker is refused meanwhile)
+ * and its status is holdfast's; no record and no temporary file stay. */
+Test(flock, shared_record_failures_change_nothing)
+{
+	free(sh_expect("bash", "a=7\nb=1\nmade, 0 files\nc=0\n",
+		       "HOLDFAST_FAULTS=fail:mkdir:1:EROFS \"$H\" flock -s L sh -c 'exit 7'; echo a=$?\n"
+		       "test -e L.holdfast-flock.d && echo DIR\n"
+		       "HOLDFAST_FAULTS=fail:rename:1:EIO \"$H\" flock -s L "
+		       "sh -c '\"$0\" flock -x -n L true; echo b=$?' \"$H\"\n"
+		       "test -d L.holdfast-flock.d && echo \"made, $(ls -A L.holdfast-flock.d | wc -l) files\"\n"
+		       "echo c=$?\n"));
 }

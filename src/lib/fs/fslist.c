@@ -13,13 +13,16 @@
  *             X.holdfast beside it (a cleanup deleted it) is the lock X too
  *   session   a regular file named .session.lock (HF_SESSION_FILE)
  *   flock     a regular file X.holdfast-flock (`holdfast flock`'s record)
- *             names the file or directory X it locks (FL4)
+ *             names the file or directory X it locks (FL4); so does a
+ *             directory X.holdfast-flock.d (its shared holders' records,
+ *             cmd_flock.c FK8) without X.holdfast-flock beside it
  *
  * Steps (per directory, from dir down):
  *   1. read its entries (hf_dir_each), each stat'ed without following
  *      (fstatat, AT_SYMLINK_NOFOLLOW); sort them by name
- *   2. a session file: its status; a flock record: X's kernel locks and
- *      the record (FL4); a state directory X.holdfast: X's status; a
+ *   2. a session file: its status; a flock record or a directory of shared
+ *      records: X's kernel locks and the records (FL4), the directory never
+ *      entered; a state directory X.holdfast: X's status; a
  *      directory X with X.holdfast beside it: skipped (listed by its state
  *      directory); a directory holding "owner": its status
  *   3. every other directory, unless it is .git or depth is reached: open
@@ -28,8 +31,9 @@
  * Invariants:
  *   (FL1) It reads, never writes: status reads only (no acquire, reap or
  *         sweep; no state directory made), and the walk opens nothing but
- *         directories, /proc/locks and the regular files named
- *         *.holdfast-flock (O_NOFOLLOW | O_NONBLOCK).
+ *         directories, /proc/locks, the regular files named
+ *         *.holdfast-flock and those named *.json in a *.holdfast-flock.d
+ *         directory (O_NOFOLLOW | O_NONBLOCK).
  *   (FL2) No symbolic link below dir is followed and nothing the walk did
  *         not find a directory or a flock record is opened (a FIFO or a
  *         device is never opened, and whatever replaces an entry meanwhile
@@ -41,13 +45,18 @@
  *         of the errors array (path, error, message). Only dir itself
  *         unreadable fails the call. A directory replaced meanwhile (gone,
  *         now a link or a file) is skipped, not an error.
- *   (FL4) A holdfast flock lock is listed by its record, and judged as
- *         `lock status FILE` judges it (cmd_flock.c FK3): held only while
- *         the kernel holds a lock on X; the record's holder counts only
- *         while its locker's exclusive flock(2) is that lock, else the
- *         kernel's pid is named ("record": false). A flock(1) lock with no
- *         record is not found (nothing on disk says it exists: lslocks
- *         lists those); X gone or neither a file nor a directory: nothing.
+ *   (FL4) A holdfast flock lock is listed by its records (the exclusive
+ *         holder's X.holdfast-flock, the shared holders' in
+ *         X.holdfast-flock.d), and judged as `lock status FILE` judges it
+ *         (cmd_flock.c FK3, FK8: hf_flock_holders): held only while the
+ *         kernel holds a lock on X; "mode" exclusive when one of its locks
+ *         is, else shared; "holders" every kernel lock on X, each named by
+ *         the record that counts for it (its locker's flock(2) lock of the
+ *         record's mode) or by the kernel's pid alone ("record": false);
+ *         the item's own pid, comm, host, fence, age_ms and record are the
+ *         first holder's. A flock(1) lock with no record is not found
+ *         (nothing on disk says it exists: lslocks lists those); X gone or
+ *         neither a file nor a directory: nothing.
  */
 #include "fslist.h"
 
@@ -122,9 +131,11 @@ static void add_session(struct walker *w, const char *path)
 }
 
 /* FL4: the item of the flock lock on path, whose record path.holdfast-flock
- * the walk found: kind "flock", state held or free by the kernel's locks
- * (/proc/locks), the holder from the record while FK3 holds (pid, command
- * as "comm", host, age, fence), else the kernel's pid and its comm. */
+ * (or shared records' directory path.holdfast-flock.d) the walk found: kind
+ * "flock", state held or free by the kernel's locks (/proc/locks), every
+ * holder in "holders" (hf_flock_holders: from its record while FK3 holds,
+ * else the kernel's pid and its comm), the first one's pid, command as
+ * "comm", host, age and fence on the item. */
 static void add_flock(struct walker *w, const char *path)
 {
 	struct stat st;
@@ -136,40 +147,41 @@ static void add_flock(struct walker *w, const char *path)
 		w->fatal = -ENOMEM;
 		return;
 	}
-	struct hf_kernel_lock k[16];
-	int nk = hf_kernel_locks_on(st.st_dev, st.st_ino, k, 16);
-	if (nk <= 0) {
+	char rp[PATH_MAX + 32];
+	json_t *hs = (size_t)snprintf(rp, sizeof rp, "%s" HF_FLOCKREC_SUFFIX, path) < sizeof rp
+			     ? hf_flock_holders(rp, &st) /* FK3, FK8 */
+			     : hf_flock_holders(NULL, &st);
+	if (!hs) {
+		json_decref(o);
+		w->fatal = -ENOMEM;
+		return;
+	}
+	if (json_array_size(hs) == 0) {
+		json_decref(hs);
 		json_object_set_new(o, "state", json_string("free"));
 		if (json_array_append_new(w->items, o) < 0)
 			w->fatal = -ENOMEM;
 		return;
 	}
-	char rp[PATH_MAX + 32];
-	json_t *r = (size_t)snprintf(rp, sizeof rp, "%s" HF_FLOCKREC_SUFFIX, path) < sizeof rp
-			    ? hf_flockrec_read(rp)
-			    : NULL;
-	const struct hf_kernel_lock *h = &k[0];
-	bool ours = hf_flockrec_counts(r, h, &st); /* FK3 */
+	/* the item names the first holder; "holders" every one */
+	const json_t *h = json_array_get(hs, 0);
+	bool ex = false;
+	size_t i;
+	json_t *x;
+	json_array_foreach(hs, i, x)
+		ex |= !strcmp(json_string_value(json_object_get(x, "mode")), "exclusive");
 	json_object_set_new(o, "state", json_string("held"));
-	json_object_set_new(o, "lock", json_string(hf_kernel_lock_api(h)));
-	json_object_set_new(o, "mode", json_string(h->write ? "exclusive" : "shared"));
-	json_object_set_new(o, "record", json_boolean(ours));
-	if (nk > 1)
-		json_object_set_new(o, "holders", json_integer(nk));
-	if (ours) {
-		json_object_set(o, "pid", json_object_get(r, "pid"));
-		json_object_set(o, "host", json_object_get(r, "host"));
-		json_object_set(o, "comm", json_object_get(r, "command"));
-		json_object_set(o, "fence", json_object_get(r, "fence"));
+	json_object_set(o, "lock", json_object_get(h, "api"));
+	json_object_set_new(o, "mode", json_string(ex ? "exclusive" : "shared"));
+	json_object_set(o, "record", json_object_get(h, "record"));
+	json_object_set(o, "pid", json_object_get(h, "pid"));
+	json_object_set(o, "host", json_object_get(h, "host"));
+	json_object_set(o, "comm", json_object_get(h, "command"));
+	json_object_set(o, "fence", json_object_get(h, "fence"));
+	if (json_object_get(h, "taken_ms"))
 		json_object_set_new(o, "age_ms", json_integer(hf_sys_now_ms() -
-							      hf_flockrec_int(r, "taken_ms")));
-	} else if (h->pid > 0) {
-		char comm[HF_COMM_MAX + 1];
-		json_object_set_new(o, "pid", json_integer(h->pid));
-		if (hf_pid_comm((pid_t)h->pid, comm, sizeof comm) == 0)
-			json_object_set_new(o, "comm", json_string(comm));
-	}
-	json_decref(r);
+							      hf_flockrec_int(h, "taken_ms")));
+	json_object_set_new(o, "holders", hs);
 	/* a NULL member (a hand-edited record) is no field */
 	const char *key;
 	json_t *v, *tmp;
@@ -276,6 +288,14 @@ static void walk(struct walker *w, int dirfd, const char *path, int depth)
 		}
 		if (!S_ISDIR(m))
 			continue; /* FL2: symbolic links, FIFOs, devices: never opened */
+		if (ends_with(name, HF_FLOCKREC_SHARED_SUFFIX)) {
+			char rname[NAME_MAX + 1];
+			snprintf(rname, sizeof rname, "%.*s", (int)(strlen(name) - 2), name);
+			child[strlen(child) - strlen(HF_FLOCKREC_SHARED_SUFFIX)] = '\0';
+			if (!has(&sc, rname))
+				add_flock(w, child); /* FL4: only shared records */
+			continue; /* never entered: its records are read by add_flock */
+		}
 		if (ends_with(name, STATE_SUFFIX)) {
 			child[strlen(child) - strlen(STATE_SUFFIX)] = '\0';
 			add_lock(w, child); /* the lock X of X.holdfast/ */
