@@ -1235,7 +1235,8 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 		} else if (excl && rc == 1) {
 			cr = rev; /* EL2: the put's revision is K's create_revision */
 		}
-		if (rc == 1 && !excl && (rc = hf_etcd_fence(&ep, cr, &fence)) < 0) {
+		if (rc == 1 && !excl && hf_etcd_fence(&ep, cr, &fence) < 0) {
+			rc = -EOVERFLOW;
 			json_decref(kvs);
 			snprintf(el->why, sizeof el->why, "etcd: the fence (epoch %lld + revision "
 				 "%lld) would pass 2^63-1", (long long)ep.value, (long long)cr);
