@@ -420,3 +420,34 @@ Test(etcd_modes, fences_ordered_across_modes)
 	hf_lock_free(w);
 	hf_lock_free(s);
 }
+
+/* hf_lock_keep for a shared holder: detached, kept by a forked keeper for
+ * its owner (a `sleep`) past several TTLs (a writer waiting 3 s, three
+ * TTLs, times out), then released by the keeper when the owner ends (the
+ * writer waiting then gets it). */
+Test(etcd_modes, keep_holds_a_shared_holders_key_for_its_owner)
+{
+	pid_t owner = et_sleeper();
+	hf_lock *r = lock_mode("kp", HF_MODE_SHARED, 0);
+	cr_assert_eq(hf_lock_set(r, HF_OPT_TTL_MS, 1000), 0);
+	cr_assert_eq(hf_lock_set(r, HF_OPT_PID, owner), 0);
+	cr_assert_eq(hf_lock_acquire(r), 0);
+	uint64_t fr = hf_lock_fence(r);
+	cr_assert_eq(hf_lock_detach(r), -1); /* the keep-alive thread joined: forking is safe */
+	fflush(NULL);
+	pid_t k = fork();
+	cr_assert_geq(k, 0);
+	if (k == 0)
+		_exit(hf_lock_keep(r) == 0 ? 0 : 1);
+	hf_lock *w = lock_on_etcd("kp");
+	cr_assert_eq(hf_lock_set(w, HF_OPT_WAIT_MS, 3000), 0);
+	cr_assert_eq(hf_lock_acquire(w), HF_ETIMEDOUT, "the kept reader's key expired");
+	cr_assert_str_eq(str(hf_lock_holder(w), "mode"), "shared");
+	et_reap(owner); /* the owner ends: the keeper revokes the lease */
+	cr_assert_eq(hft_exit_within(k, 30000), 0, "the keeper");
+	cr_assert_eq(hf_lock_set(w, HF_OPT_WAIT_MS, 30000), 0);
+	cr_assert_eq(hf_lock_acquire(w), 0);
+	cr_assert_gt(hf_lock_fence(w), fr);
+	hf_lock_free(w);
+	hf_lock_free(r);
+}
