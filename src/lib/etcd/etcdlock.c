@@ -122,8 +122,9 @@
  *       whose record has our token (K, or a shared or slot holder's:
  *       R2-R3 work on that key, its "mode" kept): no key HF_ENOTHELD; none
  *       with our token (or no owner record) HF_ENOTYOURS; the handle's
- *       own fence given and the key's fence (EL10) another: HF_ELOST; its owner proven dead HF_ELOST
- *       (the next acquirer reaps it; a leaked but live owner may renew).
+ *       own fence given and the key's fence (EL10) another: HF_ELOST; its
+ *       owner proven dead HF_ELOST (the next acquirer reaps it; a leaked
+ *       but live owner may renew).
  *   R2. The same record - owner, token, ttl_ms - with "acquired" (and
  *       boottime_ms, on the owner's kernel) now and max_hold_ms as asked
  *       (0: the recorded one).                   [etcdlock.renew.judged]
@@ -805,8 +806,8 @@ void hf_etcdlock_free(struct hf_etcdlock *el)
 
 /* Step 3: 1 and *fence when the key is ours now (*holders: whether the
  * holders' range held a key at the put, EL13); 0 and the holder in *h (and
- * *lease_h, *cr_h its key's create_revision, *rev); 2 (and *rev) when there is no epoch key yet (EL10: make
- * it, then again); -errno. */
+ * *lease_h, *cr_h its key's create_revision, *rev); 2 (and *rev) when
+ * there is no epoch key yet (EL10: make it, then again); -errno. */
 static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint64_t *fence,
 		   bool *holders, struct hf_lock_info *h, int64_t *lease_h, int64_t *cr_h,
 		   int64_t *rev)
