@@ -9,6 +9,8 @@
 #ifndef HF_ETCD_H
 #define HF_ETCD_H
 
+#include "lock.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -211,6 +213,39 @@ int hf_etcd_fence(const struct hf_etcd_epoch *ep, int64_t cr, uint64_t *ret);
  * reason). */
 int hf_etcdlock_kv_info(const json_t *kv, const struct hf_etcd_epoch *ep,
 			struct hf_lock_info *i, int64_t *lease);
+
+/* ---- the holders of a lock on etcd (etcdlock.c, EL11-EL14) --------------- */
+/* One key of a lock: K (an exclusive acquisition's) or a shared or slot
+ * acquisition's K "//" TOKEN, judged. */
+struct hf_etcdlock_key {
+	struct hf_lock_info i;  /* its record (unreadable: held, a reason, exclusive) */
+	char *key;              /* the key (malloc'd)                                  */
+	int64_t cr, lease;      /* its create_revision and lease                       */
+	const json_t *kv;       /* the gateway's kv, while the kvs judged live         */
+	bool own;               /* K itself                                            */
+	bool admitted;          /* a holder: no key before it that it waits for (EL13) */
+};
+struct hf_rec;
+/* The keys kvs (the gateway's, of [K, K "/0") minus the siblings, read with
+ * epoch ep in one txn) judged, in create_revision order, each admitted or
+ * not (EL13): 0, *ret and *n (hf_etcdlock_keys_free); -ENOMEM, -EPROTO. */
+int hf_etcdlock_keys(const json_t *kvs, const struct hf_etcd_epoch *ep,
+		     struct hf_etcdlock_key **ret, size_t *n);
+void hf_etcdlock_keys_free(struct hf_etcdlock_key *k, size_t n);
+/* Does the acquisition of key x wait for key b, made before it, with
+ * slots_before slot keys before x (EL13, EL14)? */
+bool hf_etcdlock_waits_for(const struct hf_etcdlock_key *x, const struct hf_etcdlock_key *b,
+			   int slots_before);
+/* What a lock's status adds: {"holders": [rec(ctx, k) of every admitted
+ * key], "mode" and, for slots, "slots" (of the first holder) when held};
+ * NULL: no memory. */
+json_t *hf_etcdlock_all(const struct hf_etcdlock_key *k, size_t n,
+			struct hf_rec *(*rec)(void *ctx, const struct hf_etcdlock_key *k), void *ctx);
+/* As hf_etcdlock_status, with every key of the lock (*keys, *n:
+ * hf_etcdlock_keys_free); *ret is the first holder (an exclusive one when
+ * one holds). */
+int hf_etcdlock_status_all(struct hf_etcdlock *el, struct hf_lock_info *ret,
+			   struct hf_etcdlock_key **keys, size_t *n);
 
 /* ---- listing (etcdlist.c) ------------------------------------------------ */
 /* The locks and sessions on the etcd of cfg whose path is dir (absolute,

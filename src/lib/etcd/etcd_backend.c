@@ -131,9 +131,7 @@ static int lock_acquire(void *p, const struct hf_lock_opts *o, struct hf_lock_in
 			hf_rec **holder)
 {
 	struct etcd_lock *st = p;
-	if (o->mode != HF_MODE_EXCLUSIVE)
-		return -EOPNOTSUPP; /* shared and slots: not on etcd yet */
-	struct hf_lock_info h;
+	struct hf_lock_info h; /* every mode: etcdlock.c EL11-EL14 */
 	info_init(&h);
 	int rc = hf_etcdlock_acquire(st->el, o, got, &h);
 	if (rc < 0 && hf_lock_names_holder(rc) && h.owner.token[0]) {
@@ -177,12 +175,33 @@ static int lock_renew(void *p, const struct hf_lock_info *held, bool adopted, in
 	return rc < 0 ? lock_fail(st, holder, rc) : rc;
 }
 
+/* A holder's record among "holders": its own key, and its lease. */
+static hf_rec *holder_record(void *p, const struct hf_etcdlock_key *k)
+{
+	struct etcd_lock *st = p;
+	hf_rec *r = lock_record(st, &k->i, k->lease);
+	json_t *o = r ? hf_rec_object(r) : NULL;
+	if (o)
+		json_object_set_new(o, "key", json_string(k->key));
+	return r;
+}
+
 static int lock_status(void *p, struct hf_lock_info *now, hf_rec **all, hf_rec **holder)
 {
 	struct etcd_lock *st = p;
 	*all = NULL;
-	int rc = hf_etcdlock_status(st->el, now);
-	return rc < 0 ? lock_fail(st, holder, rc) : rc;
+	struct hf_etcdlock_key *k = NULL;
+	size_t n = 0;
+	int rc = hf_etcdlock_status_all(st->el, now, &k, &n);
+	if (rc < 0)
+		return lock_fail(st, holder, rc);
+	/* {"mode", "slots", "holders"}: every admitted key (EL13) */
+	json_t *a = hf_etcdlock_all(k, n, holder_record, st);
+	hf_etcdlock_keys_free(k, n);
+	if (!a)
+		return -ENOMEM;
+	*all = hf_rec_take(a);
+	return *all ? 0 : -ENOMEM;
 }
 
 static bool lock_lost(void *p)

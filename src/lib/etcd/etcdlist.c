@@ -14,6 +14,11 @@
  *         reason), never skipped and never an error of the whole listing.
  *   (EI3) A lock's fence is the one its status shows (etcdlock.c EL10): the
  *         epoch key is read in the same txn as the locks, never apart.
+ *   (EI4) A lock is one item however many keys it has (etcdlock.c EL11:
+ *         K and its shared and slot holders' K "//" TOKEN, all in the
+ *         range): the keys up to their "//" are grouped, and the item is
+ *         its status's - the first holder's record with "mode", "slots"
+ *         and "holders" (EL13) - under the key K.
  */
 #include "etcd.h"
 #include "floor.h"
@@ -40,18 +45,48 @@ static void add(json_t *items, hf_rec *r, const char *kind, const char *key)
 	hf_rec_free(r);
 }
 
-static hf_rec *lock_rec(const json_t *kv, const struct hf_etcd_epoch *ep, const char *path)
+/* One holder's record (EI2: unreadable is held, a reason): its lease and key. */
+static hf_rec *holder_rec(void *ctx, const struct hf_etcdlock_key *k)
 {
-	struct hf_lock_info i;
-	int64_t lease = 0;
-	hf_etcdlock_kv_info(kv, ep, &i, &lease); /* EI2: unreadable is held, a reason */
-	hf_rec *r = hf_rec_from_dirlock(&i, path);
+	hf_rec *r = hf_rec_from_dirlock(&k->i, ctx);
 	json_t *o = hf_rec_object(r);
-	if (o && lease)
-		json_object_set_new(o, "lease", json_integer(lease));
-	if (o && i.reason[0] && !json_object_get(o, "reason"))
-		json_object_set_new(o, "reason", json_string(i.reason));
+	if (o && k->lease)
+		json_object_set_new(o, "lease", json_integer(k->lease));
+	if (o && k->i.reason[0] && !json_object_get(o, "reason"))
+		json_object_set_new(o, "reason", json_string(k->i.reason));
+	if (o)
+		json_object_set_new(o, "key", json_string(k->key));
 	return r;
+}
+
+/* A lock's item from its keys (kvs: K and its holders' K "//" TOKEN, EI4):
+ * the first holder's record with "mode", "slots" and "holders", as its
+ * status shows it (etcdlock.c EL13). NULL: no memory. */
+static hf_rec *lock_rec(const json_t *kvs, const struct hf_etcd_epoch *ep, const char *path)
+{
+	struct hf_etcdlock_key *k = NULL;
+	size_t n = 0;
+	if (hf_etcdlock_keys(kvs, ep, &k, &n) < 0 || !n) {
+		hf_etcdlock_keys_free(k, n);
+		return NULL;
+	}
+	hf_rec *r = holder_rec((void *)path, &k[0]);
+	json_t *o = hf_rec_object(r);
+	if (o)
+		json_object_del(o, "key"); /* the item's key is the lock's (add) */
+	json_t *all = hf_etcdlock_all(k, n, holder_rec, (void *)path);
+	if (o && all)
+		json_object_update(o, all);
+	json_decref(all);
+	hf_etcdlock_keys_free(k, n);
+	return r;
+}
+
+/* The length of key's lock key: up to its "//" (a holder's key, EI4). */
+static size_t lock_key_len(const char *key, size_t klen, size_t pl)
+{
+	const char *h = klen > pl ? strstr(key + pl, "//") : NULL;
+	return h ? (size_t)(h - key) : klen;
 }
 
 static hf_rec *session_rec(const json_t *kv, const char *path)
@@ -120,24 +155,56 @@ static int list_kind(struct hf_etcd *c, const char *prefix, const char *dir, con
 		rc = hf_etcd_epoch_parse(json_object_get(json_array_get(rs, 1), "response_range"),
 					 &ep, why, n);
 	json_t *kvs = json_object_get(range, "kvs");
-	for (size_t i = 0; rc == 0 && i < json_array_size(kvs); i++) {
-		json_t *kv = json_array_get(kvs, i);
-		char *key = NULL;
+	size_t nkv = json_array_size(kvs);
+	char **keys = calloc(nkv ? nkv : 1, sizeof *keys);
+	size_t *lens = calloc(nkv ? nkv : 1, sizeof *lens);
+	if (!keys || !lens)
+		rc = rc ? rc : -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < nkv; i++) {
+		const char *k64 = json_string_value(json_object_get(json_array_get(kvs, i), "key"));
 		size_t klen = 0;
-		const char *k64 = json_string_value(json_object_get(kv, "key"));
-		if (!k64 || hf_b64_decode(k64, &key, &klen) < 0)
+		if (!k64 || hf_b64_decode(k64, &keys[i], &klen) < 0)
+			keys[i] = NULL;
+		else /* a lock's keys are grouped by K (EI4) */
+			lens[i] = locks ? lock_key_len(keys[i], klen, pl) : klen;
+	}
+	for (size_t i = 0; rc == 0 && i < nkv; i++) {
+		char *key = keys[i];
+		size_t klen = lens[i];
+		if (!key)
 			continue;
 		/* dir itself or below it ("/a/b" lists "/a/b/c", not "/a/bc") */
-		if (klen > kl && (!dl || key[kl] == '/'))
-			;
-		else if (!(klen == kl && dl)) {
-			free(key);
+		if (!((klen > kl && (!dl || key[kl] == '/')) || (klen == kl && dl)))
 			continue;
+		json_t *group = json_array();
+		if (!group) {
+			rc = -ENOMEM;
+			break;
 		}
+		for (size_t j = i; j < nkv; j++) {
+			if (j > i && (!keys[j] || lens[j] != klen || memcmp(keys[j], key, klen)))
+				continue;
+			json_array_append(group, json_array_get(kvs, j));
+			if (j > i) {
+				free(keys[j]);
+				keys[j] = NULL;
+			}
+		}
+		key[klen] = '\0'; /* the lock's key K */
 		const char *path = key + pl;
-		add(items, locks ? lock_rec(kv, &ep, path) : session_rec(kv, path), kind, key);
-		free(key);
+		hf_rec *r = locks ? lock_rec(group, &ep, path)
+				  : session_rec(json_array_get(group, 0), path);
+		json_decref(group);
+		if (!r) {
+			rc = -ENOMEM;
+			break;
+		}
+		add(items, r, kind, key);
 	}
+	for (size_t i = 0; keys && i < nkv; i++)
+		free(keys[i]);
+	free(keys);
+	free(lens);
 	free(from);
 	json_decref(a);
 	return rc;

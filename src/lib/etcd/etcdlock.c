@@ -30,6 +30,15 @@
  *           at the put that created it); for a key made before the epoch
  *           key (an older holdfast's acquisition) its create_revision alone
  *           (EL10). About 1.8e15, far below INT64_MAX.
+ *   holder keys  K "//" TOKEN (K: the key above; TOKEN the acquisition's
+ *           owner token), one per shared or slot acquisition (HF_OPT_MODE),
+ *           its value the owner record with "mode" ("shared", or "slots"
+ *           and "slots": N) as the file system's record says it (EL12), on
+ *           the acquisition's own lease - made when it starts to wait, so
+ *           it keeps its place (EL13). K itself stays an exclusive
+ *           acquisition's alone. No lock's key holds "//" (a path made
+ *           lexically has none), so [K "//", K "/0") holds exactly the
+ *           lock's holder keys (EL11).
  *
  * Steps of an acquisition (hf_etcdlock_acquire)
  * ---------------------------------------------
@@ -60,20 +69,62 @@
  *      HF_ETCD_RETRIES times in a row and only within the deadline (EL9):
  *      another endpoint answers, or the client's error stands.
  *
+ * Modes (EL11-EL14; etcd's RWMutex recipe - every acquirer a key of its
+ * own on its lease, ordered by create_revision, waiting by watch for the
+ * keys before it that it cannot share with - with K kept for exclusive):
+ *   Exclusive: steps 1-6 above; step 3's txn also counts the holder keys
+ *      at its put. None: held at once (today's one txn, fence and all).
+ *      Some: K is put and stays while step 7 waits - every later shared
+ *      or slot acquirer then finds K before its own key and queues behind
+ *      it (EL13: a waiting writer is not starved by new readers).
+ *   S3 (shared, slots, after steps 1-2): one txn: if our key K "//" TOKEN
+ *      is absent and the epoch key exists, put it with our lease and range
+ *      K, the holder keys and the epoch key (the lock as of our put), else
+ *      range our key and the epoch key. Our key there on our lease already
+ *      is an earlier txn's put (ET1); on another lease (a lease this
+ *      acquisition let go), that lease is revoked and S3 runs again; no
+ *      epoch: made as in step 3. Our fence: epoch + our key's
+ *      create_revision (EL14).
+ *   7. (every mode, once our key is put) Judge the keys in create_revision
+ *      order (EL13): ours is admitted when no key before it is one it
+ *      waits for - an exclusive acquisition waits for every earlier key, a
+ *      shared one for earlier exclusive and slot keys, a slot one for
+ *      earlier exclusive and shared keys and, while N or more earlier slot
+ *      keys remain, for those (N: its own HF_OPT_SLOTS). A key it waits for
+ *      whose owner is proven dead, or an admitted one older than its window
+ *      (step 4's verdicts), has its lease revoked; then judge again. Try
+ *      once: revoke ours (our key goes), HF_EHELD naming the key waited for.
+ *      Else watch [K, K "/0") from the revision after the one judged (K and
+ *      every holder key: a release, an expiry, a reap is an event), keeping
+ *      our lease alive every TTL/3 meanwhile (its key keeps its place);
+ *      an event: range them all again (one txn with the epoch) and judge.
+ *      Our key gone (our lease expired, or revoked by a judge that proved
+ *      us dead): again from step 2, at the end of the queue. The deadline,
+ *      the cancel descriptor, -EDEADLK and EL9's failures as in step 6.
+ *   8. Admitted after a wait: our record is put again with "acquired" now
+ *      (guarded by our key's create_revision, on our lease), so its window
+ *      (max-hold) runs from the entry, not from the queueing.
+ *
  * Release: revoke the lease (the key goes with it) - one request; one that
  * got no answer once more at the next member (a revoke is idempotent: "no
- * such lease" then means ours is gone). An adopted token: range the key,
- * compare the record's token, revoke the record's lease. Status and check:
- * one txn ranging the key and the epoch key (EL10); reads never make the
- * epoch (a key without one is an older holdfast's: its fence is its
+ * such lease" then means ours is gone). An adopted token: range K, the
+ * holder keys and the epoch key (one txn), take the key whose record has
+ * the token, revoke its lease. Status and check: the same one txn (EL10);
+ * the state is the first key's in create_revision order (an exclusive
+ * holder's when one holds: EL13), and "holders" every admitted key's
+ * record (its "mode", "key" and "lease"); reads never make the epoch (a
+ * key without one is an older holdfast's: its fence is its
  * create_revision).
  *
  * Renew (hf_etcdlock_renew; the handle that acquired, or an adopted token:
  * dirlock.c's DR1-DR5 with a txn in place of the replace):
- *   R1. Range the key and the epoch (one txn): absent HF_ENOTHELD; another token (or no owner
- *       record) HF_ENOTYOURS; the handle's own fence given and the key's
- *       fence (EL10) another: HF_ELOST; its owner proven dead HF_ELOST
- *       (the next acquirer reaps it; a leaked but live owner may renew).
+ *   R1. Range K, the holder keys and the epoch (one txn); ours is the key
+ *       whose record has our token (K, or a shared or slot holder's:
+ *       R2-R3 work on that key, its "mode" kept): no key HF_ENOTHELD; none
+ *       with our token (or no owner record) HF_ENOTYOURS; the handle's
+ *       own fence given and the key's fence (EL10) another: HF_ELOST; its
+ *       owner proven dead HF_ELOST (the next acquirer reaps it; a leaked
+ *       but live owner may renew).
  *   R2. The same record - owner, token, ttl_ms - with "acquired" (and
  *       boottime_ms, on the owner's kernel) now and max_hold_ms as asked
  *       (0: the recorded one).                   [etcdlock.renew.judged]
@@ -138,6 +189,38 @@
  *          past INT64_MAX is -EOVERFLOW (the put's lease revoked: nothing
  *          held), never a wrap; an epoch key of another form is -EPROTO,
  *          never a number taken from junk (fence.c, FC3).
+ *   (EL11) One key per acquisition: an exclusive one's is K (EL1), a shared
+ *          or slot one's K "//" TOKEN, put by a txn whose compare is its
+ *          create_revision == 0 and deleted only with its lease (EL3). A
+ *          status, a release, a renewal and a wait read K and the holder
+ *          keys in one txn, so they see one revision of the whole lock.
+ *   (EL12) A holder key's record says its mode as the file system's does
+ *          ("mode": "shared"; "slots" with "slots": 1 to HF_SLOTS_MAX); a
+ *          mode this version does not know, or a record that cannot be
+ *          read, is judged an exclusive holder (unreadable, held, never
+ *          shared with). K's key is exclusive whatever its record says.
+ *   (EL13) Admission is by create_revision order: an acquisition is
+ *          admitted only when no key made before its own is one it waits
+ *          for (step 7), and keys are only ever made after every key that
+ *          exists (a new create_revision is the store's next), so the keys
+ *          before ours can only go, never come: a verdict "admitted" stays
+ *          true, and two acquisitions that cannot share are never both
+ *          admitted (the later one's key is after the earlier one's, which
+ *          it waits for). The first key is always admitted. Shared and
+ *          slot acquisitions that find K before their own key wait for it,
+ *          K's owner admitted or still waiting: a waiting exclusive
+ *          acquisition is not starved by new shared ones, and among
+ *          shared, slot and K keys the order is FIFO. A waiting key's
+ *          owner is judged dead or alive, never by its age.
+ *   (EL14) Fences: every holder's fence is epoch + its own key's
+ *          create_revision (EL10), so every fence is distinct and EL2
+ *          holds for every key. An exclusive holder's fence is above every
+ *          fence handed out before it: every holder admitted before it has
+ *          a key made before K (a key made after K waits for K, EL13), and
+ *          none is admitted while it holds. Slots: when a slot acquisition
+ *          is admitted fewer than its N slot keys are before it, and those
+ *          after it are admitted only with fewer than their N before
+ *          them: at most N slot holders that each asked for N.
  *
  * Hazards
  * -------
@@ -156,6 +239,18 @@
  *     every new holder until the clock passes it (safe, not live). Never
  *     delete /holdfast/epoch while a lock is held: the held keys' fences
  *     change (their holders' checks then fail, nothing repeats).
+ *   - Modes: a reader's SIGKILLed or cut-off host frees its place only at
+ *     its lease's expiry (its TTL), as an exclusive holder's does. An
+ *     exclusive acquisition waiting at K (step 7) is judged by its age by
+ *     another exclusive acquirer, which sees K alone: one that waits longer
+ *     than max(max-hold, stale) for readers can be reaped as leaked and
+ *     start again. A status can show a holder admitted a moment before its
+ *     own acquisition sees it (its watch's event in flight). A wait's
+ *     watch of [K, K "/0") also wakes on the keys of sibling locks named K
+ *     plus a byte below '/' ("a.lock" for "a"): a spurious look, no harm.
+ *     An older holdfast ignores holder keys: upgrade every host before
+ *     using shared or slot modes (it would take K beside readers, and list
+ *     K "//" TOKEN as a lock below K).
  *   - Mixed versions: an older holdfast acquiring after the epoch exists
  *     reports create_revision as its fence, this one epoch + it: upgrade
  *     every host of an etcd together. A user whose role cannot read and
@@ -166,6 +261,7 @@
 #include "floor.h"
 #include "holds.h"
 #include "lock.h"
+#include "rec.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -186,6 +282,8 @@ struct hf_etcdlock {
 	char *key;
 	size_t klen;
 	char *key64;
+	char *hold64, *hend64;  /* the holders' keys, [K "//", K "/0") (EL11) */
+	char *hend;             /* K "/0": the end of a wait's watch (EL4)   */
 	char *epoch64;          /* HF_ETCD_EPOCH_KEY in base64 (EL10)        */
 	struct hf_etcdlease lease; /* what the handle holds, its keep-alive (LE1) */
 	char why[HF_ETCD_WHY_MAX];
@@ -232,6 +330,22 @@ int hf_etcd_abs_lexical(const char *path, char **ret)
 	return 0;
 }
 
+/* EL11: the range of the shared and slot holders' keys, K "//" TOKEN:
+ * [K "//", K "/0") in base64 ('0' follows '/'). */
+static void hold_range(struct hf_etcdlock *el)
+{
+	char *k = malloc(el->klen + 3);
+	if (!k)
+		return;
+	memcpy(k, el->key, el->klen);
+	memcpy(k + el->klen, "//", 2);
+	el->hold64 = hf_b64_encode(k, el->klen + 2);
+	k[el->klen + 1] = '0';
+	el->hend64 = hf_b64_encode(k, el->klen + 2);
+	k[el->klen + 2] = '\0';
+	el->hend = k;
+}
+
 int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdlock **ret)
 {
 	struct hf_etcdlock *el = calloc(1, sizeof *el);
@@ -246,9 +360,12 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 			snprintf(el->key, n, "%s%s", HF_ETCD_KEY_PREFIX, abs);
 			el->klen = strlen(el->key);
 			el->key64 = hf_b64_encode(el->key, el->klen);
+			hold_range(el);
 		}
 		el->epoch64 = hf_b64_encode(HF_ETCD_EPOCH_KEY, strlen(HF_ETCD_EPOCH_KEY));
-		rc = el->key && el->key64 && el->epoch64 ? 0 : -ENOMEM;
+		rc = el->key && el->key64 && el->hold64 && el->hend64 && el->hend && el->epoch64
+			     ? 0
+			     : -ENOMEM;
 	}
 	free(abs);
 	if (rc == 0)
@@ -256,6 +373,9 @@ int hf_etcdlock_new(const char *path, struct hf_etcd_cfg *cfg, struct hf_etcdloc
 	if (rc < 0) {
 		free(el->key);
 		free(el->key64);
+		free(el->hold64);
+		free(el->hend64);
+		free(el->hend);
 		free(el->epoch64);
 		free(el);
 		return rc;
@@ -338,11 +458,29 @@ int hf_etcdlock_kv_info(const json_t *kv, const struct hf_etcd_epoch *ep,
 	json_t *j = v64 && hf_b64_decode(v64, &v, &vn) == 0 ? json_loadb(v, vn, 0, NULL) : NULL;
 	free(v);
 	int rc = j ? hf_owner_from_json(j, "acquired", &i->owner) : -EINVAL;
+	/* EL12: the mode as the file system's record says it; one this
+	 * version does not know is no holder it could share with */
+	const json_t *md = json_object_get(j, "mode"), *sl = json_object_get(j, "slots");
+	const char *mv = json_string_value(md);
+	if (rc == 0 && md) {
+		if (mv && !strcmp(mv, "shared")) {
+			i->mode = HF_MODE_SHARED;
+		} else if (mv && !strcmp(mv, "slots") && json_is_integer(sl) &&
+			   json_integer_value(sl) >= 1 && json_integer_value(sl) <= HF_SLOTS_MAX) {
+			i->mode = HF_MODE_SLOTS;
+			i->slots = (int)json_integer_value(sl);
+		} else if (!mv || strcmp(mv, "exclusive")) {
+			rc = -EINVAL;
+		}
+	}
 	if (rc < 0 || !fence_ok) {
+		i->mode = HF_MODE_EXCLUSIVE;
+		i->slots = 0;
 		json_decref(j);
 		memset(&i->owner, 0, sizeof i->owner);
 		snprintf(i->reason, sizeof i->reason,
-			 rc < 0 ? "the key's value is not an owner record"
+			 rc < 0 ? "the key's value is not an owner record (or of a mode "
+				  "this version does not know)"
 				: "its fence (the epoch + its create_revision) would pass 2^63-1");
 		i->state = HF_LOCK_HELD; /* a live lease holds it: not ours to judge */
 		return HF_EUNREADABLE;
@@ -458,19 +596,34 @@ static int epoch_make(struct hf_etcdlock *el, int64_t rev)
 	return call(el, el->conn, "/v3/kv/txn", req, NULL); /* failed: another's first */
 }
 
-/* One txn reading the key and the epoch together (so the fence is of one
- * epoch, EL10): 0 and *ans (the caller's), *kv (the key's, in *ans, NULL
- * when absent), *ep, *rev (the header's revision; may be NULL). */
-static int look(struct hf_etcdlock *el, json_t **ans, json_t **kv, struct hf_etcd_epoch *ep,
-		int64_t *rev)
+/* ---- the holders: the lock's key and the shared and slot holders' keys (EL11-EL14) ---- */
+
+/* A range op of [k64, end64) (base64), for a txn. */
+static json_t *op_range_end(const char *k64, const char *end64)
 {
-	json_t *req = json_pack("{s:[o, o]}", "success", op_range(el->key64),
-				op_range(el->epoch64));
+	return json_pack("{s:{s:s, s:s}}", "request_range", "key", k64, "range_end", end64);
+}
+
+/* Append the kvs of range r to arr (referenced). */
+static void kvs_add(json_t *arr, const json_t *r)
+{
+	json_t *kvs = json_object_get(r, "kvs");
+	for (size_t i = 0; i < json_array_size(kvs); i++)
+		json_array_append(arr, json_array_get(kvs, i));
+}
+
+/* One txn reading every key of the lock - K and the holders' [K "//",
+ * K "/0") - and the epoch (EL10, EL11): 0, *kvs (a new array, the
+ * caller's), *ep, *rev (the header's revision; may be NULL). */
+static int look_all(struct hf_etcdlock *el, json_t **kvs, struct hf_etcd_epoch *ep, int64_t *rev)
+{
+	json_t *req = json_pack("{s:[o, o, o]}", "success", op_range(el->key64),
+				op_range_end(el->hold64, el->hend64), op_range(el->epoch64));
 	json_t *a = NULL;
 	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
 	if (rc < 0)
 		return rc;
-	if ((rc = txn_epoch(el, a, 1, ep)) < 0) {
+	if ((rc = txn_epoch(el, a, 2, ep)) < 0) {
 		json_decref(a);
 		return rc;
 	}
@@ -478,26 +631,154 @@ static int look(struct hf_etcdlock *el, json_t **ans, json_t **kv, struct hf_etc
 		*rev = 0;
 		hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
 	}
-	*kv = json_array_get(json_object_get(txn_range(a, 0), "kvs"), 0);
-	*ans = a;
+	json_t *arr = json_array();
+	if (arr) {
+		kvs_add(arr, txn_range(a, 0));
+		kvs_add(arr, txn_range(a, 1));
+	}
+	json_decref(a);
+	if (!arr)
+		return -ENOMEM;
+	*kvs = arr;
 	return 0;
 }
 
-/* Range the key: 0 and *i (HF_LOCK_FREE when absent), *lease, *rev (the
- * header's revision). */
-static int range(struct hf_etcdlock *el, struct hf_lock_info *i, int64_t *lease, int64_t *rev)
+static int key_order(const void *a, const void *b)
 {
-	json_t *a = NULL, *kv = NULL;
-	struct hf_etcd_epoch ep;
-	int rc = look(el, &a, &kv, &ep, rev);
+	const struct hf_etcdlock_key *x = a, *y = b;
+	return x->cr < y->cr ? -1 : x->cr > y->cr;
+}
+
+bool hf_etcdlock_waits_for(const struct hf_etcdlock_key *x, const struct hf_etcdlock_key *b,
+			   int slots_before)
+{
+	int m = x->i.mode, bm = b->i.mode;
+	if (m == HF_MODE_EXCLUSIVE || bm == HF_MODE_EXCLUSIVE)
+		return true; /* exclusive beside nobody */
+	if (m != bm)
+		return true; /* shared and slots never share (as on the file system) */
+	return m == HF_MODE_SLOTS && slots_before >= x->i.slots; /* EL14 */
+}
+
+int hf_etcdlock_keys(const json_t *kvs, const struct hf_etcd_epoch *ep,
+		     struct hf_etcdlock_key **ret, size_t *ret_n)
+{
+	size_t n = json_array_size(kvs);
+	struct hf_etcdlock_key *k = calloc(n ? n : 1, sizeof *k);
+	if (!k)
+		return -ENOMEM;
+	for (size_t j = 0; j < n; j++) {
+		const json_t *kv = json_array_get(kvs, j);
+		int urc = hf_etcdlock_kv_info(kv, ep, &k[j].i, &k[j].lease);
+		k[j].kv = kv;
+		hf_etcd_i64(kv, "create_revision", &k[j].cr);
+		const char *k64 = json_string_value(json_object_get(kv, "key"));
+		size_t kl = 0;
+		if (!k64 || hf_b64_decode(k64, &k[j].key, &kl) < 0) {
+			hf_etcdlock_keys_free(k, n);
+			return -EPROTO;
+		}
+		/* K itself, or a holder's key K "//" TOKEN (EL11): the path
+		 * after the prefix, made lexically, never holds "//" */
+		k[j].own = !strstr(k[j].key + strlen(HF_ETCD_KEY_PREFIX), "//");
+		if (k[j].own || urc == HF_EUNREADABLE) {
+			k[j].i.mode = HF_MODE_EXCLUSIVE; /* EL12: K is exclusive's alone */
+			k[j].i.slots = 0;
+		}
+	}
+	qsort(k, n, sizeof *k, key_order);
+	/* EL13: admitted when no key before it is one it waits for */
+	int slots = 0;
+	for (size_t j = 0; j < n; j++) {
+		k[j].admitted = true;
+		for (size_t b = 0; b < j && k[j].admitted; b++)
+			k[j].admitted = !hf_etcdlock_waits_for(&k[j], &k[b], slots);
+		slots += k[j].i.mode == HF_MODE_SLOTS;
+	}
+	assert((n == 0 || k[0].admitted) && "EL13"); /* the first key always holds */
+	*ret = k;
+	*ret_n = n;
+	return 0;
+}
+
+void hf_etcdlock_keys_free(struct hf_etcdlock_key *k, size_t n)
+{
+	for (size_t j = 0; k && j < n; j++)
+		free(k[j].key);
+	free(k);
+}
+
+json_t *hf_etcdlock_all(const struct hf_etcdlock_key *k, size_t n,
+			hf_rec *(*rec)(void *ctx, const struct hf_etcdlock_key *k), void *ctx)
+{
+	json_t *holders = json_array();
+	json_t *all = holders ? json_pack("{s:o}", "holders", holders) : NULL;
+	if (!all)
+		return NULL;
+	for (size_t j = 0; j < n; j++) {
+		if (!k[j].admitted)
+			continue;
+		hf_rec *r = rec(ctx, &k[j]);
+		json_t *o = r ? hf_rec_object(r) : NULL;
+		if (!o || json_array_append(holders, o) < 0) {
+			hf_rec_free(r);
+			json_decref(all);
+			return NULL;
+		}
+		hf_rec_free(r);
+	}
+	if (n) { /* the admitted share one mode (EL13): the first key's */
+		json_object_set_new(all, "mode", json_string(hf_lock_mode_name(k[0].i.mode)));
+		if (k[0].i.mode == HF_MODE_SLOTS)
+			json_object_set_new(all, "slots", json_integer(k[0].i.slots));
+	}
+	return all;
+}
+
+/* Every key of the lock now, judged (EL13): 0, *kvs (the caller's; the
+ * keys' kv point into it), *k and *n (hf_etcdlock_keys_free), *ep. */
+static int keys_now(struct hf_etcdlock *el, json_t **kvs, struct hf_etcdlock_key **k, size_t *n,
+		    struct hf_etcd_epoch *ep)
+{
+	int rc = look_all(el, kvs, ep, NULL);
 	if (rc < 0)
 		return rc;
-	memset(i, 0, sizeof *i);
-	i->live_fd = -1;
-	*lease = 0;
-	rc = kv ? hf_etcdlock_kv_info(kv, &ep, i, lease) : 0;
-	json_decref(a);
-	return rc == HF_EUNREADABLE ? 0 : rc; /* an unreadable holder is a holder */
+	if ((rc = hf_etcdlock_keys(*kvs, ep, k, n)) < 0) {
+		json_decref(*kvs);
+		*kvs = NULL;
+	}
+	return rc;
+}
+
+/* The key of token's acquisition among k (n), or NULL. */
+static const struct hf_etcdlock_key *key_of(const struct hf_etcdlock_key *k, size_t n,
+					    const char *token)
+{
+	for (size_t j = 0; j < n; j++)
+		if (k[j].i.owner.token[0] && !strcmp(k[j].i.owner.token, token))
+			return &k[j];
+	return NULL;
+}
+
+int hf_etcdlock_status_all(struct hf_etcdlock *el, struct hf_lock_info *ret,
+			   struct hf_etcdlock_key **keys, size_t *n)
+{
+	el->why[0] = '\0';
+	json_t *kvs = NULL;
+	struct hf_etcd_epoch ep;
+	struct hf_etcdlock_key *k = NULL;
+	int rc = keys_now(el, &kvs, &k, n, &ep);
+	if (rc < 0)
+		return rc;
+	json_decref(kvs);
+	for (size_t j = 0; j < *n; j++)
+		k[j].kv = NULL;
+	memset(ret, 0, sizeof *ret);
+	ret->live_fd = -1;
+	if (*n)
+		*ret = k[0].i; /* EL13: the first key holds; an exclusive one alone */
+	*keys = k;
+	return 0;
 }
 
 void hf_etcdlock_unkeep(struct hf_etcdlock *el)
@@ -514,29 +795,36 @@ void hf_etcdlock_free(struct hf_etcdlock *el)
 	hf_etcd_cfg_clear(&el->cfg);
 	free(el->key);
 	free(el->key64);
+	free(el->hold64);
+	free(el->hend64);
+	free(el->hend);
 	free(el->epoch64);
 	free(el);
 }
 
 /* ---- verbs ---------------------------------------------------------------------- */
 
-/* Step 3: 1 and *fence when the key is ours now; 0 and the holder in *h
- * (and *lease_h, *rev); 2 (and *rev) when there is no epoch key yet
- * (EL10: make it, then again); -errno. */
+/* Step 3: 1 and *fence when the key is ours now (*holders: whether the
+ * holders' range held a key at the put, EL13); 0 and the holder in *h (and
+ * *lease_h, *cr_h its key's create_revision, *rev); 2 (and *rev) when
+ * there is no epoch key yet (EL10: make it, then again); -errno. */
 static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint64_t *fence,
-		   struct hf_lock_info *h, int64_t *lease_h, int64_t *rev)
+		   bool *holders, struct hf_lock_info *h, int64_t *lease_h, int64_t *cr_h,
+		   int64_t *rev)
 {
 	char ls[24];
 	snprintf(ls, sizeof ls, "%lld", (long long)lease);
-	/* EL1: the key absent; EL10: the epoch present, read in the same txn */
+	/* EL1: the key absent; EL10: the epoch present, read in the same txn;
+	 * EL13: the holders' keys as of the put (count only) */
 	json_t *req = json_pack(
-		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}, o],"
-		" s:[o, o]}",
+		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}, o, "
+		"{s:{s:s, s:s, s:b}}], s:[o, o]}",
 		"compare", "key", el->key64, "target", "CREATE", "result", "EQUAL",
 		"create_revision", "0", "key", el->epoch64, "target", "CREATE", "result",
 		"GREATER", "create_revision", "0", "success", "request_put", "key", el->key64,
-		"value", v64, "lease", ls, op_range(el->epoch64), "failure", op_range(el->key64),
-		op_range(el->epoch64));
+		"value", v64, "lease", ls, op_range(el->epoch64), "request_range", "key",
+		el->hold64, "range_end", el->hend64, "count_only", 1, "failure",
+		op_range(el->key64), op_range(el->epoch64));
 	json_t *a = NULL;
 	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
 	if (rc < 0)
@@ -550,6 +838,9 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 		return rc;
 	}
 	if (put) {
+		int64_t count = 0;
+		hf_etcd_i64(txn_range(a, 2), "count", &count);
+		*holders = count > 0;
 		json_decref(a);
 		if (*rev <= 0 || !ep.value) {
 			snprintf(el->why, sizeof el->why,
@@ -573,22 +864,266 @@ static int try_put(struct hf_etcdlock *el, const char *v64, int64_t lease, uint6
 	json_t *kv = json_array_get(json_object_get(txn_range(a, 0), "kvs"), 0);
 	memset(h, 0, sizeof *h);
 	h->live_fd = -1;
-	*lease_h = 0;
+	*lease_h = *cr_h = 0;
 	rc = kv ? hf_etcdlock_kv_info(kv, &ep, h, lease_h) : 0;
+	hf_etcd_i64(kv, "create_revision", cr_h);
 	if (!kv)
 		h->state = HF_LOCK_FREE; /* gone between the compare and the read: again */
 	json_decref(a);
 	return rc == HF_EUNREADABLE ? 0 : rc;
 }
 
+/* Step S3 (shared, slots): put our own key K "//" TOKEN (own64) with our
+ * lease, if absent and the epoch is there, reading every key of the lock
+ * in the same txn. 1, *cr (its create_revision), *kvs (the lock's keys as
+ * of the put: the caller's; NULL when an earlier txn put it, ET1), *ep (the
+ * epoch read with it) and *rev;
+ * 2 no epoch key yet (*rev); 3 our key is there on another lease (the
+ * caller revokes it: *lease_h); -errno. */
+static int put_holder(struct hf_etcdlock *el, const char *own64, const char *v64, int64_t lease,
+		      int64_t *cr, json_t **kvs, struct hf_etcd_epoch *ep, int64_t *rev,
+		      int64_t *lease_h)
+{
+	char ls[24];
+	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	json_t *req = json_pack(
+		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}, o, o, o],"
+		" s:[o, o]}",
+		"compare", "key", own64, "target", "CREATE", "result", "EQUAL", "create_revision",
+		"0", "key", el->epoch64, "target", "CREATE", "result", "GREATER",
+		"create_revision", "0", "success", "request_put", "key", own64, "value", v64,
+		"lease", ls, op_range(el->key64), op_range_end(el->hold64, el->hend64),
+		op_range(el->epoch64), "failure", op_range(own64), op_range(el->epoch64));
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
+	if (rc < 0)
+		return rc;
+	*rev = 0;
+	*kvs = NULL;
+	hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
+	bool put = json_is_true(json_object_get(a, "succeeded"));
+	if ((rc = txn_epoch(el, a, put ? 3 : 1, ep)) < 0) {
+		json_decref(a);
+		return rc;
+	}
+	if (put) {
+		json_t *arr = json_array();
+		if (arr) {
+			kvs_add(arr, txn_range(a, 1));
+			kvs_add(arr, txn_range(a, 2));
+		}
+		json_decref(a);
+		if (!arr)
+			return -ENOMEM;
+		*kvs = arr;
+		*cr = *rev; /* EL2: the put's revision */
+		assert(*cr > ep->rev && ep->value > 0 && "EL2, EL10");
+		return 1;
+	}
+	if (!ep->value) {
+		json_decref(a);
+		return 2;
+	}
+	json_t *kv = json_array_get(json_object_get(txn_range(a, 0), "kvs"), 0);
+	*lease_h = 0;
+	hf_etcd_i64(kv, "lease", lease_h);
+	hf_etcd_i64(kv, "create_revision", cr);
+	json_decref(a);
+	return *lease_h == lease ? 1 : 3; /* ours by an earlier txn (ET1), or a stale lease's */
+}
+
+/* EL9: go on after the broken-th failure in a row of a waiting
+ * acquisition's request or watch (hf_etcd_again), or not. */
+static int again(const struct hf_lock_opts *o, int64_t deadline, int broken)
+{
+	if (o->wait_ms == 0)
+		return -EIO;
+	return hf_etcd_again(deadline, o->has_cancel ? o->cancel_fd : -1, broken);
+}
+
+/* Step 7's verdict on the keys k (n, judged) for our key, create_revision
+ * cr: 1 admitted; 0 our key is gone (its lease ended); 2 a key we wait
+ * for was reaped (look again); 3 wait (*h the holder waited for: an
+ * admitted one first); -EDEADLK. */
+static int judge_mine(struct hf_etcdlock *el, const struct hf_lock_opts *o,
+		      const struct hf_owner *me, int64_t cr, const struct hf_etcdlock_key *k,
+		      size_t n, struct hf_lock_info *h)
+{
+	size_t j = 0;
+	while (j < n && k[j].cr != cr)
+		j++;
+	if (j == n)
+		return 0;
+	assert(!strcmp(k[j].i.owner.token, me->token) && "EL11"); /* one key per acquisition */
+	if (k[j].admitted)
+		return 1;
+	int slots = 0, reaped = 0;
+	for (size_t b = 0; b < j; b++)
+		slots += k[b].i.mode == HF_MODE_SLOTS;
+	const struct hf_etcdlock_key *w = NULL;
+	for (size_t b = 0; b < j; b++) {
+		if (!hf_etcdlock_waits_for(&k[j], &k[b], slots))
+			continue;
+		const struct hf_lock_info *x = &k[b].i;
+		/* step 4 for a key we wait for (EL3, EL13): a dead owner's, or a
+		 * holder's past its window; an acquisition still waiting is not
+		 * judged by its age (its wait counts in it) */
+		if (k[b].lease && (x->state == HF_LOCK_DEAD ||
+				   (k[b].admitted && x->state == HF_LOCK_LEAKED))) {
+			hf_etcdlease_revoke(el->conn, k[b].lease, el->why, sizeof el->why);
+			reaped++;
+			continue;
+		}
+		if (o->wait_ms < 0 && o->pid && o->pid != getpid() && x->owner.pid == me->pid &&
+		    x->owner.pid_start == me->pid_start && !strcmp(x->owner.boot_id, me->boot_id)) {
+			*h = *x;
+			return -EDEADLK; /* step 5: it would wait for itself */
+		}
+		if (hf_lock_self_wait(x, o->wait_ms, 0)) {
+			*h = *x;
+			return -EDEADLK; /* step 5, HL5 */
+		}
+		if (!w || (k[b].admitted && !w->admitted))
+			w = &k[b];
+	}
+	if (reaped)
+		return 2;
+	assert(w && "EL13"); /* not admitted: a key before ours that it waits for */
+	*h = w->i;
+	return 3;
+}
+
+/* Step 7 (EL13): our key (create_revision cr, on lease) is put; wait until
+ * no key made before it that it cannot share with is left. kvs: the
+ * lock's keys as of rev (taken; NULL: look first); ep: the epoch they were
+ * read with. The lease is kept alive meanwhile (every TTL/3, *alive: the
+ * send of the last grant or keep-alive answered, LE2): the key keeps its
+ * place. 1 admitted (*waited: after a wait); 0 our key is gone (its lease
+ * ended: again from step 2); HF_EHELD, HF_ETIMEDOUT, HF_ECANCELED,
+ * -EDEADLK (*h the holder waited for); the client's failures. */
+static int drain(struct hf_etcdlock *el, const struct hf_lock_opts *o, const struct hf_owner *me,
+		 int64_t cr, json_t *kvs, struct hf_etcd_epoch ep, int64_t rev, int64_t lease,
+		 int64_t *alive, int64_t deadline, bool *waited, struct hf_lock_info *h)
+{
+	int broken = 0, rc = 0;
+	bool judge = true;
+	int64_t third = hf_etcdlock_ttl_ms(el) * 1000000LL / 3;
+	for (;;) {
+		if (!kvs) {
+			rc = look_all(el, &kvs, &ep, &rev);
+			if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
+				continue; /* EL9 */
+			if (rc < 0)
+				break;
+			broken = 0;
+			judge = true;
+		}
+		if (judge) {
+			struct hf_etcdlock_key *k = NULL;
+			size_t n = 0;
+			if ((rc = hf_etcdlock_keys(kvs, &ep, &k, &n)) < 0)
+				break;
+			rc = judge_mine(el, o, me, cr, k, n, h);
+			hf_etcdlock_keys_free(k, n);
+			if (rc == 2) {
+				json_decref(kvs);
+				kvs = NULL;
+				continue;
+			}
+			if (rc != 3)
+				break;
+			if (deadline == 0) {
+				rc = HF_EHELD; /* step 5: try once */
+				break;
+			}
+			judge = false;
+			*waited = true;
+			/* EL4: a change from here on is an event after rev */
+			hf_sys_point(HF_PT_ETCDLOCK_ACQUIRE_JUDGED);
+		}
+		int64_t until = *alive + third; /* our lease's next keep-alive */
+		bool ka = deadline < 0 || until < deadline;
+		rc = hf_etcd_watch_range(el->conn, el->key, el->klen, el->hend, el->klen + 2, rev + 1,
+					 ka ? until : deadline, o->has_cancel ? o->cancel_fd : -1,
+					 el->why, sizeof el->why);
+		if (rc == HF_ETIMEDOUT && ka) { /* EL13: the key keeps its place */
+			int64_t sent = hf_sys_mono_ns();
+			rc = hf_etcdlease_keepalive(el->conn, lease, el->why, sizeof el->why);
+			if (rc == 0) {
+				*alive = sent;
+				continue; /* the same watch again, from rev + 1 */
+			}
+			if (rc == -ENOENT) {
+				rc = 0; /* expired: our key went with it */
+				break;
+			}
+		}
+		if (rc == -EIO && (rc = again(o, deadline, ++broken)) == 0)
+			continue;
+		if (rc < 0 || rc == HF_ETIMEDOUT || rc == HF_ECANCELED)
+			break;
+		broken = 0;
+		json_decref(kvs); /* an event: look again */
+		kvs = NULL;
+	}
+	json_decref(kvs);
+	return rc;
+}
+
+/* Step 8: an acquisition that waited in step 7 dates its record from its
+ * entry (its "acquired" now, EL13's window): a put to our own key k64 if
+ * its create_revision is still cr, with its lease. 0 (or not answered: the
+ * record keeps its queueing date); 1 our key is gone. */
+static int restamp(struct hf_etcdlock *el, const char *k64, int64_t cr, int64_t lease,
+		   const char *v64)
+{
+	char crs[24], ls[24];
+	snprintf(crs, sizeof crs, "%lld", (long long)cr);
+	snprintf(ls, sizeof ls, "%lld", (long long)lease);
+	json_t *req = json_pack("{s:[{s:s, s:s, s:s, s:s}], s:[{s:{s:s, s:s, s:s}}]}", "compare",
+				"key", k64, "target", "CREATE", "result", "EQUAL",
+				"create_revision", crs, "success", "request_put", "key", k64,
+				"value", v64, "lease", ls);
+	json_t *a = NULL;
+	int rc = call(el, el->conn, "/v3/kv/txn", req, &a);
+	bool gone = rc == -ENOENT || (rc == 0 && !json_is_true(json_object_get(a, "succeeded")));
+	json_decref(a);
+	return gone ? 1 : 0;
+}
+
+/* The owner record of an acquisition, base64: the owner, max_hold_ms,
+ * ttl_ms, and a shared or slot one's "mode" (and "slots"), as the file
+ * system's record (EL12); an exclusive one's has no mode. NULL: no memory. */
+static char *record64(const struct hf_owner *me, int64_t max_hold, int64_t ttl, int mode,
+		      int slots)
+{
+	json_t *val = hf_owner_to_json(me, "acquired");
+	if (val) {
+		json_object_set_new(val, "max_hold_ms", json_integer(max_hold));
+		json_object_set_new(val, "ttl_ms", json_integer(ttl));
+		if (mode != HF_MODE_EXCLUSIVE)
+			json_object_set_new(val, "mode", json_string(hf_lock_mode_name(mode)));
+		if (mode == HF_MODE_SLOTS)
+			json_object_set_new(val, "slots", json_integer(slots));
+	}
+	char *text = val ? json_dumps(val, JSON_COMPACT) : NULL;
+	json_decref(val);
+	char *v64 = text ? hf_b64_encode(text, strlen(text)) : NULL;
+	free(text);
+	return v64;
+}
+
 /* The acquisition is ours: *ret, the lease kept alive from now on. */
 static int held(struct hf_etcdlock *el, struct hf_lock_info *ret, const struct hf_owner *me,
-		uint64_t fence, int64_t max_hold, int64_t lease, int64_t granted)
+		uint64_t fence, int64_t max_hold, int64_t lease, int64_t granted,
+		const struct hf_lock_opts *o)
 {
 	memset(ret, 0, sizeof *ret);
 	ret->owner = *me;
 	ret->fence = fence;
 	ret->max_hold_ms = max_hold;
+	ret->mode = o->mode;
+	ret->slots = o->mode == HF_MODE_SLOTS ? o->slots : 0;
 	ret->state = HF_LOCK_HELD;
 	ret->live_fd = -1;
 	hf_etcdlease_set(&el->lease, lease, granted); /* LE2: its life from the grant */
@@ -601,15 +1136,6 @@ static int held(struct hf_etcdlock *el, struct hf_lock_info *ret, const struct h
 		el->lease.id = 0;
 	}
 	return rc;
-}
-
-/* EL9: go on after the broken-th failure in a row of a waiting
- * acquisition's request or watch (hf_etcd_again), or not. */
-static int again(const struct hf_lock_opts *o, int64_t deadline, int broken)
-{
-	if (o->wait_ms == 0)
-		return -EIO;
-	return hf_etcd_again(deadline, o->has_cancel ? o->cancel_fd : -1, broken);
 }
 
 int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
@@ -629,18 +1155,25 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 	 * is the proof here) */
 	int64_t hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	me.kept = !me.lease_ms && me.pid != getpid() && hold != HF_MAX_HOLD_NONE;
-	json_t *val = hf_owner_to_json(&me, "acquired");
 	int64_t max_hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
-	if (val) {
-		json_object_set_new(val, "max_hold_ms", json_integer(max_hold));
-		json_object_set_new(val, "ttl_ms", json_integer(hf_etcdlock_ttl_ms(el)));
+	bool excl = o->mode == HF_MODE_EXCLUSIVE;
+	int slots = o->mode == HF_MODE_SLOTS ? o->slots : 0;
+	char *v64 = record64(&me, max_hold, hf_etcdlock_ttl_ms(el), o->mode, slots);
+	/* EL11: a shared or slot acquisition's own key, K "//" TOKEN */
+	char *own64 = NULL;
+	if (v64 && !excl) {
+		size_t n = el->klen + 2 + strlen(me.token);
+		char *own = malloc(n + 1);
+		if (own) {
+			snprintf(own, n + 1, "%s//%s", el->key, me.token);
+			own64 = hf_b64_encode(own, n);
+			free(own);
+		}
 	}
-	char *text = val ? json_dumps(val, JSON_COMPACT) : NULL;
-	json_decref(val);
-	char *v64 = text ? hf_b64_encode(text, strlen(text)) : NULL;
-	free(text);
-	if (!v64)
+	if (!v64 || (!excl && !own64)) {
+		free(v64);
 		return -ENOMEM;
+	}
 	assert(!el->lease.ka_on && "LE1"); /* the handle holds nothing (HL1) */
 	el->lease.id = 0; /* a detached acquisition's: its keeper's or its TTL's now */
 	int64_t deadline = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? 0 :
@@ -668,8 +1201,14 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 			granted = now;
 		}
 		uint64_t fence = 0;
-		int64_t lease_h = 0, rev = 0;
-		rc = try_put(el, v64, lease, &fence, &h, &lease_h, &rev); /* step 3 */
+		int64_t lease_h = 0, rev = 0, cr = 0;
+		bool holders = false;
+		json_t *kvs = NULL;
+		struct hf_etcd_epoch ep = { 0, 0 };
+		if (excl) /* step 3 */
+			rc = try_put(el, v64, lease, &fence, &holders, &h, &lease_h, &cr, &rev);
+		else /* step S3 */
+			rc = put_holder(el, own64, v64, lease, &cr, &kvs, &ep, &rev, &lease_h);
 		if (rc == 2) { /* EL10: the first acquisition of this etcd makes its epoch */
 			if (++epochs > HF_ETCD_RETRIES) {
 				snprintf(el->why, sizeof el->why,
@@ -685,14 +1224,58 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 			continue; /* EL9: the txn may have been applied; step 3 sees it */
 		if (rc < 0)
 			break;
-		if (rc == 0 && h.state != HF_LOCK_FREE && !strcmp(h.owner.token, me.token) &&
+		if (!excl && rc == 3) { /* our token's key on a lease we let go: not ours */
+			hf_etcdlease_revoke(el->conn, lease_h, el->why, sizeof el->why);
+			continue;
+		}
+		if (excl && rc == 0 && h.state != HF_LOCK_FREE && !strcmp(h.owner.token, me.token) &&
 		    lease_h == lease) {
 			rc = 1; /* our own put, applied by a repeated txn (ET1) */
 			fence = h.fence;
+			holders = true; /* not seen: step 7 looks */
+		} else if (excl && rc == 1) {
+			cr = rev; /* EL2: the put's revision is K's create_revision */
 		}
-		if (rc == 1) {
-			free(v64);
-			return held(el, ret, &me, fence, max_hold, lease, granted);
+		if (rc == 1 && !excl && hf_etcd_fence(&ep, cr, &fence) < 0) {
+			rc = -EOVERFLOW;
+			json_decref(kvs);
+			snprintf(el->why, sizeof el->why, "etcd: the fence (epoch %lld + revision "
+				 "%lld) would pass 2^63-1", (long long)ep.value, (long long)cr);
+			break; /* EL10: our lease revoked below, the key with it */
+		}
+		if (rc == 1) { /* our key is put: step 7 */
+			broken = 0;
+			if (excl && !holders) { /* no holder's key at the put: today's one txn */
+				free(v64);
+				free(own64);
+				return held(el, ret, &me, fence, max_hold, lease, granted, o);
+			}
+			bool waited = false;
+			int64_t alive = granted;
+			rc = drain(el, o, &me, cr, kvs, ep, rev, lease, &alive, deadline, &waited, &h);
+			if (rc == 1 && waited) { /* step 8 */
+				hf_owner_restart(&me);
+				char *nv = record64(&me, max_hold, hf_etcdlock_ttl_ms(el), o->mode, slots);
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				free(v64);
+				v64 = nv;
+				if (restamp(el, excl ? el->key64 : own64, cr, lease, v64) == 1)
+					rc = 0;
+			}
+			if (rc == 1) {
+				free(v64);
+				free(own64);
+				return held(el, ret, &me, fence, max_hold, lease, alive, o);
+			}
+			if (rc == 0) { /* EL13: our key is gone with its lease: again */
+				hf_etcdlease_revoke(el->conn, lease, el->why, sizeof el->why);
+				lease = 0;
+				continue;
+			}
+			break;
 		}
 		broken = 0;
 		if (h.state == HF_LOCK_FREE)
@@ -725,6 +1308,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 		broken = 0;
 	}
 	free(v64);
+	free(own64);
 	if (lease)
 		hf_etcdlease_revoke(el->conn, lease, el->why, sizeof el->why);
 	if (rc == HF_EHELD || rc == HF_ETIMEDOUT || rc == HF_ECANCELED || rc == -EDEADLK)
@@ -754,26 +1338,33 @@ int hf_etcdlock_release(struct hf_etcdlock *el, const char *token,
 		}
 		el->lease.id = 0; /* expired or revoked elsewhere: whose is it now? */
 	}
-	struct hf_lock_info i;
-	int64_t lease_h;
-	rc = range(el, &i, &lease_h, NULL);
+	/* by token (adopted), or ours whose lease went: its key, K or a holder's */
+	json_t *kvs = NULL;
+	struct hf_etcd_epoch ep;
+	struct hf_etcdlock_key *k = NULL;
+	size_t n = 0;
+	if ((rc = keys_now(el, &kvs, &k, &n, &ep)) < 0)
+		return rc;
+	const struct hf_etcdlock_key *mine = key_of(k, n, token);
+	int64_t lease_h = mine ? mine->lease : 0;
+	if (!mine && n)
+		*reterr_holder = k[0].i;
+	rc = !n ? HF_ENOTHELD : !mine ? HF_ENOTYOURS : 0;
+	hf_etcdlock_keys_free(k, n);
+	json_decref(kvs);
 	if (rc < 0)
 		return rc;
-	if (i.state == HF_LOCK_FREE || !i.owner.token[0])
-		return i.state == HF_LOCK_FREE ? HF_ENOTHELD : (*reterr_holder = i, HF_ENOTYOURS);
-	if (strcmp(i.owner.token, token)) {
-		*reterr_holder = i;
-		return HF_ENOTYOURS;
-	}
-	rc = hf_etcdlease_revoke(el->conn, lease_h, el->why, sizeof el->why);
+	rc = hf_etcdlease_revoke(el->conn, lease_h, el->why, sizeof el->why); /* EL3 */
 	return rc == -ENOENT ? HF_ENOTHELD : rc;
 }
 
 int hf_etcdlock_status(struct hf_etcdlock *el, struct hf_lock_info *ret)
 {
-	el->why[0] = '\0';
-	int64_t lease;
-	return range(el, ret, &lease, NULL);
+	struct hf_etcdlock_key *k = NULL;
+	size_t n = 0;
+	int rc = hf_etcdlock_status_all(el, ret, &k, &n);
+	hf_etcdlock_keys_free(k, n);
+	return rc;
 }
 
 int hf_etcdlock_keep(struct hf_etcdlock *el, const struct hf_owner *o)
@@ -803,6 +1394,12 @@ static char *renewed_value(const json_t *kv, const struct hf_owner *o, int64_t m
 		json_t *ttl = json_object_get(was, "ttl_ms");
 		if (json_is_integer(ttl))
 			json_object_set(val, "ttl_ms", ttl);
+		/* EL12: a shared or slot holder stays one */
+		json_t *md = json_object_get(was, "mode"), *sl = json_object_get(was, "slots");
+		if (md)
+			json_object_set(val, "mode", md);
+		if (sl)
+			json_object_set(val, "slots", sl);
 		text = json_dumps(val, JSON_COMPACT);
 	}
 	json_decref(val);
@@ -819,21 +1416,29 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	el->why[0] = '\0';
 	if (!token || !*token || max_hold_ms < 0)
 		return -EINVAL;
-	/* R1: the key as it is now (and the epoch, EL10), judged */
+	/* R1: the keys as they are now (and the epoch, EL10), judged; ours
+	 * is the one with our token - K, or a holder's (EL11) */
 	json_t *a = NULL, *kv = NULL;
 	struct hf_etcd_epoch ep;
-	int rc = look(el, &a, &kv, &ep, NULL);
+	struct hf_etcdlock_key *k = NULL;
+	size_t n = 0;
+	int rc = keys_now(el, &a, &k, &n, &ep);
 	if (rc < 0)
 		return rc;
-	if (!kv) {
+	if (!n) {
 		json_decref(a);
+		hf_etcdlock_keys_free(k, n);
 		return HF_ENOTHELD;
 	}
-	struct hf_lock_info i;
-	int64_t lease = 0, cr = 0, mr = 0;
-	int urc = hf_etcdlock_kv_info(kv, &ep, &i, &lease);
+	const struct hf_etcdlock_key *mine = key_of(k, n, token);
+	struct hf_lock_info i = mine ? mine->i : k[0].i;
+	int64_t lease = mine ? mine->lease : 0, cr = 0, mr = 0;
+	int urc = mine ? 0 : HF_EUNREADABLE;
+	kv = mine ? (json_t *)mine->kv : NULL;
+	hf_etcdlock_keys_free(k, n);
 	hf_etcd_i64(kv, "create_revision", &cr);
 	hf_etcd_i64(kv, "mod_revision", &mr);
+	const char *k64 = json_string_value(json_object_get(kv, "key"));
 	if (urc == HF_EUNREADABLE || strcmp(i.owner.token, token)) {
 		*reterr_holder = i;
 		json_decref(a);
@@ -851,9 +1456,13 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	if (!hold)
 		hold = HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	char *v64 = renewed_value(kv, &o, hold);
+	char *key64 = k64 ? strdup(k64) : NULL;
 	json_decref(a);
-	if (!v64)
+	if (!v64 || !key64) {
+		free(v64);
+		free(key64);
 		return -ENOMEM;
+	}
 	hf_sys_point(HF_PT_ETCDLOCK_RENEW_JUDGED);
 	/* R3: EL6's compares, EL7's lease, EL10's epoch (the fence's form) */
 	assert(cr > 0 && mr >= cr && "EL6");
@@ -865,13 +1474,14 @@ int hf_etcdlock_renew(struct hf_etcdlock *el, const char *token, uint64_t fence,
 	json_t *req = json_pack(
 		"{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}],"
 		" s:[{s:{s:s, s:s, s:s}}], s:[{s:{s:s}}]}",
-		"compare", "key", el->key64, "target", "CREATE", "result", "EQUAL",
-		"create_revision", crs, "key", el->key64, "target", "MOD", "result", "EQUAL",
+		"compare", "key", key64, "target", "CREATE", "result", "EQUAL",
+		"create_revision", crs, "key", key64, "target", "MOD", "result", "EQUAL",
 		"mod_revision", mrs, "key", el->epoch64, "target", "CREATE", "result", "EQUAL",
-		"create_revision", ers, "success", "request_put", "key", el->key64, "value", v64,
-		"lease", ls, "failure", "request_range", "key", el->key64);
+		"create_revision", ers, "success", "request_put", "key", key64, "value", v64,
+		"lease", ls, "failure", "request_range", "key", key64);
 	a = NULL;
 	rc = call(el, el->conn, "/v3/kv/txn", req, &a);
+	free(key64);
 	if (rc == -ENOENT) { /* the lease is gone: so is the key (EL3) */
 		free(v64);
 		return HF_ELOST;
