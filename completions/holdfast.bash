@@ -28,16 +28,16 @@ _holdfast_opts() {
 	"session status") o="--file --stale --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
 	"session assert-held") o="--file --stale --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
 	"session race") o="--procs --runs --naive --json --dir" ;;
-	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"lock acquire") o="-n -w -E -v --verbose --stale --max-hold --pid --lease --shared --slots --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock release") o="--token --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock renew") o="--token --max-hold --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock check") o="--token --fence --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
-	"lock status") o="--json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	"lock status") o="-v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"scope register") o="-w --wait --pid --socket --from --json" ;;
 	"scope release") o="--generation --json" ;;
 	"scope list" | "scope effective" | "scope reap") o="--json" ;;
 	"scope check") o="--pod --generation --json" ;;
-	run) o="--session --lock --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
+	run) o="--session --lock --shared --slots --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	selftest) o="--json" ;;
 	list) o="--depth --all-scopes --json --backend --etcd-user --etcd-password-file --etcd-ca --etcd-timeout" ;;
@@ -56,7 +56,7 @@ _holdfast_argopt() {
 	--lane | --owner | --stale | --procs | --runs | -w | --wait | --timeout | -E | \
 		--conflict-exit-code | --max-hold | --pid | --token | --from | --pod | \
 		--generation | --session | --name | -c | --command | --init | --depth | --backend | \
-		--etcd-user | --ttl | --etcd-timeout | --fence) echo word ;;
+		--etcd-user | --ttl | --etcd-timeout | --fence | --lease | --slots) echo word ;;
 	esac
 }
 

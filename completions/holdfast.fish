@@ -22,7 +22,7 @@ function __holdfast_opts -a key
         case 'session race'
             printf '%s\n' --procs= --runs= --naive --json --dir=
         case 'lock acquire'
-            printf '%s\n' -n -w= -E= -v --verbose --stale= --max-hold= --pid= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
+            printf '%s\n' -n -w= -E= -v --verbose --stale= --max-hold= --pid= --lease= --shared --slots= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'lock release'
             printf '%s\n' --token= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'lock check'
@@ -30,7 +30,7 @@ function __holdfast_opts -a key
         case 'lock renew'
             printf '%s\n' --token= --max-hold= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'lock status'
-            printf '%s\n' --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
+            printf '%s\n' -v --verbose --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case 'scope list' 'scope effective' 'scope reap'
             printf '%s\n' --json
         case 'scope register'
@@ -40,7 +40,7 @@ function __holdfast_opts -a key
         case 'scope check'
             printf '%s\n' --pod= --generation= --json
         case run
-            printf '%s\n' --session= --lock= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
+            printf '%s\n' --session= --lock= --shared --slots= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case edit
             printf '%s\n' -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= --init= --allow-empty --max-hold= -v --verbose --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case selftest
