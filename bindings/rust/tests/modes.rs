@@ -214,14 +214,17 @@ fn slots_out_of_range_are_refused() {
 fn a_killed_reader_frees_its_place_at_once() {
     let t = Tmp::new("kill");
     let p = t.join("L");
-    let mut r = Holder::start(&["read", p.to_str().unwrap()]);
-    r.held();
-    let e = Lock::new(&p).unwrap().write().err().expect("a reader holds it");
-    assert_eq!(e.holder().unwrap().pid(), Some(r.pid()));
-    r.child.kill().unwrap(); // SIGKILL
-    r.child.wait().unwrap();
+    let r1 = Lock::new(&p).unwrap().read().unwrap();
+    let mut r2 = Holder::start(&["read", p.to_str().unwrap()]);
+    r2.held();
+    r2.child.kill().unwrap(); // SIGKILL
+    r2.child.wait().unwrap();
+    let e = Lock::new(&p).unwrap().write().err().expect("the live reader keeps the writer out");
+    assert_eq!(e.holder().unwrap().pid(), Some(i64::from(std::process::id())), "{e}");
+    drop(r1);
     let w = Lock::new(&p).unwrap().write().expect("tried once: the dead reader's place is reaped");
-    assert_eq!(Lock::status(&p).unwrap().holders().len(), 1);
+    let hs: Vec<_> = Lock::status(&p).unwrap().holders().iter().filter_map(|h| h.pid()).collect();
+    assert_eq!(hs, vec![i64::from(std::process::id())]);
     drop(w);
 }
 
