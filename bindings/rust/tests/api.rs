@@ -82,7 +82,7 @@ fn constants_match_the_header() {
             (name, v.parse::<i64>().unwrap())
         } else if let Some(rest) = t.strip_prefix("#define HF_SLOTS_MAX") {
             ("HF_SLOTS_MAX".to_string(), rest.trim().parse::<i64>().unwrap())
-        } else if t.starts_with("HF_OPT_") || t.starts_with("HF_SCOPE_") || t.starts_with("HF_MODE_") {
+        } else if t.starts_with("HF_OPT_") || t.starts_with("HF_SCOPE_") || (t.starts_with("HF_MODE_") && t.contains(" = ")) {
             let name: String = t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
             let v = match t.split_once('=') {
                 Some((_, v)) => v.trim().trim_end_matches(',').split_whitespace().next().unwrap().trim_end_matches(',').parse().unwrap(),
