@@ -83,7 +83,28 @@ export interface LeaseOptions {
   ttlMs?: number;
 }
 
-export interface LockOptions extends BackendOptions, LeaseOptions {
+/** The most slots a lock can have (holdfast.h HF_SLOTS_MAX): 1024. */
+export const SLOTS_MAX: number;
+
+/** How an acquisition shares the lock (holdfast.h HF_OPT_MODE). */
+export type LockMode = 'exclusive' | 'shared' | 'slots';
+
+/** The mode of a lock's acquisitions: `shared` or `slots`, never both (neither: exclusive). */
+export type LockModeOptions =
+  | {
+      /** true: held beside other shared holders, never beside an exclusive one or a slot holder. */
+      shared?: boolean;
+      slots?: undefined;
+    }
+  | {
+      shared?: false;
+      /** One of at most this many holders (1 to 1024), each asking for the same number. */
+      slots: number;
+    };
+
+export type LockOptions = LockBaseOptions & LockModeOptions;
+
+export interface LockBaseOptions extends BackendOptions, LeaseOptions {
   /** A record-less lock's window in ms (default 60 s). */
   stale?: number;
   /** Past this a live holder is leaked and reaped (default 10 min); recorded in the owner record. */
@@ -97,8 +118,25 @@ export interface LockOptions extends BackendOptions, LeaseOptions {
 }
 
 export type LockState = 'free' | 'held' | 'dead' | 'leaked' | 'partial' | 'abandoned' | 'skew' | 'expired';
+/** One holder of a lock, in its status's `holders`. */
+export interface LockHolder extends Holder {
+  state: LockState;
+  mode: LockMode;
+  /** A slot holder's bound. */
+  slots?: number;
+  /** true: it stands at the lock waiting for holders it cannot share with (every later acquirer queues behind it). */
+  waiting?: boolean;
+  age_ms?: number;
+}
+
 export interface LockStatus extends Holder {
   state: LockState;
+  /** The mode of its holders (file system). */
+  mode?: LockMode;
+  /** The bound of slot holders. */
+  slots?: number;
+  /** Every holder, the one waiting at the lock first (file system). */
+  holders?: LockHolder[];
   /** On etcd: "etcd", the key and the lease's TTL. */
   backend?: string;
   key?: string;
@@ -112,6 +150,8 @@ export interface LockStatus extends Holder {
 export class Lock {
   constructor(path: string, options?: LockOptions);
   readonly path: string;
+  /** How its acquisitions share the lock (the options shared and slots). */
+  readonly mode: LockMode;
   acquire(options?: AsyncWaitOptions): Promise<this>;
   acquireSync(options?: WaitOptions): this;
   release(): void;

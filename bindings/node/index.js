@@ -216,10 +216,31 @@ function track(h) {
 	}
 }
 
+// The mode of a lock's acquisitions (holdfast.h HF_OPT_MODE, HF_OPT_SLOTS)
+// from options.shared (true: beside other shared holders, no exclusive one)
+// and options.slots (n: one of at most n holders, 1 to SLOTS_MAX); neither:
+// exclusive. The two at once are refused, as a value of the wrong type
+// (TypeError) or out of range (RangeError).
+function lockMode(options) {
+	const { shared, slots } = options;
+	if (shared !== undefined && shared !== null && typeof shared !== 'boolean')
+		throw new TypeError('holdfast: shared must be a boolean');
+	if (slots === undefined || slots === null)
+		return shared ? 'shared' : 'exclusive';
+	if (shared)
+		throw new TypeError('holdfast: shared and slots are two modes: give one of them');
+	if (typeof slots !== 'number' || !Number.isInteger(slots))
+		throw new TypeError('holdfast: slots must be an integer');
+	if (slots < 1 || slots > C.SLOTS_MAX)
+		throw new RangeError(`holdfast: slots must be 1 to ${C.SLOTS_MAX}`);
+	return 'slots';
+}
+
 class Lock {
 	/**
 	 * @param {string} lockPath the lock directory
-	 * @param {{stale?: number, maxHold?: number, pid?: number, lease?: number, backend?: string,
+	 * @param {{stale?: number, maxHold?: number, pid?: number, lease?: number,
+	 *   shared?: boolean, slots?: number, backend?: string,
 	 *   etcdUser?: string, etcdPasswordFile?: string, etcdCaFile?: string,
 	 *   ttlMs?: number, etcdTimeoutMs?: number}} [options]
 	 */
@@ -236,6 +257,11 @@ class Lock {
 		if (options.pid !== undefined)
 			setOpt(box, C.OPT_PID, options.pid, ctx);
 		setOpt(box, C.OPT_LEASE_MS, ms('lease', options.lease), ctx);
+		this.mode = lockMode(options);
+		if (this.mode === 'shared')
+			setOpt(box, C.OPT_MODE, C.MODE_SHARED, ctx);
+		else if (this.mode === 'slots')
+			setOpt(box, C.OPT_SLOTS, options.slots, ctx);
 		setBackend(box, options, ctx);
 		this._forOther = options.pid !== undefined && options.pid !== process.pid;
 		this._held = false;
@@ -776,6 +802,8 @@ module.exports = {
 	AbortError,
 	codes,
 	codeOf,
+	/** The most slots a lock can have (holdfast.h HF_SLOTS_MAX). */
+	SLOTS_MAX: C.SLOTS_MAX,
 	strerror: native.strerror,
 	errorName: native.errorName,
 	version: native.version,

@@ -8,6 +8,8 @@
 # Node with backend etcd://... is refused to Rust, Python and the CLI naming
 # Node, and taken by each with growing fences (the epoch + the key's create_revision)
 # once Node is SIGKILLed (a dead owner on this kernel is reaped at once).
+# Between the two, tests/cross/modes.sh: shared readers from Node, Rust and
+# Python at once, a CLI writer entering after the last.
 # Run by `make test` after the bindings' own tests (which build the Node addon
 # and the Rust examples this uses).
 set -u
@@ -91,6 +93,9 @@ with hf.Lock(sys.argv[1]) as lk:
 out=$("$hf" lock acquire -n "$L" --pid $$); rc=$?
 [ $rc = 0 ] && [ "${out#* }" -gt "$rust_fence" ] 2>/dev/null || fail "cli after node's death: exit $rc, '$out'"
 "$hf" lock release "$L" --token "$out" || fail "cli: release"
+
+# ---- readers from Node, Rust and Python at once, a CLI writer after them ----
+bash "$root/tests/cross/modes.sh" "$build" || fail "modes.sh (shared readers across languages)"
 
 # ---- the same on etcd ----
 command -v etcd >/dev/null || { echo "cross: etcd not installed (apt-get install etcd-server)"; exit 1; }

@@ -11,6 +11,9 @@
 // plf (PATH a file, through holdfast/proper-lockfile; ARG realpath "0"/"1"),
 // npmplf (the same through npm proper-lockfile 4.1.2),
 // edit (PATH a JSON file, ARG a count: that many increments of .n, then exit).
+// read (PATH a lock directory: a shared holder), write (an exclusive one),
+// slot (ARG the number of slots): each waits as long as it takes, then
+// prints "held PID FENCE".
 // HF_TEST_BACKEND (a test's variable, not the library's): the lock's,
 // session's or scope's backend ("etcd://..."); a lock then prints
 // "held PID FENCE".
@@ -28,6 +31,16 @@ async function hold() {
 		l.acquireSync();
 		if (backend.backend)
 			extra = ` ${l.fence}`;
+		release = () => l.release();
+		return;
+	}
+	case 'read':
+	case 'write':
+	case 'slot': {
+		const mode = kind === 'read' ? { shared: true } : kind === 'slot' ? { slots: Number(arg) } : {};
+		const l = new hf.Lock(p, mode);
+		l.acquireSync({ wait: Infinity });
+		extra = ` ${l.fence}`;
 		release = () => l.release();
 		return;
 	}

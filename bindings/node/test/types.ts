@@ -1,6 +1,6 @@
 // Compiled with tsc --noEmit by test.sh: the declarations accept the API as
 // the README shows it and reject a misuse.
-import { Lock, Session, Scope, Registry, edit, editSync, HoldfastError, AbortError, codes } from 'holdfast';
+import { Lock, Session, Scope, Registry, edit, editSync, HoldfastError, AbortError, codes, SLOTS_MAX } from 'holdfast';
 import * as plf from 'holdfast/proper-lockfile';
 
 async function main(): Promise<void> {
@@ -46,6 +46,20 @@ async function main(): Promise<void> {
   new Session('/tmp/s', 'lane', { backend: 'etcd://127.0.0.1:2379', etcdTimeoutMs: 1000 });
   new Scope('pod', { backend: 'etcds://h:2379', etcdCaFile: '/ca.pem', ttlMs: 3000 });
   console.log(key);
+  const rd = new Lock('/tmp/m.lock', { shared: true, stale: 1000 });
+  const mode: 'exclusive' | 'shared' | 'slots' = rd.mode;
+  new Lock('/tmp/m.lock', { slots: SLOTS_MAX, maxHold: 1000 });
+  new Lock('/tmp/m.lock', { shared: false });
+  const st = Lock.status('/tmp/m.lock');
+  const readers: number = (st.holders ?? []).filter((h) => h.mode === 'shared' && !h.waiting).length;
+  const bound: number | undefined = st.slots;
+  console.log(mode, readers, bound, st.holders?.[0]?.pid);
+  // @ts-expect-error: shared and slots are two modes, not one
+  new Lock('/tmp/m.lock', { shared: true, slots: 2 });
+  // @ts-expect-error: slots is a number
+  new Lock('/tmp/m.lock', { slots: '2' });
+  // @ts-expect-error: a holder's mode is one of three words
+  if (st.holders?.[0]?.mode === 'read') console.log('never');
   // @ts-expect-error: a session has no lease TTL
   new Session('/tmp/s', 'lane', { ttlMs: 5000 });
   // @ts-expect-error: backend is a string

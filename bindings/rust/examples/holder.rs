@@ -1,12 +1,16 @@
 //! A process that holds something until its stdin closes or it is killed
 //! (the tests' and the cross-language test's other process):
 //!   holder lock PATH                       prints "held FENCE"
+//!   holder read PATH | write PATH | slot PATH N
+//!                                          a reader, a writer, one of N slots:
+//!                                          waits as long as it takes, then
+//!                                          prints "held FENCE"
 //!   holder session PATH LANE               prints "held OWNER"
 //!   holder scope REGISTRY NAME PARENT SPEC prints "held GENERATION" (PARENT "-": none)
 //! `--backend URI` anywhere among the arguments puts it there (etcd://…).
 //! On a refusal it prints the error's name and message on one line and
 //! exits 1.
-use holdfast::{Lock, Scope, Session};
+use holdfast::{Lock, Scope, Session, Wait};
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -19,6 +23,9 @@ fn main() {
     let be = backend.as_deref().unwrap_or("file");
     let held = match a.first().map(String::as_str) {
         Some("lock") => Lock::new(&a[1]).and_then(|l| l.backend(be)).and_then(|l| l.acquire()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("read") => Lock::new(&a[1]).map(|l| l.wait(Wait::Forever)).and_then(|l| l.read()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("write") => Lock::new(&a[1]).map(|l| l.wait(Wait::Forever)).and_then(|l| l.write()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("slot") => Lock::new(&a[1]).map(|l| l.wait(Wait::Forever)).and_then(|l| l.slot(a[2].parse().unwrap_or(0))).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("session") => Session::new(Some(Path::new(&a[1])), &a[2]).and_then(|s| s.backend(be)).and_then(|s| s.take()).map(|g| (g.owner(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("scope") => {
             let mut s = Scope::new(&a[2]).and_then(|s| s.backend(be)).and_then(|s| s.registry(&a[1]));
@@ -28,7 +35,7 @@ fn main() {
             s.and_then(|s| s.spec(&a[4])).and_then(|s| s.register()).map(|g| (g.generation().to_string(), Box::new(g) as Box<dyn std::any::Any>))
         }
         _ => {
-            eprintln!("usage: holder lock PATH | session PATH LANE | scope REGISTRY NAME PARENT SPEC [--backend URI]");
+            eprintln!("usage: holder lock PATH | read PATH | write PATH | slot PATH N | session PATH LANE | scope REGISTRY NAME PARENT SPEC [--backend URI]");
             std::process::exit(64)
         }
     };

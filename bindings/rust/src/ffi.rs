@@ -39,6 +39,8 @@ pub const HF_OPT_THREAD: c_int = 11;
 pub const HF_OPT_LEASE_MS: c_int = 12;
 #[allow(dead_code)]
 pub const HF_OPT_DEPTH: c_int = 13;
+pub const HF_OPT_MODE: c_int = 14;
+pub const HF_OPT_SLOTS: c_int = 15;
 pub const HF_OPT_OWNER: c_int = 100;
 pub const HF_OPT_REGISTRY: c_int = 101;
 pub const HF_OPT_SOCKET: c_int = 102;
@@ -47,6 +49,12 @@ pub const HF_OPT_BACKEND: c_int = 104;
 pub const HF_OPT_ETCD_USER: c_int = 105;
 pub const HF_OPT_ETCD_PASSWORD_FILE: c_int = 106;
 pub const HF_OPT_ETCD_CA_FILE: c_int = 107;
+
+pub const HF_MODE_EXCLUSIVE: c_int = 0;
+pub const HF_MODE_SHARED: c_int = 1;
+#[allow(dead_code)]
+pub const HF_MODE_SLOTS: c_int = 2;
+pub const HF_SLOTS_MAX: c_int = 1024;
 
 pub const HF_SCOPE_FREE: c_int = 0;
 pub const HF_SCOPE_HELD: c_int = 1;

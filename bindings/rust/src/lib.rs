@@ -3,7 +3,9 @@
 //! Three lock kinds, each released when its guard is dropped:
 //!
 //! - [`Lock`] → [`LockGuard`]: the short directory lock, fenced, bound to the
-//!   life of a process (the caller by default);
+//!   life of a process (the caller by default); its readers and slot holders
+//!   ([`Lock::read`], [`Lock::slot`]) → [`SharedGuard`], as
+//!   `std::sync::RwLock`'s `read` and `write` across processes;
 //! - [`Session`] → [`SessionGuard`]: one holder per work tree, by lane;
 //! - [`Scope`] → [`ScopeGuard`]: path write scopes in the machine's registry,
 //!   with sub-scopes delegated to children ([`ScopeGuard::delegate`]).
@@ -175,20 +177,76 @@ pub struct Record {
     strs: Vec<(String, String)>,
     ints: Vec<(String, i64)>,
     lists: Vec<(String, Vec<String>)>,
+    holders: Vec<Record>,
 }
 
 const STR_FIELDS: &[&str] = &[
     "token", "host", "comm", "name", "lane", "owner", "state", "reason", "scope", "request",
     "registry", "refused", "started", "acquired", "boot_id", "delegated_from", "aside", "live",
     "returned_to", "socket", "registered", "fs", "request_fs", "file", "broke.lane",
-    "broke.owner", "backend", "key", "path",
+    "broke.owner", "backend", "key", "path", "mode",
 ];
 const INT_FIELDS: &[&str] = &[
     "pid", "fence", "age_ms", "generation", "max_hold_ms", "depth", "others", "request_index",
     "mtime_ms", "claims", "in_claim", "partial", "pid_start", "boottime_ms", "pidns", "timens",
-    "legacy", "broke.age_s", "ttl_ms", "lease", "lease_ms", "kept",
+    "legacy", "broke.age_s", "ttl_ms", "lease", "lease_ms", "kept", "slots", "waiting",
 ];
 const LIST_FIELDS: &[&str] = &["scope_allow", "scope"];
+
+/// The items of the array at the top-level key `key` of the JSON object
+/// `json`, each as its own JSON text (none when the key is absent or not an
+/// array). The library writes the JSON; this only cuts it at its commas.
+fn json_items(json: &str, key: &str) -> Vec<String> {
+    let b = json.as_bytes();
+    let quoted = format!("\"{key}\"");
+    let (mut depth, mut i) = (0usize, 0usize);
+    let mut items = Vec::new();
+    let mut start: Option<usize> = None; // the array's current item, at depth 2
+    let mut in_array = false;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let s = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 && !in_array && json.get(s..=i) == Some(quoted.as_str()) {
+                    let rest = json[i + 1..].trim_start();
+                    if let Some(v) = rest.strip_prefix(':') {
+                        if v.trim_start().starts_with('[') {
+                            in_array = true;
+                        }
+                    }
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if in_array && depth == 3 && start.is_none() {
+                    start = Some(i);
+                }
+            }
+            b'}' | b']' => {
+                if in_array && depth == 2 {
+                    if let Some(s) = start.take() {
+                        items.push(json[s..i].trim().to_string());
+                    }
+                    return items; // the array's end
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' if in_array && depth == 2 => {
+                if let Some(s) = start.take() {
+                    items.push(json[s..i].trim().to_string());
+                }
+            }
+            c if in_array && depth == 2 && start.is_none() && !c.is_ascii_whitespace() => start = Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    items
+}
 
 impl Record {
     /// A copy of r (NULL: None).
@@ -196,27 +254,36 @@ impl Record {
         if r.is_null() {
             return None;
         }
-        let mut rec = Record {
-            json: cstr(ffi::hf_rec_json(r)).unwrap_or_default(),
-            strs: Vec::new(),
-            ints: Vec::new(),
-            lists: Vec::new(),
-        };
+        let json = cstr(ffi::hf_rec_json(r)).unwrap_or_default();
+        let mut rec = Record::fields(r, "", json.clone());
+        // a lock's status: every holder, its fields under "holders.<i>."
+        let items = json_items(&json, "holders");
+        let n = ffi::hf_rec_len(r, c"holders".as_ptr());
+        for i in 0..n {
+            let item = items.get(i).cloned().unwrap_or_default();
+            rec.holders.push(Record::fields(r, &format!("holders.{i}."), item));
+        }
+        Some(rec)
+    }
+
+    /// The fields of r under prefix ("" or "holders.<i>."), json the text they came from.
+    unsafe fn fields(r: *const ffi::hf_rec, prefix: &str, json: String) -> Record {
+        let mut rec = Record { json, strs: Vec::new(), ints: Vec::new(), lists: Vec::new(), holders: Vec::new() };
         for f in STR_FIELDS {
-            let cf = CString::new(*f).unwrap();
+            let cf = CString::new(format!("{prefix}{f}")).unwrap();
             if let Some(v) = cstr(ffi::hf_rec_str(r, cf.as_ptr())) {
                 rec.strs.push((f.to_string(), v));
             }
         }
         for f in INT_FIELDS {
-            let cf = CString::new(*f).unwrap();
+            let cf = CString::new(format!("{prefix}{f}")).unwrap();
             let mut v = 0i64;
             if ffi::hf_rec_int(r, cf.as_ptr(), &mut v) == 0 {
                 rec.ints.push((f.to_string(), v));
             }
         }
         for f in LIST_FIELDS {
-            let cf = CString::new(*f).unwrap();
+            let cf = CString::new(format!("{prefix}{f}")).unwrap();
             let n = ffi::hf_rec_len(r, cf.as_ptr());
             if n > 0 {
                 let items = (0..n)
@@ -225,7 +292,15 @@ impl Record {
                 rec.lists.push((f.to_string(), items));
             }
         }
-        Some(rec)
+        rec
+    }
+
+    /// A lock's holders, each with its own fields ("pid", "token", "fence",
+    /// "mode", "state", "waiting": 1 for the one standing at the lock waiting
+    /// for holders it cannot share with), as [`Lock::status`] and
+    /// [`Lock::query`] list them; empty for any other record.
+    pub fn holders(&self) -> &[Record] {
+        &self.holders
     }
 
     /// The record as one line of JSON, every field included.
@@ -652,14 +727,87 @@ impl Lock {
 
     /// Take the lock; on success the guard holds it until dropped or
     /// released. [`ErrorKind::Held`] / [`ErrorKind::TimedOut`] name the
-    /// holder.
+    /// holder. The same as [`Lock::write`].
     pub fn acquire(self) -> Result<LockGuard> {
+        self.write()
+    }
+
+    /// Take the lock alone, as a writer ([`std::sync::RwLock::write`]'s
+    /// counterpart, waiting as [`Lock::wait`] says: by default it tries once,
+    /// like `try_write`): no reader and no slot holder beside it. A writer
+    /// that waits for readers stands at the lock, so every reader that comes
+    /// after it queues behind it.
+    ///
+    /// ```
+    /// use holdfast::{ErrorKind, Lock, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("holdfast-doc-rw-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("data.lock");
+    /// let r1 = Lock::new(&path)?.read()?;
+    /// let r2 = Lock::new(&path)?.read()?; // readers share
+    /// let e = Lock::new(&path)?.write().err().unwrap(); // tried once
+    /// assert_eq!(e.kind(), ErrorKind::Held);
+    /// assert_eq!(e.holder().unwrap().str("mode"), Some("shared"));
+    /// assert_eq!(Lock::status(&path)?.holders().len(), 2);
+    /// drop(r1);
+    /// drop(r2);
+    /// let w = Lock::new(&path)?.wait(Wait::For(std::time::Duration::from_secs(5))).write()?;
+    /// assert!(w.fence() > 0);
+    /// # drop(w);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), holdfast::Error>(())
+    /// ```
+    pub fn write(self) -> Result<LockGuard> {
+        let lock = self.set(ffi::HF_OPT_MODE, i64::from(ffi::HF_MODE_EXCLUSIVE))?;
+        lock.take().map(|lock| LockGuard { lock })
+    }
+
+    /// Take the lock as a reader ([`std::sync::RwLock::read`]'s
+    /// counterpart, waiting as [`Lock::wait`] says: by default it tries once,
+    /// like `try_read`): beside any number of readers, never beside a writer
+    /// or a slot holder, and behind a writer already waiting. Each reader has
+    /// its own token, fence and record; a reader that dies frees its place at
+    /// once. On the file system only (etcd refuses it for now).
+    pub fn read(self) -> Result<SharedGuard> {
+        let lock = self.set(ffi::HF_OPT_MODE, i64::from(ffi::HF_MODE_SHARED))?;
+        lock.take().map(|lock| SharedGuard { guard: LockGuard { lock }, slots: None })
+    }
+
+    /// Take one of `n` slots (1 to [`SLOTS_MAX`]): at most `n` holders at
+    /// once that each ask for `n` - a counting semaphore across processes.
+    /// Never beside a writer or a reader; waits as [`Lock::wait`] says. `n`
+    /// out of range: [`ErrorKind::Os`]`(EINVAL)`.
+    ///
+    /// ```
+    /// use holdfast::{ErrorKind, Lock};
+    /// # let dir = std::env::temp_dir().join(format!("holdfast-doc-slots-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("gpu.lock");
+    /// let a = Lock::new(&path)?.slot(2)?;
+    /// let b = Lock::new(&path)?.slot(2)?;
+    /// let e = Lock::new(&path)?.slot(2).err().unwrap(); // a third of two
+    /// assert_eq!(e.kind(), ErrorKind::Held);
+    /// let s = Lock::status(&path)?;
+    /// assert_eq!((s.str("mode"), s.int("slots")), (Some("slots"), Some(2)));
+    /// drop(a);
+    /// let c = Lock::new(&path)?.slot(2)?; // a place came back
+    /// # drop((b, c));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), holdfast::Error>(())
+    /// ```
+    pub fn slot(self, n: u32) -> Result<SharedGuard> {
+        let lock = self.set(ffi::HF_OPT_SLOTS, i64::from(n))?;
+        lock.take().map(|lock| SharedGuard { guard: LockGuard { lock }, slots: Some(n) })
+    }
+
+    /// hf_lock_acquire in the mode set: the lock back when held.
+    fn take(self) -> Result<Lock> {
         let rc = unsafe { ffi::hf_lock_acquire(self.raw) };
         if rc < 0 {
             let holder = unsafe { Record::from_raw(ffi::hf_lock_holder(self.raw)) };
             return Err(Error::new("lock", self.path.display().to_string(), rc, holder));
         }
-        Ok(LockGuard { lock: self })
+        Ok(self)
     }
 
     /// Take over a lock acquired elsewhere by its token (`lock acquire`
@@ -822,6 +970,69 @@ impl LockGuard {
         let fd = unsafe { ffi::hf_lock_detach(self.lock.raw) };
         let fd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
         (token, fd)
+    }
+}
+
+/// HF_SLOTS_MAX: the most slots a lock can have ([`Lock::slot`]).
+pub const SLOTS_MAX: u32 = ffi::HF_SLOTS_MAX as u32;
+
+/// A held reader's or slot holder's place ([`Lock::read`], [`Lock::slot`]);
+/// dropping it releases that place. Others may hold beside it, so it has no
+/// [`LockGuard::edit`]: a file is replaced under a writer.
+pub struct SharedGuard {
+    guard: LockGuard,
+    slots: Option<u32>,
+}
+
+impl SharedGuard {
+    /// This holder's own token.
+    pub fn token(&self) -> String {
+        self.guard.token()
+    }
+    /// This holder's fence: above every writer's before it (a resource that
+    /// keeps the highest writer's fence it saw can refuse readers from before).
+    pub fn fence(&self) -> u64 {
+        self.guard.fence()
+    }
+    /// The descriptor holding this holder's kernel lock (-1 for an adopted token).
+    pub fn fd(&self) -> RawFd {
+        self.guard.fd()
+    }
+    /// The path of the lock.
+    pub fn path(&self) -> &Path {
+        self.guard.path()
+    }
+    /// The slots it holds one of; None for a reader.
+    pub fn slots(&self) -> Option<u32> {
+        self.slots
+    }
+    /// The caller's own owner record ("mode": "shared" or "slots").
+    pub fn record(&self) -> Option<Record> {
+        self.guard.record()
+    }
+    /// Is this place still ours? As [`LockGuard::check`].
+    pub fn check(&self) -> Result<()> {
+        self.guard.check()
+    }
+    /// Restart this holder's window, keeping its fence. As [`LockGuard::renew`].
+    pub fn renew(&mut self) -> Result<()> {
+        self.guard.renew()
+    }
+    /// While the returned [`Hold`] lives no writer enters. As [`LockGuard::hold`].
+    pub fn hold(&mut self) -> Result<Hold<'_>> {
+        self.guard.hold()
+    }
+    /// Release this place now, and say how that went.
+    pub fn release(self) -> Result<()> {
+        self.guard.release()
+    }
+    /// Release it and keep the handle (its mode included) to take again.
+    pub fn unlock(self) -> Result<Lock> {
+        self.guard.unlock()
+    }
+    /// Hand this place over without releasing it: its token and descriptor.
+    pub fn detach(self) -> (String, Option<OwnedFd>) {
+        self.guard.detach()
     }
 }
 

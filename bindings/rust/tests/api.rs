@@ -80,7 +80,9 @@ fn constants_match_the_header() {
             let name = format!("HF_E{}", it.next().unwrap());
             let v = it.next().unwrap().trim_matches(|c| c == '(' || c == ')');
             (name, v.parse::<i64>().unwrap())
-        } else if t.starts_with("HF_OPT_") || t.starts_with("HF_SCOPE_") {
+        } else if let Some(rest) = t.strip_prefix("#define HF_SLOTS_MAX") {
+            ("HF_SLOTS_MAX".to_string(), rest.trim().parse::<i64>().unwrap())
+        } else if t.starts_with("HF_OPT_") || t.starts_with("HF_SCOPE_") || (t.starts_with("HF_MODE_") && t.contains(" = ")) {
             let name: String = t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
             let v = match t.split_once('=') {
                 Some((_, v)) => v.trim().trim_end_matches(',').split_whitespace().next().unwrap().trim_end_matches(',').parse().unwrap(),
@@ -95,7 +97,7 @@ fn constants_match_the_header() {
         assert!(ffi.contains(&decl), "src/ffi.rs lacks `{decl}` (from {})", header.display());
         checked += 1;
     }
-    assert!(checked >= 10 + 11 + 5, "only {checked} constants found in the header");
+    assert!(checked >= 10 + 11 + 5 + 2 + 3 + 1, "only {checked} constants found in the header");
 }
 
 #[test]
