@@ -523,3 +523,49 @@ Test(trail, failed_attempt_leaves_no_record_of_its_own)
 	dl_kill(lifeA);
 	free(ra);
 }
+
+static const char *rel_token;
+
+static int release_by_token(void *arg)
+{
+	(void)arg;
+	struct hf_lock_info h;
+	int rc = hf_dirlock_release(lock, rel_token, &h);
+	return rc == 0 || rc == HF_ENOTHELD || rc == HF_ENOTYOURS ? 0 : 1;
+}
+
+/* DL20: a release by token that looked at L while the token's record was
+ * there, and took L after it changed hands, holds the next acquirer's new
+ * directory in its claim. That acquirer, trying once, meets its own record
+ * there: a claim that hides nobody but itself. It starts again and enters
+ * (it was refused "a claim beside it denies entry", naming itself -
+ * tests/run/test_callers.c's background_subshell met it). */
+Test(trail, a_try_once_acquirer_is_not_refused_by_its_own_directory_in_a_claim)
+{
+	char tok[HF_TOKEN_LEN + 1];
+	pid_t life = dl_life();
+	dl_write_record(lock, life, hf_sys_now_ms(), 7, 0, tok);
+	rel_token = tok;
+	struct hft_child R, A;
+	hft_spawn_fn(&R, "pause:dirlock.release.judged:1;pause:dirlock.release.taken:1",
+		     release_by_token, NULL);
+	hft_expect(&R, "dirlock.release.judged"); /* L's record was the token's */
+	dl_kill(life);                            /* its owner is dead: reapable */
+	static struct dl_acq a;
+	char *result = res("A");
+	a = (struct dl_acq){ .path = lock, .ovl = ovl, .result = result };
+	hft_spawn_fn(&A, "pause:dirlock.acquire.published:1;pause:dirlock.acquire.denied:1", dl_acq,
+		     &a);
+	hft_expect(&A, "dirlock.acquire.published"); /* reaped it, published at L */
+	hft_go(&R);
+	hft_expect(&R, "dirlock.release.taken"); /* L - A's directory - in R's claim */
+	hft_go(&A);
+	hft_expect(&A, "dirlock.acquire.denied"); /* its look met its own record there */
+	hft_go(&R);
+	cr_assert_eq(hft_wait(&R), 0); /* not the token's: back to L it went (DL4) */
+	hft_go(&A);
+	cr_assert_eq(hft_wait(&A), DL_ENTERED, "the acquirer was refused by its own record");
+	cr_assert_eq(dl_ovl_count(ovl), 0);
+	comes_back();
+	free(result);
+}

@@ -626,3 +626,17 @@ void et_chain_judge(struct et_chain *c, const char *env, const char *dir)
 	free(out);
 	free(err);
 }
+
+const char *et_str(const hf_rec *r, const char *f)
+{
+	const char *s = hf_rec_str(r, f);
+	cr_assert_not_null(s, "no %s in %s", f, r ? hf_rec_json(r) : "(null)");
+	return s;
+}
+
+int64_t et_num(const hf_rec *r, const char *f)
+{
+	int64_t v;
+	cr_assert_eq(hf_rec_int(r, f, &v), 0, "no %s in %s", f, r ? hf_rec_json(r) : "(null)");
+	return v;
+}

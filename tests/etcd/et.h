@@ -9,6 +9,7 @@
 #define ET_H
 
 #include "hft.h"
+#include "holdfast.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -154,6 +155,9 @@ void et_chain_judge(struct et_chain *c, const char *env, const char *dir);
 	{                                     \
 		fn("dash");                   \
 	}
+/* Field f of record r, which must be there (a Criterion assertion). */
+const char *et_str(const hf_rec *r, const char *f);
+int64_t et_num(const hf_rec *r, const char *f);
 /* The same with E on https (et_setup_tls). */
 #define ET_SUITE_TLS(name, timeout_s) \
 	TestSuite(name, .init = et_setup_tls, .fini = et_teardown, .timeout = (timeout_s))

@@ -36,19 +36,6 @@ static hf_lock *lock_on_etcd(const char *name)
 	return l;
 }
 
-static const char *str(const hf_rec *r, const char *f)
-{
-	const char *s = hf_rec_str(r, f);
-	cr_assert_not_null(s, "no %s in %s", f, r ? hf_rec_json(r) : "(null)");
-	return s;
-}
-
-static int64_t num(const hf_rec *r, const char *f)
-{
-	int64_t v;
-	cr_assert_eq(hf_rec_int(r, f, &v), 0, "no %s in %s", f, r ? hf_rec_json(r) : "(null)");
-	return v;
-}
 
 Test(etcd_api, acquire_conflict_release_check_query)
 {
@@ -60,19 +47,19 @@ Test(etcd_api, acquire_conflict_release_check_query)
 	cr_assert_eq(hf_lock_fd(a), -1);
 	cr_assert_eq(hf_lock_acquire(b), HF_EHELD);
 	const hf_rec *h = hf_lock_holder(b);
-	cr_assert_eq(num(h, "pid"), getpid());
-	cr_assert_eq((uint64_t)num(h, "fence"), fence);
-	cr_assert_str_eq(str(h, "token"), hf_lock_token(a));
-	cr_assert_str_eq(str(h, "state"), "held");
-	str(h, "host");
-	str(h, "comm");
-	num(h, "age_ms");
+	cr_assert_eq(et_num(h, "pid"), getpid());
+	cr_assert_eq((uint64_t)et_num(h, "fence"), fence);
+	cr_assert_str_eq(et_str(h, "token"), hf_lock_token(a));
+	cr_assert_str_eq(et_str(h, "state"), "held");
+	et_str(h, "host");
+	et_str(h, "comm");
+	et_num(h, "age_ms");
 	cr_assert_eq(hf_lock_check(a), 0);
 	hf_rec *q;
 	cr_assert_eq(hf_lock_query(b, &q), 0);
-	cr_assert_str_eq(str(q, "state"), "held");
-	cr_assert_str_eq(str(q, "backend"), "etcd");
-	cr_assert_eq((uint64_t)num(q, "fence"), fence);
+	cr_assert_str_eq(et_str(q, "state"), "held");
+	cr_assert_str_eq(et_str(q, "backend"), "etcd");
+	cr_assert_eq((uint64_t)et_num(q, "fence"), fence);
 	hf_rec_free(q);
 	/* release by the token from another handle: the CLI's way */
 	cr_assert_eq(hf_lock_adopt(b, hf_lock_token(a)), 0);
@@ -82,7 +69,7 @@ Test(etcd_api, acquire_conflict_release_check_query)
 	cr_assert_eq(hf_lock_release(a), HF_ENOTHELD);
 	cr_assert_eq(hf_lock_release(b), HF_ENOTHELD);
 	cr_assert_eq(hf_lock_query(b, &q), 0);
-	cr_assert_str_eq(str(q, "state"), "free");
+	cr_assert_str_eq(et_str(q, "state"), "free");
 	hf_rec_free(q);
 	hf_lock_free(a);
 	hf_lock_free(b);
@@ -94,7 +81,7 @@ Test(etcd_api, release_of_another_token_is_not_yours)
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	cr_assert_eq(hf_lock_adopt(b, "0123456789abcdef0123456789abcdef"), 0);
 	cr_assert_eq(hf_lock_release(b), HF_ENOTYOURS);
-	cr_assert_eq(num(hf_lock_holder(b), "pid"), getpid());
+	cr_assert_eq(et_num(hf_lock_holder(b), "pid"), getpid());
 	cr_assert_eq(hf_lock_check(a), 0, "a refused release took it");
 	hf_lock_free(a); /* releases */
 	hf_lock_free(b);
@@ -170,7 +157,7 @@ Test(etcd_api, wait_cancelled)
 	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, -1), 0);
 	cr_assert_eq(hf_lock_set(b, HF_OPT_CANCEL_FD, p[0]), 0);
 	cr_assert_eq(hf_lock_acquire(b), HF_ECANCELED);
-	cr_assert_eq(num(hf_lock_holder(b), "pid"), getpid());
+	cr_assert_eq(et_num(hf_lock_holder(b), "pid"), getpid());
 	close(p[0]);
 	close(p[1]);
 	hf_lock_free(a);
@@ -184,7 +171,7 @@ Test(etcd_api, a_thread_never_waits_for_its_own_hold)
 	cr_assert_eq(hf_lock_acquire(a), 0);
 	cr_assert_eq(hf_lock_set(b, HF_OPT_WAIT_MS, -1), 0);
 	cr_assert_eq(hf_lock_acquire(b), -EDEADLK);
-	cr_assert_eq(num(hf_lock_holder(b), "pid"), getpid());
+	cr_assert_eq(et_num(hf_lock_holder(b), "pid"), getpid());
 	cr_assert_eq(hf_lock_release(a), 0);
 	cr_assert_eq(hf_lock_acquire(b), 0, "released: the wait takes it");
 	cr_assert_eq(hf_lock_release(b), 0);

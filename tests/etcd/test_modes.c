@@ -45,19 +45,6 @@ static hf_lock *lock_mode(const char *name, int mode, int slots)
 	return l;
 }
 
-static const char *str(const hf_rec *r, const char *f)
-{
-	const char *s = hf_rec_str(r, f);
-	cr_assert_not_null(s, "no %s in %s", f, r ? hf_rec_json(r) : "(null)");
-	return s;
-}
-
-static int64_t num(const hf_rec *r, const char *f)
-{
-	int64_t v;
-	cr_assert_eq(hf_rec_int(r, f, &v), 0, "no %s in %s", f, r ? hf_rec_json(r) : "(null)");
-	return v;
-}
 
 /* ---- actors: a child holding one handle, told what to do on a pipe ---- */
 
@@ -177,7 +164,7 @@ Test(etcd_modes, readers_share_writer_waits_until_they_release)
 	cr_assert_eq(b.rc, 0, "the second reader shares: %d", b.rc);
 	cr_assert_gt(b.fence, a.fence);
 	hf_rec *q = query("rw");
-	cr_assert_str_eq(str(q, "mode"), "shared");
+	cr_assert_str_eq(et_str(q, "mode"), "shared");
 	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
 	hf_rec_free(q);
 	actor_tell(&w, 'a');
@@ -187,7 +174,7 @@ Test(etcd_modes, readers_share_writer_waits_until_they_release)
 	hft_expect(&w.c, "etcdlock.acquire.judged"); /* woken, judged again: r2 */
 	q = query("rw");
 	cr_assert_eq(hf_rec_len(q, "holders"), 1, "%s", hf_rec_json(q));
-	cr_assert_str_eq(str(q, "holders.0.token"), b.token, "the writer entered beside a reader");
+	cr_assert_str_eq(et_str(q, "holders.0.token"), b.token, "the writer entered beside a reader");
 	hf_rec_free(q);
 	hft_go(&w.c);
 	cr_assert_eq(actor_do(&r2, 'r').rc, 0);
@@ -195,8 +182,8 @@ Test(etcd_modes, readers_share_writer_waits_until_they_release)
 	cr_assert_eq(c.rc, 0, "the writer: %d", c.rc);
 	cr_assert_gt(c.fence, b.fence);
 	q = query("rw");
-	cr_assert_str_eq(str(q, "mode"), "exclusive");
-	cr_assert_str_eq(str(q, "token"), c.token);
+	cr_assert_str_eq(et_str(q, "mode"), "exclusive");
+	cr_assert_str_eq(et_str(q, "token"), c.token);
 	cr_assert_eq(hf_rec_len(q, "holders"), 1);
 	hf_rec_free(q);
 	actor_stop(&w);
@@ -223,7 +210,7 @@ Test(etcd_modes, waiting_writer_not_starved_by_new_readers)
 	hft_go(&w.c); /* the writer waits for r1 */
 	hf_lock *late = lock_mode("st", HF_MODE_SHARED, 0);
 	cr_assert_eq(hf_lock_acquire(late), HF_EHELD, "a reader passed a waiting writer");
-	cr_assert_eq(num(hf_lock_holder(late), "pid"), w.c.pid, "%s",
+	cr_assert_eq(et_num(hf_lock_holder(late), "pid"), w.c.pid, "%s",
 		     hf_rec_json(hf_lock_holder(late)));
 	hf_lock_free(late);
 	actor_tell(&r3, 'a');
@@ -231,17 +218,17 @@ Test(etcd_modes, waiting_writer_not_starved_by_new_readers)
 	hft_go(&r3.c);
 	hf_rec *q = query("st");
 	cr_assert_eq(hf_rec_len(q, "holders"), 1, "%s", hf_rec_json(q));
-	cr_assert_str_eq(str(q, "holders.0.token"), a.token);
+	cr_assert_str_eq(et_str(q, "holders.0.token"), a.token);
 	hf_rec_free(q);
 	cr_assert_eq(actor_do(&r1, 'r').rc, 0);
 	struct result c = actor_result(&w);
 	cr_assert_eq(c.rc, 0, "the writer: %d", c.rc);
 	cr_assert_gt(c.fence, a.fence);
 	q = query("st");
-	cr_assert_str_eq(str(q, "mode"), "exclusive");
+	cr_assert_str_eq(et_str(q, "mode"), "exclusive");
 	cr_assert_eq(hf_rec_len(q, "holders"), 1, "the late reader entered beside the writer: %s",
 		     hf_rec_json(q));
-	cr_assert_str_eq(str(q, "holders.0.token"), c.token);
+	cr_assert_str_eq(et_str(q, "holders.0.token"), c.token);
 	hf_rec_free(q);
 	cr_assert_eq(actor_do(&w, 'r').rc, 0);
 	struct result d = actor_result(&r3);
@@ -271,11 +258,11 @@ Test(etcd_modes, slots_two_admit_two_the_third_waits)
 	cr_assert_eq(hf_lock_acquire(t), HF_EHELD, "a third slot of 2 entered");
 	hf_lock_free(t);
 	hf_rec *q = query("sl");
-	cr_assert_str_eq(str(q, "mode"), "slots");
-	cr_assert_eq(num(q, "slots"), 2);
+	cr_assert_str_eq(et_str(q, "mode"), "slots");
+	cr_assert_eq(et_num(q, "slots"), 2);
 	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
-	cr_assert_str_eq(str(q, "holders.0.mode"), "slots");
-	cr_assert_str_eq(str(q, "holders.1.token"), b.token);
+	cr_assert_str_eq(et_str(q, "holders.0.mode"), "slots");
+	cr_assert_str_eq(et_str(q, "holders.1.token"), b.token);
 	hf_rec_free(q);
 	/* a shared acquirer never shares with slot holders */
 	hf_lock *sh = lock_mode("sl", HF_MODE_SHARED, 0);
@@ -287,8 +274,8 @@ Test(etcd_modes, slots_two_admit_two_the_third_waits)
 	cr_assert_gt(c.fence, b.fence);
 	q = query("sl");
 	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
-	cr_assert_str_eq(str(q, "holders.0.token"), b.token);
-	cr_assert_str_eq(str(q, "holders.1.token"), c.token);
+	cr_assert_str_eq(et_str(q, "holders.0.token"), b.token);
+	cr_assert_str_eq(et_str(q, "holders.1.token"), c.token);
 	hf_rec_free(q);
 	actor_stop(&s1);
 	actor_stop(&s2);
@@ -344,22 +331,22 @@ Test(etcd_modes, status_json_lists_every_holder)
 	cr_assert_eq(hf_lock_acquire(a), 0, "%s", hf_lock_holder(a) ? hf_rec_json(hf_lock_holder(a)) : "");
 	cr_assert_eq(hf_lock_acquire(b), 0);
 	hf_rec *q = query("js");
-	cr_assert_str_eq(str(q, "state"), "held");
-	cr_assert_str_eq(str(q, "mode"), "shared");
+	cr_assert_str_eq(et_str(q, "state"), "held");
+	cr_assert_str_eq(et_str(q, "mode"), "shared");
 	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
 	hf_lock *h[2] = { a, b };
 	for (int i = 0; i < 2; i++) {
 		char f[64];
 		snprintf(f, sizeof f, "holders.%d.token", i);
-		cr_assert_str_eq(str(q, f), hf_lock_token(h[i]));
+		cr_assert_str_eq(et_str(q, f), hf_lock_token(h[i]));
 		snprintf(f, sizeof f, "holders.%d.mode", i);
-		cr_assert_str_eq(str(q, f), "shared");
+		cr_assert_str_eq(et_str(q, f), "shared");
 		snprintf(f, sizeof f, "holders.%d.fence", i);
-		cr_assert_eq((uint64_t)num(q, f), hf_lock_fence(h[i]));
+		cr_assert_eq((uint64_t)et_num(q, f), hf_lock_fence(h[i]));
 		snprintf(f, sizeof f, "holders.%d.pid", i);
-		cr_assert_eq(num(q, f), getpid());
+		cr_assert_eq(et_num(q, f), getpid());
 		snprintf(f, sizeof f, "holders.%d.key", i);
-		const char *k = str(q, f);
+		const char *k = et_str(q, f);
 		cr_assert(strstr(k, "//") && !strcmp(strstr(k, "//") + 2, hf_lock_token(h[i])), "%s", k);
 	}
 	hf_rec_free(q);
@@ -371,7 +358,7 @@ Test(etcd_modes, status_json_lists_every_holder)
 	cr_assert_eq(hf_lock_list(d, &ls), 0);
 	cr_assert_eq(hf_rec_len(ls, "locks"), 1, "%s", hf_rec_json(ls));
 	cr_assert_eq(hf_rec_len(ls, "locks.0.holders"), 2, "%s", hf_rec_json(ls));
-	cr_assert_str_eq(str(ls, "locks.0.mode"), "shared");
+	cr_assert_str_eq(et_str(ls, "locks.0.mode"), "shared");
 	hf_rec_free(ls);
 	/* renew keeps the fence and the mode */
 	uint64_t fb = hf_lock_fence(b);
@@ -383,12 +370,12 @@ Test(etcd_modes, status_json_lists_every_holder)
 	cr_assert_eq(hf_lock_check(a), HF_ELOST);
 	q = query("js");
 	cr_assert_eq(hf_rec_len(q, "holders"), 1, "%s", hf_rec_json(q));
-	cr_assert_str_eq(str(q, "holders.0.token"), hf_lock_token(b));
-	cr_assert_str_eq(str(q, "holders.0.mode"), "shared");
+	cr_assert_str_eq(et_str(q, "holders.0.token"), hf_lock_token(b));
+	cr_assert_str_eq(et_str(q, "holders.0.mode"), "shared");
 	hf_rec_free(q);
 	cr_assert_eq(hf_lock_release(b), 0);
 	q = query("js");
-	cr_assert_str_eq(str(q, "state"), "free");
+	cr_assert_str_eq(et_str(q, "state"), "free");
 	cr_assert_eq(hf_rec_len(q, "holders"), 0);
 	hf_rec_free(q);
 	hf_lock_free(a);
@@ -442,7 +429,7 @@ Test(etcd_modes, keep_holds_a_shared_holders_key_for_its_owner)
 	hf_lock *w = lock_on_etcd("kp");
 	cr_assert_eq(hf_lock_set(w, HF_OPT_WAIT_MS, 3000), 0);
 	cr_assert_eq(hf_lock_acquire(w), HF_ETIMEDOUT, "the kept reader's key expired");
-	cr_assert_str_eq(str(hf_lock_holder(w), "mode"), "shared");
+	cr_assert_str_eq(et_str(hf_lock_holder(w), "mode"), "shared");
 	et_reap(owner); /* the owner ends: the keeper revokes the lease */
 	cr_assert_eq(hft_exit_within(k, 30000), 0, "the keeper");
 	cr_assert_eq(hf_lock_set(w, HF_OPT_WAIT_MS, 30000), 0);

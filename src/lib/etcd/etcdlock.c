@@ -612,6 +612,22 @@ static void kvs_add(json_t *arr, const json_t *r)
 		json_array_append(arr, json_array_get(kvs, i));
 }
 
+/* The kvs of the ranges i and j of the txn answer a, as one array (a is
+ * consumed): 0 and *kvs, or -ENOMEM. */
+static int kvs_two(json_t *a, int i, int j, json_t **kvs)
+{
+	json_t *arr = json_array();
+	if (arr) {
+		kvs_add(arr, txn_range(a, i));
+		kvs_add(arr, txn_range(a, j));
+	}
+	json_decref(a);
+	if (!arr)
+		return -ENOMEM;
+	*kvs = arr;
+	return 0;
+}
+
 /* One txn reading every key of the lock - K and the holders' [K "//",
  * K "/0") - and the epoch (EL10, EL11): 0, *kvs (a new array, the
  * caller's), *ep, *rev (the header's revision; may be NULL). */
@@ -631,16 +647,7 @@ static int look_all(struct hf_etcdlock *el, json_t **kvs, struct hf_etcd_epoch *
 		*rev = 0;
 		hf_etcd_i64(json_object_get(a, "header"), "revision", rev);
 	}
-	json_t *arr = json_array();
-	if (arr) {
-		kvs_add(arr, txn_range(a, 0));
-		kvs_add(arr, txn_range(a, 1));
-	}
-	json_decref(a);
-	if (!arr)
-		return -ENOMEM;
-	*kvs = arr;
-	return 0;
+	return kvs_two(a, 0, 1, kvs);
 }
 
 static int key_order(const void *a, const void *b)
@@ -907,15 +914,8 @@ static int put_holder(struct hf_etcdlock *el, const char *own64, const char *v64
 		return rc;
 	}
 	if (put) {
-		json_t *arr = json_array();
-		if (arr) {
-			kvs_add(arr, txn_range(a, 1));
-			kvs_add(arr, txn_range(a, 2));
-		}
-		json_decref(a);
-		if (!arr)
-			return -ENOMEM;
-		*kvs = arr;
+		if ((rc = kvs_two(a, 1, 2, kvs)) < 0)
+			return rc;
 		*cr = *rev; /* EL2: the put's revision */
 		assert(*cr > ep->rev && ep->value > 0 && "EL2, EL10");
 		return 1;

@@ -330,6 +330,13 @@
  *          claim left behind, nothing of the user's removed. Every taker is
  *          refused the same way, at once (a wait does not wait for a
  *          human), until one removes it.
+ *   (DL20) A claim holding the attempt's own record (its directory, taken
+ *          from L by a reaper or a releaser by token that judged the
+ *          directory there before) hides no one but the attempt itself: it
+ *          denies this attempt (its directory is not at L), which withdraws
+ *          (DW1 empties the claim: nobody restores it now, DL4's re-check)
+ *          and starts again, never refused by it - a try-once acquirer
+ *          included.
  *
  * Hazards
  * -------
@@ -1795,6 +1802,8 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_w
 
 	int stale = 0, entries = 0;
 	rc = claims_check(l, holder, &stale, &entries); /* DA5, DL2b, DL8 */
+	if (rc == HF_EBARRIER && holder && !strcmp(holder->owner.token, me.token))
+		rc = RETRY; /* DL20: our own directory, taken by mistake */
 	if (rc != 0)
 		goto denied;
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_SCANNED);
