@@ -484,8 +484,9 @@ Test(trail, withdraw_by_fd_plus_sweep)
  * claim and starts to withdraw, R restores A's directory, and 0.1's A then
  * searched the claims, found nothing and left: L held by A's record while
  * A's owner lived (max-hold, 10 min). Here A unlinks its record through its
- * descriptor (DL10): nothing of A's is left anywhere, and the next acquirer
- * gets L at once although A's owner lives on. */
+ * descriptor (DL10): nothing of A's is left anywhere; A starts again (DL20:
+ * the claim held only its own directory), enters and releases, and the next
+ * acquirer gets L at once although A's owner lives on. */
 Test(trail, failed_attempt_leaves_no_record_of_its_own)
 {
 	dl_dead_holder(lock);                               /* X, dead */
@@ -507,7 +508,7 @@ Test(trail, failed_attempt_leaves_no_record_of_its_own)
 	hft_go(&R);                                         /* R restores A's (now empty) directory */
 	hft_wait(&R);
 	hft_go(&A);
-	cr_assert_neq(hft_wait(&A), DL_ENTERED);
+	cr_assert_eq(hft_wait(&A), DL_ENTERED, "DL20: refused by nobody but itself");
 	cr_assert_eq(dl_ovl_count(ovl), 0);
 	/* A's owner lives; nothing of A's may hold L */
 	struct hf_lock_info i;

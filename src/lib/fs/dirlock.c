@@ -336,7 +336,9 @@
  *          denies this attempt (its directory is not at L), which withdraws
  *          (DW1 empties the claim: nobody restores it now, DL4's re-check)
  *          and starts again, never refused by it - a try-once acquirer
- *          included.
+ *          included. A denial and a new attempt, as model/dirlock.pml's
+ *          acquirers make them: only the answer to a try-once caller
+ *          changes.
  *
  * Hazards
  * -------
