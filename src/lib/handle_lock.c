@@ -306,6 +306,10 @@ int hf_lock_check(hf_lock *l)
 	ours = ours && live;
 	l->holder_is_self = false;
 	hf_rec *r = now.state != HF_LOCK_FREE ? l->ops->rec(l->st, &now, false) : NULL;
+	if (!r) { /* free: nobody to name */
+		hf_rec_free(all);
+		all = NULL;
+	}
 	hf_rec_put(&l->holder, hf_rec_merge(r, all));
 	return ours ? 0 : HF_ELOST;
 }

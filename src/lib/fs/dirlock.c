@@ -148,8 +148,8 @@
  *   DS1 (drain) the holders this acquisition cannot share with: every
  *       entry for an exclusive one; s- entries for a shared one; r- entries
  *       for a slot one, and s- entries while N or more of them are live (N:
- *       its own HF_OPT_SLOTS). Read the state directory (none when DA5's
- *       fstat showed no subdirectory and the mode is not slots); judge each
+ *       its own HF_OPT_SLOTS). Read the state directory (not when DA5's
+ *       read saw no entry: none to drain, SM2); judge each
  *       entry it cannot share with as a claim's record is judged (DL6):
  *       dead, leaked, expired or abandoned ones are reaped (DS5); a claim
  *       that may hide a live holder denies (as DA5). While a live one
@@ -168,8 +168,8 @@
  *   DS6 (renew standing) an acquisition that waited in DS1 writes its
  *       record at L again, with its time now, through its descriptor, and
  *       reads it back at L (DR3-DR5's way): before each read of the state
- *       directory once half of max(max-hold, stale) has passed since its
- *       last write, and once more when the drain is over. Not at L with it
+ *       directory once half of its lease (OW6), else of its max-hold, has
+ *       passed since its last write, and once more when the drain is over. Not at L with it
  *       any more (reaped meanwhile): withdraw and start again.
  *   DA7 is then the last step, in every mode: the counter still at our
  *       fence (SM2). A shared or slot acquirer that fails it withdraws its
@@ -181,9 +181,13 @@
  *       the token, verified by the record's token. Not found: as DT.
  *   DS4 renew: the record replaced in the entry as DR4 replaces it at L;
  *       renewed when the entry is still at its name with the new bytes.
- *   DS5 reap an entry: only by an acquirer standing at L in DS1: take it
- *       into our own claim, verify what was judged (DL14), remove it; a
- *       mismatch goes back to its name (RENAME_NOREPLACE).
+ *   DS5 reap an entry: only by an acquirer standing at L in DS1 (checked
+ *       after every wait): take it into our own claim, verify what was
+ *       judged (DL14), remove it; a mismatch (renewed since) stays in our
+ *       claim, a barrier while its record lives - never put back, as its
+ *       name is always free (a put-back at L is refused when L changed
+ *       hands; one to an entry's name could not be). An entry that cannot
+ *       be reaped (an error) is waited for as a live one.
  * Invariants:
  *   (SM1) A shared or slot holder is entered only after its entry is at its
  *         r-/s- name with its complete record (DS2) and then DA7 passed; it
@@ -1038,12 +1042,11 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 		return 0; /* stolen from us meanwhile (DL5) */
 	if (dirfd == l->pfd)
 		return claim_putback(l, mine, &now); /* DL4 */
-	if (dirfd == l->sfd && entry_mode(name) >= 0) {
-		/* DS5: an entry renewed since it was judged goes back to its
-		 * name, which is its holder's alone (nothing else can be there) */
-		rc = hf_sys_renameat2(l->sfd, mine, l->sfd, name, RENAME_NOREPLACE);
-		return rc == -ENOENT || rc == -EEXIST ? 0 : rc;
-	}
+	/* DS5: an entry renewed since it was judged stays in our claim: a
+	 * barrier while its record lives, its holder's renewal answers lost
+	 * (not at its name), its release finds it here (DT). Never put back:
+	 * its name is always free, so a put-back could not be refused as one
+	 * at L is when L changed hands meanwhile. */
 	return 0;
 }
 
@@ -1495,6 +1498,7 @@ struct drain {
 	struct hf_lock_info *holder;    /* one of them, to name               */
 	int ndead;
 	char dead[DRAIN_REAP_MAX][ENTRY_NAME_MAX];
+	const char *self;               /* our token (DL20)                   */
 };
 
 static int drain_cb(int dirfd, const char *name, void *ctx)
@@ -1513,7 +1517,8 @@ static int drain_cb(int dirfd, const char *name, void *ctx)
 		if (v == CLAIM_BARRIER) {
 			if (d->holder)
 				*d->holder = p.info;
-			return HF_EBARRIER;
+			/* DL20: our own directory, taken from L by mistake */
+			return strcmp(p.info.owner.token, d->self) ? HF_EBARRIER : RETRY;
 		}
 		return 0;
 	}
@@ -1549,17 +1554,18 @@ static int drain_cb(int dirfd, const char *name, void *ctx)
 
 /* DS5: reap an entry judged dead, leaked, expired or abandoned - judged
  * again here, its descriptor open across the take (CL1, DL9). */
-static void drain_reap(struct lk *l, const char *name)
+static bool drain_reap(struct lk *l, const char *name)
 {
 	struct place p;
 	if (place_read(l->sfd, name, &p) < 0)
-		return;
+		return false;
 	if (p.kind == REC_NONE)
-		return;
+		return true; /* gone meanwhile */
 	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
-	if (reapable(p.info.state))
-		take_verify_remove(l, l->sfd, name, &p, NULL, ROLE(REAP)); /* SM5 */
+	int rc = reapable(p.info.state) ? take_verify_remove(l, l->sfd, name, &p, NULL, ROLE(REAP))
+					: 1; /* SM5 */
 	place_done(&p);
+	return rc > 0;
 }
 
 /* Is our directory (lfd) still at L? */
@@ -1581,6 +1587,9 @@ struct stand {
 	char *rec;                      /* the record at L (OWNER_MAX bytes)  */
 	size_t *reclen;
 	int64_t written_ms;             /* hf_sys_now_ms() at its last write  */
+	int64_t window;                 /* a judge finds it leaked or expired
+					   no sooner than this after a write:
+					   its lease, else its max-hold       */
 };
 
 /* DS6: rewrite our record at L with its time now, as DR3-DR5 renew it:
@@ -1620,20 +1629,25 @@ static int share_drain(struct lk *l, const struct hf_lock_opts *o, const struct 
 		 * every half of the window in which it cannot be leaked, so it is
 		 * never leaked while we stand here (SM4) - and, the drain over, it
 		 * is fresh when we enter (SM7) */
-		if (waiting && hf_sys_now_ms() - sd->written_ms > leak_ms(l, &(struct hf_lock_info){
-									    .max_hold_ms = sd->hold }) / 2 &&
+		if (waiting && !at_l(l, lfd)) {
+			rc = RETRY; /* DS5: only one standing at L reads and reaps */
+			break;
+		}
+		if (waiting && hf_sys_now_ms() - sd->written_ms > sd->window / 2 &&
 		    (rc = stand_renew(l, lfd, sd)) != 0)
 			break;
-		struct drain d = { .l = l, .o = o, .now = hf_sys_now_ms(), .holder = holder };
+		struct drain d = { .l = l, .o = o, .now = hf_sys_now_ms(), .holder = holder,
+				   .self = sd->me->token };
 		rc = hf_dir_each(l->sfd, "", drain_cb, &d);
-		if (rc < 0)
+		if (rc < 0 || rc == RETRY)
 			break;
-		if (d.ndead > 0) {
-			for (int i = 0; i < d.ndead; i++)
-				drain_reap(l, d.dead[i]);
+		int reaped = 0;
+		for (int i = 0; i < d.ndead; i++)
+			reaped += drain_reap(l, d.dead[i]);
+		if (reaped > 0)
 			continue; /* and read again: a decision is made on a read
 				   * during which none of ours was in our claim */
-		}
+		d.live += d.ndead; /* could not be reaped (an error): wait for them */
 		if (d.live == 0 && (o->mode != HF_MODE_SLOTS || d.slots < o->slots)) {
 			/* SM7: one that waited enters with its record written now */
 			rc = waiting ? stand_renew(l, lfd, sd) : 0;
@@ -1827,6 +1841,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_w
 	struct stand sd = { .me = &me, .fence = f, .hold = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms,
 			    .mode = o->mode, .slots = o->slots, .rec = rec, .reclen = &reclen,
 			    .written_ms = hf_sys_now_ms() };
+	sd.window = me.lease_ms > 0 ? me.lease_ms : sd.hold; /* OW6; DL6: max(hold, stale) >= hold */
 	if (entries > 0 && (rc = share_drain(l, o, w, lfd, &sd, holder)) != 0)
 		goto denied;
 	char entry[ENTRY_NAME_MAX] = "";
@@ -2313,22 +2328,38 @@ int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_
 	if (rc < 0)
 		return rc;
 	if (held->mode != HF_MODE_EXCLUSIVE) {
-		/* DS: a shared or slot holder's entry keeps every acquirer it
-		 * cannot share with out (they drain it, SM2): the entry, with its
-		 * record, is the guard. Checked, nothing taken. */
-		char entry[ENTRY_NAME_MAX];
-		struct place p;
-		entry_name(entry, held->mode, held->fence, held->owner.token);
-		rc = place_peek(l.sfd, entry, &p);
+		/* DL12 for an entry: under the counter's shared flock nobody
+		 * passes DA3 or DA7, so nobody enters; our entry, with our record
+		 * at its name, is checked under it (not the counter's last entry:
+		 * other shared holders enter after us) */
+		int fd = hf_sys_openat(l.sfd, HF_FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+				       0);
+		if (fd < 0) {
+			lk_close(&l);
+			return fd == -ENOENT ? HF_ELOST : fd;
+		}
+		rc = hf_fence_flock(fd, LOCK_SH);
+		if (rc == -EBUSY)
+			rc = -ETIMEDOUT;
 		if (rc == 0) {
-			place_done(&p);
-			rc = p.kind == REC_OK && !strcmp(p.info.owner.token, held->owner.token)
-				     ? 0
-				     : HF_ELOST;
+			char entry[ENTRY_NAME_MAX];
+			struct place p;
+			entry_name(entry, held->mode, held->fence, held->owner.token);
+			rc = place_peek(l.sfd, entry, &p);
+			if (rc == 0) {
+				place_done(&p);
+				rc = p.kind == REC_OK && !strcmp(p.info.owner.token, held->owner.token)
+					     ? 0
+					     : HF_ELOST;
+			}
 		}
 		lk_close(&l);
-		*ret_guard = -1;
-		return rc;
+		if (rc < 0) {
+			hf_sys_close(fd);
+			return rc;
+		}
+		*ret_guard = fd;
+		return 0;
 	}
 	int fd = hf_sys_openat(l.sfd, HF_FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0) {
@@ -2383,9 +2414,13 @@ static int entries_cb(int dirfd, const char *name, void *ctx)
 	if (entry_mode(name) < 0)
 		return 0;
 	struct place p;
-	if (place_read(dirfd, name, &p) < 0 || p.kind == REC_NONE)
-		return 0; /* gone meanwhile, or unreadable: the next look */
-	judge(e->l, &p, p.ctime_ms, e->now);
+	if (place_read(dirfd, name, &p) < 0)
+		return 0; /* unreadable: the next look */
+	if (p.kind != REC_OK) {
+		place_done(&p);
+		return 0; /* gone, or a withdrawal in flight (record-less): no holder */
+	}
+	judge(e->l, &p, p.ctime_ms, e->now); /* with its descriptor: DL9's proof */
 	place_done(&p);
 	if (e->n == e->cap) {
 		size_t cap = e->cap ? e->cap * 2 : 8;
@@ -2400,8 +2435,6 @@ static int entries_cb(int dirfd, const char *name, void *ctx)
 		e->cap = cap;
 	}
 	holder_from(&e->v[e->n], &p);
-	if (p.kind != REC_OK) /* a withdrawal in flight: its mode by its name */
-		e->v[e->n].mode = entry_mode(name);
 	e->n++;
 	return 0;
 }
