@@ -181,8 +181,9 @@ test-release: build
 	meson test -C $(BUILD) --print-errorlogs --no-suite etcd-cluster --no-suite model-long || \
 	  { bash tests/failures.sh $(BUILD); exit 1; }
 
-# The directory lock's SPIN model at bound B1 and its weakened variants
-# (2.5 min of one core): in check-long, so make test stays under 10 minutes.
+# The SPIN models (the directory lock at bound B1, its modes, the session
+# lock) and their weakened variants
+# (about 5.5 min of one core): in check-long, so make test stays under 10 minutes.
 .PHONY: check-model-long
 check-model-long: build
 	meson test -C $(BUILD) --print-errorlogs --suite model-long || \
