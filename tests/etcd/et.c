@@ -31,17 +31,40 @@ int64_t et_mono_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* A loopback port nobody listens on now (the kernel's choice). */
+/* A loopback port nobody listens on now, below the kernel's ephemeral
+ * range (ip_local_port_range): a port the kernel picked from that range
+ * could be handed to another connection's local end - a cluster member's
+ * own connection to a peer - before its member binds it (seen in a
+ * check-cluster: "bind: address already in use"). Ports 20000 to the
+ * range's start, drawn at random, the first one that binds. */
 int et_free_port(void)
 {
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(s, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	cr_assert_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-	socklen_t n = sizeof a;
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
-	close(s);
-	return ntohs(a.sin_port);
+	int lo = 32768;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	if (f) {
+		if (fscanf(f, "%d", &lo) != 1)
+			lo = 32768;
+		fclose(f);
+	}
+	if (lo <= 20000 + 100)
+		lo = 65536; /* no room below it: the range above 20000 then */
+	static unsigned seed;
+	if (!seed)
+		seed = (unsigned)getpid() * 2654435761u ^ (unsigned)et_mono_ms();
+	for (int tries = 0; tries < 1000; tries++) {
+		int port = 20000 + (int)(rand_r(&seed) % (unsigned)(lo - 20000));
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(s, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+					 .sin_port = htons((uint16_t)port) };
+		int ok = bind(s, (struct sockaddr *)&a, sizeof a) == 0;
+		close(s);
+		if (ok)
+			return port;
+	}
+	cr_assert_fail("no free loopback port below %d", lo);
+	return -1;
 }
 
 void et_child_dies_with_parent(void)
