@@ -2327,40 +2327,6 @@ int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_
 	int rc = lk_open(&l, path, 0, 0);
 	if (rc < 0)
 		return rc;
-	if (held->mode != HF_MODE_EXCLUSIVE) {
-		/* DL12 for an entry: under the counter's shared flock nobody
-		 * passes DA3 or DA7, so nobody enters; our entry, with our record
-		 * at its name, is checked under it (not the counter's last entry:
-		 * other shared holders enter after us) */
-		int fd = hf_sys_openat(l.sfd, HF_FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-				       0);
-		if (fd < 0) {
-			lk_close(&l);
-			return fd == -ENOENT ? HF_ELOST : fd;
-		}
-		rc = hf_fence_flock(fd, LOCK_SH);
-		if (rc == -EBUSY)
-			rc = -ETIMEDOUT;
-		if (rc == 0) {
-			char entry[ENTRY_NAME_MAX];
-			struct place p;
-			entry_name(entry, held->mode, held->fence, held->owner.token);
-			rc = place_peek(l.sfd, entry, &p);
-			if (rc == 0) {
-				place_done(&p);
-				rc = p.kind == REC_OK && !strcmp(p.info.owner.token, held->owner.token)
-					     ? 0
-					     : HF_ELOST;
-			}
-		}
-		lk_close(&l);
-		if (rc < 0) {
-			hf_sys_close(fd);
-			return rc;
-		}
-		*ret_guard = fd;
-		return 0;
-	}
 	int fd = hf_sys_openat(l.sfd, HF_FENCE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0) {
 		lk_close(&l);
@@ -2369,7 +2335,20 @@ int hf_dirlock_hold(const char *path, const struct hf_lock_info *held, int *ret_
 	rc = hf_fence_flock(fd, LOCK_SH);
 	if (rc == -EBUSY)
 		rc = -ETIMEDOUT;
-	if (rc == 0) {
+	if (rc == 0 && held->mode != HF_MODE_EXCLUSIVE) {
+		/* DL12 for an entry: under the same shared flock nobody enters;
+		 * our entry, with our record at its name, is checked under it (not
+		 * the counter's last entry: other shared holders enter after us) */
+		char entry[ENTRY_NAME_MAX];
+		struct place p;
+		entry_name(entry, held->mode, held->fence, held->owner.token);
+		rc = place_peek(l.sfd, entry, &p);
+		if (rc == 0) {
+			place_done(&p);
+			rc = p.kind == REC_OK && !strcmp(p.info.owner.token, held->owner.token) ? 0
+												: HF_ELOST;
+		}
+	} else if (rc == 0) {
 		/* DL12: while we hold LOCK_SH nobody passes DA3 or DA7 (both take
 		 * LOCK_EX): nobody enters until we let go. The last entry was ours
 		 * (fences allocated since by attempts that were then denied do not
