@@ -45,14 +45,12 @@
  *      my entry r-/s-<f>-<t> (NOREPLACE; the name is mine alone), verified
  *      by inode in the same step.
  *   A7 (DA7) counter == f: ENTER. Failed: withdraw; a shared or slot
- *      acquirer withdraws its entry: its record through its fd (DL10), then
- *      the entry into its self-claim, verified by inode and record-less,
- *      removed (else put back).
+ *      acquirer withdraws its entry as it releases it (DS3).
  *   Release: exclusive, the acquirer's own withdrawal W1-W3 (dirlock.pml's:
  *      W1 unlink my record through the fd, W2 if my directory is at L and
  *      record-less take it into my self-claim, verify, remove, W3 drop the
- *      kernel lock); shared and slots (DS3): the entry into my self-claim,
- *      verified by inode, removed; then W3.
+ *      kernel lock); shared and slots (DS3): W1, then rmdir of my entry by
+ *      its name, which only my directory ever bears (SM1); then W3.
  *   A crash (CRASH) may stop an attempt after any step that writes, before
  *   entering, in the critical section (CRASHCS) and in its withdrawal or
  *   release (CRASHW): its kernel lock goes, its record stays.
@@ -278,17 +276,25 @@ inline w12() {
   fi
 }
 
-/* an entry of mine through my self-claim: take, verify by inode (and,
-   when withdrawing, record-less), remove; else put back */
-inline entryout(norec) {
-  d_step { if :: ent[t] != 0 -> cl[CSW(t)] = ent[t]; ent[t] = 0 :: else -> skip fi;
-           printf("MSC: P%d(tok %d): takes its entry into claim%d (dir %d)\n", _pid, t, CSW(t), cl[CSW(t)]) };
+/* DS3: release (or withdraw) my entry - W1 my record through the fd (only
+   mine is ever in my directory, DL1), then rmdir by my entry's name, which
+   only my directory ever bears (SM1, asserted): it is removed when it is
+   there and empty; gone (a reaper took it) or not empty: left (a reaper's
+   claim, or record-less under my kernel lock until W3 - reapable then) */
+inline entryrm() {
+  d_step { if :: own[d] == t -> own[d] = 0 :: else -> skip fi;
+           printf("MSC: P%d(tok %d): W1 unlinks its record in dir %d\n", _pid, t, d) };
   if CRWW :: skip fi;
-  if
-  :: cl[CSW(t)] == d && (!norec || own[d] == 0) -> remove(CSW(t))
-  :: cl[CSW(t)] != 0 && !(cl[CSW(t)] == d && (!norec || own[d] == 0)) -> restoreE(CSW(t), t)
-  :: cl[CSW(t)] == 0 -> skip
-  fi
+  d_step {
+    if
+    :: ent[t] != 0 && own[ent[t]] == 0 ->
+       assert(ent[t] == d);           /* SM1: only my directory bears my name */
+       assert(!in[d]);                /* SM5 */
+       printf("MSC: P%d(tok %d): rmdir its entry (dir %d)\n", _pid, t, d);
+       own[d] = GONE; ent[t] = 0
+    :: else ->
+       printf("MSC: P%d(tok %d): its entry is gone or not empty (dir %d)\n", _pid, t, ent[t])
+    fi }
 }
 
 /* the entry of an attempt entering: the assertions (in a d_step) */
@@ -535,12 +541,8 @@ ds1:    skip;
      if
      :: !ok && m == EXC -> goto withdrawal
      :: !ok && m != EXC ->
-        /* withdraw the entry: my record through the fd, the entry through
-           my self-claim (record-less) */
-        d_step { if :: own[d] == t -> own[d] = 0 :: else -> skip fi;
-                 printf("MSC: P%d(tok %d): unlinks its record in dir %d\n", _pid, t, d) };
-        if CRWW :: skip fi;
-        entryout(1);
+        /* withdraw the entry as DS3 releases it */
+        entryrm();
         goto drop
      :: ok -> skip
      fi;
@@ -554,7 +556,7 @@ cs:  /* the critical section; then release, or crash in it */
      d_step { LEAVE; printf("MSC: P%d(tok %d): leaves, releases\n", _pid, t) };
      if
      :: m == EXC -> w12()
-     :: else -> entryout(0)        /* DS3 */
+     :: else -> entryrm()          /* DS3 */
      fi;
      goto drop;
 

@@ -5,6 +5,8 @@
  * coming back at once, fences in order (dirlock.c DS1-DS5, SM1-SM6). */
 #include "rt.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -263,6 +265,96 @@ Test(modes, an_exclusive_lock_says_its_one_holder_in_the_same_words)
 	cr_assert_str_eq(field(s, 0, "token"), hf_lock_token(a));
 	hf_rec_free(s);
 	hf_lock_free(a);
+	free(p);
+}
+
+/* The names in p's state directory (P/L.holdfast) that start with prefix,
+ * space-separated into out; how many. */
+static int state_names(const char *p, const char *prefix, char *out, size_t n)
+{
+	char *sd;
+	cr_assert_geq(asprintf(&sd, "%s.holdfast", p), 0);
+	DIR *d = opendir(sd);
+	cr_assert(d, "%s: %s", sd, strerror(errno));
+	int k = 0;
+	size_t used = 0;
+	out[0] = '\0';
+	for (struct dirent *e; (e = readdir(d));) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		k++;
+		int w = snprintf(out + used, n - used, "%s ", e->d_name);
+		if (w > 0 && (size_t)w < n - used)
+			used += (size_t)w;
+	}
+	closedir(d);
+	free(sd);
+	return k;
+}
+
+/* DS3: the release takes the record through the descriptor and the entry by
+ * its name; a file in the entry (a renewal's temporary in flight, DR4) makes
+ * that rmdir fail, and the release finishes through its self-claim. */
+Test(modes, a_release_leaves_nothing_when_a_renewal_file_is_in_the_entry)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	char names[512];
+	cr_assert_eq(state_names(p, "r-", names, sizeof names), 1, "one entry: %s", names);
+	char *tmp;
+	names[strcspn(names, " ")] = '\0';
+	cr_assert_geq(asprintf(&tmp, "%s.holdfast/%s/owner.tmp-0123456789abcdef", p, names), 0);
+	int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", tmp, strerror(errno));
+	close(fd);
+	cr_assert_eq(hf_lock_release(a), 0);
+	cr_assert_eq(state_names(p, "r-", names, sizeof names), 0, "entry left: %s", names);
+	cr_assert_eq(state_names(p, "c-", names, sizeof names), 0, "claim left: %s", names);
+	hf_rec *s = status(p);
+	cr_assert_str_eq(hf_rec_str(s, "state"), "free", "%s", hf_rec_json(s));
+	hf_rec_free(s);
+	hf_lock_free(a);
+	free(tmp);
+	free(p);
+}
+
+/* A holder whose directory a reaper took (into its claim; the record removed
+ * there, or for a shared one not yet) is told by its release that its
+ * record is gone (HF_ENOTHELD, include/holdfast.h), not that it released:
+ * a shared holder's entry (DS3) as an exclusive holder's L. */
+Test(modes, a_reaped_holder_is_not_told_it_released)
+{
+	char *p = rt_path(dir, "L");
+	/* an exclusive holder with its record still in the claim releases it
+	 * from there (DL3's "find" role): not this test's case */
+	for (int k = 0; k < 3; k++) {
+		int shared = k > 0, withrec = k == 2;
+		hf_lock *a = held(p, shared ? HF_MODE_SHARED : HF_MODE_EXCLUSIVE, 0);
+		char names[512], *from, *to, *rec;
+		if (shared) {
+			cr_assert_eq(state_names(p, "r-", names, sizeof names), 1, "one entry: %s", names);
+			names[strcspn(names, " ")] = '\0';
+			cr_assert_geq(asprintf(&from, "%s.holdfast/%s", p, names), 0);
+		} else {
+			from = strdup(p);
+		}
+		/* the reaper's take (DS5, DL3): into a claim of its own */
+		cr_assert_geq(asprintf(&to, "%s.holdfast/c-1-%s-0123456789abcdef", p,
+				       "ffffffffffffffffffffffffffffffff"), 0);
+		cr_assert_eq(rename(from, to), 0, "%s: %s", from, strerror(errno));
+		cr_assert_geq(asprintf(&rec, "%s/owner", to), 0);
+		if (!withrec)
+			cr_assert_eq(unlink(rec), 0);
+		int rc = hf_lock_release(a);
+		cr_assert_eq(rc, HF_ENOTHELD, "%s, %s its record in the reaper's claim: %s",
+			     shared ? "shared" : "exclusive", withrec ? "with" : "without", hf_strerror(rc));
+		hf_lock_free(a);
+		unlink(rec);
+		cr_assert_eq(rmdir(to), 0, "the claim is the reaper's to remove: %s", strerror(errno));
+		free(from);
+		free(to);
+		free(rec);
+	}
 	free(p);
 }
 

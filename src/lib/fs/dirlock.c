@@ -173,12 +173,18 @@
  *       any more (reaped meanwhile): withdraw and start again.
  *   DA7 is then the last step, in every mode: the counter still at our
  *       fence (SM2). A shared or slot acquirer that fails it withdraws its
- *       entry: its record through its descriptor (DL10), then the entry
- *       through its self-claim.
+ *       entry as DS3 releases it.
  *   DS3 release (the holder's, through live_fd): its entry, named by its
- *       mode, fence and token, goes into its self-claim at once (no look
- *       first: the name is its own), verified there by inode, removed. By token (another process): the entry whose name ends in
- *       the token, verified by the record's token. Not found: as DT.
+ *       mode, fence and token, goes in two system calls: its record
+ *       through its descriptor (DL1: only its own is ever there; DL10),
+ *       then the directory by that name (rmdir), which only its own
+ *       directory ever bears (SM1) - it is empty now, and its kernel lock,
+ *       held until the end, keeps reapers off it (SM5). Not empty (a
+ *       renewal's file in flight): into its self-claim, verified there by
+ *       inode, removed. Its record or its directory already gone from its
+ *       name: reaped, not ours (HF_ENOTHELD, as at L). By token (another
+ *       process): the entry whose name ends in the token taken into a
+ *       claim, verified by the record's token, removed. Not found: as DT.
  *   DS4 renew: the record replaced in the entry as DR4 replaces it at L;
  *       renewed when the entry is still at its name with the new bytes.
  *   DS5 reap an entry: only by an acquirer standing at L in DS1 (checked
@@ -192,7 +198,10 @@
  *   (SM1) A shared or slot holder is entered only after its entry is at its
  *         r-/s- name with its complete record (DS2) and then DA7 passed; it
  *         stays at that name until its own release (DS3) or a reap of a
- *         dead, leaked or expired holder (DS5). The entry's kernel lock is
+ *         dead, leaked or expired holder (DS5), and no other directory
+ *         ever bears that name: its token is the maker's alone, DS2 renames
+ *         only a self-claim verified to hold the maker's directory, DS5
+ *         never puts a reaped one back. The entry's kernel lock is
  *         its maker's from DA0 (DL9), so a judge in another pid namespace
  *         has the same proof as for L.
  *   (SM2) Every acquirer reads the state directory (DA5, DS1) after taking
@@ -256,7 +265,8 @@
  *         claim, after verifying there the identity that was judged: the
  *         token, or for a record-less directory its inode while a descriptor
  *         pins it (CL1) - or by the acquirer itself, its own record through
- *         its own descriptor (DL10).
+ *         its own descriptor (DL10), and then its own record-less entry by
+ *         the name only it ever bears (DS3, SM1).
  *   (DL4) A claim is restored only by its creator, never over anything
  *         (RENAME_NOREPLACE) and, when it holds a record, re-checked before
  *         and after (CL3); one that cannot be restored stays, a barrier
@@ -1734,7 +1744,8 @@ static int share_move(struct lk *l, int lfd, const char *token, int mode, uint64
 }
 
 /* A shared or slot holder's entry leaves, through our self-claim, verified
- * by the inode lfd pins (DS3, SM5). 1 removed, 0 not there, <0. */
+ * by the inode lfd pins (SM5): DS3's way when the entry is not empty after
+ * its record went. 1 removed, 0 not there, <0. */
 static int entry_remove_own(struct lk *l, int lfd, const char *entry, const char *token)
 {
 	/* the name is ours alone (SM1): taken at once, verified in the claim */
@@ -1756,6 +1767,32 @@ static int entry_remove_own(struct lk *l, int lfd, const char *entry, const char
 		return rc == -ENOENT || rc == -EEXIST ? 0 : rc;
 	}
 	return claim_remove(l, claim, ROLE(RELEASE));
+}
+
+/* DS3: the holder's own entry goes - its record through its descriptor
+ * (DL1: only our attempt ever publishes into our directory, so the record
+ * there is ours), then the directory by its name, which only our directory
+ * ever bears (SM1: made by DS2's rename of our verified self-claim, never
+ * put back by a reaper, DS5). Two system calls; the self-claim's way only
+ * when the directory is not empty (a renewal's file in flight). 1 released,
+ * 0 reaped (our record, or our directory at its name, was gone), <0. */
+static int entry_release_own(struct lk *l, int lfd, const char *entry, const char *token)
+{
+	int rc = hf_sys_unlinkat(lfd, "owner", 0);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	hf_sys_point(HF_PT_DIRLOCK_RELEASE_UNLINKED);
+	/* record-less from here; our kernel lock (live_fd) keeps reapers off
+	 * until we close it (SM5, DL9), and a drainer that took it meanwhile
+	 * sweeps it once the lock is free */
+	rc = hf_sys_unlinkat(l->sfd, entry, AT_REMOVEDIR);
+	if (rc == 0)
+		return 1;
+	if (rc == -ENOENT)
+		return 0; /* a reaper took it meanwhile: judged lost, not released */
+	return entry_remove_own(l, lfd, entry, token);
 }
 
 static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_waiter *w,
@@ -1853,8 +1890,7 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_w
 		if (rc == 0)
 			rc = RETRY;
 		if (entry[0]) { /* our entry goes: record first (DL10), then it */
-			withdraw_own(l, lfd, mine);
-			entry_remove_own(l, lfd, entry, mine);
+			entry_release_own(l, lfd, entry, mine);
 			hf_sys_close(lfd);
 			return rc;
 		}
@@ -2174,7 +2210,7 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 	if (held->mode != HF_MODE_EXCLUSIVE && held->fence && held->live_fd >= 0) {
 		char entry[ENTRY_NAME_MAX]; /* DS3: named by its mode, fence, token */
 		entry_name(entry, held->mode, held->fence, held->owner.token);
-		rc = entry_remove_own(&l, held->live_fd, entry, held->owner.token);
+		rc = entry_release_own(&l, held->live_fd, entry, held->owner.token);
 	}
 	if (rc == 0)
 		rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
