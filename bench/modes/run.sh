@@ -6,14 +6,17 @@
 #   1. uncontended acquire+release, one process: shared, slots 4, exclusive
 #      and the bare system-call floor of bench/dirlock in rotation; median,
 #      p99, ratios (goal: shared <= 1.1x exclusive);
-#   2. NPROC (4) processes each acquire, hold HOLD_US (200), release, again,
-#      for SECS: acquisitions per second all exclusive / all shared / all
-#      slots 2, alternating run by run, ROUNDS times (goal: shared >= 3x
-#      exclusive, per round); each hold kind of HOLDS ("sleep busy"):
+#   2. NPROC (4) processes each acquire, hold H, release, again, for SECS:
+#      acquisitions per second all exclusive / all shared / all slots 2,
+#      alternating run by run, ROUNDS times (goal: shared >= 3x exclusive,
+#      per round), for each hold time H of HOLD_US ("200 1000" us: every
+#      acquisition passes L one at a time, so shared holders' throughput
+#      grows towards NPROC x exclusive as H grows past the cost of the
+#      turnstile - both shown); each hold kind of HOLDS ("sleep busy"):
 #      sleep = clock_nanosleep to a monotonic deadline, busy = spinning (the
 #      machine's cores bound the busy holders that run at once);
 #   3. a writer (exclusive, every GAP_US = 2000 us) behind the NPROC shared
-#      holders of row 2: its acquire's median, p99 and max against HOLD_US,
+#      holders of row 2: its acquire's median, p99 and max against H,
 #      the shared holders' throughput meanwhile against row 2's shared run
 #      of the same round, and the shared acquisitions that got in during a
 #      writer's wait: with a fence below the writer's (ahead of it at L) and
@@ -24,7 +27,7 @@
 #      wall time of 1; skipped without perf or with SYSCALLS=0).
 # The load average (/proc/loadavg) is printed with every section and kept
 # with every run. Environment: BENCH_FS ("/dev/shm /tmp"), CYCLES (2000),
-# UROUNDS (5), ROUNDS (3), SECS (2), NPROC (4), HOLD_US (200), GAP_US (2000),
+# UROUNDS (5), ROUNDS (3), SECS (2), NPROC (4), HOLD_US ("200 1000"), GAP_US (2000),
 # HOLDS ("sleep busy"), RT (0), PERF_ROUNDS (3). Exits 1 only when a run failed or holders that
 # cannot share were seen together.
 set -u
@@ -34,7 +37,7 @@ B=$build/bench/modes/bench-modes
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-2}
 NPROC=${NPROC:-4}
-HOLD_US=${HOLD_US:-200}
+HOLD_US=${HOLD_US:-"200 1000"}
 GAP_US=${GAP_US:-2000}
 HOLDS=${HOLDS:-"sleep busy"}
 # RT=1: the runs of 2 and 3 under SCHED_FIFO 1 (chrt): other jobs' load then
@@ -52,7 +55,8 @@ for fs in ${BENCH_FS:-/dev/shm /tmp}; do
 	echo "### 1. uncontended, load $(load)"
 	"$B" uncontended "$d" "${CYCLES:-2000}" "${UROUNDS:-5}" | sed 's/^/   /' || status=1
 
-	echo "### 2, 3. $NPROC processes${prio:+ under ${prio[*]}}, hold $HOLD_US us, $SECS s per run, $ROUNDS rounds; load $(load)"
+	for HOLD in $HOLD_US; do
+	echo "### 2, 3. $NPROC processes${prio:+ under ${prio[*]}}, hold $HOLD us, $SECS s per run, $ROUNDS rounds; load $(load)"
 	: >"$d/all.jsonl"
 	for r in $(seq 1 "$ROUNDS"); do
 		for h in $HOLDS; do
@@ -61,16 +65,16 @@ for fs in ${BENCH_FS:-/dev/shm /tmp}; do
 			for m in $runs; do
 				l=$(cut -d' ' -f1 /proc/loadavg)
 				if [ "$m" = writer ]; then
-					"${prio[@]}" "$B" crowd "$d" shared "$NPROC" "$SECS" "$HOLD_US" "$h" "$GAP_US" >"$d/one.json" || status=1
+					"${prio[@]}" "$B" crowd "$d" shared "$NPROC" "$SECS" "$HOLD" "$h" "$GAP_US" >"$d/one.json" || status=1
 				else
-					"${prio[@]}" "$B" crowd "$d" "$m" "$NPROC" "$SECS" "$HOLD_US" "$h" >"$d/one.json" || status=1
+					"${prio[@]}" "$B" crowd "$d" "$m" "$NPROC" "$SECS" "$HOLD" "$h" >"$d/one.json" || status=1
 				fi
 				sed "s/^{/{\"round\":$r,\"as\":\"$m\",\"load1\":$l,/" "$d/one.json" >>"$d/all.jsonl"
 			done
 		done
 	done
-	python3 - "$d/all.jsonl" "$HOLD_US" <<'PY' | sed 's/^/   /'
-import json, statistics as st, sys
+	python3 - "$d/all.jsonl" "$HOLD" <<'PY' | sed 's/^/   /'
+import json, os, statistics as st, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 H = float(sys.argv[2])
 def of(h, m):
@@ -106,6 +110,9 @@ for h in dict.fromkeys(r["hold"] for r in rows):
             continue
         x = st.median(rr)
         g = f" (goal >= {goal:g}x: {'meets' if x >= goal else 'misses'})" if goal else ""
+        if goal and h == "busy":
+            # spinning holders run only as many at once as there are cores
+            g = f" (bound: {min(int(of(h, m)[0]['n']), os.cpu_count())} cores spin at once; the goal is for sleeping holders)"
         print(f"  {h:<6} {m:<7}/ exclusive = {x:5.2f}x{g}   " + " ".join(f"{v:.2f}" for v in rr))
 w = of("sleep", "writer")
 if w:
@@ -123,6 +130,7 @@ if w:
     print(f"  shared acquisitions that got in during a writer's wait: {b} ahead of it at L (fence below"
           f" the writer's, {b/max(n,1):.2f} per wait), {a} after it stood at L (fence above; SM4: none)")
 PY
+	done
 	if [ "${SYSCALLS:-1}" = 1 ] && command -v perf >/dev/null 2>&1 &&
 		perf stat -e raw_syscalls:sys_enter -x, -o /dev/null true 2>/dev/null; then
 		echo "### 4. per uncontended acquire+release: system calls and CPU time (perf stat;"
