@@ -139,6 +139,10 @@ print(s["mode"], " ".join(map(str, fences)))')
 	[ "$n" = "$want" ] || fail "$round: status: '$n', expected '$want' ($st)"
 
 	writer
+	# the text status: the writer (acquiring for this shell) first
+	local first
+	first=$("$hf" lock status "$L" --backend "$be" | head -n 1)
+	case $first in "waiting: pid $$ "*"(waiting, exclusive)") ;; *) fail "$round: status's first line '$first'" ;; esac
 	local last=${readers##* } r token wfence
 	for r in $readers; do
 		[ $r = "$last" ] && break
