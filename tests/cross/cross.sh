@@ -3,13 +3,15 @@
 # Node, it is refused to Rust, Python and the CLI, each naming the Node
 # process; once that process is SIGKILLed, each of them takes it (the dead
 # owner's lock reaped at once), with fences strictly greater than Node's.
-# Then the same round on etcd (an etcd of this script's own: free loopback
-# ports, its data in the temp dir, killed by pid at exit): a lock held from
+# Then the same round on etcd (an etcd of this script's own, started and
+# killed by pid by tests/cross/etcd.sh: free loopback ports, its data in the
+# temp dir): a lock held from
 # Node with backend etcd://... is refused to Rust, Python and the CLI naming
 # Node, and taken by each with growing fences (the epoch + the key's create_revision)
 # once Node is SIGKILLed (a dead owner on this kernel is reaped at once).
-# Between the two, tests/cross/modes.sh: shared readers from Node, Rust and
-# Python at once, a CLI writer entering after the last.
+# Between the two, tests/cross/modes.sh: shared readers from Node, Rust,
+# Python, sh and bash at once, a CLI writer entering after the last - on the
+# file system and on this etcd (HOLDFAST_CROSS_ETCD).
 # Run by `make test` after the bindings' own tests (which build the Node addon
 # and the Rust examples this uses).
 set -u
@@ -21,12 +23,13 @@ py=${PYTHON:-/usr/bin/python3}
 fails=0
 fail() { echo "cross: FAIL: $*" >&2; fails=$((fails + 1)); }
 
+. "$root/tests/cross/etcd.sh"
+
 d=$(mktemp -d /tmp/holdfast-cross.XXXXXX) || exit 1
 node_pid=
-etcd_pid=
 cleanup() {
 	if [ -n "$node_pid" ]; then kill -KILL "$node_pid" 2>/dev/null; wait "$node_pid" 2>/dev/null; fi
-	if [ -n "$etcd_pid" ]; then kill -KILL "$etcd_pid" 2>/dev/null; wait "$etcd_pid" 2>/dev/null; fi
+	cross_etcd_stop
 	rm -rf "$d"
 }
 trap cleanup EXIT
@@ -95,27 +98,11 @@ out=$("$hf" lock acquire -n "$L" --pid $$); rc=$?
 "$hf" lock release "$L" --token "$out" || fail "cli: release"
 
 # ---- readers from Node, Rust and Python at once, a CLI writer after them ----
-bash "$root/tests/cross/modes.sh" "$build" || fail "modes.sh (shared readers across languages)"
+# (on the file system and on the etcd of the round below, started here)
+cross_etcd_start "$d" || { echo "cross: no etcd"; exit 1; }
+HOLDFAST_CROSS_ETCD=$B bash "$root/tests/cross/modes.sh" "$build" || fail "modes.sh (shared readers across languages)"
 
 # ---- the same on etcd ----
-command -v etcd >/dev/null || { echo "cross: etcd not installed (apt-get install etcd-server)"; exit 1; }
-free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port=$(free_port); peer=$(free_port)
-B=etcd://127.0.0.1:$port
-setpriv --pdeathsig KILL -- etcd --name t --data-dir "$d/etcd" \
-	--listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
-	--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-	--initial-cluster "t=http://127.0.0.1:$peer" >"$d/etcd.log" 2>&1 &
-etcd_pid=$!
-# ready once the library can read a key there (bounded: 60 tries of 1 s each
-# at most, the request's own timeout)
-ready=
-for _ in $(seq 60); do
-	if "$hf" lock status "$d/probe.lock" --backend "$B" --etcd-timeout 1s >/dev/null 2>&1; then ready=1; break; fi
-	kill -0 "$etcd_pid" 2>/dev/null || break
-	sleep 0.2
-done
-[ -n "$ready" ] || { echo "cross: etcd did not start:"; cat "$d/etcd.log"; exit 1; }
 
 E="$d/etcd-shared.lock"
 mkfifo "$d/node-etcd.out"

@@ -1,10 +1,11 @@
 /*
  * test_modes.c - shared and slot acquisitions of the lock on etcd
- * (etcdlock.c EL11-EL14) through the library: readers share while a writer
+ * (etcdlock.c EL11-EL15) through the library: readers share while a writer
  * waits and enters after they release; a waiting writer is not starved by
  * readers that come after it; slots N admit N; a SIGKILLed reader's place
- * comes back after its lease's TTL; status and list show every holder;
- * fences ordered.
+ * comes back after its lease's TTL; status and list show every holder,
+ * a status every waiting acquisition too (first, "waiting": true); fences
+ * ordered.
  *
  * Holders that wait are children ("actors") forked before this process
  * runs a keep-alive thread of its own (a child forked beside running
@@ -148,6 +149,19 @@ static hf_rec *query(const char *name)
 	return r;
 }
 
+/* holders.I of status q is an acquisition still waiting (EL15): pid's, in
+ * mode. */
+static void expect_waiting(const hf_rec *q, int i, pid_t pid, const char *mode)
+{
+	char f[48];
+	snprintf(f, sizeof f, "holders.%d.waiting", i);
+	cr_assert_eq(et_num(q, f), 1, "%s not waiting: %s", f, hf_rec_json(q));
+	snprintf(f, sizeof f, "holders.%d.pid", i);
+	cr_assert_eq(et_num(q, f), pid, "%s: %s", f, hf_rec_json(q));
+	snprintf(f, sizeof f, "holders.%d.mode", i);
+	cr_assert_str_eq(et_str(q, f), mode, "%s", hf_rec_json(q));
+}
+
 /* Readers share; a writer finds them, waits, is still waiting after the
  * first one's release, and enters only after the last one's - with a fence
  * above both of theirs (EL13, EL14). */
@@ -169,12 +183,20 @@ Test(etcd_modes, readers_share_writer_waits_until_they_release)
 	hf_rec_free(q);
 	actor_tell(&w, 'a');
 	hft_expect(&w.c, "etcdlock.acquire.judged"); /* it found the readers */
+	q = query("rw"); /* the status names the writer waiting first (EL15) */
+	cr_assert_eq(hf_rec_len(q, "holders"), 3, "%s", hf_rec_json(q));
+	expect_waiting(q, 0, w.c.pid, "exclusive");
+	cr_assert_str_eq(et_str(q, "holders.1.token"), a.token);
+	cr_assert_str_eq(et_str(q, "holders.2.token"), b.token);
+	cr_assert_str_eq(et_str(q, "mode"), "shared", "the lock's fields are its first holder's");
+	hf_rec_free(q);
 	hft_go(&w.c);
 	cr_assert_eq(actor_do(&r1, 'r').rc, 0);
 	hft_expect(&w.c, "etcdlock.acquire.judged"); /* woken, judged again: r2 */
 	q = query("rw");
-	cr_assert_eq(hf_rec_len(q, "holders"), 1, "%s", hf_rec_json(q));
-	cr_assert_str_eq(et_str(q, "holders.0.token"), b.token, "the writer entered beside a reader");
+	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
+	expect_waiting(q, 0, w.c.pid, "exclusive"); /* not entered beside a reader */
+	cr_assert_str_eq(et_str(q, "holders.1.token"), b.token);
 	hf_rec_free(q);
 	hft_go(&w.c);
 	cr_assert_eq(actor_do(&r2, 'r').rc, 0);
@@ -216,9 +238,11 @@ Test(etcd_modes, waiting_writer_not_starved_by_new_readers)
 	actor_tell(&r3, 'a');
 	hft_expect(&r3.c, "etcdlock.acquire.judged"); /* it queues behind the writer */
 	hft_go(&r3.c);
-	hf_rec *q = query("st");
-	cr_assert_eq(hf_rec_len(q, "holders"), 1, "%s", hf_rec_json(q));
-	cr_assert_str_eq(et_str(q, "holders.0.token"), a.token);
+	hf_rec *q = query("st"); /* the waiting ones first, in order (EL15) */
+	cr_assert_eq(hf_rec_len(q, "holders"), 3, "%s", hf_rec_json(q));
+	expect_waiting(q, 0, w.c.pid, "exclusive");
+	expect_waiting(q, 1, r3.c.pid, "shared");
+	cr_assert_str_eq(et_str(q, "holders.2.token"), a.token);
 	hf_rec_free(q);
 	cr_assert_eq(actor_do(&r1, 'r').rc, 0);
 	struct result c = actor_result(&w);
@@ -226,9 +250,9 @@ Test(etcd_modes, waiting_writer_not_starved_by_new_readers)
 	cr_assert_gt(c.fence, a.fence);
 	q = query("st");
 	cr_assert_str_eq(et_str(q, "mode"), "exclusive");
-	cr_assert_eq(hf_rec_len(q, "holders"), 1, "the late reader entered beside the writer: %s",
-		     hf_rec_json(q));
-	cr_assert_str_eq(et_str(q, "holders.0.token"), c.token);
+	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
+	expect_waiting(q, 0, r3.c.pid, "shared"); /* not entered beside the writer */
+	cr_assert_str_eq(et_str(q, "holders.1.token"), c.token);
 	hf_rec_free(q);
 	cr_assert_eq(actor_do(&w, 'r').rc, 0);
 	struct result d = actor_result(&r3);
@@ -260,9 +284,11 @@ Test(etcd_modes, slots_two_admit_two_the_third_waits)
 	hf_rec *q = query("sl");
 	cr_assert_str_eq(et_str(q, "mode"), "slots");
 	cr_assert_eq(et_num(q, "slots"), 2);
-	cr_assert_eq(hf_rec_len(q, "holders"), 2, "%s", hf_rec_json(q));
-	cr_assert_str_eq(et_str(q, "holders.0.mode"), "slots");
-	cr_assert_str_eq(et_str(q, "holders.1.token"), b.token);
+	cr_assert_eq(hf_rec_len(q, "holders"), 3, "%s", hf_rec_json(q));
+	expect_waiting(q, 0, s3.c.pid, "slots");
+	cr_assert_str_eq(et_str(q, "holders.1.mode"), "slots");
+	cr_assert_str_eq(et_str(q, "holders.1.token"), a.token);
+	cr_assert_str_eq(et_str(q, "holders.2.token"), b.token);
 	hf_rec_free(q);
 	/* a shared acquirer never shares with slot holders */
 	hf_lock *sh = lock_mode("sl", HF_MODE_SHARED, 0);

@@ -23,9 +23,9 @@ fn main() {
     let be = backend.as_deref().unwrap_or("file");
     let held = match a.first().map(String::as_str) {
         Some("lock") => Lock::new(&a[1]).and_then(|l| l.backend(be)).and_then(|l| l.acquire()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("read") => Lock::new(&a[1]).map(|l| l.wait(Wait::Forever)).and_then(|l| l.read()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("write") => Lock::new(&a[1]).map(|l| l.wait(Wait::Forever)).and_then(|l| l.write()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("slot") => Lock::new(&a[1]).map(|l| l.wait(Wait::Forever)).and_then(|l| l.slot(a[2].parse().unwrap_or(0))).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("read") => Lock::new(&a[1]).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(|l| l.read()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("write") => Lock::new(&a[1]).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(|l| l.write()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("slot") => Lock::new(&a[1]).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(|l| l.slot(a[2].parse().unwrap_or(0))).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("session") => Session::new(Some(Path::new(&a[1])), &a[2]).and_then(|s| s.backend(be)).and_then(|s| s.take()).map(|g| (g.owner(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("scope") => {
             let mut s = Scope::new(&a[2]).and_then(|s| s.backend(be)).and_then(|s| s.registry(&a[1]));

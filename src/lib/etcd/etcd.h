@@ -236,9 +236,10 @@ void hf_etcdlock_keys_free(struct hf_etcdlock_key *k, size_t n);
  * slots_before slot keys before x (EL13, EL14)? */
 bool hf_etcdlock_waits_for(const struct hf_etcdlock_key *x, const struct hf_etcdlock_key *b,
 			   int slots_before);
-/* What a lock's status adds: {"holders": [rec(ctx, k) of every admitted
- * key], "mode" and, for slots, "slots" (of the first holder) when held};
- * NULL: no memory. */
+/* What a lock's status adds: {"holders": [rec(ctx, k) of every waiting
+ * key, with "waiting": true, then of every admitted key (EL15)], "mode"
+ * and, for slots, "slots" (of the first holder) when held}; NULL: no
+ * memory. */
 json_t *hf_etcdlock_all(const struct hf_etcdlock_key *k, size_t n,
 			struct hf_rec *(*rec)(void *ctx, const struct hf_etcdlock_key *k), void *ctx);
 /* As hf_etcdlock_status, with every key of the lock (*keys, *n:

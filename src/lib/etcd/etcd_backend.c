@@ -195,7 +195,7 @@ static int lock_status(void *p, struct hf_lock_info *now, hf_rec **all, hf_rec *
 	int rc = hf_etcdlock_status_all(st->el, now, &k, &n);
 	if (rc < 0)
 		return lock_fail(st, holder, rc);
-	/* {"mode", "slots", "holders"}: every admitted key (EL13) */
+	/* {"mode", "slots", "holders"}: every waiting key, then every admitted one (EL15) */
 	json_t *a = hf_etcdlock_all(k, n, holder_record, st);
 	hf_etcdlock_keys_free(k, n);
 	if (!a)

@@ -18,7 +18,8 @@
  *         K and its shared and slot holders' K "//" TOKEN, all in the
  *         range): the keys up to their "//" are grouped, and the item is
  *         its status's - the first holder's record with "mode", "slots"
- *         and "holders" (EL13) - under the key K.
+ *         and "holders" (EL13; its waiting acquisitions first, EL15) - under
+ *         the key K.
  */
 #include "etcd.h"
 #include "floor.h"
@@ -61,7 +62,7 @@ static hf_rec *holder_rec(void *ctx, const struct hf_etcdlock_key *k)
 
 /* A lock's item from its keys (kvs: K and its holders' K "//" TOKEN, EI4):
  * the first holder's record with "mode", "slots" and "holders", as its
- * status shows it (etcdlock.c EL13). NULL: no memory. */
+ * status shows it (etcdlock.c EL13, EL15). NULL: no memory. */
 static hf_rec *lock_rec(const json_t *kvs, const struct hf_etcd_epoch *ep, const char *path)
 {
 	struct hf_etcdlock_key *k = NULL;

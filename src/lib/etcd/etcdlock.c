@@ -111,10 +111,10 @@
  * holder keys and the epoch key (one txn), take the key whose record has
  * the token, revoke its lease. Status and check: the same one txn (EL10);
  * the state is the first key's in create_revision order (an exclusive
- * holder's when one holds: EL13), and "holders" every admitted key's
- * record (its "mode", "key" and "lease"); reads never make the epoch (a
- * key without one is an older holdfast's: its fence is its
- * create_revision).
+ * holder's when one holds: EL13), and "holders" every key's record (its
+ * "mode", "key" and "lease"): the waiting ones first, with "waiting":
+ * true, then the admitted (EL15); reads never make the epoch (a key
+ * without one is an older holdfast's: its fence is its create_revision).
  *
  * Renew (hf_etcdlock_renew; the handle that acquired, or an adopted token:
  * dirlock.c's DR1-DR5 with a txn in place of the replace):
@@ -221,6 +221,14 @@
  *          is admitted fewer than its N slot keys are before it, and those
  *          after it are admitted only with fewer than their N before
  *          them: at most N slot holders that each asked for N.
+ *   (EL15) A status and a listing name every acquisition that has a key:
+ *          the admitted ones (EL13) as holders, and every one still
+ *          waiting (its key put, step 3 or S3, not admitted) first, with
+ *          "waiting": true - as the file system's status names the
+ *          acquisition standing at L (fs_backend.c FB4), so a writer
+ *          waiting for readers is seen (`lock status`, `list`) on either
+ *          backend. The lock's own fields stay its first key's, which is
+ *          always admitted (EL13).
  *
  * Hazards
  * -------
@@ -722,17 +730,24 @@ json_t *hf_etcdlock_all(const struct hf_etcdlock_key *k, size_t n,
 	json_t *all = holders ? json_pack("{s:o}", "holders", holders) : NULL;
 	if (!all)
 		return NULL;
-	for (size_t j = 0; j < n; j++) {
-		if (!k[j].admitted)
-			continue;
-		hf_rec *r = rec(ctx, &k[j]);
-		json_t *o = r ? hf_rec_object(r) : NULL;
-		if (!o || json_array_append(holders, o) < 0) {
+	/* EL15: the waiting keys first, "waiting": true, then the admitted,
+	 * each in create_revision order (so the admitted by fence) */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t j = 0; j < n; j++) {
+			if (k[j].admitted != (pass == 1))
+				continue;
+			hf_rec *r = rec(ctx, &k[j]);
+			json_t *o = r ? hf_rec_object(r) : NULL;
+			if (o && !k[j].admitted &&
+			    json_object_set_new(o, "waiting", json_true()) < 0)
+				o = NULL;
+			if (!o || json_array_append(holders, o) < 0) {
+				hf_rec_free(r);
+				json_decref(all);
+				return NULL;
+			}
 			hf_rec_free(r);
-			json_decref(all);
-			return NULL;
 		}
-		hf_rec_free(r);
 	}
 	if (n) { /* the admitted share one mode (EL13): the first key's */
 		json_object_set_new(all, "mode", json_string(hf_lock_mode_name(k[0].i.mode)));
