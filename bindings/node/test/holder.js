@@ -12,8 +12,9 @@
 // npmplf (the same through npm proper-lockfile 4.1.2),
 // edit (PATH a JSON file, ARG a count: that many increments of .n, then exit).
 // read (PATH a lock directory: a shared holder), write (an exclusive one),
-// slot (ARG the number of slots): each waits as long as it takes, then
-// prints "held PID FENCE".
+// slot (ARG the number of slots): each tries once; refused, it prints
+// "waiting HOLDER-PID" (the holder the refusal named) and waits as long as
+// it takes; it prints "held PID FENCE" once it holds.
 // HF_TEST_BACKEND (a test's variable, not the library's): the lock's,
 // session's or scope's backend ("etcd://..."); a lock then prints
 // "held PID FENCE".
@@ -39,7 +40,15 @@ async function hold() {
 	case 'slot': {
 		const mode = kind === 'read' ? { shared: true } : kind === 'slot' ? { slots: Number(arg) } : {};
 		const l = new hf.Lock(p, mode);
-		l.acquireSync({ wait: Infinity });
+		try {
+			l.acquireSync(); // tried once first, to say so when it must wait
+		} catch (e) {
+			if (e.code !== 'held')
+				throw e;
+			// stdout, a pipe, is written synchronously: the line is out before the wait
+			process.stdout.write(`waiting ${e.holder ? e.holder.pid : 0}\n`);
+			l.acquireSync({ wait: Infinity });
+		}
 		extra = ` ${l.fence}`;
 		release = () => l.release();
 		return;

@@ -1,16 +1,20 @@
 'use strict';
 // Shared and slot holders (the options shared and slots; holdfast.h
 // HF_OPT_MODE, HF_OPT_SLOTS) against child processes (holder.js read, write,
-// slot). A waiter is seen waiting in the lock's status (its record at the
-// lock, "waiting": true), never by sleeping.
+// slot). A child that must wait says so on its stdout ("waiting PID": refused
+// by PID's hold); that it then stands at the lock waiting is read in the
+// lock's status (its record there, "waiting": true) every 5 ms, bounded on
+// the monotonic clock (support.js until) - never a sleep instead of a look.
+// Every test ends, pass or fail, with its children killed by pid and the
+// locks it holds released (support.js own).
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
 const hf = require('..');
-const { tmpdir, holder, until } = require('./support');
+const { tmpdir, own, holder, until } = require('./support');
 
-// Resolves once child (a holder.js waiting to acquire p) stands at the lock waiting.
+// Resolves once child (a holder.js that said "waiting") stands at the lock waiting.
 async function waiting(p, child) {
 	await until(() => (hf.Lock.status(p).holders || []).some((h) => h.pid === child.pid && h.waiting === true),
 		`pid ${child.pid} waits at ${p}`);
@@ -47,9 +51,11 @@ test('modes: shared and slots are checked (TypeError, RangeError) and name the m
 
 test('modes: readers share while a writer waits; it enters after the last reader, above their fences', { timeout: 60000 }, async (t) => {
 	const p = path.join(tmpdir(t), 'L');
-	const r1 = new hf.Lock(p, { shared: true }).acquireSync();
+	const r1 = own(t, new hf.Lock(p, { shared: true })).acquireSync();
 	const r2 = await holder(t, 'read', p).held();
 	const w = holder(t, 'write', p);
+	const by = await w.refused();
+	assert.ok(by === process.pid || by === r2.pid, `the writer was refused by a reader, not ${by}`);
 	const got = entry(w);
 	await waiting(p, w);
 	r1.release();
@@ -69,8 +75,9 @@ test('modes: readers share while a writer waits; it enters after the last reader
 
 test('modes: a reader coming after a waiting writer queues behind it', { timeout: 60000 }, async (t) => {
 	const p = path.join(tmpdir(t), 'L');
-	const r1 = new hf.Lock(p, { shared: true }).acquireSync();
+	const r1 = own(t, new hf.Lock(p, { shared: true })).acquireSync();
 	const w = holder(t, 'write', p);
+	assert.strictEqual(await w.refused(), process.pid);
 	const wgot = entry(w);
 	await waiting(p, w);
 	// tried once: refused, naming the waiting writer
@@ -81,12 +88,14 @@ test('modes: a reader coming after a waiting writer queues behind it', { timeout
 	});
 	// a reader that waits gets in after the writer, not beside r1
 	const r2 = holder(t, 'read', p);
+	assert.strictEqual(await r2.refused(), w.pid, 'the reader was refused naming the waiting writer');
 	const rgot = entry(r2);
-	// its acquisition has begun once its staged directory (dirlock.c DA0,
-	// kept while it waits) is in the state directory: the writer is at the
-	// lock, r1 in its r- entry, so an n- entry is r2's
+	// its wait has begun once its staged directory (dirlock.c DA0, kept
+	// while it waits) is in the state directory: the writer is at the lock,
+	// r1 in its r- entry, so an n- entry is r2's (a waiting reader has no
+	// record in the status)
 	await until(() => fs.readdirSync(`${p}.holdfast`).some((n) => n.startsWith('n-')) || rgot.came,
-		'the second reader began');
+		'the second reader waits');
 	r1.release();
 	const wf = await wgot.promise;
 	assert.strictEqual(rgot.came, false, 'the reader did not pass the writer');
@@ -100,10 +109,12 @@ test('modes: a reader coming after a waiting writer queues behind it', { timeout
 
 test('modes: slots 2 admit two holders and the third waits for a place', { timeout: 60000 }, async (t) => {
 	const p = path.join(tmpdir(t), 'L');
-	const a = new hf.Lock(p, { slots: 2 }).acquireSync();
+	const a = own(t, new hf.Lock(p, { slots: 2 })).acquireSync();
 	const b = await holder(t, 'slot', p, '2').held();
 	assert.throws(() => new hf.Lock(p, { slots: 2 }).acquireSync(), (e) => e.code === 'held');
 	const c = holder(t, 'slot', p, '2');
+	const by = await c.refused();
+	assert.ok(by === process.pid || by === b.pid, `the third was refused by a slot holder, not ${by}`);
 	const cgot = entry(c);
 	await waiting(p, c);
 	const s = hf.Lock.status(p);
@@ -123,9 +134,9 @@ test('modes: slots 2 admit two holders and the third waits for a place', { timeo
 
 test('modes: a SIGKILLed reader frees its place at once', { timeout: 60000 }, async (t) => {
 	const p = path.join(tmpdir(t), 'L');
-	const r1 = new hf.Lock(p, { shared: true }).acquireSync();
+	const r1 = own(t, new hf.Lock(p, { shared: true })).acquireSync();
 	const r2 = await holder(t, 'read', p).held();
-	const w = new hf.Lock(p);
+	const w = own(t, new hf.Lock(p));
 	assert.throws(() => w.acquireSync(), (e) => e.code === 'held');
 	r2.send('kill');
 	assert.strictEqual((await r2.exited).signal, 'SIGKILL');
@@ -139,7 +150,7 @@ test('modes: a SIGKILLed reader frees its place at once', { timeout: 60000 }, as
 
 test('modes: the status lists every holder with its mode', { timeout: 60000 }, async (t) => {
 	const p = path.join(tmpdir(t), 'L');
-	const r1 = new hf.Lock(p, { shared: true });
+	const r1 = own(t, new hf.Lock(p, { shared: true }));
 	await r1.acquire();
 	assert.strictEqual(r1.holder.mode, 'shared');
 	const r2 = await holder(t, 'read', p).held();

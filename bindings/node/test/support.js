@@ -8,12 +8,50 @@ const os = require('os');
 const path = require('path');
 const readline = require('readline');
 
-const children = new Set();
+// A test's end, pass or fail, in one t.after hook: first its child processes
+// killed by pid and reaped (a waiting child may still write in the test's
+// directory), then the handles it holds in this process released, then its
+// directories removed. Every step runs even when one before it threw (in
+// node:test a hook that throws skips the hooks after it: a child left alive
+// keeps the runner waiting for ever); the errors are thrown at the end.
+const ends = new WeakMap();
+function ending(t) {
+	let e = ends.get(t);
+	if (e)
+		return e;
+	e = { children: [], handles: [], dirs: [] };
+	ends.set(t, e);
+	t.after(async () => {
+		const errors = [];
+		for (const step of [...e.children, ...e.handles, ...e.dirs]) {
+			try {
+				await step();
+			} catch (err) {
+				errors.push(err);
+			}
+		}
+		if (errors.length === 1)
+			throw errors[0];
+		if (errors.length)
+			throw new AggregateError(errors, `${errors.length} errors at the test's end`);
+	});
+	return e;
+}
 
 function tmpdir(t) {
 	const d = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-node-test-'));
-	t.after(() => fs.rmSync(d, { recursive: true, force: true }));
+	ending(t).dirs.push(() => fs.rmSync(d, { recursive: true, force: true }));
 	return d;
+}
+
+// h (a Lock, Session or Scope of this process), released at the test's end
+// if it still holds then.
+function own(t, h) {
+	ending(t).handles.push(() => {
+		if (h.held)
+			h.release();
+	});
+	return h;
 }
 
 // A child running holder.js KIND ...ARGS [{ env }]; await child.line() for its next
@@ -22,19 +60,24 @@ function holder(t, ...args) {
 	const env = args.length && typeof args[args.length - 1] === 'object' ? args.pop().env : undefined;
 	const cp = spawn(process.execPath, [path.join(__dirname, 'holder.js'), ...args],
 		{ stdio: ['pipe', 'pipe', 'inherit'], env: env ? { ...process.env, ...env } : process.env });
-	children.add(cp);
 	const lines = [];
 	const waiters = [];
 	let ended = false;
 	const rl = readline.createInterface({ input: cp.stdout });
 	rl.on('line', (l) => (waiters.length ? waiters.shift().resolve(l) : lines.push(l)));
-	const exited = new Promise((resolve) => cp.on('exit', (code, sig) => {
-		ended = true;
-		children.delete(cp);
-		for (const w of waiters.splice(0))
-			w.reject(new Error(`holder ${args.join(' ')} exited (${code ?? sig})`));
-		resolve({ code, signal: sig });
-	}));
+	const exited = new Promise((resolve) => {
+		const end = (code, sig) => {
+			if (ended)
+				return;
+			ended = true;
+			for (const w of waiters.splice(0))
+				w.reject(new Error(`holder ${args.join(' ')} exited (${code ?? sig})`));
+			resolve({ code, signal: sig });
+		};
+		cp.on('exit', end);
+		cp.on('error', (err) => end(err.code, null)); // not started: no exit event
+	});
+	cp.stdin.on('error', () => {}); // EPIPE: a command to a child that died
 	const child = {
 		pid: cp.pid,
 		exited,
@@ -58,21 +101,34 @@ function holder(t, ...args) {
 				throw new Error(`holder ${args.join(' ')}: ${l}`);
 			return child;
 		},
+		// read, write, slot: its "waiting PID" (refused by PID's hold, it now
+		// waits for as long as it takes): resolves to that pid.
+		async refused() {
+			const l = await child.line();
+			const m = /^waiting (\d+)$/.exec(l);
+			if (!m)
+				throw new Error(`holder ${args.join(' ')}: ${l} (not waiting)`);
+			return Number(m[1]);
+		},
 	};
-	t.after(async () => {
+	ending(t).children.push(async () => {
 		if (!ended) {
+			// by its pid, through the handle: no signal once libuv reaped it
+			// (its exit event may still be on the way), none to a pid reused
 			cp.kill('SIGKILL');
 			await exited;
 		}
+		cp.stdin.destroy();
 	});
 	return child;
 }
 
-// Resolves once pred() is true, looking every few ms (bounded: 30 s).
+// Resolves once pred() is true, asking again every 5 ms (bounded: 30 s on
+// the monotonic clock).
 async function until(pred, what) {
-	const t0 = Date.now();
+	const t0 = process.hrtime.bigint();
 	while (!pred()) {
-		if (Date.now() - t0 > 30000)
+		if (process.hrtime.bigint() - t0 > 30000000000n)
 			throw new Error(`not within 30 s: ${what}`);
 		await new Promise((r) => setTimeout(r, 5));
 	}
@@ -105,9 +161,10 @@ function healthy(port) {
 }
 
 // An etcd of the test's own (Debian's etcd): free loopback ports, its data
-// in a temporary directory; ready when /health says so (bounded: 60 s).
-// t.after() kills it by pid and removes the directory, also when the test
-// failed; setpriv --pdeathsig kills it should this process die first.
+// in a temporary directory; ready when /health says so (bounded: 60 s on the
+// monotonic clock).
+// The test's end kills it by pid and removes the directory, also when the
+// test failed; setpriv --pdeathsig kills it should this process die first.
 async function etcd(t) {
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-node-etcd-'));
 	const [port, peer] = [await freePort(), await freePort()];
@@ -126,22 +183,23 @@ async function etcd(t) {
 		resolve();
 	}));
 	cp.on('error', () => {}); // an ENOENT shows as an exit
-	t.after(async () => {
+	const end = ending(t);
+	end.children.push(async () => {
 		if (exited === null) {
 			cp.kill('SIGKILL');
 			await gone;
 		}
-		fs.rmSync(dir, { recursive: true, force: true });
 	});
-	const t0 = Date.now();
+	end.dirs.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+	const t0 = process.hrtime.bigint();
 	while (!(await healthy(port))) {
 		if (exited !== null)
 			throw new Error(`etcd exited (${exited}) before it was ready: ${fs.readFileSync(path.join(dir, 'log'), 'utf8')}`);
-		if (Date.now() - t0 > 60000)
+		if (process.hrtime.bigint() - t0 > 60000000000n)
 			throw new Error(`etcd on ${port} not ready within 60 s`);
 		await new Promise((r) => setTimeout(r, 50));
 	}
 	return { uri: `etcd://127.0.0.1:${port}`, port, pid: cp.pid };
 }
 
-module.exports = { tmpdir, holder, until, etcd, freePort };
+module.exports = { tmpdir, own, holder, until, etcd, freePort };

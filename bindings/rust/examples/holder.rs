@@ -3,16 +3,32 @@
 //!   holder lock PATH                       prints "held FENCE"
 //!   holder read PATH | write PATH | slot PATH N
 //!                                          a reader, a writer, one of N slots:
-//!                                          waits as long as it takes, then
-//!                                          prints "held FENCE"
+//!                                          tries once; refused, prints
+//!                                          "waiting HOLDER-PID" and waits as
+//!                                          long as it takes; then prints
+//!                                          "held FENCE"
 //!   holder session PATH LANE               prints "held OWNER"
 //!   holder scope REGISTRY NAME PARENT SPEC prints "held GENERATION" (PARENT "-": none)
 //! `--backend URI` anywhere among the arguments puts it there (etcd://…).
 //! On a refusal it prints the error's name and message on one line and
 //! exits 1.
-use holdfast::{Lock, Scope, Session, Wait};
+use holdfast::{ErrorKind, Lock, Scope, Session, Wait};
 use std::io::{Read, Write};
 use std::path::Path;
+
+/// read, write, slot: take(lock) tried once; refused, "waiting HOLDER-PID"
+/// on stdout (the tests' sign that it must wait), then take it waiting as
+/// long as it takes.
+fn queued<G>(path: &str, be: &str, take: impl Fn(Lock) -> holdfast::Result<G>) -> holdfast::Result<G> {
+    match Lock::new(path).and_then(|l| l.backend(be)).and_then(&take) {
+        Err(e) if e.kind() == ErrorKind::Held => {
+            println!("waiting {}", e.holder().and_then(|h| h.pid()).unwrap_or(0));
+            std::io::stdout().flush().unwrap();
+            Lock::new(path).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(take)
+        }
+        r => r,
+    }
+}
 
 fn main() {
     let mut a: Vec<String> = std::env::args().skip(1).collect();
@@ -23,9 +39,9 @@ fn main() {
     let be = backend.as_deref().unwrap_or("file");
     let held = match a.first().map(String::as_str) {
         Some("lock") => Lock::new(&a[1]).and_then(|l| l.backend(be)).and_then(|l| l.acquire()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("read") => Lock::new(&a[1]).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(|l| l.read()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("write") => Lock::new(&a[1]).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(|l| l.write()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
-        Some("slot") => Lock::new(&a[1]).and_then(|l| l.backend(be)).map(|l| l.wait(Wait::Forever)).and_then(|l| l.slot(a[2].parse().unwrap_or(0))).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("read") => queued(&a[1], be, |l| l.read()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("write") => queued(&a[1], be, |l| l.write()).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
+        Some("slot") => queued(&a[1], be, |l| l.slot(a[2].parse().unwrap_or(0))).map(|g| (g.fence().to_string(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("session") => Session::new(Some(Path::new(&a[1])), &a[2]).and_then(|s| s.backend(be)).and_then(|s| s.take()).map(|g| (g.owner(), Box::new(g) as Box<dyn std::any::Any>)),
         Some("scope") => {
             let mut s = Scope::new(&a[2]).and_then(|s| s.backend(be)).and_then(|s| s.registry(&a[1]));

@@ -1,69 +1,10 @@
 //! The safe API, driven the way a Rust program uses it, with the other
 //! holder in another process (examples/holder.rs) where holders must differ.
+mod common;
+use common::{Holder, Tmp};
 use holdfast::{cancel_pair, ErrorKind, Lock, Registry, Scope, ScopeState, Session, Wait};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
-
-/// A temporary directory removed on drop.
-struct Tmp(PathBuf);
-impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let p = std::env::temp_dir().join(format!("holdfast-rs-{tag}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Tmp(p)
-    }
-    fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
-    }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The holder example, built by `cargo test` beside the tests.
-fn holder_exe() -> PathBuf {
-    let deps = std::env::current_exe().unwrap();
-    deps.parent().unwrap().parent().unwrap().join("examples/holder")
-}
-
-/// Another process holding something; killed and reaped on drop.
-struct Other {
-    child: Child,
-    _stdin: Option<ChildStdin>,
-    line: String,
-}
-impl Other {
-    fn start(args: &[&str]) -> Other {
-        let mut child = Command::new(holder_exe())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the holder example (cargo test builds it)");
-        let stdin = child.stdin.take();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        Other { child, _stdin: stdin, line: line.trim().to_string() }
-    }
-    fn pid(&self) -> i64 {
-        i64::from(self.child.id())
-    }
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-impl Drop for Other {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 #[test]
 fn constants_match_the_header() {
@@ -104,8 +45,8 @@ fn constants_match_the_header() {
 fn held_lock_is_refused_naming_the_other_process_and_recovered_when_it_dies() {
     let t = Tmp::new("lock");
     let path = t.join("build.lock");
-    let mut other = Other::start(&["lock", path.to_str().unwrap()]);
-    let their_fence: u64 = other.line.strip_prefix("held ").unwrap().parse().unwrap();
+    let mut other = Holder::start(&["lock", path.to_str().unwrap()]);
+    let their_fence: u64 = other.held().parse().unwrap();
 
     let e = Lock::new(&path).unwrap().acquire().err().expect("held by the other process");
     assert_eq!(e.kind(), ErrorKind::Held);
@@ -150,7 +91,8 @@ fn drop_releases_and_fences_grow() {
 fn bounded_wait_times_out_naming_the_holder() {
     let t = Tmp::new("wait");
     let path = t.join("l");
-    let other = Other::start(&["lock", path.to_str().unwrap()]);
+    let other = Holder::start(&["lock", path.to_str().unwrap()]);
+    other.held();
     let e = Lock::new(&path).unwrap().wait(Wait::For(Duration::from_millis(200))).acquire().err().unwrap();
     assert_eq!(e.kind(), ErrorKind::TimedOut);
     assert_eq!(e.holder().unwrap().pid(), Some(other.pid()));
@@ -187,7 +129,8 @@ fn a_thread_never_waits_for_its_own_hold() {
 fn canceller_ends_a_wait_forever_from_another_thread() {
     let t = Tmp::new("cancel");
     let path = t.join("l");
-    let _other = Other::start(&["lock", path.to_str().unwrap()]);
+    let other = Holder::start(&["lock", path.to_str().unwrap()]);
+    other.held();
     let (mut c, token) = cancel_pair().unwrap();
     assert!(!token.is_canceled());
     let p2 = path.clone();
@@ -238,14 +181,13 @@ fn edit_replaces_the_file_atomically_under_the_lock() {
 fn session_is_one_lane_at_a_time_and_drop_releases() {
     let t = Tmp::new("session");
     let file = t.join(".session.lock");
-    let mut other = Other::start(&["session", file.to_str().unwrap(), "data"]);
-    assert!(other.line.starts_with("held "));
+    let mut other = Holder::start(&["session", file.to_str().unwrap(), "data"]);
+    other.held();
     let e = Session::new(Some(&file), "docs").unwrap().take().err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Held);
     assert_eq!(e.holder().unwrap().str("lane"), Some("data"));
     assert!(e.to_string().contains("lane data"), "{e}");
-    other._stdin.take(); // it releases as its stdin closes
-    other.child.wait().unwrap();
+    other.release(); // it releases as its stdin closes
     let g = Session::new(Some(&file), "docs").unwrap().take().unwrap();
     assert!(!g.broke_stale());
     assert_eq!(g.record().unwrap().str("lane"), Some("docs"));
@@ -283,8 +225,8 @@ fn scopes_conflict_delegate_and_return_to_the_parent_when_a_child_dies() {
 
     // a child pod in another process takes src/util and crashes
     let spec = format!("{src}/util:write:recursive");
-    let mut c = Other::start(&["scope", reg.to_str().unwrap(), "c", "a", &spec]);
-    assert!(c.line.starts_with("held "), "{}", c.line);
+    let mut c = Holder::start(&["scope", reg.to_str().unwrap(), "c", "a", &spec]);
+    c.held();
     let denied = a.effective().unwrap().json().to_string();
     assert!(denied.contains("\"name\":\"c\""), "{denied}");
     c.kill();

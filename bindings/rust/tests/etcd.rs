@@ -4,6 +4,8 @@
 //! drops while the panic unwinds, and etcd dies with the test's thread
 //! through PR_SET_PDEATHSIG when the harness is killed). The other holder is
 //! the CLI (`$HOLDFAST_BIN lock acquire --pid SLEEPER --backend …`).
+mod common;
+use common::Tmp;
 use holdfast::{ErrorKind, Lock, Scope, Session};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -21,28 +23,6 @@ const EIO: i32 = 5;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A directory under /tmp, removed on drop (a failing test's too).
-struct Tmp(PathBuf);
-impl std::ops::Deref for Tmp {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tmpdir(tag: &str) -> Tmp {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let p = PathBuf::from(format!("/tmp/holdfast-rs-{tag}.{}.{n}", std::process::id()));
-    std::fs::create_dir_all(&p).unwrap();
-    Tmp(p)
 }
 
 /// A process killed by pid and reaped on drop.
@@ -63,7 +43,7 @@ struct Etcd {
 
 impl Etcd {
     fn start() -> Etcd {
-        let dir = tmpdir("etcd");
+        let dir = Tmp::new("etcd");
         let (port, peer) = (free_port(), free_port());
         let client = format!("http://127.0.0.1:{port}");
         let peer_url = format!("http://127.0.0.1:{peer}");
@@ -142,7 +122,7 @@ fn hf(args: &[&str], uri: &str) -> (i32, String, String) {
 #[test]
 fn etcd_lock_held_by_the_cli_is_refused_naming_it_then_taken_with_a_greater_fence() {
     let etcd = Etcd::start();
-    let t = tmpdir("etcdlock");
+    let t = Tmp::new("etcdlock");
     let path = t.join("deploy.lock");
     let p = path.to_str().unwrap();
     let owner = sleeper();
@@ -198,7 +178,7 @@ fn etcd_lock_held_by_the_cli_is_refused_naming_it_then_taken_with_a_greater_fenc
 #[test]
 fn etcd_session_by_lane_and_scope_conflict() {
     let etcd = Etcd::start();
-    let t = tmpdir("etcdsess");
+    let t = Tmp::new("etcdsess");
     let file = t.join(".session.lock");
 
     // a session: one lane at a time
@@ -254,7 +234,7 @@ fn etcd_session_by_lane_and_scope_conflict() {
 fn etcd_unreachable_is_eio_naming_the_endpoint_within_the_timeout() {
     let port = free_port(); // closed: nobody listens
     let uri = format!("etcd://127.0.0.1:{port}");
-    let t = tmpdir("etcddown");
+    let t = Tmp::new("etcddown");
     let start = Instant::now();
     let e = Lock::new(t.join("x.lock"))
         .unwrap()
@@ -292,7 +272,7 @@ fn the_library_does_not_read_holdfast_backend() {
     // only the CLI reads HOLDFAST_BACKEND: a program passes it to .backend()
     // itself. The holder example, run with it naming a closed port, locks on
     // the file system.
-    let t = tmpdir("envbackend");
+    let t = Tmp::new("envbackend");
     let path = t.join("env.lock");
     let holder = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("examples/holder");
     let mut child = Proc(

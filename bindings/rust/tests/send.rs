@@ -2,9 +2,10 @@
 //! held across an `.await` in a future that a multi-threaded runtime may
 //! resume on another thread (the compile-time checks fail to build without
 //! the `unsafe impl Send`s in src/lib.rs).
+mod common;
+use common::Tmp;
 use holdfast::{Lock, LockGuard, Scope, ScopeGuard, Session, SessionGuard};
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -22,23 +23,9 @@ fn guards_and_handles_are_send() {
     assert_send::<ScopeGuard>();
 }
 
-struct Tmp(PathBuf);
-impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!("holdfast-rs-send-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Tmp(p)
-    }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn each_guard_is_released_by_another_thread() {
-    let t = Tmp::new("move");
+    let t = Tmp::new("send-move");
     let lock = t.0.join("l");
     let file = t.0.join(".session.lock");
     let reg = t.0.join("reg/scope.lock");
@@ -89,7 +76,7 @@ impl Wake for Nop {
 
 #[test]
 fn a_lock_held_across_an_await_is_released_on_the_thread_that_resumes() {
-    let t = Tmp::new("await");
+    let t = Tmp::new("send-await");
     let lock = t.0.join("l");
     let p = lock.clone();
     let task = async move {
