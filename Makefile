@@ -5,6 +5,9 @@
 SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+# The sanitizers' options of every ASan+UBSan run.
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
@@ -87,8 +90,7 @@ test-bindings: build
 check-cluster: build build-asan
 	meson test -C $(BUILD) --print-errorlogs --suite etcd-cluster || \
 	  { bash tests/failures.sh $(BUILD); exit 1; }
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	$(ASAN_ENV) \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --suite etcd-cluster || \
 	  { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
 
@@ -196,8 +198,7 @@ check-model-long: build
 # check-asan-leaks runs the same suites with every program checked.
 ASAN_SUITES = --no-suite model --no-suite etcd-cluster --no-suite etcd --no-suite slow-asan
 test-asan: build-asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	$(ASAN_ENV) \
 	  HFT_CHILD_ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 $(ASAN_SUITES) || \
 	  { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
@@ -206,8 +207,7 @@ test-asan: build-asan
 # (about 5 min on 2 cores; in check-long).
 .PHONY: check-asan-leaks
 check-asan-leaks: build-asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	$(ASAN_ENV) \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 $(ASAN_SUITES) || \
 	  { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
 
@@ -216,8 +216,7 @@ check-asan-leaks: build-asan
 # runs them in make test.
 .PHONY: check-asan-slow
 check-asan-slow: build-asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	$(ASAN_ENV) \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 \
 	  --suite etcd --suite slow-asan || { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
 
