@@ -199,7 +199,7 @@ check-model-long: build
 ASAN_SUITES = --no-suite model --no-suite etcd-cluster --no-suite etcd --no-suite slow-asan
 test-asan: build-asan
 	$(ASAN_ENV) \
-	  HFT_CHILD_ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	  HFT_CHILD_ASAN_OPTIONS=detect_leaks=0 \
 	  meson test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 $(ASAN_SUITES) || \
 	  { bash tests/failures.sh $(ASAN_BUILD); exit 1; }
 

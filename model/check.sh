@@ -75,7 +75,7 @@ share-renew|holds|-DLEAK=1 -DRENEW=1 -DCRASH=0|modes with the fix: the drain ove
 share-renew-full|holds|-DLEAK=1 -DRENEW=1|the fix with crashes everywhere
 share-h3|holds|-DNA=3 -DNATT=1|modes: 3 processes x 1 attempt, any mode, N=1, crashes
 share-slots2|holds|-DNA=3 -DNATT=1 -DNS=2 -DMODE0=5 -DMODE1=4 -DMODE2=4|slots N=2: 3 processes, two slot acquirers and one exclusive or slot one, crashes
-share-scanreap|holds|-DSCANREAP=1|a drainer that reaped decides from that scan: holds (a verified reap never puts a live entry back)
+share-scanreap|holds|-DSCANREAP=1|a drainer that reaped decides from that scan: holds (a reap never puts an entry back; a mismatch stays a barrier)
 share-rlwait|holds|-DRLWAIT=1|DS1 also waits for record-less entries under a kernel lock (withdrawals in flight)
 share-noskip|holds|-DSKIPEMPTY=0|DS1 always reads the state directory (no DL8 skip)
 share-weak-noa7|fails|-DNOA7=1 -DFENCE=0|weakened: shared and slot acquirers skip DA7 (an exclusive holder beside a shared one)

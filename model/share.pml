@@ -56,7 +56,12 @@
  *   release (CRASHW): its kernel lock goes, its record stays.
  *   DS5 reap an entry (a drainer): take it into my claim, verify what was
  *   judged (the token; or the same object, record-less, under LOCK_EX),
- *   remove; a mismatch goes back to its name (NOREPLACE).
+ *   remove; a mismatch stays in my claim (a barrier while its record
+ *   lives), never put back - the reaper then reaps no more (its one claim
+ *   is spent; the code's sweeps, not modelled, remove it later).
+ *   Not modelled: DS3's fallback (an entry not empty: a renewal's file in
+ *   flight, through the self-claim) - renewals of entries (DS4) are not
+ *   modelled, so an entry is always empty once its record went.
  *
  * Properties (asserted at the entry, A7, and at every removal):
  *   an exclusive holder enters only when nobody is in the critical section;
@@ -239,18 +244,6 @@ inline restoreL(c) {
        printf("MSC: P%d: restore of claim%d refused (L dir %d): a barrier\n", _pid, c, L)
     fi;
     o = 0 }
-}
-
-/* put my claim c back to entry name x (NOREPLACE) */
-inline restoreE(c, x) {
-  d_step {
-    if
-    :: cl[c] != 0 && ent[x] == 0 ->
-       printf("MSC: P%d: puts claim%d (dir %d) back to entry %d\n", _pid, c, cl[c], x);
-       ent[x] = cl[c]; cl[c] = 0
-    :: else ->
-       printf("MSC: P%d: claim%d (dir %d) stays (entry %d: dir %d)\n", _pid, c, cl[c], x, ent[x])
-    fi }
 }
 
 /* W1-W2 of dirlock.pml: my record through the fd, then my directory if it
@@ -475,7 +468,11 @@ ds1:    skip;
            :: cl[CR(i)] != 0 && ((jt != 0 && own[cl[CR(i)]] == jt && VER(cl[CR(i)]) == jv) || (jt == 0 && cl[CR(i)] == pd && own[pd] == 0)) ->
               remove(CR(i))
            :: cl[CR(i)] != 0 && !((jt != 0 && own[cl[CR(i)]] == jt && VER(cl[CR(i)]) == jv) || (jt == 0 && cl[CR(i)] == pd && own[pd] == 0)) ->
-              restoreE(CR(i), x)
+              /* a mismatch stays in my claim, a barrier while its record
+                 lives (DENIES), never put back; my claim is spent: no
+                 more reaps by me */
+              d_step { nr = NREAP;
+                       printf("MSC: P%d: claim%d (dir %d) stays: a barrier\n", _pid, CR(i), cl[CR(i)]) }
            :: cl[CR(i)] == 0 -> skip
            fi;
            d_step { if :: pd != 0 -> ex[pd] = 0 :: else -> skip fi; jt = 0; jv = 0; pd = 0; nsl = 0 };

@@ -292,7 +292,9 @@ int hf_lock_check(hf_lock *l)
 	bool ours = now.owner.token[0] && !now.partial && !now.in_claim &&
 		    !strcmp(now.owner.token, l->held.owner.token) &&
 		    (now.state == HF_LOCK_HELD || now.state == HF_LOCK_SKEW);
-	/* a shared or slot holder is one of "holders" (its own record, live) */
+	/* a shared or slot holder is one of "holders" (its own record, live);
+	 * one listed "waiting" (standing at the lock, FB4, EL15) holds nothing
+	 * yet */
 	size_t n = hf_rec_len(all, "holders");
 	for (size_t i = 0; !ours && i < n; i++) {
 		char f[48];
@@ -300,7 +302,10 @@ int hf_lock_check(hf_lock *l)
 		const char *t = hf_rec_str(all, f);
 		snprintf(f, sizeof f, "holders.%zu.state", i);
 		const char *st = hf_rec_str(all, f);
-		ours = t && st && !strcmp(t, l->held.owner.token) &&
+		snprintf(f, sizeof f, "holders.%zu.waiting", i);
+		int64_t waiting = 0;
+		hf_rec_int(all, f, &waiting);
+		ours = t && st && !waiting && !strcmp(t, l->held.owner.token) &&
 		       (!strcmp(st, "held") || !strcmp(st, "skew"));
 	}
 	ours = ours && live;

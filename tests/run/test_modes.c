@@ -192,6 +192,40 @@ Test(modes, a_waiting_exclusive_acquirer_is_not_starved_by_new_shared_ones)
 	free(p);
 }
 
+/* hf_lock_check of an acquisition still waiting at the lock (its token is in
+ * the status, "waiting": true) answers that it does not hold it. */
+Test(modes, a_waiting_acquisition_is_not_told_it_holds)
+{
+	char *p = rt_path(dir, "L");
+	child_path = p;
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	uint64_t fa = hf_lock_fence(a);
+	struct hft_child w;
+	hft_spawn_fn(&w, "pause:dirlock.share.draining:1", exclusive_waits, &fa);
+	hft_expect(&w, "dirlock.share.draining"); /* standing at L, waiting for a */
+	hf_rec *s = status(p);
+	int64_t waiting = 0;
+	cr_assert_eq(hf_rec_int(s, "holders.0.waiting", &waiting), 0, "%s", hf_rec_json(s));
+	cr_assert_eq(waiting, 1, "%s", hf_rec_json(s));
+	hf_lock *c;
+	cr_assert_eq(hf_lock_new(p, &c), 0);
+	cr_assert_eq(hf_lock_adopt(c, field(s, 0, "token")), 0);
+	cr_assert_eq(hf_lock_check(c), HF_ELOST, "a waiting acquisition does not hold: %s",
+		     hf_rec_json(s));
+	hf_lock *r;
+	cr_assert_eq(hf_lock_new(p, &r), 0);
+	cr_assert_eq(hf_lock_adopt(r, hf_lock_token(a)), 0);
+	cr_assert_eq(hf_lock_check(r), 0, "the shared holder does");
+	hf_lock_free(r);
+	hf_lock_free(c);
+	hf_rec_free(s);
+	cr_assert_eq(hf_lock_release(a), 0);
+	hft_go(&w);
+	cr_assert_eq(hft_wait(&w), 0);
+	hf_lock_free(a);
+	free(p);
+}
+
 /* A shared holder that says so on the pipe, then waits to be killed. */
 static int shared_then_block(void *arg)
 {
@@ -315,6 +349,25 @@ Test(modes, a_release_leaves_nothing_when_a_renewal_file_is_in_the_entry)
 	hf_rec_free(s);
 	hf_lock_free(a);
 	free(tmp);
+	free(p);
+}
+
+/* A shared holder whose record is gone from its entry (a failed renewal
+ * unlinks it, DR5) is told by its release that it did not hold, and its
+ * record-less directory does not stay behind at its name (DS3, SM1). */
+Test(modes, a_record_less_entry_is_removed_by_its_release)
+{
+	char *p = rt_path(dir, "L");
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	char names[512], *rec;
+	cr_assert_eq(state_names(p, "r-", names, sizeof names), 1, "one entry: %s", names);
+	names[strcspn(names, " ")] = '\0';
+	cr_assert_geq(asprintf(&rec, "%s.holdfast/%s/owner", p, names), 0);
+	cr_assert_eq(unlink(rec), 0, "%s: %s", rec, strerror(errno));
+	cr_assert_eq(hf_lock_release(a), HF_ENOTHELD);
+	cr_assert_eq(state_names(p, "r-", names, sizeof names), 0, "entry left: %s", names);
+	hf_lock_free(a);
+	free(rec);
 	free(p);
 }
 

@@ -57,18 +57,26 @@ static void track(pid_t pid)
 }
 
 /* make test's ASan run leaves the leak check of the programs a test runs
- * (the holdfast CLI, shells and what they start) to make check-long: the
- * Makefile sets HFT_CHILD_ASAN_OPTIONS, and LeakSanitizer's scan at exit
- * costs every ASan process about 50 ms here (docs/hacking.md). Set in the
- * Criterion worker that runs the test (BoxFort names its map in BXFI_MAP),
- * after ASan read its own options at start: the worker, and the copies of it
- * a test forks, keep checking for leaks; what they execute does not. The
- * runner is left alone, so the workers it starts keep the options. */
+ * (the holdfast CLI, shells and what they start) to make check-long's
+ * check-asan-leaks: LeakSanitizer's scan at exit costs every ASan process
+ * about 50 ms here. The Makefile sets HFT_CHILD_ASAN_OPTIONS
+ * (detect_leaks=0), appended here to ASAN_OPTIONS in the Criterion worker
+ * that runs the test (BoxFort names its map in BXFI_MAP), after ASan read
+ * its own options at start: the worker, and the copies of it a test forks,
+ * keep checking for leaks; what they execute does not. The runner is left
+ * alone, so the workers it starts keep the run's options. */
 __attribute__((constructor)) static void hft_child_asan_options(void)
 {
+	/* appended: the run's other options stay (ASan takes the last of a
+	 * name), so only what HFT_CHILD_ASAN_OPTIONS names differs */
 	const char *o = getenv("HFT_CHILD_ASAN_OPTIONS");
-	if (o && *o && getenv("BXFI_MAP"))
-		setenv("ASAN_OPTIONS", o, 1);
+	const char *now = getenv("ASAN_OPTIONS");
+	char *both;
+	if (o && *o && getenv("BXFI_MAP") &&
+	    asprintf(&both, "%s%s%s", now ? now : "", now && *now ? ":" : "", o) >= 0) {
+		setenv("ASAN_OPTIONS", both, 1);
+		free(both);
+	}
 }
 
 static void xpipe(int p[2])

@@ -221,11 +221,13 @@
  *         until it enters or gives up (deadline, cancel, death - its L then
  *         reaped as any holder's). Shared acquirers queue behind a waiting
  *         exclusive one; among waiters, L's own order (no FIFO).
- *   (SM5) An entry is removed only in its owner's self-claim (DS3, a
- *         withdrawal) or in a reaper's claim after verifying what was judged
- *         (DS5, DL3, DL14); a live holder's entry is never reaped (DL6's
- *         verdicts). A record-less entry (a withdrawal in flight) is
- *         reapable once its kernel lock is free (DL9).
+ *   (SM5) An entry is removed only by its owner - by its name once its
+ *         record went through its descriptor (DS3, a withdrawal; SM1), or
+ *         in its self-claim when not empty - or in a reaper's claim after
+ *         verifying what was judged (DS5, DL3, DL14); a live holder's entry
+ *         is never reaped (DL6's verdicts). A record-less entry (a release
+ *         or withdrawal in flight) is reapable once its kernel lock is free
+ *         (DL9); until then a drainer counts it as live.
  *   (SM7) No acquisition enters with a record older than the wait it made:
  *         one that waited in DS1 enters with a record written after its
  *         drain (DS6), so a judge never finds a holder leaked that has just
@@ -388,6 +390,12 @@
  *     longer than max(max-hold, stale) cannot rewrite its record (DS6):
  *     it is reaped as leaked, notices (its directory left L, or DS6's read
  *     back fails) and starts again - never entered meanwhile.
+ *   - A shared or slot holder's own release (DS3) racing a release by its
+ *     token from another process: when the other takes the entry first
+ *     and the holder then unlinks its record (now in the other's claim),
+ *     both answer "not held" though the lock is free; the record-less
+ *     claim left is swept once the holder's kernel lock is gone. Both err
+ *     towards "you may not have held it", never the other way.
  *   - A shared acquirer does not read r- entries (they share with it): a
  *     dead shared holder's entry stays until an exclusive or slot acquirer
  *     drains it (status shows it dead meanwhile).
@@ -1775,23 +1783,25 @@ static int entry_remove_own(struct lk *l, int lfd, const char *entry, const char
  * ever bears (SM1: made by DS2's rename of our verified self-claim, never
  * put back by a reaper, DS5). Two system calls; the self-claim's way only
  * when the directory is not empty (a renewal's file in flight). 1 released,
- * 0 reaped (our record, or our directory at its name, was gone), <0. */
+ * 0 reaped (our record, or our directory at its name, was gone; a
+ * record-less directory still at its name is removed), <0. */
 static int entry_release_own(struct lk *l, int lfd, const char *entry, const char *token)
 {
 	int rc = hf_sys_unlinkat(lfd, "owner", 0);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc < 0)
+	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	bool had = rc == 0;
 	hf_sys_point(HF_PT_DIRLOCK_RELEASE_UNLINKED);
 	/* record-less from here; our kernel lock (live_fd) keeps reapers off
-	 * until we close it (SM5, DL9), and a drainer that took it meanwhile
-	 * sweeps it once the lock is free */
+	 * until we close it (SM5, DL9); one that took it meanwhile leaves it
+	 * in its claim, removed by a sweep once the lock is free. Without a
+	 * record (a failed renewal unlinked it, DR5) the directory still goes
+	 * if it is at its name: only ours is ever there (SM1) */
 	rc = hf_sys_unlinkat(l->sfd, entry, AT_REMOVEDIR);
 	if (rc == 0)
-		return 1;
-	if (rc == -ENOENT)
-		return 0; /* a reaper took it meanwhile: judged lost, not released */
+		return had;
+	if (rc == -ENOENT || !had)
+		return 0; /* taken meanwhile, or not ours any more: not released */
 	return entry_remove_own(l, lfd, entry, token);
 }
 
