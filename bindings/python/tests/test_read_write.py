@@ -360,3 +360,28 @@ def test_a_cancelled_async_close_still_closes_and_shuts_its_executor_down(tmp):
         await a.close()  # closed: nothing to do
 
     asyncio.run(main())
+
+
+def test_cancelling_an_async_acquisition_queued_behind_a_wait_ends_at_once(tmp, holder):
+    # RW9: the lock's one worker runs the first acquisition's wait; a second
+    # acquisition queued behind it is cancelled without waiting for it
+    p = db(tmp)
+    w = holder("rw-write", p)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        a = AsyncReadWriteLock(p, is_singleton=False)
+        first = asyncio.ensure_future(a.acquire_write())  # waits: forever
+        queued = asyncio.ensure_future(a.acquire_read())
+        await asyncio.sleep(0)  # both submitted to the lock's one worker, in this order
+        assert not first.done() and not queued.done()
+        queued.cancel()
+        done, _ = await asyncio.wait([queued], timeout=BOUND)
+        first.cancel()
+        await asyncio.wait([first, queued])
+        assert done, "the queued acquisition's cancellation waited for the wait ahead of it"
+        assert first.cancelled() and queued.cancelled()
+        assert [h["pid"] for h in a.holders] == [w.pid], "neither acquisition holds anything"
+        await a.close()
+
+    asyncio.run(main())

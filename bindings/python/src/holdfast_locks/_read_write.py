@@ -63,6 +63,10 @@ taken in the shared mode by a reader and in the exclusive mode by a writer:
   RW8  A cancelled AsyncReadWriteLock.close() still ends closed: the close
        runs to its end in the executor, and an executor the instance made
        is shut down before CancelledError propagates.
+  RW9  A cancelled async acquisition still queued in the executor (behind
+       another acquisition's wait: one worker by default) is taken out of
+       the queue and never runs, so its cancellation does not wait for the
+       wait ahead of it.
 
 Hazard: RW7's retries are polls (as SQLite's busy handler's are): a
 py-filelock holder's release is seen after up to 100 ms, and a stream of
@@ -599,10 +603,13 @@ class AsyncReadWriteLock:
             raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
         r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            fut = self._submit(functools.partial(self._lock._acquire, mode, timeout, blocking, r))
+            job = self._executor.submit(self._lock._acquire, mode, timeout, blocking, r)
+            fut = asyncio.wrap_future(job, loop=self._loop or asyncio.get_running_loop())
             try:
                 await asyncio.shield(fut)
             except asyncio.CancelledError:
+                if job.cancel():  # RW9: still queued, never to run: nothing to undo
+                    raise
                 os.write(w, b"x")  # ends holdfast's wait, or SQLite's (RW7)
                 ok = await _settle(fut)
                 if ok:
