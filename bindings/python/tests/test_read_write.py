@@ -9,6 +9,7 @@ on PYTHONPATH has)."""
 
 import asyncio
 import os
+import signal
 import sqlite3
 import threading
 
@@ -257,5 +258,130 @@ def test_async_read_write_lock(tmp, holder):
             assert a.holders[0]["mode"] == "exclusive"
         await a.close()
         assert a.executor._shutdown
+
+    asyncio.run(main())
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _holds_holdfasts_lock(rw):
+    """This process holds rw's holdfast lock (not waiting at it): by RW1 its
+    acquisition has gone on to SQLite's lock."""
+    return os.getpid() in [h["pid"] for h in rw.holders if not h.get("waiting")]
+
+
+@pytest.mark.parametrize("mode", ["read", "write"])
+def test_cancelling_an_async_wait_for_a_py_filelock_holder_ends_it_holding_nothing(
+        tmp, holder, mode):
+    # RW7: the peer holds SQLite's lock only, so the front waits in SQLite's
+    # wait, which sqlite3's interrupt() does not end; the cancellation must
+    p = db(tmp)
+    w = holder("sqlite-write" if mode == "read" else "sqlite-read", p)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        a = AsyncReadWriteLock(p, is_singleton=False)
+        task = asyncio.ensure_future(a.acquire_read() if mode == "read" else a.acquire_write())
+        await loop.run_in_executor(None, wait_until, lambda: _holds_holdfasts_lock(a),
+                                   "the acquisition waits for SQLite's lock")
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=BOUND)
+        if not done:  # the wait goes on: end it through the peer, then fail
+            await loop.run_in_executor(None, w.release)
+            await asyncio.wait([task])
+        assert done, "the cancelled acquisition still waited for SQLite after %s s" % BOUND
+        assert task.cancelled()
+        assert a.holders == [], "holdfast's lock was released"
+        await loop.run_in_executor(None, w.release)
+        assert peer_try("sqlite", p, "write"), "no SQLite lock is left in this process"
+        async with a.write_lock(blocking=False):
+            pass
+        await a.close()
+
+    asyncio.run(main())
+
+
+def test_a_signal_ends_a_sync_wait_for_a_py_filelock_holder(tmp, holder):
+    # RW7: in the main thread, a signal's handler runs while the front waits
+    # for SQLite's lock (Ctrl-C raises KeyboardInterrupt at once), and the
+    # wait leaves nothing held
+    p = db(tmp)
+    w = holder("sqlite-read", p)
+    rw = ReadWriteLock(p, is_singleton=False)
+    finished = threading.Event()
+    rescued = []
+
+    def interrupt():
+        wait_until(lambda: _holds_holdfasts_lock(rw), "the acquisition waits for SQLite's lock")
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+        if not finished.wait(BOUND):  # the handler never ran: end the wait through the peer
+            rescued.append(True)
+            w.release()
+
+    def handler(signum, frame):
+        raise _Interrupted()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    t = threading.Thread(target=interrupt)
+    try:
+        t.start()
+        with pytest.raises(_Interrupted):
+            rw.acquire_write()  # forever
+        finished.set()
+    finally:
+        finished.set()
+        t.join(BOUND)
+        signal.signal(signal.SIGUSR1, old)
+    assert not rescued, "the handler waited for the peer's release"
+    assert rw.mode is None and rw.holders == []
+    w.release()
+    assert peer_try("sqlite", p, "write"), "no SQLite lock is left in this process"
+    rw.close()
+
+
+def test_a_cancelled_async_close_still_closes_and_shuts_its_executor_down(tmp):
+    # RW8
+    p = db(tmp)
+
+    async def main():
+        a = AsyncReadWriteLock(p, is_singleton=False)
+        await a.acquire_write()
+        task = asyncio.ensure_future(a.close())
+        await asyncio.sleep(0)  # the close is under way in the executor
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert a.executor._shutdown, "the executor the lock made is shut down"
+        assert a.holders == [] and peer_try("sqlite", p, "write")
+        with pytest.raises(sqlite3.ProgrammingError):
+            await a.acquire_read()
+        await a.close()  # closed: nothing to do
+
+    asyncio.run(main())
+
+
+def test_cancelling_an_async_acquisition_queued_behind_a_wait_ends_at_once(tmp, holder):
+    # RW9: the lock's one worker runs the first acquisition's wait; a second
+    # acquisition queued behind it is cancelled without waiting for it
+    p = db(tmp)
+    w = holder("rw-write", p)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        a = AsyncReadWriteLock(p, is_singleton=False)
+        first = asyncio.ensure_future(a.acquire_write())  # waits: forever
+        queued = asyncio.ensure_future(a.acquire_read())
+        await asyncio.sleep(0)  # both submitted to the lock's one worker, in this order
+        assert not first.done() and not queued.done()
+        queued.cancel()
+        done, _ = await asyncio.wait([queued], timeout=BOUND)
+        first.cancel()
+        await asyncio.wait([first, queued])
+        assert done, "the queued acquisition's cancellation waited for the wait ahead of it"
+        assert first.cancelled() and queued.cancelled()
+        assert [h["pid"] for h in a.holders] == [w.pid], "neither acquisition holds anything"
+        await a.close()
 
     asyncio.run(main())

@@ -49,6 +49,29 @@ taken in the shared mode by a reader and in the exclusive mode by a writer:
        never end - another instance of this thread holds what it waits for
        - raises Timeout at once when bounded, RuntimeError when not
        (py-filelock would wait out the timeout, or forever).
+  RW7  The SQLite wait ends when asked: SQLite's busy handler is off
+       (busy_timeout 0) and the front retries the statement itself, after
+       SQLite's own sleeps (1 ms growing to 100 ms), each a select() on the
+       cancel descriptor (an async acquisition's pipe) or a time.sleep()
+       that a signal's handler interrupts (Ctrl-C).  So a cancelled async
+       acquisition waiting for a py-filelock holder ends at once with nothing
+       held (holdfast's lock released by _take, the connection closed), and
+       a sync one in the main thread raises KeyboardInterrupt at once.
+       SQLite's own handler would sleep on to the end of the busy timeout
+       (about 23 days for "forever"): sqlite3_interrupt() does not reach a
+       busy wait, and is a no-op before a statement starts.
+  RW8  A cancelled AsyncReadWriteLock.close() still ends closed: the close
+       runs to its end in the executor, and an executor the instance made
+       is shut down before CancelledError propagates.
+  RW9  A cancelled async acquisition still queued in the executor (behind
+       another acquisition's wait: one worker by default) is taken out of
+       the queue and never runs, so its cancellation does not wait for the
+       wait ahead of it.
+
+Hazard: RW7's retries are polls (as SQLite's busy handler's are): a
+py-filelock holder's release is seen after up to 100 ms, and a stream of
+py-filelock readers can keep a front writer out (SQLite has no queue
+either); among front processes RW1 and RW2 keep the SQLite lock free.
 """
 
 from __future__ import annotations
@@ -59,6 +82,7 @@ import errno
 import functools
 import os
 import pathlib
+import select
 import sqlite3
 import threading
 import time
@@ -69,15 +93,17 @@ from types import TracebackType
 from typing import Any, Dict, Iterator, List, Literal, Optional, Type, Union, AsyncIterator
 
 from . import _lib as L
-from .errors import HoldfastError, HoldfastOSError
+from .errors import HoldfastError, HoldfastOSError, make_error
 from .lock import Lock
 
 Mode = Literal["read", "write"]
 
-#: sqlite3_busy_timeout takes a C int: py-filelock's bound (ms), used for "forever".
-_SQLITE_FOREVER_MS = 2_000_000_000 - 1
 #: The holdfast lock's path beside lock_file.
 SUFFIX = ".rw"
+#: The sleeps between SQLite tries (s): SQLite's default busy handler's
+#: (sqliteDefaultBusyCallback), which the front's own wait follows (RW7).
+_BUSY_DELAYS_S = (0.001, 0.002, 0.005, 0.010, 0.015, 0.020, 0.025, 0.025, 0.025, 0.050, 0.050,
+                  0.100)
 
 
 def _front():
@@ -85,16 +111,21 @@ def _front():
     return filelock
 
 
-def _sqlite_ms(timeout: float, blocking: bool, waited: float) -> int:
-    """The SQLite wait left (ms), as py-filelock computes it."""
-    if not blocking:
-        return 0
-    if timeout == -1:
-        return _SQLITE_FOREVER_MS
-    if timeout < 0:
+def _check_timeout(timeout: float) -> None:
+    """py-filelock's rule: a timeout is -1 (forever) or not negative."""
+    if timeout != -1 and timeout < 0:
         raise ValueError("timeout must be a non-negative number or -1")
-    ms = int(max(timeout - waited, 0) * 1000)
-    return min(ms, _SQLITE_FOREVER_MS)
+
+
+class _Busy(Exception):
+    """SQLite's lock was still busy at the deadline (RW7)."""
+
+
+def _is_busy(e: sqlite3.OperationalError) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)  # Python >= 3.11
+    if code is not None:
+        return (code & 0xFF) == sqlite3.SQLITE_BUSY
+    return "database is locked" in str(e)
 
 
 def _posix_holders(path: str) -> List[int]:
@@ -178,7 +209,6 @@ class ReadWriteLock(metaclass=_Meta):
         self._current_mode: Optional[Mode] = None
         self._write_thread_id: Optional[int] = None
         self._con: Optional[sqlite3.Connection] = None
-        self._waiting_con: Optional[sqlite3.Connection] = None
         self._hf: Optional[Lock] = None
         self._fence = 0
         self._closed = False
@@ -284,7 +314,7 @@ class ReadWriteLock(metaclass=_Meta):
             if self._lock_level > 0:
                 return self._validate_reentrant(mode)
         start = time.monotonic()
-        _sqlite_ms(timeout, blocking, 0.0)  # a bad timeout: ValueError before any wait
+        _check_timeout(timeout)  # a bad timeout: ValueError before any wait
         if not blocking:
             got = self._transaction_lock.acquire(blocking=False)
         elif timeout == -1:
@@ -343,46 +373,75 @@ class ReadWriteLock(metaclass=_Meta):
                 raise fl.Timeout(self.lock_file, e.holder) from None
             raise
         try:
-            self._con = self._begin(mode, timeout, blocking, start)
+            self._con = self._begin(mode, timeout, blocking, start, cancel_fd)
         except BaseException:
             with contextlib.suppress(HoldfastError, HoldfastOSError):
                 hf.release()
             raise
         self._fence = hf.fence
 
-    def _begin(self, mode: Mode, timeout: float, blocking: bool,
-               start: float) -> sqlite3.Connection:
+    def _begin(self, mode: Mode, timeout: float, blocking: bool, start: float,
+               cancel_fd: Optional[int] = None) -> sqlite3.Connection:
         """py-filelock's SQLite lock on lock_file (RW1): its transaction,
-        open until the release."""
-        ms = _sqlite_ms(timeout, blocking, time.monotonic() - start)
-        con = sqlite3.connect(str(self._canonical), timeout=ms / 1000.0, isolation_level=None,
+        open until the release.  SQLite's busy handler is off; the front
+        waits itself (RW7)."""
+        deadline: Optional[float]
+        if not blocking:
+            deadline = start  # one try
+        elif timeout == -1:
+            deadline = None
+        else:
+            deadline = start + timeout
+        con = sqlite3.connect(str(self._canonical), timeout=0, isolation_level=None,
                               check_same_thread=False, cached_statements=0)
-        self._waiting_con = con  # for an async cancellation's interrupt()
         try:
-            con.execute("PRAGMA busy_timeout=%d" % ms).close()
-            con.execute("PRAGMA journal_mode=MEMORY").close()
-            ms = _sqlite_ms(timeout, blocking, time.monotonic() - start)
-            con.execute("PRAGMA busy_timeout=%d" % ms).close()
+            con.execute("PRAGMA busy_timeout=0").close()
+            self._execute(con, "PRAGMA journal_mode=MEMORY", deadline, cancel_fd)
             if mode == "write":
-                con.execute("BEGIN EXCLUSIVE TRANSACTION").close()
+                self._execute(con, "BEGIN EXCLUSIVE TRANSACTION", deadline, cancel_fd)
             else:
                 con.execute("BEGIN TRANSACTION").close()
-                con.execute("SELECT name FROM sqlite_schema LIMIT 1").fetchall()
-        except sqlite3.OperationalError as e:
+                self._execute(con, "SELECT name FROM sqlite_schema LIMIT 1", deadline, cancel_fd)
+        except _Busy:
             with contextlib.suppress(sqlite3.Error):
                 con.close()
-            if "database is locked" in str(e):
-                pids = [p for p in _posix_holders(self.lock_file) if p != os.getpid()]
-                holder = {"pid": pids[0], "comm": _front()._comm(pids[0])} if pids else None
-                raise _front().Timeout(self.lock_file, holder) from None
-            raise
+            pids = [p for p in _posix_holders(self.lock_file) if p != os.getpid()]
+            holder = {"pid": pids[0], "comm": _front()._comm(pids[0])} if pids else None
+            raise _front().Timeout(self.lock_file, holder) from None
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 con.close()
             raise
-        finally:
-            self._waiting_con = None
         return con
+
+    def _execute(self, con: sqlite3.Connection, sql: str, deadline: Optional[float],
+                 cancel_fd: Optional[int]) -> None:
+        """RW7: run sql until SQLite stops answering SQLITE_BUSY, sleeping
+        between the tries as SQLite's own busy handler does, but in a wait
+        that ends at once when cancel_fd turns readable (HF_ECANCELED, an
+        async cancellation) or a signal's handler raises (Ctrl-C).  _Busy
+        once deadline (monotonic) has passed; None: forever."""
+        tries = 0
+        while True:
+            try:
+                cur = con.execute(sql)
+                cur.fetchall()
+                cur.close()
+                return
+            except sqlite3.OperationalError as e:
+                if not _is_busy(e):
+                    raise
+            delay = _BUSY_DELAYS_S[min(tries, len(_BUSY_DELAYS_S) - 1)]
+            tries += 1
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Busy()
+                delay = min(delay, left)
+            if cancel_fd is None:
+                time.sleep(delay)  # a signal's handler runs here (PEP 475)
+            elif select.select([cancel_fd], [], [], delay)[0]:
+                raise make_error(L.HF_ECANCELED, self.lock_file)
 
     def _release(self, *, force: bool, close: bool) -> None:
         with self._transaction_lock, self._internal_lock:
@@ -514,7 +573,15 @@ class AsyncReadWriteLock:
     async def close(self) -> None:
         if self._closed:
             return
-        await self._run(self._lock.close)
+        try:
+            await self._run(self._lock.close)
+        except asyncio.CancelledError:
+            # RW8: the close ran to its end (_run waited for it); the executor
+            # this instance made goes too, without waiting for its thread
+            self._closed = True
+            if self._owns_executor:
+                self._executor.shutdown(wait=False)
+            raise
         self._closed = True
         if self._owns_executor:
             await asyncio.get_running_loop().run_in_executor(
@@ -536,14 +603,14 @@ class AsyncReadWriteLock:
             raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
         r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            fut = self._submit(functools.partial(self._lock._acquire, mode, timeout, blocking, r))
+            job = self._executor.submit(self._lock._acquire, mode, timeout, blocking, r)
+            fut = asyncio.wrap_future(job, loop=self._loop or asyncio.get_running_loop())
             try:
                 await asyncio.shield(fut)
             except asyncio.CancelledError:
-                os.write(w, b"x")  # ends holdfast's wait
-                con = self._lock._waiting_con
-                if con is not None:
-                    con.interrupt()  # ends SQLite's
+                if job.cancel():  # RW9: still queued, never to run: nothing to undo
+                    raise
+                os.write(w, b"x")  # ends holdfast's wait, or SQLite's (RW7)
                 ok = await _settle(fut)
                 if ok:
                     await _settle(self._submit(self._lock.release))
