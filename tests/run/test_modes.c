@@ -161,15 +161,24 @@ static int exclusive_waits(void *arg)
 	return rc == 0 && f > above ? 0 : 1;
 }
 
+/* A shared holder of p (returned) and, in *w, an exclusive acquirer paused
+ * standing at L, waiting for it (DS1); w enters once let go after the
+ * holder released, with a fence above the holder's. */
+static hf_lock *shared_and_a_writer_waiting(char *p, struct hft_child *w)
+{
+	child_path = p;
+	hf_lock *a = held(p, HF_MODE_SHARED, 0);
+	uint64_t fa = hf_lock_fence(a); /* the child's copy, made at the fork */
+	hft_spawn_fn(w, "pause:dirlock.share.draining:1", exclusive_waits, &fa);
+	hft_expect(w, "dirlock.share.draining"); /* standing at L, waiting for a */
+	return a;
+}
+
 Test(modes, a_waiting_exclusive_acquirer_is_not_starved_by_new_shared_ones)
 {
 	char *p = rt_path(dir, "L");
-	child_path = p;
-	hf_lock *a = held(p, HF_MODE_SHARED, 0);
-	uint64_t fa = hf_lock_fence(a);
 	struct hft_child w;
-	hft_spawn_fn(&w, "pause:dirlock.share.draining:1", exclusive_waits, &fa);
-	hft_expect(&w, "dirlock.share.draining"); /* standing at L, waiting for a */
+	hf_lock *a = shared_and_a_writer_waiting(p, &w);
 	int rc;
 	hf_lock *b = take(p, HF_MODE_SHARED, 0, 0, &rc);
 	cr_assert_eq(rc, HF_EHELD, "a shared acquirer after the waiting one queues behind it");
@@ -197,12 +206,8 @@ Test(modes, a_waiting_exclusive_acquirer_is_not_starved_by_new_shared_ones)
 Test(modes, a_waiting_acquisition_is_not_told_it_holds)
 {
 	char *p = rt_path(dir, "L");
-	child_path = p;
-	hf_lock *a = held(p, HF_MODE_SHARED, 0);
-	uint64_t fa = hf_lock_fence(a);
 	struct hft_child w;
-	hft_spawn_fn(&w, "pause:dirlock.share.draining:1", exclusive_waits, &fa);
-	hft_expect(&w, "dirlock.share.draining"); /* standing at L, waiting for a */
+	hf_lock *a = shared_and_a_writer_waiting(p, &w);
 	hf_rec *s = status(p);
 	int64_t waiting = 0;
 	cr_assert_eq(hf_rec_int(s, "holders.0.waiting", &waiting), 0, "%s", hf_rec_json(s));
