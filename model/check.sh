@@ -8,7 +8,9 @@
 #            weak-nofence weak-noreadback weak-oldwithdraw weak-bypath and
 #            share-test, what `make model` and `make check-long` run), or
 #            "share-test" (= share share-renew share-leak share-weak-*), or
-#            "session-test" (= session session-weak, run by `make test`)
+#            "session-test" (= session session-weak, run by `make test`),
+#            "queue-test" (= queue queue-nopass queue-late queue-early: the
+#            waiters' queue, model/queue.pml, run by `make check-long`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
 #   -b       breadth-first search: a violation found is a shortest one
@@ -95,6 +97,10 @@ session-sweepall|fails|-DSWEEPALL=1|session: sweeps go on after one lost its rec
 session-relcheck|fails|-DRELCHECK=1|session: no leftover after a release too (SH8: a record moved twice during its search)
 session-natt2|holds|-DNATT=2 -DNAS=32|session: 2 takers x 2 attempts (32 aside names)
 session-nt3|holds|-DNT=3 -DINITBAR=0|session: 3 takers, a stale lock, no barrier
+queue|holds||waiters queue (WT8, WT9, DQ1-DQ3): 3 waiters x 2 acquisitions, one may give up; no ring lost (no waiter asleep forever, the cap left out)
+queue-nopass|fails|-DPASS=0|weakened: a waiter that gives up keeps the ring it was given (WT9)
+queue-late|fails|-DLATE=1|weakened: registered after its attempt, not before the next look (WT2, DQ1)
+queue-early|fails|-DEARLY=1|weakened: the release rings before the lock is free (DQ2)
 '
 
 # pan: -E blocked processes at the end are no error; -m depth; -w hash bits
@@ -121,6 +127,8 @@ for c in "$@"; do
 			share-weak-skips share-weak-nocount share-weak-fence share-weak-noverify)
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
+	elif [ "$c" = queue-test ]; then
+		expand+=(queue queue-nopass queue-late queue-early)
 	else
 		expand+=("$c")
 	fi
@@ -147,8 +155,12 @@ for name in "${expand[@]}"; do
 	case $name in
 	session*) pml=session.pml ;;
 	share*) pml=share.pml ;;
+	queue*) pml=queue.pml ;;
 	*) pml=dirlock.pml ;;
 	esac
+	pan_flags=$PAN_FLAGS
+	# liveness: a waiter asleep forever is an invalid end state there
+	case $name in queue*) pan_flags=$(echo "$PAN_FLAGS" | sed 's/-E//') ;; esac
 	cp "$here/$pml" "$d/"
 	echo "$flags" >"$d/flags"
 	(
@@ -158,11 +170,11 @@ for name in "${expand[@]}"; do
 		# shellcheck disable=SC2086
 		cc_flags=$CC_FLAGS
 		# the weakened variants fail within a second: compile them fast
-		case $name in weak-* | share-weak-* | share-leak) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
+		case $name in weak-* | share-weak-* | share-leak | queue-*) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
 		gcc $cc_flags -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
 		start=$(date +%s.%N)
 		# shellcheck disable=SC2086
-		./pan $PAN_FLAGS >pan.log 2>&1
+		./pan $pan_flags >pan.log 2>&1
 		end=$(date +%s.%N)
 		echo "$start $end" >time
 	) || { status=1; continue; }
@@ -182,7 +194,7 @@ for name in "${expand[@]}"; do
 	fi
 	printf '%-16s %-8s %-10s %12s %6s %8s %7s  %s\n' "$name" "$expect" "$result" "${states:-?}" "${depth:-?}" "$secs" "${mb:-?}" "${flags:--}"
 	if [ "$result" = fails ]; then
-		grep -m1 'assertion violated' "$d/pan.log" | sed 's/^/                 /'
+		grep -m1 'assertion violated\|invalid end state' "$d/pan.log" | sed 's/^/                 /'
 	fi
 	[ "$result" = "$expect" ] || status=1
 done

@@ -32,7 +32,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -550,6 +552,42 @@ int hf_sys_pidfd_open(pid_t pid)
 	(void)pid;
 	return -ENOSYS;
 #endif
+}
+
+int hf_sys_mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+	PASS(MKNOD);
+	return NEG(mknodat(dirfd, path, S_IFIFO | (mode & 07777), 0));
+}
+
+int hf_sys_epoll_create(void)
+{
+	PASS(EPOLL);
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int hf_sys_epoll_ctl(int epfd, int op, int fd, uint32_t events)
+{
+	PASS(EPOLL);
+	struct epoll_event ev = { .events = events, .data.fd = fd };
+	return NEG(epoll_ctl(epfd, op, fd, &ev));
+}
+
+int hf_sys_epoll_wait(int epfd, int *fds, uint32_t *evs, int n, int timeout_ms)
+{
+	PASS(POLL);
+	struct epoll_event ev[8];
+	if (n > 8)
+		n = 8;
+	int r = epoll_wait(epfd, ev, n, timeout_ms);
+	if (r < 0)
+		return -errno;
+	for (int i = 0; i < r; i++) {
+		fds[i] = ev[i].data.fd;
+		evs[i] = ev[i].events;
+	}
+	return r;
 }
 
 int hf_sys_kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2)

@@ -175,6 +175,14 @@ int hf_sys_chdir(const char *path);
 /* pidfd_open(2): a descriptor that polls readable once pid has exited;
  * -ENOSYS where the kernel has none. */
 int hf_sys_pidfd_open(pid_t pid);
+/* mknodat(2) of a FIFO (wait.c's queue, WT8). */
+int hf_sys_mkfifoat(int dirfd, const char *path, mode_t mode);
+/* epoll_create1(EPOLL_CLOEXEC) and epoll_ctl(2) (wait.c's queue, WT8). */
+int hf_sys_epoll_create(void);
+int hf_sys_epoll_ctl(int epfd, int op, int fd, uint32_t events);
+/* epoll_wait(2) of at most n events: their fds and events into fds/evs;
+ * the count, or <0 (-EINTR included). */
+int hf_sys_epoll_wait(int epfd, int *fds, uint32_t *evs, int n, int timeout_ms);
 /* kcmp(2) KCMP_FILE: 0 when descriptor fd1 of pid1 and fd2 of pid2 are the
  * same open file description, 1 or 2 when not (the kernel's order), -errno
  * (-ENOSYS without CONFIG_KCMP, -EPERM without ptrace access, -EBADF). */

@@ -73,7 +73,44 @@
  *        A new holder so skipped is not judged: its end is seen by the
  *        cap, not by a pidfd.
  *
+ *  (WT8) The queue (hf_wait_queue; the directory lock's waiters): instead of
+ *        the watch, a waiter registers in a FIFO beside the lock - opened
+ *        O_RDWR, held in an epoll instance with EPOLLEXCLUSIVE - before its
+ *        next attempt (WT2), and every process that moves the lock's name
+ *        away rings it (hf_wait_ring: one byte, written only when a reader
+ *        has the FIFO open; else the open fails with ENXIO and that is the
+ *        whole cost). The kernel wakes one registered waiter per ring, the
+ *        first registered (its wait queue is FIFO; a waiter stays registered
+ *        across its attempts and keeps its place), which reads one byte and
+ *        attempts. So a release wakes one waiter, not all. The queue only
+ *        decides when a waiter attempts: every attempt is the protocol's
+ *        whole, and a waiter that is never rung still wakes at the cap
+ *        (WT6) - it can delay an acquisition, never admit one.
+ *        No ring is lost between an attempt and the sleep: the waiter is
+ *        registered before the attempt, and a release is a rename away
+ *        before the ring, so either the attempt saw the name free or the
+ *        ring finds the waiter registered (a byte stays in the FIFO and the
+ *        epoll instance is readable, also when it was not yet asleep).
+ *        The ring never raises SIGPIPE in the ringer: it writes through a
+ *        descriptor opened O_RDWR (a reader itself), after a write-only
+ *        probe that only asks whether anyone waits
+ *        (named point wait.ring.probed: between the two).
+ *  (WT9) A waiter leaves the queue without taking the lock only through
+ *        hf_wait_pass: it leaves the epoll instance, then takes one byte if
+ *        one is there and writes it back - a ring the kernel gave to it goes
+ *        to the next. A waiter that read a byte always attempts before it
+ *        can leave (hf_wait_next returns 0 after a read), so a ring it read
+ *        was spent on an attempt: the holder it met rings again.
+ *
  * Hazards:
+ *  - A waiter killed between its wake-up and its attempt takes its ring
+ *    with it: the next waiter wakes at the cap (WT6), up to 1.5 s late.
+ *  - holdfast 0.2 releases ring nothing: a waiter of 0.3 queued behind a
+ *    0.2 holder sees its release at the cap; a 0.2 waiter still sees every
+ *    release through its watch (the name still moves away).
+ *  - The queue is a FIFO in the lock's state directory: on a file system
+ *    shared between hosts (NFS) a ring reaches only the ringer's host's
+ *    waiters; the others wake at the cap (as the watch's waiters do).
  *  - Each thread that ever waited keeps one inotify fd (close-on-exec) until
  *    it exits; a thread that exits leaks it.
  *  - Every waiter on one lock wakes on each release (a thundering herd of
@@ -92,7 +129,10 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BACKOFF_MAX_US 1000000 /* WT6: at most one wake-up a second */
@@ -146,6 +186,10 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
 	w->quick = 0;
 	w->name[0] = '\0';
 	w->dir[0] = '\0';
+	w->qdir = -1;
+	w->qname[0] = '\0';
+	w->qfd = -1;
+	w->efd = -1;
 	if (wait_ms == 0) {
 		w->deadline_ns = 0; /* try once: hf_wait_next times out at once */
 		w->armed = 1;
@@ -161,10 +205,99 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
 	return 0;
 }
 
+void hf_wait_queue(struct hf_waiter *w, int dirfd, const char *name)
+{
+	if (w->armed || dirfd < 0 || !name || strlen(name) >= sizeof w->qname)
+		return; /* try once: never waits; or nothing to queue in */
+	w->qdir = dirfd;
+	strcpy(w->qname, name);
+}
+
+#define QUEUE_OPEN (O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
+
+/* Register in the queue (WT8): 0, or <0 (the watch instead). */
+static int arm_queue(struct hf_waiter *w)
+{
+	int fd = hf_sys_openat(w->qdir, w->qname, O_RDWR | QUEUE_OPEN, 0);
+	if (fd == -ENOENT) {
+		int rc = hf_sys_mkfifoat(w->qdir, w->qname, 0600);
+		if (rc < 0 && rc != -EEXIST)
+			return rc;
+		fd = hf_sys_openat(w->qdir, w->qname, O_RDWR | QUEUE_OPEN, 0);
+	}
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	int rc = hf_sys_fstat(fd, &st);
+	if (rc == 0 && !S_ISFIFO(st.st_mode))
+		rc = -EINVAL; /* not ours to read: the watch */
+	int ep = rc == 0 ? hf_sys_epoll_create() : rc;
+	if (ep < 0) {
+		hf_sys_close(fd);
+		return ep;
+	}
+	rc = hf_sys_epoll_ctl(ep, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLEXCLUSIVE);
+	/* the cancel descriptor beside it (one the kernel cannot poll by epoll,
+	 * a regular file: the watch and poll(2) instead) */
+	if (rc == 0 && w->cancel_fd >= 0)
+		rc = hf_sys_epoll_ctl(ep, EPOLL_CTL_ADD, w->cancel_fd, EPOLLIN);
+	if (rc < 0) {
+		hf_sys_close(ep);
+		hf_sys_close(fd);
+		return rc;
+	}
+	w->qfd = fd;
+	w->efd = ep;
+	return 0;
+}
+
+/* A ring taken (WT8): 1 when a byte was read, 0 when another took it. */
+static int queue_take(struct hf_waiter *w)
+{
+	char b;
+	return hf_sys_read(w->qfd, &b, 1) == 1;
+}
+
+void hf_wait_ring(int dirfd, const char *name)
+{
+	/* The probe: a FIFO opens for writing without blocking only while a
+	 * reader has it open - ENXIO when nobody waits, ENOENT when nobody ever
+	 * waited, EISDIR for a directory. The whole cost of a release that
+	 * nobody waits for. */
+	int fd = hf_sys_openat(dirfd, name, O_WRONLY | QUEUE_OPEN, 0);
+	if (fd < 0)
+		return;
+	hf_sys_close(fd);
+	hf_sys_point(HF_PT_WAIT_RING_PROBED);
+	/* The ring itself through a descriptor that is a reader too: a write
+	 * to a FIFO whose readers all left meanwhile would raise SIGPIPE in the
+	 * caller's process (EPIPE); ours keeps one reader, and the byte is
+	 * discarded with the FIFO's buffer if nobody else has it open. */
+	fd = hf_sys_openat(dirfd, name, O_RDWR | QUEUE_OPEN, 0);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (hf_sys_fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
+		(void)hf_sys_write(fd, "r", 1); /* EAGAIN: full of rings already */
+	hf_sys_close(fd);
+}
+
+void hf_wait_pass(struct hf_waiter *w)
+{
+	if (w->efd >= 0) {
+		hf_sys_close(w->efd); /* WT9: out of the queue first */
+		w->efd = -1;
+	}
+	if (w->qfd >= 0 && queue_take(w))
+		(void)hf_sys_write(w->qfd, "r", 1); /* to the next */
+}
+
 /* Set up the watch (WT2). 0 when set up; <0 when inotify is refused. */
 static int arm(struct hf_waiter *w)
 {
 	w->armed = 1;
+	if (w->qdir >= 0 && arm_queue(w) == 0)
+		return 0; /* WT8 */
 	int fd = ifd_get();
 	if (fd < 0)
 		return fd;
@@ -276,6 +409,10 @@ static int pidfd_arm(struct hf_waiter *w)
 	int fd = hf_sys_pidfd_open(w->pid);
 	if (fd >= 0) {
 		w->pidfd = fd;
+		if (w->efd >= 0 && hf_sys_epoll_ctl(w->efd, EPOLL_CTL_ADD, fd, EPOLLIN) < 0) {
+			hf_sys_close(fd); /* the cap sees its end */
+			w->pidfd = PIDFD_UNAVAILABLE;
+		}
 		return 0;
 	}
 	if (fd == -ESRCH) {
@@ -312,8 +449,9 @@ int hf_wait_next(struct hf_waiter *w)
 	/* this slice: the backoff with +-25 % jitter, at the cap +0..50 % (WT6) */
 	int64_t cap = cap_us();
 	int64_t b = w->backoff_us < cap ? w->backoff_us : cap;
-	if (w->steady && w->ifd >= 0)
-		b = cap; /* WT6: a release is an event (WT2) */
+	int efd = w->efd >= 0 ? w->efd : w->ifd; /* the queue, or the watch */
+	if (w->steady && efd >= 0)
+		b = cap; /* WT6: a release is an event (WT2), or a ring (WT8) */
 	int64_t j = (int64_t)(jitter_rand() % (uint32_t)(b / 2 + 1)) - b / 4;
 	if (b >= cap)
 		j += b / 4; /* WT6: never shorter than the cap */
@@ -337,7 +475,7 @@ int hf_wait_next(struct hf_waiter *w)
 			return 0;
 		}
 	}
-	if (w->ifd < 0 && w->cancel_fd < 0 && w->pidfd < 0 && !due) {
+	if (efd < 0 && w->cancel_fd < 0 && w->pidfd < 0 && !due) {
 		int rc = hf_sys_sleep_ms(sleep_ms);
 		return rc < 0 ? rc : 0;
 	}
@@ -351,11 +489,26 @@ int hf_wait_next(struct hf_waiter *w)
 		if (due && slice > PIDFD_AFTER_MS)
 			slice = PIDFD_AFTER_MS;
 		/* the watch, the cancel fd and the holder's pidfd (-1 is ignored
-		 * by poll) */
-		struct pollfd p[3] = { { .fd = w->ifd, .events = POLLIN },
+		 * by poll); in the queue, all three in its epoll instance, slept on
+		 * by epoll_wait: EPOLLEXCLUSIVE gives a ring to one waiter asleep
+		 * there, and only to one asleep there (WT8) */
+		struct pollfd p[3] = { { .fd = efd, .events = POLLIN },
 				       { .fd = w->cancel_fd, .events = POLLIN },
 				       { .fd = w->pidfd >= 0 ? w->pidfd : -1, .events = POLLIN } };
-		int rc = hf_sys_poll(p, 3, slice);
+		int rc;
+		if (w->efd >= 0) {
+			int fds[3];
+			uint32_t evs[3];
+			rc = hf_sys_epoll_wait(w->efd, fds, evs, 3, slice);
+			p[0].fd = w->qfd;
+			for (int i = 0; i < rc; i++)
+				for (int k = 0; k < 3; k++)
+					if (p[k].fd >= 0 && fds[i] == p[k].fd)
+						p[k].revents = (short)evs[i];
+			p[0].fd = efd;
+		} else {
+			rc = hf_sys_poll(p, 3, slice);
+		}
 		if (rc < 0 && rc != -EINTR)
 			return rc;
 		if (rc <= 0 && due) {
@@ -382,16 +535,16 @@ int hf_wait_next(struct hf_waiter *w)
 			w->woke = HF_WOKE_HOLDER_END;
 			return 0; /* the holder ended: the attempt judges it */
 		}
-		if (w->ifd >= 0 && drain(w)) {
+		if (w->efd >= 0 ? queue_take(w) : w->ifd >= 0 && drain(w)) {
 			w->woke = HF_WOKE_EVENT;
 			/* WT5: the lock changes hands quickly - the next sleep opens
 			 * the next holder's pidfd only if it lasts */
 			w->quick = hf_sys_mono_ns() - start < PIDFD_AFTER_MS * 1000000LL;
 			return 0;
 		}
-		if (w->ifd < 0)
+		if (efd < 0)
 			return 0;
-		/* only unrelated names changed: keep waiting the rest of this slice */
+		/* only unrelated names changed (or another waiter took the ring): keep waiting the rest of this slice */
 		int64_t rest_ns = end - hf_sys_mono_ns();
 		if (rest_ns <= 0)
 			return 0;
@@ -403,6 +556,11 @@ void hf_wait_done(struct hf_waiter *w)
 {
 	if (w->pidfd >= 0)
 		pidfd_drop(w);
+	if (w->efd >= 0)
+		hf_sys_close(w->efd);
+	if (w->qfd >= 0)
+		hf_sys_close(w->qfd);
+	w->efd = w->qfd = -1;
 	if (w->ifd >= 0) {
 		if (w->wd >= 0)
 			hf_sys_inotify_rm_watch(w->ifd, w->wd);

@@ -25,6 +25,10 @@ struct hf_waiter {
 	pid_t spent;           /* a pid whose pidfd fired: not watched again   */
 	int woke;              /* why the last hf_wait_next returned 0: HF_WOKE_* */
 	int quick;             /* the last sleep ended by an event within 10 ms */
+	int qdir;              /* the queue's directory (WT8), or -1: none      */
+	char qname[32];        /* the queue FIFO's name in qdir                 */
+	int qfd;               /* the queue, open O_RDWR, or -1                 */
+	int efd;               /* an epoll instance holding qfd exclusively, or -1 */
 };
 
 /* Why a wait returned 0 (struct hf_waiter.woke; tests look). */
@@ -56,6 +60,22 @@ int hf_wait_next(struct hf_waiter *w);
  * Not called (a barrier, an unreadable record): the short backoff. Costs
  * no system call: the pidfd is opened by the sleep (WT5). */
 void hf_wait_holder(struct hf_waiter *w, pid_t pid);
+/* Wait in the kernel's queue (WT8) instead of the inotify watch: the FIFO
+ * `name` in dirfd (made 0600 if missing), in which hf_wait_ring rings once
+ * per release and which wakes one waiter per ring, in the order they began
+ * waiting. dirfd stays the caller's and must stay open until hf_wait_done.
+ * Where the FIFO cannot be made or opened (not a FIFO, no permission, a
+ * read-only file system), the watch of hf_wait_init as before. Costs no
+ * system call: the first hf_wait_next registers (WT2). */
+void hf_wait_queue(struct hf_waiter *w, int dirfd, const char *name);
+/* A waiter registered in the queue leaves without having taken the lock
+ * (deadline, cancel, an error): a ring meant for it is passed on to the
+ * next (WT9). Then hf_wait_done. */
+void hf_wait_pass(struct hf_waiter *w);
+/* The releaser's ring (WT8): one wake-up for the first waiter in the queue
+ * `name` of dirfd, if any. One system call (an open that fails) when nobody
+ * waits; never blocks, never fails the caller. */
+void hf_wait_ring(int dirfd, const char *name);
 /* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */
 void hf_wait_set_cancel(struct hf_waiter *w, int fd);

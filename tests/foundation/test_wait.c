@@ -6,10 +6,16 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -259,5 +265,227 @@ Test(wait, a_quick_release_opens_no_pidfd)
 	cr_assert_eq(waitpid(p2, &st, 0), p2);
 	hft_rmtree(d);
 	free(x);
+	free(d);
+}
+
+/* --- the queue (WT8, WT9) ----------------------------------------------------
+ * Three waiters - three processes, each registered in one FIFO in its own
+ * epoll instance, in order, asleep in epoll_wait - and rings. A waiter woken
+ * for nothing (another took the byte) would go back to sleep through a
+ * second epoll_wait, where "pause:poll:2" stops it: so a waiter found asleep
+ * in its first epoll_wait after a ring was not woken by it. Where each child
+ * is blocked is read from /proc (its state and its system call), never
+ * guessed from time. */
+
+static int queue_sfd = -1, queue_out = -1;
+static char *queue_dir;
+
+static void queued(struct hf_waiter *w, const char *d, int sfd)
+{
+	cr_assert_eq(hf_wait_init(w, d, "x", 60000), 0);
+	hf_wait_queue(w, sfd, "queue");
+	cr_assert_eq(hf_wait_next(w), 0);
+	cr_assert_eq(w->woke, HF_WOKE_ARMED, "the first call registers (WT2)");
+	cr_assert_geq(w->efd, 0, "registered in the queue, not the watch");
+	cr_assert_eq(w->ifd, -1, "no inotify watch beside it");
+}
+
+/* A waiter: registers, sleeps until rung, says so on queue_out (its index),
+ * then waits for its go (the test decides when it leaves the queue):
+ * leaves by hf_wait_done, or by hf_wait_pass when told 'p'. */
+static int queue_child(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	struct hf_waiter w;
+	if (hf_wait_init(&w, queue_dir, "x", 60000) < 0)
+		return 2;
+	hf_wait_queue(&w, queue_sfd, "queue");
+	if (hf_wait_next(&w) != 0 || w.efd < 0)
+		return 3;
+	hf_wait_holder(&w, 0); /* steady: the sleep is the cap (an hour) */
+	if (hf_wait_next(&w) != 0 || w.woke != HF_WOKE_EVENT)
+		return 4;
+	char c = (char)('0' + i);
+	if (write(queue_out, &c, 1) != 1)
+		return 5;
+	hf_sys_point(HF_PT_TEST_LEFT); /* the test lets it go: it leaves */
+	hf_wait_done(&w);
+	return 0;
+}
+
+/* The system call pid is blocked in, once it is blocked (state S), or -1
+ * when it ended. */
+static long blocked_in(pid_t pid)
+{
+	char path[64], buf[256];
+	int64_t end = hf_sys_mono_ns() + 10000000000LL;
+	while (hf_sys_mono_ns() < end) {
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			return -1;
+		char *ok = fgets(buf, sizeof buf, f);
+		fclose(f);
+		char *rp = ok ? strrchr(buf, ')') : NULL;
+		if (rp && rp[2] == 'S') {
+			snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+			f = fopen(path, "re");
+			long nr = -1;
+			if (f && fscanf(f, "%ld", &nr) == 1) {
+				fclose(f);
+				return nr;
+			}
+			if (f)
+				fclose(f);
+		}
+		sched_yield();
+	}
+	cr_assert_fail("process %d never blocked", (int)pid);
+	return -1;
+}
+
+static bool in_epoll_wait(pid_t pid)
+{
+	long nr = blocked_in(pid);
+	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait
+#ifdef SYS_epoll_pwait2
+	       || nr == SYS_epoll_pwait2
+#endif
+		;
+}
+
+static int rung_one(void)
+{
+	char c;
+	cr_assert_eq(read(queue_out, &c, 1), 1);
+	return c - '0';
+}
+
+Test(wait, a_ring_wakes_the_first_waiter_asleep_and_no_other)
+{
+	queue_dir = hft_tmpdir();
+	queue_sfd = open(queue_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(queue_sfd, 0);
+	hf_wait_ring(queue_sfd, "queue"); /* nobody ever waited: nothing made */
+	struct stat st;
+	cr_assert_eq(fstatat(queue_sfd, "queue", &st, 0), -1, "a ring makes no queue");
+	int out[2];
+	cr_assert_eq(pipe(out), 0);
+	int rd = out[0];
+	queue_out = out[1];
+	struct hft_child c[3];
+	for (int i = 0; i < 3; i++) {
+		hft_spawn_fn(&c[i], "cap:wait:3600000;pause:poll:2;pause:test.left:1", queue_child, (void *)(intptr_t)i);
+		cr_assert(in_epoll_wait(c[i].pid), "waiter %d asleep in the queue", i);
+	}
+	close(queue_out);
+	queue_out = rd; /* the test reads */
+	cr_assert_eq(fstatat(queue_sfd, "queue", &st, 0), 0);
+	cr_assert(S_ISFIFO(st.st_mode) && (st.st_mode & 0777) == 0600, "a FIFO, 0600");
+
+	hf_wait_ring(queue_sfd, "queue");
+	cr_assert_eq(rung_one(), 0, "the first registered is woken");
+	hft_expect(&c[0], "test.left");
+	cr_assert(in_epoll_wait(c[1].pid) && in_epoll_wait(c[2].pid),
+		  "the others were not woken (a waiter woken for nothing pauses in a "
+		  "second poll)");
+	hft_go(&c[0]); /* it entered: it leaves the queue */
+	cr_assert_eq(hft_wait(&c[0]), 0);
+
+	hf_wait_ring(queue_sfd, "queue");
+	cr_assert_eq(rung_one(), 1, "the second is next");
+	hft_expect(&c[1], "test.left");
+	cr_assert(in_epoll_wait(c[2].pid), "the third still asleep");
+	hft_go(&c[1]);
+	cr_assert_eq(hft_wait(&c[1]), 0);
+	hf_wait_ring(queue_sfd, "queue");
+	cr_assert_eq(rung_one(), 2);
+	hft_expect(&c[2], "test.left");
+	hft_go(&c[2]);
+	cr_assert_eq(hft_wait(&c[2]), 0);
+	close(rd);
+	close(queue_sfd);
+	hft_rmtree(queue_dir);
+	free(queue_dir);
+}
+
+/* WT9: a waiter given a ring leaves without taking it (its deadline came in
+ * the same instant, say): the ring goes to the next, not lost. In one
+ * process: the ring is given before either sleeps, so it stays in the FIFO
+ * for whoever reads it; the first passes it on as it leaves. */
+Test(wait, a_ring_not_taken_is_passed_on)
+{
+	char *d = hft_tmpdir();
+	int sfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(sfd, 0);
+	struct hf_waiter a, b;
+	queued(&a, d, sfd);
+	queued(&b, d, sfd);
+	hf_wait_ring(sfd, "queue");
+	hf_wait_pass(&a); /* takes the byte, writes it back after leaving */
+	hf_wait_done(&a);
+	cap_an_hour();
+	hf_wait_holder(&b, 0);
+	cr_assert_eq(hf_wait_next(&b), 0);
+	cr_assert_eq(b.woke, HF_WOKE_EVENT, "b has the ring a left (%d)", b.woke);
+	hf_wait_done(&b);
+	close(sfd);
+	hft_rmtree(d);
+	free(d);
+}
+
+/* A ring whose waiters all left between its probe and its write: the ringer
+ * lives on (a write-only descriptor would have raised SIGPIPE, killing the
+ * releasing process). */
+static int ring_once(void *arg)
+{
+	hf_sys_point(HF_PT_TEST_REGISTERED); /* the test registers a waiter */
+	hf_wait_ring(*(int *)arg, "queue");
+	return 0;
+}
+
+Test(wait, a_ring_never_raises_sigpipe)
+{
+	char *d = hft_tmpdir();
+	int sfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(sfd, 0);
+	struct hft_child c; /* forked first: it inherits no reader of ours */
+	hft_spawn_fn(&c, "pause:test.registered:1;pause:wait.ring.probed:1", ring_once, &sfd);
+	hft_expect(&c, "test.registered");
+	struct hf_waiter w;
+	queued(&w, d, sfd);
+	hft_go(&c);
+	hft_expect(&c, "wait.ring.probed"); /* it saw a reader: ours */
+	hf_wait_done(&w);                   /* the last reader leaves */
+	hft_go(&c);
+	cr_assert_eq(hft_wait(&c), 0, "the ringer ended normally (141: killed by SIGPIPE)");
+	close(sfd);
+	hft_rmtree(d);
+	free(d);
+}
+
+/* Where the queue cannot be had - its name taken by a directory here - the
+ * waiter falls back to the inotify watch, and a ring does nothing. */
+Test(wait, a_queue_that_is_not_a_fifo_falls_back_to_the_watch)
+{
+	char *d = hft_tmpdir(), *q;
+	cr_assert_geq(asprintf(&q, "%s/queue", d), 0);
+	cr_assert_eq(mkdir(q, 0700), 0);
+	int sfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(sfd, 0);
+	struct hf_waiter w;
+	cr_assert_eq(hf_wait_init(&w, d, "x", 60000), 0);
+	hf_wait_queue(&w, sfd, "queue");
+	cr_assert_eq(hf_wait_next(&w), 0);
+	cr_assert_eq(w.efd, -1, "not queued");
+	cr_assert_geq(w.ifd, 0, "watched instead");
+	hf_wait_ring(sfd, "queue");
+	struct stat st;
+	cr_assert_eq(stat(q, &st), 0);
+	cr_assert(S_ISDIR(st.st_mode), "left as it was");
+	hf_wait_done(&w);
+	close(sfd);
+	hft_rmtree(d);
+	free(q);
 	free(d);
 }

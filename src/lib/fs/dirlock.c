@@ -30,6 +30,8 @@
  *                           L; a waiter keeps its own between attempts. One
  *                           past the stale window whose kernel lock is free
  *                           is a crashed acquirer's, swept by the next sweep.
+ *   P/L.holdfast/queue      the waiters' queue: a FIFO (0600), made by the
+ *                           first waiter, never removed (DQ1; wait.c WT8)
  *   P/L.holdfast/c-<ms>-[<token>-]<hex>/   a claim: a lock directory moved
  *                           aside by someone about to destroy or inspect it;
  *                           <ms> is the wall-clock time it was taken (the
@@ -130,6 +132,30 @@
  *     Stealing before removing spares a claimer still at work: its next step
  *     finds its claim gone. A new directory n-… older than the stale window
  *     by its name whose kernel lock is free goes too.          (DL5, DL6)
+ *
+ * Waiting (DQ; wait.c's WT8-WT9, model/queue.pml)
+ * -------------------------------------------------
+ * How an acquirer that found L held waits; nothing here decides who holds.
+ *   DQ1 A waiter registers in L.holdfast/queue (hf_wait_queue: the FIFO
+ *       opened for reading, in an epoll instance with EPOLLEXCLUSIVE)
+ *       before its next look at L. That look is the whole attempt - or,
+ *       when the attempt before it judged a live holder at L, one fstatat:
+ *       the same directory (inode) still at L means its leaving rings after
+ *       our registration, and we sleep. Then it sleeps until a ring, the
+ *       holder's end (pidfd), the cap (WT6) or its deadline, and attempts.
+ *   DQ2 Every step that takes L into a claim - a release, a reap, a
+ *       withdrawal, a shared or slot holder leaving for its entry (DS2) -
+ *       rings the queue once that step is over (its claim removed: the
+ *       waiter woken finds no claim of ours to judge, and its DA5 no
+ *       subdirectory to read). One ring wakes one waiter, the first
+ *       registered that is asleep; one that nobody waits for costs one
+ *       failed open.
+ *   DQ3 A waiter that leaves without entering (deadline, cancel, error)
+ *       passes on a ring given to it (hf_wait_pass); one that enters
+ *       leaves the queue (hf_wait_done).
+ *   A queue that cannot be had (not a FIFO, no permission, a read-only
+ *   file system) leaves the waiter on the inotify watch of P (wait.c),
+ *   where every release wakes every waiter, as before 0.3.
  *
  * Modes (HF_OPT_MODE: exclusive, shared, slots N)
  * --------------------------------------------------
@@ -399,6 +425,12 @@
  *   - A shared acquirer does not read r- entries (they share with it): a
  *     dead shared holder's entry stays until an exclusive or slot acquirer
  *     drains it (status shows it dead meanwhile).
+ *   - The queue (DQ) orders wake-ups, not entries: an acquirer that was
+ *     not waiting may take L between a release and the woken waiter's
+ *     attempt (as with flock(2)), and the waiter sleeps again at the head
+ *     of the queue. A waiter killed between its wake-up and its attempt,
+ *     and a holdfast 0.2 holder (it never rings), leave the next waiter to
+ *     the cap (WT6): up to 1.5 s late, never wrong.
  *   - A wall clock set back makes records of another kernel look younger
  *     (liveness only); set forward, such a live owner may look leaked:
  *     fencing again. On one kernel ages are boot-relative.
@@ -429,6 +461,7 @@
 #define SLOTS_PREFIX "s-"  /* a slot holder's entry (DS2)         */
 #define ENTRY_NAME_MAX (2 + 20 + 1 + HF_TOKEN_LEN + 1)
 #define GITIGNORE_FILE ".gitignore"
+#define QUEUE_FILE "queue"          /* the waiters' queue, a FIFO (DQ1) */
 #define OWNER_MAX 4096
 _Static_assert(OWNER_MAX > HF_OWNER_JSON_MAX + 112 + 3, "a record fits (hf_dirlock_record_format)");
 #define SKEW_MS 1000      /* a record dated further ahead is clock skew      */
@@ -451,6 +484,9 @@ struct lk {
 	char parent[PATH_MAX];          /* P, for the waiter's inotify watch */
 	bool nlink_counts;              /* st_nlink == 2 + subdirectories    */
 	int64_t stale_ms, max_hold_ms;
+	bool ring;                      /* L was taken: ring the queue (DQ2) */
+	dev_t held_dev;                 /* the directory at L a live holder  */
+	ino_t held_ino;                 /* was judged in (DQ1); 0: none      */
 };
 
 enum { REC_NONE, REC_EMPTY, REC_BAD, REC_OK };
@@ -758,8 +794,19 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 
 /* --- opening a lock --------------------------------------------------------- */
 
+/* DQ2: L was taken by this process's last step (released, reaped, withdrawn
+ * from, left for an entry): the step is over, its claim removed - so the
+ * waiter it wakes finds no claim of ours to judge - and one waiter is rung. */
+static void ring_due(struct lk *l)
+{
+	if (l->ring && l->sfd >= 0)
+		hf_wait_ring(l->sfd, QUEUE_FILE);
+	l->ring = false;
+}
+
 static void lk_close(struct lk *l)
 {
+	ring_due(l);
 	if (l->ffd >= 0)
 		hf_sys_close(l->ffd);
 	l->ffd = -1;
@@ -820,6 +867,9 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 	l->pfd = l->sfd = l->ffd = -1;
 	l->base[0] = l->sname[0] = l->parent[0] = '\0';
 	l->nlink_counts = false;
+	l->held_dev = 0;
+	l->held_ino = 0;
+	l->ring = false;
 	if (!path || !*path)
 		return -EINVAL;
 	l->stale_ms = stale_ms > 0 ? stale_ms : HF_LOCK_STALE_MS_DEFAULT;
@@ -933,13 +983,17 @@ struct role {
 	(&(const struct role){ HF_PT_DIRLOCK_##r##_JUDGED, HF_PT_DIRLOCK_##r##_TAKEN, \
 			       HF_PT_DIRLOCK_##r##_VERIFIED, HF_PT_DIRLOCK_##r##_UNLINKED })
 
-/* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. */
+/* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. A
+ * take of L rings the queue (DQ2): L's name is free from here on. */
 static int claim_take(struct lk *l, int dirfd, const char *name, const char *self_token,
 		      char *mine, size_t n)
 {
 	char prefix[40 + HF_TOKEN_LEN];
 	claim_prefix(prefix, sizeof prefix, self_token);
-	return hf_claim_take(dirfd, name, l->sfd, prefix, mine, n);
+	int rc = hf_claim_take(dirfd, name, l->sfd, prefix, mine, n);
+	if (rc == 0 && dirfd == l->pfd) /* the only name taken from P is L */
+		l->ring = true; /* DQ2: rung once this step is over */
+	return rc;
 }
 
 static int rm_files_cb(int dirfd, const char *name, void *ctx)
@@ -1366,6 +1420,10 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	if (!reapable(p.info.state)) {
 		place_done(&p);
 		holder_from(holder, &p);
+		if (p.kind != REC_BAD) {
+			l->held_dev = p.dev; /* DQ1: the registration's look */
+			l->held_ino = p.ino;
+		}
 		if (p.kind == REC_BAD && holder)
 			snprintf(holder->reason, sizeof holder->reason,
 				 "the owner record is unreadable (not a record holdfast writes); "
@@ -1935,6 +1993,14 @@ out:
 	return rc;
 }
 
+/* DQ1: the directory the last attempt judged a live holder in is at L. */
+static bool still_at_l(const struct lk *l)
+{
+	struct stat at;
+	return hf_sys_fstatat(l->pfd, l->base, &at, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       at.st_dev == l->held_dev && at.st_ino == l->held_ino;
+}
+
 int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		    struct hf_lock_info *reterr_holder)
 {
@@ -1944,6 +2010,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		return rc;
 	struct hf_waiter w;
 	hf_wait_init(&w, l.parent, l.base, o->wait_ms);
+	hf_wait_queue(&w, l.sfd, QUEUE_FILE); /* DQ1 */
 	if (o->has_cancel)
 		hf_wait_set_cancel(&w, o->cancel_fd);
 	struct hf_lock_info holder, got;
@@ -1952,7 +2019,9 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	struct stage st = { .fd = -1 };
 	int retries = 0;
 	for (;;) {
+		l.held_ino = 0;
 		rc = attempt(&l, o, &w, &st, &got, &holder);
+		ring_due(&l); /* DQ2: before we sleep or leave */
 		if (rc == 0)
 			break;
 		if (rc == RETRY) {
@@ -1990,6 +2059,14 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 					 * (an error is met again by the attempt) */
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
+		if (wrc == 0 && w.woke == HF_WOKE_ARMED && w.efd >= 0 && rc == HF_EHELD &&
+		    l.held_ino && still_at_l(&l)) {
+			/* DQ1: registered in the queue after the attempt; the
+			 * holder judged live is still at L, so its leaving rings
+			 * (DQ2) after our registration: sleep without an attempt */
+			hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
+			wrc = hf_wait_next(&w);
+		}
 		if (wrc == HF_ETIMEDOUT) {
 			if (o->wait_ms != 0)
 				rc = HF_ETIMEDOUT;
@@ -2001,6 +2078,8 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		}
 		holder.reason[0] = '\0';
 	}
+	if (rc != 0)
+		hf_wait_pass(&w); /* DQ3 */
 	hf_wait_done(&w);
 	stage_drop(&l, &st);
 	if (rc == 0 && o->kept) {

@@ -1,0 +1,168 @@
+/*
+ * queue.pml - the directory lock's waiters' queue (src/base/wait.c WT8,
+ * WT9; src/lib/fs/dirlock.c DQ1-DQ3): liveness, not exclusion.
+ *
+ * The queue only decides when a waiter attempts; every attempt is the whole
+ * protocol, which model/dirlock.pml and model/share.pml check under every
+ * interleaving - any schedule of attempts, so also every schedule the queue
+ * allows: the queue can delay an acquisition, never admit one. What this
+ * model checks is what the queue adds: no ring is lost. Without the cap
+ * (WT6's one-second wake-up, left out here), a run in which a waiter sleeps
+ * forever while nobody holds the lock is an invalid end state: SPIN reports
+ * it (check.sh runs queue* configurations without -E).
+ *
+ * The lock is abstracted to one test-and-set (an attempt); "gen" counts
+ * entries (a directory at L has one inode per entry: DQ1's look). The
+ * kernel as used: the FIFO's bytes; each waiter's epoll item, on the FIFO's
+ * wait queue in registration order (EPOLLEXCLUSIVE); a write walks that
+ * queue, puts each item it passes on its instance's ready list, and stops
+ * at the first whose waiter is asleep in epoll_wait (only then does the
+ * callback count as an exclusive wake-up); epoll_wait returns for a ready
+ * item while the FIFO holds a byte (level-triggered), and an item added
+ * while the FIFO holds a byte is ready at once. A ring writes a byte only
+ * while a reader has the FIFO open (the probe, ENXIO), and the bytes go
+ * when the last reader closes it.
+ *
+ * Configurations (model/check.sh): queue (holds), queue-nopass (fails: a
+ * waiter that leaves keeps the ring it was given, WT9), queue-late (fails:
+ * registered after the attempt instead of before it, WT2), queue-early
+ * (fails: the release rings before the lock is free, DQ2).
+ */
+#ifndef NW
+#define NW 3          /* waiters                                            */
+#endif
+#ifndef NATT
+#define NATT 2        /* acquisitions per waiter                            */
+#endif
+#ifndef LEAVE
+#define LEAVE 1       /* 1: a waiter may give up (its deadline) once        */
+#endif
+#ifndef PASS
+#define PASS 1        /* 0: weakened, a leaving waiter keeps its ring       */
+#endif
+#ifndef LATE
+#define LATE 0        /* 1: weakened, register after the failed attempt only */
+#endif
+#ifndef EARLY
+#define EARLY 0       /* 1: weakened, ring before the lock is free          */
+#endif
+
+byte holder;          /* 0 free, else the holder's 1 + index                 */
+byte gen;             /* entries so far (the inode at L)                     */
+byte bytes;           /* rings in the FIFO                                   */
+bool reg[NW];         /* registered (an epoll item on the FIFO)              */
+byte order[NW];       /* registration order: 1 + position, 0 none            */
+byte next_pos = 1;
+bool asleep[NW];
+bool ready[NW];       /* the item is on its instance's ready list            */
+
+inline ring() {
+  d_step {
+    /* the probe: ENXIO when no reader has the FIFO open - no byte */
+    byte pos = 1, k = 0;
+    do
+    :: k < NW && !reg[k] -> k++
+    :: else -> break
+    od;
+    if :: k < NW -> bytes++ :: else -> pos = next_pos fi;
+    /* walk the FIFO's wait queue in registration order */
+    do
+    :: pos < next_pos ->
+       k = 0;
+       do
+       :: k < NW && !(reg[k] && order[k] == pos) -> k++
+       :: else -> break
+       od;
+       if
+       :: k < NW -> ready[k] = 1;
+                    if :: asleep[k] -> break :: else -> skip fi
+       :: else -> skip
+       fi;
+       pos++
+    :: else -> break
+    od;
+    pos = 0; k = 0
+  }
+}
+
+inline register(i) {
+  d_step { reg[i] = 1; order[i] = next_pos; next_pos++;
+           if :: bytes > 0 -> ready[i] = 1 :: else -> skip fi }
+}
+
+inline unregister(i) {
+  d_step { reg[i] = 0; order[i] = 0; ready[i] = 0;
+           /* the last reader gone: the FIFO's buffer goes with it */
+           byte k = 0;
+           do
+           :: k < NW && !reg[k] -> k++
+           :: else -> break
+           od;
+           if :: k == NW -> bytes = 0 :: else -> skip fi; k = 0 }
+}
+
+proctype W(byte i) {
+  byte n = 0, seen = 0;
+  bool got, left = 0;
+  do
+  :: n < NATT ->
+     d_step { if :: holder == 0 -> holder = i + 1; gen++; got = 1
+                 :: else -> seen = gen; got = 0 fi };
+     if
+     :: got -> goto entered
+     :: else -> skip
+     fi;
+     register(i);                       /* WT2: before the next look */
+#if !LATE
+     /* DQ1: the holder judged is still at L: sleep; else attempt */
+     d_step { if :: holder == 0 || gen != seen ->
+                    if :: holder == 0 -> holder = i + 1; gen++; got = 1
+                       :: else -> got = 0 fi
+                 :: else -> got = 0 fi };
+     if :: got -> goto queued_entered :: else -> skip fi;
+#endif
+sleep:
+     asleep[i] = 1;
+     if
+     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes-- }
+        /* woken, the byte read: attempt */
+        d_step { if :: holder == 0 -> holder = i + 1; gen++; got = 1
+                    :: else -> got = 0 fi };
+        if :: got -> goto queued_entered :: else -> goto sleep fi
+     :: d_step { ready[i] && bytes == 0 -> ready[i] = 0 }
+        /* woken for nothing: another took the byte; asleep again */
+        goto sleep
+#if LEAVE
+     :: !left -> asleep[i] = 0; left = 1;     /* its deadline: gives up */
+        unregister(i);
+#if PASS
+        if :: d_step { bytes > 0 -> bytes-- }; ring() :: else -> skip fi;
+#endif
+        n++;
+        goto next
+#endif
+     fi;
+queued_entered:
+     unregister(i);
+entered:
+     assert(holder == i + 1);
+     n++;
+#if EARLY
+     ring();
+     holder = 0;
+#else
+     holder = 0;
+     ring();                          /* DQ2: after L's name is free */
+#endif
+next:
+     skip
+  :: else -> break
+  od
+}
+
+init {
+  byte i = 0;
+  atomic {
+    do :: i < NW -> run W(i); i++ :: else -> break od
+  }
+}
