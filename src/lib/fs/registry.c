@@ -370,14 +370,21 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 	a->generation = ++t.generation; /* RG6 */
 	a->registered_ms = me.time_ms;
 	a->live = HF_ALIVE;
-	if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket)) {
+	if (req->lease_ms > 0) /* RG15: held by its lease, by no process */
+		hf_scopereg_lease_start(a, req->lease_ms);
+	if (req->reason) /* RG14 (hf_scopereg_request_check) */
+		a->reason = hf_regtable_strndup(&t, req->reason, strlen(req->reason));
+	if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket) ||
+	    (req->reason && !a->reason)) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	rc = hf_regreq_store(&t, a, q);
 	if (rc < 0)
 		goto out;
-	if (ret_live_fd) {
+	if (ret_live_fd && req->lease_ms > 0)
+		*ret_live_fd = -1; /* RG15: no process, no liveness file */
+	if (ret_live_fd && req->lease_ms <= 0) {
 		/* RG9: the file exists before the table names it */
 		live_fd = hf_regfile_live_create(&r, token);
 		if (live_fd < 0) {
@@ -391,7 +398,9 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 		}
 	}
 	hf_sys_point(HF_PT_SCOPE_REGISTER_DECIDED);
-	assert((!ret_live_fd || (a->token && live_fd >= 0)) && "RG9"); /* its file exists first */
+	assert((!ret_live_fd || req->lease_ms > 0 || (a->token && live_fd >= 0)) &&
+	       "RG9"); /* its file exists first */
+	assert((req->lease_ms <= 0 || !a->token) && "RG15"); /* a lease has no live file */
 	rc = hf_regfile_store(&r, &t, err);
 	if (rc == 0) {
 		if (ret_generation)
@@ -463,6 +472,69 @@ int hf_scopereg_release(const char *registry, const char *name, uint64_t generat
 	hf_regfile_finish(&r, &t, stored);
 	hf_regfile_close(&r);
 	hf_regtable_clear(&t);
+	return rc;
+}
+
+int hf_scopereg_renew(const char *registry, const char *name, uint64_t generation,
+		      int64_t lease_ms, struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	if (!name || !hf_pod_name_ok(name))
+		return bad_input(err, "not a valid pod name");
+	if (lease_ms < 0 || (lease_ms > 0 && lease_ms < 1000) || lease_ms > 365LL * 86400 * 1000)
+		return bad_input(err, "a lease is 1 s to 365 days");
+	struct hf_scopereg_table *reaped = calloc(1, sizeof *reaped);
+	if (!reaped)
+		return -ENOMEM;
+	struct hf_regfile r;
+	struct hf_scopereg_table t;
+	int nreaped;
+	int rc = reg_begin(registry, 0, -1, &r, &t, reaped, &nreaped, err);
+	if (rc < 0) {
+		hf_scopereg_free(reaped);
+		return rc;
+	}
+	bool changed = nreaped > 0;
+	long i = hf_regtable_find(&t, name);
+	long gone = -1;
+	for (size_t k = 0; i < 0 && k < reaped->n; k++)
+		if (!strcmp(reaped->a[k].name, name))
+			gone = (long)k;
+	if (gone >= 0) {
+		/* RG15: expired (reaped just now): never brought back */
+		hf_scopereg_holder_fill(err, &reaped->a[gone], reaped->a[gone].spec_text[0]);
+		rc = HF_ELOST;
+	} else if (i < 0) {
+		rc = HF_ENOTHELD;
+	} else if (generation && t.a[i].generation != generation) {
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
+		rc = HF_ENOTYOURS;
+	} else if (t.a[i].lease_ms <= 0) {
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
+		hf_regfile_say(err, -EINVAL, "%s is not leased: it is held by the life of pid "
+			       "%lld, not renewed", name, (long long)t.a[i].pid);
+		rc = -EINVAL;
+	} else {
+		/* RG15: the end moves, nothing else; the generation stays (RG6
+		 * counts registrations, releases and reaps, and a renewal hands
+		 * out no scope) */
+		hf_scopereg_lease_start(&t.a[i], lease_ms > 0 ? lease_ms : t.a[i].lease_ms);
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
+		changed = true;
+	}
+	bool stored = false;
+	if (changed) {
+		int src = hf_regfile_store(&r, &t, rc == 0 ? err : NULL);
+		stored = src == 0;
+		if (rc == 0)
+			rc = src;
+	}
+	hf_regfile_finish(&r, &t, stored);
+	hf_regfile_close(&r);
+	hf_regtable_clear(&t); /* the reaped entries' strings were in t's arena */
+	reaped->arena = NULL;
+	hf_scopereg_free(reaped);
 	return rc;
 }
 
