@@ -84,6 +84,14 @@
  *         R, or a watch that broke; its deadline and its cancel descriptor
  *         end it; the only other wake-up, at half the lease's TTL, renews
  *         the waiter's lease and watches on from R+1 without a decision.
+ *   (ES7) A leased pod (HF_OPT_LEASE_MS, RG15) is put on an etcd lease of its
+ *         length that nothing keeps alive (no thread, no keeper): etcd's
+ *         clock alone ends it, the same for every reader, so a read judges
+ *         a leased pod's key alive while it exists and shows what etcd
+ *         says is left (lease/timetolive). A renewal is one keep-alive of
+ *         that lease by the pod's name, from any process: it resets the
+ *         lease to its granted TTL (another length is refused), and a
+ *         lease that already ended stays ended (its key is gone).
  *   (ES6) A waiting registration outlives a failed read or txn only within
  *         its deadline and HF_ETCD_RETRIES failures in a row (hf_etcd_again):
  *         a txn that may have been applied is judged by the next read, whose

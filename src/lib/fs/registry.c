@@ -20,6 +20,13 @@
  *      "scope_fs":[["259:1:r:/p/src","0:48:r:/"]],
  *      "delegated_from":null,"generation":12,"registered":"2026-…Z"}, …]}
  *     pidns … token and scope_fs are absent in entries of holdfast 0.1.
+ *     A leased pod (RG15) adds "lease_ms":N,"lease_until":"<ISO end>" and,
+ *     when written on the entry's own kernel and time namespace,
+ *     "lease_boottime_until":<CLOCK_BOOTTIME ms of the end>; it has no
+ *     token (no live file). A reason (RG14) adds "reason":"…". Both are
+ *     written only when set: the parser of 0.2 ignores fields it does not
+ *     know (it looks each known one up, json_object_get; nothing checks
+ *     for unknown keys), so it still reads such a table.
  *     scope_fs[i] lists spec i's kernel identities (spec.c: the mount's
  *     device, the path within its file system, the mounts below).
  *   <dir>/<base>.flock      the lock file (0600, empty). Never renamed, never
@@ -126,6 +133,27 @@
  *         all its specs are one, or it is refused (-EINVAL naming both)
  *         before anything is opened; a handle releases where it registered;
  *         the verbs without a path use the working directory's.
+ *   (RG14) A pod's reason is at most HF_SCOPE_REASON_MAX (256) bytes of
+ *         UTF-8 without C0/C1 control characters or bidirectional
+ *         overrides (hf_scopereg_reason_check): refused when given
+ *         (-EINVAL, 64, naming the length or the byte), refused when read
+ *         from a table (HF_EUNREADABLE), so no reason reaches a terminal
+ *         raw; it is named in every refusal the pod causes.
+ *   (RG15) A leased pod (lease_ms > 0) is held by no process: no pid, live
+ *         file or keeper judges it; it is alive while its lease has time
+ *         left (hf_scopereg_lease_left) and dead after - then reaped on the
+ *         next change like any dead pod, its live children re-parented to
+ *         its nearest live ancestor (A->B->D with a leased B: A->D). A
+ *         renewal moves only its end (same generation, RG6 unchanged), and
+ *         only under the lock after the reap: an expired lease is reaped,
+ *         never brought back (HF_ELOST). Clock: the end is stored twice,
+ *         as a wall-clock time (Unix ms, ISO) and as CLOCK_BOOTTIME of the
+ *         writer's kernel; a judge on that kernel (boot id) and in that
+ *         time namespace uses CLOCK_BOOTTIME, which no wall-clock step
+ *         moves and which counts suspend; any other judge (another host or
+ *         container with its own time namespace, this host after a reboot)
+ *         uses its wall clock with HF_SCOPE_LEASE_SKEW_MS (5 s) of grace, so
+ *         a reader whose clock is behind judges later, never earlier.
  *
  * Hazards
  * -------
@@ -157,6 +185,19 @@
  *     the spec is made canonical: a tree moved or a .git created in
  *     between can put the two in different places (a race with the user,
  *     not with another pod).
+ *   - A lease judged by the wall clock (another kernel or time namespace)
+ *     ends early for a reader whose clock is more than 5 s ahead of the
+ *     renewer's, or whose clock jumps forward more than that: the judge
+ *     on the writer's kernel never does (CLOCK_BOOTTIME). Keep shared
+ *     hosts' clocks synchronized; renew well before the end (a third of
+ *     the lease, as locks do).
+ *   - A renewal from another kernel or time namespace than the entry's
+ *     writes no boottime end: from then on every judge uses the wall
+ *     clock for it.
+ *   - A reader of holdfast 0.2 ignores "lease_ms" and judges a leased pod
+ *     by its pid - the process that registered it, gone at once - and
+ *     reaps it on its next change: do not mix 0.2 writers with leased
+ *     pods.
  *   - release NAME, list, effective and reap find the working directory's
  *     registry: run from outside the tree they look at another one (the
  *     message names the registry read).
