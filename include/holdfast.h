@@ -267,7 +267,15 @@ enum hf_opt {
 	                          hf_lock_detach, print the token; renew and
 	                          release by it. On etcd: the key's lease of
 	                          that TTL (whole seconds), never kept alive but
-	                          by hf_lock_renew                              */
+	                          by hf_lock_renew.
+	                          scope: the same for a pod (1 s to 365 days):
+	                          held by its lease, no process judged, until
+	                          it ends (then reaped on the next change, its
+	                          scope back to its parent) or hf_scope_renew
+	                          moves its end; the entry's "lease_until". On
+	                          etcd the pod key's lease of that TTL, never
+	                          kept alive but by hf_scope_renew. At
+	                          hf_scope_renew: the new length (0: the pod's) */
 	HF_OPT_DEPTH,          /* lock on the file system: how many directory
 	                          levels below the lock's path hf_lock_list
 	                          searches (0 to HF_LIST_DEPTH_MAX; default
@@ -305,7 +313,17 @@ enum hf_opt {
 	                          authentication, never kept)                    */
 	HF_OPT_ETCD_CA_FILE,   /* lock on etcd (string): the CA bundle for https
 	                          endpoints (default: the system's)              */
+	HF_OPT_REASON,         /* scope (string): why the pod registers ("the
+	                          parser refactor"): at most HF_REASON_MAX bytes
+	                          of UTF-8 without control characters (C0, C1)
+	                          or bidirectional overrides, else register says
+	                          -EINVAL naming the length or the byte. Kept in
+	                          the entry ("reason") and named by every
+	                          refusal it causes ("holder_reason")            */
 };
+
+/* HF_OPT_REASON's bound, in bytes. */
+#define HF_REASON_MAX 256
 
 /* HF_OPT_MAX_HOLD_MS for a holder bound to its owner's life: recorded as
  * "max_hold_ms": 9223372036854775807, so no judge (status, acquire's stale
@@ -738,6 +756,17 @@ int hf_scope_register(hf_scope *s);
  * returns to its parent; its live children are re-parented to it. The
  * handle's descriptor is closed after the release, either way. */
 int hf_scope_release(hf_scope *s);
+/* Renew the lease of the leased pod the handle names (registered with
+ * HF_OPT_LEASE_MS, by this handle or by any process: by name; with
+ * HF_OPT_GENERATION, only that registration): its lease now ends
+ * HF_OPT_LEASE_MS from now (0: its own length) - nothing else changes, the
+ * generation neither. 0; HF_ENOTHELD (no such pod); HF_ELOST (its lease
+ * had ended: it is reaped now, its scope back to its parent - an expired
+ * lease is never brought back); HF_ENOTYOURS (the name now belongs to
+ * another registration); -EINVAL (the pod is not leased: its process's
+ * life holds it; hf_scope_holder names it); as hf_scope_register's
+ * otherwise. The holder record names the pod on a refusal. */
+int hf_scope_renew(hf_scope *s);
 /* Forget a registration without releasing it; returns its descriptor (the
  * caller's now) or -1 when the handle holds none (or holds it on etcd: the
  * lease stays, its TTL running). The generation stays readable. */
@@ -809,7 +838,11 @@ uint64_t hf_registry_generation(const hf_registry *r);
  * "delegated_from" (null: top level), "generation", "registered" (when
  * known), "pidns", "timens", "boottime_ms", "comm" (absent in entries written
  * without them), "token" (when it has a liveness file), "scope_fs" (array
- * of arrays, when known); and "live" ("alive" / "dead"), "depth", "age_ms"
+ * of arrays, when known), "lease_ms", "lease_until" (when leased: its
+ * length and end, ISO-8601 by the renewer's wall clock) and "lease_left_ms"
+ * (judged: by CLOCK_BOOTTIME on the kernel that wrote the end, else by the
+ * wall clock with 5 s of grace), "reason" (when given: HF_OPT_REASON);
+ * and "live" ("alive" / "dead"), "depth", "age_ms"
  * (when registered is known), "returned_to" (reaped ones). NULL when i is
  * out of range. Lives as long as r. */
 const hf_rec *hf_registry_get(const hf_registry *r, size_t i);

@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: holdfast scope register NAME SPEC... [-w DUR] [--pid PID] [--socket PATH] [--from PARENT] [--json]\n"
+	"usage: holdfast scope register NAME SPEC... [-w DUR] [--pid PID] [--socket PATH] [--from PARENT]\n"
+	"                              [--lease DUR] [--reason TEXT] [--json]\n"
+	"       holdfast scope renew NAME [--lease DUR] [--generation G] [--json]\n"
 	"       holdfast scope release NAME [--generation G] [--json]\n"
 	"       holdfast scope list [--json]\n"
 	"       holdfast scope effective NAME [--json]\n"
@@ -38,7 +40,16 @@ static const char usage[] =
 	"  register   record NAME for PID (default: the calling process, our parent);\n"
 	"             -w, --wait DUR: while a write scope or NAME is held, wait at most\n"
 	"             DUR ('forever': no bound) for it, woken by the registry's changes\n"
-	"             (on etcd: a watch), then exit 1 naming the holder (default: try once)\n"
+	"             (on etcd: a watch), then exit 1 naming the holder (default: try once);\n"
+	"             --lease DUR: held by a lease, by no process (for an agent whose every\n"
+	"             step is a new process): alive until DUR after the registration or the\n"
+	"             last renew, then reaped on the next change, its scope back to its\n"
+	"             parent (1s to 365d; on etcd the key's lease, never kept alive);\n"
+	"             --reason TEXT: why, shown in list, check and every refusal it causes\n"
+	"             (at most 256 bytes of UTF-8, no control characters: else 64)\n"
+	"  renew      move a leased NAME's end to DUR from now (--lease; default its own\n"
+	"             length), from any process; 1 if it had expired (never brought back,\n"
+	"             reaped now), 64 if NAME is not leased, 69 if there is no such pod\n"
 	"  release    remove NAME; its children go to its parent\n"
 	"  list       every allocation, alive or dead\n"
 	"  effective  NAME's own scope minus what its live descendants hold\n"
@@ -121,11 +132,18 @@ void cli_scope_holder_words(const hf_rec *h, char *buf, size_t n)
 	int64_t age_ms = cli_scope_field_int(h, "age_ms", -1); /* present when registered is known */
 	if (age_ms >= 0)
 		cli_format_age(age_ms, age, sizeof age);
-	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s)", SHOW(cli_scope_field(h, "name")),
+	/* RG14, RG15: a leased holder's end, any holder's reason (escaped) */
+	char lease[96] = "", why[HF_REASON_MAX * 4 + 16] = "";
+	if (cli_scope_field(h, "lease_until")[0])
+		snprintf(lease, sizeof lease, ", leased until %s", cli_scope_field(h, "lease_until"));
+	const char *r = cli_scope_field(h, "holder_reason"); /* "reason": the refusal's */
+	if (r[0])
+		snprintf(why, sizeof why, ", reason: %s", SHOW(r));
+	snprintf(buf, n, "%s (pid %lld%s%s%s, host %s, generation %llu%s%s%s%s%s)", SHOW(cli_scope_field(h, "name")),
 		 (long long)cli_scope_field_int(h, "pid", 0), cli_scope_field_int(h, "foreign_pidns", 0) ? " in another pid namespace" : "",
 		 cli_scope_field(h, "comm")[0] ? ", command " : "", SHOW(cli_scope_field(h, "comm")),
 		 cli_scope_field(h, "host")[0] ? SHOW(cli_scope_field(h, "host")) : "?", (unsigned long long)cli_scope_field_int(h, "generation", 0),
-		 age[0] ? ", registered " : "", age, age[0] ? " ago" : "");
+		 age[0] ? ", registered " : "", age, age[0] ? " ago" : "", lease, why);
 }
 
 /* "VERB NAME", or "VERB" for a verb without a name (list, reap): what a
@@ -145,7 +163,7 @@ static const char *subject(const char *verb, const char *name)
 int cli_scope_report_words(const char *verb, const char *name, const char *spec, int rc,
 			const hf_rec *h)
 {
-	char who[512], given[4096 + 32] = "";
+	char who[2048], given[4096 + 32] = "";
 	if (spec && (rc == HF_ECONFLICT || rc == HF_ENOTYOURS || rc == -EINVAL))
 		snprintf(given, sizeof given, "'%s'", SHOW(spec));
 	const char *reg = cli_scope_field(h, "registry"), *reason = cli_scope_field(h, "reason");
@@ -302,7 +320,7 @@ static int parse_u64(const char *s, uint64_t *ret)
 
 enum {
 	OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION,
-	OPT_WAIT
+	OPT_WAIT, OPT_LEASE, OPT_REASON
 };
 static const struct option opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
@@ -312,6 +330,8 @@ static const struct option opts[] = {
 	{ "pod", required_argument, NULL, OPT_POD },
 	{ "generation", required_argument, NULL, OPT_GEN },
 	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "lease", required_argument, NULL, OPT_LEASE },
+	{ "reason", required_argument, NULL, OPT_REASON },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	CLI_BACKEND_LONGOPTS,
@@ -319,7 +339,7 @@ static const struct option opts[] = {
 };
 
 struct args {
-	const char *pid, *socket, *from, *pod, *gen, *wait;
+	const char *pid, *socket, *from, *pod, *gen, *wait, *lease, *reason;
 	bool json;
 	int npos;
 };
@@ -362,6 +382,8 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_POD: a->pod = optarg; break;
 		case OPT_GEN: a->gen = optarg; break;
 		case OPT_WAIT: a->wait = optarg; break;
+		case OPT_LEASE: a->lease = optarg; break;
+		case OPT_REASON: a->reason = optarg; break;
 		}
 	}
 	/* a backend that cannot be used: said once, here */
@@ -482,7 +504,7 @@ static int do_register(int argc, char **argv)
 {
 	struct args a;
 	char **pos;
-	int rc = collect(argc, argv, "abcdi", &a, &pos); /* pid socket from json wait */
+	int rc = collect(argc, argv, "abcdijk", &a, &pos); /* pid socket from json wait lease reason */
 	if (rc)
 		return rc < 0 ? HF_EXIT_OK : rc;
 	if (a.npos < 2) {
@@ -501,7 +523,20 @@ static int do_register(int argc, char **argv)
 		cli_err("scope register: --pid '%s' is not a pid", SHOW(a.pid));
 		return HF_EXIT_USAGE;
 	}
-	if (!a.pid) {
+	int64_t lease_ms = 0; /* RG15: 1 s to 365 days, as a lock's */
+	if (a.lease && (cli_duration_arg("--lease", a.lease, &lease_ms) ||
+			lease_ms < 1000 || lease_ms > 365LL * 86400 * 1000)) {
+		free(pos);
+		if (lease_ms)
+			cli_err("scope register: --lease '%s' is not 1s to 365d", SHOW(a.lease));
+		return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+	}
+	if (!a.pid && lease_ms) {
+		/* held by no process: the pid recorded is who registered it, for
+		 * the reader, never judged */
+		struct cli_owner owner;
+		pid = cli_owner_find(&owner) == 0 ? (uint64_t)owner.pid : (uint64_t)getpid();
+	} else if (!a.pid) {
 		/* holdfast exits at once: the pod is the script that ran this
 		 * line (owner_find.c), never a subshell or a wrapper */
 		struct cli_owner owner;
@@ -527,7 +562,15 @@ static int do_register(int argc, char **argv)
 		from = NULL;
 	hf_scope *s = NULL;
 	rc = cli_scope_make("register", name, specs, nspecs, &s);
-	if (rc == 0 && ((rc = hf_scope_set(s, HF_OPT_PID, (int64_t)pid)) < 0 ||
+	if (rc == 0 && a.reason && hf_scope_set_str(s, HF_OPT_REASON, a.reason) < 0) {
+		/* RG14: the length or the byte named */
+		rc = refuse("register", name, NULL, cli_scope_field(hf_scope_holder(s), "reason"));
+		hf_scope_free(s);
+		free(pos);
+		return rc;
+	}
+	if (rc == 0 && ((rc = hf_scope_set(s, HF_OPT_LEASE_MS, lease_ms)) < 0 ||
+			(rc = hf_scope_set(s, HF_OPT_PID, (int64_t)pid)) < 0 ||
 			(rc = hf_scope_set_str(s, HF_OPT_FROM, from)) < 0 ||
 			(rc = hf_scope_set_str(s, HF_OPT_SOCKET, a.socket)) < 0 ||
 			(rc = hf_scope_set(s, HF_OPT_WAIT_MS, wait_ms)) < 0 ||
@@ -548,9 +591,11 @@ static int do_register(int argc, char **argv)
 	/* The liveness file must be held as long as PID lives, and we exit
 	 * now: a keeper holds it (keeper.c); on etcd the keeper keeps the
 	 * lease alive and revokes it when PID ends. */
-	int keeper;
+	int keeper = 0;
 	bool leased = hf_scope_fd(s) < 0; /* on etcd: a lease, no descriptor */
-	if (leased) {
+	if (lease_ms) {
+		hf_scope_detach(s); /* RG15: its lease holds it, no keeper */
+	} else if (leased) {
 		keeper = cli_keep_scope((int)pid, s);
 		hf_scope_detach(s);
 	} else {
@@ -559,7 +604,7 @@ static int do_register(int argc, char **argv)
 		hf_sys_close(live_fd);
 	}
 	hf_scope_free(s);
-	if (keeper < 0 && leased)
+	if (keeper < 0 && leased && !lease_ms)
 		cli_err("warning: scope register %s: no keeper for its lease (%s): it ends "
 			"after its TTL",
 			SHOW(name), hf_strerror(keeper));
@@ -575,8 +620,13 @@ static int do_register(int argc, char **argv)
 		json_object_set_new(o, "keeper", keeper > 0 ? json_integer(keeper) : json_null());
 		cli_json_print(o);
 	} else {
-		printf("registered %s (pid %d, generation %llu%s%s)", name, (int)pid,
-		       (unsigned long long)gen, from ? ", delegated from " : "", from ? from : "");
+		if (lease_ms)
+			printf("registered %s (leased until %s, by no process; generation %llu%s%s)",
+			       name, al ? cli_scope_field(al, "lease_until") : "?",
+			       (unsigned long long)gen, from ? ", delegated from " : "", from ? from : "");
+		else
+			printf("registered %s (pid %d, generation %llu%s%s)", name, (int)pid,
+			       (unsigned long long)gen, from ? ", delegated from " : "", from ? from : "");
 		for (size_t k = 0; al && k < hf_rec_len(al, "scope_allow"); k++)
 			printf("%s%s", k ? ", " : ": ", hf_rec_str_at(al, "scope_allow", k));
 		if (keeper > 0)
@@ -644,6 +694,83 @@ static int do_release(int argc, char **argv)
 	return code;
 }
 
+/* RG15: `scope renew NAME [--lease DUR] [--generation G]`. */
+static int do_renew(int argc, char **argv)
+{
+	struct args a;
+	char **pos;
+	int rc = collect(argc, argv, "dfj", &a, &pos); /* json generation lease */
+	if (rc)
+		return rc < 0 ? HF_EXIT_OK : rc;
+	uint64_t gen = 0;
+	int64_t lease_ms = 0;
+	if (a.npos != 1 || (a.gen && (parse_u64(a.gen, &gen) < 0 || gen > INT64_MAX))) {
+		free(pos);
+		cli_err("scope renew: give exactly one NAME (and --generation G as a number)");
+		return HF_EXIT_USAGE;
+	}
+	if (a.lease && (cli_duration_arg("--lease", a.lease, &lease_ms) || lease_ms < 1000 ||
+			lease_ms > 365LL * 86400 * 1000)) {
+		if (lease_ms)
+			cli_err("scope renew: --lease '%s' is not 1s to 365d", SHOW(a.lease));
+		free(pos);
+		return cli_fail(HF_EXIT_USAGE, "usage", NULL, NULL);
+	}
+	const char *name = pos[0];
+	hf_scope *s = NULL;
+	rc = hf_scope_new(name, &s);
+	int code = HF_EXIT_OK;
+	if (rc == -EINVAL)
+		code = refuse("renew", name, NULL, NAME_RULE);
+	else if (rc < 0)
+		code = cli_scope_report("renew", name, NULL, rc, NULL);
+	else if ((rc = cli_backend_apply_scope(s, name)) != 0)
+		code = rc;
+	else {
+		hf_scope_set(s, HF_OPT_GENERATION, (int64_t)gen);
+		hf_scope_set(s, HF_OPT_LEASE_MS, lease_ms);
+		rc = hf_scope_renew(s);
+		const hf_rec *h = hf_scope_holder(s);
+		char reg[PATH_MAX] = "", who[2048] = "";
+		if (rc < 0 && h)
+			cli_scope_holder_words(h, who, sizeof who);
+		if (rc < 0)
+			snprintf(reg, sizeof reg, "%s", cli_scope_field(h, "registry"));
+		if (rc < 0 && !reg[0])
+			reg_name(reg, sizeof reg);
+		if (rc == HF_ELOST) {
+			cli_err("scope renew %s: its lease had expired: reaped now, its scope back "
+				"to its parent, never brought back (registry %s)",
+				SHOW(name), reg);
+			code = cli_fail(cli_exit_for(rc), hf_error_name(rc), reg, h);
+		} else if (rc == -EINVAL && h && cli_scope_field(h, "name")[0]) {
+			cli_err("scope renew %s: not leased: %s is held by its process's life, "
+				"nothing to renew (registry %s)",
+				SHOW(name), who, reg);
+			code = cli_fail(HF_EXIT_USAGE, "not_leased", reg, h);
+		} else if (rc < 0) {
+			code = cli_scope_report("renew", name, NULL, rc, h);
+		}
+	}
+	if (rc == 0 && code == HF_EXIT_OK) {
+		hf_registry *r;
+		const hf_rec *al = read_back(name, &r);
+		if (a.json) {
+			json_t *o = al ? alloc_json(al, true) : json_pack("{s:s}", "name", name);
+			json_object_set_new(o, "renewed", json_true());
+			cli_json_print(o);
+		} else {
+			printf("renewed %s: leased until %s (generation %llu)\n", name,
+			       al ? cli_scope_field(al, "lease_until") : "?",
+			       (unsigned long long)(al ? cli_scope_field_int(al, "generation", 0) : 0));
+		}
+		hf_registry_free(r);
+	}
+	hf_scope_free(s);
+	free(pos);
+	return code;
+}
+
 static int read_registry(hf_registry **r, const char *verb, const char *name)
 {
 	hf_rec *h = NULL;
@@ -704,6 +831,14 @@ static int do_list(int argc, char **argv)
 			       from ? from : "-");
 			for (size_t k = 0; k < hf_rec_len(al, "scope_allow"); k++)
 				printf(" %s", hf_rec_str_at(al, "scope_allow", k));
+			if (hf_rec_str(al, "lease_until")) { /* RG15 */
+				char left[32];
+				cli_format_age(cli_scope_field_int(al, "lease_left_ms", 0), left, sizeof left);
+				printf("  lease until %s (%s left)", cli_scope_field(al, "lease_until"),
+				       left);
+			}
+			if (hf_rec_str(al, "reason")) /* RG14: escaped */
+				printf("  reason: %s", SHOW(cli_scope_field(al, "reason")));
 			printf("\n");
 		}
 	}
@@ -828,6 +963,11 @@ static int do_check(int argc, char **argv)
 				      (json_int_t)cli_scope_field_int(holder, "pid", 0), "scope", holder_scope,
 				      "generation", (json_int_t)cli_scope_field_int(holder, "generation", 0), "host",
 				      cli_scope_field(holder, "host"));
+		if (holder && hf_rec_str(holder, "reason")) /* RG14 */
+			json_object_set_new(h, "reason", json_string(cli_scope_field(holder, "reason")));
+		if (holder && hf_rec_str(holder, "lease_until")) /* RG15 */
+			json_object_set_new(h, "lease_until",
+					    json_string(cli_scope_field(holder, "lease_until")));
 		if (holder && holder_fs)
 			json_object_set_new(h, "fs", json_string(holder_fs));
 		char fs[PATH_MAX + 32], abs[PATH_MAX];
@@ -851,11 +991,17 @@ static int do_check(int argc, char **argv)
 			snprintf(where, sizeof where, "%s (canonical %s)", SHOW(given), canon);
 		else
 			snprintf(where, sizeof where, "%s", canon);
-		char who[600 + PATH_MAX + 32] = "";
+		char who[600 + PATH_MAX + 4 * HF_REASON_MAX + 128] = "", extra[4 * HF_REASON_MAX + 96] = "";
+		if (holder && hf_rec_str(holder, "lease_until"))
+			snprintf(extra, sizeof extra, ", leased until %s",
+				 cli_scope_field(holder, "lease_until"));
+		if (holder && hf_rec_str(holder, "reason")) /* RG14: escaped */
+			snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", reason: %s",
+				 SHOW(cli_scope_field(holder, "reason")));
 		if (holder)
-			snprintf(who, sizeof who, "%s (pid %lld, generation %llu) with %s%s%s%s",
+			snprintf(who, sizeof who, "%s (pid %lld, generation %llu%s) with %s%s%s%s",
 				 cli_scope_field(holder, "name"), (long long)cli_scope_field_int(holder, "pid", 0),
-				 (unsigned long long)cli_scope_field_int(holder, "generation", 0), holder_scope,
+				 (unsigned long long)cli_scope_field_int(holder, "generation", 0), extra, holder_scope,
 				 holder_fs ? " (the same files through another path: " : "",
 				 holder_fs ? holder_fs : "", holder_fs ? ")" : "");
 		switch (state) {
@@ -960,7 +1106,8 @@ int cmd_scope(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} verbs[] = {
-		{ "register", do_register }, { "release", do_release }, { "list", do_list },
+		{ "register", do_register }, { "release", do_release }, { "renew", do_renew },
+		{ "list", do_list },
 		{ "effective", do_effective }, { "check", do_check }, { "reap", do_reap },
 	};
 	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)

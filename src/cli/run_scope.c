@@ -117,7 +117,7 @@ int cli_scope_run_register(const char *name, const char *const *specs, size_t ns
 		rc = hf_scope_register(s);
 		const hf_rec *h = hf_scope_holder(s);
 		if (probing && (rc == HF_ECONFLICT || rc == HF_EHELD)) {
-			char who[512];
+			char who[2048];
 			cli_scope_holder_words(h, who, sizeof who);
 			cli_waitline_begin(&wl, who);
 			continue; /* now the wait, for the time left */

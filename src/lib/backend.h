@@ -149,6 +149,8 @@ struct hf_scope_args {
 	int cancel_fd;
 	uint64_t generation;
 	bool holds;                           /* registered with this state  */
+	int64_t lease_ms;                     /* > 0: a lease, by no process */
+	const char *reason;                   /* NULL: none                  */
 };
 
 struct hf_scope_ops {
@@ -163,6 +165,10 @@ struct hf_scope_ops {
 	/* Read (reap false) or reap the registry: 0 and *ret. */
 	int (*table)(void *st, const struct hf_scope_args *a, bool reap,
 		     struct hf_scopereg_table **ret, struct hf_scopereg_holder *h);
+	/* Renew a's leased pod (by name, any process): its lease ends lease_ms
+	 * from now (0: its own length). */
+	int (*renew)(void *st, const struct hf_scope_args *a, int64_t lease_ms,
+		     struct hf_scopereg_holder *h);
 	/* Let go of the registration without releasing it (NULL: nothing). */
 	void (*detach)(void *st);
 	/* Keep the registration for pid (NULL: -EOPNOTSUPP). */

@@ -44,6 +44,8 @@ struct hf_scope {
 	char **specs;
 	size_t nspecs, cap;
 	char *registry, *socket, *from;   /* options; NULL: the default      */
+	char *reason;                     /* HF_OPT_REASON (RG14)             */
+	int64_t lease_ms;                 /* HF_OPT_LEASE_MS (RG15)           */
 	struct hf_backend_opts bo;        /* HC5: where it registers (BE1)   */
 	const struct hf_scope_ops *ops;   /* the state's backend             */
 	void *st;                         /* its state (BE2)                 */
@@ -124,6 +126,9 @@ int hf_scope_set(hf_scope *s, int opt, int64_t v)
 	case HF_OPT_LOCK_WAIT_MS:
 		s->lock_wait_ms = v;
 		return 0;
+	case HF_OPT_LEASE_MS: /* RG15; on etcd the pod key's lease, never kept alive */
+		s->lease_ms = v;
+		return 0;
 	case HF_OPT_TTL_MS:
 	case HF_OPT_TIMEOUT_MS:
 		return hf_backend_set(&s->bo, opt, v); /* BE1 */
@@ -143,10 +148,16 @@ int hf_scope_set_str(hf_scope *s, int opt, const char *v)
 	char **slot = opt == HF_OPT_REGISTRY ? &s->registry
 		      : opt == HF_OPT_SOCKET ? &s->socket
 		      : opt == HF_OPT_FROM   ? &s->from
+		      : opt == HF_OPT_REASON ? &s->reason
 					     : NULL;
 	if (!slot) {
 		int rc = hf_backend_set_str(&s->bo, opt, v, s->holds); /* BE1 */
 		return rc == 1 ? -EINVAL : rc;
+	}
+	char why[160];
+	if (opt == HF_OPT_REASON && v && hf_scopereg_reason_check(v, why, sizeof why) < 0) {
+		holder_reason(s, why); /* RG14: refused here, named */
+		return -EINVAL;
 	}
 	char *copy = NULL;
 	if (v && !(copy = strdup(v)))
@@ -192,7 +203,8 @@ static struct hf_scope_args args_of(const hf_scope *s)
 		.name = s->name, .specs = (const char *const *)s->specs, .nspecs = s->nspecs,
 		.registry = s->registry, .socket = s->socket, .from = s->from, .pid = s->pid,
 		.wait_ms = s->wait_ms, .lock_wait_ms = s->lock_wait_ms, .cancel_fd = s->cancel_fd,
-		.generation = s->generation, .holds = s->holds,
+		.generation = s->generation, .holds = s->holds, .lease_ms = s->lease_ms,
+		.reason = s->reason,
 	};
 }
 
@@ -252,6 +264,32 @@ int hf_scope_release(hf_scope *s)
 	return rc;
 }
 
+int hf_scope_renew(hf_scope *s)
+{
+	if (!s)
+		return -EINVAL;
+	int rc = ready(s);
+	if (rc < 0)
+		return rc;
+	if (!s->ops->renew)
+		return -EOPNOTSUPP;
+	struct hf_scopereg_holder *h = malloc(sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	memset(h, 0, sizeof *h);
+	struct hf_scope_args a = args_of(s);
+	rc = s->ops->renew(s->st, &a, s->lease_ms, h); /* RG15, ES7 */
+	if (rc < 0) {
+		if (rc == HF_ELOST || rc == HF_ENOTHELD)
+			s->holds = false; /* expired or gone: nothing is held any more */
+		holder_set(s, h, rc);
+	} else {
+		holder_reason(s, NULL);
+	}
+	free(h);
+	return rc;
+}
+
 int hf_scope_detach(hf_scope *s)
 {
 	if (!s || !s->holds)
@@ -293,6 +331,7 @@ void hf_scope_free(hf_scope *s)
 	free(s->registry);
 	free(s->socket);
 	free(s->from);
+	free(s->reason);
 	if (s->st)
 		s->ops->close(s->st); /* an etcd state joins its keep-alive */
 	hf_backend_clear(&s->bo);

@@ -296,6 +296,16 @@ hf_rec *hf_rec_from_scope_holder(const struct hf_scopereg_holder *h, int rc, con
 				set_str(o, "registered", when);
 				set_int(o, "age_ms", h->age_ms);
 			}
+			/* the holder pod's own reason (RG14): "reason" is the
+			 * refusal's */
+			if (h->pod_reason[0])
+				set_str(o, "holder_reason", h->pod_reason);
+			if (h->lease_ms > 0) { /* RG15 */
+				char until[HF_TIME_MAX];
+				hf_time_format(h->lease_until_ms, until, sizeof until);
+				set_int(o, "lease_ms", h->lease_ms);
+				set_str(o, "lease_until", until);
+			}
 		}
 	} else if (h->pid) {
 		set_int(o, "pid", h->pid); /* the registry lock's holder */
@@ -353,6 +363,14 @@ hf_rec *hf_rec_from_scope_alloc(const struct hf_scopereg_alloc *a, int64_t age_m
 		set_str(o, "comm", a->comm);
 	}
 	set_str(o, "token", a->token);
+	if (a->lease_ms > 0) { /* RG15 */
+		char until[HF_TIME_MAX];
+		hf_time_format(a->lease_until_ms, until, sizeof until);
+		set_int(o, "lease_ms", a->lease_ms);
+		set_str(o, "lease_until", until);
+		set_int(o, "lease_left_ms", a->lease_left_ms > 0 ? a->lease_left_ms : 0);
+	}
+	set_str(o, "reason", a->reason); /* RG14: absent when none */
 	if (a->nscope_fs) {
 		json_t *fs = json_array();
 		for (size_t k = 0; fs && k < a->nscope; k++) {

@@ -30,6 +30,10 @@
 #define HF_SCOPE_SPEC_MAX 4200            /* PATH_MAX + ":write:recursive"   */
 #define HF_SCOPE_SOCKET_MAX 4095
 #define HF_SCOPE_FS_MAX 4128              /* "MAJOR:MINOR:KIND:PATH"          */
+#define HF_SCOPE_REASON_MAX HF_REASON_MAX /* bytes of a pod's reason (RG14)   */
+#define HF_SCOPE_LEASE_SKEW_MS 5000       /* RG15: a lease judged by the wall
+					     clock (another kernel) ends this
+					     much later than its writer said  */
 #define HF_SCOPE_LOCK_WAIT_MS 5000        /* default bound on the registry's
 					     flock(2): a stopped holder never
 					     hangs anyone for longer            */
@@ -50,6 +54,9 @@ struct hf_scopereg_request {
 					     path only; the mount table unread)    */
 	int cancel_fd;                    /* readable: stop waiting for the
 					     registry's lock (HF_ECANCELED)        */
+	int64_t lease_ms;                 /* > 0: held by a lease of that long,
+					     by no process (RG15); 0: by pid      */
+	const char *reason;               /* why (RG14), or NULL                */
 };
 
 /* What went wrong, for the message: the holder on HF_ECONFLICT (or the
@@ -79,12 +86,28 @@ struct hf_scopereg_holder {
 					     identity that met the request's;
 					     "" when the paths overlap             */
 	char request_fs[HF_SCOPE_FS_MAX]; /* and the request's                      */
+	char pod_reason[HF_SCOPE_REASON_MAX + 1]; /* the holder's own reason (RG14) */
+	int64_t lease_ms;                 /* the holder's lease (RG15); 0: none     */
+	int64_t lease_until_ms;           /* its end, Unix ms by the writer's clock */
 };
 
 struct hf_scopereg_table;
 /* The age of entry i's registration (boot-relative on this kernel, as
  * hf_owner_age_ms), -1 when unknown. */
 int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms);
+
+/* RG14: is s a reason the registry keeps (at most HF_SCOPE_REASON_MAX
+ * bytes of UTF-8 without C0 or C1 control characters or bidirectional
+ * overrides)? 0, or -EINVAL with why (n bytes). */
+int hf_scopereg_reason_check(const char *s, char *why, size_t n);
+struct hf_alloc;
+/* RG15: the ms left of entry a's lease (<= 0: expired) at wall time
+ * now_ms: by CLOCK_BOOTTIME on the kernel and time namespace that wrote
+ * its end, else by the wall clock with HF_SCOPE_LEASE_SKEW_MS of grace.
+ * INT64_MAX for an entry without a lease. */
+int64_t hf_scopereg_lease_left(const struct hf_alloc *a, int64_t now_ms);
+/* RG15: set a's lease to end lease_ms from now (wall and boot time). */
+void hf_scopereg_lease_start(struct hf_alloc *a, int64_t lease_ms);
 
 /* The checks of req's form a registration makes first (either backend's):
  * 0, or -EINVAL with err's reason. */
@@ -120,6 +143,10 @@ struct hf_scopereg_alloc {
 	const char *const *scope_fs;      /* every spec's identities, in order      */
 	const size_t *scope_fs_spec;      /* the index in scope_allow of each       */
 	size_t nscope_fs;
+	int64_t lease_ms;                 /* RG15: > 0 leased; 0 held by its pid    */
+	int64_t lease_until_ms;           /* its end, Unix ms (the writer's clock)  */
+	int64_t lease_left_ms;            /* judged when read (<= 0: expired)       */
+	const char *reason;               /* RG14; NULL: none                       */
 };
 size_t hf_scopereg_count(const struct hf_scopereg_table *t);
 uint64_t hf_scopereg_generation(const struct hf_scopereg_table *t);
@@ -177,6 +204,11 @@ struct hf_alloc {
 	const char *token;           /* 32 hex: its live file; NULL: none        */
 	const char *socket;          /* NULL: none                               */
 	const char *from;            /* delegated_from; NULL: top level          */
+	int64_t lease_ms;            /* RG15: > 0 held by a lease, by no process */
+	int64_t lease_until_ms;      /* the lease's end, Unix ms ("lease_until") */
+	int64_t lease_boot_until;    /* its end, CLOCK_BOOTTIME ms of the kernel
+					boot_id names in timens (0: unknown)    */
+	const char *reason;          /* RG14: why it was registered; NULL none   */
 	uint64_t generation;
 	int64_t registered_ms;       /* 0: unknown                               */
 	struct hf_spec *specs;

@@ -111,6 +111,26 @@ static int parse_alloc(const json_t *o, struct hf_scopereg_table *t, uint64_t ge
 		snprintf(why, n, "\"registered\" is not an ISO-8601 time");
 		return -EINVAL;
 	}
+	/* RG15: a lease (absent before 0.3: held by its pid) */
+	const json_t *lms = json_object_get(o, "lease_ms"), *lun = json_object_get(o, "lease_until");
+	const json_t *lbt = json_object_get(o, "lease_boottime_until");
+	int64_t until_ms = 0;
+	if (lms && (!json_is_integer(lms) || json_integer_value(lms) < 1000 ||
+		    json_integer_value(lms) > 365LL * 86400 * 1000 || !json_is_string(lun) ||
+		    hf_time_parse(json_string_value(lun), &until_ms) < 0 ||
+		    (lbt && (!json_is_integer(lbt) || json_integer_value(lbt) < 0)))) {
+		snprintf(why, n, "\"lease_ms\" is not 1 s to 365 days with an ISO-8601 "
+			 "\"lease_until\"");
+		return -EINVAL;
+	}
+	/* RG14: a reason (absent before 0.3) */
+	const json_t *rsn = json_object_get(o, "reason");
+	char rwhy[160];
+	if (rsn && (!json_is_string(rsn) || strlen(json_string_value(rsn)) != json_string_length(rsn) ||
+		    hf_scopereg_reason_check(json_string_value(rsn), rwhy, sizeof rwhy) < 0)) {
+		snprintf(why, n, "\"reason\" is not short text without control characters");
+		return -EINVAL;
+	}
 	size_t ns = json_array_size(allow);
 	if (!json_is_array(allow) || ns == 0 || ns > HF_REG_MAX_SPECS) {
 		snprintf(why, n, "\"scope_allow\" is not a list of 1 to %d specs", HF_REG_MAX_SPECS);
@@ -159,6 +179,14 @@ static int parse_alloc(const json_t *o, struct hf_scopereg_table *t, uint64_t ge
 		       : "";
 	a->token = token ? hf_regtable_strndup(t, json_string_value(token), HF_REG_TOKEN_HEX) : NULL;
 	if (!a->comm || (token && !a->token))
+		return -ENOMEM;
+	if (lms) {
+		a->lease_ms = json_integer_value(lms);
+		a->lease_until_ms = until_ms;
+		a->lease_boot_until = lbt ? json_integer_value(lbt) : 0;
+	}
+	if (rsn && !(a->reason = hf_regtable_strndup(t, json_string_value(rsn),
+						     json_string_length(rsn))))
 		return -ENOMEM;
 	a->nspecs = ns;
 	a->specs = hf_regtable_alloc(t, ns * sizeof *a->specs);
@@ -414,6 +442,22 @@ int hf_regtable_format(const struct hf_scopereg_table *t, char **ret, size_t *re
 			hf_time_format(a->registered_ms, when, sizeof when);
 			OUT_LIT(&o, ",\"registered\":");
 			out_str(&o, when);
+		}
+		if (a->lease_ms > 0) { /* RG15: only when set, as 0.2 wrote none */
+			char until[40];
+			hf_time_format(a->lease_until_ms, until, sizeof until);
+			OUT_LIT(&o, ",\"lease_ms\":");
+			out_u64(&o, (uint64_t)a->lease_ms);
+			OUT_LIT(&o, ",\"lease_until\":");
+			out_str(&o, until);
+			if (a->lease_boot_until > 0) {
+				OUT_LIT(&o, ",\"lease_boottime_until\":");
+				out_u64(&o, (uint64_t)a->lease_boot_until);
+			}
+		}
+		if (a->reason) { /* RG14 */
+			OUT_LIT(&o, ",\"reason\":");
+			out_str(&o, a->reason);
 		}
 		OUT_LIT(&o, "}");
 	}

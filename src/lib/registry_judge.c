@@ -71,6 +71,71 @@ static bool pid_is_ours(const struct hf_alloc *a)
 	return mine != HF_PIDNS_UNKNOWN && a->pidns == mine;
 }
 
+/* ------------------------------------------------------------------------
+ * Reasons (RG14) and leases (RG15).
+ * --------------------------------------------------------------------- */
+
+int hf_scopereg_reason_check(const char *s, char *why, size_t n)
+{
+	size_t len = strlen(s);
+	if (len > HF_SCOPE_REASON_MAX) {
+		snprintf(why, n, "a reason is at most %d bytes; this one has %zu",
+			 HF_SCOPE_REASON_MAX, len);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len;) {
+		const unsigned char *c = (const unsigned char *)s + i;
+		size_t l = hf_utf8_len(s + i);
+		/* C0 and DEL; C1 (U+0080-U+009F: 8-bit CSI and friends); the
+		 * bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+		 * U+2066-U+2069) that reorder what a terminal shows */
+		bool bad = l == 0 || (l == 1 && (c[0] < 0x20 || c[0] == 0x7f)) ||
+			   (l == 2 && c[0] == 0xc2 && c[1] < 0xa0) ||
+			   (l == 3 && c[0] == 0xe2 && c[1] == 0x80 && c[2] >= 0xaa && c[2] <= 0xae) ||
+			   (l == 3 && c[0] == 0xe2 && c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9);
+		if (bad) {
+			snprintf(why, n, "a reason is UTF-8 text without control characters or "
+				 "bidirectional overrides; byte %zu (0x%02x) is not", i, c[0]);
+			return -EINVAL;
+		}
+		i += l;
+	}
+	return 0;
+}
+
+/* RG15: may a's lease end be judged by this kernel's CLOCK_BOOTTIME? Only
+ * on the kernel (boot id) and in the time namespace that wrote it. */
+static bool lease_boot_ours(const struct hf_alloc *a)
+{
+	const char *boot = hf_boot_id();
+	return a->lease_boot_until > 0 && boot[0] && !strcmp(a->boot_id, boot) && a->timens &&
+	       a->timens == hf_self_timens();
+}
+
+int64_t hf_scopereg_lease_left(const struct hf_alloc *a, int64_t now_ms)
+{
+	if (a->lease_ms <= 0)
+		return INT64_MAX;
+	if (lease_boot_ours(a)) /* a wall-clock step moves this neither way */
+		return a->lease_boot_until - hf_sys_boot_ms();
+	/* another kernel or namespace: the wall clock, late rather than early */
+	return a->lease_until_ms + HF_SCOPE_LEASE_SKEW_MS - now_ms;
+}
+
+void hf_scopereg_lease_start(struct hf_alloc *a, int64_t lease_ms)
+{
+	a->lease_ms = lease_ms;
+	a->lease_until_ms = hf_sys_now_ms() + lease_ms;
+	int64_t boot = hf_sys_boot_ms();
+	const char *me = hf_boot_id();
+	/* the boottime end only when the entry's boot id and time namespace
+	 * are ours: a renewer elsewhere leaves the wall clock to judge */
+	a->lease_boot_until = boot > 0 && me[0] && !strcmp(a->boot_id, me) && a->timens &&
+				      a->timens == hf_self_timens()
+				      ? boot + lease_ms
+				      : 0;
+}
+
 int hf_registry_judge(struct hf_scopereg_table *t, hf_registry_probe_fn probe, void *ctx,
 		      bool keep)
 {
@@ -81,6 +146,11 @@ int hf_registry_judge(struct hf_scopereg_table *t, hf_registry_probe_fn probe, v
 	const char *boot = hf_boot_id();
 	for (size_t i = 0; i < t->n; i++) {
 		struct hf_alloc *a = &t->a[i];
+		if (a->lease_ms > 0) { /* RG15: its lease alone, never a process */
+			a->live = hf_scopereg_lease_left(a, hf_sys_now_ms()) > 0 ? HF_ALIVE
+										 : HF_DEAD;
+			continue;
+		}
 		struct hf_owner o;
 		owner_of(a, &o);
 		if (!pid_is_ours(a)) {
@@ -138,6 +208,9 @@ static void fill_holder(struct hf_scopereg_holder *h, const struct hf_alloc *a, 
 	owner_of(a, &o);
 	h->age_ms = a->registered_ms ? hf_owner_age_ms(&o, hf_sys_now_ms()) : -1;
 	h->fs[0] = h->request_fs[0] = '\0';
+	snprintf(h->pod_reason, sizeof h->pod_reason, "%s", a->reason ? a->reason : ""); /* RG14 */
+	h->lease_ms = a->lease_ms;
+	h->lease_until_ms = a->lease_until_ms;
 }
 
 int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms)
@@ -173,5 +246,11 @@ int hf_scopereg_request_check(const struct hf_scopereg_request *req,
 		return bad_input(err, "give 1 to 1024 specs PATH:MODE[:recursive]");
 	if (req->lock_wait_ms < 0)
 		return bad_input(err, "lock_wait_ms is 0 (the default) or a bound");
+	if (req->lease_ms < 0 || (req->lease_ms > 0 && req->lease_ms < 1000) ||
+	    req->lease_ms > 365LL * 86400 * 1000)
+		return bad_input(err, "a lease is 1 s to 365 days");
+	char why[160];
+	if (req->reason && hf_scopereg_reason_check(req->reason, why, sizeof why) < 0)
+		return bad_input(err, "%s", why); /* RG14 */
 	return 0;
 }

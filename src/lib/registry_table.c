@@ -377,7 +377,9 @@ void hf_scopereg_get(const struct hf_scopereg_table *t, size_t i, struct hf_scop
 		.depth = a->depth, .returned_to = a->returned_to, .pidns = a->pidns,
 		.timens = a->timens, .boot_ms = a->boot_ms, .comm = a->comm ? a->comm : "",
 		.token = a->token, .scope_fs = a->fs_text, .scope_fs_spec = a->fs_spec,
-		.nscope_fs = a->nfs,
+		.nscope_fs = a->nfs, .lease_ms = a->lease_ms, .lease_until_ms = a->lease_until_ms,
+		.reason = a->reason,
+		.lease_left_ms = a->lease_ms > 0 ? hf_scopereg_lease_left(a, hf_sys_now_ms()) : 0,
 	};
 }
 

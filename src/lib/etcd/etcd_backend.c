@@ -428,6 +428,7 @@ static int scope_register(void *p, const struct hf_scope_args *a, uint64_t *gen,
 	struct hf_scopereg_request req = {
 		.name = a->name, .specs = a->specs, .nspecs = a->nspecs,
 		.pid = a->pid, .socket = a->socket, .from = a->from,
+		.lease_ms = a->lease_ms, .reason = a->reason,
 	};
 	int rc = hf_etcdscope_register(p, &req, &w, gen, h);
 	*fd = -1; /* a lease, no descriptor */
@@ -439,6 +440,12 @@ static int scope_register(void *p, const struct hf_scope_args *a, uint64_t *gen,
 static int scope_release(void *p, const struct hf_scope_args *a, struct hf_scopereg_holder *h)
 {
 	return hf_etcdscope_release(p, a->name, a->generation, h);
+}
+
+static int scope_renew(void *p, const struct hf_scope_args *a, int64_t lease_ms,
+		       struct hf_scopereg_holder *h)
+{
+	return hf_etcdscope_renew(p, a->name, a->generation, lease_ms, h); /* ES7 */
 }
 
 static int scope_table(void *p, const struct hf_scope_args *a, bool reap,
@@ -469,6 +476,7 @@ static const struct hf_scope_ops etcd_scope_ops = {
 	.close = scope_close,
 	.register_ = scope_register,
 	.release = scope_release,
+	.renew = scope_renew,
 	.table = scope_table,
 	.detach = scope_detach,
 	.keep = scope_keep,

@@ -84,6 +84,14 @@
  *         R, or a watch that broke; its deadline and its cancel descriptor
  *         end it; the only other wake-up, at half the lease's TTL, renews
  *         the waiter's lease and watches on from R+1 without a decision.
+ *   (ES7) A leased pod (HF_OPT_LEASE_MS, RG15) is put on an etcd lease of its
+ *         length that nothing keeps alive (no thread, no keeper): etcd's
+ *         clock alone ends it, the same for every reader, so a read judges
+ *         a leased pod's key alive while it exists and shows what etcd
+ *         says is left (lease/timetolive). A renewal is one keep-alive of
+ *         that lease by the pod's name, from any process: it resets the
+ *         lease to its granted TTL (another length is refused), and a
+ *         lease that already ended stays ended (its key is gone).
  *   (ES6) A waiting registration outlives a failed read or txn only within
  *         its deadline and HF_ETCD_RETRIES failures in a row (hf_etcd_again):
  *         a txn that may have been applied is judged by the next read, whose
@@ -373,6 +381,32 @@ static int load(struct hf_etcdscope *es, struct loaded *l, struct hf_scopereg_ho
 	free(text);
 	if (rc == 0) /* as the file's: by pid on this kernel; no probe (no live files) */
 		rc = hf_registry_judge(&l->t, NULL, NULL, false);
+	bool relink = false;
+	for (size_t i = 0; rc == 0 && i < l->t.n; i++) {
+		struct hf_alloc *e = &l->t.a[i];
+		if (e->lease_ms <= 0)
+			continue;
+		/* ES7: a leased pod's key lives exactly as long as its etcd lease,
+		 * judged by etcd's clock alone: it is alive, its end what etcd says
+		 * is left (one request a leased pod; its value's end is stale
+		 * after a renewal) */
+		relink |= e->live != HF_ALIVE;
+		e->live = HF_ALIVE;
+		char id[24];
+		snprintf(id, sizeof id, "%lld", (long long)l->lease[i]);
+		json_t *ans = NULL;
+		int64_t ttl = -1;
+		if (l->lease[i] && call(es, "/v3/lease/timetolive", json_pack("{s:s}", "ID", id),
+					&ans) == 0 &&
+		    hf_etcd_i64(ans, "TTL", &ttl) == 0 && ttl >= 0) {
+			e->lease_until_ms = hf_sys_now_ms() + ttl * 1000;
+			int64_t boot = hf_sys_boot_ms();
+			e->lease_boot_until = boot > 0 && e->lease_boot_until ? boot + ttl * 1000 : 0;
+		}
+		json_decref(ans);
+	}
+	if (rc == 0 && relink)
+		rc = hf_regtable_link(&l->t);
 	if (rc < 0) {
 		loaded_clear(l);
 		return say(err, rc, es, reason);
@@ -502,6 +536,8 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	if (!hf_text_ok(me.host, HF_HOST_MAX))
 		me.host[0] = '\0';
 	int64_t lease = 0, granted = hf_sys_mono_ns();
+	if (req->lease_ms > 0) /* ES7: the key's lease is the pod's, of that TTL */
+		hf_etcdlease_set_ttl(&es->lease, req->lease_ms);
 	rc = lease_grant(es, &lease);
 	if (rc < 0) {
 		hf_regreq_free(q);
@@ -590,7 +626,12 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 		a->generation = (uint64_t)l.rev + 1; /* the file needs one; not stored */
 		a->registered_ms = me.time_ms;
 		a->live = HF_ALIVE;
-		if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket)) {
+		if (req->lease_ms > 0) /* ES7 */
+			hf_scopereg_lease_start(a, req->lease_ms);
+		if (req->reason) /* RG14 */
+			a->reason = hf_regtable_strndup(t, req->reason, strlen(req->reason));
+		if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket) ||
+		    (req->reason && !a->reason)) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -648,7 +689,8 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	hf_regreq_free(q);
 	if (rc == 0) { /* ours from now on, alive since its last answered send (LE2) */
 		hf_etcdlease_set(&es->lease, lease, granted);
-		if ((rc = hf_etcdlease_start(&es->lease, es->conn)) < 0) { /* LE1 */
+		if (req->lease_ms <= 0 && /* ES7: a leased pod is never kept alive */
+		    (rc = hf_etcdlease_start(&es->lease, es->conn)) < 0) { /* LE1 */
 			say(err, rc, es, "no keep-alive thread");
 			hf_etcdlease_set(&es->lease, 0, 0);
 		}
@@ -663,6 +705,48 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	if (ret_generation)
 		*ret_generation = (uint64_t)grev;
 	return 0;
+}
+
+int hf_etcdscope_renew(struct hf_etcdscope *es, const char *name, uint64_t generation,
+		       int64_t lease_ms, struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	es->why[0] = '\0';
+	if (!name || !hf_pod_name_ok(name))
+		return say(err, -EINVAL, es, "not a valid pod name");
+	struct loaded l;
+	int rc = load(es, &l, err);
+	if (rc < 0)
+		return rc;
+	long i = hf_regtable_find(&l.t, name);
+	if (i < 0) {
+		rc = say(err, HF_ENOTHELD, es, NULL); /* gone, or its lease ended */
+	} else if (generation && l.t.a[i].generation != generation) {
+		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
+		rc = say(err, HF_ENOTYOURS, es, NULL);
+	} else if (l.t.a[i].lease_ms <= 0) {
+		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
+		snprintf(es->why, sizeof es->why,
+			 "%s is not leased: it is held by the life of pid %lld, not renewed", name,
+			 (long long)l.t.a[i].pid);
+		rc = say(err, -EINVAL, es, es->why);
+	} else if (lease_ms > 0 && (lease_ms + 999) / 1000 != (l.t.a[i].lease_ms + 999) / 1000) {
+		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
+		rc = say(err, -EOPNOTSUPP, es,
+			 "on etcd a renewal keeps the lease's length (one keep-alive of the "
+			 "key's lease): register again for another");
+	} else {
+		/* ES7: one keep-alive of the pod key's lease, from any process;
+		 * gone meanwhile (expired): never brought back */
+		rc = hf_etcdlease_keepalive(es->conn, l.lease[i], es->why, sizeof es->why);
+		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
+		if (rc == -ENOENT)
+			rc = HF_ELOST;
+		rc = say(err, rc, es, rc < 0 && rc != HF_ELOST ? es->why : NULL);
+	}
+	loaded_clear(&l);
+	return rc;
 }
 
 int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t generation,

@@ -42,6 +42,13 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 			  struct hf_etcdscope_wait *w, uint64_t *ret_generation,
 			  struct hf_scopereg_holder *err);
 /* As hf_scopereg_release: revoke name's lease (its key goes with it). */
+/* ES7: one keep-alive of leased pod name's etcd lease (lease_ms 0 or its
+ * own length: etcd keeps a lease's TTL). 0; HF_ENOTHELD (no key: never
+ * registered, released, or expired); HF_ELOST (expired between the read and
+ * the keep-alive); HF_ENOTYOURS; -EINVAL (not leased); -EOPNOTSUPP (another
+ * length). */
+int hf_etcdscope_renew(struct hf_etcdscope *es, const char *name, uint64_t generation,
+		       int64_t lease_ms, struct hf_scopereg_holder *err);
 int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t generation,
 			 struct hf_scopereg_holder *err);
 /* As hf_scopereg_read / hf_scopereg_reap. */

@@ -404,7 +404,7 @@ static int scope_register(void *p, const struct hf_scope_args *a, uint64_t *gen,
 		.registry = path, .name = a->name, .specs = a->specs, .nspecs = a->nspecs,
 		.pid = a->pid, .socket = a->socket, .from = a->from,
 		.lock_wait_ms = a->lock_wait_ms, .has_cancel = a->cancel_fd >= 0,
-		.cancel_fd = a->cancel_fd,
+		.cancel_fd = a->cancel_fd, .lease_ms = a->lease_ms, .reason = a->reason,
 	};
 	/* The table is replaced by a rename of a temporary in its directory and
 	 * live files are removed there: any removal or move out of the directory
@@ -457,6 +457,21 @@ static int scope_release(void *p, const struct hf_scope_args *a, struct hf_scope
 	return hf_scopereg_release(path, a->name, a->generation, h);
 }
 
+static int scope_renew(void *p, const struct hf_scope_args *a, int64_t lease_ms,
+		       struct hf_scopereg_holder *h)
+{
+	struct fs_scope *st = p;
+	char path[PATH_MAX];
+	int rc = 0;
+	if (a->holds)
+		strcpy(path, st->held_registry); /* FB3 */
+	else
+		rc = scope_registry(a, path, h);
+	if (rc < 0)
+		return rc;
+	return hf_scopereg_renew(path, a->name, a->generation, lease_ms, h); /* RG15 */
+}
+
 static int scope_table(void *p, const struct hf_scope_args *a, bool reap,
 		       struct hf_scopereg_table **ret, struct hf_scopereg_holder *h)
 {
@@ -472,6 +487,7 @@ static const struct hf_scope_ops fs_scope_ops = {
 	.close = scope_close,
 	.register_ = scope_register,
 	.release = scope_release,
+	.renew = scope_renew,
 	.table = scope_table,
 };
 

@@ -20,6 +20,13 @@
  *      "scope_fs":[["259:1:r:/p/src","0:48:r:/"]],
  *      "delegated_from":null,"generation":12,"registered":"2026-…Z"}, …]}
  *     pidns … token and scope_fs are absent in entries of holdfast 0.1.
+ *     A leased pod (RG15) adds "lease_ms":N,"lease_until":"<ISO end>" and,
+ *     when written on the entry's own kernel and time namespace,
+ *     "lease_boottime_until":<CLOCK_BOOTTIME ms of the end>; it has no
+ *     token (no live file). A reason (RG14) adds "reason":"…". Both are
+ *     written only when set: the parser of 0.2 ignores fields it does not
+ *     know (it looks each known one up, json_object_get; nothing checks
+ *     for unknown keys), so it still reads such a table.
  *     scope_fs[i] lists spec i's kernel identities (spec.c: the mount's
  *     device, the path within its file system, the mounts below).
  *   <dir>/<base>.flock      the lock file (0600, empty). Never renamed, never
@@ -126,6 +133,27 @@
  *         all its specs are one, or it is refused (-EINVAL naming both)
  *         before anything is opened; a handle releases where it registered;
  *         the verbs without a path use the working directory's.
+ *   (RG14) A pod's reason is at most HF_SCOPE_REASON_MAX (256) bytes of
+ *         UTF-8 without C0/C1 control characters or bidirectional
+ *         overrides (hf_scopereg_reason_check): refused when given
+ *         (-EINVAL, 64, naming the length or the byte), refused when read
+ *         from a table (HF_EUNREADABLE), so no reason reaches a terminal
+ *         raw; it is named in every refusal the pod causes.
+ *   (RG15) A leased pod (lease_ms > 0) is held by no process: no pid, live
+ *         file or keeper judges it; it is alive while its lease has time
+ *         left (hf_scopereg_lease_left) and dead after - then reaped on the
+ *         next change like any dead pod, its live children re-parented to
+ *         its nearest live ancestor (A->B->D with a leased B: A->D). A
+ *         renewal moves only its end (same generation, RG6 unchanged), and
+ *         only under the lock after the reap: an expired lease is reaped,
+ *         never brought back (HF_ELOST). Clock: the end is stored twice,
+ *         as a wall-clock time (Unix ms, ISO) and as CLOCK_BOOTTIME of the
+ *         writer's kernel; a judge on that kernel (boot id) and in that
+ *         time namespace uses CLOCK_BOOTTIME, which no wall-clock step
+ *         moves and which counts suspend; any other judge (another host or
+ *         container with its own time namespace, this host after a reboot)
+ *         uses its wall clock with HF_SCOPE_LEASE_SKEW_MS (5 s) of grace, so
+ *         a reader whose clock is behind judges later, never earlier.
  *
  * Hazards
  * -------
@@ -157,6 +185,19 @@
  *     the spec is made canonical: a tree moved or a .git created in
  *     between can put the two in different places (a race with the user,
  *     not with another pod).
+ *   - A lease judged by the wall clock (another kernel or time namespace)
+ *     ends early for a reader whose clock is more than 5 s ahead of the
+ *     renewer's, or whose clock jumps forward more than that: the judge
+ *     on the writer's kernel never does (CLOCK_BOOTTIME). Keep shared
+ *     hosts' clocks synchronized; renew well before the end (a third of
+ *     the lease, as locks do).
+ *   - A renewal from another kernel or time namespace than the entry's
+ *     writes no boottime end: from then on every judge uses the wall
+ *     clock for it.
+ *   - A reader of holdfast 0.2 ignores "lease_ms" and judges a leased pod
+ *     by its pid - the process that registered it, gone at once - and
+ *     reaps it on its next change: do not mix 0.2 writers with leased
+ *     pods.
  *   - release NAME, list, effective and reap find the working directory's
  *     registry: run from outside the tree they look at another one (the
  *     message names the registry read).
@@ -370,14 +411,21 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 	a->generation = ++t.generation; /* RG6 */
 	a->registered_ms = me.time_ms;
 	a->live = HF_ALIVE;
-	if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket)) {
+	if (req->lease_ms > 0) /* RG15: held by its lease, by no process */
+		hf_scopereg_lease_start(a, req->lease_ms);
+	if (req->reason) /* RG14 (hf_scopereg_request_check) */
+		a->reason = hf_regtable_strndup(&t, req->reason, strlen(req->reason));
+	if (!a->name || !a->boot_id || !a->host || !a->comm || (req->socket && !a->socket) ||
+	    (req->reason && !a->reason)) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	rc = hf_regreq_store(&t, a, q);
 	if (rc < 0)
 		goto out;
-	if (ret_live_fd) {
+	if (ret_live_fd && req->lease_ms > 0)
+		*ret_live_fd = -1; /* RG15: no process, no liveness file */
+	if (ret_live_fd && req->lease_ms <= 0) {
 		/* RG9: the file exists before the table names it */
 		live_fd = hf_regfile_live_create(&r, token);
 		if (live_fd < 0) {
@@ -391,7 +439,9 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 		}
 	}
 	hf_sys_point(HF_PT_SCOPE_REGISTER_DECIDED);
-	assert((!ret_live_fd || (a->token && live_fd >= 0)) && "RG9"); /* its file exists first */
+	assert((!ret_live_fd || req->lease_ms > 0 || (a->token && live_fd >= 0)) &&
+	       "RG9"); /* its file exists first */
+	assert((req->lease_ms <= 0 || !a->token) && "RG15"); /* a lease has no live file */
 	rc = hf_regfile_store(&r, &t, err);
 	if (rc == 0) {
 		if (ret_generation)
@@ -463,6 +513,69 @@ int hf_scopereg_release(const char *registry, const char *name, uint64_t generat
 	hf_regfile_finish(&r, &t, stored);
 	hf_regfile_close(&r);
 	hf_regtable_clear(&t);
+	return rc;
+}
+
+int hf_scopereg_renew(const char *registry, const char *name, uint64_t generation,
+		      int64_t lease_ms, struct hf_scopereg_holder *err)
+{
+	if (err)
+		memset(err, 0, sizeof *err);
+	if (!name || !hf_pod_name_ok(name))
+		return bad_input(err, "not a valid pod name");
+	if (lease_ms < 0 || (lease_ms > 0 && lease_ms < 1000) || lease_ms > 365LL * 86400 * 1000)
+		return bad_input(err, "a lease is 1 s to 365 days");
+	struct hf_scopereg_table *reaped = calloc(1, sizeof *reaped);
+	if (!reaped)
+		return -ENOMEM;
+	struct hf_regfile r;
+	struct hf_scopereg_table t;
+	int nreaped;
+	int rc = reg_begin(registry, 0, -1, &r, &t, reaped, &nreaped, err);
+	if (rc < 0) {
+		hf_scopereg_free(reaped);
+		return rc;
+	}
+	bool changed = nreaped > 0;
+	long i = hf_regtable_find(&t, name);
+	long gone = -1;
+	for (size_t k = 0; i < 0 && k < reaped->n; k++)
+		if (!strcmp(reaped->a[k].name, name))
+			gone = (long)k;
+	if (gone >= 0) {
+		/* RG15: expired (reaped just now): never brought back */
+		hf_scopereg_holder_fill(err, &reaped->a[gone], reaped->a[gone].spec_text[0]);
+		rc = HF_ELOST;
+	} else if (i < 0) {
+		rc = HF_ENOTHELD;
+	} else if (generation && t.a[i].generation != generation) {
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
+		rc = HF_ENOTYOURS;
+	} else if (t.a[i].lease_ms <= 0) {
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
+		hf_regfile_say(err, -EINVAL, "%s is not leased: it is held by the life of pid "
+			       "%lld, not renewed", name, (long long)t.a[i].pid);
+		rc = -EINVAL;
+	} else {
+		/* RG15: the end moves, nothing else; the generation stays (RG6
+		 * counts registrations, releases and reaps, and a renewal hands
+		 * out no scope) */
+		hf_scopereg_lease_start(&t.a[i], lease_ms > 0 ? lease_ms : t.a[i].lease_ms);
+		hf_scopereg_holder_fill(err, &t.a[i], t.a[i].spec_text[0]);
+		changed = true;
+	}
+	bool stored = false;
+	if (changed) {
+		int src = hf_regfile_store(&r, &t, rc == 0 ? err : NULL);
+		stored = src == 0;
+		if (rc == 0)
+			rc = src;
+	}
+	hf_regfile_finish(&r, &t, stored);
+	hf_regfile_close(&r);
+	hf_regtable_clear(&t); /* the reaped entries' strings were in t's arena */
+	reaped->arena = NULL;
+	hf_scopereg_free(reaped);
 	return rc;
 }
 

@@ -40,6 +40,13 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
  * liveness file is removed after the table no longer names it. */
 int hf_scopereg_release(const char *registry, const char *name, uint64_t generation,
 			struct hf_scopereg_holder *reterr);
+/* RG15: renew leased pod name's lease (generation 0: any), lease_ms from
+ * now (0: its own length). 0 (err: the pod, its new "lease_until");
+ * HF_ENOTHELD (no such pod); HF_ELOST (its lease had expired: reaped now,
+ * never brought back); HF_ENOTYOURS (another generation); -EINVAL (not
+ * leased: held by its pid). */
+int hf_scopereg_renew(const char *registry, const char *name, uint64_t generation,
+		      int64_t lease_ms, struct hf_scopereg_holder *err);
 /* Read the registry without changing it (a missing registry is empty). */
 int hf_scopereg_read(const char *registry, struct hf_scopereg_table **ret,
 		     struct hf_scopereg_holder *reterr);
