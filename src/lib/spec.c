@@ -114,9 +114,20 @@ int hf_spec_parse_canonical(const char *s, size_t len, struct hf_spec *ret)
 	if (rc < 0)
 		return rc;
 	unsigned depth;
+	if (hf_glob_special(s, pl)) { /* SC8: a glob spec, or nothing */
+		size_t ll;
+		unsigned ld;
+		if (hf_glob_parse(s, pl, &ll, &ld, &depth) < 0)
+			return -EINVAL;
+		*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w,
+					 .recursive = r, .glob = true, .lit_len = ll,
+					 .lit_depth = ld };
+		return 0;
+	}
 	if (!hf_path_normal(s, pl, &depth)) /* SC2 */
 		return -EINVAL;
-	*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w, .recursive = r };
+	*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w, .recursive = r,
+				 .lit_len = pl, .lit_depth = depth };
 	return 0;
 }
 
@@ -260,15 +271,53 @@ int hf_spec_canonicalize(const char *spec, char *buf, size_t n, struct hf_spec *
 	char path[PATH_MAX], canon[PATH_MAX];
 	if (pl >= sizeof path)
 		return -ENAMETOOLONG;
-	memcpy(path, spec, pl);
-	path[pl] = '\0';
+	bool glob;
+	if (hf_glob_check(spec, pl, &glob, NULL, NULL) < 0)
+		return -EINVAL; /* SC8 */
+	/* a glob: its literal components canonical, the rest as written */
+	size_t lit = pl, tail = pl;
+	for (size_t c = 0; glob && c < pl;) {
+		size_t e = c;
+		while (e < pl && spec[e] != '/')
+			e++;
+		bool g = false;
+		for (size_t i = c; i < e && !g; i++)
+			g = spec[i] == '*' || spec[i] == '?' || spec[i] == '[';
+		if (g) {
+			lit = c;
+			tail = c;
+			break;
+		}
+		c = e + 1;
+	}
+	if (lit == 0 && glob)
+		memcpy(path, ".", 2); /* "**" alone: below the working directory */
+	else {
+		memcpy(path, spec, lit);
+		path[lit] = '\0';
+	}
 	rc = hf_path_canonicalize(path, canon, sizeof canon);
 	if (rc < 0)
 		return rc;
+	size_t cl = strlen(canon);
+	if (hf_glob_special(canon, cl))
+		return -EINVAL; /* SC8: a name glob syntax cannot write */
 	unsigned depth;
-	assert(hf_path_normal(canon, strlen(canon), &depth) && "SC2");
+	assert(hf_path_normal(canon, cl, &depth) && "SC2");
 	(void)depth;
-	struct hf_spec s = { .path = canon, .len = strlen(canon), .write = w, .recursive = r };
+	for (size_t i = tail; i < pl; i++) {
+		if (spec[i] == '/' && (cl == 0 || canon[cl - 1] == '/'))
+			continue; /* SC8: single '/' between the tail's components */
+		if (cl + 2 >= sizeof canon)
+			return -ENAMETOOLONG;
+		if (i == tail && cl > 1)
+			canon[cl++] = '/';
+		canon[cl++] = spec[i];
+	}
+	while (cl > 1 && canon[cl - 1] == '/')
+		cl--;
+	canon[cl] = '\0';
+	struct hf_spec s = { .path = canon, .len = cl, .write = w, .recursive = r };
 	rc = hf_spec_format(&s, buf, n);
 	if (rc < 0)
 		return rc;
@@ -286,6 +335,8 @@ bool hf_path_under(const char *a, size_t alen, const char *b, size_t blen)
 
 bool hf_spec_overlap(const struct hf_spec *a, const struct hf_spec *b)
 {
+	if (a->glob || b->glob)
+		return hf_glob_overlap(a, b); /* SC10 */
 	if (a->depth > b->depth) {
 		const struct hf_spec *t = a;
 		a = b;
@@ -299,8 +350,26 @@ bool hf_spec_overlap(const struct hf_spec *a, const struct hf_spec *b)
 	return d == 0 || a->recursive || d == 1;
 }
 
+bool hf_spec_covers_why(const struct hf_spec *outer, const struct hf_spec *inner, char *why,
+			size_t n)
+{
+	if (why && n)
+		why[0] = '\0';
+	if (outer->glob || inner->glob)
+		return hf_glob_covers(outer, inner, why, n) == 1; /* SC10; undecided: no */
+	bool r = hf_spec_covers(outer, inner);
+	if (!r && why && n) /* inner's own path, or a child of it, is outside */
+		snprintf(why, n, "%.*s%s", (int)inner->len, inner->path,
+			 hf_spec_contains(outer, inner->path, inner->len, inner->depth)
+				 ? (inner->len > 1 ? "/..." : "...")
+				 : "");
+	return r;
+}
+
 bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner)
 {
+	if (outer->glob || inner->glob)
+		return hf_glob_covers(outer, inner, NULL, 0) == 1;
 	if (inner->depth < outer->depth ||
 	    !hf_path_under(outer->path, outer->len, inner->path, inner->len))
 		return false;
@@ -312,6 +381,8 @@ bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner)
 
 bool hf_spec_contains(const struct hf_spec *s, const char *p, size_t len, unsigned depth)
 {
+	if (s->glob)
+		return hf_glob_contains(s, p, len);
 	if (depth < s->depth || !hf_path_under(s->path, s->len, p, len))
 		return false;
 	unsigned d = depth - s->depth;
@@ -374,13 +445,20 @@ int hf_fsid_parse(const char *s, size_t len, struct hf_fsid *ret)
 		i++;
 		v[k] = x;
 	}
-	if (i + 2 > len || (s[i] != 'r' && s[i] != 'c' && s[i] != 'e') || s[i + 1] != ':')
+	if (i + 2 > len || (s[i] != 'r' && s[i] != 'c' && s[i] != 'e' && s[i] != 'g') ||
+	    s[i + 1] != ':')
 		return -EINVAL;
 	char kind = s[i];
 	i += 2;
 	unsigned depth;
-	if (!hf_path_normal(s + i, len - i, &depth))
+	if (kind == 'g') { /* SC11 */
+		size_t ll;
+		unsigned ld;
+		if (hf_glob_parse(s + i, len - i, &ll, &ld, &depth) < 0)
+			return -EINVAL;
+	} else if (!hf_path_normal(s + i, len - i, &depth) || hf_glob_special(s + i, len - i)) {
 		return -EINVAL;
+	}
 	*ret = (struct hf_fsid){ .major = (unsigned)v[0], .minor = (unsigned)v[1], .kind = kind,
 				 .path = s + i, .len = len - i, .depth = depth };
 	return 0;
@@ -399,6 +477,8 @@ bool hf_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b)
 {
 	if (a->major != b->major || a->minor != b->minor)
 		return false;
+	if (a->kind == 'g' || b->kind == 'g')
+		return hf_glob_fsid_overlap(a, b); /* SC11 */
 	if (a->depth > b->depth) {
 		const struct hf_fsid *t = a;
 		a = b;
@@ -411,8 +491,11 @@ bool hf_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b)
 
 bool hf_fsid_covers(const struct hf_fsid *outer, const struct hf_fsid *inner)
 {
-	if (outer->major != inner->major || outer->minor != inner->minor ||
-	    inner->depth < outer->depth || !fsid_reaches(outer, inner))
+	if (outer->major != inner->major || outer->minor != inner->minor)
+		return false;
+	if (outer->kind == 'g' || inner->kind == 'g')
+		return hf_glob_fsid_covers(outer, inner); /* SC11 */
+	if (inner->depth < outer->depth || !fsid_reaches(outer, inner))
 		return false;
 	unsigned d = inner->depth - outer->depth;
 	switch (outer->kind) {
@@ -602,6 +685,82 @@ static int strv_push_unique(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
+/* A glob's identity (SC11): "MAJ:MIN:e:PATH" of a directory (idtext) and
+ * the pattern's tail t[0..tl) below it: "MAJ:MIN:g:PATH/TAIL" when the tail
+ * holds a glob component, "MAJ:MIN:e:PATH/TAIL" when not. The length, or
+ * -ENOENT when PATH holds glob syntax (no identity), -ENAMETOOLONG. */
+static int glob_identity(const char *idtext, const char *t, size_t tl, char *buf, size_t n)
+{
+	const char *p = idtext;
+	for (int k = 0; k < 3; k++)
+		p = strchr(p, ':') + 1;
+	size_t pl = strlen(p);
+	if (hf_glob_special(p, pl))
+		return -ENOENT;
+	bool glob = false;
+	hf_glob_check(t, tl, &glob, NULL, NULL);
+	int w = snprintf(buf, n, "%.*s%c:%s%s%.*s", (int)(p - 2 - idtext), idtext,
+			 glob ? 'g' : 'e', pl == 1 && tl ? "" : p, tl ? "/" : "", (int)tl, t);
+	if (w < 0 || (size_t)w >= n || (size_t)w >= HF_FSID_MAX)
+		return -ENAMETOOLONG;
+	return w;
+}
+
+/* hf_spec_identify of a glob spec (SC11): its literal prefix's identity
+ * with the glob tail; each mount below the prefix that a path of the glob
+ * reaches, with what of the pattern remains there. */
+static int glob_identify(const struct hf_mounts *m, const struct hf_spec *s, char ***ret,
+			 size_t *ret_n)
+{
+	char **v = NULL;
+	size_t n = 0;
+	char id[HF_FSID_MAX], buf[HF_FSID_MAX], tail[PATH_MAX + 4];
+	int w = hf_path_identify(m, s->path, s->lit_len, 'e', id, sizeof id);
+	if (w == -ENOENT || w == -ENAMETOOLONG)
+		return 0; /* unknown: compared by path only */
+	if (w < 0)
+		return w;
+	const char *t = s->path + s->lit_len + (s->lit_len > 1);
+	int tl = snprintf(tail, sizeof tail, "%.*s%s", (int)(s->len - (size_t)(t - s->path)), t,
+			  s->recursive ? "/**" : "");
+	if (tl < 0 || (size_t)tl >= sizeof tail)
+		return 0;
+	w = glob_identity(id, tail, (size_t)tl, buf, sizeof buf);
+	if (w < 0)
+		return 0;
+	int rc = strv_push_unique(&v, &n, buf);
+	char *tails = malloc(2 * PATH_MAX);
+	if (!tails)
+		rc = -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < m->n; i++) {
+		const struct hf_mount *mt = &m->m[i];
+		unsigned d;
+		if (mt->pointlen <= s->lit_len && !(s->lit_len == 1 && mt->pointlen > 1))
+			continue;
+		if (!hf_path_under(s->path, s->lit_len, mt->point, mt->pointlen) ||
+		    !hf_path_normal(mt->point, mt->pointlen, &d) || d <= s->lit_depth)
+			continue;
+		size_t nt;
+		if (hf_glob_reach(s, mt->point, mt->pointlen, tails, 2 * PATH_MAX, &nt) < 0 ||
+		    identity_of(mt, mt->point, mt->pointlen, 'e', id, sizeof id) < 0)
+			continue;
+		const char *tk = tails;
+		for (size_t k = 0; rc == 0 && k < nt; k++, tk += strlen(tk) + 1) {
+			w = glob_identity(id, tk, strlen(tk), buf, sizeof buf);
+			if (w >= 0)
+				rc = strv_push_unique(&v, &n, buf);
+		}
+	}
+	free(tails);
+	if (rc < 0) {
+		hf_strv_free(v, n);
+		return rc;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
 int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char ***ret,
 		     size_t *ret_n)
 {
@@ -610,6 +769,8 @@ int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char **
 	char buf[HF_FSID_MAX];
 	*ret = NULL;
 	*ret_n = 0;
+	if (s->glob)
+		return glob_identify(m, s, ret, ret_n);
 	int w = hf_path_identify(m, s->path, s->len, s->recursive ? 'r' : 'c', buf, sizeof buf);
 	if (w == -ENOENT || w == -ENAMETOOLONG)
 		return 0; /* unknown: compared by path only */
