@@ -79,6 +79,9 @@ struct hf_scopereg_holder {
 					     identity that met the request's;
 					     "" when the paths overlap             */
 	char request_fs[HF_SCOPE_FS_MAX]; /* and the request's                      */
+	char outside[HF_SCOPE_SPEC_MAX];  /* HF_ENOTYOURS: a path of the request's
+					     spec outside the parent's scope
+					     (SC10); "" when none is named         */
 };
 
 struct hf_scopereg_table;
@@ -251,6 +254,8 @@ struct hf_regtable_refusal {
 	size_t index;                /* the request's spec refused               */
 	size_t others;               /* more live holders overlapping it         */
 	const char *who_fs, *req_fs; /* the identities that met (or NULL)        */
+	char outside[PATH_MAX];      /* HF_ENOTYOURS: a path of the refused spec
+					outside the parent's specs ("": none)   */
 };
 /* May specs (n of them) be registered, delegated from entry parent (-1:
  * top level)? 0; HF_ECONFLICT (RG4: who is the deepest live pod whose write

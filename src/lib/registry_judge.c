@@ -137,7 +137,7 @@ static void fill_holder(struct hf_scopereg_holder *h, const struct hf_alloc *a, 
 	struct hf_owner o;
 	owner_of(a, &o);
 	h->age_ms = a->registered_ms ? hf_owner_age_ms(&o, hf_sys_now_ms()) : -1;
-	h->fs[0] = h->request_fs[0] = '\0';
+	h->fs[0] = h->request_fs[0] = h->outside[0] = '\0';
 }
 
 int64_t hf_scopereg_age_ms(const struct hf_scopereg_table *t, size_t i, int64_t now_ms)
