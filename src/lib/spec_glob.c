@@ -727,8 +727,11 @@ static int atoms_make(const struct segset *ss, struct atoms *ret)
 	alpha = malloc(cap * sizeof *alpha);
 	if (!alpha)
 		return -ENOMEM;
+	/* letters and digits first: the witness named reads as a name */
+	for (uint32_t ch = 'a'; ch <= 'z'; ch++)
+		alpha[na++] = ch;
 	for (uint32_t ch = 0x20; ch < 0x7f; ch++)
-		if (ch != '/')
+		if (ch != '/' && !(ch >= 'a' && ch <= 'z'))
 			alpha[na++] = ch;
 	for (size_t k = 0; k < ss->n; k++)
 		for (size_t i = 0; i < ss->s[k]->nc; i++) {

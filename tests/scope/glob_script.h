@@ -11,7 +11,7 @@
 #define GLOB_SCRIPT_H
 
 #define GLOB_SCRIPT \
-	"H=\"$HOLDFAST_BIN\"; cd \"$1\" || exit 9\n" \
+	"H=\"$HOLDFAST_BIN\"; cd \"${1:-.}\" || exit 9\n" \
 	"mkdir -p g/src/parser g/lib/a g/doc\n" \
 	"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n" \
 	"sleep 1000 </dev/null >/dev/null 2>&1 & b=$!\n" \
