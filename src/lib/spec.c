@@ -33,6 +33,99 @@
  *   - A path canonicalized today may resolve elsewhere tomorrow (a link
  *     created later inside the part that did not exist). The registry keeps
  *     what was true at registration; it is advisory.
+ *
+ * Glob specs (spec_glob.c)
+ * ------------------------
+ * "PATTERN:MODE[:recursive]", PATTERN a path of which one component at
+ * least is a glob:
+ *   *        any run of characters within a component (none included)
+ *   ?        one character (a UTF-8 character, not a byte)
+ *   [...]    one character of the class; [!...] or [^...] one not in it;
+ *            members printable ASCII, ranges a-z
+ *   **       a whole component: any run of components, none included
+ *            (src followed by a '**' component holds src itself; src, '**',
+ *            x holds src/x and src/a/b/x)
+ * Refused (-EINVAL; the CLI's usage error names the character and its byte
+ * offset): '{' '}' (no alternatives), '\' (no escapes), '**' inside a
+ * component ("a**b", "**.ts"), an unclosed '[', an empty class or range, a
+ * ']' outside a class, a non-ASCII class member, '.' or '..' after the
+ * first glob component. '*', '?' and '[' match any character a component
+ * may hold: a leading '.' included.
+ *
+ * The sets of paths
+ *   glob G            the paths G matches (exactly those: no children)
+ *   glob G:recursive  the paths G matches and everything below each, i.e.
+ *                     the paths of G with a '**' component added
+ * A prefix spec keeps its set (above): a non-recursive one is {P} and the
+ * children of P, the set of "P" + "one component or none".
+ *
+ * Canonical form: the literal components before the first glob component
+ * are canonicalized as a prefix spec's path is (SC3; "**" alone starts at
+ * the working directory); the rest is kept as written, with single '/'
+ * between components and none at the end.
+ *
+ *   (SC7)  A glob spec's path is a list of tokens over components: a
+ *          segment pattern (one component), '**' (any run). Every spec is
+ *          one: a recursive prefix P is P + '**', a non-recursive one P +
+ *          "one or none", a recursive glob G + '**'. contains(p) runs the
+ *          tokens over p's components (position sets: linear).
+ *   (SC8)  Glob syntax is checked before anything else (hf_glob_check),
+ *          and a stored spec whose path holds any of * ? [ ] { } \ is a
+ *          glob or refused: a literal path holding one (a directory named
+ *          "a*b", or a link's target) is refused as a spec, since it would
+ *          read back as a glob.
+ *   (SC9)  A component is a non-empty string of characters that are not
+ *          '/' nor control characters; every segment pattern matches one
+ *          (the syntax refuses empty classes). Sets are abstract, as for
+ *          prefix specs: "." and ".." count as components.
+ *   (SC10) Decided exactly, never by sampling:
+ *          overlap: the product of the two token lists, state (i, j): a
+ *            '**' may end (i+1) or take a component (stays); two segment
+ *            patterns take one component together when their product over
+ *            characters (state (i, j, non-empty), '*' a loop, classes
+ *            intersected) reaches its end. Each pair is visited once and
+ *            each pair of segments decided once: O(|a||b|) pairs, each
+ *            O(|seg a||seg b|).
+ *          covers (inner inside outer): inclusion of the two languages over
+ *            a finite alphabet. The components are sorted into classes by
+ *            which of the segment patterns of both specs they match (a
+ *            breadth-first run of every segment pattern at once over one
+ *            character of each kind: every printable ASCII, each non-ASCII
+ *            character the patterns name, one they do not); then a
+ *            breadth-first run of the subset automata of both specs over
+ *            those classes looks for a state where inner accepts and outer
+ *            does not. Found: not covered, and the classes' first
+ *            components on the way spell a path of inner outside outer
+ *            (the refusal names it). The runs are bounded (65536 states
+ *            each); past the bound the answer is "not covered, too complex
+ *            to decide" - a delegation refused, never admitted wrongly.
+ *          A recursive prefix covers any glob whose literal prefix lies
+ *          below it (no automaton). Two specs whose literal prefixes are
+ *          not on one line (neither under the other) never overlap (no
+ *          automaton): most pairs of a registry.
+ *   (SC11) A glob spec's kernel identity is its literal prefix's identity
+ *          (SC5) with the glob tail: "MAJ:MIN:g:ROOTPATH/TAIL" (kind 'g';
+ *          a recursive glob's tail ends in a '**' component). For SC6, each mount
+ *          below the literal prefix that a path of the glob reaches adds
+ *          the mount root's identity with what remains of the pattern
+ *          there (each state of the pattern after the mount point's
+ *          components: 'g' when it holds a glob, 'e' when the rest is
+ *          literal). Identities meet and cover by the same automata (SC10).
+ *   (SC12) Effective scope, check and the judge see a glob spec only
+ *          through overlap, covers and contains: nothing else in the
+ *          registry knows a glob from a prefix.
+ *
+ * Glob hazards
+ *   - '**' and '*' are decided on component strings, not on the tree: a
+ *     glob that no file matches today still holds its paths.
+ *   - A component after the first glob component is never resolved: a
+ *     link there is compared by its name.
+ *   - A registry written by this version with glob specs is refused as
+ *     corrupt by an older holdfast (its parser requires normal paths):
+ *     every process sharing a registry must run a version that knows
+ *     globs before one registers a glob.
+ *   - Witnesses are the shortest paths of the automata: "*.ts" is shown
+ *     ".ts" (a '*' matches nothing).
  */
 #include "spec.h"
 
