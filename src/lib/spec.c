@@ -45,8 +45,8 @@
  *   **       a whole component: any run of components, none included
  *            (src followed by a '**' component holds src itself; src, '**',
  *            x holds src/x and src/a/b/x)
- * Refused (-EINVAL; the CLI's usage error names the character and its byte
- * offset): '{' '}' (no alternatives), '\' (no escapes), '**' inside a
+ * Refused in a glob spec (-EINVAL; the CLI's usage error names the
+ * character and its byte offset): '{' '}' (no alternatives), '\' (no escapes), '**' inside a
  * component ("a**b", "**.ts"), an unclosed '[', an empty class or range, a
  * ']' outside a class, a non-ASCII class member, '.' or '..' after the
  * first glob component. '*', '?' and '[' match any character a component
@@ -69,11 +69,15 @@
  *          one: a recursive prefix P is P + '**', a non-recursive one P +
  *          "one or none", a recursive glob G + '**'. contains(p) runs the
  *          tokens over p's components (position sets: linear).
- *   (SC8)  Glob syntax is checked before anything else (hf_glob_check),
- *          and a stored spec whose path holds any of * ? [ ] { } \ is a
- *          glob or refused: a literal path holding one (a directory named
- *          "a*b", or a link's target) is refused as a spec, since it would
- *          read back as a glob.
+ *   (SC8)  A spec whose path holds '*', '?' or '[' is a glob spec: its
+ *          syntax is checked before anything else (hf_glob_check), and
+ *          '{', '}', '\' and a ']' outside a class are refused anywhere in
+ *          it. A path holding none of '*', '?', '[' is a prefix spec exactly
+ *          as before, whatever else it holds ("{a,b}" is then a name). A
+ *          canonical path holding '*', '?' or '[' (a directory named "a*b",
+ *          a link's target) is refused as a prefix spec, and one holding
+ *          any of the seven as a glob's literal prefix: either would read
+ *          back as another glob.
  *   (SC9)  A component is a non-empty string of characters that are not
  *          '/' nor control characters; every segment pattern matches one
  *          (the syntax refuses empty classes). Sets are abstract, as for
@@ -207,7 +211,7 @@ int hf_spec_parse_canonical(const char *s, size_t len, struct hf_spec *ret)
 	if (rc < 0)
 		return rc;
 	unsigned depth;
-	if (hf_glob_special(s, pl)) { /* SC8: a glob spec, or nothing */
+	if (hf_glob_has(s, pl)) { /* SC8: a glob spec, or nothing */
 		size_t ll;
 		unsigned ld;
 		if (hf_glob_parse(s, pl, &ll, &ld, &depth) < 0)
@@ -393,7 +397,7 @@ int hf_spec_canonicalize(const char *spec, char *buf, size_t n, struct hf_spec *
 	if (rc < 0)
 		return rc;
 	size_t cl = strlen(canon);
-	if (hf_glob_special(canon, cl))
+	if (glob ? hf_glob_special(canon, cl) : hf_glob_has(canon, cl))
 		return -EINVAL; /* SC8: a name glob syntax cannot write */
 	unsigned depth;
 	assert(hf_path_normal(canon, cl, &depth) && "SC2");
@@ -549,7 +553,7 @@ int hf_fsid_parse(const char *s, size_t len, struct hf_fsid *ret)
 		unsigned ld;
 		if (hf_glob_parse(s + i, len - i, &ll, &ld, &depth) < 0)
 			return -EINVAL;
-	} else if (!hf_path_normal(s + i, len - i, &depth) || hf_glob_special(s + i, len - i)) {
+	} else if (!hf_path_normal(s + i, len - i, &depth) || hf_glob_has(s + i, len - i)) {
 		return -EINVAL;
 	}
 	*ret = (struct hf_fsid){ .major = (unsigned)v[0], .minor = (unsigned)v[1], .kind = kind,

@@ -72,11 +72,15 @@ int hf_spec_format(const struct hf_spec *s, char *buf, size_t n);
 
 /* --- spec_glob.c: glob specs (spec.c, "Glob specs") --------------------- */
 
+/* Does PATH p[0..len) hold '*', '?' or '[' (a glob spec's, SC8)? Pure. */
+bool hf_glob_has(const char *p, size_t len);
 /* Does PATH p[0..len) hold any character of glob syntax, supported or not
  * ('*', '?', '[', ']', '{', '}', '\')? Pure. */
 bool hf_glob_special(const char *p, size_t len);
 /* Check the glob syntax of a spec's PATH p[0..len) (SC8): 0 and *ret_glob
- * (a component holds '*', '?' or a class, or is '**'); -EINVAL with the
+ * (a component holds '*', '?' or a class, or is '**'; a path holding none
+ * of '*', '?', '[' is a prefix spec and passes, '{' or '\\' included);
+ * -EINVAL with the
  * offset of the character refused in *ret_pos and why in *ret_why (each
  * may be NULL). Pure. */
 int hf_glob_check(const char *p, size_t len, bool *ret_glob, size_t *ret_pos,

@@ -29,6 +29,14 @@ static bool glob_char(char c)
 	return c == '*' || c == '?' || c == '[';
 }
 
+bool hf_glob_has(const char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (glob_char(p[i]))
+			return true;
+	return false;
+}
+
 bool hf_glob_special(const char *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
@@ -92,6 +100,11 @@ int hf_glob_check(const char *p, size_t len, bool *ret_glob, size_t *ret_pos, co
 	bool glob = false;
 	size_t pos = 0;
 	const char *why = NULL;
+	if (!hf_glob_has(p, len)) { /* a prefix spec, whatever else it holds */
+		if (ret_glob)
+			*ret_glob = false;
+		return 0;
+	}
 	for (size_t s = 0; s < len && !why;) {
 		while (s < len && p[s] == '/')
 			s++;

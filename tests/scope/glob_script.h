@@ -21,7 +21,7 @@
 	"\"$H\" scope register PARSER 'g/src/parser/*.ts:write' --pid $b 2>c.err; echo \"conflict=$?\"\n" \
 	"cat c.err >&2\n" \
 	"\"$H\" scope register CS 'g/src/**/*.c:write' --pid $b >/dev/null; echo \"disjoint=$?\"\n" \
-	"\"$H\" scope register BAD 'g/src/{a,b}.ts:write' --pid $b 2>bad.err; echo \"usage=$?\"\n" \
+	"\"$H\" scope register BAD 'g/src/{a,b}/*.ts:write' --pid $b 2>bad.err; echo \"usage=$?\"\n" \
 	"cat bad.err >&2\n" \
 	"\"$H\" scope check g/src/parser/x.ts; echo \"held=$?\"\n" \
 	"\"$H\" scope check g/src/parser/x.ts --pod TS; echo \"ts=$?\"\n" \

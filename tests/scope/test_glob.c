@@ -46,10 +46,10 @@ Test(glob, syntax_refusals_name_the_character)
 		size_t pos;
 		const char *why;
 	} bad[] = {
-		{ "/p/{a,b}/x", 3, "braces" },     { "/p/a**b", 4, "whole component" },
+		{ "/p/{a,b}/*.ts", 3, "braces" },     { "/p/a**b", 4, "whole component" },
 		{ "/p/**.ts", 3, "whole component" }, { "/p/[ab", 3, "unclosed" },
 		{ "/p/a\\*", 4, "escapes" },       { "/p/[]", 4, "empty class" },
-		{ "/p/a]", 4, "outside a class" }, { "/p/[z-a]", 4, "empty range" },
+		{ "/p/a]/*", 4, "outside a class" }, { "/p/[z-a]", 4, "empty range" },
 		{ "/p/*/..", 5, "'..'" },          { "/p/[\xc3\xa9]", 4, "ASCII" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -71,6 +71,8 @@ Test(glob, syntax_refusals_name_the_character)
 	cr_assert(g);
 	cr_assert_eq(hf_glob_check("/p/src", 6, &g, NULL, NULL), 0);
 	cr_assert(!g, "a path without glob characters is a prefix spec");
+	cr_assert_eq(hf_glob_check("/p/{a,b}\\x]", 11, &g, NULL, NULL), 0);
+	cr_assert(!g, "without '*', '?' or '[': a prefix spec, as before, '{' and all");
 }
 
 Test(glob, canonical_form)
@@ -95,7 +97,7 @@ Test(glob, canonical_form)
 	cr_assert_str_eq(out, want);
 	cr_assert(c.glob && c.recursive);
 	rmdir(d);
-	const char *refused[] = { "/p/src/{a,b}:write", "/p/a**b:write", "/p/[x:read" };
+	const char *refused[] = { "/p/src/{a,b}/*:write", "/p/a**b:write", "/p/[x:read" };
 	for (size_t i = 0; i < 3; i++)
 		cr_assert_eq(hf_spec_canonicalize(refused[i], out, sizeof out, &c), -EINVAL, "%s",
 			     refused[i]);
