@@ -2,7 +2,7 @@
  * bench_scope.c - a scope register+release cycle with n live allocations,
  * beside the bare cost of the same file round trips done with jansson.
  *
- * usage: bench-scope DIR N ITERS [distinct]
+ * usage: bench-scope DIR N ITERS [distinct|glob]
  *
  * DIR gets a registry of N live allocations (the format holdfast writes).
  * Two measures alternate in blocks of 10 cycles, so both see the same noise:
@@ -15,6 +15,11 @@
  * Owners: the N allocations belong to this process and 15 sleeping children
  * (round robin), or with "distinct" to N sleeping children, one each: the
  * cost of proving N different processes alive (one /proc read each).
+ * With "glob" the N allocations hold glob specs (under /bench/src/mI: '**',
+ * then dJ*.ts) and the new pod registers one (under /bench/src: '**', then
+ * *.c), each pair under one literal line: overlap decided by the automaton
+ * (spec_glob.c, SC10) N times per register, never by the prefix test; the
+ * floor appends the same glob spec.
  * Prints: n bytes iters holdfast_ms floor_ms ratio (medians per cycle).
  */
 #include "holdfast.h"
@@ -84,6 +89,8 @@ static json_t *alloc_obj(const char *name, pid_t pid, unsigned long long start, 
 }
 
 /* One file round trip the plain way: the floor. */
+static const char *new_spec = "/bench/new/x:write:recursive";
+
 static void floor_op(const char *dir, int add, const char *boot, const char *host)
 {
 	char reg[4096], lock[4096], tmp[4096];
@@ -111,8 +118,8 @@ static void floor_op(const char *dir, int add, const char *boot, const char *hos
 	json_int_t gen = json_integer_value(json_object_get(root, "generation")) + 1;
 	json_object_set_new(root, "generation", json_integer(gen));
 	if (add)
-		json_array_append_new(arr, alloc_obj("floor", getpid(), 1, boot, host,
-						     "/bench/new/x:write:recursive", gen));
+		json_array_append_new(arr, alloc_obj("floor", getpid(), 1, boot, host, new_spec,
+						     gen));
 	else
 		json_array_remove(arr, json_array_size(arr) - 1);
 	char *out = json_dumps(root, JSON_COMPACT);
@@ -135,12 +142,15 @@ static void floor_op(const char *dir, int add, const char *boot, const char *hos
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: bench-scope DIR N ITERS [distinct]\n");
+		fprintf(stderr, "usage: bench-scope DIR N ITERS [distinct|glob]\n");
 		return 2;
 	}
 	const char *dir = argv[1];
 	int n = atoi(argv[2]), iters = atoi(argv[3]);
 	int distinct = argc > 4 && !strcmp(argv[4], "distinct");
+	int glob = argc > 4 && !strcmp(argv[4], "glob");
+	if (glob)
+		new_spec = "/bench/src/**/*.c:write";
 	int nkids = distinct ? n : 15;
 	pid_t *kids = calloc((size_t)nkids + 1, sizeof *kids);
 	int go[2];
@@ -173,7 +183,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		char name[32], spec[128];
 		snprintf(name, sizeof name, "a%05x", i);
-		snprintf(spec, sizeof spec, "/bench/m%d/d%d:write:recursive", i % 97, i);
+		if (glob)
+			snprintf(spec, sizeof spec, "/bench/src/m%d/**/d%d*.ts:write", i % 97, i);
+		else
+			snprintf(spec, sizeof spec, "/bench/m%d/d%d:write:recursive", i % 97, i);
 		pid_t owner = distinct ? kids[i] : (i % 16 == 15 ? getpid() : kids[i % 15]);
 		json_array_append_new(arr, alloc_obj(name, owner, start_of(owner), boot, host, spec,
 						     i + 1));
@@ -189,7 +202,7 @@ int main(int argc, char **argv)
 	double *ours = malloc(sizeof(double) * (size_t)iters);
 	double *flr = malloc(sizeof(double) * (size_t)iters);
 	hf_scope *s;
-	if (hf_scope_new("newalloc", &s) < 0 || hf_scope_add(s, "/bench/new/x:write:recursive") < 0)
+	if (hf_scope_new("newalloc", &s) < 0 || hf_scope_add(s, new_spec) < 0)
 		die("hf_scope_new");
 	for (int done = 0; done < iters;) {
 		int block = iters - done < 10 ? iters - done : 10;

@@ -195,8 +195,11 @@ int cli_scope_report_words(const char *verb, const char *name, const char *spec,
 		cli_scope_holder_words(h, who, sizeof who);
 		if (spec)
 			cli_err("scope %s: %s (canonical %s) is not inside the effective scope of "
-				"its parent %s, which holds %s",
-				subject(verb, name), given, cli_scope_field(h, "request"), who, cli_scope_field(h, "scope"));
+				"its parent %s, which holds %s%s%s%s",
+				subject(verb, name), given, cli_scope_field(h, "request"), who, cli_scope_field(h, "scope"),
+				cli_scope_field(h, "outside")[0] ? ": " : "",
+				SHOW(cli_scope_field(h, "outside")),
+				cli_scope_field(h, "outside")[0] ? " is outside it" : "");
 		else
 			cli_err("scope %s: the name now belongs to another registration: %s",
 				subject(verb, name), who);

@@ -97,6 +97,20 @@ int hf_scope_add(hf_scope *s, const char *spec)
 				 "text without control characters");
 		return -EINVAL;
 	}
+	size_t at;
+	const char *why;
+	if (hf_glob_check(spec, pl, NULL, &at, &why) < 0) { /* SC8 */
+		char msg[256];
+		size_t adv = 1;
+		while (spec[at + adv] && ((unsigned char)spec[at + adv] & 0xc0) == 0x80)
+			adv++;
+		snprintf(msg, sizeof msg,
+			 "unsupported glob syntax: '%.*s' at byte %zu of the path: %s (globs: '*', "
+			 "'?', '[...]' within a component, '**' as a whole component)",
+			 (int)adv, spec + at, at + 1, why);
+		holder_reason(s, msg);
+		return -EINVAL;
+	}
 	if (s->nspecs == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 4;
 		char **v = realloc(s->specs, cap * sizeof *v);

@@ -316,6 +316,8 @@ hf_rec *hf_rec_from_scope_holder(const struct hf_scopereg_holder *h, int rc, con
 		set_int(o, "request_index", (int64_t)h->request_index);
 		set_str(o, "spec", given);
 	}
+	if (rc == HF_ENOTYOURS && h->outside[0])
+		set_str(o, "outside", h->outside);
 	if (rc == HF_ECONFLICT) {
 		set_int(o, "others", (int64_t)h->others);
 		if (h->fs[0]) {

@@ -41,6 +41,7 @@ hf_rec *hf_rec_from_session_status(const struct hf_sessionlock_status *st, const
  * "pid", "host", "generation", "scope", "comm", "foreign_pidns", "age_ms",
  * "registered"), "request", "request_index", "spec" (given: the caller's
  * spec at request_index, may be NULL), "others", "fs", "request_fs",
+ * "outside" (HF_ENOTYOURS: a path of the spec outside the parent's),
  * "registry", "reason" - each only when it is known -, and "refused":
  * hf_error_name(rc). */
 hf_rec *hf_rec_from_scope_holder(const struct hf_scopereg_holder *h, int rc, const char *given);

@@ -89,6 +89,9 @@ struct hf_scopereg_holder {
 	char pod_reason[HF_SCOPE_REASON_MAX + 1]; /* the holder's own reason (RG14) */
 	int64_t lease_ms;                 /* the holder's lease (RG15); 0: none     */
 	int64_t lease_until_ms;           /* its end, Unix ms by the writer's clock */
+	char outside[HF_SCOPE_SPEC_MAX];  /* HF_ENOTYOURS: a path of the request's
+					     spec outside the parent's scope
+					     (SC10); "" when none is named         */
 };
 
 struct hf_scopereg_table;
@@ -283,6 +286,8 @@ struct hf_regtable_refusal {
 	size_t index;                /* the request's spec refused               */
 	size_t others;               /* more live holders overlapping it         */
 	const char *who_fs, *req_fs; /* the identities that met (or NULL)        */
+	char outside[PATH_MAX];      /* HF_ENOTYOURS: a path of the refused spec
+					outside the parent's specs ("": none)   */
 };
 /* May specs (n of them) be registered, delegated from entry parent (-1:
  * top level)? 0; HF_ECONFLICT (RG4: who is the deepest live pod whose write

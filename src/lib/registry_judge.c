@@ -207,7 +207,7 @@ static void fill_holder(struct hf_scopereg_holder *h, const struct hf_alloc *a, 
 	struct hf_owner o;
 	owner_of(a, &o);
 	h->age_ms = a->registered_ms ? hf_owner_age_ms(&o, hf_sys_now_ms()) : -1;
-	h->fs[0] = h->request_fs[0] = '\0';
+	h->fs[0] = h->request_fs[0] = h->outside[0] = '\0';
 	snprintf(h->pod_reason, sizeof h->pod_reason, "%s", a->reason ? a->reason : ""); /* RG14 */
 	h->lease_ms = a->lease_ms;
 	h->lease_until_ms = a->lease_until_ms;

@@ -287,10 +287,12 @@ static bool spec_meet(const struct hf_spec *a, const struct hf_spec *b, const ch
 }
 
 /* Is every path of inner one of outer's, by path or by identity (the
- * identity of inner's own path inside one of outer's)? */
-static bool spec_within(const struct hf_spec *outer, const struct hf_spec *inner)
+ * identity of inner's own path inside one of outer's)? When not, why: a
+ * path of inner outside outer (SC10). */
+static bool spec_within(const struct hf_spec *outer, const struct hf_spec *inner, char *why,
+			size_t n)
 {
-	if (hf_spec_covers(outer, inner))
+	if (hf_spec_covers_why(outer, inner, why, n))
 		return true;
 	for (unsigned i = 0; inner->nids && i < outer->nids; i++)
 		if (hf_fsid_covers(&outer->ids[i], &inner->ids[0]))
@@ -344,11 +346,26 @@ int hf_regtable_admit(const struct hf_scopereg_table *t, const struct hf_spec *s
 			/* RG5: inside one of the parent's specs of a mode that allows
 			 * it (overlap with its other descendants was refused above) */
 			bool inside = false;
-			for (size_t k = 0; k < t->a[parent].nspecs && !inside; k++)
-				inside = (t->a[parent].specs[k].write || !s->write) &&
-					 spec_within(&t->a[parent].specs[k], s);
+			char why[PATH_MAX], named[PATH_MAX] = "";
+			for (size_t k = 0; k < t->a[parent].nspecs && !inside; k++) {
+				if (!t->a[parent].specs[k].write && s->write)
+					continue;
+				inside = spec_within(&t->a[parent].specs[k], s, why, sizeof why);
+				if (inside || !why[0] || named[0])
+					continue;
+				/* name a path outside every spec of the parent's */
+				unsigned d;
+				bool in_other = !hf_path_normal(why, strlen(why), &d);
+				for (size_t o = 0; o < t->a[parent].nspecs && !in_other; o++)
+					in_other = (t->a[parent].specs[o].write || !s->write) &&
+						   hf_spec_contains(&t->a[parent].specs[o], why,
+								    strlen(why), d);
+				if (!in_other)
+					memcpy(named, why, strlen(why) + 1);
+			}
 			if (!inside) {
 				*ret = (struct hf_regtable_refusal){ .who = parent, .index = i };
+				memcpy(ret->outside, named, strlen(named) + 1);
 				return HF_ENOTYOURS;
 			}
 		}

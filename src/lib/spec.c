@@ -33,6 +33,103 @@
  *   - A path canonicalized today may resolve elsewhere tomorrow (a link
  *     created later inside the part that did not exist). The registry keeps
  *     what was true at registration; it is advisory.
+ *
+ * Glob specs (spec_glob.c)
+ * ------------------------
+ * "PATTERN:MODE[:recursive]", PATTERN a path of which one component at
+ * least is a glob:
+ *   *        any run of characters within a component (none included)
+ *   ?        one character (a UTF-8 character, not a byte)
+ *   [...]    one character of the class; [!...] or [^...] one not in it;
+ *            members printable ASCII, ranges a-z
+ *   **       a whole component: any run of components, none included
+ *            (src followed by a '**' component holds src itself; src, '**',
+ *            x holds src/x and src/a/b/x)
+ * Refused in a glob spec (-EINVAL; the CLI's usage error names the
+ * character and its byte offset): '{' '}' (no alternatives), '\' (no escapes), '**' inside a
+ * component ("a**b", "**.ts"), an unclosed '[', an empty class or range, a
+ * ']' outside a class, a non-ASCII class member, '.' or '..' after the
+ * first glob component. '*', '?' and '[' match any character a component
+ * may hold: a leading '.' included.
+ *
+ * The sets of paths
+ *   glob G            the paths G matches (exactly those: no children)
+ *   glob G:recursive  the paths G matches and everything below each, i.e.
+ *                     the paths of G with a '**' component added
+ * A prefix spec keeps its set (above): a non-recursive one is {P} and the
+ * children of P, the set of "P" + "one component or none".
+ *
+ * Canonical form: the literal components before the first glob component
+ * are canonicalized as a prefix spec's path is (SC3; "**" alone starts at
+ * the working directory); the rest is kept as written, with single '/'
+ * between components and none at the end.
+ *
+ *   (SC7)  A glob spec's path is a list of tokens over components: a
+ *          segment pattern (one component), '**' (any run). Every spec is
+ *          one: a recursive prefix P is P + '**', a non-recursive one P +
+ *          "one or none", a recursive glob G + '**'. contains(p) runs the
+ *          tokens over p's components (position sets: linear).
+ *   (SC8)  A spec whose path holds '*', '?' or '[' is a glob spec: its
+ *          syntax is checked before anything else (hf_glob_check), and
+ *          '{', '}', '\' and a ']' outside a class are refused anywhere in
+ *          it. A path holding none of '*', '?', '[' is a prefix spec exactly
+ *          as before, whatever else it holds ("{a,b}" is then a name). A
+ *          canonical path holding '*', '?' or '[' (a directory named "a*b",
+ *          a link's target) is refused as a prefix spec, and one holding
+ *          any of the seven as a glob's literal prefix: either would read
+ *          back as another glob.
+ *   (SC9)  A component is a non-empty string of characters that are not
+ *          '/' nor control characters; every segment pattern matches one
+ *          (the syntax refuses empty classes). Sets are abstract, as for
+ *          prefix specs: "." and ".." count as components.
+ *   (SC10) Decided exactly, never by sampling:
+ *          overlap: the product of the two token lists, state (i, j): a
+ *            '**' may end (i+1) or take a component (stays); two segment
+ *            patterns take one component together when their product over
+ *            characters (state (i, j, non-empty), '*' a loop, classes
+ *            intersected) reaches its end. Each pair is visited once and
+ *            each pair of segments decided once: O(|a||b|) pairs, each
+ *            O(|seg a||seg b|).
+ *          covers (inner inside outer): inclusion of the two languages over
+ *            a finite alphabet. The components are sorted into classes by
+ *            which of the segment patterns of both specs they match (a
+ *            breadth-first run of every segment pattern at once over one
+ *            character of each kind: every printable ASCII, each non-ASCII
+ *            character the patterns name, one they do not); then a
+ *            breadth-first run of the subset automata of both specs over
+ *            those classes looks for a state where inner accepts and outer
+ *            does not. Found: not covered, and the classes' first
+ *            components on the way spell a path of inner outside outer
+ *            (the refusal names it). The runs are bounded (65536 states
+ *            each); past the bound the answer is "not covered, too complex
+ *            to decide" - a delegation refused, never admitted wrongly.
+ *          A recursive prefix covers any glob whose literal prefix lies
+ *          below it (no automaton). Two specs whose literal prefixes are
+ *          not on one line (neither under the other) never overlap (no
+ *          automaton): most pairs of a registry.
+ *   (SC11) A glob spec's kernel identity is its literal prefix's identity
+ *          (SC5) with the glob tail: "MAJ:MIN:g:ROOTPATH/TAIL" (kind 'g';
+ *          a recursive glob's tail ends in a '**' component). For SC6, each mount
+ *          below the literal prefix that a path of the glob reaches adds
+ *          the mount root's identity with what remains of the pattern
+ *          there (each state of the pattern after the mount point's
+ *          components: 'g' when it holds a glob, 'e' when the rest is
+ *          literal). Identities meet and cover by the same automata (SC10).
+ *   (SC12) Effective scope, check and the judge see a glob spec only
+ *          through overlap, covers and contains: nothing else in the
+ *          registry knows a glob from a prefix.
+ *
+ * Glob hazards
+ *   - '**' and '*' are decided on component strings, not on the tree: a
+ *     glob that no file matches today still holds its paths.
+ *   - A component after the first glob component is never resolved: a
+ *     link there is compared by its name.
+ *   - A registry written by this version with glob specs is refused as
+ *     corrupt by an older holdfast (its parser requires normal paths):
+ *     every process sharing a registry must run a version that knows
+ *     globs before one registers a glob.
+ *   - Witnesses are the shortest paths of the automata: "*.ts" is shown
+ *     ".ts" (a '*' matches nothing).
  */
 #include "spec.h"
 
@@ -114,9 +211,20 @@ int hf_spec_parse_canonical(const char *s, size_t len, struct hf_spec *ret)
 	if (rc < 0)
 		return rc;
 	unsigned depth;
+	if (hf_glob_has(s, pl)) { /* SC8: a glob spec, or nothing */
+		size_t ll;
+		unsigned ld;
+		if (hf_glob_parse(s, pl, &ll, &ld, &depth) < 0)
+			return -EINVAL;
+		*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w,
+					 .recursive = r, .glob = true, .lit_len = ll,
+					 .lit_depth = ld };
+		return 0;
+	}
 	if (!hf_path_normal(s, pl, &depth)) /* SC2 */
 		return -EINVAL;
-	*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w, .recursive = r };
+	*ret = (struct hf_spec){ .path = s, .len = pl, .depth = depth, .write = w, .recursive = r,
+				 .lit_len = pl, .lit_depth = depth };
 	return 0;
 }
 
@@ -260,15 +368,53 @@ int hf_spec_canonicalize(const char *spec, char *buf, size_t n, struct hf_spec *
 	char path[PATH_MAX], canon[PATH_MAX];
 	if (pl >= sizeof path)
 		return -ENAMETOOLONG;
-	memcpy(path, spec, pl);
-	path[pl] = '\0';
+	bool glob;
+	if (hf_glob_check(spec, pl, &glob, NULL, NULL) < 0)
+		return -EINVAL; /* SC8 */
+	/* a glob: its literal components canonical, the rest as written */
+	size_t lit = pl, tail = pl;
+	for (size_t c = 0; glob && c < pl;) {
+		size_t e = c;
+		while (e < pl && spec[e] != '/')
+			e++;
+		bool g = false;
+		for (size_t i = c; i < e && !g; i++)
+			g = spec[i] == '*' || spec[i] == '?' || spec[i] == '[';
+		if (g) {
+			lit = c;
+			tail = c;
+			break;
+		}
+		c = e + 1;
+	}
+	if (lit == 0 && glob)
+		memcpy(path, ".", 2); /* "**" alone: below the working directory */
+	else {
+		memcpy(path, spec, lit);
+		path[lit] = '\0';
+	}
 	rc = hf_path_canonicalize(path, canon, sizeof canon);
 	if (rc < 0)
 		return rc;
+	size_t cl = strlen(canon);
+	if (glob ? hf_glob_special(canon, cl) : hf_glob_has(canon, cl))
+		return -EINVAL; /* SC8: a name glob syntax cannot write */
 	unsigned depth;
-	assert(hf_path_normal(canon, strlen(canon), &depth) && "SC2");
+	assert(hf_path_normal(canon, cl, &depth) && "SC2");
 	(void)depth;
-	struct hf_spec s = { .path = canon, .len = strlen(canon), .write = w, .recursive = r };
+	for (size_t i = tail; i < pl; i++) {
+		if (spec[i] == '/' && (cl == 0 || canon[cl - 1] == '/'))
+			continue; /* SC8: single '/' between the tail's components */
+		if (cl + 2 >= sizeof canon)
+			return -ENAMETOOLONG;
+		if (i == tail && cl > 1)
+			canon[cl++] = '/';
+		canon[cl++] = spec[i];
+	}
+	while (cl > 1 && canon[cl - 1] == '/')
+		cl--;
+	canon[cl] = '\0';
+	struct hf_spec s = { .path = canon, .len = cl, .write = w, .recursive = r };
 	rc = hf_spec_format(&s, buf, n);
 	if (rc < 0)
 		return rc;
@@ -286,6 +432,8 @@ bool hf_path_under(const char *a, size_t alen, const char *b, size_t blen)
 
 bool hf_spec_overlap(const struct hf_spec *a, const struct hf_spec *b)
 {
+	if (a->glob || b->glob)
+		return hf_glob_overlap(a, b); /* SC10 */
 	if (a->depth > b->depth) {
 		const struct hf_spec *t = a;
 		a = b;
@@ -299,8 +447,26 @@ bool hf_spec_overlap(const struct hf_spec *a, const struct hf_spec *b)
 	return d == 0 || a->recursive || d == 1;
 }
 
+bool hf_spec_covers_why(const struct hf_spec *outer, const struct hf_spec *inner, char *why,
+			size_t n)
+{
+	if (why && n)
+		why[0] = '\0';
+	if (outer->glob || inner->glob)
+		return hf_glob_covers(outer, inner, why, n) == 1; /* SC10; undecided: no */
+	bool r = hf_spec_covers(outer, inner);
+	if (!r && why && n) /* inner's own path, or a child of it, is outside */
+		snprintf(why, n, "%.*s%s", (int)inner->len, inner->path,
+			 hf_spec_contains(outer, inner->path, inner->len, inner->depth)
+				 ? (inner->len > 1 ? "/..." : "...")
+				 : "");
+	return r;
+}
+
 bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner)
 {
+	if (outer->glob || inner->glob)
+		return hf_glob_covers(outer, inner, NULL, 0) == 1;
 	if (inner->depth < outer->depth ||
 	    !hf_path_under(outer->path, outer->len, inner->path, inner->len))
 		return false;
@@ -312,6 +478,8 @@ bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner)
 
 bool hf_spec_contains(const struct hf_spec *s, const char *p, size_t len, unsigned depth)
 {
+	if (s->glob)
+		return hf_glob_contains(s, p, len);
 	if (depth < s->depth || !hf_path_under(s->path, s->len, p, len))
 		return false;
 	unsigned d = depth - s->depth;
@@ -374,13 +542,20 @@ int hf_fsid_parse(const char *s, size_t len, struct hf_fsid *ret)
 		i++;
 		v[k] = x;
 	}
-	if (i + 2 > len || (s[i] != 'r' && s[i] != 'c' && s[i] != 'e') || s[i + 1] != ':')
+	if (i + 2 > len || (s[i] != 'r' && s[i] != 'c' && s[i] != 'e' && s[i] != 'g') ||
+	    s[i + 1] != ':')
 		return -EINVAL;
 	char kind = s[i];
 	i += 2;
 	unsigned depth;
-	if (!hf_path_normal(s + i, len - i, &depth))
+	if (kind == 'g') { /* SC11 */
+		size_t ll;
+		unsigned ld;
+		if (hf_glob_parse(s + i, len - i, &ll, &ld, &depth) < 0)
+			return -EINVAL;
+	} else if (!hf_path_normal(s + i, len - i, &depth) || hf_glob_has(s + i, len - i)) {
 		return -EINVAL;
+	}
 	*ret = (struct hf_fsid){ .major = (unsigned)v[0], .minor = (unsigned)v[1], .kind = kind,
 				 .path = s + i, .len = len - i, .depth = depth };
 	return 0;
@@ -399,6 +574,8 @@ bool hf_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b)
 {
 	if (a->major != b->major || a->minor != b->minor)
 		return false;
+	if (a->kind == 'g' || b->kind == 'g')
+		return hf_glob_fsid_overlap(a, b); /* SC11 */
 	if (a->depth > b->depth) {
 		const struct hf_fsid *t = a;
 		a = b;
@@ -411,8 +588,11 @@ bool hf_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b)
 
 bool hf_fsid_covers(const struct hf_fsid *outer, const struct hf_fsid *inner)
 {
-	if (outer->major != inner->major || outer->minor != inner->minor ||
-	    inner->depth < outer->depth || !fsid_reaches(outer, inner))
+	if (outer->major != inner->major || outer->minor != inner->minor)
+		return false;
+	if (outer->kind == 'g' || inner->kind == 'g')
+		return hf_glob_fsid_covers(outer, inner); /* SC11 */
+	if (inner->depth < outer->depth || !fsid_reaches(outer, inner))
 		return false;
 	unsigned d = inner->depth - outer->depth;
 	switch (outer->kind) {
@@ -602,6 +782,82 @@ static int strv_push_unique(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
+/* A glob's identity (SC11): "MAJ:MIN:e:PATH" of a directory (idtext) and
+ * the pattern's tail t[0..tl) below it: "MAJ:MIN:g:PATH/TAIL" when the tail
+ * holds a glob component, "MAJ:MIN:e:PATH/TAIL" when not. The length, or
+ * -ENOENT when PATH holds glob syntax (no identity), -ENAMETOOLONG. */
+static int glob_identity(const char *idtext, const char *t, size_t tl, char *buf, size_t n)
+{
+	const char *p = idtext;
+	for (int k = 0; k < 3; k++)
+		p = strchr(p, ':') + 1;
+	size_t pl = strlen(p);
+	if (hf_glob_special(p, pl))
+		return -ENOENT;
+	bool glob = false;
+	hf_glob_check(t, tl, &glob, NULL, NULL);
+	int w = snprintf(buf, n, "%.*s%c:%s%s%.*s", (int)(p - 2 - idtext), idtext,
+			 glob ? 'g' : 'e', pl == 1 && tl ? "" : p, tl ? "/" : "", (int)tl, t);
+	if (w < 0 || (size_t)w >= n || (size_t)w >= HF_FSID_MAX)
+		return -ENAMETOOLONG;
+	return w;
+}
+
+/* hf_spec_identify of a glob spec (SC11): its literal prefix's identity
+ * with the glob tail; each mount below the prefix that a path of the glob
+ * reaches, with what of the pattern remains there. */
+static int glob_identify(const struct hf_mounts *m, const struct hf_spec *s, char ***ret,
+			 size_t *ret_n)
+{
+	char **v = NULL;
+	size_t n = 0;
+	char id[HF_FSID_MAX], buf[HF_FSID_MAX], tail[PATH_MAX + 4];
+	int w = hf_path_identify(m, s->path, s->lit_len, 'e', id, sizeof id);
+	if (w == -ENOENT || w == -ENAMETOOLONG)
+		return 0; /* unknown: compared by path only */
+	if (w < 0)
+		return w;
+	const char *t = s->path + s->lit_len + (s->lit_len > 1);
+	int tl = snprintf(tail, sizeof tail, "%.*s%s", (int)(s->len - (size_t)(t - s->path)), t,
+			  s->recursive ? "/**" : "");
+	if (tl < 0 || (size_t)tl >= sizeof tail)
+		return 0;
+	w = glob_identity(id, tail, (size_t)tl, buf, sizeof buf);
+	if (w < 0)
+		return 0;
+	int rc = strv_push_unique(&v, &n, buf);
+	char *tails = malloc(2 * PATH_MAX);
+	if (!tails)
+		rc = -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < m->n; i++) {
+		const struct hf_mount *mt = &m->m[i];
+		unsigned d;
+		if (mt->pointlen <= s->lit_len && !(s->lit_len == 1 && mt->pointlen > 1))
+			continue;
+		if (!hf_path_under(s->path, s->lit_len, mt->point, mt->pointlen) ||
+		    !hf_path_normal(mt->point, mt->pointlen, &d) || d <= s->lit_depth)
+			continue;
+		size_t nt;
+		if (hf_glob_reach(s, mt->point, mt->pointlen, tails, 2 * PATH_MAX, &nt) < 0 ||
+		    identity_of(mt, mt->point, mt->pointlen, 'e', id, sizeof id) < 0)
+			continue;
+		const char *tk = tails;
+		for (size_t k = 0; rc == 0 && k < nt; k++, tk += strlen(tk) + 1) {
+			w = glob_identity(id, tk, strlen(tk), buf, sizeof buf);
+			if (w >= 0)
+				rc = strv_push_unique(&v, &n, buf);
+		}
+	}
+	free(tails);
+	if (rc < 0) {
+		hf_strv_free(v, n);
+		return rc;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
 int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char ***ret,
 		     size_t *ret_n)
 {
@@ -610,6 +866,8 @@ int hf_spec_identify(const struct hf_mounts *m, const struct hf_spec *s, char **
 	char buf[HF_FSID_MAX];
 	*ret = NULL;
 	*ret_n = 0;
+	if (s->glob)
+		return glob_identify(m, s, ret, ret_n);
 	int w = hf_path_identify(m, s->path, s->len, s->recursive ? 'r' : 'c', buf, sizeof buf);
 	if (w == -ENOENT || w == -ENAMETOOLONG)
 		return 0; /* unknown: compared by path only */

@@ -26,6 +26,13 @@ struct hf_spec {
 	unsigned depth;
 	bool write;
 	bool recursive;
+	/* A glob spec (spec.c, "Glob specs"): path holds glob components;
+	 * path[0..lit_len) is its literal prefix (normal, lit_depth
+	 * components) and depth counts every component. A prefix spec has
+	 * glob false, lit_len len, lit_depth depth. */
+	bool glob;
+	size_t lit_len;
+	unsigned lit_depth;
 	/* The kernel's identity of what the path reaches (spec.c, "Kernel
 	 * identity"); filled by the registry, none for a bare parsed spec. */
 	const struct hf_fsid *ids;
@@ -63,6 +70,43 @@ int hf_spec_canonicalize(const char *spec, char *buf, size_t n, struct hf_spec *
 /* "PATH:MODE[:recursive]" of a spec into buf; the length or -ENAMETOOLONG. */
 int hf_spec_format(const struct hf_spec *s, char *buf, size_t n);
 
+/* --- spec_glob.c: glob specs (spec.c, "Glob specs") --------------------- */
+
+/* Does PATH p[0..len) hold '*', '?' or '[' (a glob spec's, SC8)? Pure. */
+bool hf_glob_has(const char *p, size_t len);
+/* Does PATH p[0..len) hold any character of glob syntax, supported or not
+ * ('*', '?', '[', ']', '{', '}', '\')? Pure. */
+bool hf_glob_special(const char *p, size_t len);
+/* Check the glob syntax of a spec's PATH p[0..len) (SC8): 0 and *ret_glob
+ * (a component holds '*', '?' or a class, or is '**'; a path holding none
+ * of '*', '?', '[' is a prefix spec and passes, '{' or '\\' included);
+ * -EINVAL with the
+ * offset of the character refused in *ret_pos and why in *ret_why (each
+ * may be NULL). Pure. */
+int hf_glob_check(const char *p, size_t len, bool *ret_glob, size_t *ret_pos,
+		  const char **ret_why);
+/* Parse a stored glob PATH: absolute, its literal prefix normal, its glob
+ * tail of single-'/'-separated components, at least one glob component.
+ * The literal prefix's length and depth, and every component's. -EINVAL
+ * otherwise. Pure. */
+int hf_glob_parse(const char *p, size_t len, size_t *ret_litlen, unsigned *ret_litdepth,
+		  unsigned *ret_depth);
+/* The exact decisions on specs of which one at least is a glob (SC10). */
+bool hf_glob_overlap(const struct hf_spec *a, const struct hf_spec *b);
+/* 1; 0 with a path of inner outside outer in why (n bytes, may be NULL);
+ * <0 undecided (-E2BIG: too many states; -ENOMEM), why saying so. */
+int hf_glob_covers(const struct hf_spec *outer, const struct hf_spec *inner, char *why, size_t n);
+bool hf_glob_contains(const struct hf_spec *s, const char *p, size_t len);
+struct hf_fsid;
+bool hf_glob_fsid_overlap(const struct hf_fsid *a, const struct hf_fsid *b);
+bool hf_glob_fsid_covers(const struct hf_fsid *outer, const struct hf_fsid *inner);
+/* The tails of glob spec s's pattern that remain after the normal path
+ * below[0..blen) (at or below s's literal prefix): each as text into buf
+ * (n bytes, NUL after each; "" when below itself matches), *ret_n of them
+ * (none: nothing of s is at or below it). 0, -ENOMEM, -ENAMETOOLONG. */
+int hf_glob_reach(const struct hf_spec *s, const char *below, size_t blen, char *buf, size_t n,
+		  size_t *ret_n);
+
 /* Is b equal to a or below it, by whole components? Pure. */
 bool hf_path_under(const char *a, size_t alen, const char *b, size_t blen);
 
@@ -70,6 +114,10 @@ bool hf_path_under(const char *a, size_t alen, const char *b, size_t blen);
 bool hf_spec_overlap(const struct hf_spec *a, const struct hf_spec *b);
 /* Is every path of inner also a path of outer (modes ignored)? Pure. */
 bool hf_spec_covers(const struct hf_spec *outer, const struct hf_spec *inner);
+/* hf_spec_covers, and when not: a path of inner outside outer in why (n
+ * bytes; "" when none is named). */
+bool hf_spec_covers_why(const struct hf_spec *outer, const struct hf_spec *inner, char *why,
+			size_t n);
 /* Does s cover the single path p (normal, depth d)? Pure. */
 bool hf_spec_contains(const struct hf_spec *s, const char *p, size_t len, unsigned depth);
 
@@ -79,8 +127,8 @@ bool hf_spec_contains(const struct hf_spec *s, const char *p, size_t len, unsign
  * names it: the device of the mount (major:minor in /proc/self/mountinfo)
  * and the path from that file system's root (the mount's root + the rest of
  * the canonical path). Text form "MAJOR:MINOR:KIND:PATH"; KIND 'r' (PATH and
- * everything below it), 'c' (PATH and its direct children) or 'e' (PATH
- * alone). */
+ * everything below it), 'c' (PATH and its direct children), 'e' (PATH
+ * alone) or 'g' (the paths PATH, a glob pattern, matches: SC11). */
 #define HF_FSID_MAX (PATH_MAX + 32)
 struct hf_fsid {
 	unsigned major, minor;

@@ -14,6 +14,7 @@
  */
 #include "et.h"
 #include "faults.h"
+#include "../scope/glob_script.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -636,5 +637,17 @@ Test(etcd_scope, unreachable_list_names_the_endpoint)
 				     "\"$HOLDFAST_BIN\" scope list --backend etcd://127.0.0.1:1 2>e\n"
 				     "echo \"st=$?\"; cat e\n");
 	ET_HAS(r.out, "st=74\n", "holdfast: scope list: etcd http://127.0.0.1:1");
+	et_out_free(&r);
+}
+
+/* Glob specs on etcd (spec_glob.c, SC7-SC12): the script test_glob.c runs
+ * on the file registry - two pods' src globs conflict naming the pair and
+ * the holder, *.ts and *.c do not, '{' is a usage error naming it, a glob
+ * child inside its parent's prefix is delegated and one outside refused
+ * naming a path outside, a dead child's glob returns to its parent. */
+Test(etcd_scope, glob_specs_as_on_the_file_registry)
+{
+	struct et_out r = et_run("sh", "%s", GLOB_SCRIPT);
+	GLOB_SCRIPT_CHECK(r.out, r.err);
 	et_out_free(&r);
 }

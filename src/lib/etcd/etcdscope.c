@@ -599,6 +599,7 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 			if (err) {
 				err->request_index = no.index;
 				snprintf(err->request, sizeof err->request, "%s", q->canon[no.index]);
+				snprintf(err->outside, sizeof err->outside, "%s", no.outside);
 				if (rc == HF_ECONFLICT)
 					err->others = no.others;
 			}

@@ -381,6 +381,7 @@ int hf_scopereg_register(const struct hf_scopereg_request *req, uint64_t *ret_ge
 		if (err) {
 			err->request_index = no.index;
 			snprintf(err->request, sizeof err->request, "%s", q->canon[no.index]);
+			snprintf(err->outside, sizeof err->outside, "%s", no.outside);
 		}
 		if (err && rc == HF_ECONFLICT) {
 			err->others = no.others;
