@@ -57,7 +57,10 @@
  *        lasted that long, so a contended handoff costs no pidfd; pidfd_open
  *        failing with ESRCH (the holder is gone already) ends the wait at
  *        once. A new wait (a CLI re-entering its wait each second) opens it
- *        before its first sleep: no wake-up more.
+ *        before its first sleep: no wake-up more - except in the queue
+ *        (WT8), whose waiters are woken one at a time by rings: there the
+ *        first sleep too opens it only once it has lasted PIDFD_AFTER_MS,
+ *        so a contended handoff (well under 10 ms) opens no pidfd.
  *  (WT6) No sleep is longer than the cap (BACKOFF_MAX_US + 50 % jitter) and
  *        none at the cap is shorter than the cap: at most one wake-up a
  *        second that is neither an event nor the deadline. The cap at once
@@ -211,6 +214,7 @@ void hf_wait_queue(struct hf_waiter *w, int dirfd, const char *name)
 		return; /* try once: never waits; or nothing to queue in */
 	w->qdir = dirfd;
 	strcpy(w->qname, name);
+	w->quick = 1; /* WT5: a queued waiter's holder is watched from its 10th ms */
 }
 
 #define QUEUE_OPEN (O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY)
