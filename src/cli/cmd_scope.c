@@ -302,7 +302,7 @@ static int parse_u64(const char *s, uint64_t *ret)
 
 enum {
 	OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION,
-	OPT_WAIT
+	OPT_WAIT, OPT_STAGED
 };
 static const struct option opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
@@ -312,6 +312,7 @@ static const struct option opts[] = {
 	{ "pod", required_argument, NULL, OPT_POD },
 	{ "generation", required_argument, NULL, OPT_GEN },
 	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "staged", no_argument, NULL, OPT_STAGED },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	CLI_BACKEND_LONGOPTS,
@@ -320,7 +321,7 @@ static const struct option opts[] = {
 
 struct args {
 	const char *pid, *socket, *from, *pod, *gen, *wait;
-	bool json;
+	bool json, staged;
 	int npos;
 };
 
@@ -362,6 +363,7 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_POD: a->pod = optarg; break;
 		case OPT_GEN: a->gen = optarg; break;
 		case OPT_WAIT: a->wait = optarg; break;
+		case OPT_STAGED: a->staged = true; break;
 		}
 	}
 	/* a backend that cannot be used: said once, here */
@@ -653,6 +655,17 @@ static int read_registry(hf_registry **r, const char *verb, const char *name)
 	return code;
 }
 
+int cli_scope_read_at(const char *path, hf_registry **r, const char *verb, const char *name)
+{
+	snprintf(reg_at, sizeof reg_at, "%s", path);
+	return read_registry(r, verb, name);
+}
+
+const char *cli_scope_reg_name(char *buf, size_t n)
+{
+	return reg_name(buf, n);
+}
+
 /* The Unix ms of a record's "registered", 0 when unknown. */
 static int64_t registered_ms(const hf_rec *a)
 {
@@ -775,15 +788,23 @@ static int do_check(int argc, char **argv)
 {
 	struct args a;
 	char **pos;
-	int rc = collect(argc, argv, "def", &a, &pos); /* json pod generation */
+	int rc = collect(argc, argv, "defj", &a, &pos); /* json pod generation staged */
 	if (rc)
 		return rc < 0 ? HF_EXIT_OK : rc;
 	uint64_t gen = 0;
-	if (a.npos != 1 || (a.gen && (!a.pod || parse_u64(a.gen, &gen) < 0 || gen == 0))) {
+	if (a.npos != !a.staged || (a.gen && (!a.pod || parse_u64(a.gen, &gen) < 0 || gen == 0))) {
 		free(pos);
-		cli_err("scope check: give exactly one PATH (--generation G needs --pod NAME and "
-			"a positive number)");
+		cli_err("scope check: give exactly one PATH, or --staged and no PATH "
+			"(--generation G needs --pod NAME and a positive number)");
 		return HF_EXIT_USAGE;
+	}
+	if (a.staged) {
+		free(pos);
+		hf_scope *named = NULL; /* --pod a pod name, or refused */
+		if (a.pod && hf_scope_new(a.pod, &named) == -EINVAL)
+			return refuse("check --staged", a.pod, NULL, NAME_RULE);
+		hf_scope_free(named);
+		return cli_scope_check_staged(a.pod, gen, a.json);
 	}
 	const char *given = pos[0];
 	char canon[PATH_MAX];
