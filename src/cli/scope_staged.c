@@ -39,13 +39,20 @@
 
 #define SHOW(s) CLI_SHOW(s)
 
-/* Run git with argv (NULL-terminated; argv[0] "git"), its stdout into *out
- * (malloc'd, NUL-terminated, *len bytes; stderr is ours: git's own message
- * reaches the user). 0 when git exited 0; else a message and the exit
- * code (69) recorded. */
-static int git_read(const char *const *argv, const char *what, char **out, size_t *len)
+/* A git child whose stdout we read. */
+struct git_run {
+	const char *what; /* the command, for messages */
+	pid_t pid;
+	int fd;
+};
+
+/* Start git with argv (NULL-terminated; argv[0] "git"), its stdout on a
+ * pipe (stderr is ours: git's own message reaches the user). 0, or the
+ * exit code (69) with the message printed. */
+static int git_start(const char *const *argv, const char *what, struct git_run *g)
 {
 	int p[2];
+	g->what = what;
 	int rc = hf_sys_pipe2(p, O_CLOEXEC);
 	if (rc < 0) {
 		cli_err("scope check --staged: cannot run git (%s): %s", what, hf_strerror(rc));
@@ -65,6 +72,17 @@ static int git_read(const char *const *argv, const char *what, char **out, size_
 		cli_err("scope check --staged: cannot run git (%s): %s", what, hf_strerror(pid));
 		return cli_fail(HF_EXIT_NOTHELD, "no_git", NULL, NULL);
 	}
+	g->pid = pid;
+	g->fd = p[0];
+	return 0;
+}
+
+/* Read g's stdout to its end into *out (malloc'd, NUL-terminated, *len
+ * bytes) and wait for it. 0 when git exited 0; else the message and the
+ * exit code (69) recorded. */
+static int git_finish(struct git_run *g, char **out, size_t *len)
+{
+	const char *what = g->what;
 	size_t n = 0, cap = 4096;
 	char *buf = malloc(cap);
 	ssize_t r = 0;
@@ -79,14 +97,14 @@ static int git_read(const char *const *argv, const char *what, char **out, size_
 			buf = b;
 			cap *= 2;
 		}
-		r = hf_sys_read(p[0], buf + n, cap - n - 1);
+		r = hf_sys_read(g->fd, buf + n, cap - n - 1);
 		if (r <= 0)
 			break;
 		n += (size_t)r;
 	}
-	hf_sys_close(p[0]); /* git gets EPIPE if we stopped early */
+	hf_sys_close(g->fd); /* git gets EPIPE if we stopped early */
 	int st = 0;
-	pid_t w = hf_sys_waitpid(pid, &st, 0);
+	pid_t w = hf_sys_waitpid(g->pid, &st, 0);
 	if (!buf || r < 0 || w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		free(buf);
 		if (!buf || r < 0 || w < 0)
@@ -243,7 +261,10 @@ int cli_scope_check_staged(const char *pod, uint64_t gen, bool json)
 	char *out = NULL;
 	size_t len = 0;
 	static const char *const top_argv[] = { "git", "rev-parse", "--show-toplevel", NULL };
-	int code = git_read(top_argv, "git rev-parse --show-toplevel", &out, &len);
+	struct git_run g;
+	int code = git_start(top_argv, "git rev-parse --show-toplevel", &g);
+	if (!code)
+		code = git_finish(&g, &out, &len);
 	if (code)
 		return code;
 	if (len && out[len - 1] == '\n')
@@ -259,18 +280,23 @@ int cli_scope_check_staged(const char *pod, uint64_t gen, bool json)
 	free(out);
 	static const char *const diff_argv[] = { "git", "diff", "--cached", "--name-status", "-z",
 						 "--no-renames", "--no-ext-diff", NULL };
-	code = git_read(diff_argv, "git diff --cached --name-status -z --no-renames", &out, &len);
+	code = git_start(diff_argv, "git diff --cached --name-status -z --no-renames", &g);
 	if (code)
 		return code;
-	struct staged s;
-	code = staged_parse(out, len, top, &s);
+	/* RG12: the work tree's registry, read once - while git diff runs (on
+	 * a 2-core machine the two overlap) */
 	hf_registry *r = NULL;
-	if (!code) /* RG12: the work tree's registry, read once */
-		code = cli_scope_read_at(top, &r, "check --staged", "");
-	if (code) {
+	int rcode = cli_scope_read_at(top, &r, "check --staged", "");
+	out = NULL;
+	code = git_finish(&g, &out, &len); /* always reaped */
+	struct staged s = { 0 };
+	if (!code && !rcode)
+		code = staged_parse(out, len, top, &s);
+	if (code || rcode) {
+		hf_registry_free(r);
 		staged_free(&s);
 		free(out);
-		return code;
+		return rcode ? rcode : code;
 	}
 	hf_rec *v = NULL;
 	int refused = hf_registry_check_paths(r, (const char *const *)s.canon, s.n, pod, gen, NULL,
@@ -287,12 +313,12 @@ int cli_scope_check_staged(const char *pod, uint64_t gen, bool json)
 	bool lost = pod && (!me || strcmp(cli_scope_field(me, "live"), "alive") ||
 			    (gen && (uint64_t)cli_scope_field_int(me, "generation", 0) != gen));
 	if (lost) {
-		char g[40] = "";
+		char gtext[40] = "";
 		if (gen)
-			snprintf(g, sizeof g, " generation %llu", (unsigned long long)gen);
+			snprintf(gtext, sizeof gtext, " generation %llu", (unsigned long long)gen);
 		cli_err("warning: scope check --staged: pod %s%s is not registered in %s (%s): "
 			"checked only that no staged path is in another pod's write scope",
-			SHOW(pod), g, reg, !me ? "no such pod" : "released, reaped or registered again");
+			SHOW(pod), gtext, reg, !me ? "no such pod" : "released, reaped or registered again");
 	}
 	code = refused ? HF_EXIT_CONFLICT : HF_EXIT_OK;
 	json_t *list = json ? json_array() : NULL;
