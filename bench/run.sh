@@ -5,7 +5,7 @@ set -u
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
-for part in session dirlock modes run scope list wait keeper peers bindings python etcd; do
+for part in session dirlock modes run scope guard list wait keeper peers bindings python etcd; do
 	if [ -x "$here/$part/run.sh" ]; then
 		echo "== bench/$part"
 		"$here/$part/run.sh" "$build" || status=1

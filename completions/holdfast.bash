@@ -36,7 +36,7 @@ _holdfast_opts() {
 	"scope register") o="-w --wait --pid --socket --from --json" ;;
 	"scope release") o="--generation --json" ;;
 	"scope list" | "scope effective" | "scope reap") o="--json" ;;
-	"scope check") o="--pod --generation --json" ;;
+	"scope check") o="--staged --pod --generation --json" ;;
 	run) o="--session --lock --shared --slots --scope --name -n --nonblock -w --wait --timeout -E --conflict-exit-code -v --verbose -c --command --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	edit) o="-n --nonblock -w --wait --timeout -E --conflict-exit-code --init --allow-empty --max-hold -v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	selftest) o="--json" ;;

@@ -38,7 +38,7 @@ function __holdfast_opts -a key
         case 'scope release'
             printf '%s\n' --generation= --json
         case 'scope check'
-            printf '%s\n' --pod= --generation= --json
+            printf '%s\n' --staged --pod= --generation= --json
         case run
             printf '%s\n' --session= --lock= --shared --slots= --scope= --name= -n --nonblock -w= --wait= --timeout= -E= --conflict-exit-code= -v --verbose -c= --command= --json --backend= --etcd-user= --etcd-password-file= --etcd-ca= --ttl= --etcd-timeout=
         case edit

@@ -869,6 +869,20 @@ enum hf_scope_state {
 };
 int hf_registry_check(const hf_registry *r, const char *canonical_path, const char *pod,
 		      uint64_t pod_generation, hf_rec **ret);
+/* hf_registry_check of n canonical paths at once, all against the one
+ * snapshot r (and one read of the mount table, for the paths' identities):
+ * what `holdfast scope check --staged` asks of a commit's paths. How many
+ * of them pod (NULL: anyone) may not write - each whose verdict is
+ * HF_SCOPE_HELD, and each HF_SCOPE_LOST one that a live pod's write spec
+ * covers (pod's registration is gone; its scope is another's now) -; free,
+ * yours and outside are not refused. states (may be NULL; n of them): each
+ * path's verdict. *ret (may be NULL; the caller's): {"count": n, "pod"
+ * (when given), "refused": [{"index" (into paths), "path" (its bytes as
+ * \xNN where they are not UTF-8), "state", "holder", "holder_scope",
+ * "holder_fs" (when by identity)}, ...]} in the order of paths. -EINVAL: r
+ * or paths NULL, or a path that is not canonical (nothing judged); -ENOMEM. */
+int hf_registry_check_paths(const hf_registry *r, const char *const *paths, size_t n,
+			    const char *pod, uint64_t pod_generation, int *states, hf_rec **ret);
 /* NULL: no-op. */
 void hf_registry_free(hf_registry *r);
 #pragma GCC visibility pop

@@ -28,6 +28,7 @@ static const char usage[] =
 	"       holdfast scope list [--json]\n"
 	"       holdfast scope effective NAME [--json]\n"
 	"       holdfast scope check PATH [--pod NAME [--generation G]] [--json]\n"
+	"       holdfast scope check --staged [--pod NAME [--generation G]] [--json]\n"
 	"       holdfast scope reap [--json]\n"
 	"\n"
 	"A machine-wide registry of path scopes. SPEC is PATH:MODE[:recursive], MODE read\n"
@@ -56,6 +57,13 @@ static const char usage[] =
 	"  check      exit 0 if PATH is free (or, with --pod, NAME may write there), 1 if\n"
 	"             another pod holds it or NAME lost its scope (--generation: the one\n"
 	"             NAME was granted)\n"
+	"  check --staged  the commit's guard, in a git work tree: every path the index\n"
+	"             would change (added, modified, deleted; a rename's old and new name)\n"
+	"             checked as PATH is, against one read of the work tree's registry;\n"
+	"             exit 0 if each is free or NAME's, 1 naming each other path and its\n"
+	"             holder; runs git (its top-level directory, then the index's diff\n"
+	"             against HEAD), 69 if git cannot run or fails\n"
+	"             (contrib/git-hooks/pre-commit uses it)\n"
 	"  reap       remove every pod whose process is gone\n"
 	"\n"
 	"Paths reached through a bind mount (or from a container sharing the directory)\n"
@@ -323,7 +331,7 @@ static int parse_u64(const char *s, uint64_t *ret)
 
 enum {
 	OPT_PID = 256, OPT_SOCKET, OPT_FROM, OPT_JSON, OPT_POD, OPT_GEN, OPT_HELP, OPT_VERSION,
-	OPT_WAIT, OPT_LEASE, OPT_REASON
+	OPT_WAIT, OPT_LEASE, OPT_REASON, OPT_STAGED
 };
 static const struct option opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
@@ -335,6 +343,7 @@ static const struct option opts[] = {
 	{ "wait", required_argument, NULL, OPT_WAIT },
 	{ "lease", required_argument, NULL, OPT_LEASE },
 	{ "reason", required_argument, NULL, OPT_REASON },
+	{ "staged", no_argument, NULL, OPT_STAGED },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	CLI_BACKEND_LONGOPTS,
@@ -343,7 +352,7 @@ static const struct option opts[] = {
 
 struct args {
 	const char *pid, *socket, *from, *pod, *gen, *wait, *lease, *reason;
-	bool json;
+	bool json, staged;
 	int npos;
 };
 
@@ -387,6 +396,7 @@ static int parse_args(int argc, char **argv, const char *allowed, struct args *a
 		case OPT_WAIT: a->wait = optarg; break;
 		case OPT_LEASE: a->lease = optarg; break;
 		case OPT_REASON: a->reason = optarg; break;
+		case OPT_STAGED: a->staged = true; break;
 		}
 	}
 	/* a backend that cannot be used: said once, here */
@@ -783,6 +793,17 @@ static int read_registry(hf_registry **r, const char *verb, const char *name)
 	return code;
 }
 
+int cli_scope_read_at(const char *path, hf_registry **r, const char *verb, const char *name)
+{
+	snprintf(reg_at, sizeof reg_at, "%s", path);
+	return read_registry(r, verb, name);
+}
+
+const char *cli_scope_reg_name(char *buf, size_t n)
+{
+	return reg_name(buf, n);
+}
+
 /* The Unix ms of a record's "registered", 0 when unknown. */
 static int64_t registered_ms(const hf_rec *a)
 {
@@ -913,15 +934,23 @@ static int do_check(int argc, char **argv)
 {
 	struct args a;
 	char **pos;
-	int rc = collect(argc, argv, "def", &a, &pos); /* json pod generation */
+	int rc = collect(argc, argv, "defj", &a, &pos); /* json pod generation staged */
 	if (rc)
 		return rc < 0 ? HF_EXIT_OK : rc;
 	uint64_t gen = 0;
-	if (a.npos != 1 || (a.gen && (!a.pod || parse_u64(a.gen, &gen) < 0 || gen == 0))) {
+	if (a.npos != !a.staged || (a.gen && (!a.pod || parse_u64(a.gen, &gen) < 0 || gen == 0))) {
 		free(pos);
-		cli_err("scope check: give exactly one PATH (--generation G needs --pod NAME and "
-			"a positive number)");
+		cli_err("scope check: give exactly one PATH, or --staged and no PATH "
+			"(--generation G needs --pod NAME and a positive number)");
 		return HF_EXIT_USAGE;
+	}
+	if (a.staged) {
+		free(pos);
+		hf_scope *named = NULL; /* --pod a pod name, or refused */
+		if (a.pod && hf_scope_new(a.pod, &named) == -EINVAL)
+			return refuse("check --staged", a.pod, NULL, NAME_RULE);
+		hf_scope_free(named);
+		return cli_scope_check_staged(a.pod, gen, a.json);
 	}
 	const char *given = pos[0];
 	char canon[PATH_MAX];

@@ -8,6 +8,7 @@
 
 #include "holdfast.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +48,12 @@ int cli_scope_refusal_of(int rc, const hf_rec *h);
  * 0 and *ret, or the exit code with the message printed. */
 int cli_scope_make(const char *verb, const char *name, const char *const *specs, size_t n,
 		   hf_scope **ret);
+/* Read the registry of path (RG12; or the backend's) for VERB of name:
+ * 0 and *r, or the exit code with the message printed. */
+int cli_scope_read_at(const char *path, hf_registry **r, const char *verb, const char *name);
+/* The registry read last, by name (its file, or the etcd's endpoints). */
+const char *cli_scope_reg_name(char *buf, size_t n);
+/* `scope check --staged` (scope_staged.c): the exit code. */
+int cli_scope_check_staged(const char *pod, uint64_t gen, bool json);
 
 #endif

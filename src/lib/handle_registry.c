@@ -8,8 +8,10 @@
 #include "handle.h"
 #include "rec.h"
 #include "registry.h"
+#include "text.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +199,76 @@ int hf_registry_check(const hf_registry *r, const char *path, const char *pod,
 		*ret = rec;
 	}
 	return v.state;
+}
+
+/* A refused path's entry: the verdict v of paths[i] as check's record. */
+static json_t *refusal(const hf_registry *r, size_t i, const char *path,
+		       const struct hf_scopereg_verdict *v)
+{
+	struct hf_scopereg_alloc a;
+	hf_scopereg_get(r->t, (size_t)v->holder, &a);
+	/* a path that is not UTF-8 (a file name is any bytes) as \xNN text:
+	 * JSON holds UTF-8 only; "index" names the caller's own bytes */
+	json_t *p = json_string(path);
+	if (!p) {
+		char shown[4 * PATH_MAX];
+		p = json_string(hf_text_show(path, shown, sizeof shown, true));
+	}
+	json_t *o = json_pack("{s:I, s:o, s:s, s:s, s:s}", "index", (json_int_t)i, "path", p,
+			      "state", states[v->state], "holder", a.name, "holder_scope",
+			      v->holder_scope);
+	if (o && v->holder_fs)
+		json_object_set_new(o, "holder_fs", json_string(v->holder_fs));
+	return o;
+}
+
+int hf_registry_check_paths(const hf_registry *r, const char *const *paths, size_t n,
+			    const char *pod, uint64_t pod_generation, int *states_ret,
+			    hf_rec **ret)
+{
+	if (!r || (n && !paths))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!paths[i] || !hf_path_normal(paths[i], strlen(paths[i]), &(unsigned){ 0 }))
+			return -EINVAL; /* nothing judged: one snapshot, all or none */
+	json_t *refused = ret ? json_array() : NULL;
+	if (ret && !refused)
+		return -ENOMEM;
+	/* SC5: one mount table for every path, as one registry snapshot */
+	struct hf_mounts m;
+	bool have = hf_mounts_load(&m) == 0;
+	int count = 0, rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct hf_scopereg_verdict v;
+		rc = hf_scopereg_check_at(r->t, have ? &m : NULL, paths[i], pod, pod_generation, &v);
+		if (rc < 0)
+			break;
+		if (states_ret)
+			states_ret[i] = v.state;
+		/* refused: another's (held), or the write spec of a live pod when
+		 * pod lost its registration (its own old scope is now another's) */
+		if (v.state != HF_SCOPEREG_HELD && !(v.state == HF_SCOPEREG_LOST && v.holder >= 0))
+			continue;
+		count++;
+		json_t *o = refused ? refusal(r, i, paths[i], &v) : NULL;
+		if (refused && (!o || json_array_append_new(refused, o) < 0))
+			rc = -ENOMEM;
+	}
+	hf_mounts_free(&m);
+	if (rc < 0) {
+		json_decref(refused);
+		return rc;
+	}
+	if (ret) {
+		json_t *o = json_pack("{s:o, s:I}", "refused", refused, "count", (json_int_t)n);
+		if (o && pod)
+			json_object_set_new(o, "pod", json_string(pod));
+		hf_rec *rec = o ? hf_rec_take(o) : NULL;
+		if (!rec)
+			return -ENOMEM;
+		*ret = rec;
+	}
+	return count;
 }
 
 void hf_registry_free(hf_registry *r)

@@ -192,6 +192,11 @@ struct hf_scopereg_verdict {
  * this process's mount table (/proc/self/mountinfo). */
 int hf_scopereg_check(const struct hf_scopereg_table *t, const char *canonical_path,
 		      const char *pod, uint64_t pod_generation, struct hf_scopereg_verdict *ret);
+/* The same with the mount table m already read (NULL: identities unknown,
+ * specs meet the path by path only): a batch reads it once. */
+int hf_scopereg_check_at(const struct hf_scopereg_table *t, const struct hf_mounts *m,
+			 const char *canonical_path, const char *pod, uint64_t pod_generation,
+			 struct hf_scopereg_verdict *ret);
 
 /* --- registry_table.c: the table ---------------------------------------- */
 

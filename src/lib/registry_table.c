@@ -456,20 +456,32 @@ int hf_scopereg_effective(const struct hf_scopereg_table *t, const char *name,
 int hf_scopereg_check(const struct hf_scopereg_table *t, const char *path, const char *pod,
 		      uint64_t pod_generation, struct hf_scopereg_verdict *ret)
 {
+	if (!hf_path_normal(path, strlen(path), &(unsigned){ 0 }))
+		return -EINVAL;
+	struct hf_mounts m;
+	bool have = hf_mounts_load(&m) == 0;
+	int rc = hf_scopereg_check_at(t, have ? &m : NULL, path, pod, pod_generation, ret);
+	hf_mounts_free(&m);
+	return rc;
+}
+
+int hf_scopereg_check_at(const struct hf_scopereg_table *t, const struct hf_mounts *m,
+			 const char *path, const char *pod, uint64_t pod_generation,
+			 struct hf_scopereg_verdict *ret)
+{
 	unsigned depth;
 	size_t len = strlen(path);
 	if (!hf_path_normal(path, len, &depth))
 		return -EINVAL;
-	/* SC5: the path's identity, by this process's mount table */
+	/* SC5: the path's identity, by this process's mount table (read once
+	 * by the caller for a batch: hf_registry_check_paths) */
 	char idtext[HF_FSID_MAX];
 	struct hf_fsid id;
 	bool have_id = false;
-	struct hf_mounts m;
-	if (hf_mounts_load(&m) == 0) {
-		int w = hf_path_identify(&m, path, len, 'e', idtext, sizeof idtext);
+	if (m) {
+		int w = hf_path_identify(m, path, len, 'e', idtext, sizeof idtext);
 		have_id = w > 0 && hf_fsid_parse(idtext, (size_t)w, &id) == 0;
 	}
-	hf_mounts_free(&m);
 	struct hf_scopereg_verdict v = { .state = HF_SCOPEREG_FREE, .holder = -1, .pod = -1 };
 	/* the owner of a path is the deepest live pod whose write spec covers
 	 * it: an ancestor's scope there was delegated away (effective scope) */

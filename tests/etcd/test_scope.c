@@ -651,3 +651,32 @@ Test(etcd_scope, glob_specs_as_on_the_file_registry)
 	GLOB_SCRIPT_CHECK(r.out, r.err);
 	et_out_free(&r);
 }
+
+/* The commit guard on etcd (issue 22, part 4): `scope check --staged` and
+ * the pre-commit hook judge the staged paths against the etcd registry
+ * (HOLDFAST_BACKEND, as every scope verb): agent B's commit into A's scope
+ * refused naming the path, A and the etcd; its own path committed. */
+Test(etcd_scope, commit_guard_on_etcd)
+{
+	struct et_out r = et_run(
+		"sh",
+		BIN_H
+		"git init -q g && cd g || exit 10\n"
+		"git config user.email g@example.com && git config user.name g || exit 10\n"
+		"mkdir a b && echo 1 > a/x && echo 2 > b/y && git add . && git commit -qm init || exit 10\n"
+		"cp \"$HOLDFAST_SRC/contrib/git-hooks/pre-commit\" .git/hooks/pre-commit || exit 10\n"
+		OWNER("a")
+		"\"$H\" scope register GA \"$PWD/a:write:recursive\" --pid $a >/dev/null || exit 11\n"
+		"\"$H\" scope register GB \"$PWD/b:write:recursive\" --pid $a >/dev/null || exit 11\n"
+		"echo 3 >> a/x && echo 4 >> b/y && git add -A\n"
+		"HOLDFAST=\"$H\" HOLDFAST_POD=GB git commit -qm into 2>&1; echo \"refused=$?\"\n"
+		"\"$H\" scope check --staged --pod GB --json; echo \"json=$?\"\n"
+		"git reset -q a && git checkout a\n"
+		"HOLDFAST=\"$H\" HOLDFAST_POD=GB git commit -qm own 2>&1; echo \"own=$?\"\n"
+		OWNERS_END);
+	ET_HAS(r.out, "refused=1\n", "modified a/x: held by GA (pid ", "/g/a:write:recursive", "json=1\n",
+	       "\"registry\":\"", "\"name\":\"GA\"", "own=0\n");
+	cr_assert(strstr(r.out, E.uri), "the registry named: %s", r.out);
+	cr_assert(!strstr(r.out, "b/y: held"), "B's own path is not refused: %s", r.out);
+	et_out_free(&r);
+}

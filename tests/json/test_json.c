@@ -90,7 +90,7 @@ static const char *const vocabulary[] = {
 	"held", "unreadable", "not_held", "not_yours", "timed_out", "conflict", "unsafe", "barrier",
 	"lost", "canceled",
 	/* the CLI's own */
-	"usage", "no_process", "stopped_by_signal", "cmd_ended", "empty_output", "software", "os",
+	"usage", "no_process", "stopped_by_signal", "cmd_ended", "empty_output", "no_git", "software", "os",
 	"cannot_create", "io", "failed", NULL
 };
 
