@@ -14,7 +14,7 @@ _holdfast_subs() {
 	case $1 in
 	session) echo "take release renew status assert-held race" ;;
 	lock) echo "acquire release renew check status" ;;
-	scope) echo "register release list effective check reap" ;;
+	scope) echo "register renew release list effective check reap" ;;
 	esac
 }
 
@@ -33,7 +33,8 @@ _holdfast_opts() {
 	"lock renew") o="--token --max-hold --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock check") o="--token --fence --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
 	"lock status") o="-v --verbose --json --backend --etcd-user --etcd-password-file --etcd-ca --ttl --etcd-timeout" ;;
-	"scope register") o="-w --wait --pid --socket --from --json" ;;
+	"scope register") o="-w --wait --pid --socket --from --lease --reason --json" ;;
+	"scope renew") o="--lease --generation --json" ;;
 	"scope release") o="--generation --json" ;;
 	"scope list" | "scope effective" | "scope reap") o="--json" ;;
 	"scope check") o="--staged --pod --generation --json" ;;

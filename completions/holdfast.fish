@@ -34,7 +34,9 @@ function __holdfast_opts -a key
         case 'scope list' 'scope effective' 'scope reap'
             printf '%s\n' --json
         case 'scope register'
-            printf '%s\n' -w= --wait= --pid= --socket= --from= --json
+            printf '%s\n' -w= --wait= --pid= --socket= --from= --lease= --reason= --json
+        case 'scope renew'
+            printf '%s\n' --lease= --generation= --json
         case 'scope release'
             printf '%s\n' --generation= --json
         case 'scope check'
@@ -92,7 +94,7 @@ for cmd in session lock scope
         case lock
             set subs acquire release renew check status
         case scope
-            set subs register release list effective check reap
+            set subs register renew release list effective check reap
     end
     complete -c holdfast -n "__holdfast_is $cmd; and test (count (commandline -opc)) -eq 2" -f -a "$subs"
     for sub in $subs

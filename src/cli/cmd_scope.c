@@ -934,7 +934,7 @@ static int do_check(int argc, char **argv)
 {
 	struct args a;
 	char **pos;
-	int rc = collect(argc, argv, "defj", &a, &pos); /* json pod generation staged */
+	int rc = collect(argc, argv, "defl", &a, &pos); /* json pod generation staged */
 	if (rc)
 		return rc < 0 ? HF_EXIT_OK : rc;
 	uint64_t gen = 0;

@@ -39,7 +39,7 @@ families="session lock scope run edit selftest flock list"
 declare -A subs=(
 	[session]="take release renew status assert-held race"
 	[lock]="acquire release renew check status"
-	[scope]="register release list effective check reap"
+	[scope]="register renew release list effective check reap"
 	[run]="" [edit]="" [selftest]="" [flock]="" [list]=""
 )
 declare -A source_of=(
