@@ -286,6 +286,11 @@ void hf_wait_ring(int dirfd, const char *name)
 	hf_sys_close(fd);
 }
 
+void hf_wait_ring_fd(int qfd)
+{
+	(void)hf_sys_write(qfd, "r", 1); /* EAGAIN: full of rings already */
+}
+
 void hf_wait_pass(struct hf_waiter *w)
 {
 	if (w->efd >= 0) {

@@ -76,6 +76,9 @@ void hf_wait_pass(struct hf_waiter *w);
  * `name` of dirfd, if any. One system call (an open that fails) when nobody
  * waits; never blocks, never fails the caller. */
 void hf_wait_ring(int dirfd, const char *name);
+/* The ring through a queue descriptor of one's own (qfd, opened O_RDWR by
+ * a registration: a reader itself, so never SIGPIPE): one write (WT8). */
+void hf_wait_ring_fd(int qfd);
 /* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */
 void hf_wait_set_cancel(struct hf_waiter *w, int fd);

@@ -152,7 +152,15 @@
  *       failed open.
  *   DQ3 A waiter that leaves without entering (deadline, cancel, error)
  *       passes on a ring given to it (hf_wait_pass); one that enters
- *       leaves the queue (hf_wait_done).
+ *       leaves the queue (hf_wait_done) - or, a holder that keeps its
+ *       directories (hf_lock handles), at its release (DQ4).
+ *   DQ4 A holder that came through the queue keeps its registration until
+ *       its release and rings through its own descriptor there: one write
+ *       (a reader itself, its write never raises SIGPIPE; with no other
+ *       reader the byte goes with the FIFO's buffer when it closes). While
+ *       it holds it is never asleep in epoll_wait, so the kernel gives no
+ *       ring to it (an exclusive wake-up counts only for a sleeper) and
+ *       passes on to the next waiter.
  *   A queue that cannot be had (not a FIFO, no permission, a read-only
  *   file system) leaves the waiter on the inotify watch of P (wait.c),
  *   where every release wakes every waiter, as before 0.3.
@@ -797,16 +805,18 @@ static bool same_as_judged(const struct place *judged, const struct place *now)
 /* DQ2: L was taken by this process's last step (released, reaped, withdrawn
  * from, left for an entry): the step is over, its claim removed - so the
  * waiter it wakes finds no claim of ours to judge - and one waiter is rung. */
-static void ring_due(struct lk *l)
+static void ring_due(struct lk *l, int qfd)
 {
-	if (l->ring && l->sfd >= 0)
+	if (l->ring && qfd >= 0)
+		hf_wait_ring_fd(qfd); /* DQ4: through our own reader */
+	else if (l->ring && l->sfd >= 0)
 		hf_wait_ring(l->sfd, QUEUE_FILE);
 	l->ring = false;
 }
 
 static void lk_close(struct lk *l)
 {
-	ring_due(l);
+	ring_due(l, -1);
 	if (l->ffd >= 0)
 		hf_sys_close(l->ffd);
 	l->ffd = -1;
@@ -2021,7 +2031,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	for (;;) {
 		l.held_ino = 0;
 		rc = attempt(&l, o, &w, &st, &got, &holder);
-		ring_due(&l); /* DQ2: before we sleep or leave */
+		ring_due(&l, w.qfd); /* DQ2: before we sleep or leave */
 		if (rc == 0)
 			break;
 		if (rc == RETRY) {
@@ -2080,6 +2090,15 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	}
 	if (rc != 0)
 		hf_wait_pass(&w); /* DQ3 */
+	if (rc == 0 && o->kept) {
+		/* DQ4: a holder that waited in the queue keeps its place there
+		 * until its release (it is not asleep in it, so no ring is given
+		 * to it), and rings through it: one write, and no closes on the
+		 * way in */
+		o->kept->qfd = w.qfd;
+		o->kept->efd = w.efd;
+		w.qfd = w.efd = -1;
+	}
 	hf_wait_done(&w);
 	stage_drop(&l, &st);
 	if (rc == 0 && o->kept) {
@@ -2259,6 +2278,10 @@ void hf_dirlock_kept_close(struct hf_dirlock_kept *k)
 		hf_sys_close(k->sfd);
 	if (k->ffd >= 0)
 		hf_sys_close(k->ffd);
+	if (k->efd >= 0)
+		hf_sys_close(k->efd);
+	if (k->qfd >= 0)
+		hf_sys_close(k->qfd);
 	*k = HF_DIRLOCK_KEPT_NONE;
 }
 
@@ -2305,6 +2328,7 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 		rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
 	else if (rc > 0)
 		rc = 0;
+	ring_due(&l, kept ? kept->qfd : -1); /* DQ2, DQ4 */
 	lk_close(&l);
 	hf_dirlock_kept_close(kept); /* the counter, after L moved */
 	return rc;

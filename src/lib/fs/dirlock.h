@@ -23,8 +23,10 @@
 struct hf_dirlock_kept {
 	int pfd, sfd, ffd;
 	int nlink_counts;                 /* DL8, as lk_open found it             */
+	int qfd, efd;                     /* the queue (DQ4): a holder that waited
+					     in it rings through its own reader  */
 };
-#define HF_DIRLOCK_KEPT_NONE ((struct hf_dirlock_kept){ -1, -1, -1, 0 })
+#define HF_DIRLOCK_KEPT_NONE ((struct hf_dirlock_kept){ -1, -1, -1, 0, -1, -1 })
 
 /* Acquire PATH for o->pid. 0 and *ret (the new owner, its fence, live_fd).
  * Failure:
