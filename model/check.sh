@@ -9,7 +9,8 @@
 #            share-test, what `make model` and `make check-long` run), or
 #            "share-test" (= share share-renew share-leak share-weak-*), or
 #            "session-test" (= session session-weak, run by `make test`),
-#            "queue-test" (= queue queue-nopass queue-late queue-early: the
+#            "queue-test" (= queue queue-nopass queue-late queue-early
+#            queue-latemark queue-noviaq: the
 #            waiters' queue, model/queue.pml, run by `make check-long`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
@@ -101,6 +102,8 @@ queue|holds||waiters queue (WT8, WT9, DQ1-DQ3): 3 waiters x 2 acquisitions, one 
 queue-nopass|fails|-DPASS=0|weakened: a waiter that gives up keeps the ring it was given (WT9)
 queue-late|fails|-DLATE=1|weakened: registered after its attempt, not before the next look (WT2, DQ1)
 queue-early|fails|-DEARLY=1|weakened: the release rings before the lock is free (DQ2)
+queue-latemark|fails|-DMARK=0|weakened: the waiter marks the holder after its look at L, not before (DQ5)
+queue-noviaq|fails|-DVIAQ=0|weakened: a holder that came through the queue rings only when its directory is marked (DQ4)
 '
 
 # pan: -E blocked processes at the end are no error; -m depth; -w hash bits
@@ -128,7 +131,7 @@ for c in "$@"; do
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
 	elif [ "$c" = queue-test ]; then
-		expand+=(queue queue-nopass queue-late queue-early)
+		expand+=(queue queue-nopass queue-late queue-early queue-latemark queue-noviaq)
 	else
 		expand+=("$c")
 	fi

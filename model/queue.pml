@@ -18,15 +18,25 @@
  * queue, puts each item it passes on its instance's ready list, and stops
  * at the first whose waiter is asleep in epoll_wait (only then does the
  * callback count as an exclusive wake-up); epoll_wait returns for a ready
- * item while the FIFO holds a byte (level-triggered), and an item added
+ * item while the FIFO holds a byte (level-triggered; a woken waiter reads
+ * every byte there in one read), and an item added
  * while the FIFO holds a byte is ready at once. A ring writes a byte only
  * while a reader has the FIFO open (the probe, ENXIO), and the bytes go
  * when the last reader closes it.
  *
+ * DQ5: a waiter marks the directory it was refused by (mk[g], g the entry
+ * whose directory it is: the mark goes through a descriptor, so it lands on
+ * that directory wherever it is); a release rings a marked directory,
+ * checked after moving it away (the stat of its claim), and always when
+ * the holder came through the queue (DQ4: other waiters may sleep behind a
+ * directory they marked before it, woken by nobody else).
+ *
  * Configurations (model/check.sh): queue (holds), queue-nopass (fails: a
  * waiter that leaves keeps the ring it was given, WT9), queue-late (fails:
  * registered after the attempt instead of before it, WT2), queue-early
- * (fails: the release rings before the lock is free, DQ2).
+ * (fails: the release rings before the lock is free, DQ2), queue-latemark
+ * (fails: the mark after the look, DQ5), queue-noviaq (fails: a holder
+ * that came through the queue rings only when marked, DQ4).
  */
 #ifndef NW
 #define NW 3          /* waiters                                            */
@@ -46,6 +56,13 @@
 #ifndef EARLY
 #define EARLY 0       /* 1: weakened, ring before the lock is free          */
 #endif
+#ifndef MARK
+#define MARK 1        /* 0: weakened, the waiter marks after its look       */
+#endif
+#ifndef VIAQ
+#define VIAQ 1        /* 0: weakened, a holder from the queue rings only if marked */
+#endif
+#define NGEN (NW*NATT + 1)
 
 byte holder;          /* 0 free, else the holder's 1 + index                 */
 byte gen;             /* entries so far (the inode at L)                     */
@@ -55,6 +72,7 @@ byte order[NW];       /* registration order: 1 + position, 0 none            */
 byte next_pos = 1;
 bool asleep[NW];
 bool ready[NW];       /* the item is on its instance's ready list            */
+bool mk[NGEN];        /* DQ5: the directory of entry g is marked            */
 
 inline ring() {
   d_step {
@@ -102,39 +120,45 @@ inline unregister(i) {
 }
 
 proctype W(byte i) {
-  byte n = 0, seen = 0;
-  bool got, left = 0;
+  byte n = 0, seen = 0, mine = 0;
+  bool got, left = 0, registered = 0, viaq = 0;
   do
   :: n < NATT ->
-     d_step { if :: holder == 0 -> holder = i + 1; gen++; got = 1
+attempt: skip;
+     d_step { if :: holder == 0 -> holder = i + 1; gen++; mine = gen; got = 1
                  :: else -> seen = gen; got = 0 fi };
      if
-     :: got -> goto entered
+     :: got && registered -> goto queued_entered
+     :: got && !registered -> goto entered
      :: else -> skip
      fi;
-     register(i);                       /* WT2: before the next look */
-#if !LATE
-     /* DQ1: the holder judged is still at L: sleep; else attempt */
-     d_step { if :: holder == 0 || gen != seen ->
-                    if :: holder == 0 -> holder = i + 1; gen++; got = 1
-                       :: else -> got = 0 fi
-                 :: else -> got = 0 fi };
-     if :: got -> goto queued_entered :: else -> skip fi;
+#if MARK
+     mk[seen] = 1;                      /* DQ5: through its descriptor */
+#endif
+#if LATE
+     /* weakened: no look after registering; a first refusal registers */
+     if :: !registered -> register(i); registered = 1 :: else -> skip fi;
+#else
+     if :: !registered -> register(i); registered = 1 :: else -> skip fi;
+     /* DQ1: the directory judged is still at L: sleep; else attempt */
+     if
+     :: d_step { holder == 0 || gen != seen } -> goto attempt
+     :: else -> skip
+     fi;
+#endif
+#if !MARK
+     mk[seen] = 1;                      /* weakened: after the look */
 #endif
 sleep:
      asleep[i] = 1;
      if
-     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes-- }
-        /* woken, the byte read: attempt */
-        d_step { if :: holder == 0 -> holder = i + 1; gen++; got = 1
-                    :: else -> got = 0 fi };
-        if :: got -> goto queued_entered :: else -> goto sleep fi
+     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes = 0 }
+        goto attempt                    /* woken: every byte read at once */
      :: d_step { ready[i] && bytes == 0 -> ready[i] = 0 }
-        /* woken for nothing: another took the byte; asleep again */
-        goto sleep
+        goto sleep                      /* woken for nothing: asleep again */
 #if LEAVE
      :: !left -> asleep[i] = 0; left = 1;     /* its deadline: gives up */
-        unregister(i);
+        unregister(i); registered = 0;
 #if PASS
         if :: d_step { bytes > 0 -> bytes-- }; ring() :: else -> skip fi;
 #endif
@@ -143,17 +167,22 @@ sleep:
 #endif
      fi;
 queued_entered:
-     unregister(i);
+     viaq = 1;                        /* DQ4: it came through the queue, and
+                                         stays registered until its release */
 entered:
      assert(holder == i + 1);
      n++;
 #if EARLY
-     ring();
+     if :: mk[mine] || (VIAQ && viaq) -> ring() :: else -> skip fi;
      holder = 0;
 #else
-     holder = 0;
-     ring();                          /* DQ2: after L's name is free */
+     holder = 0;                      /* L moved into its claim */
+     /* DQ2, DQ5: marked (its claim's stat), or DQ4: it came through the
+      * queue (the ring it was given may have been one of several sleepers') */
+     if :: mk[mine] || (VIAQ && viaq) -> ring() :: else -> skip fi;
 #endif
+     if :: registered -> unregister(i); registered = 0 :: else -> skip fi;
+     viaq = 0;
 next:
      skip
   :: else -> break

@@ -99,11 +99,13 @@
  *        probe that only asks whether anyone waits
  *        (named point wait.ring.probed: between the two).
  *  (WT9) A waiter leaves the queue without taking the lock only through
- *        hf_wait_pass: it leaves the epoll instance, then takes one byte if
- *        one is there and writes it back - a ring the kernel gave to it goes
- *        to the next. A waiter that read a byte always attempts before it
- *        can leave (hf_wait_next returns 0 after a read), so a ring it read
- *        was spent on an attempt: the holder it met rings again.
+ *        hf_wait_pass: it leaves the epoll instance, then takes the bytes
+ *        there and writes one back - a ring the kernel gave to it goes to
+ *        the next. A waiter that read a ring always attempts before it can
+ *        leave (hf_wait_next returns 0 after a read); if that attempt met
+ *        a holder, the holder rings again; if it ended in an error before
+ *        it met anyone, the caller says the ring is owed, and it is written
+ *        back all the same.
  *
  * Hazards:
  *  - A waiter killed between its wake-up and its attempt takes its ring
@@ -111,6 +113,10 @@
  *  - holdfast 0.2 releases ring nothing: a waiter of 0.3 queued behind a
  *    0.2 holder sees its release at the cap; a 0.2 waiter still sees every
  *    release through its watch (the name still moves away).
+ *  - The queue needs every write into the FIFO to wake a reader (Linux
+ *    5.15 and later, and the stable kernels the fix went to): on 5.5-5.14 a
+ *    write into a FIFO that already holds a byte wakes nobody, and its
+ *    waiters wake at the cap.
  *  - The queue is a FIFO in the lock's state directory: on a file system
  *    shared between hosts (NFS) a ring reaches only the ringer's host's
  *    waiters; the others wake at the cap (as the watch's waiters do).
@@ -255,11 +261,14 @@ static int arm_queue(struct hf_waiter *w)
 	return 0;
 }
 
-/* A ring taken (WT8): 1 when a byte was read, 0 when another took it. */
+/* A ring taken (WT8): 1 when bytes were read - every one there, in one
+ * read: one attempt after the latest ring serves them all (each ring
+ * follows a departure from L, and the attempt meets what came after) - 0
+ * when another took them. */
 static int queue_take(struct hf_waiter *w)
 {
-	char b;
-	return hf_sys_read(w->qfd, &b, 1) == 1;
+	char b[64];
+	return hf_sys_read(w->qfd, b, sizeof b) > 0;
 }
 
 void hf_wait_ring(int dirfd, const char *name)
@@ -286,18 +295,23 @@ void hf_wait_ring(int dirfd, const char *name)
 	hf_sys_close(fd);
 }
 
+int hf_wait_expired(const struct hf_waiter *w)
+{
+	return w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns;
+}
+
 void hf_wait_ring_fd(int qfd)
 {
 	(void)hf_sys_write(qfd, "r", 1); /* EAGAIN: full of rings already */
 }
 
-void hf_wait_pass(struct hf_waiter *w)
+void hf_wait_pass(struct hf_waiter *w, int owed)
 {
 	if (w->efd >= 0) {
 		hf_sys_close(w->efd); /* WT9: out of the queue first */
 		w->efd = -1;
 	}
-	if (w->qfd >= 0 && queue_take(w))
+	if (w->qfd >= 0 && (queue_take(w) || owed))
 		(void)hf_sys_write(w->qfd, "r", 1); /* to the next */
 }
 

@@ -70,8 +70,9 @@ void hf_wait_holder(struct hf_waiter *w, pid_t pid);
 void hf_wait_queue(struct hf_waiter *w, int dirfd, const char *name);
 /* A waiter registered in the queue leaves without having taken the lock
  * (deadline, cancel, an error): a ring meant for it is passed on to the
- * next (WT9). Then hf_wait_done. */
-void hf_wait_pass(struct hf_waiter *w);
+ * next (WT9); owed: its last wake was a ring and it met no holder after it
+ * (an error first): one is written back in any case. Then hf_wait_done. */
+void hf_wait_pass(struct hf_waiter *w, int owed);
 /* The releaser's ring (WT8): one wake-up for the first waiter in the queue
  * `name` of dirfd, if any. One system call (an open that fails) when nobody
  * waits; never blocks, never fails the caller. */
@@ -79,6 +80,8 @@ void hf_wait_ring(int dirfd, const char *name);
 /* The ring through a queue descriptor of one's own (qfd, opened O_RDWR by
  * a registration: a reader itself, so never SIGPIPE): one write (WT8). */
 void hf_wait_ring_fd(int qfd);
+/* 1 when the wait's deadline has passed (never for a wait without one). */
+int hf_wait_expired(const struct hf_waiter *w);
 /* A descriptor whose being readable ends the wait with HF_ECANCELED (WT4);
  * -1: none (hf_wait_init's default). */
 void hf_wait_set_cancel(struct hf_waiter *w, int fd);

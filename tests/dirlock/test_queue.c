@@ -59,12 +59,15 @@ Test(queue, waiters_enter_in_the_order_they_came)
 	char *res[3];
 	for (int i = 0; i < 3; i++) {
 		cr_assert_geq(asprintf(&res[i], "%s/res%d", dir, i), 0);
-		a[i] = (struct dl_acq){ .path = lock, .result = res[i], .wait_ms = 60000,
+		a[i] = (struct dl_acq){ .path = lock, .result = res[i], .wait_ms = -1,
 					.own_release = true };
 		hft_spawn_fn(&c[i], "cap:wait:3600000;pause:dirlock.acquire.waiting:2;pause:test.cs:1",
 			     dl_acq, &a[i]);
 		hft_expect(&c[i], "dirlock.acquire.waiting");
 		hft_go(&c[i]); /* it sleeps in the queue, behind the ones before it */
+		/* asleep there before the next comes and before the release: a
+		 * ring passes a waiter not yet asleep (EPOLLEXCLUSIVE) */
+		cr_assert(hft_asleep_in_queue(c[i].pid), "waiter %d asleep in the queue", i);
 	}
 	char *q = state_file("queue");
 	struct stat st;
@@ -74,6 +77,8 @@ Test(queue, waiters_enter_in_the_order_they_came)
 	uint64_t last = hf_lock_fence(h);
 	for (int i = 0; i < 3; i++) {
 		hft_expect(&c[i], "test.cs"); /* the i-th in, holding the lock */
+		for (int k = i + 1; k < 3; k++) /* the others still asleep, not woken */
+			cr_assert(hft_in_epoll_wait(c[k].pid), "waiter %d still asleep", k);
 		hft_go(&c[i]);                /* its release rings the next */
 		cr_assert_eq(hft_wait(&c[i]), DL_ENTERED);
 		int rc;
@@ -112,7 +117,7 @@ Test(queue, a_queue_that_cannot_be_had_falls_back_to_the_watch)
 	char *q = state_file("queue");
 	cr_assert_eq(mkdir(q, 0700), 0);
 	struct hft_child c;
-	struct dl_acq a = { .path = lock, .wait_ms = 60000, .own_release = true };
+	struct dl_acq a = { .path = lock, .wait_ms = -1, .own_release = true };
 	hft_spawn_fn(&c, "cap:wait:3600000;pause:dirlock.acquire.waiting:2", dl_acq, &a);
 	hft_expect(&c, "dirlock.acquire.waiting"); /* watched, attempted again */
 	hft_go(&c);
@@ -123,4 +128,46 @@ Test(queue, a_queue_that_cannot_be_had_falls_back_to_the_watch)
 	cr_assert(S_ISDIR(st.st_mode), "left as it was");
 	hf_lock_free(h);
 	free(q);
+}
+
+/* A waiter woken by a ring whose attempt then fails before it meets anyone
+ * (an I/O error at its DA1 here) owes that ring to the next (DQ3, WT9): the
+ * second waiter enters, woken by it - not by the cap, an hour here. */
+Test(queue, a_ring_spent_on_an_error_goes_to_the_next)
+{
+	hf_lock *h = hold();
+	struct hft_child c[2];
+	struct dl_acq a[2];
+	for (int i = 0; i < 2; i++) {
+		/* no deadline to wake the second either: the suite's timeout
+		 * fails the test if nobody rings it */
+		a[i] = (struct dl_acq){ .path = lock, .wait_ms = -1, .own_release = true };
+		/* the first's second rename is its DA1 after the ring */
+		hft_spawn_fn(&c[i], i == 0 ? "cap:wait:3600000;fail:rename:2:EIO" : "cap:wait:3600000",
+			     dl_acq, &a[i]);
+		cr_assert(hft_asleep_in_queue(c[i].pid), "waiter %d asleep in the queue", i);
+	}
+	cr_assert_eq(hf_lock_release(h), 0);
+	cr_assert_eq(hft_wait(&c[0]), DL_ERROR, "the first woke, and its attempt failed");
+	cr_assert_eq(hft_wait(&c[1]), DL_ENTERED, "the second was rung in its place");
+	hf_lock_free(h);
+}
+
+/* DQ5: a waiter asleep behind a holder has marked its directory (the
+ * sticky bit); a lock nobody waited for is never marked. */
+Test(queue, a_waiter_marks_the_holder_it_sleeps_behind)
+{
+	hf_lock *h = hold();
+	struct stat st;
+	cr_assert_eq(stat(lock, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700, "unmarked while nobody waits");
+	struct hft_child c;
+	struct dl_acq a = { .path = lock, .wait_ms = -1, .own_release = true };
+	hft_spawn_fn(&c, "cap:wait:3600000", dl_acq, &a);
+	cr_assert(hft_asleep_in_queue(c.pid), "asleep in the queue");
+	cr_assert_eq(stat(lock, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 01700, "marked before its sleep");
+	cr_assert_eq(hf_lock_release(h), 0);
+	cr_assert_eq(hft_wait(&c), DL_ENTERED, "rung by the release (the cap is an hour)");
+	hf_lock_free(h);
 }

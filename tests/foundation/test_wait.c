@@ -291,8 +291,8 @@ static void queued(struct hf_waiter *w, const char *d, int sfd)
 }
 
 /* A waiter: registers, sleeps until rung, says so on queue_out (its index),
- * then waits for its go (the test decides when it leaves the queue):
- * leaves by hf_wait_done, or by hf_wait_pass when told 'p'. */
+ * then waits for its go (the test decides when it leaves the queue) and
+ * leaves by hf_wait_done. */
 static int queue_child(void *arg)
 {
 	int i = (int)(intptr_t)arg;
@@ -311,47 +311,6 @@ static int queue_child(void *arg)
 	hf_sys_point(HF_PT_TEST_LEFT); /* the test lets it go: it leaves */
 	hf_wait_done(&w);
 	return 0;
-}
-
-/* The system call pid is blocked in, once it is blocked (state S), or -1
- * when it ended. */
-static long blocked_in(pid_t pid)
-{
-	char path[64], buf[256];
-	int64_t end = hf_sys_mono_ns() + 10000000000LL;
-	while (hf_sys_mono_ns() < end) {
-		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-		FILE *f = fopen(path, "re");
-		if (!f)
-			return -1;
-		char *ok = fgets(buf, sizeof buf, f);
-		fclose(f);
-		char *rp = ok ? strrchr(buf, ')') : NULL;
-		if (rp && rp[2] == 'S') {
-			snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
-			f = fopen(path, "re");
-			long nr = -1;
-			if (f && fscanf(f, "%ld", &nr) == 1) {
-				fclose(f);
-				return nr;
-			}
-			if (f)
-				fclose(f);
-		}
-		sched_yield();
-	}
-	cr_assert_fail("process %d never blocked", (int)pid);
-	return -1;
-}
-
-static bool in_epoll_wait(pid_t pid)
-{
-	long nr = blocked_in(pid);
-	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait
-#ifdef SYS_epoll_pwait2
-	       || nr == SYS_epoll_pwait2
-#endif
-		;
 }
 
 static int rung_one(void)
@@ -376,7 +335,7 @@ Test(wait, a_ring_wakes_the_first_waiter_asleep_and_no_other)
 	struct hft_child c[3];
 	for (int i = 0; i < 3; i++) {
 		hft_spawn_fn(&c[i], "cap:wait:3600000;pause:poll:2;pause:test.left:1", queue_child, (void *)(intptr_t)i);
-		cr_assert(in_epoll_wait(c[i].pid), "waiter %d asleep in the queue", i);
+		cr_assert(hft_in_epoll_wait(c[i].pid), "waiter %d asleep in the queue", i);
 	}
 	close(queue_out);
 	queue_out = rd; /* the test reads */
@@ -386,7 +345,7 @@ Test(wait, a_ring_wakes_the_first_waiter_asleep_and_no_other)
 	hf_wait_ring(queue_sfd, "queue");
 	cr_assert_eq(rung_one(), 0, "the first registered is woken");
 	hft_expect(&c[0], "test.left");
-	cr_assert(in_epoll_wait(c[1].pid) && in_epoll_wait(c[2].pid),
+	cr_assert(hft_in_epoll_wait(c[1].pid) && hft_in_epoll_wait(c[2].pid),
 		  "the others were not woken (a waiter woken for nothing pauses in a "
 		  "second poll)");
 	hft_go(&c[0]); /* it entered: it leaves the queue */
@@ -395,7 +354,7 @@ Test(wait, a_ring_wakes_the_first_waiter_asleep_and_no_other)
 	hf_wait_ring(queue_sfd, "queue");
 	cr_assert_eq(rung_one(), 1, "the second is next");
 	hft_expect(&c[1], "test.left");
-	cr_assert(in_epoll_wait(c[2].pid), "the third still asleep");
+	cr_assert(hft_in_epoll_wait(c[2].pid), "the third still asleep");
 	hft_go(&c[1]);
 	cr_assert_eq(hft_wait(&c[1]), 0);
 	hf_wait_ring(queue_sfd, "queue");
@@ -422,7 +381,7 @@ Test(wait, a_ring_not_taken_is_passed_on)
 	queued(&a, d, sfd);
 	queued(&b, d, sfd);
 	hf_wait_ring(sfd, "queue");
-	hf_wait_pass(&a); /* takes the byte, writes it back after leaving */
+	hf_wait_pass(&a, 0); /* takes the byte, writes it back after leaving */
 	hf_wait_done(&a);
 	cap_an_hour();
 	hf_wait_holder(&b, 0);

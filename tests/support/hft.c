@@ -557,3 +557,75 @@ void hft_reap_group(const struct hft_child *c)
 	if (kill(-c->pid, SIGKILL) < 0)
 		cr_assert_eq(errno, ESRCH, "kill(-%d): %s", (int)c->pid, strerror(errno));
 }
+
+/* The system call pid is blocked in, once it is blocked (state S), or -1
+ * when it ended. */
+static long blocked_in(pid_t pid)
+{
+	char path[64], buf[256];
+	int64_t end = hf_sys_mono_ns() + 10000000000LL;
+	while (hf_sys_mono_ns() < end) {
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			return -1;
+		char *ok = fgets(buf, sizeof buf, f);
+		fclose(f);
+		char *rp = ok ? strrchr(buf, ')') : NULL;
+		if (rp && rp[1] && rp[2] == 'S') {
+			snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+			f = fopen(path, "re");
+			long nr = -1;
+			int got = f ? fscanf(f, "%ld", &nr) : 0;
+			if (f)
+				fclose(f);
+			if (got == 1)
+				return nr;
+		}
+		sched_yield();
+	}
+	cr_assert_fail("process %d never blocked", (int)pid);
+	return -1;
+}
+
+bool hft_in_epoll_wait(pid_t pid)
+{
+	long nr = blocked_in(pid);
+	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait
+#ifdef SYS_epoll_pwait2
+	       || nr == SYS_epoll_pwait2
+#endif
+		;
+}
+
+static bool has_pidfd(pid_t pid)
+{
+	char dir[64], path[320], link[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			found = strstr(link, "pidfd") != NULL;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+bool hft_asleep_in_queue(pid_t pid)
+{
+	int64_t end = hf_sys_mono_ns() + 10000000000LL;
+	while (!has_pidfd(pid)) {
+		if (hf_sys_mono_ns() >= end)
+			cr_assert_fail("process %d opened no pidfd", (int)pid);
+		sched_yield();
+	}
+	return hft_in_epoll_wait(pid);
+}

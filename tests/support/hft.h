@@ -65,6 +65,15 @@ int hft_wait(struct hft_child *c);
  * malloc'd, when not NULL; the descriptors are closed), then wait for it:
  * its exit code (128+N: signal N). */
 int hft_collect(pid_t pid, int out_rd, int err_rd, char **out, char **err);
+/* Whether process pid, once blocked (state S, polled from /proc without a
+ * sleep; a Criterion failure after 10 s of never blocking), is blocked in
+ * epoll_wait(2): a waiter asleep in a queue (wait.c WT8). */
+bool hft_in_epoll_wait(pid_t pid);
+/* A waiter of the queue asleep for good: it has opened its holder's pidfd
+ * (a queued waiter does so once its sleep lasted 10 ms, WT5, and sleeps
+ * without a break from then on) and is blocked in epoll_wait. Polled from
+ * /proc, bounded (10 s: a Criterion failure). */
+bool hft_asleep_in_queue(pid_t pid);
 /* The children of process pid's main thread, from /proc (at most n into
  * kids): how many it has. */
 int hft_children(pid_t pid, pid_t *kids, int n);

@@ -32,6 +32,8 @@
  *                           is a crashed acquirer's, swept by the next sweep.
  *   P/L.holdfast/queue      the waiters' queue: a FIFO (0600), made by the
  *                           first waiter, never removed (DQ1; wait.c WT8)
+ *   P/L (its mode)          01700 once a waiter sleeps behind its holder
+ *                           (the sticky bit: DQ5's mark), else 0700
  *   P/L.holdfast/c-<ms>-[<token>-]<hex>/   a claim: a lock directory moved
  *                           aside by someone about to destroy or inspect it;
  *                           <ms> is the wall-clock time it was taken (the
@@ -143,24 +145,37 @@
  *       the same directory (inode) still at L means its leaving rings after
  *       our registration, and we sleep. Then it sleeps until a ring, the
  *       holder's end (pidfd), the cap (WT6) or its deadline, and attempts.
- *   DQ2 Every step that takes L into a claim - a release, a reap, a
- *       withdrawal, a shared or slot holder leaving for its entry (DS2) -
- *       rings the queue once that step is over (its claim removed: the
- *       waiter woken finds no claim of ours to judge, and its DA5 no
- *       subdirectory to read). One ring wakes one waiter, the first
- *       registered that is asleep; one that nobody waits for costs one
- *       failed open.
+ *   DQ2 Every step that takes L into a claim rings the queue once that
+ *       step is over (its claim removed: the waiter woken finds no claim of
+ *       ours to judge, and its DA5 no subdirectory to read): a reap, a
+ *       withdrawal and a release by token always (a probe: one failed open
+ *       when nobody waits); the holder's own release and a shared or slot
+ *       holder leaving for its entry (DS2) when the directory they took is
+ *       marked (DQ5), seen in the stat of its claim that they make anyway -
+ *       an uncontended release costs no system call more. One ring wakes
+ *       one waiter, the first registered that is asleep.
  *   DQ3 A waiter that leaves without entering (deadline, cancel, error)
  *       passes on a ring given to it (hf_wait_pass); one that enters
  *       leaves the queue (hf_wait_done) - or, a holder that keeps its
  *       directories (hf_lock handles), at its release (DQ4).
- *   DQ4 A holder that came through the queue keeps its registration until
- *       its release and rings through its own descriptor there: one write
+ *   DQ4 A holder that came through the queue rings when it moves L away,
+ *       marked or not (a waiter may sleep behind a directory it marked
+ *       before this one, and the ring this holder was given may have been
+ *       the only one: model/queue.pml, queue-noviaq). It keeps its
+ *       registration until its release and rings through its own
+ *       descriptor there: one write
  *       (a reader itself, its write never raises SIGPIPE; with no other
  *       reader the byte goes with the FIFO's buffer when it closes). While
  *       it holds it is never asleep in epoll_wait, so the kernel gives no
  *       ring to it (an exclusive wake-up counts only for a sleeper) and
  *       passes on to the next waiter.
+ *   DQ5 The mark: a waiting acquirer that judged a live holder at L sets
+ *       the sticky bit of that directory through the descriptor that pins
+ *       it (fchmod), unless it is set already, then - registered - looks at
+ *       L (DQ1): the same directory there means the holder moves it away
+ *       after the mark and sees it in its claim's stat: it rings.
+ *       Otherwise the waiter attempts at once. A mark that cannot be set
+ *       leaves the waiter on the watch.
  *   A queue that cannot be had (not a FIFO, no permission, a read-only
  *   file system) leaves the waiter on the inotify watch of P (wait.c),
  *   where every release wakes every waiter, as before 0.3.
@@ -439,6 +454,10 @@
  *     of the queue. A waiter killed between its wake-up and its attempt,
  *     and a holdfast 0.2 holder (it never rings), leave the next waiter to
  *     the cap (WT6): up to 1.5 s late, never wrong.
+ *   - DQ5's mark moves the ctime of the holder's directory once (a marked
+ *     one is not marked again): a record-less directory of a stopped
+ *     acquirer, which ages by its ctime (DL6), is reaped up to one stale
+ *     window later than without waiters.
  *   - A wall clock set back makes records of another kernel look younger
  *     (liveness only); set forward, such a live owner may look leaked:
  *     fencing again. On one kernel ages are boot-relative.
@@ -493,6 +512,9 @@ struct lk {
 	bool nlink_counts;              /* st_nlink == 2 + subdirectories    */
 	int64_t stale_ms, max_hold_ms;
 	bool ring;                      /* L was taken: ring the queue (DQ2) */
+	bool flag;                      /* a waiting acquisition: mark the
+					   holders it sleeps behind (DQ5)     */
+	bool flag_failed;               /* a mark could not be set (DQ5)     */
 	dev_t held_dev;                 /* the directory at L a live holder  */
 	ino_t held_ino;                 /* was judged in (DQ1); 0: none      */
 };
@@ -505,6 +527,7 @@ struct place {
 	struct hf_lock_info info;    /* REC_OK                            */
 	dev_t dev;                      /* read unless a peek found a record  */
 	ino_t ino;
+	mode_t mode;                    /* read with dev and ino             */
 	int64_t ctime_ms;
 	uint64_t digest;                /* REC_OK: FNV-1a of the record's bytes
 					   (DL14: with the token, its identity) */
@@ -682,6 +705,7 @@ static int place_read_mode(int dirfd, const char *name, struct place *p, bool pe
 		rc = hf_sys_fstat(dfd, &st);
 		p->dev = st.st_dev;
 		p->ino = st.st_ino;
+		p->mode = st.st_mode;
 		p->ctime_ms = (int64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec / 1000000;
 	}
 	if (rc < 0) {
@@ -880,6 +904,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 	l->held_dev = 0;
 	l->held_ino = 0;
 	l->ring = false;
+	l->flag = l->flag_failed = false;
 	if (!path || !*path)
 		return -EINVAL;
 	l->stale_ms = stale_ms > 0 ? stale_ms : HF_LOCK_STALE_MS_DEFAULT;
@@ -993,17 +1018,13 @@ struct role {
 	(&(const struct role){ HF_PT_DIRLOCK_##r##_JUDGED, HF_PT_DIRLOCK_##r##_TAKEN, \
 			       HF_PT_DIRLOCK_##r##_VERIFIED, HF_PT_DIRLOCK_##r##_UNLINKED })
 
-/* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. A
- * take of L rings the queue (DQ2): L's name is free from here on. */
+/* Take dirfd/name into a new claim of our own: 0 and mine, -ENOENT. */
 static int claim_take(struct lk *l, int dirfd, const char *name, const char *self_token,
 		      char *mine, size_t n)
 {
 	char prefix[40 + HF_TOKEN_LEN];
 	claim_prefix(prefix, sizeof prefix, self_token);
-	int rc = hf_claim_take(dirfd, name, l->sfd, prefix, mine, n);
-	if (rc == 0 && dirfd == l->pfd) /* the only name taken from P is L */
-		l->ring = true; /* DQ2: rung once this step is over */
-	return rc;
+	return hf_claim_take(dirfd, name, l->sfd, prefix, mine, n);
 }
 
 static int rm_files_cb(int dirfd, const char *name, void *ctx)
@@ -1097,6 +1118,8 @@ static int take_verify_remove(struct lk *l, int dirfd, const char *name,
 		return 0; /* someone else moved it first */
 	if (rc < 0)
 		return rc;
+	if (dirfd == l->pfd) /* the only name taken from P is L */
+		l->ring = true; /* DQ2: a reap, a withdrawal, a release by token */
 	hf_sys_point(role->taken);
 	struct place now;
 	rc = place_peek(l->sfd, mine, &now);
@@ -1428,12 +1451,20 @@ static int judge_and_reap(struct lk *l, struct hf_lock_info *holder)
 	judge(l, &p, p.ctime_ms, hf_sys_now_ms());
 	hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_JUDGED);
 	if (!reapable(p.info.state)) {
+		/* DQ5: a waiter marks the live holder's directory, through the
+		 * descriptor that pins it, so that its release rings - once: a
+		 * marked one is left as it is (the mark moves the directory's
+		 * ctime, by which a record-less one ages, DL6) */
+		if (l->flag && p.kind != REC_BAD && p.fd >= 0 && p.ino) {
+			if ((p.mode & S_ISVTX) || hf_sys_fchmod(p.fd, S_ISVTX | 0700) == 0) {
+				l->held_dev = p.dev; /* DQ1: the look after it */
+				l->held_ino = p.ino;
+			} else {
+				l->flag_failed = true;
+			}
+		}
 		place_done(&p);
 		holder_from(holder, &p);
-		if (p.kind != REC_BAD) {
-			l->held_dev = p.dev; /* DQ1: the registration's look */
-			l->held_ino = p.ino;
-		}
 		if (p.kind == REC_BAD && holder)
 			snprintf(holder->reason, sizeof holder->reason,
 				 "the owner record is unreadable (not a record holdfast writes); "
@@ -1797,6 +1828,8 @@ static int share_move(struct lk *l, int lfd, const char *token, int mode, uint64
 		return RETRY; /* stolen meanwhile (DL5): it is a claim's now */
 	if (rc < 0)
 		return rc;
+	if (at.st_mode & S_ISVTX)
+		l->ring = true; /* DQ5: a waiter marked it before its sleep */
 	if (at.st_dev != mine.st_dev || at.st_ino != mine.st_ino) {
 		/* L changed hands between the look and the take: not ours, back
 		 * it goes (DL4) */
@@ -2021,6 +2054,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	struct hf_waiter w;
 	hf_wait_init(&w, l.parent, l.base, o->wait_ms);
 	hf_wait_queue(&w, l.sfd, QUEUE_FILE); /* DQ1 */
+	l.flag = o->wait_ms != 0;              /* DQ5 */
 	if (o->has_cancel)
 		hf_wait_set_cancel(&w, o->cancel_fd);
 	struct hf_lock_info holder, got;
@@ -2031,6 +2065,8 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	for (;;) {
 		l.held_ino = 0;
 		rc = attempt(&l, o, &w, &st, &got, &holder);
+		if (rc == 0 && o->mode != HF_MODE_EXCLUSIVE && w.efd >= 0)
+			l.ring = true; /* DQ4: left L for its entry, from the queue */
 		ring_due(&l, w.qfd); /* DQ2: before we sleep or leave */
 		if (rc == 0)
 			break;
@@ -2062,8 +2098,13 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		 * the watch); its end, when it is a process of our pid namespace,
 		 * is a pidfd event (WT5). Barriers and unreadable records are
 		 * resolved beside L, unseen: the short backoff. */
+		if (l.flag_failed && !w.armed)
+			w.qdir = -1; /* DQ5: no mark, no ring: the watch instead */
 		if (rc == HF_EHELD)
 			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
+		if (rc == HF_EHELD && w.efd >= 0 && l.held_ino && !still_at_l(&l) &&
+		    !hf_wait_expired(&w))
+			continue; /* DQ1: marked, but it left L before the mark: look */
 		if (o->wait_ms != 0)
 			hf_fence_open(l.sfd, &l.ffd); /* before the sleep, not after the release
 					 * (an error is met again by the attempt) */
@@ -2088,8 +2129,9 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		}
 		holder.reason[0] = '\0';
 	}
-	if (rc != 0)
-		hf_wait_pass(&w); /* DQ3 */
+	if (rc != 0) /* DQ3: a ring read and then an error: owed to the next */
+		hf_wait_pass(&w, w.woke == HF_WOKE_EVENT && rc != HF_EHELD && rc != HF_ETIMEDOUT &&
+					 rc != HF_ECANCELED);
 	if (rc == 0 && o->kept) {
 		/* DQ4: a holder that waited in the queue keeps its place there
 		 * until its release (it is not asleep in it, so no ring is given
@@ -2154,6 +2196,8 @@ static int release_own(struct lk *l, int lfd, const char *token)
 		return rc; /* our claim stays: a barrier, swept when stale */
 	hf_sys_point(role->verified);
 	bool ours = at.st_dev == mine.st_dev && at.st_ino == mine.st_ino;
+	if (at.st_mode & S_ISVTX)
+		l->ring = true; /* DQ5: a waiter marked it before its sleep */
 	/* DL19: a directory's link count is 2 + its subdirectories where the
 	 * file system counts them (ext4, xfs, tmpfs); 1 (btrfs, ext4 past
 	 * 65000) or more than 2 and the claim is listed. A release costs no
@@ -2328,7 +2372,9 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 		rc = release_in(&l, held->owner.token, held->live_fd, reterr_holder);
 	else if (rc > 0)
 		rc = 0;
-	ring_due(&l, kept ? kept->qfd : -1); /* DQ2, DQ4 */
+	if (kept && kept->qfd >= 0)
+		l.ring = true; /* DQ4: it came through the queue: rings in any case */
+	ring_due(&l, kept ? kept->qfd : -1); /* DQ2, DQ4, DQ5 */
 	lk_close(&l);
 	hf_dirlock_kept_close(kept); /* the counter, after L moved */
 	return rc;
