@@ -111,7 +111,7 @@ Test(etcd_lease, expired_reaped_and_returned_to_the_parent)
 		"sh",
 		BIN_H BOUND
 		"mkdir -p c/b/d\n"
-		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!\n"
+		"sleep 1000 </dev/null >/dev/null 2>&1 & a=$!; trap 'kill $a 2>/dev/null' EXIT\n"
 		"\"$H\" scope register EA c:write:recursive --pid $a >/dev/null || exit 10\n"
 		"\"$H\" scope register EB c/b:write:recursive --from EA --lease 1s --reason short >/dev/null || exit 11\n"
 		"\"$H\" scope register ED c/b/d:write:recursive --from EB --pid $a >/dev/null || exit 12\n"
