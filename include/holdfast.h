@@ -769,7 +769,11 @@ int hf_scope_release(hf_scope *s);
 int hf_scope_renew(hf_scope *s);
 /* Forget a registration without releasing it; returns its descriptor (the
  * caller's now) or -1 when the handle holds none (or holds it on etcd: the
- * lease stays, its TTL running). The generation stays readable. */
+ * lease stays, its TTL running; or holds a pod leased by HF_OPT_LEASE_MS,
+ * which has no descriptor: its lease holds it). The generation stays
+ * readable. A caller that leaves a leased pod to its lease (to renew and
+ * release it by name from later processes) detaches before hf_scope_free,
+ * which would release it. */
 int hf_scope_detach(hf_scope *s);
 /* On etcd: keep the lease of the registration the handle holds or detached
  * alive for its owner (HF_OPT_PID, default the caller) until the owner ends
@@ -786,8 +790,9 @@ int hf_scope_fd(const hf_scope *s);
  * hf_scope_register; NULL: nothing more than the code). NULL after a
  * success. */
 const hf_rec *hf_scope_holder(const hf_scope *s);
-/* Free; a registration it still holds (made by this process) is released.
- * NULL: no-op. */
+/* Free; a registration it still holds (made by this process) is released -
+ * a leased one too (HF_OPT_LEASE_MS): to leave it to its lease, call
+ * hf_scope_detach first. NULL: no-op. */
 void hf_scope_free(hf_scope *s);
 
 /* "PATH:MODE[:recursive]" with PATH canonical, into buf (n bytes). */

@@ -246,8 +246,12 @@ export interface ScopeOptions extends BackendOptions, LeaseOptions {
   socket?: string;
   /** The bound on waiting for the registry's own lock (default 5 s). */
   lockWait?: number;
-  /** Release only this registration. */
+  /** Release (or renew) only this registration. */
   generation?: bigint | number;
+  /** ms, 1 s to 365 days: held by a lease, no process; renew() moves its end. */
+  lease?: number;
+  /** Why the pod registers (at most 256 bytes, no control characters). */
+  reason?: string;
 }
 
 export class Scope {
@@ -257,6 +261,8 @@ export class Scope {
   register(options?: AsyncWaitOptions): Promise<this>;
   registerSync(options?: WaitOptions): this;
   release(): void;
+  /** Renew a leased pod by name: its lease ends lease ms (default: its own length) from now. */
+  renew(lease?: number): this;
   detach(): number;
   readonly generation: bigint;
   readonly fd: number;

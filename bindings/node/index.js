@@ -638,7 +638,16 @@ class Scope {
 	 * @param {{specs?: string[], pid?: number, from?: string, registry?: string,
 	 *   socket?: string, lockWait?: number, generation?: bigint|number,
 	 *   backend?: string, etcdUser?: string, etcdPasswordFile?: string,
-	 *   etcdCaFile?: string, ttlMs?: number, etcdTimeoutMs?: number}} [options]
+	 *   etcdCaFile?: string, ttlMs?: number, etcdTimeoutMs?: number,
+	 *   lease?: number, reason?: string}} [options]
+	 * lease (ms, 1 s to 365 days): held by no process but a lease - register,
+	 * detach(), then renew() or release() by name from any later process; it
+	 * ends that long after the registration or the last renewal, then is
+	 * reaped, its scope back to its parent. close() (and the exit of this
+	 * process) releases a leased pod it registered unless detached first.
+	 * reason: why the pod registers (at most 256 bytes of text without
+	 * control characters), kept with the registration, in the registry's
+	 * entries ("reason") and every refusal it causes ("holder_reason").
 	 */
 	constructor(name, options = {}) {
 		this.name = name;
@@ -651,6 +660,14 @@ class Scope {
 		setOpt(box, C.OPT_LOCK_WAIT_MS, ms('lockWait', options.lockWait), ctx);
 		if (options.generation !== undefined)
 			setOpt(box, C.OPT_GENERATION, options.generation, ctx);
+		setOpt(box, C.OPT_LEASE_MS, ms('lease', options.lease), ctx);
+		if (options.reason !== undefined && typeof options.reason !== 'string')
+			throw new TypeError('holdfast: reason must be a string');
+		if (options.reason !== undefined) {
+			const rc = native.setStr(box, C.OPT_REASON, options.reason);
+			if (rc < 0)
+				throw this._fail(rc, 'reason');
+		}
 		for (const [k, opt] of [['from', C.OPT_FROM], ['registry', C.OPT_REGISTRY], ['socket', C.OPT_SOCKET]])
 			if (options[k] !== undefined)
 				check(native.setStr(box, opt, options[k]), ctx);
@@ -700,9 +717,29 @@ class Scope {
 			throw this._fail(rc, 'release');
 	}
 
-	/** Forget the registration without releasing it: its descriptor, or -1. */
+	/** Renew the leased pod of this name (registered here or by any process;
+	 * with option generation, only that registration): its lease now ends
+	 * lease ms from now (the option lease, or this argument; neither: the
+	 * pod's own length). Throws HF_ENOTHELD (no such pod), HF_ELOST (its lease
+	 * had ended: reaped now), HF_ENOTYOURS (another registration has the
+	 * name), EINVAL (the pod is not leased). */
+	renew(lease) {
+		const ctx = { op: 'renew', path: this.name };
+		setOpt(this._box, C.OPT_LEASE_MS, ms('lease', lease), ctx);
+		const rc = native.scopeRenew(this._box);
+		if (rc === C.HF_ELOST || rc === C.HF_ENOTHELD)
+			heldHere.delete(this);
+		if (rc < 0)
+			throw this._fail(rc, 'renew');
+		return this;
+	}
+
+	/** Forget the registration without releasing it: its descriptor, or -1
+	 * (a leased pod has none: it stays, held by its lease). */
 	detach() {
-		const fd = check(native.scopeDetach(this._box), { op: 'detach', path: this.name });
+		const fd = native.scopeDetach(this._box);
+		if (fd < -1) // -1: no descriptor (a leased pod, or nothing held); below: the box's error
+			check(fd, { op: 'detach', path: this.name });
 		heldHere.delete(this);
 		return fd;
 	}

@@ -843,6 +843,8 @@ BOX_FN(js_scope_release, K_SCOPE, hf_scope_release(b->h))
 
 BOX_FN(js_scope_detach, K_SCOPE, hf_scope_detach(b->h))
 
+BOX_FN(js_scope_renew, K_SCOPE, hf_scope_renew(b->h))
+
 static napi_value js_scope_info(napi_env env, napi_callback_info info)
 {
 	ARGS(1);
@@ -984,6 +986,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "scopeRegisterSync", js_scope_register_sync },
 		{ "scopeRelease", js_scope_release },
 		{ "scopeDetach", js_scope_detach },
+		{ "scopeRenew", js_scope_renew },
 		{ "scopeInfo", js_scope_info },
 		{ "registryRead", js_registry_read },
 		{ "registryReap", js_registry_reap },
@@ -1021,6 +1024,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{ "OPT_ETCD_USER", HF_OPT_ETCD_USER },
 		{ "OPT_ETCD_PASSWORD_FILE", HF_OPT_ETCD_PASSWORD_FILE },
 		{ "OPT_ETCD_CA_FILE", HF_OPT_ETCD_CA_FILE },
+		{ "OPT_REASON", HF_OPT_REASON },
 		{ "SCOPE_FREE", HF_SCOPE_FREE }, { "SCOPE_HELD", HF_SCOPE_HELD },
 		{ "SCOPE_YOURS", HF_SCOPE_YOURS }, { "SCOPE_OUTSIDE", HF_SCOPE_OUTSIDE },
 		{ "SCOPE_LOST", HF_SCOPE_LOST },

@@ -9,6 +9,11 @@
 //!                                          "held FENCE"
 //!   holder session PATH LANE               prints "held OWNER"
 //!   holder scope REGISTRY NAME PARENT SPEC prints "held GENERATION" (PARENT "-": none)
+//!   holder leased REGISTRY NAME PARENT SPEC LEASE_MS REASON
+//!                                          registers a pod held by a lease of
+//!                                          LEASE_MS with REASON, detaches it,
+//!                                          prints "held GENERATION" and exits
+//!                                          at once (the pod outlives it)
 //! `--backend URI` anywhere among the arguments puts it there (etcd://…).
 //! On a refusal it prints the error's name and message on one line and
 //! exits 1.
@@ -50,8 +55,23 @@ fn main() {
             }
             s.and_then(|s| s.spec(&a[4])).and_then(|s| s.register()).map(|g| (g.generation().to_string(), Box::new(g) as Box<dyn std::any::Any>))
         }
+        Some("leased") => {
+            let mut s = Scope::new(&a[2]).and_then(|s| s.backend(be)).and_then(|s| s.registry(&a[1]));
+            if a[3] != "-" {
+                s = s.and_then(|s| s.from(&a[3]));
+            }
+            let lease = std::time::Duration::from_millis(a[5].parse().unwrap_or(0));
+            match s.and_then(|s| s.spec(&a[4])).and_then(|s| s.lease(lease)).and_then(|s| s.reason(&a[6])).and_then(|s| s.register()) {
+                Ok(g) => {
+                    let (generation, _) = g.detach(); // left to its lease
+                    println!("held {generation}");
+                    std::process::exit(0)
+                }
+                Err(e) => Err(e),
+            }
+        }
         _ => {
-            eprintln!("usage: holder lock PATH | read PATH | write PATH | slot PATH N | session PATH LANE | scope REGISTRY NAME PARENT SPEC [--backend URI]");
+            eprintln!("usage: holder lock PATH | read PATH | write PATH | slot PATH N | session PATH LANE | scope REGISTRY NAME PARENT SPEC | leased REGISTRY NAME PARENT SPEC LEASE_MS REASON [--backend URI]");
             std::process::exit(64)
         }
     };

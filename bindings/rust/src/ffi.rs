@@ -49,6 +49,7 @@ pub const HF_OPT_BACKEND: c_int = 104;
 pub const HF_OPT_ETCD_USER: c_int = 105;
 pub const HF_OPT_ETCD_PASSWORD_FILE: c_int = 106;
 pub const HF_OPT_ETCD_CA_FILE: c_int = 107;
+pub const HF_OPT_REASON: c_int = 108;
 
 pub const HF_MODE_EXCLUSIVE: c_int = 0;
 pub const HF_MODE_SHARED: c_int = 1;
@@ -122,6 +123,7 @@ extern "C" {
     pub fn hf_scope_register(s: *mut hf_scope) -> c_int;
     pub fn hf_scope_release(s: *mut hf_scope) -> c_int;
     pub fn hf_scope_detach(s: *mut hf_scope) -> c_int;
+    pub fn hf_scope_renew(s: *mut hf_scope) -> c_int;
     pub fn hf_scope_generation(s: *const hf_scope) -> u64;
     pub fn hf_scope_fd(s: *const hf_scope) -> c_int;
     pub fn hf_scope_holder(s: *const hf_scope) -> *const hf_rec;

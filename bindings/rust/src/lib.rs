@@ -184,12 +184,13 @@ const STR_FIELDS: &[&str] = &[
     "token", "host", "comm", "name", "lane", "owner", "state", "reason", "scope", "request",
     "registry", "refused", "started", "acquired", "boot_id", "delegated_from", "aside", "live",
     "returned_to", "socket", "registered", "fs", "request_fs", "file", "broke.lane",
-    "broke.owner", "backend", "key", "path", "mode",
+    "broke.owner", "backend", "key", "path", "mode", "holder_reason", "lease_until",
 ];
 const INT_FIELDS: &[&str] = &[
     "pid", "fence", "age_ms", "generation", "max_hold_ms", "depth", "others", "request_index",
     "mtime_ms", "claims", "in_claim", "partial", "pid_start", "boottime_ms", "pidns", "timens",
     "legacy", "broke.age_s", "ttl_ms", "lease", "lease_ms", "kept", "slots", "waiting",
+    "lease_left_ms",
 ];
 const LIST_FIELDS: &[&str] = &["scope_allow", "scope"];
 
@@ -1343,6 +1344,34 @@ impl Scope {
     pub fn generation(self, generation: u64) -> Result<Self> {
         self.set(ffi::HF_OPT_GENERATION, i64::try_from(generation).unwrap_or(-1))
     }
+    /// Held by no process but a lease of `d` (1 s to 365 days): register,
+    /// [`ScopeGuard::detach`], then renew ([`Scope::renew`]) or release it by
+    /// name from any later process. It ends that long after the registration
+    /// or the last renewal; then it is reaped, its scope back to its parent.
+    /// Dropping a guard (or a handle) that still holds it releases it: detach
+    /// to leave it to its lease. At [`Scope::renew`]: the new length.
+    pub fn lease(self, d: Duration) -> Result<Self> {
+        self.set(ffi::HF_OPT_LEASE_MS, millis(d))
+    }
+    /// Why the pod registers (at most 256 bytes of text without control
+    /// characters, else `EINVAL`): kept with the registration ("reason") and
+    /// named by every refusal it causes ("holder_reason").
+    pub fn reason(self, why: &str) -> Result<Self> {
+        self.set_str(ffi::HF_OPT_REASON, why)
+    }
+    /// Renew the leased pod of this name, registered here or by any process
+    /// (with [`Scope::generation`], only that registration): its lease now
+    /// ends [`Scope::lease`] from now (unset: its own length); nothing else
+    /// changes (`hf_scope_renew`). `NotHeld`: no such pod; `Lost`: its lease
+    /// had ended (it is reaped now); `NotYours`: the name is another
+    /// registration's; `EINVAL`: the pod is not leased.
+    pub fn renew(&mut self) -> Result<()> {
+        let rc = unsafe { ffi::hf_scope_renew(self.raw) };
+        if rc < 0 {
+            return Err(self.err("scope renew", rc));
+        }
+        Ok(())
+    }
     /// Release a registration made elsewhere (by name, and by
     /// [`Scope::generation`] when set).
     pub fn release(self) -> Result<()> {
@@ -1407,8 +1436,13 @@ impl ScopeGuard {
     pub fn fd(&self) -> RawFd {
         unsafe { ffi::hf_scope_fd(self.scope.raw) }
     }
+    /// Renew this leased registration (as [`Scope::renew`]).
+    pub fn renew(&mut self) -> Result<()> {
+        self.scope.renew()
+    }
     /// Forget the registration without releasing it: its generation and
-    /// liveness descriptor (keep it open as long as the owner lives).
+    /// liveness descriptor (keep it open as long as the owner lives; none
+    /// for a leased pod, which its lease holds).
     pub fn detach(self) -> (u64, Option<OwnedFd>) {
         let generation = self.generation();
         let fd = unsafe { ffi::hf_scope_detach(self.scope.raw) };

@@ -69,6 +69,7 @@ HF_OPT_BACKEND = 104
 HF_OPT_ETCD_USER = 105
 HF_OPT_ETCD_PASSWORD_FILE = 106
 HF_OPT_ETCD_CA_FILE = 107
+HF_OPT_REASON = 108
 
 #: HF_OPT_MODE's values (enum hf_lock_mode) and HF_OPT_SLOTS's bound.
 HF_MODE_EXCLUSIVE = 0
@@ -132,6 +133,7 @@ _SIGNATURES = {
     "hf_scope_register": (c_int, [_P]),
     "hf_scope_release": (c_int, [_P]),
     "hf_scope_detach": (c_int, [_P]),
+    "hf_scope_renew": (c_int, [_P]),
     "hf_scope_generation": (c_uint64, [_P]),
     "hf_scope_fd": (c_int, [_P]),
     "hf_scope_holder": (_P, [_P]),

@@ -28,7 +28,15 @@ class Scope:
     registry's own lock; registry: the registry file (default
     $HOLDFAST_REGISTRY or the specs' tree's, hf_registry_path_for); socket: an absolute socket path
     to record; pid: whose life holds the registration; generation: release
-    only this registration (one made elsewhere). backend, etcd_user,
+    only this registration (one made elsewhere). lease (seconds, 1 s to
+    365 days): held by no process but a lease - register, detach(), and
+    renew() or release it by name from any later process (Scope(name,
+    lease=...)); it ends that long after the registration or the last
+    renewal, then is reaped, its scope back to its parent. close() (and the
+    collector) releases a leased pod this process registered unless it was
+    detached first. reason: why the pod registers (at most 256 bytes of
+    text, no control characters), kept with the registration, shown in
+    list and named by every refusal it causes ("holder_reason"). backend, etcd_user,
     etcd_password_file, etcd_ca_file, ttl, etcd_timeout: where the
     registration lives (default the registry file; "etcd://...": one key per
     pod in that etcd, on a lease; wait 0 only) and how to reach it
@@ -42,7 +50,8 @@ class Scope:
                  etcd_user: Optional[str] = None,
                  etcd_password_file: Optional[_backend.StrPath] = None,
                  etcd_ca_file: Optional[_backend.StrPath] = None,
-                 ttl: Optional[Seconds] = None, etcd_timeout: Optional[Seconds] = None) -> None:
+                 ttl: Optional[Seconds] = None, etcd_timeout: Optional[Seconds] = None,
+                 lease: Optional[Seconds] = None, reason: Optional[str] = None) -> None:
         self._name = name
         self._wait = wait
         self._mu = threading.RLock()
@@ -66,6 +75,10 @@ class Scope:
             self._set(L.HF_OPT_PID, int(pid))
         if generation is not None:
             self._set(L.HF_OPT_GENERATION, int(generation))
+        if lease is not None:
+            self._set(L.HF_OPT_LEASE_MS, dur_ms(lease, "lease"))
+        if reason is not None:
+            self._set_str(L.HF_OPT_REASON, reason, "reason")
         _backend.apply(self._set_str, self._set,
                        backend=backend, etcd_user=etcd_user,
                        etcd_password_file=etcd_password_file, etcd_ca_file=etcd_ca_file,
@@ -165,6 +178,23 @@ class Scope:
         with self._mu:
             rc = L.lib().hf_scope_release(self._handle())
             self._registered = False
+            self._check(rc)
+
+    def renew(self, lease: Optional[Seconds] = None) -> None:
+        """Renew the leased pod of this name (registered here or by any
+        process; with generation=, only that registration): its lease now
+        ends lease (default: the handle's lease=, else the pod's own length)
+        from now; nothing else changes (hf_scope_renew). Raises NotHeld (no
+        such pod), Lost (its lease had ended: it is reaped now), NotYours
+        (the name is another registration's), HoldfastOSError EINVAL (the
+        pod is not leased)."""
+        with self._mu:
+            h = self._handle()
+            if lease is not None:
+                self._set(L.HF_OPT_LEASE_MS, dur_ms(lease, "lease"))
+            rc = L.lib().hf_scope_renew(h)
+            if rc < 0 and self._registered and rc in (L.HF_ELOST, L.HF_ENOTHELD):
+                self._registered = False
             self._check(rc)
 
     def detach(self) -> int:
