@@ -15,6 +15,10 @@
  *
  * usage: contend MECH N SECONDS DIR [THINK_US]
  *   MECH  holdfast   hf_lock_acquire(wait forever) / hf_lock_release
+ *         watch      the same with the waiters' queue unusable (its name
+ *                    taken by a directory made first): every waiter on the
+ *                    inotify watch, woken by every release (dirlock.c DQ's
+ *                    fallback, as before 0.3)
  *         flock      flock(LOCK_EX) / flock(LOCK_UN) on a per-process fd
  *         mkdir      mkdir; on EEXIST sleep 1 ms and retry / rmdir
  * Prints one JSON line.
@@ -24,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +111,8 @@ int main(int argc, char **argv)
 	double secs = atof(argv[3]);
 	const char *dir = argv[4];
 	long think = argc > 5 ? atol(argv[5]) : 0;
-	int m = !strcmp(mech, "holdfast") ? 1 : !strcmp(mech, "flock") ? 2 : !strcmp(mech, "mkdir") ? 3 : 0;
+	bool watch = !strcmp(mech, "watch");
+	int m = !strcmp(mech, "holdfast") || watch ? 1 : !strcmp(mech, "flock") ? 2 : !strcmp(mech, "mkdir") ? 3 : 0;
 	if (!m || n < 1 || n > 64 || secs <= 0) {
 		fprintf(stderr, "contend: bad arguments\n");
 		return 2;
@@ -115,6 +121,19 @@ int main(int argc, char **argv)
 	snprintf(lockp, sizeof lockp, "%s/lock-%s", dir, mech);
 	if (m == 2)
 		close(open(lockp, O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+	char qdir[4200];
+	if (watch) { /* the state directory, and a directory where the FIFO goes */
+		snprintf(qdir, sizeof qdir, "%s.holdfast", lockp);
+		if (mkdir(qdir, 0700) < 0 && errno != EEXIST) {
+			perror(qdir);
+			return 1;
+		}
+		snprintf(qdir, sizeof qdir, "%s.holdfast/queue", lockp);
+		if (mkdir(qdir, 0700) < 0 && errno != EEXIST) {
+			perror(qdir);
+			return 1;
+		}
+	}
 	struct shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	size_t evbytes = (size_t)n * MAX_EV * sizeof(struct ev);
 	struct ev *evs = mmap(NULL, evbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

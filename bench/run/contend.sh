@@ -13,7 +13,8 @@
 #         <= 10 system calls per contended acquisition (perf stat, below)
 # One command on an idle machine: bench/run/contend.sh build
 # Environment: ROUNDS (5), SECS (2, per run), NPROC (4), LOAD_JOBS (nproc),
-# ROWS ("0 100 0L 100L": think time in us, L = under load), CONTEND_BEFORE
+# ROWS ("0 100 0L 100L": think time in us, L = under load), WATCH (1: the
+# queue's fallback too, "watch": holdfast with every waiter on inotify), CONTEND_BEFORE
 # (another build's contend-run: a "before" column of holdfast), MKDIR (1: the
 # mkdir-polling peer too). Prints a table and the JSON lines kept in $work.
 # A measurement: it always exits 0 unless a run found two holders at once.
@@ -38,6 +39,7 @@ trap 'stop_load; rm -rf "$work"' EXIT
 echo "# contention: $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start;" \
 	"$NPROC processes, ${SECS} s per run, $ROUNDS rounds per row"
 mechs="holdfast flock"
+[ "${WATCH:-1}" = 1 ] && mechs="holdfast watch flock"
 [ "$MKDIR" = 1 ] && mechs="$mechs mkdir"
 [ -n "${CONTEND_BEFORE:-}" ] && [ -x "$CONTEND_BEFORE" ] && mechs="$mechs before"
 bad=0
@@ -68,7 +70,7 @@ order = sys.argv[2].split()
 def med(row, m, k):
     v = [r[k] for r in rows if r["row"] == row and r["as"] == m]
     return st.median(v) if v else float("nan")
-mechs = [m for m in ("holdfast", "before", "flock", "mkdir") if any(r["as"] == m for r in rows)]
+mechs = [m for m in ("holdfast", "watch", "before", "flock", "mkdir") if any(r["as"] == m for r in rows)]
 print(f"{'row':<22}{'mechanism':<11}{'acq/s':>8}{'x-hand':>8}{'x-p50 us':>10}{'x-p99 us':>10}"
       f"{'same':>7}{'fair':>6}{'overl':>6}")
 for row in order:
@@ -103,6 +105,11 @@ for row in order:
     line = (f"  {name:<22} acq/s {thr:5.2f}x flock ({'meets' if thr >= thr_goal else 'misses'} >= {thr_goal}x), "
             f"p99 {ratio:5.2f}x flock ({'meets' if ratio <= p99_goal else 'misses'} <= {p99_goal:.0f}x), "
             f"fairness {fair:.2f} ({'meets' if fair >= 0.9 else 'misses'} >= 0.9)")
+    if "watch" in mechs:
+        rw = ratios("watch")
+        tw = med(row, "watch", "acq_per_s") / med(row, "flock", "acq_per_s")
+        line += (f"; without the queue (watch): acq/s {tw:.2f}x, p99 {st.median(rw) if rw else float('nan'):.2f}x, "
+                 f"fairness {med(row,'watch','fairness'):.2f}")
     if "before" in mechs:
         rb = ratios("before")
         tb = med(row, "before", "acq_per_s") / med(row, "flock", "acq_per_s")
