@@ -306,3 +306,18 @@ int dl_scaled(int n)
 	int v = n * pct / 100;
 	return v > 10 ? v : 10;
 }
+
+void dl_fixture(char **dir, char **lock)
+{
+	*dir = hft_tmpdir();
+	*lock = dl_path(*dir, "L");
+}
+
+void dl_fixture_end(char **dir, char **lock)
+{
+	hf_fault_inject(NULL, NULL, 0);
+	hft_rmtree(*dir);
+	free(*dir);
+	free(*lock);
+	*dir = *lock = NULL;
+}

@@ -50,6 +50,11 @@ struct dl_acq {
 				  not by token                               */
 };
 
+/* A suite's fixture: a fresh temporary directory and the lock path L in it;
+ * its end disarms the fault engine and removes the directory. */
+void dl_fixture(char **dir, char **lock);
+void dl_fixture_end(char **dir, char **lock);
+
 /* hft_spawn_fn function: one scripted acquirer (see above). */
 int dl_acq(void *arg);
 

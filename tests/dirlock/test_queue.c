@@ -19,16 +19,12 @@ static char *dir, *lock;
 
 static void setup(void)
 {
-	dir = hft_tmpdir();
-	lock = dl_path(dir, "L");
+	dl_fixture(&dir, &lock);
 }
 
 static void teardown(void)
 {
-	hf_fault_inject(NULL, NULL, 0);
-	hft_rmtree(dir);
-	free(dir);
-	free(lock);
+	dl_fixture_end(&dir, &lock);
 }
 
 TestSuite(queue, .init = setup, .fini = teardown, .timeout = 120);

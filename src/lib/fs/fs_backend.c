@@ -443,33 +443,30 @@ static int scope_register(void *p, const struct hf_scope_args *a, uint64_t *gen,
 	return rc;
 }
 
+/* The registry a release or a renewal acts on: the one the handle holds
+ * its registration in (FB3), else its specs' (RG12). */
+static int scope_held_registry(const struct fs_scope *st, const struct hf_scope_args *a,
+			       char *path, struct hf_scopereg_holder *h)
+{
+	if (!a->holds)
+		return scope_registry(a, path, h);
+	strcpy(path, st->held_registry); /* FB3 */
+	return 0;
+}
+
 static int scope_release(void *p, const struct hf_scope_args *a, struct hf_scopereg_holder *h)
 {
-	struct fs_scope *st = p;
 	char path[PATH_MAX];
-	int rc = 0;
-	if (a->holds)
-		strcpy(path, st->held_registry); /* FB3 */
-	else
-		rc = scope_registry(a, path, h);
-	if (rc < 0)
-		return rc;
-	return hf_scopereg_release(path, a->name, a->generation, h);
+	int rc = scope_held_registry(p, a, path, h);
+	return rc < 0 ? rc : hf_scopereg_release(path, a->name, a->generation, h);
 }
 
 static int scope_renew(void *p, const struct hf_scope_args *a, int64_t lease_ms,
 		       struct hf_scopereg_holder *h)
 {
-	struct fs_scope *st = p;
 	char path[PATH_MAX];
-	int rc = 0;
-	if (a->holds)
-		strcpy(path, st->held_registry); /* FB3 */
-	else
-		rc = scope_registry(a, path, h);
-	if (rc < 0)
-		return rc;
-	return hf_scopereg_renew(path, a->name, a->generation, lease_ms, h); /* RG15 */
+	int rc = scope_held_registry(p, a, path, h);
+	return rc < 0 ? rc : hf_scopereg_renew(path, a->name, a->generation, lease_ms, h); /* RG15 */
 }
 
 static int scope_table(void *p, const struct hf_scope_args *a, bool reap,

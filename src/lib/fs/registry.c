@@ -517,6 +517,24 @@ int hf_scopereg_release(const char *registry, const char *name, uint64_t generat
 	return rc;
 }
 
+/* reg_begin with a table for what it reaps (*ret_reaped, the caller's to
+ * free): 0, or <0 with nothing left open. */
+static int reg_begin_reaping(const char *registry, struct hf_regfile *r,
+			     struct hf_scopereg_table *t, struct hf_scopereg_table **ret_reaped,
+			     int *nreaped, struct hf_scopereg_holder *err)
+{
+	struct hf_scopereg_table *reaped = calloc(1, sizeof *reaped);
+	if (!reaped)
+		return -ENOMEM;
+	int rc = reg_begin(registry, 0, -1, r, t, reaped, nreaped, err);
+	if (rc < 0) {
+		hf_scopereg_free(reaped);
+		return rc;
+	}
+	*ret_reaped = reaped;
+	return 0;
+}
+
 int hf_scopereg_renew(const char *registry, const char *name, uint64_t generation,
 		      int64_t lease_ms, struct hf_scopereg_holder *err)
 {
@@ -526,17 +544,13 @@ int hf_scopereg_renew(const char *registry, const char *name, uint64_t generatio
 		return bad_input(err, "not a valid pod name");
 	if (lease_ms < 0 || (lease_ms > 0 && lease_ms < 1000) || lease_ms > 365LL * 86400 * 1000)
 		return bad_input(err, "a lease is 1 s to 365 days");
-	struct hf_scopereg_table *reaped = calloc(1, sizeof *reaped);
-	if (!reaped)
-		return -ENOMEM;
+	struct hf_scopereg_table *reaped;
 	struct hf_regfile r;
 	struct hf_scopereg_table t;
 	int nreaped;
-	int rc = reg_begin(registry, 0, -1, &r, &t, reaped, &nreaped, err);
-	if (rc < 0) {
-		hf_scopereg_free(reaped);
+	int rc = reg_begin_reaping(registry, &r, &t, &reaped, &nreaped, err);
+	if (rc < 0)
 		return rc;
-	}
 	bool changed = nreaped > 0;
 	long i = hf_regtable_find(&t, name);
 	long gone = -1;
@@ -585,17 +599,13 @@ int hf_scopereg_reap(const char *registry, struct hf_scopereg_table **ret,
 {
 	if (err)
 		memset(err, 0, sizeof *err);
-	struct hf_scopereg_table *reaped = calloc(1, sizeof *reaped);
-	if (!reaped)
-		return -ENOMEM;
+	struct hf_scopereg_table *reaped;
 	struct hf_regfile r;
 	struct hf_scopereg_table t;
 	int nreaped;
-	int rc = reg_begin(registry, 0, -1, &r, &t, reaped, &nreaped, err);
-	if (rc < 0) {
-		hf_scopereg_free(reaped);
+	int rc = reg_begin_reaping(registry, &r, &t, &reaped, &nreaped, err);
+	if (rc < 0)
 		return rc;
-	}
 	if (nreaped > 0)
 		rc = hf_regfile_store(&r, &t, err);
 	hf_regfile_finish(&r, &t, nreaped > 0 && rc == 0);
