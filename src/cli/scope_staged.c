@@ -235,8 +235,14 @@ nomem:
 static void staged_holder_words(const hf_rec *holder, const hf_rec *refusal, size_t k, char *buf,
 				size_t n)
 {
-	char who[1024], key[64];
+	char who[1024 + HF_REASON_MAX * 4], key[64];
 	cli_scope_holder_words(holder, who, sizeof who);
+	/* the holder is the registry's allocation: its reason (RG14) is
+	 * "reason" there, not a refusal's "holder_reason" */
+	const char *why = cli_scope_field(holder, "reason");
+	if (why[0] && strlen(who) > 1 && who[strlen(who) - 1] == ')')
+		snprintf(who + strlen(who) - 1, sizeof who - strlen(who) + 1, ", reason: %s)",
+			 SHOW(why));
 	snprintf(key, sizeof key, "refused.%zu.holder_fs", k);
 	const char *fs = hf_rec_str(refusal, key);
 	snprintf(key, sizeof key, "refused.%zu.holder_scope", k);
@@ -343,6 +349,11 @@ int cli_scope_check_staged(const char *pod, uint64_t gen, bool json)
 			snprintf(key, sizeof key, "refused.%zu.holder_fs", k);
 			if (h && hf_rec_str(v, key))
 				json_object_set_new(h, "fs", json_string(hf_rec_str(v, key)));
+			if (h && cli_scope_field(holder, "reason")[0]) /* RG14 */
+				json_object_set_new(h, "reason", json_string(cli_scope_field(holder, "reason")));
+			if (h && cli_scope_field(holder, "lease_until")[0]) /* RG15 */
+				json_object_set_new(h, "lease_until",
+						    json_string(cli_scope_field(holder, "lease_until")));
 			snprintf(key, sizeof key, "refused.%zu.state", k);
 			json_array_append_new(
 				list, json_pack("{s:o, s:o, s:s, s:s, s:o}", "path",

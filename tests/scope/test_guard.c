@@ -124,6 +124,30 @@ Test(guard, a_commit_into_another_pods_scope_is_refused_naming_path_and_holder)
 	cr_assert_eq(commits(), 4);
 }
 
+/* The holder's reason and lease (issue 22, parts 2 and 3) in the guard's
+ * refusal, in words and in --json. */
+Test(guard, the_refusal_names_the_holders_reason_and_lease)
+{
+	char spec[800], *err = NULL;
+	snprintf(spec, sizeof spec, "%s/b:write:recursive", repo);
+	cr_assert_eq(sc_cli(NULL, &err, "scope", "register", "B", spec, "--lease", "1h", "--reason",
+			    "refactoring the parser", NULL),
+		     0, "register B: %s", err);
+	free(err);
+	char *out;
+	int rc = agent("A", "echo more >> b/y && git add -A && git commit -qm x", &out);
+	cr_assert_eq(rc, 1, "refused: %s", out);
+	HAS(out, "modified b/y: held by B (pid ");
+	HAS(out, ", leased until ");
+	HAS(out, ", reason: refactoring the parser)");
+	free(out);
+	rc = agent("A", "\"$HOLDFAST\" scope check --staged --pod A --json", &out);
+	cr_assert_eq(rc, 1, "%s", out);
+	HAS(out, "\"reason\":\"refactoring the parser\"");
+	HAS(out, "\"lease_until\":\"");
+	free(out); /* B's lease goes with the repository (teardown) */
+}
+
 Test(guard, renames_out_of_and_into_a_scope_and_deletions_are_refused)
 {
 	reg("A", "a");
