@@ -2354,6 +2354,9 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 		l.nlink_counts = kept->nlink_counts;
 		l.stale_ms = HF_LOCK_STALE_MS_DEFAULT;
 		l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
+		l.held_dev = 0;
+		l.held_ino = 0;
+		l.ring = l.flag = l.flag_failed = false; /* as lk_open leaves them */
 		kept->pfd = kept->sfd = -1; /* l's now */
 	} else {
 		rc = lk_open(&l, path, 0, 0);
