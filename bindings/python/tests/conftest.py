@@ -108,16 +108,27 @@ def wait_until(pred, what):
         time.sleep(0.005)
 
 
-def waiting_on_inotify(pid="self"):
+def waiting_in_library(pid="self"):
     """Process pid (default: this one) is in the library's wait: one of its
-    threads has an inotify watch set."""
+    threads has an inotify watch set, or an epoll instance of its holds a
+    lock's waiters' queue (L.holdfast/queue, wait.c WT8) - not merely
+    asyncio's own epoll."""
     for f in glob.glob("/proc/%s/fdinfo/*" % pid):
         try:
             with open(f) as fh:
-                if any(line.startswith("inotify wd") for line in fh):
-                    return True
+                lines = fh.readlines()
         except OSError:
-            pass
+            continue
+        if any(line.startswith("inotify wd") for line in lines):
+            return True
+        for line in lines:
+            if line.startswith("tfd:"):
+                try:
+                    target = os.readlink("/proc/%s/fd/%s" % (pid, line.split()[1]))
+                except OSError:
+                    continue
+                if target.endswith(".holdfast/queue"):
+                    return True
     return False
 
 

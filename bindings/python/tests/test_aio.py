@@ -10,7 +10,7 @@ import pytest
 
 import holdfast_locks as hf
 from holdfast_locks._wait import cancellable
-from conftest import BOUND, wait_until, waiting_on_inotify
+from conftest import BOUND, wait_until, waiting_in_library
 
 
 def pipes():
@@ -58,7 +58,7 @@ def test_cancel_ends_wait_and_holds_nothing(tmp, holder):
     async def main():
         lk = hf.Lock(p)
         task = asyncio.ensure_future(lk.acquire_async(wait=-1))  # forever
-        while not waiting_on_inotify():  # the thread is in the library's wait
+        while not waiting_in_library():  # the thread is in the library's wait
             await asyncio.sleep(0.005)
         task.cancel()
         done, _ = await asyncio.wait([task], timeout=BOUND)
@@ -86,7 +86,7 @@ def test_cancel_session_take(tmp, holder):
     async def main():
         s = hf.Session("b", p)
         task = asyncio.ensure_future(s.take_async(wait=-1))
-        while not waiting_on_inotify():
+        while not waiting_in_library():
             await asyncio.sleep(0.005)
         task.cancel()
         done, _ = await asyncio.wait([task], timeout=BOUND)

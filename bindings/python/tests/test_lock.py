@@ -222,12 +222,12 @@ def start_waiter(path):
 
 def test_sigint_ends_a_sync_wait(tmp, holder):
     import signal
-    from conftest import wait_until, waiting_on_inotify
+    from conftest import wait_until, waiting_in_library
     p = os.path.join(tmp, "L")
     holder("lock", p)
     w = start_waiter(p)
     try:
-        wait_until(lambda: waiting_on_inotify(w.pid) or w.poll() is not None,
+        wait_until(lambda: waiting_in_library(w.pid) or w.poll() is not None,
                    "the waiter waits")
         w.send_signal(signal.SIGINT)
         out, err = w.communicate(timeout=30)
@@ -240,12 +240,12 @@ def test_sigint_ends_a_sync_wait(tmp, holder):
 
 def test_signal_handler_runs_and_wait_resumes(tmp, holder):
     import signal
-    from conftest import wait_until, waiting_on_inotify
+    from conftest import wait_until, waiting_in_library
     p = os.path.join(tmp, "L")
     h = holder("lock", p)
     w = start_waiter(p)
     try:
-        wait_until(lambda: waiting_on_inotify(w.pid) or w.poll() is not None,
+        wait_until(lambda: waiting_in_library(w.pid) or w.poll() is not None,
                    "the waiter waits")
         w.send_signal(signal.SIGUSR1)
         import select

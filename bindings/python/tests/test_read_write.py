@@ -17,7 +17,7 @@ import pytest
 
 from holdfast_locks.filelock import AsyncReadWriteLock, ReadWriteLock, Timeout
 
-from conftest import BOUND, wait_until, waiting_on_inotify
+from conftest import BOUND, wait_until, waiting_in_library
 
 
 def upstream_rw():
@@ -245,7 +245,7 @@ def test_async_read_write_lock(tmp, holder):
             await a.acquire_read(blocking=False)
         task = asyncio.ensure_future(a.acquire_read())
         await asyncio.get_running_loop().run_in_executor(
-            None, wait_until, waiting_on_inotify, "the task waits in the library")
+            None, wait_until, waiting_in_library, "the task waits in the library")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
