@@ -708,6 +708,27 @@ int hf_etcdscope_register(struct hf_etcdscope *es, const struct hf_scopereg_requ
 	return 0;
 }
 
+/* The registry loaded into *l and pod name's index in *ret_i - or, in
+ * *ret_i, HF_ENOTHELD (no such pod) or HF_ENOTYOURS (another generation,
+ * err naming it), said; the caller clears l. <0: nothing loaded. */
+static int load_pod(struct hf_etcdscope *es, struct loaded *l, const char *name, uint64_t generation,
+		    long *ret_i, struct hf_scopereg_holder *err)
+{
+	int rc = load(es, l, err);
+	if (rc < 0)
+		return rc;
+	long i = hf_regtable_find(&l->t, name);
+	if (i < 0) {
+		*ret_i = say(err, HF_ENOTHELD, es, NULL);
+	} else if (generation && l->t.a[i].generation != generation) {
+		hf_scopereg_holder_fill(err, &l->t.a[i], l->t.a[i].spec_text[0]);
+		*ret_i = say(err, HF_ENOTYOURS, es, NULL);
+	} else {
+		*ret_i = i;
+	}
+	return 0;
+}
+
 int hf_etcdscope_renew(struct hf_etcdscope *es, const char *name, uint64_t generation,
 		       int64_t lease_ms, struct hf_scopereg_holder *err)
 {
@@ -717,15 +738,12 @@ int hf_etcdscope_renew(struct hf_etcdscope *es, const char *name, uint64_t gener
 	if (!name || !hf_pod_name_ok(name))
 		return say(err, -EINVAL, es, "not a valid pod name");
 	struct loaded l;
-	int rc = load(es, &l, err);
+	long i;
+	int rc = load_pod(es, &l, name, generation, &i, err); /* gone: its lease ended */
 	if (rc < 0)
 		return rc;
-	long i = hf_regtable_find(&l.t, name);
 	if (i < 0) {
-		rc = say(err, HF_ENOTHELD, es, NULL); /* gone, or its lease ended */
-	} else if (generation && l.t.a[i].generation != generation) {
-		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
-		rc = say(err, HF_ENOTYOURS, es, NULL);
+		rc = (int)i;
 	} else if (l.t.a[i].lease_ms <= 0) {
 		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
 		snprintf(es->why, sizeof es->why,
@@ -775,15 +793,12 @@ int hf_etcdscope_release(struct hf_etcdscope *es, const char *name, uint64_t gen
 			return rc < 0 ? say(err, rc, es, es->why) : 0;
 	}
 	struct loaded l;
-	int rc = load(es, &l, err);
+	long i;
+	int rc = load_pod(es, &l, name, generation, &i, err);
 	if (rc < 0)
 		return rc;
-	long i = hf_regtable_find(&l.t, name);
 	if (i < 0) {
-		rc = say(err, HF_ENOTHELD, es, NULL);
-	} else if (generation && l.t.a[i].generation != generation) {
-		hf_scopereg_holder_fill(err, &l.t.a[i], l.t.a[i].spec_text[0]);
-		rc = say(err, HF_ENOTYOURS, es, NULL);
+		rc = (int)i;
 	} else {
 		if (l.lease[i] == es->lease.id) { /* LE1: stopped before the revoke */
 			hf_etcdlease_unkeep(&es->lease, es->conn);
