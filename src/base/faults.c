@@ -182,7 +182,7 @@ static int hook(enum hf_point point)
 			do_pause(point);
 			break;
 		case RULE_CRASH:
-			kill(getpid(), SIGKILL);
+			kill(hf_sys_getpid(), SIGKILL);
 			for (;;)
 				pause();
 		}

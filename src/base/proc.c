@@ -136,7 +136,7 @@ static void self_ns_for(pid_t me)
 	if (atomic_load_explicit(&ns_for_pid, memory_order_acquire) == me)
 		return; /* PR2 */
 	/* Our pids are read through /proc: only if this /proc is of our own
-	 * pid namespace (/proc/self is our getpid()) do its numbers mean
+	 * pid namespace (/proc/self is our hf_sys_getpid()) do its numbers mean
 	 * ours. A process in a child namespace under the parent's /proc
 	 * (unshare --pid without --mount-proc) records no namespace: its
 	 * pids are never proof, for anyone. */
@@ -186,13 +186,13 @@ int hf_pidns_seen(uint64_t ino)
 
 uint64_t hf_self_pidns(void)
 {
-	self_ns_for(getpid());
+	self_ns_for(hf_sys_getpid());
 	return atomic_load_explicit(&ns_pid, memory_order_relaxed);
 }
 
 uint64_t hf_self_timens(void)
 {
-	self_ns_for(getpid());
+	self_ns_for(hf_sys_getpid());
 	return atomic_load_explicit(&ns_time, memory_order_relaxed);
 }
 

@@ -32,7 +32,7 @@ uint64_t hf_self_pidns(void);
 int hf_pidns_seen(uint64_t ino);
 /* The inode of this process's time namespace (0: unknown). */
 uint64_t hf_self_timens(void);
-/* Both, for me = getpid() (the caller read it already). */
+/* Both, for me = hf_sys_getpid() (the caller read it already). */
 void hf_self_ns(pid_t me, uint64_t *pidns, uint64_t *timens);
 /* Probe a kernel lock: flock(fd, LOCK_EX | LOCK_NB) on a descriptor the
  * caller opened itself. 1: held by another open file description (its

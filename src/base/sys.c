@@ -20,6 +20,13 @@
  *        loop; a sleep resumes the rest), never for close (the fd may be
  *        reused at once), nor for hf_sys_flock_intr / hf_sys_fcntl_lock,
  *        whose EINTR is a deadline's timer (holdfast flock -w).
+ *  (SY5) hf_sys_getpid() is getpid(2) in every process, however it was
+ *        made: the pid is kept in a page the kernel wipes in a child
+ *        (MADV_WIPEONFORK), so fork(2), _Fork, clone(2) without CLONE_VM
+ *        and a raw fork system call all read 0 there and ask the kernel
+ *        again; a page that cannot be had (no mmap, a kernel before 4.14)
+ *        keeps nothing and asks every time. (A CLONE_VM child shares the
+ *        page, as it shares everything: vfork's child only execs.)
  */
 #include "sys.h"
 
@@ -27,6 +34,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +285,40 @@ int hf_sys_dup2(int oldfd, int newfd)
 	PASS(DUP);
 	int rc = HF_EINTR_RETRY(dup2(oldfd, newfd));
 	return rc < 0 ? -errno : rc;
+}
+
+/* SY5: the pid cache. pid_page: NULL not set up yet, MAP_FAILED none to
+ * be had (ask every time), else a wipe-on-fork page whose first word is the
+ * pid it was filled in (0: not yet, or wiped by a fork). */
+static _Atomic(pid_t *) pid_page;
+
+pid_t hf_sys_getpid(void)
+{
+	pid_t *page = atomic_load_explicit(&pid_page, memory_order_acquire);
+	if (page == NULL) {
+		pid_t *made = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (made != MAP_FAILED && madvise(made, 4096, MADV_WIPEONFORK) != 0) {
+			munmap(made, 4096);
+			made = MAP_FAILED; /* SY5: a page a fork keeps would lie there */
+		}
+		page = NULL;
+		if (!atomic_compare_exchange_strong_explicit(&pid_page, &page, made, memory_order_acq_rel,
+							     memory_order_acquire)) {
+			if (made != MAP_FAILED) /* another thread's won */
+				munmap(made, 4096);
+		} else {
+			page = made;
+		}
+	}
+	if (page == MAP_FAILED)
+		return getpid();
+	_Atomic pid_t *slot = (_Atomic pid_t *)page;
+	pid_t pid = atomic_load_explicit(slot, memory_order_relaxed);
+	if (pid == 0) {
+		pid = getpid();
+		atomic_store_explicit(slot, pid, memory_order_relaxed);
+	}
+	return pid;
 }
 
 int hf_sys_kill(pid_t pid, int sig)

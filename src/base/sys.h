@@ -86,6 +86,9 @@ int hf_sys_flock(int fd, int op);
 ssize_t hf_sys_getdents(int fd, void *buf, size_t n);
 int hf_sys_pipe2(int fds[2], int flags);
 int hf_sys_dup2(int oldfd, int newfd);
+/* getpid(2), kept per process: no system call after a process's first
+ * (SY5: a child of any fork asks the kernel again). */
+pid_t hf_sys_getpid(void);
 int hf_sys_kill(pid_t pid, int sig);
 int hf_sys_getrandom(void *buf, size_t n);
 pid_t hf_sys_fork(void);

@@ -50,7 +50,7 @@ struct hf_lock {
 	bool has_token;               /* acquired, adopted or detached        */
 	bool holds;                   /* acquired or adopted, not released    */
 	bool adopted;
-	pid_t acquired_by;            /* getpid() of the acquisition (HL2)    */
+	pid_t acquired_by;            /* hf_sys_getpid() of the acquisition (HL2)    */
 	int guard;                    /* ops->hold's, -1                      */
 	hf_rec *holder;
 	bool holder_is_self;          /* hf_lock_holder builds our own record
@@ -228,7 +228,7 @@ int hf_lock_acquire(hf_lock *l)
 	l->held = got;
 	l->has_token = l->holds = true;
 	l->adopted = false;
-	l->acquired_by = getpid();
+	l->acquired_by = hf_sys_getpid();
 	hf_holds_add(l->held.owner.token, l->thread); /* HL5 */
 	l->listed = true;
 	holder_clear(l);
@@ -417,7 +417,7 @@ void hf_lock_free(hf_lock *l)
 {
 	if (!l)
 		return;
-	if (l->holds && !l->adopted && l->acquired_by == getpid())
+	if (l->holds && !l->adopted && l->acquired_by == hf_sys_getpid())
 		hf_lock_release(l); /* HL2 */
 	unlist(l);
 	hf_lock_unhold(l);

@@ -55,7 +55,7 @@ struct hf_scope {
 	int cancel_fd;                    /* -1: none                          */
 	uint64_t generation;              /* granted, or HF_OPT_GENERATION     */
 	bool holds;                       /* registered, not released/detached */
-	pid_t registered_by;              /* getpid() of the registration (HC2) */
+	pid_t registered_by;              /* hf_sys_getpid() of the registration (HC2) */
 	int fd;                           /* the liveness descriptor, -1       */
 	hf_rec *holder;
 };
@@ -244,7 +244,7 @@ int hf_scope_register(hf_scope *s)
 		s->holds = true;
 		s->fd = fd;
 		s->generation = gen;
-		s->registered_by = getpid();
+		s->registered_by = hf_sys_getpid();
 		holder_reason(s, NULL);
 	} else {
 		holder_set(s, h, h_rc); /* HC4: a wait keeps the last holder it saw */
@@ -335,7 +335,7 @@ void hf_scope_free(hf_scope *s)
 {
 	if (!s)
 		return;
-	if (s->holds && s->registered_by == getpid())
+	if (s->holds && s->registered_by == hf_sys_getpid())
 		hf_scope_release(s); /* HC2 */
 	if (s->fd >= 0)
 		hf_sys_close(s->fd);

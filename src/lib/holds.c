@@ -5,6 +5,7 @@
  * etcdlock.c step 5).
  */
 #include "holds.h"
+#include "sys.h"
 
 #include "holdfast.h"
 
@@ -17,7 +18,7 @@
 
 struct self_hold {
 	char token[HF_TOKEN_LEN + 1];
-	pid_t pid; /* getpid() when listed: a forked child's copy is not its own */
+	pid_t pid; /* hf_sys_getpid() when listed: a forked child's copy is not its own */
 	pid_t tid;
 };
 static pthread_mutex_t holds_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -52,7 +53,7 @@ static pid_t self_tid(pid_t pid)
 void hf_holds_add(const char *token, pid_t tid)
 {
 	pthread_once(&holds_once, holds_init);
-	pid_t pid = getpid();
+	pid_t pid = hf_sys_getpid();
 	if (!tid)
 		tid = self_tid(pid);
 	pthread_mutex_lock(&holds_mu);
@@ -104,7 +105,7 @@ bool hf_lock_held_by_caller(const char *token)
 	if (!token || !token[0])
 		return false;
 	pthread_once(&holds_once, holds_init);
-	pid_t pid = getpid(), tid = self_tid(pid);
+	pid_t pid = hf_sys_getpid(), tid = self_tid(pid);
 	bool found = false;
 	pthread_mutex_lock(&holds_mu);
 	for (size_t i = 0; i < nholds && !found; i++)

@@ -315,7 +315,7 @@ int hf_session_default_path(char *buf, size_t n)
 
 void hf_session_stamp(struct hf_sessionlock_record *r)
 {
-	r->pid = getpid();
+	r->pid = hf_sys_getpid();
 	snprintf(r->host, sizeof r->host, "%s", hf_host_name());
 	snprintf(r->boot_id, sizeof r->boot_id, "%s", hf_boot_id());
 	r->timens = hf_self_timens();

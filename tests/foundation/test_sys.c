@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void disarm(void)
@@ -170,4 +172,35 @@ Test(sys, fault_numbers_are_decimal_digits)
 			     fds[i]);
 	cr_assert_eq(hf_fault_parse_fds("3,04", &a, &b), 0);
 	cr_assert(a == 3 && b == 4);
+}
+
+/* SY5: the pid is kept per process, and a child of any fork asks the kernel
+ * again - fork(3), which runs the atfork handlers, and a raw fork system
+ * call, which runs none (as _Fork and clone(2) without CLONE_VM). */
+Test(sys, getpid_is_the_kernels_in_every_child)
+{
+	cr_assert_eq(hf_sys_getpid(), (pid_t)syscall(SYS_getpid));
+	cr_assert_eq(hf_sys_getpid(), (pid_t)syscall(SYS_getpid), "kept: the same");
+	for (int how = 0; how < 2; how++) {
+		int p[2];
+		cr_assert_eq(pipe(p), 0);
+		pid_t child = how == 0 ? fork() : (pid_t)syscall(SYS_fork);
+		cr_assert_geq(child, 0);
+		if (child == 0) {
+			pid_t r[2] = { hf_sys_getpid(), (pid_t)syscall(SYS_getpid) };
+			ssize_t w = write(p[1], r, sizeof r);
+			_exit(w == (ssize_t)sizeof r ? 0 : 1);
+		}
+		close(p[1]);
+		pid_t r[2] = { 0, 0 };
+		ssize_t n = read(p[0], r, sizeof r);
+		close(p[0]);
+		int st;
+		cr_assert_eq(waitpid(child, &st, 0), child);
+		cr_assert_eq(n, (ssize_t)sizeof r);
+		cr_assert_eq(r[1], child);
+		cr_assert_eq(r[0], child, "%s child: hf_sys_getpid() %d, the kernel's %d",
+			     how ? "raw fork" : "fork(3)", (int)r[0], (int)r[1]);
+	}
+	cr_assert_eq(hf_sys_getpid(), (pid_t)syscall(SYS_getpid), "the parent's stays its own");
 }

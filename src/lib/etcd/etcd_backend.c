@@ -464,7 +464,7 @@ static int scope_keep(void *p, const struct hf_scope_args *a, bool *kept)
 	if (!hf_etcdscope_lease(p))
 		return HF_ENOTHELD;
 	*kept = true;
-	pid_t pid = a->pid ? a->pid : getpid();
+	pid_t pid = a->pid ? a->pid : hf_sys_getpid();
 	uint64_t start = 0;
 	if (hf_pid_start(pid, &start) < 0)
 		start = 0; /* gone already: the keep revokes at once */

@@ -210,7 +210,7 @@ int hf_etcdlease_start(struct hf_etcdlease *l, struct hf_etcd *c)
 		return rc;
 	}
 	l->ka_on = true;
-	l->ka_pid = getpid();
+	l->ka_pid = hf_sys_getpid();
 	return 0;
 }
 
@@ -218,7 +218,7 @@ void hf_etcdlease_unkeep(struct hf_etcdlease *l, struct hf_etcd *c)
 {
 	if (!l->ka_on)
 		return;
-	if (l->ka_pid != getpid()) { /* a forked child: the thread and its pipe
+	if (l->ka_pid != hf_sys_getpid()) { /* a forked child: the thread and its pipe
 					are the parent's (LE1) */
 		l->ka_on = false;
 		l->ka_pipe[0] = l->ka_pipe[1] = -1;
@@ -236,7 +236,7 @@ void hf_etcdlease_unkeep(struct hf_etcdlease *l, struct hf_etcd *c)
 
 void hf_etcdlease_clear(struct hf_etcdlease *l, struct hf_etcd *c)
 {
-	if (l->ka_on && l->ka_pid != getpid())
+	if (l->ka_on && l->ka_pid != hf_sys_getpid())
 		hf_etcd_forget(c); /* a forked child: the parent's socket */
 	hf_etcdlease_unkeep(l, c);
 }

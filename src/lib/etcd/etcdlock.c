@@ -989,7 +989,7 @@ static int judge_mine(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 			reaped++;
 			continue;
 		}
-		if (o->wait_ms < 0 && o->pid && o->pid != getpid() && x->owner.pid == me->pid &&
+		if (o->wait_ms < 0 && o->pid && o->pid != hf_sys_getpid() && x->owner.pid == me->pid &&
 		    x->owner.pid_start == me->pid_start && !strcmp(x->owner.boot_id, me->boot_id)) {
 			*h = *x;
 			return -EDEADLK; /* step 5: it would wait for itself */
@@ -1169,7 +1169,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 	 * says so, as the file system's does (its lease, not a kernel lock,
 	 * is the proof here) */
 	int64_t hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
-	me.kept = !me.lease_ms && me.pid != getpid() && hold != HF_MAX_HOLD_NONE;
+	me.kept = !me.lease_ms && me.pid != hf_sys_getpid() && hold != HF_MAX_HOLD_NONE;
 	int64_t max_hold = o->max_hold_ms ? o->max_hold_ms : HF_LOCK_MAX_HOLD_MS_DEFAULT;
 	bool excl = o->mode == HF_MODE_EXCLUSIVE;
 	int slots = o->mode == HF_MODE_SLOTS ? o->slots : 0;
@@ -1299,7 +1299,7 @@ int hf_etcdlock_acquire(struct hf_etcdlock *el, const struct hf_lock_opts *o,
 			hf_etcdlease_revoke(el->conn, lease_h, el->why, sizeof el->why); /* step 4, EL3 */
 			continue;
 		}
-		if (o->wait_ms < 0 && o->pid && o->pid != getpid() && h.owner.pid == me.pid &&
+		if (o->wait_ms < 0 && o->pid && o->pid != hf_sys_getpid() && h.owner.pid == me.pid &&
 		    h.owner.pid_start == me.pid_start && !strcmp(h.owner.boot_id, me.boot_id)) {
 			rc = -EDEADLK; /* step 5: it would wait for itself */
 			break;

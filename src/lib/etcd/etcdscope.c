@@ -131,7 +131,7 @@ struct hf_etcdscope {
 	struct hf_etcd_cfg cfg;
 	struct hf_etcd *conn;
 	struct hf_etcdlease lease; /* the registration's, and its keep-alive (LE1) */
-	pid_t made_by;          /* getpid() at new: a forked child's conn is the parent's */
+	pid_t made_by;          /* hf_sys_getpid() at new: a forked child's conn is the parent's */
 	char held[HF_POD_NAME_MAX + 1]; /* the name es registered last, its generation */
 	uint64_t held_gen;
 	char uri[512];
@@ -152,7 +152,7 @@ int hf_etcdscope_new(const char *uri, struct hf_etcd_cfg *cfg, struct hf_etcdsco
 	memset(cfg, 0, sizeof *cfg);
 	hf_etcdlease_init(&es->lease, &es->cfg);
 	snprintf(es->uri, sizeof es->uri, "%s", uri);
-	es->made_by = getpid();
+	es->made_by = hf_sys_getpid();
 	*ret = es;
 	return 0;
 }
@@ -162,7 +162,7 @@ void hf_etcdscope_free(struct hf_etcdscope *es)
 	if (!es)
 		return;
 	hf_etcdlease_clear(&es->lease, es->conn); /* joins the keep-alive (LE1) */
-	if (es->made_by != getpid())
+	if (es->made_by != hf_sys_getpid())
 		hf_etcd_forget(es->conn); /* a forked child: the parent's socket */
 	hf_etcd_close(es->conn);
 	hf_etcd_cfg_clear(&es->cfg);
@@ -199,7 +199,7 @@ int hf_etcdscope_keep(struct hf_etcdscope *es, int64_t pid, uint64_t start)
 		return rc;
 	hf_etcd_close(es->conn);
 	es->conn = c;
-	es->made_by = getpid();
+	es->made_by = hf_sys_getpid();
 	struct hf_owner o = { .pid = pid, .pid_start = start };
 	return hf_etcdlease_keep(&es->lease, es->conn, &o, es->why, sizeof es->why);
 }
