@@ -131,7 +131,7 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 	 * /proc once per process (a fork's child has another pid). */
 	static __thread pid_t self_pid;
 	static __thread uint64_t self_start;
-	pid_t me = getpid();
+	pid_t me = hf_sys_getpid();
 	if (pid == 0)
 		pid = me;
 	o.pid = pid;
@@ -369,26 +369,26 @@ static bool same_kernel(const struct hf_owner *o)
 }
 
 /* OW1, OW2 for one process of this kernel and of our pid namespace: its
- * pid and start time (0: unknown). */
+ * pid and start time (0: unknown). With a start time, /proc is read first:
+ * its start time there is the whole proof for a live owner, one read and no
+ * kill(2) before it; not there (or an orphaned zombie) is death, as kill's
+ * ESRCH is. Without a start time, or with /proc unreadable, kill(2) alone. */
 static int one_verdict(int64_t pid, uint64_t pid_start)
 {
 	if (pid <= 0 || pid > 0x7fffffff)
 		return PID_ALIVE; /* nonsense: proves nothing */
+	if (pid_start != 0) {
+		uint64_t start;
+		int rc = hf_pid_start((pid_t)pid, &start);
+		if (rc == -ESRCH)
+			return PID_DEAD; /* OW1 */
+		if (rc == 0) {
+			assert(pid_start != 0 && "OW2"); /* a start time to compare */
+			return start == pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
+		}
+	}
 	int rc = hf_sys_kill((pid_t)pid, 0);
-	if (rc == -ESRCH)
-		return PID_DEAD; /* OW1 */
-	if (rc < 0 && rc != -EPERM)
-		return PID_ALIVE;
-	if (pid_start == 0)
-		return PID_ALIVE;
-	uint64_t start;
-	rc = hf_pid_start((pid_t)pid, &start);
-	if (rc == -ESRCH)
-		return PID_DEAD; /* OW1: gone between the two looks */
-	if (rc < 0)
-		return PID_ALIVE;
-	assert(pid_start != 0 && "OW2"); /* a start time to compare */
-	return start == pid_start ? PID_ALIVE : PID_DEAD; /* OW2 */
+	return rc == -ESRCH ? PID_DEAD : PID_ALIVE; /* OW1 (EPERM: there, not ours) */
 }
 
 /* What the pids alone prove: PID_DEAD, PID_ALIVE, or PID_UNKNOWN when a

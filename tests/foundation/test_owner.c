@@ -1,6 +1,7 @@
 /* owner.c: records and proof of death. */
 #include "hft.h"
 #include "internal.h"
+#include "faults.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -118,6 +119,35 @@ Test(liveness, reused_pid_dead)
 	cr_assert_eq(hf_owner_init(&o, 0), 0);
 	o.pid_start += 1; /* as if our pid had been recorded by an earlier process */
 	cr_assert_eq(hf_owner_liveness(&o), HF_DEAD, "OW2: start time differs");
+}
+
+/* OW1, OW2: with a start time, /proc's is the proof - the judge of a live
+ * owner reads it and asks kill(2) nothing (one system call less per judge
+ * under contention). A seam whose every kill says "no such process" leaves
+ * the verdicts as they are where /proc answers; only a record without a
+ * start time is judged by kill alone. */
+Test(liveness, start_time_is_the_proof_kill_is_not_asked)
+{
+	int end;
+	pid_t pid = hft_fork_until_closed(&end);
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, pid), 0);
+	cr_assert_neq(o.pid_start, 0);
+	cr_assert_eq(hf_fault_inject("fail:kill:1:ESRCH:persist", NULL, 0), 0);
+	int live = hf_owner_liveness(&o);
+	struct hf_owner reused = o, nostart = o;
+	reused.pid_start += 1;
+	nostart.pid_start = 0;
+	int was_reused = hf_owner_liveness(&reused);
+	int judged_by_kill = hf_owner_liveness(&nostart);
+	hf_fault_inject(NULL, NULL, 0);
+	close(end);
+	waitpid(pid, NULL, 0);
+	int gone = hf_owner_liveness(&o);
+	cr_assert_eq(live, HF_ALIVE, "a live owner whose start time /proc shows is alive, whatever kill says");
+	cr_assert_eq(was_reused, HF_DEAD, "OW2: another start time under its pid");
+	cr_assert_eq(judged_by_kill, HF_DEAD, "no start time: kill's ESRCH is the verdict");
+	cr_assert_eq(gone, HF_DEAD, "OW1: gone from /proc");
 }
 
 Test(liveness, unknown_counts_as_alive)
