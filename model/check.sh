@@ -9,8 +9,8 @@
 #            share-test, what `make model` and `make check-long` run), or
 #            "share-test" (= share share-renew share-leak share-weak-*), or
 #            "session-test" (= session session-weak, run by `make test`),
-#            "queue-test" (= queue queue-nopass queue-late queue-early
-#            queue-latemark queue-noviaq: the
+#            "queue-test" (= queue queue-2x3 queue-dq15 queue-nopass
+#            queue-late queue-early queue-latemark queue-noviaq: the
 #            waiters' queue, model/queue.pml, run by `make check-long`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
@@ -98,7 +98,9 @@ session-sweepall|fails|-DSWEEPALL=1|session: sweeps go on after one lost its rec
 session-relcheck|fails|-DRELCHECK=1|session: no leftover after a release too (SH8: a record moved twice during its search)
 session-natt2|holds|-DNATT=2 -DNAS=32|session: 2 takers x 2 attempts (32 aside names)
 session-nt3|holds|-DNT=3 -DINITBAR=0|session: 3 takers, a stale lock, no barrier
-queue|holds||waiters queue (WT8, WT9, DQ1-DQ3): 3 waiters x 2 acquisitions, one may give up; no ring lost (no waiter asleep forever, the cap left out)
+queue|holds|-DNW=4 -DNATT=1|waiters queue as built (WT8, WT9, DQ1-DQ6): 4 waiters x 1 acquisition, one may give up; no ring lost (no waiter asleep forever, the cap left out)
+queue-2x3|holds|-DNW=2 -DNATT=3|the same, 2 waiters x 3 acquisitions
+queue-dq15|holds|-DUNSEEN=0|the waiter without DQ6 (its first refusal marks and looks: DQ1, DQ5), 3 waiters x 2 acquisitions
 queue-nopass|fails|-DPASS=0|weakened: a waiter that gives up keeps the ring it was given (WT9)
 queue-late|fails|-DLATE=1|weakened: registered after its attempt, not before the next look (WT2, DQ1)
 queue-early|fails|-DEARLY=1|weakened: the release rings before the lock is free (DQ2)
@@ -131,7 +133,7 @@ for c in "$@"; do
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
 	elif [ "$c" = queue-test ]; then
-		expand+=(queue queue-nopass queue-late queue-early queue-latemark queue-noviaq)
+		expand+=(queue queue-2x3 queue-dq15 queue-nopass queue-late queue-early queue-latemark queue-noviaq)
 	else
 		expand+=("$c")
 	fi
@@ -173,7 +175,7 @@ for name in "${expand[@]}"; do
 		# shellcheck disable=SC2086
 		cc_flags=$CC_FLAGS
 		# the weakened variants fail within a second: compile them fast
-		case $name in weak-* | share-weak-* | share-leak | queue-*) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
+		case $name in weak-* | share-weak-* | share-leak | queue-nopass | queue-late | queue-early | queue-latemark | queue-noviaq) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
 		gcc $cc_flags -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
 		start=$(date +%s.%N)
 		# shellcheck disable=SC2086
