@@ -159,7 +159,7 @@ static __thread pid_t cached_pid;
 
 static int ifd_get(void)
 {
-	pid_t me = getpid();
+	pid_t me = hf_sys_getpid();
 	int fd = cached_ifd;
 	cached_ifd = -1;
 	if (fd >= 0 && cached_pid == me)
@@ -173,7 +173,7 @@ static void ifd_put(int fd)
 {
 	if (cached_ifd < 0) {
 		cached_ifd = fd;
-		cached_pid = getpid();
+		cached_pid = hf_sys_getpid();
 	} else {
 		hf_sys_close(fd); /* two waits at once in one thread: keep one */
 	}
@@ -343,7 +343,7 @@ static uint32_t jitter_rand(void)
 {
 	static __thread uint64_t state;
 	if (!state)
-		state = (uint64_t)hf_sys_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
+		state = (uint64_t)hf_sys_mono_ns() ^ ((uint64_t)hf_sys_getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;
 	state ^= state << 13;
 	state ^= state >> 7;
 	state ^= state << 17;
@@ -445,6 +445,14 @@ static int pidfd_arm(struct hf_waiter *w)
 	}
 	w->pidfd = PIDFD_UNAVAILABLE; /* -ENOSYS, -EMFILE: the cap sees its end */
 	return 0;
+}
+
+void hf_wait_arm(struct hf_waiter *w)
+{
+	if (w->armed || (w->deadline_ns > 0 && hf_sys_mono_ns() >= w->deadline_ns))
+		return; /* WT1: the next hf_wait_next times out */
+	(void)arm(w); /* refused: the backoff, as hf_wait_next would */
+	w->woke = HF_WOKE_ARMED;
 }
 
 int hf_wait_next(struct hf_waiter *w)

@@ -53,6 +53,10 @@ int hf_wait_init(struct hf_waiter *w, const char *dir, const char *name, int64_t
  * at once: the caller's next attempt is made with the watch in place.
  * HF_ECANCELED: the cancel descriptor is readable. */
 int hf_wait_next(struct hf_waiter *w);
+/* Set up the watch or register in the queue now, as the first hf_wait_next
+ * would (WT2), without sleeping: the caller's next attempt is made
+ * registered. No effect once armed, for try once, or past the deadline. */
+void hf_wait_arm(struct hf_waiter *w);
 /* The last attempt was refused by a holder whose leaving changes the
  * watched entry (a release, a reap, a withdrawal): the next sleep may last
  * the whole cap (WT6). pid > 0: that holder is a process of this pid

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +139,9 @@ Test(queue, a_ring_spent_on_an_error_goes_to_the_next)
 		/* no deadline to wake the second either: the suite's timeout
 		 * fails the test if nobody rings it */
 		a[i] = (struct dl_acq){ .path = lock, .wait_ms = -1, .own_release = true };
-		/* the first's second rename is its DA1 after the ring */
+		/* the first's second rename is its DA1 after the ring (its
+		 * first found L taken; the attempt made once registered
+		 * judged L without one: DQ6) */
 		hft_spawn_fn(&c[i], i == 0 ? "cap:wait:3600000;fail:rename:2:EIO" : "cap:wait:3600000",
 			     dl_acq, &a[i]);
 		cr_assert(hft_asleep_in_queue(c[i].pid), "waiter %d asleep in the queue", i);
@@ -166,4 +169,63 @@ Test(queue, a_waiter_marks_the_holder_it_sleeps_behind)
 	cr_assert_eq(hf_lock_release(h), 0);
 	cr_assert_eq(hft_wait(&c), DL_ENTERED, "rung by the release (the cap is an hour)");
 	hf_lock_free(h);
+}
+
+/* Does process pid have the FIFO at path open? (its /proc fd links) */
+static bool has_open(pid_t pid, const char *path)
+{
+	struct stat want;
+	if (stat(path, &want) != 0)
+		return false;
+	char fds[64];
+	snprintf(fds, sizeof fds, "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(fds);
+	cr_assert_not_null(d, "%s", fds);
+	bool found = false;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		char p[320];
+		struct stat st;
+		snprintf(p, sizeof p, "%s/%s", fds, e->d_name);
+		found = e->d_name[0] != '.' && stat(p, &st) == 0 && st.st_dev == want.st_dev &&
+			st.st_ino == want.st_ino;
+	}
+	closedir(d);
+	return found;
+}
+
+/* DQ6: a waiting acquirer that finds L taken registers in the queue before
+ * it judges the holder - its first verdict is made registered, and one
+ * verdict serves the wait (it sleeps after it, not after a second). A try
+ * once judges at once and names the holder. */
+Test(queue, a_waiter_judges_the_holder_once_registered)
+{
+	hf_lock *h = hold();
+	/* a first waiter makes the queue, so that its existence says nothing */
+	struct hft_child first;
+	struct dl_acq a0 = { .path = lock, .wait_ms = -1, .own_release = true };
+	hft_spawn_fn(&first, "cap:wait:3600000", dl_acq, &a0);
+	cr_assert(hft_asleep_in_queue(first.pid), "the first waiter asleep in the queue");
+	char *q = state_file("queue");
+	struct hft_child c;
+	struct dl_acq a = { .path = lock, .wait_ms = -1, .own_release = true };
+	hft_spawn_fn(&c, "cap:wait:3600000;pause:dirlock.acquire.judged:1;pause:dirlock.acquire.judged:2",
+		     dl_acq, &a);
+	hft_expect(&c, "dirlock.acquire.judged");
+	cr_assert(has_open(c.pid, q), "registered in the queue before its first verdict");
+	hft_go(&c);
+	cr_assert(hft_asleep_in_queue(c.pid), "asleep after one verdict (no second judged)");
+	/* try once: the holder judged and named at once */
+	hf_lock *t;
+	cr_assert_eq(hf_lock_new(lock, &t), 0);
+	cr_assert_eq(hf_lock_set(t, HF_OPT_WAIT_MS, 0), 0);
+	cr_assert_eq(hf_lock_acquire(t), HF_EHELD);
+	hf_lock_free(t);
+	cr_assert_eq(hf_lock_release(h), 0);
+	cr_assert_eq(hft_wait(&first), DL_ENTERED, "the first in, rung by the release");
+	/* rung by the first's release, it finds L free: in, with no verdict
+	 * (a second one before its sleep would have stopped it at judged:2) */
+	cr_assert_eq(hft_wait(&c), DL_ENTERED);
+	hf_lock_free(h);
+	free(q);
 }

@@ -176,6 +176,18 @@
  *       after the mark and sees it in its claim's stat: it rings.
  *       Otherwise the waiter attempts at once. A mark that cannot be set
  *       leaves the waiter on the watch.
+ *   DQ6 A waiting acquirer's first attempt that finds L taken does not
+ *       judge it: it registers in the queue (or on the watch) and makes
+ *       the whole attempt at once - judge, reap, mark (DQ5), look (DQ1).
+ *       The verdict it would have made before registering could only have
+ *       been followed by that attempt (a reap retries; a live holder is
+ *       marked and looked at again after the registration), so nothing is
+ *       decided on it: one judge per wait instead of two when L changes
+ *       hands meanwhile, the common case under contention. That
+ *       attempt judges what is at L before it tries the rename (L
+ *       taken a moment ago is likely still taken: a refused rename only
+ *       leads to the same verdict); L free, it renames at once after.
+ *       Try once (wait 0) judges at once, to name the holder.
  *   A queue that cannot be had (not a FIFO, no permission, a read-only
  *   file system) leaves the waiter on the inotify watch of P (wait.c),
  *   where every release wakes every waiter, as before 0.3.
@@ -517,6 +529,12 @@ struct lk {
 	bool flag_failed;               /* a mark could not be set (DQ5)     */
 	dev_t held_dev;                 /* the directory at L a live holder  */
 	ino_t held_ino;                 /* was judged in (DQ1); 0: none      */
+	bool look_later;                /* a waiting acquisition not yet in
+					   the queue: L found taken is not
+					   judged until it is (DQ6)           */
+	bool look_first;                /* the attempt after DQ6's registration:
+					   L is judged before the rename is
+					   tried (DQ6)                        */
 };
 
 enum { REC_NONE, REC_EMPTY, REC_BAD, REC_OK };
@@ -539,6 +557,7 @@ struct place {
 };
 
 #define RETRY 1 /* internal: try again at once */
+#define TAKEN_UNSEEN 3 /* internal: L is there, not judged yet (DQ6) */
 #define HF_EFOREIGN_DIR 2 /* internal: a lock directory with a subdirectory (DL19) */
 #define DIR_FOREIGN (-4094) /* internal: HF_EUNREADABLE of DL19, never waited out */
 
@@ -905,6 +924,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 	l->held_ino = 0;
 	l->ring = false;
 	l->flag = l->flag_failed = false;
+	l->look_later = l->look_first = false;
 	if (!path || !*path)
 		return -EINVAL;
 	l->stale_ms = stale_ms > 0 ? stale_ms : HF_LOCK_STALE_MS_DEFAULT;
@@ -1581,7 +1601,7 @@ static void stage_drop(struct lk *l, struct stage *st)
 static bool waits_for_itself(const struct hf_lock_opts *o, const struct hf_lock_info *h)
 {
 	pid_t pid = o->pid;
-	if (pid <= 0 || pid == getpid())
+	if (pid <= 0 || pid == hf_sys_getpid())
 		return false;
 	if (h->partial || !h->owner.token[0] || h->owner.pid != pid || !h->owner.pid_start)
 		return false;
@@ -1922,10 +1942,20 @@ static int attempt(struct lk *l, const struct hf_lock_opts *o, const struct hf_w
 	 * the owner's own parent): kept, it would never end for a judge in
 	 * another pid namespace */
 	int64_t hold = o->max_hold_ms > 0 ? o->max_hold_ms : l->max_hold_ms;
-	me.kept = !me.lease_ms && o->pid > 0 && o->pid != getpid() && hold != HF_MAX_HOLD_NONE;
+	me.kept = !me.lease_ms && o->pid > 0 && o->pid != hf_sys_getpid() && hold != HF_MAX_HOLD_NONE;
 	if (st->fd < 0 && (rc = stage_make(l, st)) != 0)
 		return rc < 0 ? held_over_write_error(l, rc, holder) : rc;
+	if (l->look_first) {
+		/* DQ6: L was taken a moment ago; judging what is there is what
+		 * a refused rename would lead to, without the rename (a cross-
+		 * directory one: the file system's rename lock). Free (or
+		 * reaped): RETRY, and the next attempt renames. */
+		l->look_first = false;
+		return judge_and_reap(l, holder);
+	}
 	rc = hf_sys_renameat2(l->sfd, st->name, l->pfd, l->base, RENAME_NOREPLACE); /* DA1 */
+	if ((rc == -EEXIST || rc == -ENOTEMPTY) && l->look_later)
+		return TAKEN_UNSEEN; /* DQ6: judged after the registration */
 	if (rc == -EEXIST || rc == -ENOTEMPTY)
 		return judge_and_reap(l, holder); /* DA0's directory stays for the next try */
 	if (rc == -ENOENT) {
@@ -2064,7 +2094,16 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 	int retries = 0;
 	for (;;) {
 		l.held_ino = 0;
+		l.look_later = l.flag && w.qdir >= 0 && !w.armed; /* DQ6 */
 		rc = attempt(&l, o, &w, &st, &got, &holder);
+		if (rc == TAKEN_UNSEEN) {
+			/* DQ6, DQ1: in the queue (or on the watch), then the whole
+			 * attempt; the point where a wait begins, as ever */
+			hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
+			hf_wait_arm(&w);
+			l.look_first = true;
+			continue;
+		}
 		if (rc == 0 && o->mode != HF_MODE_EXCLUSIVE && w.efd >= 0)
 			l.ring = true; /* DQ4: left L for its entry, from the queue */
 		ring_due(&l, w.qfd); /* DQ2: before we sleep or leave */
@@ -2357,6 +2396,7 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 		l.held_dev = 0;
 		l.held_ino = 0;
 		l.ring = l.flag = l.flag_failed = false; /* as lk_open leaves them */
+		l.look_later = l.look_first = false;
 		kept->pfd = kept->sfd = -1; /* l's now */
 	} else {
 		rc = lk_open(&l, path, 0, 0);
