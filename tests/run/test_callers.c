@@ -13,12 +13,18 @@
 #include "rt.h"
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static char *dir, *lock;
 static pid_t caller; /* the row's caller: its process group is ended in teardown */
+/* pidfds of the holder's processes (the record's owner and chain), opened
+ * during the work: "the caller ended" is their end, not an EOF */
+static int holder_fd[1 + 16];
+static int nholder;
 
 static void setup(void)
 {
@@ -39,6 +45,9 @@ static void teardown(void)
 	if (caller > 0)
 		kill(-caller, SIGKILL);
 	caller = 0;
+	for (int i = 0; i < nholder; i++)
+		close(holder_fd[i]);
+	nholder = 0;
 	/* a tmux server the test started daemonizes (a session of its own, out
 	 * of reach of the harness's process-group kill): a test that failed
 	 * half way still ends it here */
@@ -110,7 +119,26 @@ static void end_work(void)
 	free(g);
 }
 
-/* From outside, during the work: held by a live owner, not takeable. */
+/* Keep a pidfd of process pid when it is still the process that started
+ * at start (its pid not reused). */
+static void watch_holder(int64_t pid, uint64_t start)
+{
+	uint64_t now;
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (fd < 0) {
+		cr_assert_eq(errno, ESRCH, "pidfd_open(%lld): %s", (long long)pid, strerror(errno));
+		return;
+	}
+	if (hf_pid_start((pid_t)pid, &now) == 0 && now == start &&
+	    nholder < (int)(sizeof holder_fd / sizeof *holder_fd))
+		holder_fd[nholder++] = fd;
+	else
+		close(fd);
+}
+
+/* From outside, during the work: held by a live owner, not takeable. The
+ * record's owner and chain are watched, so that assert_reapable knows when
+ * they have all ended. */
 static void assert_held(const char *what)
 {
 	char *out, *err;
@@ -120,6 +148,22 @@ static void assert_held(const char *what)
 		  out);
 	free(out);
 	free(err);
+	st = hft_cli(&out, &err, RT_ARGV("lock", "status", lock, "--json"));
+	cr_assert_eq(st, 0, "%s: status --json exit %d: %s", what, st, err);
+	json_error_t je;
+	json_t *rec = json_loads(out, 0, &je);
+	cr_assert_not_null(rec, "%s: status --json: %s: %s", what, je.text, out);
+	json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
+	cr_assert_gt(pid, 0, "%s: status --json names no pid: %s", what, out);
+	watch_holder(pid, (uint64_t)json_integer_value(json_object_get(rec, "pid_start")));
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(rec, "chain"), i, e)
+		watch_holder(json_integer_value(json_array_get(e, 0)),
+			     (uint64_t)json_integer_value(json_array_get(e, 1)));
+	json_decref(rec);
+	free(out);
+	free(err);
 	st = hft_cli(&out, &err, RT_ARGV("lock", "acquire", lock, "-n", "--pid", "1"));
 	cr_assert_eq(st, 1, "%s: another acquirer got the lock during the work (exit %d): %s%s",
 		     what, st, out, err);
@@ -127,9 +171,23 @@ static void assert_held(const char *what)
 	free(err);
 }
 
-/* After the caller (and all it started) ended: the lock is reaped at once. */
+/* After the caller (and all it started) ended: the lock is reaped at once.
+ * Ended means exited: a process closes its descriptors (the EOF that
+ * hft_collect saw) before the kernel counts it as exited, and until then
+ * /proc shows it running - so first each watched holder's pidfd, bounded. */
 static void assert_reapable(const char *what)
 {
+	for (int i = 0; i < nholder; i++) {
+		struct pollfd p = { .fd = holder_fd[i], .events = POLLIN };
+		int r;
+		do
+			r = poll(&p, 1, 60000);
+		while (r < 0 && errno == EINTR);
+		cr_assert_eq(r, 1, "%s: a holder's process still runs 60 s after the caller ended",
+			     what);
+		close(holder_fd[i]);
+	}
+	nholder = 0;
 	char *out, *err;
 	char pid[16];
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
