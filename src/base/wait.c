@@ -99,7 +99,7 @@
  *        probe that only asks whether anyone waits
  *        (named point wait.ring.probed: between the two).
  *  (WT9) A waiter leaves the queue without taking the lock only through
- *        hf_wait_pass: it leaves the epoll instance, then takes the bytes
+ *        hf_wait_pass (hf_wait_unqueue, moving to the watch, calls it too): it leaves the epoll instance, then takes the bytes
  *        there and writes one back - a ring the kernel gave to it goes to
  *        the next. A waiter that read a ring always attempts before it can
  *        leave (hf_wait_next returns 0 after a read); if that attempt met
@@ -313,6 +313,17 @@ void hf_wait_pass(struct hf_waiter *w, int owed)
 	}
 	if (w->qfd >= 0 && (queue_take(w) || owed))
 		(void)hf_sys_write(w->qfd, "r", 1); /* to the next */
+}
+
+void hf_wait_unqueue(struct hf_waiter *w, int owed)
+{
+	w->qdir = -1; /* no registration from now on */
+	if (w->efd < 0)
+		return;
+	hf_wait_pass(w, owed); /* WT9: out of the epoll instance, a ring passed on */
+	hf_sys_close(w->qfd);
+	w->qfd = -1;
+	w->armed = 0; /* WT2: the next hf_wait_next sets up the watch */
 }
 
 /* Set up the watch (WT2). 0 when set up; <0 when inotify is refused. */

@@ -77,6 +77,15 @@ void hf_wait_queue(struct hf_waiter *w, int dirfd, const char *name);
  * next (WT9); owed: its last wake was a ring and it met no holder after it
  * (an error first): one is written back in any case. Then hf_wait_done. */
 void hf_wait_pass(struct hf_waiter *w, int owed);
+/* Leave the queue for the watch (WT9, then WT2): a ring held is passed on
+ * as by hf_wait_pass(w, owed), the queue closed and forgotten, and the next
+ * hf_wait_next sets up the watch and returns at once, so the next attempt
+ * is made watched. For a waiter whose holder rings nobody (dirlock.c DQ5:
+ * its mark could not be set) - so the ring that woke it, if one did, is
+ * owed to the next: that holder will not ring again. Out of the queue
+ * (never registered, or on the watch already), it only stops a later
+ * registration. */
+void hf_wait_unqueue(struct hf_waiter *w, int owed);
 /* The releaser's ring (WT8): one wake-up for the first waiter in the queue
  * `name` of dirfd, if any. One system call (an open that fails) when nobody
  * waits; never blocks, never fails the caller. */

@@ -229,3 +229,76 @@ Test(queue, a_waiter_judges_the_holder_once_registered)
 	hf_lock_free(h);
 	free(q);
 }
+
+/* DQ5: a waiter that cannot mark its holder (the fchmod refused, as for a
+ * directory of another user) would sleep in the queue behind a holder that
+ * rings nobody - to the cap, an hour here, or its deadline. It leaves the
+ * queue for the watch instead, attempts once watched, and sleeps there:
+ * the release wakes it. */
+Test(queue, a_waiter_that_cannot_mark_its_holder_waits_on_the_watch)
+{
+	hf_lock *h = hold();
+	char *q = state_file("queue");
+	struct hft_child c;
+	/* a deadline, so that a waiter left in the queue ends (timed out)
+	 * instead of reaching its third wait */
+	struct dl_acq a = { .path = lock, .wait_ms = 20000, .own_release = true };
+	hft_spawn_fn(&c,
+		     "cap:wait:3600000;fail:chmod:1:EPERM:persist;"
+		     "pause:dirlock.acquire.waiting:1;pause:dirlock.acquire.waiting:3",
+		     dl_acq, &a);
+	hft_expect(&c, "dirlock.acquire.waiting"); /* L taken: about to register */
+	hft_go(&c);
+	/* registered, judged, mark refused: out of the queue, the watch set
+	 * up, attempted watched, about to sleep */
+	hft_expect(&c, "dirlock.acquire.waiting");
+	cr_assert(!has_open(c.pid, q), "left the queue its holder never rings");
+	struct stat st;
+	cr_assert_eq(stat(lock, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700, "the holder is unmarked");
+	hft_go(&c);
+	cr_assert_eq(hf_lock_release(h), 0);
+	cr_assert_eq(hft_wait(&c), DL_ENTERED, "woken by the watch (the cap is an hour)");
+	hf_lock_free(h);
+	free(q);
+}
+
+/* DQ5, WT9: a waiter woken by a ring that then meets a holder it cannot
+ * mark leaves the queue - and the ring goes to the next waiter, since that
+ * holder will not ring. W1 and W2 queue behind H1 (W1 marks it); H1's
+ * release rings W1, stopped before its rename while H2 enters; W1 meets H2,
+ * cannot mark it and moves to the watch; W2, rung in its place, judges and
+ * marks H2, and enters after it - with an hour's cap, only a ring can wake
+ * it before its deadline. */
+Test(queue, a_ring_that_met_an_unmarkable_holder_goes_to_the_next)
+{
+	hf_lock *h1 = hold();
+	struct hft_child c[2];
+	struct dl_acq a[2];
+	for (int i = 0; i < 2; i++)
+		a[i] = (struct dl_acq){ .path = lock, .wait_ms = 20000, .own_release = true };
+	/* W1: its first rename found L taken; the second is after H1's ring */
+	hft_spawn_fn(&c[0], "cap:wait:3600000;fail:chmod:2:EPERM:persist;pause:rename:2", dl_acq,
+		     &a[0]);
+	cr_assert(hft_asleep_in_queue(c[0].pid), "W1 asleep in the queue");
+	hft_spawn_fn(&c[1], "cap:wait:3600000;pause:dirlock.acquire.judged:2", dl_acq, &a[1]);
+	cr_assert(hft_asleep_in_queue(c[1].pid), "W2 asleep in the queue");
+	struct stat st;
+	cr_assert_eq(stat(lock, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 01700, "W1 marked H1");
+	cr_assert_eq(hf_lock_release(h1), 0);
+	hft_expect(&c[0], "rename"); /* W1, rung, stopped before its rename */
+	hf_lock *h2 = hold();        /* H2 enters meanwhile, not through the queue */
+	hft_go(&c[0]);
+	/* W1 met H2, could not mark it, passed the ring on: W2 judges H2 */
+	hft_expect(&c[1], "dirlock.acquire.judged");
+	hft_go(&c[1]);
+	cr_assert(hft_asleep_in_queue(c[1].pid), "W2 asleep in the queue again");
+	cr_assert_eq(stat(lock, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 01700, "W2 marked H2");
+	cr_assert_eq(hf_lock_release(h2), 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(hft_wait(&c[i]), DL_ENTERED, "W%d entered", i + 1);
+	hf_lock_free(h1);
+	hf_lock_free(h2);
+}

@@ -175,7 +175,12 @@
  *       L (DQ1): the same directory there means the holder moves it away
  *       after the mark and sees it in its claim's stat: it rings.
  *       Otherwise the waiter attempts at once. A mark that cannot be set
- *       leaves the waiter on the watch.
+ *       (the holder's directory is another user's, the file system refuses
+ *       the bit) would leave the waiter asleep in the queue to the cap,
+ *       since that holder rings nobody: it leaves the queue for the watch
+ *       (hf_wait_unqueue; a ring that woke it is passed on, as the holder
+ *       it met will not ring again) and attempts again watched before it
+ *       sleeps (WT2).
  *   DQ6 A waiting acquirer's first attempt that finds L taken does not
  *       judge it: it registers in the queue (or on the watch) and makes
  *       the whole attempt at once - judge, reap, mark (DQ5), look (DQ1).
@@ -2137,8 +2142,9 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		 * the watch); its end, when it is a process of our pid namespace,
 		 * is a pidfd event (WT5). Barriers and unreadable records are
 		 * resolved beside L, unseen: the short backoff. */
-		if (l.flag_failed && !w.armed)
-			w.qdir = -1; /* DQ5: no mark, no ring: the watch instead */
+		if (l.flag_failed && w.qdir >= 0) /* DQ5: no mark, no ring: the watch
+						     * instead; a ring spent on it is owed */
+			hf_wait_unqueue(&w, w.woke == HF_WOKE_EVENT);
 		if (rc == HF_EHELD)
 			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
 		if (rc == HF_EHELD && w.efd >= 0 && l.held_ino && !still_at_l(&l) &&
