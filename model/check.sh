@@ -9,8 +9,9 @@
 #            share-test, what `make model` and `make check-long` run), or
 #            "share-test" (= share share-renew share-leak share-weak-*), or
 #            "session-test" (= session session-weak, run by `make test`),
-#            "queue-test" (= queue queue-2x3 queue-dq15 queue-nopass
-#            queue-late queue-early queue-latemark queue-noviaq: the
+#            "queue-test" (= queue queue-2x3 queue-3x2 queue-markfail
+#            queue-dq15 queue-nopass queue-late queue-early queue-latemark
+#            queue-noviaq queue-noowed queue-sleepnow: the
 #            waiters' queue, model/queue.pml, run by `make check-long`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
@@ -98,7 +99,11 @@ session-sweepall|fails|-DSWEEPALL=1|session: sweeps go on after one lost its rec
 session-relcheck|fails|-DRELCHECK=1|session: no leftover after a release too (SH8: a record moved twice during its search)
 session-natt2|holds|-DNATT=2 -DNAS=32|session: 2 takers x 2 attempts (32 aside names)
 session-nt3|holds|-DNT=3 -DINITBAR=0|session: 3 takers, a stale lock, no barrier
-queue|holds|-DNW=4 -DNATT=1|waiters queue as built (WT8, WT9, DQ1-DQ6): 4 waiters x 1 acquisition, one may give up; no ring lost (no waiter asleep forever, the cap left out)
+queue|holds|-DNW=4 -DNATT=1 -DLEAVE=0|waiters queue as built (WT8, WT9, DQ1-DQ6): 4 waiters x 1 acquisition, none gives up (one that may give up at its only acquisition can never be stuck); no ring lost (no waiter asleep forever, the cap left out)
+queue-3x2|holds|-DNW=3 -DNATT=2 -DLEAVE=0|the same, 3 waiters x 2 acquisitions, none gives up
+queue-markfail|holds|-DNW=4 -DNATT=1 -DLEAVE=0 -DMARKFAIL=1|the same, and the mark of a waiter may be refused: it leaves the queue for the watch, passing on the ring it spent (DQ5, hf_wait_unqueue)
+queue-noowed|fails|-DNW=4 -DNATT=1 -DLEAVE=0 -DMARKFAIL=1 -DOWED=0|weakened: a waiter whose mark is refused leaves the queue keeping the ring it spent (DQ5)
+queue-sleepnow|fails|-DNW=2 -DNATT=1 -DLEAVE=0 -DSLEEPNOW=1|weakened DQ6: the first refusal registers and sleeps, without the attempt after it
 queue-2x3|holds|-DNW=2 -DNATT=3|the same, 2 waiters x 3 acquisitions
 queue-dq15|holds|-DUNSEEN=0|the waiter without DQ6 (its first refusal marks and looks: DQ1, DQ5), 3 waiters x 2 acquisitions
 queue-nopass|fails|-DPASS=0|weakened: a waiter that gives up keeps the ring it was given (WT9)
@@ -133,7 +138,8 @@ for c in "$@"; do
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
 	elif [ "$c" = queue-test ]; then
-		expand+=(queue queue-2x3 queue-dq15 queue-nopass queue-late queue-early queue-latemark queue-noviaq)
+		expand+=(queue queue-2x3 queue-3x2 queue-markfail queue-dq15 queue-nopass queue-late queue-early
+			queue-latemark queue-noviaq queue-noowed queue-sleepnow)
 	else
 		expand+=("$c")
 	fi
@@ -175,7 +181,7 @@ for name in "${expand[@]}"; do
 		# shellcheck disable=SC2086
 		cc_flags=$CC_FLAGS
 		# the weakened variants fail within a second: compile them fast
-		case $name in weak-* | share-weak-* | share-leak | queue-nopass | queue-late | queue-early | queue-latemark | queue-noviaq) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
+		case $name in weak-* | share-weak-* | share-leak | queue-nopass | queue-late | queue-early | queue-latemark | queue-noviaq | queue-noowed | queue-sleepnow) [ -z "${CC_FLAGS_SET:-}" ] && cc_flags=$(echo "$CC_FLAGS" | sed 's/-O2/-O0/') ;; esac
 		gcc $cc_flags -o pan pan.c 2>gcc.log || { cat gcc.log; exit 1; }
 		start=$(date +%s.%N)
 		# shellcheck disable=SC2086

@@ -73,6 +73,19 @@
 #ifndef VIAQ
 #define VIAQ 1        /* 0: weakened, a holder from the queue rings only if marked */
 #endif
+#ifndef MARKFAIL
+#define MARKFAIL 0    /* 1: a waiter's mark may be refused (once per waiter:
+                         another user's directory): it leaves the queue for
+                         the watch (DQ5, hf_wait_unqueue)                   */
+#endif
+#ifndef OWED
+#define OWED 1        /* 0: weakened, a waiter leaving for the watch passes
+                         on only the bytes it finds, not the ring it spent  */
+#endif
+#ifndef SLEEPNOW
+#define SLEEPNOW 0    /* 1: weakened DQ6, the first refusal registers and
+                         sleeps without the attempt after it               */
+#endif
 #define NGEN (NW*NATT + 1)
 
 byte holder;          /* 0 free, else the holder's 1 + index                 */
@@ -133,6 +146,9 @@ inline unregister(i) {
 proctype W(byte i) {
   byte n = 0, seen = 0, mine = 0;
   bool got, left = 0, registered = 0, viaq = 0;
+  bool rung = 0;      /* the last wake was a ring (wait.c HF_WOKE_EVENT)     */
+  bool watch = 0;     /* on the watch of P for this acquisition (DQ5)        */
+  bool mfailed = 0;   /* its one refused mark is spent                       */
   do
   :: n < NATT ->
 attempt: skip;
@@ -143,10 +159,44 @@ attempt: skip;
      :: got && !registered -> goto entered
      :: else -> skip
      fi;
+#if MARKFAIL
+     if
+     :: watch ->
+        /* on the watch (armed before this attempt, WT2): it marks or not
+         * (for the waiters still queued), and sleeps until L moves */
+        if :: mk[seen] = 1 :: skip fi;
+        (holder == 0 || gen != seen);
+        goto attempt
+     :: else -> skip
+     fi;
+#endif
 #if UNSEEN && !LATE
      /* DQ6: L found taken before registering is not judged (no mark):
       * register, then the whole attempt */
-     if :: !registered -> register(i); registered = 1; goto attempt :: else -> skip fi;
+     if :: !registered && !watch -> register(i); registered = 1; rung = 0;
+#if SLEEPNOW
+        goto sleep                      /* weakened: no attempt after it */
+#else
+        goto attempt
+#endif
+     :: else -> skip fi;
+#endif
+#if MARKFAIL
+     if
+     :: !mfailed && registered ->
+        /* DQ5: the mark refused: that holder rings nobody - out of the
+         * queue (WT9), a ring it spent passed on, then the watch */
+        mfailed = 1; watch = 1;
+        unregister(i); registered = 0;
+        if
+        :: d_step { bytes > 0 -> bytes-- }; ring()
+        :: else ->
+           if :: OWED && rung -> ring() :: else -> skip fi
+        fi;
+        /* the watch set up, the attempt again (WT2) */
+        goto attempt
+     :: true -> skip                    /* or the mark is set */
+     fi;
 #endif
 #if MARK
      mk[seen] = 1;                      /* DQ5: through its descriptor */
@@ -168,7 +218,7 @@ attempt: skip;
 sleep:
      asleep[i] = 1;
      if
-     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes = 0 }
+     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes = 0; rung = 1 }
         goto attempt                    /* woken: every byte read at once */
      :: d_step { ready[i] && bytes == 0 -> ready[i] = 0 }
         goto sleep                      /* woken for nothing: asleep again */
@@ -200,7 +250,7 @@ entered:
      if :: registered -> unregister(i); registered = 0 :: else -> skip fi;
      viaq = 0;
 next:
-     skip
+     watch = 0; rung = 0
   :: else -> break
   od
 }

@@ -6,7 +6,8 @@
  * Invariants:
  *  (PR1) hf_pid_start says -ESRCH only when the pid is gone or is an
  *        orphaned zombie nobody will act for (see its comment); any other
- *        failure to read is an error, never "gone".
+ *        failure to read is an error, never "gone" - also a /proc that is
+ *        not there (chroot, a mount over it: -ENOENT, then kill(2) judges).
  *  (PR2) This process's namespaces are read once per pid: a child forked
  *        after unshare(CLONE_NEWTIME) reads its own again.
  *  (PR4) What is read once per process (boot id, host name, namespaces)
@@ -34,13 +35,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* PR1: /proc/PID not there says the pid is gone only when /proc is there
+ * (this process's own entry, which always is): a chroot or a mount over
+ * /proc hides every pid, live or not. */
+static int absent(void)
+{
+	struct stat st;
+	return hf_sys_fstatat(AT_FDCWD, "/proc/self/stat", &st, 0) == 0 ? -ESRCH : -ENOENT;
+}
+
 int hf_pid_start(pid_t pid, uint64_t *ret)
 {
 	char path[64], buf[2048]; /* 52 fields of at most 20 digits, comm 18 */
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	ssize_t n = hf_read_small_at(AT_FDCWD, path, 0, buf, sizeof buf, NULL);
 	if (n == -ENOENT)
-		return -ESRCH;
+		return absent(); /* PR1 */
 	if (n < 0)
 		return (int)n;
 	if (n == 0)
@@ -202,7 +212,7 @@ int hf_pid_comm(pid_t pid, char *buf, size_t n)
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
 	ssize_t r = hf_read_small_at(AT_FDCWD, path, O_NOCTTY | O_NONBLOCK, raw, sizeof raw, NULL);
 	if (r < 0)
-		return r == -ENOENT ? -ESRCH : (int)r;
+		return r == -ENOENT ? absent() : (int)r;
 	raw[strcspn(raw, "\n")] = '\0';
 	/* a command name is the program's to choose: keep it only as text */
 	if (!hf_text_ok(raw, HF_COMM_MAX))

@@ -14,7 +14,7 @@
 #define HF_PIDNS_UNKNOWN 1  /* no namespace inode is 1: "recorded, not known" */
 
 /* Start time of pid (/proc/<pid>/stat field 22): 0 and *ret, -ESRCH when no
- * such process, other -errno when unreadable. */
+ * such process, other -errno when unreadable (-ENOENT: no /proc here). */
 int hf_pid_start(pid_t pid, uint64_t *ret);
 /* The command name of pid (/proc/<pid>/comm, as text; "" when it is not
  * text) into buf: 0, -ESRCH, or -errno. */

@@ -25,8 +25,14 @@
  *        (MADV_WIPEONFORK), so fork(2), _Fork, clone(2) without CLONE_VM
  *        and a raw fork system call all read 0 there and ask the kernel
  *        again; a page that cannot be had (no mmap, a kernel before 4.14)
- *        keeps nothing and asks every time. (A CLONE_VM child shares the
- *        page, as it shares everything: vfork's child only execs.)
+ *        keeps nothing and asks every time.
+ *        Hazard: a CLONE_VM child that is not a thread (vfork's,
+ *        posix_spawn's, clone(CLONE_VM) by hand) shares the page: calling
+ *        into the library before it execs, it would read its parent's pid,
+ *        or - the page not filled yet - fill it with its own, which the
+ *        parent would then keep. vfork's child may only exec or _exit and
+ *        posix_spawn's calls no library code; calling holdfast from a
+ *        CLONE_VM child by hand is not supported.
  */
 #include "sys.h"
 

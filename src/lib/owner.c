@@ -372,7 +372,8 @@ static bool same_kernel(const struct hf_owner *o)
  * pid and start time (0: unknown). With a start time, /proc is read first:
  * its start time there is the whole proof for a live owner, one read and no
  * kill(2) before it; not there (or an orphaned zombie) is death, as kill's
- * ESRCH is. Without a start time, or with /proc unreadable, kill(2) alone. */
+ * ESRCH is. Without a start time, or with /proc unreadable or not there
+ * (PR1: a chroot, a mount over it), kill(2) alone. */
 static int one_verdict(int64_t pid, uint64_t pid_start)
 {
 	if (pid <= 0 || pid > 0x7fffffff)

@@ -316,6 +316,7 @@ void dl_fixture(char **dir, char **lock)
 void dl_fixture_end(char **dir, char **lock)
 {
 	hf_fault_inject(NULL, NULL, 0);
+	hft_kill_spawned(); /* a failed test's waiters would write on in dir */
 	hft_rmtree(*dir);
 	free(*dir);
 	free(*lock);

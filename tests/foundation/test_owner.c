@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -148,6 +149,31 @@ Test(liveness, start_time_is_the_proof_kill_is_not_asked)
 	cr_assert_eq(was_reused, HF_DEAD, "OW2: another start time under its pid");
 	cr_assert_eq(judged_by_kill, HF_DEAD, "no start time: kill's ESRCH is the verdict");
 	cr_assert_eq(gone, HF_DEAD, "OW1: gone from /proc");
+}
+
+/* OW1: "no such pid" must come from a /proc that is there. A process
+ * whose /proc went away after its first judge (a chroot, a mount over it,
+ * here a tmpfs in a mount namespace of its own) finds no /proc/PID for any
+ * pid: a live owner is then judged by kill(2), not declared dead - and a
+ * dead one still is. */
+Test(liveness, a_missing_proc_is_not_a_dead_owner)
+{
+	if (!hft_private_mounts())
+		cr_skip_test("no mount namespace (not root)");
+	int end;
+	pid_t pid = hft_fork_until_closed(&end);
+	struct hf_owner o;
+	cr_assert_eq(hf_owner_init(&o, pid), 0);
+	cr_assert_neq(o.pid_start, 0);
+	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "judged once with /proc");
+	cr_assert_eq(mount("none", "/proc", "tmpfs", 0, NULL), 0, "%s", strerror(errno));
+	int live = hf_owner_liveness(&o);
+	close(end);
+	waitpid(pid, NULL, 0);
+	int gone = hf_owner_liveness(&o);
+	cr_assert_eq(umount("/proc"), 0, "%s", strerror(errno));
+	cr_assert_eq(live, HF_ALIVE, "a live owner, /proc hidden: alive (kill says so)");
+	cr_assert_eq(gone, HF_DEAD, "its end, /proc hidden: dead (kill says so)");
 }
 
 Test(liveness, unknown_counts_as_alive)

@@ -59,6 +59,10 @@ void hft_go(struct hft_child *c);
  * makes each child a group leader): call after hft_wait when CMD may have
  * left a background process (a shell's trap that races its own job). */
 void hft_reap_group(const struct hft_child *c);
+/* Kill (with its process group) and collect every child this test process
+ * spawned that still runs: a fixture's end, before it removes the
+ * directory a failed test's children may still write in. (At exit too.) */
+void hft_kill_spawned(void);
 /* Wait for the child: its exit code, or 128+N when killed by signal N. */
 int hft_wait(struct hft_child *c);
 /* Read a child's stdout and stderr to their ends (into *out / *err,
