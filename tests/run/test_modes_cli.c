@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -265,16 +266,24 @@ Test(modes_cli, a_sigkilled_reader_frees_its_place_at_once)
 	free(out);
 	free(r.fifo);
 
-	/* run --shared, killed (holdfast and CMD, its process group) */
+	/* run --shared, killed (holdfast and CMD, its process group). CMD is
+	 * the record's owner (RUN1), and holdfast's exit is not CMD's: the
+	 * SIGKILL reaches both, but each exits when the scheduler runs it, and
+	 * until then /proc shows CMD alive. So the test is CMD's subreaper
+	 * (orphaned by holdfast's death, it becomes our child) and collects it
+	 * before it asks: the owner gone, not merely its supervisor. */
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	char *fifo = rt_path(dir, "g");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
 	struct hft_child c;
 	hft_spawn_cli(&c, "",
 		      RT_ARGV("run", "--lock", L, "--shared", "--", "sh", "-c",
-			      "echo in; read x < \"$0\"", fifo),
+			      "echo in $$; read x < \"$0\"", fifo),
 		      NULL);
 	char *line = rt_line(c.out_rd);
-	cr_assert_str_eq(line ? line : "", "in");
+	int cmd = 0;
+	cr_assert(line && sscanf(line, "in %d", &cmd) == 1 && cmd > 0, "CMD said '%s'",
+		  line ? line : "");
 	free(line);
 	cr_assert_eq(hft_cli(NULL, NULL, RT_ARGV("lock", "acquire", L, "-n", "--pid", me)), 1);
 	st = status_text(L);
@@ -282,6 +291,13 @@ Test(modes_cli, a_sigkilled_reader_frees_its_place_at_once)
 	free(st);
 	cr_assert_eq(kill(-c.pid, SIGKILL), 0);
 	cr_assert_eq(hft_wait(&c), 128 + SIGKILL);
+	int cst;
+	pid_t w;
+	do
+		w = waitpid(cmd, &cst, 0);
+	while (w < 0 && errno == EINTR);
+	cr_assert_eq(w, cmd, "waitpid CMD %d: %s", cmd, strerror(errno));
+	cr_assert(WIFSIGNALED(cst) && WTERMSIG(cst) == SIGKILL, "CMD ended with status %#x", cst);
 	out = NULL;
 	cr_assert_eq(hft_cli(&out, NULL, RT_ARGV("lock", "acquire", L, "-n", "--pid", me)), 0,
 		     "the killed run's place is free at once");
