@@ -27,8 +27,15 @@
  * DQ6: a waiter's first refusal, before it registers, is not judged: it
  * registers and attempts again (UNSEEN, as built); it marks only refusals
  * met registered. Its state space at 3 waiters x 2 acquisitions passes
- * 16 GB: check.sh checks it at 4 x 1 and 2 x 3, and the waiter without it
+ * 16 GB: check.sh checks it at 4 x 1 with no waiter giving up (at one
+ * acquisition, a waiter that may give up can always leave its sleep, so a
+ * lost ring would never show) and at 2 x 3, and the waiter without it
  * (UNSEEN=0) at 3 x 2, the bound at which every weakened variant fails.
+ *
+ * DQ5's refused mark (MARKFAIL: the holder's directory is another user's):
+ * the waiter leaves the queue for the watch of P (hf_wait_unqueue), a ring
+ * it spent passed on (OWED: that holder will not ring), attempts again
+ * watched, and from then on sleeps until L moves, marking refusals or not.
  *
  * DQ5: a waiter marks the directory it was refused by (mk[g], g the entry
  * whose directory it is: the mark goes through a descriptor, so it lands on
@@ -42,7 +49,10 @@
  * registered after the attempt instead of before it, WT2), queue-early
  * (fails: the release rings before the lock is free, DQ2), queue-latemark
  * (fails: the mark after the look, DQ5), queue-noviaq (fails: a holder
- * that came through the queue rings only when marked, DQ4).
+ * that came through the queue rings only when marked, DQ4), queue-markfail
+ * (holds: marks may be refused), queue-noowed (fails: a waiter whose mark
+ * is refused keeps the ring it spent), queue-sleepnow (fails: DQ6's
+ * registration followed by a sleep, not by the attempt).
  */
 #ifndef NW
 #define NW 3          /* waiters                                            */
