@@ -220,6 +220,9 @@ Test(queue, a_waiter_judges_the_holder_once_registered)
 	cr_assert_eq(hf_lock_new(lock, &t), 0);
 	cr_assert_eq(hf_lock_set(t, HF_OPT_WAIT_MS, 0), 0);
 	cr_assert_eq(hf_lock_acquire(t), HF_EHELD);
+	int64_t hpid = 0;
+	cr_assert_eq(hf_rec_int(hf_lock_holder(t), "pid", &hpid), 0, "the holder is named");
+	cr_assert_eq(hpid, getpid(), "named: this process holds it");
 	hf_lock_free(t);
 	cr_assert_eq(hf_lock_release(h), 0);
 	cr_assert_eq(hft_wait(&first), DL_ENTERED, "the first in, rung by the release");
