@@ -9,10 +9,10 @@
 #            share-test, what `make model` and `make check-long` run), or
 #            "share-test" (= share share-renew share-leak share-weak-*), or
 #            "session-test" (= session session-weak, run by `make test`),
-#            "queue-test" (= queue queue-2x3 queue-dq15 queue-nopass
+#            "queue-test" (= queue queue-2x3 queue-nopass
 #            queue-late queue-early queue-latemark queue-noviaq
 #            queue-sleepnow), "queue-mark-test" (= queue-markfail
-#            queue-noowed, the refused mark; both the
+#            queue-markfail-2x3 queue-noowed, the refused mark; both the
 #            waiters' queue, model/queue.pml, run by `make check-long`)
 #   -o DIR   work in DIR/<config> (default: $TMPDIR or /tmp, holdfast-model.*)
 #   -k       keep the work directories (pan, trails) and print where
@@ -101,7 +101,8 @@ session-relcheck|fails|-DRELCHECK=1|session: no leftover after a release too (SH
 session-natt2|holds|-DNATT=2 -DNAS=32|session: 2 takers x 2 attempts (32 aside names)
 session-nt3|holds|-DNT=3 -DINITBAR=0|session: 3 takers, a stale lock, no barrier
 queue|holds|-DNW=4 -DNATT=1 -DLEAVE=0|waiters queue as built (WT8, WT9, DQ1-DQ6): 4 waiters x 1 acquisition, none gives up (one that may give up at its only acquisition can never be stuck); no ring lost (no waiter asleep forever, the cap left out)
-queue-markfail|holds|-DNW=4 -DNATT=1 -DLEAVE=0 -DMARKFAIL=1|the same, and the mark of a waiter may be refused: it leaves the queue for the watch, passing on the ring it spent (DQ5, hf_wait_unqueue)
+queue-markfail|holds|-DNW=4 -DNATT=1 -DLEAVE=0 -DMARKFAIL=1 -DMAXFAIL=2|the same, and the mark of a waiter may be refused: it leaves the queue for the watch, passing on the ring it spent (DQ5, hf_wait_unqueue)
+queue-markfail-2x3|holds|-DNW=2 -DNATT=3 -DMARKFAIL=1|refused marks at 2 waiters x 3 acquisitions, one may give up
 queue-noowed|fails|-DNW=4 -DNATT=1 -DLEAVE=0 -DMARKFAIL=1 -DOWED=0|weakened: a waiter whose mark is refused leaves the queue keeping the ring it spent (DQ5)
 queue-sleepnow|fails|-DNW=2 -DNATT=1 -DLEAVE=0 -DSLEEPNOW=1|weakened DQ6: the first refusal registers and sleeps, without the attempt after it
 queue-2x3|holds|-DNW=2 -DNATT=3|the same, 2 waiters x 3 acquisitions
@@ -138,10 +139,10 @@ for c in "$@"; do
 	elif [ "$c" = session-test ]; then
 		expand+=(session session-weak)
 	elif [ "$c" = queue-test ]; then
-		expand+=(queue queue-2x3 queue-dq15 queue-nopass queue-late queue-early
+		expand+=(queue queue-2x3 queue-nopass queue-late queue-early
 			queue-latemark queue-noviaq queue-sleepnow)
 	elif [ "$c" = queue-mark-test ]; then
-		expand+=(queue-markfail queue-noowed)
+		expand+=(queue-markfail queue-markfail-2x3 queue-noowed)
 	else
 		expand+=("$c")
 	fi

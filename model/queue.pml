@@ -32,7 +32,7 @@
  * lost ring would never show) and at 2 x 3, and the waiter without it
  * (UNSEEN=0) at 3 x 2, the bound at which every weakened variant fails.
  *
- * DQ5's refused mark (MARKFAIL: the holder's directory is another user's):
+ * DQ5's refused mark (MARKFAIL: the file system refuses the sticky bit):
  * the waiter leaves the queue for the watch of P (hf_wait_unqueue), a ring
  * it spent passed on (OWED: that holder will not ring), attempts again
  * watched, and from then on sleeps until L moves, marking refusals or not.
@@ -84,9 +84,13 @@
 #define VIAQ 1        /* 0: weakened, a holder from the queue rings only if marked */
 #endif
 #ifndef MARKFAIL
-#define MARKFAIL 0    /* 1: a waiter's mark may be refused (once per waiter:
-                         another user's directory): it leaves the queue for
-                         the watch (DQ5, hf_wait_unqueue)                   */
+#define MARKFAIL 0    /* 1: a waiter's mark may be refused (once per
+                         acquisition: a file system refusing the bit): it
+                         leaves the queue for the watch (DQ5,
+                         hf_wait_unqueue)                                   */
+#endif
+#ifndef MAXFAIL
+#define MAXFAIL 255   /* refused marks in a run, at most (a bound on states) */
 #endif
 #ifndef OWED
 #define OWED 1        /* 0: weakened, a waiter leaving for the watch passes
@@ -107,6 +111,7 @@ byte next_pos = 1;
 bool asleep[NW];
 bool ready[NW];       /* the item is on its instance's ready list            */
 bool mk[NGEN];        /* DQ5: the directory of entry g is marked            */
+byte nfail;           /* refused marks so far (MAXFAIL)                      */
 
 inline ring() {
   d_step {
@@ -158,7 +163,7 @@ proctype W(byte i) {
   bool got, left = 0, registered = 0, viaq = 0;
   bool rung = 0;      /* the last wake was a ring (wait.c HF_WOKE_EVENT)     */
   bool watch = 0;     /* on the watch of P for this acquisition (DQ5)        */
-  bool mfailed = 0;   /* its one refused mark is spent                       */
+  bool mfailed = 0;   /* this acquisition's refused mark is spent            */
   do
   :: n < NATT ->
 attempt: skip;
@@ -193,10 +198,10 @@ attempt: skip;
 #endif
 #if MARKFAIL
      if
-     :: !mfailed && registered ->
+     :: !mfailed && registered && nfail < MAXFAIL ->
         /* DQ5: the mark refused: that holder rings nobody - out of the
          * queue (WT9), a ring it spent passed on, then the watch */
-        mfailed = 1; watch = 1;
+        mfailed = 1; watch = 1; nfail++;
         unregister(i); registered = 0;
         if
         :: d_step { bytes > 0 -> bytes-- }; ring()
@@ -228,7 +233,11 @@ attempt: skip;
 sleep:
      asleep[i] = 1;
      if
-     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes = 0; rung = 1 }
+     :: d_step { ready[i] && bytes > 0 -> asleep[i] = 0; ready[i] = 0; bytes = 0;
+#if MARKFAIL
+                 rung = 1               /* only MARKFAIL reads it: no states more */
+#endif
+               }
         goto attempt                    /* woken: every byte read at once */
      :: d_step { ready[i] && bytes == 0 -> ready[i] = 0 }
         goto sleep                      /* woken for nothing: asleep again */
@@ -260,7 +269,7 @@ entered:
      if :: registered -> unregister(i); registered = 0 :: else -> skip fi;
      viaq = 0;
 next:
-     watch = 0; rung = 0
+     watch = 0; rung = 0; mfailed = 0   /* DQ5's flag_failed: per acquisition */
   :: else -> break
   od
 }

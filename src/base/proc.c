@@ -6,8 +6,9 @@
  * Invariants:
  *  (PR1) hf_pid_start says -ESRCH only when the pid is gone or is an
  *        orphaned zombie nobody will act for (see its comment); any other
- *        failure to read is an error, never "gone" - also a /proc that is
- *        not there (chroot, a mount over it: -ENOENT, then kill(2) judges).
+ *        failure to read is an error, never "gone" - also a /proc that does
+ *        not show a pid kill(2) finds (chroot, a mount over /proc, hidepid:
+ *        -ENOENT, the pid's start time unknown).
  *  (PR2) This process's namespaces are read once per pid: a child forked
  *        after unshare(CLONE_NEWTIME) reads its own again.
  *  (PR4) What is read once per process (boot id, host name, namespaces)
@@ -35,13 +36,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* PR1: /proc/PID not there says the pid is gone only when /proc is there
- * (this process's own entry, which always is): a chroot or a mount over
- * /proc hides every pid, live or not. */
-static int absent(void)
+/* PR1: /proc/PID not there says the pid is gone only when the kernel
+ * agrees: a chroot or a mount over /proc hides every pid, hidepid= another
+ * user's, a /proc of another pid namespace names other processes - kill(2)
+ * is asked (only here, on the way to a "gone"). */
+static int absent(pid_t pid)
 {
-	struct stat st;
-	return hf_sys_fstatat(AT_FDCWD, "/proc/self/stat", &st, 0) == 0 ? -ESRCH : -ENOENT;
+	return hf_sys_kill(pid, 0) == -ESRCH ? -ESRCH : -ENOENT;
 }
 
 int hf_pid_start(pid_t pid, uint64_t *ret)
@@ -50,7 +51,7 @@ int hf_pid_start(pid_t pid, uint64_t *ret)
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	ssize_t n = hf_read_small_at(AT_FDCWD, path, 0, buf, sizeof buf, NULL);
 	if (n == -ENOENT)
-		return absent(); /* PR1 */
+		return absent(pid); /* PR1 */
 	if (n < 0)
 		return (int)n;
 	if (n == 0)
@@ -212,7 +213,7 @@ int hf_pid_comm(pid_t pid, char *buf, size_t n)
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
 	ssize_t r = hf_read_small_at(AT_FDCWD, path, O_NOCTTY | O_NONBLOCK, raw, sizeof raw, NULL);
 	if (r < 0)
-		return r == -ENOENT ? absent() : (int)r;
+		return r == -ENOENT ? absent(pid) : (int)r;
 	raw[strcspn(raw, "\n")] = '\0';
 	/* a command name is the program's to choose: keep it only as text */
 	if (!hf_text_ok(raw, HF_COMM_MAX))

@@ -84,7 +84,8 @@
  *        has the FIFO open; else the open fails with ENXIO and that is the
  *        whole cost). The kernel wakes one registered waiter per ring, the
  *        first registered (its wait queue is FIFO; a waiter stays registered
- *        across its attempts and keeps its place), which reads one byte and
+ *        across its attempts and keeps its place - until it leaves for the
+ *        watch, WT9), which reads one byte and
  *        attempts. So a release wakes one waiter, not all. The queue only
  *        decides when a waiter attempts: every attempt is the protocol's
  *        whole, and a waiter that is never rung still wakes at the cap
@@ -99,13 +100,15 @@
  *        probe that only asks whether anyone waits
  *        (named point wait.ring.probed: between the two).
  *  (WT9) A waiter leaves the queue without taking the lock only through
- *        hf_wait_pass (hf_wait_unqueue, moving to the watch, calls it too): it leaves the epoll instance, then takes the bytes
- *        there and writes one back - a ring the kernel gave to it goes to
- *        the next. A waiter that read a ring always attempts before it can
- *        leave (hf_wait_next returns 0 after a read); if that attempt met
- *        a holder, the holder rings again; if it ended in an error before
- *        it met anyone, the caller says the ring is owed, and it is written
- *        back all the same.
+ *        hf_wait_pass (hf_wait_unqueue, moving to the watch, calls it
+ *        too): it leaves the epoll instance, then takes the bytes there and
+ *        writes one back - a ring the kernel gave to it goes to the next. A
+ *        waiter that read a ring always attempts before it can leave
+ *        (hf_wait_next returns 0 after a read); if that attempt met a
+ *        holder that will ring (marked, DQ5), the ring is answered; if it
+ *        ended in an error before it met anyone, or met a holder it could
+ *        not mark, and rang nobody itself, the caller says the ring is
+ *        owed, and it is written back all the same.
  *
  * Hazards:
  *  - A waiter killed between its wake-up and its attempt takes its ring
@@ -324,6 +327,7 @@ void hf_wait_unqueue(struct hf_waiter *w, int owed)
 	hf_sys_close(w->qfd);
 	w->qfd = -1;
 	w->armed = 0; /* WT2: the next hf_wait_next sets up the watch */
+	w->quick = 0; /* WT5: on the watch the holder's pidfd is opened at once */
 }
 
 /* Set up the watch (WT2). 0 when set up; <0 when inotify is refused. */

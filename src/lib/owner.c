@@ -139,9 +139,12 @@ int hf_owner_init(struct hf_owner *ret, pid_t pid)
 		o.pid_start = self_start;
 	} else {
 		rc = hf_pid_start(pid, &o.pid_start);
-		if (rc < 0)
+		if (rc == -ENOENT)
+			o.pid_start = 0; /* PR1: no /proc showing it (kill(2) finds it):
+					  * no start time, judged by kill alone */
+		else if (rc < 0)
 			return rc; /* -ESRCH: no such process to own anything */
-		if (pid == me) {
+		if (pid == me && o.pid_start) {
 			self_pid = me;
 			self_start = o.pid_start;
 		}
@@ -176,7 +179,10 @@ int hf_owner_chain_add(struct hf_owner *o, const pid_t *pids, size_t n)
 		if (there)
 			continue;
 		uint64_t start;
-		if (hf_pid_start(pids[i], &start) < 0)
+		int rc = hf_pid_start(pids[i], &start);
+		if (rc == -ENOENT)
+			start = 0; /* PR1: not in /proc, found by kill(2): kill judges it */
+		else if (rc < 0)
 			continue; /* gone already: nothing of the caller's left there */
 		if (o->nchain >= HF_OWNER_CHAIN_MAX)
 			return -E2BIG;

@@ -233,9 +233,10 @@ Test(queue, a_waiter_judges_the_holder_once_registered)
 	free(q);
 }
 
-/* DQ5: a waiter that cannot mark its holder (the fchmod refused, as for a
- * directory of another user) would sleep in the queue behind a holder that
- * rings nobody - to the cap, an hour here, or its deadline. It leaves the
+/* DQ5: a waiter that cannot mark its holder (the fchmod refused, as by a
+ * file system or a security module that refuses the bit) would sleep in
+ * the queue behind a holder that rings nobody - to the cap, an hour here,
+ * or its deadline. It leaves the
  * queue for the watch instead, attempts once watched, and sleeps there:
  * the release wakes it. */
 Test(queue, a_waiter_that_cannot_mark_its_holder_waits_on_the_watch)

@@ -155,7 +155,8 @@ Test(liveness, start_time_is_the_proof_kill_is_not_asked)
  * whose /proc went away after its first judge (a chroot, a mount over it,
  * here a tmpfs in a mount namespace of its own) finds no /proc/PID for any
  * pid: a live owner is then judged by kill(2), not declared dead - and a
- * dead one still is. */
+ * dead one still is; an owner named then is recorded without a start
+ * time, not refused as gone. */
 Test(liveness, a_missing_proc_is_not_a_dead_owner)
 {
 	if (!hft_private_mounts())
@@ -168,12 +169,21 @@ Test(liveness, a_missing_proc_is_not_a_dead_owner)
 	cr_assert_eq(hf_owner_liveness(&o), HF_ALIVE, "judged once with /proc");
 	cr_assert_eq(mount("none", "/proc", "tmpfs", 0, NULL), 0, "%s", strerror(errno));
 	int live = hf_owner_liveness(&o);
+	/* an owner named now has no start time to record: kill judges it */
+	struct hf_owner o2;
+	int init = hf_owner_init(&o2, pid);
+	int live2 = init == 0 ? hf_owner_liveness(&o2) : -1;
 	close(end);
 	waitpid(pid, NULL, 0);
 	int gone = hf_owner_liveness(&o);
+	int gone2 = init == 0 ? hf_owner_liveness(&o2) : -1;
 	cr_assert_eq(umount("/proc"), 0, "%s", strerror(errno));
 	cr_assert_eq(live, HF_ALIVE, "a live owner, /proc hidden: alive (kill says so)");
 	cr_assert_eq(gone, HF_DEAD, "its end, /proc hidden: dead (kill says so)");
+	cr_assert_eq(init, 0, "a live process is an owner without /proc: %s", strerror(-init));
+	cr_assert_eq(o2.pid_start, 0, "no start time without /proc");
+	cr_assert_eq(live2, HF_ALIVE);
+	cr_assert_eq(gone2, HF_DEAD);
 }
 
 Test(liveness, unknown_counts_as_alive)

@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@ static pid_t caller; /* the row's caller: its process group is ended in teardown
 /* pidfds of the holder's processes (the record's owner and chain), opened
  * during the work: "the caller ended" is their end, not an EOF */
 static int holder_fd[1 + 16];
+static pid_t holder_pid[1 + 16];
 static int nholder;
 
 static void setup(void)
@@ -131,7 +133,7 @@ static void watch_holder(int64_t pid, uint64_t start)
 	}
 	if (hf_pid_start((pid_t)pid, &now) == 0 && now == start &&
 	    nholder < (int)(sizeof holder_fd / sizeof *holder_fd))
-		holder_fd[nholder++] = fd;
+		holder_pid[nholder] = (pid_t)pid, holder_fd[nholder++] = fd;
 	else
 		close(fd);
 }
@@ -186,6 +188,16 @@ static void assert_reapable(const char *what)
 		cr_assert_eq(r, 1, "%s: a holder's process still runs 60 s after the caller ended",
 			     what);
 		close(holder_fd[i]);
+		/* exited; collected by its parent - init, or a subreaper that
+		 * may take a moment (a zombie whose parent lives counts as
+		 * alive): polled from /proc, bounded */
+		uint64_t st;
+		int64_t end = hf_sys_mono_ns() + 60 * 1000000000LL;
+		while (hf_pid_start(holder_pid[i], &st) == 0 && hf_sys_mono_ns() < end)
+			sched_yield();
+		cr_assert_neq(hf_pid_start(holder_pid[i], &st), 0,
+			      "%s: holder %d exited, but its parent has not collected it in 60 s",
+			      what, (int)holder_pid[i]);
 	}
 	nholder = 0;
 	char *out, *err;

@@ -36,11 +36,13 @@ static void kill_spawned(void)
 		return; /* a forked copy of the test process: not its children */
 	for (size_t i = 0; i < nspawned; i++) {
 		pid_t p = spawned[i];
-		/* still our child, not collected (a pid collected by the test
-		 * may be another process's now: never signalled) */
-		if (waitpid(p, NULL, WNOHANG) != 0)
+		/* still our child, running or exited but not collected (so its
+		 * pid and process group are not another's yet); one the test
+		 * collected may be another process's pid now: never signalled */
+		siginfo_t si;
+		if (waitid(P_PID, (id_t)p, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
 			continue;
-		kill(-p, SIGKILL); /* its group, when it leads one */
+		kill(-p, SIGKILL); /* its group, when it leads one (also after it exited) */
 		kill(p, SIGKILL);
 		waitpid(p, NULL, 0);
 	}

@@ -467,7 +467,8 @@ static int scope_keep(void *p, const struct hf_scope_args *a, bool *kept)
 	pid_t pid = a->pid ? a->pid : hf_sys_getpid();
 	uint64_t start = 0;
 	if (hf_pid_start(pid, &start) < 0)
-		start = 0; /* gone already: the keep revokes at once */
+		start = 0; /* gone already (the keep revokes at once), or not in
+			    * /proc (PR1: hf_etcdscope_keep judges by kill) */
 	return hf_etcdscope_keep(p, pid, start);
 }
 

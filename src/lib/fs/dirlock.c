@@ -175,8 +175,8 @@
  *       L (DQ1): the same directory there means the holder moves it away
  *       after the mark and sees it in its claim's stat: it rings.
  *       Otherwise the waiter attempts at once. A mark that cannot be set
- *       (the holder's directory is another user's, the file system refuses
- *       the bit) would leave the waiter asleep in the queue to the cap,
+ *       (the file system or a security module refuses fchmod; the state
+ *       directory is ours, DL checks, so its holders' directories are too) would leave the waiter asleep in the queue to the cap,
  *       since that holder rings nobody: it leaves the queue for the watch
  *       (hf_wait_unqueue; a ring that woke it is passed on, as the holder
  *       it met will not ring again) and attempts again watched before it
@@ -529,6 +529,9 @@ struct lk {
 	bool nlink_counts;              /* st_nlink == 2 + subdirectories    */
 	int64_t stale_ms, max_hold_ms;
 	bool ring;                      /* L was taken: ring the queue (DQ2) */
+	bool rang;                      /* rung since the last wake (DQ3, DQ5:
+					   a ring spent on that wake is then
+					   not owed: it was answered)         */
 	bool flag;                      /* a waiting acquisition: mark the
 					   holders it sleeps behind (DQ5)     */
 	bool flag_failed;               /* a mark could not be set (DQ5)     */
@@ -859,6 +862,7 @@ static void ring_due(struct lk *l, int qfd)
 		hf_wait_ring_fd(qfd); /* DQ4: through our own reader */
 	else if (l->ring && l->sfd >= 0)
 		hf_wait_ring(l->sfd, QUEUE_FILE);
+	l->rang |= l->ring;
 	l->ring = false;
 }
 
@@ -927,7 +931,7 @@ static int lk_open(struct lk *l, const char *path, int64_t stale_ms, int64_t max
 	l->nlink_counts = false;
 	l->held_dev = 0;
 	l->held_ino = 0;
-	l->ring = false;
+	l->ring = l->rang = false;
 	l->flag = l->flag_failed = false;
 	l->look_later = l->look_first = false;
 	if (!path || !*path)
@@ -2144,7 +2148,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		 * resolved beside L, unseen: the short backoff. */
 		if (l.flag_failed && w.qdir >= 0) /* DQ5: no mark, no ring: the watch
 						     * instead; a ring spent on it is owed */
-			hf_wait_unqueue(&w, w.woke == HF_WOKE_EVENT);
+			hf_wait_unqueue(&w, w.woke == HF_WOKE_EVENT && !l.rang);
 		if (rc == HF_EHELD)
 			hf_wait_holder(&w, holder.partial ? 0 : hf_owner_local_pid(&holder.owner));
 		if (rc == HF_EHELD && w.efd >= 0 && l.held_ino && !still_at_l(&l) &&
@@ -2155,6 +2159,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 					 * (an error is met again by the attempt) */
 		hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 		int wrc = hf_wait_next(&w);
+		l.rang = false;
 		if (wrc == 0 && w.woke == HF_WOKE_ARMED && w.efd >= 0 && rc == HF_EHELD &&
 		    l.held_ino && still_at_l(&l)) {
 			/* DQ1: registered in the queue after the attempt; the
@@ -2162,6 +2167,7 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 			 * (DQ2) after our registration: sleep without an attempt */
 			hf_sys_point(HF_PT_DIRLOCK_ACQUIRE_WAITING);
 			wrc = hf_wait_next(&w);
+			l.rang = false;
 		}
 		if (wrc == HF_ETIMEDOUT) {
 			if (o->wait_ms != 0)
@@ -2175,8 +2181,8 @@ int hf_dirlock_acquire(const struct hf_lock_opts *o, struct hf_lock_info *ret,
 		holder.reason[0] = '\0';
 	}
 	if (rc != 0) /* DQ3: a ring read and then an error: owed to the next */
-		hf_wait_pass(&w, w.woke == HF_WOKE_EVENT && rc != HF_EHELD && rc != HF_ETIMEDOUT &&
-					 rc != HF_ECANCELED);
+		hf_wait_pass(&w, w.woke == HF_WOKE_EVENT && !l.rang && rc != HF_EHELD &&
+					 rc != HF_ETIMEDOUT && rc != HF_ECANCELED);
 	if (rc == 0 && o->kept) {
 		/* DQ4: a holder that waited in the queue keeps its place there
 		 * until its release (it is not asleep in it, so no ring is given
@@ -2401,7 +2407,7 @@ int hf_dirlock_release_kept(const char *path, const struct hf_lock_info *held,
 		l.max_hold_ms = HF_LOCK_MAX_HOLD_MS_DEFAULT;
 		l.held_dev = 0;
 		l.held_ino = 0;
-		l.ring = l.flag = l.flag_failed = false; /* as lk_open leaves them */
+		l.ring = l.rang = l.flag = l.flag_failed = false; /* as lk_open leaves them */
 		l.look_later = l.look_first = false;
 		kept->pfd = kept->sfd = -1; /* l's now */
 	} else {
